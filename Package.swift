@@ -1,0 +1,18 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "NetworkQueue",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "NetworkQueue", targets: ["NetworkQueue"])
+    ],
+    targets: [
+        .target(name: "NetworkQueue"),
+        .target(name: "LoopbackServer"),
+        .testTarget(name: "CoreTests", dependencies: ["NetworkQueue"]),
+        .testTarget(name: "QueueTests", dependencies: ["NetworkQueue"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,171 @@
+/// The aggregate progress of one queue: a pure value type fed with byte counts and outcomes.
+///
+/// Each request weighs its expected upload bytes plus its expected download bytes, or one unit for a
+/// download of unknown size. The fraction advances by integrating completed work over *remaining* work:
+/// when every size is known from the start it equals done / total, and when a late size joins the total,
+/// a transfer restarts, or a request fails, the fraction holds still instead of falling. Timestamps are
+/// passed in (seconds on any monotonic clock); the ledger reads no clock.
+struct ProgressLedger<ID: Hashable> {
+    enum Outcome: Equatable {
+        case succeeded
+        case failed
+        case cancelled
+    }
+
+    private struct Entry {
+        var expectedDown: Int64?
+        var received: Int64 = 0
+        var expectedUp: Int64
+        var sent: Int64 = 0
+        var outcome: Outcome?
+
+        /// How much this request weighs in the fraction.
+        var weight: Double { Double(expectedUp) + (expectedDown.map(Double.init) ?? 1) }
+
+        /// How much of its weight is done.
+        var done: Double {
+            if outcome == .succeeded { return weight }
+            let down = expectedDown.map { Double(min(received, $0)) } ?? 0
+            return Double(min(sent, expectedUp)) + down
+        }
+
+        /// Work that still counts towards completion: none once the request has ended.
+        var remaining: Double { outcome == nil ? max(0, weight - done) : 0 }
+    }
+
+    private var entries: [ID: Entry] = [:]
+    private var fraction: Double = 0
+    private var remaining: Double = 0
+    private var unknownDownloads = 0
+    private var counts = (finished: 0, failed: 0, cancelled: 0)
+    private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
+    private var throughput = ThroughputMeter()
+
+    /// True when every request of the drain has ended.
+    var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == entries.count }
+
+    // MARK: Events
+
+    /// Starts a new drain: forgets every request and resets the fraction to 0.
+    mutating func reset() { self = ProgressLedger() }
+
+    /// Adds a request. `expectedDownload` nil means unknown (one unit until a size is learned).
+    mutating func add(_ id: ID, expectedDownload: Int64? = nil, expectedUpload: Int64 = 0) {
+        guard entries[id] == nil else { return }
+        let entry = Entry(expectedDown: expectedDownload.map { max(0, $0) }, expectedUp: max(0, expectedUpload))
+        entries[id] = entry
+        if let down = entry.expectedDown { bytes.expectedDown += down } else { unknownDownloads += 1 }
+        bytes.expectedUp += entry.expectedUp
+        remaining += entry.remaining
+    }
+
+    /// Records the download size learned from a HEAD or a response; nil or negative means unknown.
+    mutating func setExpectedDownload(_ id: ID, _ size: Int64?) {
+        update(id) { entry, ledger in
+            let size = size.flatMap { $0 >= 0 ? $0 : nil }
+            guard entry.expectedDown != size else { return }
+            if let old = entry.expectedDown { ledger.bytes.expectedDown -= old } else { ledger.unknownDownloads -= 1 }
+            if let new = size { ledger.bytes.expectedDown += new } else { ledger.unknownDownloads += 1 }
+            entry.expectedDown = size
+        }
+    }
+
+    /// A transfer started over (a retry, or a second response): its bytes so far no longer count.
+    mutating func restart(_ id: ID) {
+        update(id) { entry, ledger in
+            ledger.bytes.received -= entry.received
+            ledger.bytes.sent -= entry.sent
+            entry.received = 0
+            entry.sent = 0
+        }
+    }
+
+    /// Adds `count` response bytes received by a request.
+    mutating func receive(_ id: ID, bytes count: Int64, at time: Double) {
+        update(id) { entry, ledger in
+            entry.received += count
+            ledger.bytes.received += count
+        }
+        throughput.record(total: bytes.received + bytes.sent, at: time)
+    }
+
+    /// Records a request's cumulative body bytes sent, and its body size when the transport knows it.
+    mutating func send(_ id: ID, totalSent: Int64, expected: Int64?, at time: Double) {
+        update(id) { entry, ledger in
+            if let expected, expected >= 0, expected != entry.expectedUp {
+                ledger.bytes.expectedUp += expected - entry.expectedUp
+                entry.expectedUp = expected
+            }
+            let sent = max(0, totalSent)
+            ledger.bytes.sent += sent - entry.sent
+            entry.sent = sent
+        }
+        throughput.record(total: bytes.received + bytes.sent, at: time)
+    }
+
+    /// Ends a request. Its remaining work leaves the total; only success advances the fraction.
+    mutating func finish(_ id: ID, _ outcome: Outcome) {
+        update(id) { entry, ledger in
+            guard entry.outcome == nil else { return }
+            entry.outcome = outcome
+            switch outcome {
+            case .succeeded:
+                ledger.counts.finished += 1
+                if entry.expectedDown == nil {
+                    // The size is now known: what arrived.
+                    ledger.unknownDownloads -= 1
+                    ledger.bytes.expectedDown += entry.received
+                    entry.expectedDown = entry.received
+                }
+            case .failed: ledger.counts.failed += 1
+            case .cancelled: ledger.counts.cancelled += 1
+            }
+        }
+    }
+
+    // MARK: Snapshot
+
+    /// The progress now; `time` is used for the throughput window and the ETA.
+    func snapshot(at time: Double) -> QueueProgress {
+        let rate = throughput.rate(at: time)
+        let expectedDown: Int64? = unknownDownloads == 0 ? bytes.expectedDown : nil
+        var eta: Double?
+        if let expectedDown, let rate, rate > 0 {
+            let left = (expectedDown - bytes.received) + (bytes.expectedUp - bytes.sent)
+            eta = isComplete ? 0 : Double(max(0, left)) / rate
+        }
+        return QueueProgress(
+            totalRequestCount: entries.count, finishedRequestCount: counts.finished,
+            failedRequestCount: counts.failed, cancelledRequestCount: counts.cancelled,
+            bytesReceived: bytes.received, bytesExpectedToReceive: expectedDown,
+            bytesSent: bytes.sent, bytesExpectedToSend: bytes.expectedUp,
+            fractionCompleted: fraction, throughput: rate, estimatedTimeRemaining: eta)
+    }
+
+    /// Per-request bytes: (received, expected download, sent, expected upload).
+    func transfer(_ id: ID) -> (received: Int64, expected: Int64?, sent: Int64, expectedUp: Int64)? {
+        entries[id].map { ($0.received, $0.expectedDown, $0.sent, $0.expectedUp) }
+    }
+
+    // MARK: Fraction bookkeeping
+
+    /// Applies `change` to one entry and advances the fraction by the work it completed, measured against
+    /// the work that was remaining before it.
+    private mutating func update(_ id: ID, _ change: (inout Entry, inout ProgressLedger) -> Void) {
+        guard var entry = entries[id] else { return }
+        let before = (done: entry.done, remaining: entry.remaining)
+        let remainingBefore = remaining
+        change(&entry, &self)
+        entries[id] = entry
+        remaining += entry.remaining - before.remaining
+        let completed = entry.done - before.done
+        if completed > 0, remainingBefore > 0, entry.outcome == nil || entry.outcome == .succeeded {
+            fraction += (1 - fraction) * min(1, completed / remainingBefore)
+        }
+        if remaining < 0.5 { remaining = 0 }
+        if remaining == 0, isComplete, counts.failed + counts.cancelled == 0, !entries.isEmpty {
+            fraction = 1
+        }
+        fraction = min(1, max(0, fraction))
+    }
+}

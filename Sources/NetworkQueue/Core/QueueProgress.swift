@@ -1,0 +1,47 @@
+import Foundation
+
+/// A snapshot of a queue's aggregate progress: request counts, bytes, fraction, throughput and ETA.
+///
+/// Counts and bytes cover the current *drain*: everything added since the queue was last idle. A new
+/// drain starts from zero when a request is added to an idle queue that has already finished one.
+public struct QueueProgress: Sendable, Hashable {
+    /// Requests added in this drain.
+    public var totalRequestCount: Int
+    /// Requests that succeeded.
+    public var finishedRequestCount: Int
+    /// Requests that failed for any reason other than cancellation.
+    public var failedRequestCount: Int
+    /// Requests that were cancelled, by the caller or because a sibling failed.
+    public var cancelledRequestCount: Int
+
+    /// Response body bytes received so far (a restarted transfer's earlier bytes are not counted).
+    public var bytesReceived: Int64
+    /// The total response bytes expected, or nil while any request's size is unknown.
+    public var bytesExpectedToReceive: Int64?
+    /// Request body bytes sent so far.
+    public var bytesSent: Int64
+    /// The total request body bytes to send, or nil while any request's body size is unknown.
+    public var bytesExpectedToSend: Int64?
+
+    /// The completed share of the drain's work, in 0...1.
+    ///
+    /// Weighted by bytes when sizes are known; a request of unknown size weighs one unit. Never NaN, never
+    /// above 1.0, never decreasing within a drain, and exactly 1.0 once every request of the drain has
+    /// succeeded.
+    public var fractionCompleted: Double
+    /// Bytes per second (sent plus received) over the last few seconds, or nil before there is a sample.
+    public var throughput: Double?
+    /// Seconds until the drain completes at the current throughput, or nil when unknown.
+    public var estimatedTimeRemaining: TimeInterval?
+
+    /// Requests that reached a terminal state (finished, failed or cancelled).
+    public var completedRequestCount: Int {
+        finishedRequestCount + failedRequestCount + cancelledRequestCount
+    }
+
+    /// An empty progress: no requests, fraction 0.
+    public static let zero = QueueProgress(
+        totalRequestCount: 0, finishedRequestCount: 0, failedRequestCount: 0, cancelledRequestCount: 0,
+        bytesReceived: 0, bytesExpectedToReceive: 0, bytesSent: 0, bytesExpectedToSend: 0,
+        fractionCompleted: 0, throughput: nil, estimatedTimeRemaining: nil)
+}

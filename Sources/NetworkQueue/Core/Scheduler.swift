@@ -1,0 +1,134 @@
+/// The scheduling core of a ``NetworkQueue``: which job starts next, and when.
+///
+/// A pure value-type state machine: events go in as mutating calls, and the only action it produces is
+/// the next job to start, pulled with ``nextStart()`` until it returns nil. It performs no I/O and holds
+/// no locks, clocks or callbacks; the queue owns it under its lock and performs the starts afterwards.
+///
+/// Two lanes of pending jobs share one concurrency limit. The preflight lane (HEAD requests) has strict
+/// priority, and the main lane is held back while any preflight job is pending or active, so that every
+/// size is known before the first main transfer starts.
+struct Scheduler<ID: Hashable> {
+    enum Lane: Hashable, CaseIterable {
+        case preflight
+        case main
+    }
+
+    struct Job: Hashable {
+        var id: ID
+        var lane: Lane
+    }
+
+    /// The outcome of removing a job from the scheduler.
+    enum Removal: Equatable {
+        /// The job was waiting; it will never start.
+        case wasPending
+        /// The job held a slot, which is now free; the caller must stop its transfer.
+        case wasActive
+        /// The scheduler did not know the job.
+        case notFound
+    }
+
+    private var preflight = PendingList<ID>()
+    private var main = PendingList<ID>()
+    private(set) var active: Set<Job> = []
+    private var activePreflightCount = 0
+
+    /// The most jobs active at once; 0 means unlimited. Negative values are stored as 0.
+    var limit: Int {
+        didSet { if limit < 0 { limit = 0 } }
+    }
+    /// Which pending job of a lane starts next.
+    var order: SchedulingOrder
+    /// While true nothing starts; active jobs are not touched.
+    private(set) var isSuspended = true
+
+    init(limit: Int, order: SchedulingOrder = .fifo) {
+        self.limit = max(0, limit)
+        self.order = order
+    }
+
+    var pendingCount: Int { preflight.count + main.count }
+    var activeCount: Int { active.count }
+    /// True when nothing is pending or active.
+    var isIdle: Bool { active.isEmpty && preflight.isEmpty && main.isEmpty }
+
+    func isPending(_ job: Job) -> Bool { list(job.lane).contains(job.id) }
+    func isActive(_ job: Job) -> Bool { active.contains(job) }
+
+    // MARK: Events
+
+    /// Adds a pending job. Returns false if the same job is already pending or active.
+    @discardableResult
+    mutating func enqueue(_ job: Job) -> Bool {
+        guard !active.contains(job) else { return false }
+        switch job.lane {
+        case .preflight: return preflight.append(job.id)
+        case .main: return main.append(job.id)
+        }
+    }
+
+    /// Allows jobs to start.
+    mutating func resume() { isSuspended = false }
+
+    /// Stops new starts; active jobs continue.
+    mutating func suspend() { isSuspended = true }
+
+    /// Marks an active job finished and frees its slot. Returns false if the job was not active.
+    @discardableResult
+    mutating func finish(_ job: Job) -> Bool {
+        guard active.remove(job) != nil else { return false }
+        if job.lane == .preflight { activePreflightCount -= 1 }
+        return true
+    }
+
+    /// Removes a job whether pending or active.
+    mutating func remove(_ job: Job) -> Removal {
+        if finish(job) { return .wasActive }
+        let removed: Bool
+        switch job.lane {
+        case .preflight: removed = preflight.remove(job.id)
+        case .main: removed = main.remove(job.id)
+        }
+        return removed ? .wasPending : .notFound
+    }
+
+    /// Removes every pending job (preflight first, each lane oldest first), leaving active ones alone.
+    mutating func removeAllPending() -> [Job] {
+        preflight.removeAll().map { Job(id: $0, lane: .preflight) }
+            + main.removeAll().map { Job(id: $0, lane: .main) }
+    }
+
+    // MARK: Actions
+
+    /// Moves the next startable job to the active set and returns it, or returns nil when nothing may
+    /// start now (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
+    mutating func nextStart() -> Job? {
+        guard !isSuspended, limit == 0 || active.count < limit else { return nil }
+        if let id = pop(from: .preflight) {
+            let job = Job(id: id, lane: .preflight)
+            active.insert(job)
+            activePreflightCount += 1
+            return job
+        }
+        guard activePreflightCount == 0, let id = pop(from: .main) else { return nil }
+        let job = Job(id: id, lane: .main)
+        active.insert(job)
+        return job
+    }
+
+    private func list(_ lane: Lane) -> PendingList<ID> {
+        switch lane {
+        case .preflight: preflight
+        case .main: main
+        }
+    }
+
+    private mutating func pop(from lane: Lane) -> ID? {
+        switch (lane, order) {
+        case (.preflight, .fifo): preflight.popFirst()
+        case (.preflight, .lifo): preflight.popLast()
+        case (.main, .fifo): main.popFirst()
+        case (.main, .lifo): main.popLast()
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Hears the life of every request in a ``NetworkQueue``. Every method has an empty default.
+///
+/// All methods of one queue are called **serially and in order** on the queue's delegate executor: the
+/// `DispatchQueue` given as `delegateQueue` when the queue was created (a private serial queue by
+/// default, so headless code never needs the main thread). Pass `.main` to get them on the main thread;
+/// a `@MainActor` delegate then implements the methods as `nonisolated` and enters the main actor with
+/// `MainActor.assumeIsolated`, which is checked at run time. For each request the order is
+/// didStart → didReceiveHeaders → progress updates → exactly one of didFinish / didFail, and a request's own
+/// handlers run before the delegate's method for the same event.
+public protocol NetworkQueueDelegate: AnyObject, Sendable {
+    /// A request's transfer started (not called for requests that never start, nor for HEAD preflights).
+    func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest)
+    /// A request received its final response head (redirects are followed, not reported).
+    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest)
+    /// A request succeeded.
+    func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse)
+    /// A request failed or was cancelled (cancellation is a failure with a cancellation error).
+    func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError)
+    /// The queue's aggregate progress changed (coalesced to at most about 60 updates per second).
+    func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress)
+    /// Every request added since the queue was last idle has finished or failed. Called once per drain.
+    func networkQueueDidFinish(_ queue: NetworkQueue)
+}
+
+extension NetworkQueueDelegate {
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) {}
+    /// Does nothing.
+    public func networkQueue(
+        _ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest
+    ) {}
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {}
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {}
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {}
+    /// Does nothing.
+    public func networkQueueDidFinish(_ queue: NetworkQueue) {}
+}
+
+/// One delegate event, as seen through ``NetworkQueue/events()``.
+public enum NetworkQueueEvent: Sendable {
+    /// See ``NetworkQueueDelegate/networkQueue(_:didStart:)``.
+    case didStart(NetworkRequest)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHeaders:for:)``.
+    case didReceiveHeaders(NetworkRequest, HTTPURLResponse)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)``.
+    case didFinish(NetworkRequest, NetworkResponse)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.
+    case didFail(NetworkRequest, NetworkQueueError)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
+    case progress(QueueProgress)
+    /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.
+    case queueDidFinish
+}

@@ -1,0 +1,124 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One HTTP request run by a ``NetworkQueue``, with its validation rules, handlers and observable state.
+///
+/// Configuration is fixed at creation. The state properties (``state``, ``response``, ``result``, …)
+/// may be read from any thread at any time. A request can be added to one queue, once.
+public final class NetworkRequest: Sendable, Identifiable {
+    /// The life of a request.
+    public enum State: Sendable, Hashable {
+        /// Added, waiting for a slot (or for `go()`).
+        case pending
+        /// Its HEAD request for accurate progress is running.
+        case preflighting
+        /// Its transfer is running.
+        case running
+        /// It succeeded.
+        case finished
+        /// It failed (see ``NetworkRequest/result``).
+        case failed
+        /// It was cancelled.
+        case cancelled
+
+        /// True for `.finished`, `.failed` and `.cancelled`.
+        public var isTerminal: Bool {
+            switch self {
+            case .finished, .failed, .cancelled: true
+            case .pending, .preflighting, .running: false
+            }
+        }
+    }
+
+    /// The request to send.
+    public let urlRequest: URLRequest
+    /// Status codes that count as success; nil accepts every status (ASI's behaviour). Default `200..<300`.
+    public let acceptableStatusCodes: Range<Int>?
+    /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
+    /// Default nil.
+    public let acceptableContentTypes: Set<String>?
+    /// The largest body accepted, in bytes; a larger one fails with `.responseTooLarge`. Default nil (no limit).
+    public let maximumResponseSize: Int64?
+    /// An integer for the caller's own use. Default 0.
+    public let tag: Int
+    /// Values for the caller's own use. Default empty.
+    public let userInfo: [String: any Sendable]
+
+    let completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
+    let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+    let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+    let status: Locked<Status>
+
+    struct Status {
+        var state = State.pending
+        var isAdded = false
+        var response: HTTPURLResponse?
+        var result: Result<NetworkResponse, NetworkQueueError>?
+        var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
+        var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
+        var attemptCount = 0
+    }
+
+    /// Creates a request.
+    ///
+    /// Handlers run on the queue's delegate executor, each just before the queue delegate's method for
+    /// the same event.
+    /// - Parameters:
+    ///   - urlRequest: what to send. Its `timeoutInterval` is enforced by the queue as an idle timeout
+    ///     with sub-second precision.
+    ///   - acceptableStatusCodes: statuses that count as success; default `200..<300`; nil accepts all.
+    ///   - acceptableContentTypes: MIME types that count as success; default nil (any).
+    ///   - maximumResponseSize: the largest body accepted in bytes; default nil (no limit).
+    ///   - tag: an integer for your own use; default 0.
+    ///   - userInfo: values for your own use; default empty.
+    ///   - onDownloadProgress: called with this request's download progress (coalesced).
+    ///   - onUploadProgress: called with this request's upload progress (coalesced).
+    ///   - onCompletion: called once with the result, before the delegate's didFinish or didFail.
+    public init(
+        _ urlRequest: URLRequest,
+        acceptableStatusCodes: Range<Int>? = 200..<300,
+        acceptableContentTypes: Set<String>? = nil,
+        maximumResponseSize: Int64? = nil,
+        tag: Int = 0,
+        userInfo: [String: any Sendable] = [:],
+        onDownloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        onUploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil
+    ) {
+        self.urlRequest = urlRequest
+        self.acceptableStatusCodes = acceptableStatusCodes
+        self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
+        self.maximumResponseSize = maximumResponseSize
+        self.tag = tag
+        self.userInfo = userInfo
+        self.downloadProgressHandler = onDownloadProgress
+        self.uploadProgressHandler = onUploadProgress
+        self.completionHandler = onCompletion
+        var status = Status()
+        status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
+        self.status = Locked(status)
+    }
+
+    /// Creates a GET request for `url` with the default validation.
+    public convenience init(url: URL) {
+        self.init(URLRequest(url: url))
+    }
+
+    /// The URL of ``urlRequest``.
+    public var url: URL? { urlRequest.url }
+    /// Where the request is in its life.
+    public var state: State { status.withLock { $0.state } }
+    /// The final response head, once received.
+    public var response: HTTPURLResponse? { status.withLock { $0.response } }
+    /// The outcome, once the request has ended.
+    public var result: Result<NetworkResponse, NetworkQueueError>? { status.withLock { $0.result } }
+    /// Download progress of the current transfer.
+    public var downloadProgress: TransferProgress { status.withLock { $0.download } }
+    /// Upload progress of the current transfer.
+    public var uploadProgress: TransferProgress { status.withLock { $0.upload } }
+    /// How many times its transfer was started (0 until it starts; the HEAD preflight does not count).
+    public var attemptCount: Int { status.withLock { $0.attemptCount } }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A successful response: the final HTTP response head and its body.
+public struct NetworkResponse: Sendable {
+    /// The final response (after redirects).
+    public let httpResponse: HTTPURLResponse
+    /// The response body. Empty for HEAD requests and empty bodies.
+    public let body: Data
+
+    /// The HTTP status code.
+    public var statusCode: Int { httpResponse.statusCode }
+}
+
+/// One request's transfer progress, as passed to its progress handlers.
+public struct TransferProgress: Sendable, Hashable {
+    /// Bytes transferred so far.
+    public var completedBytes: Int64
+    /// Total bytes expected, or nil when unknown (no Content-Length, or a Content-Encoding).
+    public var expectedBytes: Int64?
+
+    /// `completedBytes / expectedBytes` clamped to 0...1, or nil when the size is unknown.
+    public var fractionCompleted: Double? {
+        guard let expectedBytes else { return nil }
+        guard expectedBytes > 0 else { return 1 }
+        return min(1, Double(completedBytes) / Double(expectedBytes))
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+extension QueueState {
+    /// The shortest time between two coalesced progress deliveries: about 60 per second.
+    static let progressInterval = 1.0 / 60
+
+    /// Appends an item to the ordered outbox, asking for a delivery pass if none is pending.
+    mutating func post(_ item: Delivery, _ fx: inout Effects) {
+        outbox.append(item)
+        if !deliveryScheduled {
+            deliveryScheduled = true
+            fx.deliver = true
+        }
+    }
+
+    /// Takes everything posted so far, for one delivery pass.
+    mutating func takeOutbox() -> [Delivery] {
+        deliveryScheduled = false
+        defer { outbox = [] }
+        return outbox
+    }
+
+    /// A request's bytes moved: its handlers and the queue's progress are due at the next flush.
+    mutating func noteProgress(_ id: ID, _ fx: inout Effects) {
+        dirtyRecords.append(id)
+        markProgressDirty(&fx)
+    }
+
+    /// The queue's progress changed: make sure a flush is scheduled, no sooner than the interval allows.
+    mutating func markProgressDirty(_ fx: inout Effects) {
+        progressDirty = true
+        guard !progressFlushScheduled else { return }
+        progressFlushScheduled = true
+        fx.progressFlush = max(0, lastProgressFlush + Self.progressInterval - Self.now())
+    }
+
+    /// Posts one coalesced update per request with unreported bytes, then one for the queue.
+    mutating func flushProgress(_ fx: inout Effects) {
+        progressFlushScheduled = false
+        lastProgressFlush = Self.now()
+        for id in dirtyRecords {
+            guard let record = records[id] else { continue }
+            if record.uploadDirty {
+                records[id]?.uploadDirty = false
+                if record.request.uploadProgressHandler != nil {
+                    post(.uploadProgress(record.request, record.request.uploadProgress), &fx)
+                }
+            }
+            if record.downloadDirty {
+                records[id]?.downloadDirty = false
+                if record.request.downloadProgressHandler != nil {
+                    post(.downloadProgress(record.request, record.request.downloadProgress), &fx)
+                }
+            }
+        }
+        dirtyRecords.removeAll(keepingCapacity: true)
+        if progressDirty, inDrain {
+            progressDirty = false
+            post(.event(.progress(ledger.snapshot(at: lastProgressFlush))), &fx)
+        }
+    }
+}

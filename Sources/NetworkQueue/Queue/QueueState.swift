@@ -1,0 +1,254 @@
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Everything a ``NetworkQueue`` knows, mutated only under its lock.
+///
+/// Each mutating entry point records what must happen outside the lock in an ``Effects`` value: transfers
+/// to start, transfers to cancel, and whether the outbox needs delivering. Delegate events are appended
+/// to `outbox` in the order they happen, so the lock's order is the delivery order.
+struct QueueState {
+    typealias ID = ObjectIdentifier
+    typealias Job = Scheduler<ID>.Job
+
+    struct Record {
+        let request: NetworkRequest
+        let sequence: UInt64
+        var preflight = PreflightPhase.none
+        /// Identifies the transfer now running for this request; events of older transfers are dropped.
+        var token: UInt64 = 0
+        var handle: (any TransferHandle)?
+        var isRunning = false
+        var response: HTTPURLResponse?
+        var body = Data()
+        var lastActivity: UInt64 = 0
+        var timer: (any DispatchSourceTimer)?
+        var downloadDirty = false
+        var uploadDirty = false
+    }
+
+    enum PreflightPhase {
+        case none
+        case pending
+        case active
+        case done
+    }
+
+    /// A transfer to start once the lock is released.
+    struct Start {
+        let id: ID
+        let token: UInt64
+        let lane: Scheduler<ID>.Lane
+        let urlRequest: URLRequest
+    }
+
+    struct Effects {
+        var starts: [Start] = []
+        var cancels: [any TransferHandle] = []
+        var deliver = false
+        /// Seconds from now at which to flush coalesced progress, if a flush must be scheduled.
+        var progressFlush: Double?
+    }
+
+    /// One item of the ordered outbox.
+    enum Delivery {
+        case event(NetworkQueueEvent)
+        case downloadProgress(NetworkRequest, TransferProgress)
+        case uploadProgress(NetworkRequest, TransferProgress)
+        case resume([CheckedContinuation<QueueProgress, Never>], QueueProgress)
+    }
+
+    var scheduler: Scheduler<ID>
+    var ledger = ProgressLedger<ID>()
+    var records: [ID: Record] = [:]
+    var showsAccurateProgress = false
+    var cancelsAllOnFailure = true
+    weak var delegate: (any NetworkQueueDelegate)?
+    /// True from the first add after idle until the drain's queueDidFinish is queued.
+    var inDrain = false
+    var nextToken: UInt64 = 0
+    var nextSequence: UInt64 = 0
+    var outbox: [Delivery] = []
+    var deliveryScheduled = false
+    var waiters: [CheckedContinuation<QueueProgress, Never>] = []
+    var subscribers: [Int: AsyncStream<NetworkQueueEvent>.Continuation] = [:]
+    var nextSubscriber = 0
+    var progressDirty = false
+    var progressFlushScheduled = false
+    var lastProgressFlush: Double = -1
+    var dirtyRecords: [ID] = []
+
+    init(limit: Int) { scheduler = Scheduler(limit: limit) }
+
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    // MARK: Queue operations
+
+    mutating func add(_ request: NetworkRequest, _ fx: inout Effects) throws(NetworkQueueError) {
+        let alreadyAdded = request.status.withLock { status in
+            defer { status.isAdded = true }
+            return status.isAdded
+        }
+        guard !alreadyAdded else { throw .invalidRequest(.alreadyAdded) }
+        if !inDrain {
+            inDrain = true
+            ledger.reset()
+            lastProgressFlush = -1
+        }
+        let id = ID(request)
+        nextSequence += 1
+        records[id] = Record(request: request, sequence: nextSequence)
+        ledger.add(id, expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
+        scheduler.enqueue(Job(id: id, lane: .main))
+        markProgressDirty(&fx)
+        startAvailable(&fx)
+    }
+
+    mutating func go(_ fx: inout Effects) {
+        if showsAccurateProgress {
+            for (id, record) in records
+            where record.preflight == .none && !record.isRunning && Self.wantsPreflight(record.request.urlRequest) {
+                records[id]?.preflight = .pending
+                scheduler.enqueue(Job(id: id, lane: .preflight))
+            }
+        }
+        scheduler.resume()
+        startAvailable(&fx)
+    }
+
+    mutating func setLimit(_ limit: Int, _ fx: inout Effects) {
+        scheduler.limit = limit
+        startAvailable(&fx)
+    }
+
+    mutating func cancel(_ id: ID, _ fx: inout Effects) {
+        guard records[id] != nil else { return }
+        end(id, .failure(.cancelled), &fx)
+        finishStep(&fx)
+    }
+
+    mutating func cancelAll(_ error: NetworkQueueError, except kept: ID? = nil, _ fx: inout Effects) {
+        for id in records.values.sorted(by: { $0.sequence < $1.sequence }).map({ ID($0.request) }) where id != kept {
+            end(id, .failure(error), &fx)
+        }
+        finishStep(&fx)
+    }
+
+    /// After any request ended: fire queueDidFinish if the drain is over, then fill free slots.
+    mutating func finishStep(_ fx: inout Effects) {
+        if inDrain, records.isEmpty {
+            inDrain = false
+            let progress = ledger.snapshot(at: Self.now())
+            post(.event(.progress(progress)), &fx)
+            progressDirty = false
+            post(.event(.queueDidFinish), &fx)
+            if !waiters.isEmpty {
+                post(.resume(waiters, progress), &fx)
+                waiters = []
+            }
+        }
+        startAvailable(&fx)
+    }
+
+    /// Pulls every job the scheduler allows to start now.
+    mutating func startAvailable(_ fx: inout Effects) {
+        // Invalid requests are failed after the loop, so a run of them cannot recurse through finishStep.
+        var invalid: [(ID, NetworkQueueError.InvalidRequestReason)] = []
+        defer { for (id, reason) in invalid { fail(id, .invalidRequest(reason), &fx) } }
+        while let job = scheduler.nextStart() {
+            guard var record = records[job.id] else {
+                preconditionFailure("scheduler started \(job) with no record")
+            }
+            var urlRequest = record.request.urlRequest
+            if let problem = Self.validate(urlRequest) {
+                scheduler.finish(job)
+                invalid.append((job.id, problem))
+                continue
+            }
+            nextToken += 1
+            record.token = nextToken
+            record.lastActivity = DispatchTime.now().uptimeNanoseconds
+            switch job.lane {
+            case .preflight:
+                record.preflight = .active
+                urlRequest.httpMethod = "HEAD"
+                urlRequest.httpBody = nil
+                record.request.status.withLock { $0.state = .preflighting }
+            case .main:
+                record.isRunning = true
+                record.request.status.withLock {
+                    $0.state = .running
+                    $0.attemptCount += 1
+                }
+                post(.event(.didStart(record.request)), &fx)
+            }
+            records[job.id] = record
+            fx.starts.append(Start(id: job.id, token: nextToken, lane: job.lane, urlRequest: urlRequest))
+        }
+    }
+
+    // MARK: Ending a request
+
+    /// Ends a request exactly once: frees its slot, stops its transfer, updates progress and posts
+    /// its final progress and its didFinish / didFail.
+    mutating func end(_ id: ID, _ result: Result<NetworkResponse, NetworkQueueError>, _ fx: inout Effects) {
+        guard let record = records.removeValue(forKey: id) else { return }
+        let preflight = scheduler.remove(Job(id: id, lane: .preflight))
+        let main = scheduler.remove(Job(id: id, lane: .main))
+        if preflight == .wasActive || main == .wasActive, let handle = record.handle { fx.cancels.append(handle) }
+        record.timer?.cancel()
+        let request = record.request
+        let state: NetworkRequest.State
+        switch result {
+        case .success:
+            state = .finished
+            ledger.finish(id, .succeeded)
+        case .failure(let error):
+            state = error.isCancellation ? .cancelled : .failed
+            ledger.finish(id, error.isCancellation ? .cancelled : .failed)
+        }
+        let (download, upload) = request.status.withLock { status in
+            status.state = state
+            status.result = result
+            return (status.download, status.upload)
+        }
+        if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, upload), &fx) }
+        if record.downloadDirty, request.downloadProgressHandler != nil {
+            post(.downloadProgress(request, download), &fx)
+        }
+        markProgressDirty(&fx)
+        switch result {
+        case .success(let response): post(.event(.didFinish(request, response)), &fx)
+        case .failure(let error): post(.event(.didFail(request, error)), &fx)
+        }
+    }
+
+    /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
+    mutating func fail(_ id: ID, _ error: NetworkQueueError, _ fx: inout Effects) {
+        let url = records[id]?.request.url
+        end(id, .failure(error), &fx)
+        if cancelsAllOnFailure, !error.isCancellation {
+            cancelAll(.cancelledBecauseSiblingFailed(sibling: url), &fx)
+        } else {
+            finishStep(&fx)
+        }
+    }
+
+    // MARK: Rules
+
+    static func validate(_ request: URLRequest) -> NetworkQueueError.InvalidRequestReason? {
+        guard let url = request.url else { return .missingURL }
+        let scheme = url.scheme?.lowercased()
+        guard scheme == "http" || scheme == "https" else { return .unsupportedScheme(url.scheme) }
+        guard let host = url.host, !host.isEmpty else { return .missingHost(url) }
+        return nil
+    }
+
+    /// HEAD preflight applies to GET requests: only they download a body the HEAD can describe.
+    static func wantsPreflight(_ request: URLRequest) -> Bool {
+        (request.httpMethod ?? "GET").uppercased() == "GET"
+    }
+}

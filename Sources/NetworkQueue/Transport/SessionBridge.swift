@@ -1,0 +1,124 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The session delegate of a ``URLSessionTransport``: routes callbacks to transfers by task identifier.
+///
+/// `@unchecked Sendable` is safe: its only state is the `Locked` map, and URLSession calls it on the
+/// transport's serial delegate queue.
+final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private struct Routes {
+        var transfers: [Int: SessionTransfer] = [:]
+        var isInvalidated = false
+    }
+
+    private let routes = Locked(Routes())
+    static let maximumRedirects = 20
+
+    /// Creates, registers and resumes a task for `transfer` (registration first, so no callback is lost).
+    func start(_ transfer: SessionTransfer, on session: URLSession, request: URLRequest? = nil) {
+        var request = request ?? transfer.request
+        request.timeoutInterval = URLSessionTransport.sessionTimeout(for: request.timeoutInterval)
+        let task: URLSessionDataTask? = routes.withLock { routes in
+            // Creating a task on an invalidated session crashes on Linux.
+            guard !routes.isInvalidated else { return nil }
+            let task = session.dataTask(with: request)
+            routes.transfers[task.taskIdentifier] = transfer
+            return task
+        }
+        guard let task else {
+            DispatchQueue.global().async { transfer.events(.completed(URLError(.cancelled))) }
+            return
+        }
+        let cancelled = transfer.state.withLock { state in
+            state.task = task
+            return state.isCancelled
+        }
+        if cancelled { task.cancel() }
+        task.resume()
+    }
+
+    func invalidate() { routes.withLock { $0.isInvalidated = true } }
+
+    /// The live transfer of a task; nil once it was cancelled (its later callbacks are dropped).
+    private func transfer(for task: URLSessionTask) -> SessionTransfer? {
+        guard let transfer = routes.withLock({ $0.transfers[task.taskIdentifier] }), !transfer.isCancelled else {
+            return nil
+        }
+        return transfer
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        // Linux ignores `.cancel` here: always allow, and reject by cancelling instead.
+        completionHandler(.allow)
+        guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse else { return }
+        guard transfer.state.withLock({ $0.replay == nil }) else { return }
+        transfer.events(.response(http))
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let transfer = transfer(for: dataTask), transfer.state.withLock({ $0.replay == nil }) else { return }
+        transfer.events(.data(data))
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        guard let transfer = transfer(for: task) else { return }
+        transfer.events(.sent(totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil))
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        // Linux keeps the method of a 307/308 but drops the body: stop here and replay with the body.
+        if let transfer = transfer(for: task), [307, 308].contains(response.statusCode),
+            let body = transfer.request.httpBody
+        {
+            var replay = request
+            replay.httpMethod = transfer.request.httpMethod
+            replay.httpBody = body
+            transfer.state.withLock { $0.replay = replay }
+            completionHandler(nil)
+            return
+        }
+        completionHandler(request)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let transfer = routes.withLock { $0.transfers.removeValue(forKey: task.taskIdentifier) }
+        guard let transfer, !transfer.isCancelled else { return }
+        let replay = transfer.state.withLock { state -> URLRequest? in
+            defer { state.replay = nil }
+            guard let replay = state.replay else { return nil }
+            state.redirectCount += 1
+            return replay
+        }
+        if let replay, error == nil {
+            guard transfer.state.withLock({ $0.redirectCount }) <= Self.maximumRedirects else {
+                return transfer.events(.completed(URLError(.httpTooManyRedirects)))
+            }
+            return start(transfer, on: session, request: replay)
+        }
+        transfer.events(.completed(error.map(Self.urlError)))
+    }
+
+    /// Maps any session error to a `URLError`, with Linux's mid-body close (-1) as connection lost.
+    static func urlError(_ error: any Error) -> URLError {
+        if let error = error as? URLError { return error }
+        let nsError = error as NSError
+        if nsError.domain == NSURLErrorDomain, nsError.code != -1 {
+            // Failable on Linux, not on Apple platforms: the annotation serves both.
+            let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
+            return URLError(code ?? .unknown, userInfo: nsError.userInfo)
+        }
+        return URLError(.networkConnectionLost, userInfo: [NSUnderlyingErrorKey: nsError])
+    }
+}
