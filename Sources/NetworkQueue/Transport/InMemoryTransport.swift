@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A ``Transport`` that plays scripts instead of using the network: for tests, previews and benchmarks.
+///
+/// For each request, `responder` returns the steps of its transfer. Steps run in order on one serial
+/// queue; after the last step the transfer completes successfully unless a `.fail` step ended it first.
+/// A script without a `.respond` step still completes, and the queue then reports a bad server response.
+public final class InMemoryTransport: Transport {
+    /// One step of a scripted transfer.
+    public enum Step: Sendable {
+        /// Reports a response head.
+        case respond(status: Int, headers: [String: String] = [:])
+        /// Reports a piece of body.
+        case body(Data)
+        /// Reports request body bytes sent so far.
+        case sent(Int64, of: Int64?)
+        /// Waits this many seconds before the next step.
+        case wait(TimeInterval)
+        /// Waits until the gate is opened.
+        case hold(TransferGate)
+        /// Ends the transfer with this error.
+        case fail(URLError)
+    }
+
+    /// Counters of what the transport was asked to do.
+    public struct Statistics: Sendable, Hashable {
+        /// Transfers started.
+        public var started = 0
+        /// Transfers cancelled before they completed.
+        public var cancelled = 0
+        /// Transfers in flight now (started, not completed or cancelled).
+        public var inFlight = 0
+        /// The most transfers in flight at once.
+        public var maxInFlight = 0
+    }
+
+    private let responder: @Sendable (URLRequest) -> [Step]
+    private let queue = DispatchQueue(label: "InMemoryTransport")
+    private let counters = Locked((statistics: Statistics(), requests: [URLRequest]()))
+
+    /// Creates a transport whose transfers follow the steps `responder` returns for each request.
+    public init(responder: @escaping @Sendable (URLRequest) -> [Step]) {
+        self.responder = responder
+    }
+
+    /// A transport that answers every request at once with `status` and `body` (with Content-Length).
+    public static func instant(status: Int = 200, body: Data = Data()) -> InMemoryTransport {
+        InMemoryTransport { _ in
+            [.respond(status: status, headers: ["Content-Length": "\(body.count)"]), .body(body)]
+        }
+    }
+
+    /// What has been counted so far.
+    public var statistics: Statistics { counters.withLock { $0.statistics } }
+
+    /// Every request started, in start order.
+    public var startedRequests: [URLRequest] { counters.withLock { $0.requests } }
+
+    /// Starts playing the script for `request`.
+    public func startTransfer(
+        _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
+        counters.withLock {
+            $0.statistics.started += 1
+            $0.statistics.inFlight += 1
+            $0.statistics.maxInFlight = max($0.statistics.maxInFlight, $0.statistics.inFlight)
+            $0.requests.append(request)
+        }
+        let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) { [weak self] cancelled in
+            self?.counters.withLock {
+                $0.statistics.inFlight -= 1
+                if cancelled { $0.statistics.cancelled += 1 }
+            }
+        }
+        queue.async { transfer.play(on: self.queue) }
+        return transfer
+    }
+}
+
+/// A latch for ``InMemoryTransport/Step/hold(_:)``: transfers held by it continue once it is opened.
+public final class TransferGate: Sendable {
+    private let state = Locked((isOpen: false, waiting: [@Sendable () -> Void]()))
+
+    /// Creates a closed gate.
+    public init() {}
+
+    /// Opens the gate for good, releasing every held transfer.
+    public func open() {
+        let waiting = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for resume in waiting { resume() }
+    }
+
+    func whenOpen(_ resume: @escaping @Sendable () -> Void) {
+        let isOpen = state.withLock { state in
+            if !state.isOpen { state.waiting.append(resume) }
+            return state.isOpen
+        }
+        if isOpen { resume() }
+    }
+}
+
+/// One scripted transfer: plays its steps, stops at cancel.
+final class ScriptedTransfer: TransferHandle {
+    private let request: URLRequest
+    private let events: @Sendable (TransferEvent) -> Void
+    private let onEnd: @Sendable (_ cancelled: Bool) -> Void
+    private let state: Locked<(steps: ArraySlice<InMemoryTransport.Step>, ended: Bool)>
+
+    init(
+        request: URLRequest, steps: [InMemoryTransport.Step], events: @escaping @Sendable (TransferEvent) -> Void,
+        onEnd: @escaping @Sendable (Bool) -> Void
+    ) {
+        self.request = request
+        self.events = events
+        self.onEnd = onEnd
+        self.state = Locked((steps[...], false))
+    }
+
+    func cancel() {
+        let ended = state.withLock { state in
+            defer { state.ended = true }
+            return state.ended
+        }
+        if !ended { onEnd(true) }
+    }
+
+    /// Runs steps until one must wait, then continues from the wait on `queue`.
+    func play(on queue: DispatchQueue) {
+        while let step = nextStep() {
+            switch step {
+            case .respond(let status, let headers):
+                let url = request.url ?? URL(string: "memory://")!
+                events(.response(HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
+            case .body(let data):
+                events(.data(data))
+            case .sent(let sent, let total):
+                events(.sent(totalBytesSent: sent, totalBytesExpectedToSend: total))
+            case .wait(let seconds):
+                return queue.asyncAfter(deadline: .now() + seconds) { self.play(on: queue) }
+            case .hold(let gate):
+                return gate.whenOpen { queue.async { self.play(on: queue) } }
+            case .fail(let error):
+                return finish(error)
+            }
+        }
+        finish(nil)
+    }
+
+    private func nextStep() -> InMemoryTransport.Step? {
+        state.withLock { $0.ended ? nil : $0.steps.popFirst() }
+    }
+
+    private func finish(_ error: URLError?) {
+        let ended = state.withLock { state in
+            defer { state.ended = true }
+            return state.ended
+        }
+        guard !ended else { return }
+        onEnd(false)
+        events(.completed(error))
+    }
+}

@@ -1,0 +1,106 @@
+import Testing
+
+@testable import NetworkQueue
+
+/// A deliberately naive scheduler: plain arrays, linear searches. Obviously right, not fast.
+struct ReferenceScheduler {
+    var pending: [IntScheduler.Job] = []
+    var active: [IntScheduler.Job] = []
+    var limit: Int
+    var order: SchedulingOrder = .fifo
+    var isSuspended = true
+
+    mutating func nextStart() -> IntScheduler.Job? {
+        if isSuspended || (limit > 0 && active.count >= limit) { return nil }
+        let heads = pending.filter { $0.lane == .preflight }
+        let candidates: [IntScheduler.Job]
+        if !heads.isEmpty {
+            candidates = heads
+        } else if active.contains(where: { $0.lane == .preflight }) {
+            return nil
+        } else {
+            candidates = pending
+        }
+        guard let job = order == .fifo ? candidates.first : candidates.last else { return nil }
+        pending.removeAll { $0 == job }
+        active.append(job)
+        return job
+    }
+}
+
+@Suite struct SchedulerModelTests {
+    @Test func tenThousandRandomSequencesMatchTheReferenceModel() {
+        var totalStarts = 0
+        for seed in 0..<10_000 as Range<UInt64> {
+            totalStarts += compareOneSequence(seed: seed)
+        }
+        // The sequences must actually exercise starts, not just pass vacuously.
+        #expect(totalStarts > 50_000)
+    }
+
+    /// Runs one random sequence on both schedulers; returns the number of starts compared.
+    private func compareOneSequence(seed: UInt64) -> Int {
+        var rng = SeededGenerator(seed: seed)
+        let limit = Int.random(in: 0...4, using: &rng)
+        var real = IntScheduler(limit: limit)
+        var model = ReferenceScheduler(limit: limit)
+        var nextID = 0
+        var starts = 0
+        for step in 0..<Int.random(in: 10...60, using: &rng) {
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<35:
+                let job = IntScheduler.Job(id: nextID, lane: Int.random(in: 0..<5, using: &rng) == 0 ? .preflight : .main)
+                nextID += 1
+                real.enqueue(job)
+                model.pending.append(job)
+            case 35..<55:
+                if let job = model.active.randomElement(using: &rng) {
+                    let finished = real.finish(job)
+                    #expect(finished)
+                    model.active.removeAll { $0 == job }
+                }
+            case 55..<65:
+                let candidates = model.pending + model.active
+                if let job = candidates.randomElement(using: &rng) {
+                    let expected: IntScheduler.Removal = model.active.contains(job) ? .wasActive : .wasPending
+                    #expect(real.remove(job) == expected, "seed \(seed) step \(step)")
+                    model.pending.removeAll { $0 == job }
+                    model.active.removeAll { $0 == job }
+                }
+            case 65..<75:
+                real.resume()
+                model.isSuspended = false
+            case 75..<80:
+                real.suspend()
+                model.isSuspended = true
+            case 80..<88:
+                let newLimit = Int.random(in: 0...5, using: &rng)
+                real.limit = newLimit
+                model.limit = newLimit
+            case 88..<94:
+                let order: SchedulingOrder = Bool.random(using: &rng) ? .fifo : .lifo
+                real.order = order
+                model.order = order
+            default:
+                let removed = real.removeAllPending()
+                let expected = model.pending.filter { $0.lane == .preflight } + model.pending.filter { $0.lane == .main }
+                #expect(removed == expected, "seed \(seed) step \(step)")
+                model.pending = []
+            }
+            let activeBefore = real.activeCount
+            var started: [IntScheduler.Job] = []
+            while let job = real.nextStart() {
+                started.append(job)
+                // Never above the limit: no start may push past it.
+                #expect(real.limit == 0 || real.activeCount <= real.limit, "seed \(seed) step \(step)")
+            }
+            var expected: [IntScheduler.Job] = []
+            while let job = model.nextStart() { expected.append(job) }
+            #expect(started == expected, "seed \(seed) step \(step)")
+            #expect(real.activeCount == model.active.count && real.pendingCount == model.pending.count)
+            #expect(started.isEmpty || activeBefore < max(real.limit, 1) || real.limit == 0)
+            starts += started.count
+        }
+        return starts
+    }
+}
