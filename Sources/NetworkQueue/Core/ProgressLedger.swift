@@ -153,12 +153,14 @@ struct ProgressLedger<ID: Hashable> {
     /// the work that was remaining before it.
     private mutating func update(_ id: ID, _ change: (inout Entry, inout ProgressLedger) -> Void) {
         guard var entry = entries[id] else { return }
-        let before = (done: entry.done, remaining: entry.remaining)
+        let before = entry.remaining
         let remainingBefore = remaining
         change(&entry, &self)
         entries[id] = entry
-        remaining += entry.remaining - before.remaining
-        let completed = entry.done - before.done
+        remaining += entry.remaining - before
+        // Completed work is the drop in this request's remaining work: measured that way, a size learned
+        // in the same step (an unknown size becoming the bytes received) is not mistaken for progress.
+        let completed = before - entry.remaining
         if completed > 0, remainingBefore > 0, entry.outcome == nil || entry.outcome == .succeeded {
             fraction += (1 - fraction) * min(1, completed / remainingBefore)
         }

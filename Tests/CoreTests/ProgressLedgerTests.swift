@@ -1,0 +1,151 @@
+import Testing
+
+@testable import NetworkQueue
+
+@Suite struct ProgressLedgerTests {
+    @Test func emptyLedgerIsZeroNotNaN() {
+        let progress = ProgressLedger<Int>().snapshot(at: 0)
+        #expect(progress.fractionCompleted == 0)
+        #expect(progress.totalRequestCount == 0)
+        #expect(progress.bytesExpectedToReceive == 0)
+        #expect(progress.throughput == nil)
+    }
+
+    @Test func knownSizesGiveTheExactByteFraction() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 1_000)
+        ledger.add(2, expectedDownload: 3_000)
+        ledger.receive(1, bytes: 500, at: 0)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 500.0 / 4_000)
+        ledger.receive(2, bytes: 1_500, at: 0)
+        let progress = ledger.snapshot(at: 0)
+        #expect(abs(progress.fractionCompleted - 2_000.0 / 4_000) < 1e-12)
+        #expect(progress.bytesReceived == 2_000)
+        #expect(progress.bytesExpectedToReceive == 4_000)
+    }
+
+    @Test func unknownSizesCountByRequest() {
+        var ledger = ProgressLedger<Int>()
+        for id in 1...4 { ledger.add(id) }
+        ledger.receive(1, bytes: 10_000, at: 0)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 0)
+        #expect(ledger.snapshot(at: 0).bytesExpectedToReceive == nil)
+        ledger.finish(1, .succeeded)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 0.25)
+        ledger.finish(2, .succeeded)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 0.5)
+    }
+
+    @Test func everyRequestSucceedingEndsAtExactlyOne() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 130_050)
+        ledger.add(2)
+        ledger.add(3, expectedDownload: 7, expectedUpload: 3)
+        ledger.receive(1, bytes: 130_050, at: 0)
+        ledger.receive(2, bytes: 99, at: 0)
+        ledger.send(3, totalSent: 3, expected: 3, at: 0)
+        ledger.receive(3, bytes: 7, at: 0)
+        for id in 1...3 { ledger.finish(id, .succeeded) }
+        let progress = ledger.snapshot(at: 0)
+        #expect(progress.fractionCompleted == 1.0)
+        #expect(progress.bytesReceived == 130_156)
+        #expect(progress.bytesExpectedToReceive == 130_156)
+        #expect(progress.finishedRequestCount == 3)
+    }
+
+    @Test func restartResetsBytesInsteadOfCountingThemTwice() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 1_000)
+        ledger.receive(1, bytes: 600, at: 0)
+        let before = ledger.snapshot(at: 0).fractionCompleted
+        ledger.restart(1)
+        #expect(ledger.snapshot(at: 0).bytesReceived == 0)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == before)
+        ledger.receive(1, bytes: 1_000, at: 0)
+        ledger.finish(1, .succeeded)
+        #expect(ledger.snapshot(at: 0).bytesReceived == 1_000)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 1.0)
+    }
+
+    @Test func failuresStopCountingWithoutTheFractionFalling() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 100)
+        ledger.add(2, expectedDownload: 100)
+        ledger.add(3, expectedDownload: 200)
+        ledger.receive(1, bytes: 100, at: 0)
+        ledger.receive(2, bytes: 50, at: 0)
+        let before = ledger.snapshot(at: 0).fractionCompleted
+        ledger.finish(2, .failed)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == before)
+        ledger.finish(3, .cancelled)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == before)
+        ledger.finish(1, .succeeded)
+        let progress = ledger.snapshot(at: 0)
+        #expect(progress.fractionCompleted < 1)
+        #expect(progress.fractionCompleted >= before)
+        #expect(progress.failedRequestCount == 1 && progress.cancelledRequestCount == 1)
+    }
+
+    @Test func lateSizeJoiningTheTotalDoesNotMoveTheFractionBack() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 1_000)
+        ledger.receive(1, bytes: 800, at: 0)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 0.8)
+        ledger.add(2)
+        ledger.setExpectedDownload(2, 9_000)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 0.8)
+        #expect(ledger.snapshot(at: 0).bytesExpectedToReceive == 10_000)
+        ledger.receive(1, bytes: 200, at: 0)
+        ledger.finish(1, .succeeded)
+        ledger.receive(2, bytes: 9_000, at: 0)
+        ledger.finish(2, .succeeded)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 1.0)
+    }
+
+    @Test func throughputAndEtaComeFromThePassedTimestamps() {
+        var ledger = ProgressLedger<Int>()
+        ledger.add(1, expectedDownload: 10_000)
+        ledger.receive(1, bytes: 1_000, at: 10)
+        ledger.receive(1, bytes: 1_000, at: 11)
+        ledger.receive(1, bytes: 1_000, at: 12)
+        let progress = ledger.snapshot(at: 12)
+        #expect(progress.throughput == 1_000)
+        #expect(progress.estimatedTimeRemaining == 7)
+    }
+
+    @Test func seededRandomSequencesKeepTheInvariants() {
+        for seed in 0..<2_000 as Range<UInt64> {
+            var rng = SeededGenerator(seed: seed)
+            var ledger = ProgressLedger<Int>()
+            var open = Set<Int>()
+            var anyFailure = false
+            var last = 0.0
+            var time = 0.0
+            let count = Int.random(in: 1...8, using: &rng)
+            for id in 0..<count {
+                ledger.add(id, expectedDownload: Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
+                open.insert(id)
+            }
+            while let id = open.randomElement(using: &rng) {
+                time += Double.random(in: 0...0.2, using: &rng)
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0: ledger.setExpectedDownload(id, Int64.random(in: -1...5_000, using: &rng))
+                case 1: ledger.restart(id)
+                case 2...6: ledger.receive(id, bytes: Int64.random(in: 0...2_000, using: &rng), at: time)
+                case 7:
+                    ledger.finish(id, Bool.random(using: &rng) ? .failed : .cancelled)
+                    anyFailure = true
+                    open.remove(id)
+                default:
+                    ledger.finish(id, .succeeded)
+                    open.remove(id)
+                }
+                let fraction = ledger.snapshot(at: time).fractionCompleted
+                #expect(!fraction.isNaN && fraction >= 0 && fraction <= 1, "seed \(seed)")
+                #expect(fraction >= last, "seed \(seed): fraction fell from \(last) to \(fraction)")
+                last = fraction
+            }
+            if !anyFailure { #expect(last == 1.0, "seed \(seed)") }
+        }
+    }
+}
