@@ -161,10 +161,11 @@ struct ProgressLedger<ID: Hashable> {
         // Completed work is the drop in this request's remaining work: measured that way, a size learned
         // in the same step (an unknown size becoming the bytes received) is not mistaken for progress.
         let completed = before - entry.remaining
-        if completed > 0, remainingBefore > 0, entry.outcome == nil || entry.outcome == .succeeded {
-            fraction += (1 - fraction) * min(1, completed / remainingBefore)
-        }
         if remaining < 0.5 { remaining = 0 }
+        if completed > 0, remainingBefore > 0, entry.outcome == nil || entry.outcome == .succeeded {
+            // Completing all remaining work lands on exactly 1.0, not 1 - ε.
+            fraction = remaining == 0 ? 1 : fraction + (1 - fraction) * min(1, completed / remainingBefore)
+        }
         if remaining == 0, isComplete, counts.failed + counts.cancelled == 0, !entries.isEmpty {
             fraction = 1
         }

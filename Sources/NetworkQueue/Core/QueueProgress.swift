@@ -27,7 +27,8 @@ public struct QueueProgress: Sendable, Hashable {
     ///
     /// Weighted by bytes when sizes are known; a request of unknown size weighs one unit. Never NaN, never
     /// above 1.0, never decreasing within a drain, and exactly 1.0 once every request of the drain has
-    /// succeeded.
+    /// succeeded. A failed or cancelled request's unfinished work leaves the total without moving the
+    /// fraction, so a drain with failures ends at 1.0 only if the work that still counted was completed.
     public var fractionCompleted: Double
     /// Bytes per second (sent plus received) over the last few seconds, or nil before there is a sample.
     public var throughput: Double?

@@ -22,6 +22,12 @@ public struct TransferProgress: Sendable, Hashable {
     /// Total bytes expected, or nil when unknown (no Content-Length, or a Content-Encoding).
     public var expectedBytes: Int64?
 
+    /// Creates a progress value.
+    public init(completedBytes: Int64, expectedBytes: Int64?) {
+        self.completedBytes = completedBytes
+        self.expectedBytes = expectedBytes
+    }
+
     /// `completedBytes / expectedBytes` clamped to 0...1, or nil when the size is unknown.
     public var fractionCompleted: Double? {
         guard let expectedBytes else { return nil }

@@ -1,0 +1,238 @@
+import Foundation
+import NetworkQueue
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A transport that ignores cancel and later reports bytes and success anyway, as URLSession on Linux can.
+final class StubbornTransport: Transport {
+    struct Handle: TransferHandle { func cancel() {} }
+    let gate: TransferGate
+    init(gate: TransferGate) { self.gate = gate }
+
+    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+        let url = request.url!
+        gate.whenOpened {
+            events(.response(HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!))
+            events(.data(Data("ok".utf8)))
+            events(.completed(nil))
+        }
+        return Handle()
+    }
+}
+
+extension TransferGate {
+    func whenOpened(_ body: @escaping @Sendable () -> Void) {
+        let transport = InMemoryTransport { _ in [.hold(self)] }
+        _ = transport.startTransfer(URLRequest(url: URL(string: "http://gate.test")!)) { event in
+            if case .completed = event { body() }
+        }
+    }
+}
+
+/// Fails request `failing` with `status`; every other request waits for `gate`.
+func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryTransport {
+    InMemoryTransport { urlRequest in
+        tag(of: urlRequest) == failing
+            ? [.respond(status: status, headers: ["Content-Length": "0"])]
+            : [.respond(status: 200), .hold(gate), .body(Data("z".utf8))]
+    }
+}
+
+@Suite struct FailureTests {
+    @Test func aFailureCancelsEveryOtherRequestByDefault() async throws {
+        let gate = TransferGate()
+        let transport = transport(failing: 1, gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 2
+        let recorder = Recorder()
+        queue.delegate = recorder
+        for tag in 1...5 { try queue.add(request(tag)) }
+        await queue.run()
+        gate.open()
+        let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: url(1))
+        let terminal = recorder.events.filter {
+            if case .fail = $0 { true } else { $0 == .queueFinished }
+        }
+        #expect(
+            terminal == [
+                .fail(1, .unacceptableStatus(code: 404, url: url(1))), .fail(2, sibling), .fail(3, sibling),
+                .fail(4, sibling), .fail(5, sibling), .queueFinished,
+            ])
+        // Request 2 was running and got cancelled; 3 to 5 never started.
+        #expect(transport.statistics.started == 2)
+        #expect(transport.statistics.cancelled == 1)
+    }
+
+    @Test func withCancelAllOnFailureOffTheOthersFinish() async throws {
+        let gate = TransferGate()
+        gate.open()
+        let queue = NetworkQueue(transport: transport(failing: 2, status: 500, gate: gate))
+        queue.cancelsAllOnFailure = false
+        let recorder = Recorder()
+        queue.delegate = recorder
+        for tag in 1...4 { try queue.add(request(tag)) }
+        let progress = await queue.run()
+        #expect(recorder.events.contains(.fail(2, .unacceptableStatus(code: 500, url: url(2)))))
+        #expect([1, 3, 4].allSatisfy { recorder.events.contains(.finish($0)) })
+        #expect(progress.finishedRequestCount == 3 && progress.failedRequestCount == 1)
+        // The failed request had no body to wait for, so all the work that still counted was done.
+        #expect(progress.fractionCompleted == 1)
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func cancellingOneRequestDoesNotCancelItsSiblings() async throws {
+        let gate = TransferGate()
+        let queue = NetworkQueue(transport: InMemoryTransport.ok(gate: gate))
+        let requests = (1...3).map { request($0) }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        queue.cancel(requests[0])
+        gate.open()
+        await queue.run()
+        #expect(requests.map(\.state) == [.cancelled, .finished, .finished])
+    }
+
+    @Test func statusValidationIsConfigurable() async throws {
+        let transport = InMemoryTransport { _ in [.respond(status: 404, headers: ["Content-Length": "0"])] }
+        let queue = NetworkQueue(transport: transport)
+        queue.cancelsAllOnFailure = false
+        let strict = request(1)
+        let anything = request(2, acceptable: nil)
+        let wide = request(3, acceptable: 200..<500)
+        for request in [strict, anything, wide] { try queue.add(request) }
+        await queue.run()
+        #expect(strict.state == .failed)
+        #expect(strict.result.map { if case .failure(.unacceptableStatus(404, _)) = $0 { true } else { false } } == true)
+        #expect(anything.state == .finished)
+        #expect(wide.state == .finished)
+    }
+
+    @Test func badInputFailsWithAClearErrorAndNeverStarts() async throws {
+        let transport = InMemoryTransport.ok()
+        let queue = NetworkQueue(transport: transport)
+        queue.cancelsAllOnFailure = false
+        let recorder = Recorder()
+        queue.delegate = recorder
+        var noURL = URLRequest(url: url(0))
+        noURL.url = nil
+        let cases: [(URLRequest, NetworkQueueError.InvalidRequestReason)] = [
+            (URLRequest(url: URL(string: "ftp://example.test/file")!), .unsupportedScheme("ftp")),
+            (URLRequest(url: URL(string: "file:///etc/hosts")!), .unsupportedScheme("file")),
+            (URLRequest(url: URL(string: "relative/path")!), .unsupportedScheme(nil)),
+            (URLRequest(url: URL(string: "http:///nohost")!), .missingHost(URL(string: "http:///nohost")!)),
+            (noURL, .missingURL),
+        ]
+        for (tag, (urlRequest, _)) in cases.enumerated() { try queue.add(NetworkRequest(urlRequest, tag: tag)) }
+        try queue.add(request(99))
+        await queue.run()
+        for (tag, (_, reason)) in cases.enumerated() {
+            #expect(recorder.events.filter { $0 == .start(tag) || $0 == .fail(tag, .invalidRequest(reason)) } == [.fail(tag, .invalidRequest(reason))])
+        }
+        #expect(recorder.events.contains(.finish(99)))
+        #expect(transport.startedRequests.map(tag(of:)) == [99])
+    }
+
+    @Test func addingTheSameRequestTwiceThrows() throws {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let other = NetworkQueue(transport: InMemoryTransport.ok())
+        let request = request(1)
+        try queue.add(request)
+        #expect(throws: NetworkQueueError.invalidRequest(.alreadyAdded)) { try queue.add(request) }
+        #expect(throws: NetworkQueueError.invalidRequest(.alreadyAdded)) { try other.add(request) }
+        #expect(queue.requestCount == 1)
+        #expect(other.requestCount == 0)
+    }
+
+    @Test func negativeLimitIsClampedToUnlimited() {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        queue.maxConcurrentRequestCount = -5
+        #expect(queue.maxConcurrentRequestCount == 0)
+    }
+
+    @Test func resetCancelsEverythingAndTheQueueCanBeUsedAgain() async throws {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok(gate: TransferGate()))
+        let recorder = Recorder()
+        queue.delegate = recorder
+        let first = (1...3).map { request($0) }
+        for request in first { try queue.add(request) }
+        queue.go()
+        queue.reset()
+        #expect(first.map(\.state) == [.cancelled, .cancelled, .cancelled])
+        #expect(queue.isSuspended)
+        #expect(queue.progress == .zero)
+        #expect(queue.requestCount == 0)
+        let again = request(4)
+        try queue.add(again)
+        #expect(again.state == .pending)
+        queue.cancelAll()
+        await queue.run()
+        #expect(recorder.queueFinishedCount == 2)
+    }
+
+    @Test func subSecondTimeoutFailsWithTimedOut() async throws {
+        let transport = InMemoryTransport { _ in [.wait(30), .respond(status: 200)] }
+        let queue = NetworkQueue(transport: transport)
+        let request = request(1, timeout: 0.2)
+        try queue.add(request)
+        await queue.run()
+        #expect(request.result.map { if case .failure(.transport(let e)) = $0 { e.code == .timedOut } else { false } } == true)
+        #expect(transport.statistics.cancelled == 1)
+    }
+
+    @Test func aCancelledRequestStaysCancelledWhenTheTransportLaterSucceeds() async throws {
+        let gate = TransferGate()
+        let queue = NetworkQueue(transport: StubbornTransport(gate: gate))
+        let recorder = Recorder()
+        queue.delegate = recorder
+        let request = request(1)
+        try queue.add(request)
+        queue.go()
+        queue.cancel(request)
+        await queue.run()
+        gate.open()
+        // A second, later drain proves the stale success was dropped rather than delivered late.
+        let probe = NetworkQueue(transport: InMemoryTransport.ok())
+        try probe.add(NetworkRequest(url: url(2)))
+        await probe.run()
+        await queue.run()
+        #expect(request.state == .cancelled)
+        #expect(recorder.events == [.start(1), .fail(1, .cancelled), .queueFinished])
+    }
+
+    @Test func aSecondResponseRestartsTheBytesInsteadOfCountingTwice() async throws {
+        let transport = InMemoryTransport { _ in
+            [
+                .respond(status: 200, headers: ["Content-Length": "4"]), .body(Data("ab".utf8)),
+                .respond(status: 200, headers: ["Content-Length": "4"]), .body(Data("abcd".utf8)),
+            ]
+        }
+        let queue = NetworkQueue(transport: transport)
+        let request = request(1)
+        try queue.add(request)
+        let progress = await queue.run()
+        #expect(try request.result?.get().body == Data("abcd".utf8))
+        #expect(progress.bytesReceived == 4)
+        #expect(progress.bytesExpectedToReceive == 4)
+        #expect(progress.fractionCompleted == 1)
+    }
+
+    @Test func transportErrorsAndTooLargeBodiesFail() async throws {
+        let transport = InMemoryTransport { urlRequest in
+            tag(of: urlRequest) == 1
+                ? [.respond(status: 200), .body(Data(count: 10)), .fail(URLError(.networkConnectionLost))]
+                : [.respond(status: 200), .body(Data(count: 600))]
+        }
+        let queue = NetworkQueue(transport: transport)
+        queue.cancelsAllOnFailure = false
+        let lost = request(1)
+        let large = NetworkRequest(URLRequest(url: url(2)), maximumResponseSize: 500)
+        try queue.add(lost)
+        try queue.add(large)
+        await queue.run()
+        #expect(lost.result.map { if case .failure(.transport(let e)) = $0 { e.code == .networkConnectionLost } else { false } } == true)
+        #expect(large.result.map { if case .failure(.responseTooLarge(500, _)) = $0 { true } else { false } } == true)
+    }
+}

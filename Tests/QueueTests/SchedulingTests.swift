@@ -1,0 +1,137 @@
+import Foundation
+import NetworkQueue
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct SchedulingTests {
+    @Test(arguments: [1, 3, 8])
+    func neverMoreThanTheLimitInFlight(limit: Int) async throws {
+        let gate = TransferGate()
+        let transport = InMemoryTransport.ok(gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = limit
+        for tag in 1...20 { try queue.add(request(tag)) }
+        queue.go()
+        // go() starts transfers on the calling thread: exactly `limit` are running now.
+        #expect(transport.statistics.started == limit)
+        #expect(queue.requests.filter { $0.state == .running }.count == limit)
+        gate.open()
+        await queue.run()
+        #expect(transport.statistics.maxInFlight == limit)
+        #expect(transport.statistics.started == 20)
+    }
+
+    @Test func zeroLimitStartsEverythingAtOnce() throws {
+        let transport = InMemoryTransport.ok(gate: TransferGate())
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 0
+        for tag in 1...50 { try queue.add(request(tag)) }
+        queue.go()
+        #expect(transport.statistics.started == 50)
+        queue.cancelAll()
+    }
+
+    @Test func defaultsAreAsInASINetworkQueue() {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        #expect(queue.maxConcurrentRequestCount == 4)
+        #expect(queue.order == .fifo)
+        #expect(queue.cancelsAllOnFailure)
+        #expect(!queue.showsAccurateProgress)
+        #expect(queue.isSuspended)
+    }
+
+    @Test(arguments: [SchedulingOrder.fifo, .lifo])
+    func startOrderWithLimitOne(order: SchedulingOrder) async throws {
+        let transport = InMemoryTransport.ok()
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 1
+        queue.order = order
+        for tag in 1...6 { try queue.add(request(tag)) }
+        await queue.run()
+        let expected = order == .fifo ? Array(1...6) : Array((1...6).reversed())
+        #expect(transport.startedRequests.map(tag(of:)) == expected)
+    }
+
+    @Test func raisingTheLimitStartsMoreAtOnceAndLoweringLetsRunningFinish() async throws {
+        let gate = TransferGate()
+        let transport = InMemoryTransport.ok(gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 1
+        for tag in 1...6 { try queue.add(request(tag)) }
+        queue.go()
+        #expect(transport.statistics.started == 1)
+        queue.maxConcurrentRequestCount = 3
+        #expect(transport.statistics.started == 3)
+        queue.maxConcurrentRequestCount = 1
+        #expect(queue.requests.filter { $0.state == .running }.count == 3)
+        gate.open()
+        await queue.run()
+        #expect(transport.statistics.started == 6)
+        #expect(transport.statistics.maxInFlight == 3)
+    }
+
+    @Test func suspendStopsNewStartsButRunningRequestsFinish() async throws {
+        let gate = TransferGate()
+        let transport = InMemoryTransport.ok(gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 2
+        let recorder = Recorder()
+        queue.delegate = recorder
+        let requests = (1...4).map { request($0) }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        queue.suspend()
+        #expect(queue.isSuspended)
+        let finished = Box(0)
+        let stream = queue.events()
+        gate.open()
+        for await event in stream {
+            if case .didFinish = event { finished.with { $0 += 1 } }
+            if finished.current == 2 { break }
+        }
+        #expect(requests.map(\.state) == [.finished, .finished, .pending, .pending])
+        #expect(transport.statistics.started == 2)
+        await queue.run()
+        #expect(requests.map(\.state) == [.finished, .finished, .finished, .finished])
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func cancelledPendingRequestNeverStartsAndGetsOnlyDidFail() async throws {
+        let gate = TransferGate()
+        let transport = InMemoryTransport.ok(gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 1
+        let recorder = Recorder()
+        queue.delegate = recorder
+        let requests = (1...3).map { request($0) }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        queue.cancel(requests[1])
+        #expect(requests[1].state == .cancelled)
+        gate.open()
+        await queue.run()
+        #expect(transport.startedRequests.map(tag(of:)) == [1, 3])
+        #expect(recorder.events.filter { $0 == .start(2) || $0 == .fail(2, .cancelled) } == [.fail(2, .cancelled)])
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func cancellingARunningRequestIsReportedAtOnceAndFreesItsSlot() async throws {
+        let gate = TransferGate()
+        let transport = InMemoryTransport.ok(gate: gate)
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 1
+        let requests = (1...2).map { request($0) }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        queue.cancel(requests[0])
+        #expect(requests[0].state == .cancelled)
+        #expect(requests[0].result.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
+        #expect(transport.statistics.started == 2)
+        gate.open()
+        await queue.run()
+        #expect(requests[1].state == .finished)
+    }
+}
