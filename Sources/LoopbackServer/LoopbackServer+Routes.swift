@@ -1,0 +1,109 @@
+import Foundation
+
+extension LoopbackServer {
+    /// The body pattern: byte i of every body is `i % 256`.
+    static let pattern: [UInt8] = (0..<(65_536 + 256)).map { UInt8(truncatingIfNeeded: $0) }
+    static let chunkSize = 65_536
+
+    /// Serves one request; returns false when the connection must close.
+    func respond(to request: HTTPRequest, reader: inout RequestReader, with response: Response) -> Bool {
+        guard let bodyLength = try? reader.consumeBody(of: request) else { return false }
+        if let delay = request.int("delay"), delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1000) }
+        let parts = request.path.split(separator: "/").map(String.init)
+        let name = parts.first ?? ""
+        let number = parts.count > 1 ? Int(parts[1]) : nil
+        switch (name, number) {
+        case ("bytes", let size?) where size >= 0:
+            return serveBytes(size, request, response)
+        case ("nohead", let size?) where size >= 0:
+            guard request.method != "HEAD" else { return response.send(405, ["Allow": "GET"]) }
+            return serveBytes(size, request, response)
+        case ("chunked", let size?) where size >= 0:
+            guard response.head(200, ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]) else { return false }
+            return request.method == "HEAD" ? response.write([], isLast: true) : stream(size, from: 0, request, response, chunked: true)
+        case ("status", let code?) where (100...999).contains(code) && code >= 200:
+            return response.send(code, body: "status \(code)\n")
+        case ("drop", let size?) where size >= 2:
+            response.head(200, ["Content-Length": "\(size)", "Content-Type": "application/octet-stream"])
+            response.write(Array(Self.pattern.prefix(size / 2)), isLast: false)
+            return false
+        case ("upload", nil):
+            return response.send(200, body: "\(bodyLength)")
+        case ("redirect", let count?) where count >= 1:
+            let code = request.int("code") ?? 302
+            var next = request
+            next.path = "/redirect/\(count - 1)"
+            let location = count == 1 ? (request.query["to"] ?? "/bytes/16") : next.target
+            return response.send(code, ["Location": location])
+        case ("barrier", let size?) where size >= 0:
+            let batch = max(1, request.int("n") ?? 1)
+            let index = state.with { state in
+                defer { state.barrierArrivals += 1 }
+                return state.barrierArrivals
+            }
+            let releaseAt = (index / batch + 1) * batch
+            _ = state.wait(until: Date(timeIntervalSinceNow: 10)) { $0.barrierArrivals >= releaseAt }
+            return serveBytes(size, request, response)
+        default:
+            return response.send(404, body: "no route for \(request.path)\n")
+        }
+    }
+
+    /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support.
+    private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+        let etag = "\"bytes-\(size)\""
+        var headers = ["ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
+        if request.method == "HEAD", let encoding = request.query["headEncoding"] { headers["Content-Encoding"] = encoding }
+        var status = 200
+        var range = 0..<size
+        let ifRangeMatches = request.headers["if-range"].map { $0 == etag } ?? true
+        if let header = request.headers["range"], ifRangeMatches {
+            guard let requested = Self.parseRange(header, size: size) else {
+                return response.send(416, ["Content-Range": "bytes */\(size)"])
+            }
+            status = 206
+            range = requested
+            headers["Content-Range"] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
+        }
+        headers["Content-Length"] = "\(range.count)"
+        let isEmpty = request.method == "HEAD" || range.isEmpty
+        guard response.head(status, headers, isLast: isEmpty) else { return false }
+        return isEmpty || stream(range.count, from: range.lowerBound, request, response, chunked: false)
+    }
+
+    /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given.
+    private func stream(_ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool) -> Bool {
+        let rate = request.int("rate").flatMap { $0 > 0 ? $0 : nil }
+        let piece = rate.map { max(1, min(Self.chunkSize, $0 / 20)) } ?? Self.chunkSize
+        let began = Date()
+        var sent = 0
+        while sent < count {
+            let length = min(piece, count - sent)
+            let start = (offset + sent) % 256
+            var bytes = Array(Self.pattern[start..<(start + length)])
+            if chunked { bytes = Array((String(length, radix: 16) + "\r\n").utf8) + bytes + [13, 10] }
+            guard response.write(bytes, isLast: !chunked && sent + length == count) else { return false }
+            sent += length
+            if let rate {
+                let due = Double(sent) / Double(rate) - Date().timeIntervalSince(began)
+                if due > 0 { Thread.sleep(forTimeInterval: due) }
+            }
+        }
+        return chunked ? response.write(Array("0\r\n\r\n".utf8), isLast: true) : true
+    }
+
+    /// Parses `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when unsatisfiable or malformed.
+    static func parseRange(_ header: String, size: Int) -> Range<Int>? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let first = Int(spec[0].trimmingCharacters(in: .whitespaces))
+        let last = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        switch (first, last) {
+        case (let a?, let b?) where a <= b && a < size: return a..<min(b + 1, size)
+        case (let a?, nil) where a < size: return a..<size
+        case (nil, let n?) where n > 0 && size > 0: return max(0, size - n)..<size
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A small HTTP/1.1 server on 127.0.0.1 for tests, benchmarks and the Demo, with fault injection.
+///
+/// It listens on a random free port, serves each connection on its own thread with keep-alive, and
+/// counts what it sees. Endpoints (every one also takes `delay=<ms>` before the head and
+/// `rate=<bytes per second>` to throttle the body):
+///
+/// | path | response |
+/// |---|---|
+/// | `/bytes/N` | N bytes (byte i is `i % 256`) with Content-Length and an ETag; HEAD and Range (206 / 416) |
+/// | `/nohead/N` | as `/bytes/N`, but HEAD answers 405 |
+/// | `/chunked/N` | N bytes, chunked, no length |
+/// | `/status/CODE` | that status with a short body |
+/// | `/drop/N` | announces N bytes, sends half, closes the connection |
+/// | `/upload` | reads the request body and answers with its length in decimal |
+/// | `/redirect/K` | K redirects (`code=` 301/302/303/307/308, default 302), then to `to=` (default `/bytes/16`) |
+/// | `/barrier/N?n=K` | held until K barrier requests have arrived per batch of K (or 10 s), then N bytes |
+///
+/// `headEncoding=<name>` adds a Content-Encoding header to HEAD responses only.
+public final class LoopbackServer: Sendable {
+    /// What the server has seen since it started or since ``resetStatistics()``.
+    public struct Statistics: Sendable, Hashable {
+        /// Requests whose head was received.
+        public var requests = 0
+        /// Requests being served now.
+        public var inFlight = 0
+        /// The most requests served at once: a request counts from its head until just before the last
+        /// byte of its response is written, so a client that waits for one response before starting the
+        /// next request is never counted twice.
+        public var maxInFlight = 0
+        /// Connections accepted.
+        public var connections = 0
+        /// Every request as `METHOD target`, in arrival order.
+        public var log: [String] = []
+    }
+
+    struct State {
+        var statistics = Statistics()
+        var openConnections: Set<Int32> = []
+        var barrierArrivals = 0
+        var isStopped = false
+    }
+
+    /// The port the server listens on.
+    public let port: UInt16
+    private let listener: Int32
+    let state = Protected(State())
+
+    /// Starts a server on 127.0.0.1 at a free port.
+    /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound.
+    public init() throws {
+        (listener, port) = try Socket.listen()
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "LoopbackServer.accept"
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The URL of `path` (which may include a query) on this server.
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    /// A snapshot of the counters.
+    public var statistics: Statistics { state.with { $0.statistics } }
+
+    /// Zeroes the counters and the barrier.
+    public func resetStatistics() {
+        state.with { state in
+            state.statistics = Statistics(inFlight: state.statistics.inFlight)
+            state.barrierArrivals = 0
+        }
+    }
+
+    /// Stops accepting and closes every connection. Safe to call more than once.
+    public func stop() {
+        let wasStopped = state.with { state in
+            defer { state.isStopped = true }
+            if !state.isStopped { for fd in state.openConnections { Socket.shutdown(fd) } }
+            return state.isStopped
+        }
+        guard !wasStopped else { return }
+        Socket.shutdown(listener)
+        Socket.close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = Socket.accept(listener)
+            if fd < 0 {
+                if state.with({ $0.isStopped }) { return }
+                continue
+            }
+            let accepted = state.with { state in
+                guard !state.isStopped else { return false }
+                state.openConnections.insert(fd)
+                state.statistics.connections += 1
+                return true
+            }
+            guard accepted else {
+                Socket.close(fd)
+                return
+            }
+            let thread = Thread { [self] in serve(fd) }
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+    }
+
+    /// Serves requests on one connection until either side closes it.
+    private func serve(_ fd: Int32) {
+        var reader = RequestReader(fd: fd)
+        defer {
+            state.with { _ = $0.openConnections.remove(fd) }
+            Socket.close(fd)
+        }
+        while true {
+            guard let request = try? reader.nextHead() else { return }
+            state.with { state in
+                state.statistics.requests += 1
+                state.statistics.inFlight += 1
+                state.statistics.maxInFlight = max(state.statistics.maxInFlight, state.statistics.inFlight)
+                state.statistics.log.append("\(request.method) \(request.target)")
+            }
+            let response = Response(fd: fd, server: self)
+            let keepAlive = respond(to: request, reader: &reader, with: response)
+            response.finishRequest()
+            guard keepAlive, !request.wantsClose else { return }
+        }
+    }
+
+    func requestFinished() { state.with { $0.statistics.inFlight -= 1 } }
+}

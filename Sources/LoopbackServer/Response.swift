@@ -1,0 +1,69 @@
+import Foundation
+
+/// Writes one response, dropping the server's in-flight count just before the response's last byte.
+final class Response {
+    private let fd: Int32
+    private let server: LoopbackServer
+    private var isFinished = false
+
+    init(fd: Int32, server: LoopbackServer) {
+        self.fd = fd
+        self.server = server
+    }
+
+    /// Ends the request's in-flight period (once).
+    func finishRequest() {
+        guard !isFinished else { return }
+        isFinished = true
+        server.requestFinished()
+    }
+
+    /// Writes a response head; `isLast` when no body follows.
+    @discardableResult
+    func head(_ status: Int, _ headers: [String: String] = [:], isLast: Bool = false) -> Bool {
+        var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
+        text += "\r\n"
+        return write(Array(text.utf8), isLast: isLast)
+    }
+
+    /// Writes bytes; for the last write of a response the in-flight count drops before its final byte.
+    @discardableResult
+    func write(_ bytes: [UInt8], isLast: Bool) -> Bool {
+        guard isLast, !bytes.isEmpty else {
+            if isLast { finishRequest() }
+            return Socket.write(fd, bytes)
+        }
+        guard Socket.write(fd, bytes.dropLast()) else { return false }
+        finishRequest()
+        return Socket.write(fd, bytes.suffix(1))
+    }
+
+    /// A whole response with a fixed body.
+    @discardableResult
+    func send(_ status: Int, _ headers: [String: String] = [:], body: String = "") -> Bool {
+        var headers = headers
+        headers["Content-Length"] = "\(body.utf8.count)"
+        if headers["Content-Type"] == nil { headers["Content-Type"] = "text/plain" }
+        return head(status, headers, isLast: body.isEmpty) && (body.isEmpty || write(Array(body.utf8), isLast: true))
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 400: "Bad Request"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 416: "Range Not Satisfiable"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        default: "Status"
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+    private let sendFlags = Int32(MSG_NOSIGNAL)
+    private let streamType = Int32(SOCK_STREAM.rawValue)
+#elseif canImport(Darwin)
+    import Darwin
+    private let sendFlags: Int32 = 0
+    private let streamType = SOCK_STREAM
+#endif
+
+/// Thin wrappers over BSD sockets for the loopback server.
+enum Socket {
+    struct Failure: Error, CustomStringConvertible {
+        let call: String
+        let code: Int32
+        var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
+    }
+
+    /// A listening socket on 127.0.0.1 at a free port chosen by the kernel.
+    static func listen() throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, streamType, 0)
+        guard fd >= 0 else { throw Failure(call: "socket", code: errno) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw Failure(call: "bind", code: code)
+        }
+        guard systemListen(fd, 512) == 0 else {
+            let code = errno
+            close(fd)
+            throw Failure(call: "listen", code: code)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accept(_ fd: Int32) -> Int32 {
+        #if canImport(Glibc)
+            let client = Glibc.accept(fd, nil, nil)
+        #else
+            let client = Darwin.accept(fd, nil, nil)
+        #endif
+        if client >= 0 {
+            var yes: Int32 = 1
+            setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            #if canImport(Darwin)
+                setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
+            #endif
+        }
+        return client
+    }
+
+    /// Reads what is available (blocking); nil at end of stream or on error.
+    static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Int? {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? count : nil
+    }
+
+    /// Writes all of `bytes`; false if the peer went away.
+    @discardableResult
+    static func write(_ fd: Int32, _ bytes: some Collection<UInt8>) -> Bool {
+        var array = Array(bytes)
+        var offset = 0
+        while offset < array.count {
+            let sent = array.withUnsafeMutableBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, sendFlags) }
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    static func shutdown(_ fd: Int32) {
+        #if canImport(Glibc)
+            _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        #else
+            _ = Darwin.shutdown(fd, SHUT_RDWR)
+        #endif
+    }
+
+    static func close(_ fd: Int32) {
+        #if canImport(Glibc)
+            _ = Glibc.close(fd)
+        #else
+            _ = Darwin.close(fd)
+        #endif
+    }
+}
+
+private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.listen(fd, backlog)
+    #else
+        Darwin.listen(fd, backlog)
+    #endif
+}

@@ -1,0 +1,122 @@
+import Foundation
+import LoopbackServer
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct LoopbackServerTests {
+    @Test func bytesHaveLengthEtagAndThePattern() async throws {
+        let server = try LoopbackServer()
+        let (response, body, error) = await fetch(server.url("/bytes/1000"))
+        #expect(error == nil)
+        #expect(response?.statusCode == 200)
+        #expect(response?.value(forHTTPHeaderField: "Content-Length") == "1000")
+        #expect(response?.value(forHTTPHeaderField: "ETag") == "\"bytes-1000\"")
+        #expect(body == pattern(0..<1000))
+    }
+
+    @Test func headAnswersTheLengthWithoutABody() async throws {
+        let server = try LoopbackServer()
+        let (response, body, _) = await fetch(server.url("/bytes/5000"), method: "HEAD")
+        #expect(response?.statusCode == 200)
+        #expect(response?.expectedContentLength == 5000)
+        #expect(body.isEmpty)
+        let (rejected, _, _) = await fetch(server.url("/nohead/5000"), method: "HEAD")
+        #expect(rejected?.statusCode == 405)
+        let (encoded, _, _) = await fetch(server.url("/bytes/5000?headEncoding=gzip"), method: "HEAD")
+        #expect(encoded?.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
+    }
+
+    @Test func rangesAnswer206Or416() async throws {
+        let server = try LoopbackServer()
+        let (partial, body, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=300-309"])
+        #expect(partial?.statusCode == 206)
+        #expect(partial?.value(forHTTPHeaderField: "Content-Range") == "bytes 300-309/1000")
+        #expect(body == pattern(300..<310))
+        let (suffix, tail, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=-5"])
+        #expect(suffix?.statusCode == 206)
+        #expect(tail == pattern(995..<1000))
+        let (unsatisfiable, _, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=1000-"])
+        #expect(unsatisfiable?.statusCode == 416)
+        #expect(unsatisfiable?.value(forHTTPHeaderField: "Content-Range") == "bytes */1000")
+        let (stale, whole, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=0-9", "If-Range": "\"old\""])
+        #expect(stale?.statusCode == 200)
+        #expect(whole.count == 1000)
+    }
+
+    @Test func chunkedBodyHasNoLength() async throws {
+        let server = try LoopbackServer()
+        let (response, body, _) = await fetch(server.url("/chunked/70000"))
+        #expect(response?.statusCode == 200)
+        #expect(response?.expectedContentLength == -1)
+        #expect(body == pattern(0..<70000))
+    }
+
+    @Test func statusUploadRedirectAndDrop() async throws {
+        let server = try LoopbackServer()
+        let (status, _, _) = await fetch(server.url("/status/503"))
+        #expect(status?.statusCode == 503)
+        let (upload, count, _) = await fetch(server.url("/upload"), method: "POST", body: Data(count: 123_456))
+        #expect(upload?.statusCode == 200)
+        #expect(String(decoding: count, as: UTF8.self) == "123456")
+        let (redirected, body, _) = await fetch(server.url("/redirect/3?to=/bytes/20"))
+        #expect(redirected?.url?.path == "/bytes/20")
+        #expect(body == pattern(0..<20))
+        let (_, _, dropped) = await fetch(server.url("/drop/100000"))
+        #expect(dropped != nil)
+        #expect(server.statistics.log.filter { $0.hasPrefix("GET /redirect/") }.count == 3)
+    }
+
+    @Test func sixtyFourConcurrentConnectionsAreServedTogether() async throws {
+        let server = try LoopbackServer()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        // Each request is held until all 64 have arrived: this only completes if they run at once.
+        let statuses = await withTaskGroup(of: Int?.self) { group in
+            for _ in 0..<64 {
+                group.addTask { await fetch(URLRequest(url: server.url("/barrier/100?n=64")), session: session).0?.statusCode }
+            }
+            return await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 64))
+        #expect(server.statistics.maxInFlight == 64)
+        #expect(server.statistics.connections == 64)
+    }
+
+    @Test func keepAliveReusesOneConnection() async throws {
+        let server = try LoopbackServer()
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        for _ in 0..<10 { _ = await fetch(URLRequest(url: server.url("/bytes/10")), session: session) }
+        #expect(server.statistics.requests == 10)
+        #expect(server.statistics.connections == 1)
+    }
+
+    @Test func aClientThatDisconnectsEarlyDoesNotHurtTheServer() async throws {
+        let server = try LoopbackServer()
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        for _ in 0..<5 {
+            var request = URLRequest(url: server.url("/bytes/50000000?rate=1000000"))
+            request.timeoutInterval = 1
+            let task = session.dataTask(with: request)
+            task.resume()
+            task.cancel()
+        }
+        let (response, body, _) = await fetch(URLRequest(url: server.url("/bytes/10")), session: session)
+        #expect(response?.statusCode == 200)
+        #expect(body == pattern(0..<10))
+        server.stop()
+        server.stop()
+    }
+
+    @Test func unknownPathsAnswer404() async throws {
+        let server = try LoopbackServer()
+        let (response, _, _) = await fetch(server.url("/nothing/here"))
+        #expect(response?.statusCode == 404)
+    }
+}
