@@ -10,9 +10,10 @@ let package = Package(
     targets: [
         .target(name: "NetworkQueue"),
         .target(name: "LoopbackServer"),
+        .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue"]),
-        .testTarget(name: "QueueTests", dependencies: ["NetworkQueue"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer"]),
+        .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import NetworkQueue
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

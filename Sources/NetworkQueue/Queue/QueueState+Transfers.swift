@@ -70,11 +70,8 @@ extension QueueState {
                 $0.response = response
                 $0.download = TransferProgress(completedBytes: 0, expectedBytes: length)
             }
-            if let error = Self.check(response, for: request, expectedLength: length) {
-                fail(id, error, &fx)
-                return
-            }
             post(.event(.didReceiveHeaders(request, response)), &fx)
+            if let error = Self.check(response, for: request, expectedLength: length) { fail(id, error, &fx) }
         case .data(let data):
             records[id]?.body.append(data)
             records[id]?.downloadDirty = true

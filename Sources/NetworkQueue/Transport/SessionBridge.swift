@@ -57,7 +57,11 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // Linux ignores `.cancel` here: always allow, and reject by cancelling instead.
         completionHandler(.allow)
         guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse else { return }
-        guard transfer.state.withLock({ $0.replay == nil }) else { return }
+        let isReplaying = transfer.state.withLock { state in
+            if state.replay == nil { state.hasResponse = true }
+            return state.replay != nil
+        }
+        guard !isReplaying else { return }
         transfer.events(.response(http))
     }
 
@@ -107,18 +111,22 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             return start(transfer, on: session, request: replay)
         }
-        transfer.events(.completed(error.map(Self.urlError)))
+        let midBody = transfer.state.withLock { $0.hasResponse }
+        transfer.events(.completed(error.map { Self.urlError($0, afterResponse: midBody) }))
     }
 
-    /// Maps any session error to a `URLError`, with Linux's mid-body close (-1) as connection lost.
-    static func urlError(_ error: any Error) -> URLError {
-        if let error = error as? URLError { return error }
+    /// Maps any session error to a `URLError`. Linux reports a connection closed mid-body as -1
+    /// (`.unknown`, "transfer closed with N bytes remaining") where Apple reports connection lost.
+    static func urlError(_ error: any Error, afterResponse: Bool) -> URLError {
         let nsError = error as NSError
-        if nsError.domain == NSURLErrorDomain, nsError.code != -1 {
-            // Failable on Linux, not on Apple platforms: the annotation serves both.
-            let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
-            return URLError(code ?? .unknown, userInfo: nsError.userInfo)
+        guard nsError.domain == NSURLErrorDomain else {
+            return URLError(.unknown, userInfo: [NSUnderlyingErrorKey: nsError])
         }
-        return URLError(.networkConnectionLost, userInfo: [NSUnderlyingErrorKey: nsError])
+        // Failable on Linux, not on Apple platforms: the annotation serves both.
+        let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
+        if code == nil || code == .unknown, afterResponse {
+            return URLError(.networkConnectionLost, userInfo: nsError.userInfo)
+        }
+        return (error as? URLError) ?? URLError(code ?? .unknown, userInfo: nsError.userInfo)
     }
 }

@@ -66,6 +66,8 @@ final class SessionTransfer: TransferHandle {
         /// A redirect to replay with the body when the current task completes.
         var replay: URLRequest?
         var redirectCount = 0
+        /// Whether the final response head arrived (so an early close is a mid-body close).
+        var hasResponse = false
     }
 
     let request: URLRequest

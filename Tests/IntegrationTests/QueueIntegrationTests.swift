@@ -1,0 +1,213 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A queue over a real URLSessionTransport, with a recorder as its delegate.
+func makeQueue(limit: Int = 4) -> (NetworkQueue, Recorder) {
+    let queue = NetworkQueue()
+    let recorder = Recorder()
+    queue.delegate = recorder
+    queue.maxConcurrentRequestCount = limit
+    return (queue, recorder)
+}
+
+func request(_ url: URL, tag: Int, timeout: TimeInterval = 30) -> NetworkRequest {
+    var urlRequest = URLRequest(url: url)
+    urlRequest.timeoutInterval = timeout
+    return NetworkRequest(urlRequest, tag: tag)
+}
+
+/// Waits for the first event matching `match` on `stream`.
+func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueEvent) -> Bool) async {
+    for await event in stream where match(event) { return }
+}
+
+@Suite struct QueueIntegrationTests {
+    @Test func eventsArriveInOrderAndTheQueueFinishesOnce() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue()
+        let requests = (1...5).map { request(server.url("/bytes/\($0 * 1000)"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        let progress = await queue.run()
+        for tag in 1...5 {
+            let mine = recorder.events.filter { [.start(tag), .headers(tag, 200), .finish(tag)].contains($0) }
+            #expect(mine == [.start(tag), .headers(tag, 200), .finish(tag)])
+            #expect(try requests[tag - 1].result?.get().body == pattern(0..<(tag * 1000)))
+        }
+        #expect(recorder.queueFinishedCount == 1)
+        #expect(recorder.events.last == .queueFinished)
+        #expect(progress.bytesReceived == 15_000)
+        #expect(progress.bytesExpectedToReceive == 15_000)
+        #expect(progress.fractionCompleted == 1)
+    }
+
+    @Test func aFailureCancelsTheOthersWhenOn() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(limit: 4)
+        let failing = server.url("/status/404")
+        try queue.add(request(failing, tag: 0))
+        // The siblings are held by the server until 100 arrive, so they are still running when 404 lands.
+        for tag in 1...5 { try queue.add(request(server.url("/barrier/10?n=100&i=\(tag)"), tag: tag)) }
+        await queue.run()
+        let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: failing)
+        let terminal = recorder.events.filter { if case .fail = $0 { true } else { $0 == .queueFinished } }
+        #expect(terminal == [.fail(0, .unacceptableStatus(code: 404, url: failing))] + (1...5).map { .fail($0, sibling) } + [.queueFinished])
+        // 4 and 5 were pending: they never reached the server.
+        #expect(!server.statistics.log.contains { $0.contains("i=4") || $0.contains("i=5") })
+    }
+
+    @Test func aFailureLeavesTheOthersAloneWhenOff() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue()
+        queue.cancelsAllOnFailure = false
+        try queue.add(request(server.url("/status/404"), tag: 0))
+        for tag in 1...3 { try queue.add(request(server.url("/bytes/100?i=\(tag)"), tag: tag)) }
+        await queue.run()
+        #expect(recorder.events.contains(.fail(0, .unacceptableStatus(code: 404, url: server.url("/status/404")))))
+        #expect((1...3).allSatisfy { recorder.events.contains(.finish($0)) })
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test(arguments: [SchedulingOrder.fifo, .lifo])
+    func startOrderOnTheWireWithLimitOne(order: SchedulingOrder) async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue(limit: 1)
+        queue.order = order
+        for tag in 1...8 { try queue.add(request(server.url("/bytes/10?i=\(tag)"), tag: tag)) }
+        await queue.run()
+        let tags = order == .fifo ? Array(1...8) : Array((1...8).reversed())
+        #expect(server.statistics.log == tags.map { "GET /bytes/10?i=\($0)" })
+    }
+
+    @Test(arguments: [(limit: 1, total: 6), (limit: 4, total: 24), (limit: 0, total: 24)])
+    func theLimitIsReachedButNeverExceededOnTheWire(limit: Int, total: Int) async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(limit: limit)
+        // Requests are released by the server in batches of the limit (all of them when unlimited).
+        let batch = limit == 0 ? total : limit
+        for tag in 1...total { try queue.add(request(server.url("/barrier/100?n=\(batch)&i=\(tag)"), tag: tag)) }
+        let progress = await queue.run()
+        #expect(progress.finishedRequestCount == total)
+        #expect(server.statistics.maxInFlight == batch)
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func cancellingAPendingAndARunningRequest() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(limit: 1)
+        let running = request(server.url("/bytes/100000000?rate=100000"), tag: 1)
+        let pending = request(server.url("/bytes/10?i=2"), tag: 2)
+        let after = request(server.url("/bytes/10?i=3"), tag: 3)
+        for request in [running, pending, after] { try queue.add(request) }
+        let stream = queue.events()
+        queue.go()
+        await first(stream) { if case .didReceiveHeaders = $0 { true } else { false } }
+        queue.cancel(pending)
+        queue.cancel(running)
+        #expect(running.state == .cancelled)
+        #expect(pending.state == .cancelled)
+        await queue.run()
+        #expect(after.state == .finished)
+        #expect(recorder.events.filter { $0 == .start(2) }.isEmpty)
+        #expect(!server.statistics.log.contains("GET /bytes/10?i=2"))
+        #expect(recorder.events.contains(.fail(1, .cancelled)))
+    }
+
+    @Test func aDroppedConnectionFailsAsConnectionLost() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        let dropped = request(server.url("/drop/200000"), tag: 1)
+        try queue.add(dropped)
+        await queue.run()
+        guard case .failure(.transport(let error)) = dropped.result else {
+            Issue.record("expected a transport failure, got \(String(describing: dropped.result))")
+            return
+        }
+        #expect(error.code == .networkConnectionLost)
+    }
+
+    @Test func a404FailsByDefault() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue()
+        try queue.add(request(server.url("/status/404"), tag: 1))
+        await queue.run()
+        #expect(recorder.events == [.start(1), .headers(1, 404), .fail(1, .unacceptableStatus(code: 404, url: server.url("/status/404"))), .queueFinished])
+    }
+
+    @Test func aSubSecondTimeoutFires() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        let slow = request(server.url("/bytes/10?delay=3000"), tag: 1, timeout: 0.3)
+        try queue.add(slow)
+        await queue.run()
+        guard case .failure(.transport(let error)) = slow.result else {
+            Issue.record("expected a timeout, got \(String(describing: slow.result))")
+            return
+        }
+        #expect(error.code == .timedOut)
+    }
+
+    @Test func twoHundredRequestsInOneQueue() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(limit: 8)
+        let requests = (1...200).map { request(server.url("/bytes/1024?i=\($0)"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        let progress = await queue.run()
+        #expect(requests.allSatisfy { $0.state == .finished })
+        #expect(progress.finishedRequestCount == 200)
+        #expect(progress.bytesReceived == 204_800)
+        #expect(progress.fractionCompleted == 1)
+        #expect(server.statistics.requests == 200)
+        #expect(server.statistics.maxInFlight <= 8)
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func uploadsReportSentBytes() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        var urlRequest = URLRequest(url: server.url("/upload"))
+        urlRequest.httpMethod = "POST"
+        urlRequest.httpBody = Data(count: 1_048_576)
+        let upload = NetworkRequest(urlRequest)
+        try queue.add(upload)
+        let progress = await queue.run()
+        #expect(try upload.result?.get().body == Data("1048576".utf8))
+        #expect(upload.uploadProgress == TransferProgress(completedBytes: 1_048_576, expectedBytes: 1_048_576))
+        #expect(progress.bytesSent == 1_048_576)
+        #expect(progress.bytesExpectedToSend == 1_048_576)
+    }
+
+    @Test func a307RedirectKeepsTheBody() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        var urlRequest = URLRequest(url: server.url("/redirect/2?code=307&to=/upload"))
+        urlRequest.httpMethod = "POST"
+        urlRequest.httpBody = Data(count: 5_000)
+        let post = NetworkRequest(urlRequest)
+        try queue.add(post)
+        await queue.run()
+        #expect(try post.result?.get().body == Data("5000".utf8))
+        #expect(server.statistics.log == ["POST /redirect/2?code=307&to=/upload", "POST /redirect/1?code=307&to=/upload", "POST /upload"])
+    }
+
+    @Test func aRefusedConnectionFailsClearly() async throws {
+        let server = try LoopbackServer()
+        let url = server.url("/bytes/10")
+        server.stop()
+        let (queue, _) = makeQueue()
+        let refused = request(url, tag: 1)
+        try queue.add(refused)
+        await queue.run()
+        guard case .failure(.transport(let error)) = refused.result else {
+            Issue.record("expected a transport failure, got \(String(describing: refused.result))")
+            return
+        }
+        #expect(error.code == .cannotConnectToHost)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A tiny lock for test bookkeeping (the tests use only the library's public API).
+/// `@unchecked Sendable` is safe: every access to `value` happens under `lock`.
+public final class Box<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    public init(_ value: Value) { self.value = value }
+    public func with<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+    public var current: Value { with { $0 } }
+}
+
+/// One thing a delegate or handler saw; requests are named by their tag.
+public enum Entry: Hashable, CustomStringConvertible, Sendable {
+    case start(Int)
+    case headers(Int, Int)
+    case finish(Int)
+    case fail(Int, NetworkQueueError)
+    case handler(Int)
+    case requestProgress(Int, Int64)
+    case progress(Double)
+    case queueFinished
+
+    public var description: String {
+        switch self {
+        case .start(let t): "start(\(t))"
+        case .headers(let t, let s): "headers(\(t), \(s))"
+        case .finish(let t): "finish(\(t))"
+        case .fail(let t, let e): "fail(\(t), \(e))"
+        case .handler(let t): "handler(\(t))"
+        case .requestProgress(let t, let b): "requestProgress(\(t), \(b))"
+        case .progress(let f): "progress(\(f))"
+        case .queueFinished: "queueFinished"
+        }
+    }
+
+    public var isProgress: Bool {
+        switch self {
+        case .progress, .requestProgress: true
+        default: false
+        }
+    }
+}
+
+/// Records every delegate call in one ordered log, and whether each came on the expected queue.
+public final class Recorder: NetworkQueueDelegate {
+    public let log = Box<[Entry]>([])
+    public let progresses = Box<[QueueProgress]>([])
+    public let offQueueCalls = Box(0)
+    public let expectedQueueKey: DispatchSpecificKey<Int>?
+
+    public init(expectedQueueKey: DispatchSpecificKey<Int>? = nil) { self.expectedQueueKey = expectedQueueKey }
+
+    public var entries: [Entry] { log.current }
+    /// The log without progress entries.
+    public var events: [Entry] { log.current.filter { !$0.isProgress } }
+    public var queueFinishedCount: Int { log.current.filter { $0 == .queueFinished }.count }
+
+    public func append(_ entry: Entry) {
+        if let key = expectedQueueKey, DispatchQueue.getSpecific(key: key) == nil { offQueueCalls.with { $0 += 1 } }
+        log.with { $0.append(entry) }
+    }
+
+    public func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) { append(.start(request.tag)) }
+    public func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+        append(.headers(request.tag, response.statusCode))
+    }
+    public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+        append(.finish(request.tag))
+    }
+    public func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        append(.fail(request.tag, error))
+    }
+    public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
+        progresses.with { $0.append(progress) }
+        append(.progress(progress.fractionCompleted))
+    }
+    public func networkQueueDidFinish(_ queue: NetworkQueue) { append(.queueFinished) }
+}
+
