@@ -41,7 +41,14 @@ public final class InMemoryTransport: Transport {
 
     private let responder: @Sendable (URLRequest) -> [Step]
     private let queue = DispatchQueue(label: "InMemoryTransport")
-    private let counters = Locked((statistics: Statistics(), requests: [URLRequest]()))
+    private struct Counters {
+        var statistics = Statistics()
+        var requests: [URLRequest] = []
+        var cancelledRequests: [URLRequest] = []
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let counters = Locked(Counters())
 
     /// Creates a transport whose transfers follow the steps `responder` returns for each request.
     public init(responder: @escaping @Sendable (URLRequest) -> [Step]) {
@@ -58,8 +65,24 @@ public final class InMemoryTransport: Transport {
     /// What has been counted so far.
     public var statistics: Statistics { counters.withLock { $0.statistics } }
 
+    /// Returns once no transfer is in flight: each has completed or been cancelled. The queue cancels
+    /// transfers off the caller's thread, so a transfer can still be in flight when a queue has already
+    /// reported it cancelled.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { continuation in
+            let isIdle = counters.withLock { counters in
+                if counters.statistics.inFlight > 0 { counters.idleWaiters.append(continuation) }
+                return counters.statistics.inFlight == 0
+            }
+            if isIdle { continuation.resume() }
+        }
+    }
+
     /// Every request started, in start order.
     public var startedRequests: [URLRequest] { counters.withLock { $0.requests } }
+
+    /// Every request whose transfer was cancelled before it completed, in cancellation order.
+    public var cancelledRequests: [URLRequest] { counters.withLock { $0.cancelledRequests } }
 
     /// Starts playing the script for `request`.
     public func startTransfer(
@@ -72,10 +95,17 @@ public final class InMemoryTransport: Transport {
             $0.requests.append(request)
         }
         let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) { [weak self] cancelled in
-            self?.counters.withLock {
-                $0.statistics.inFlight -= 1
-                if cancelled { $0.statistics.cancelled += 1 }
+            let waiters = self?.counters.withLock { counters in
+                counters.statistics.inFlight -= 1
+                if cancelled {
+                    counters.statistics.cancelled += 1
+                    counters.cancelledRequests.append(request)
+                }
+                guard counters.statistics.inFlight == 0 else { return [CheckedContinuation<Void, Never>]() }
+                defer { counters.idleWaiters = [] }
+                return counters.idleWaiters
             }
+            for waiter in waiters ?? [] { waiter.resume() }
         }
         queue.async { transfer.play(on: self.queue) }
         return transfer
