@@ -125,11 +125,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         let dropped = request(server.url("/drop/200000"), tag: 1)
         try queue.add(dropped)
         await queue.run()
-        guard case .failure(.transport(let error)) = dropped.result else {
-            Issue.record("expected a transport failure, got \(String(describing: dropped.result))")
-            return
-        }
-        #expect(error.code == .networkConnectionLost)
+        #expect(dropped.transportErrorCode == .networkConnectionLost)
     }
 
     @Test func a404FailsByDefault() async throws {
@@ -146,11 +142,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         let slow = request(server.url("/bytes/10?delay=3000"), tag: 1, timeout: 0.3)
         try queue.add(slow)
         await queue.run()
-        guard case .failure(.transport(let error)) = slow.result else {
-            Issue.record("expected a timeout, got \(String(describing: slow.result))")
-            return
-        }
-        #expect(error.code == .timedOut)
+        #expect(slow.transportErrorCode == .timedOut)
     }
 
     @Test func twoHundredRequestsInOneQueue() async throws {
@@ -204,10 +196,6 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         let refused = request(url, tag: 1)
         try queue.add(refused)
         await queue.run()
-        guard case .failure(.transport(let error)) = refused.result else {
-            Issue.record("expected a transport failure, got \(String(describing: refused.result))")
-            return
-        }
-        #expect(error.code == .cannotConnectToHost)
+        #expect(refused.transportErrorCode == .cannotConnectToHost)
     }
 }

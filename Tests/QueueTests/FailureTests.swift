@@ -103,7 +103,7 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
         for request in [strict, anything, wide] { try queue.add(request) }
         await queue.run()
         #expect(strict.state == .failed)
-        #expect(strict.result.map { if case .failure(.unacceptableStatus(404, _)) = $0 { true } else { false } } == true)
+        #expect(strict.failure == .unacceptableStatus(code: 404, url: url(1)))
         #expect(anything.state == .finished)
         #expect(wide.state == .finished)
     }
@@ -176,7 +176,7 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
         let request = request(1, timeout: 0.2)
         try queue.add(request)
         await queue.run()
-        #expect(request.result.map { if case .failure(.transport(let e)) = $0 { e.code == .timedOut } else { false } } == true)
+        #expect(request.transportErrorCode == .timedOut)
         await transport.waitUntilIdle()
         #expect(transport.statistics.cancelled == 1)
     }
@@ -230,7 +230,7 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
         try queue.add(lost)
         try queue.add(large)
         await queue.run()
-        #expect(lost.result.map { if case .failure(.transport(let e)) = $0 { e.code == .networkConnectionLost } else { false } } == true)
-        #expect(large.result.map { if case .failure(.responseTooLarge(500, _)) = $0 { true } else { false } } == true)
+        #expect(lost.transportErrorCode == .networkConnectionLost)
+        #expect(large.failure == .responseTooLarge(limit: 500, url: url(2)))
     }
 }

@@ -87,3 +87,15 @@ public final class Recorder: NetworkQueueDelegate {
     public func networkQueueDidFinish(_ queue: NetworkQueue) { append(.queueFinished) }
 }
 
+
+extension NetworkRequest {
+    /// The error this request failed with, or nil if it has not failed.
+    public var failure: NetworkQueueError? {
+        if case .failure(let error)? = result { error } else { nil }
+    }
+
+    /// The `URLError` code of a transport failure, or nil for any other outcome.
+    public var transportErrorCode: URLError.Code? {
+        if case .transport(let error)? = failure { error.code } else { nil }
+    }
+}
