@@ -9,6 +9,10 @@ extension LoopbackServer {
     func respond(to request: HTTPRequest, reader: inout RequestReader, with response: Response) -> Bool {
         guard let bodyLength = try? reader.consumeBody(of: request) else { return false }
         if let delay = request.int("delay"), delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1000) }
+        if request.method == "HEAD" {
+            if request.query["headDrop"] == "1" { return false }
+            if let status = request.int("headStatus"), (200...599).contains(status) { return response.send(status) }
+        }
         let parts = request.path.split(separator: "/").map(String.init)
         let name = parts.first ?? ""
         let number = parts.count > 1 ? Int(parts[1]) : nil

@@ -17,7 +17,8 @@ import Foundation
 /// | `/redirect/K` | K redirects (`code=` 301/302/303/307/308, default 302), then to `to=` (default `/bytes/16`) |
 /// | `/barrier/N?n=K` | held until K barrier requests have arrived per batch of K (or 10 s), then N bytes |
 ///
-/// `headEncoding=<name>` adds a Content-Encoding header to HEAD responses only.
+/// For HEAD requests only: `headEncoding=<name>` adds a Content-Encoding header, `headStatus=<code>` answers
+/// that status instead, and `headDrop=1` closes the connection without answering.
 public final class LoopbackServer: Sendable {
     /// What the server has seen since it started or since ``resetStatistics()``.
     public struct Statistics: Sendable, Hashable {
@@ -33,6 +34,8 @@ public final class LoopbackServer: Sendable {
         public var connections = 0
         /// Every request as `METHOD target`, in arrival order.
         public var log: [String] = []
+        /// The headers of every request (names lowercased), in the same order as ``log``.
+        public var headers: [[String: String]] = []
     }
 
     struct State {
@@ -124,6 +127,7 @@ public final class LoopbackServer: Sendable {
                 state.statistics.inFlight += 1
                 state.statistics.maxInFlight = max(state.statistics.maxInFlight, state.statistics.inFlight)
                 state.statistics.log.append("\(request.method) \(request.target)")
+                state.statistics.headers.append(request.headers)
             }
             let response = Response(fd: fd, server: self)
             let keepAlive = respond(to: request, reader: &reader, with: response)

@@ -35,6 +35,7 @@ extension NetworkQueue {
             request.completionHandler?(.failure(error))
             delegate?.networkQueue(self, didFail: request, error: error)
         case .progress(let progress):
+            updateFoundationProgress(progress)
             delegate?.networkQueue(self, didUpdateProgress: progress)
         case .queueDidFinish:
             delegate?.networkQueueDidFinish(self)

@@ -21,6 +21,17 @@ public final class NetworkQueue: Sendable {
     let deliveryQueue: DispatchQueue
     let timerQueue: DispatchQueue
 
+    /// A Foundation `Progress` that follows the queue's aggregate progress, for binding to
+    /// `ProgressView(_:)` in SwiftUI, `UIProgressView.observedProgress` or `NSProgressIndicator`.
+    ///
+    /// Its `totalUnitCount` is ``foundationProgressScale`` and its `completedUnitCount` follows
+    /// ``QueueProgress/fractionCompleted``. Its userInfo carries the request counts
+    /// (`fileTotalCountKey`, `fileCompletedCountKey`) and, when known, `throughputKey` and
+    /// `estimatedTimeRemainingKey` (the properties of the same names on Apple platforms). It is updated on the delegate executor,
+    /// with the same coalesced snapshots the delegate receives: pass `delegateQueue: .main` when UI
+    /// observes it.
+    public let foundationProgress: Progress
+
     /// Creates a suspended queue.
     /// - Parameters:
     ///   - transport: moves the bytes; default a new ``URLSessionTransport``.
@@ -32,6 +43,7 @@ public final class NetworkQueue: Sendable {
         self.state = Locked(QueueState(limit: 4))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.timerQueue = DispatchQueue(label: "NetworkQueue.timers")
+        self.foundationProgress = Self.makeFoundationProgress()
     }
 
     // MARK: Settings

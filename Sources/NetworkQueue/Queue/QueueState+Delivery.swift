@@ -1,9 +1,6 @@
 import Foundation
 
 extension QueueState {
-    /// The shortest time between two coalesced progress deliveries: about 60 per second.
-    static let progressInterval = 1.0 / 60
-
     /// Appends an item to the ordered outbox, asking for a delivery pass if none is pending.
     mutating func post(_ item: Delivery, _ fx: inout Effects) {
         outbox.append(item)
@@ -26,18 +23,16 @@ extension QueueState {
         markProgressDirty(&fx)
     }
 
-    /// The queue's progress changed: make sure a flush is scheduled, no sooner than the interval allows.
+    /// The queue's progress changed: make sure a flush is scheduled, no sooner than the throttle allows.
     mutating func markProgressDirty(_ fx: inout Effects) {
         progressDirty = true
-        guard !progressFlushScheduled else { return }
-        progressFlushScheduled = true
-        fx.progressFlush = max(0, lastProgressFlush + Self.progressInterval - Self.now())
+        if let delay = progressThrottle.change(at: Self.now()) { fx.progressFlush = delay }
     }
 
     /// Posts one coalesced update per request with unreported bytes, then one for the queue.
     mutating func flushProgress(_ fx: inout Effects) {
-        progressFlushScheduled = false
-        lastProgressFlush = Self.now()
+        let now = Self.now()
+        progressThrottle.flushed(at: now)
         for id in dirtyRecords {
             guard let record = records[id] else { continue }
             if record.uploadDirty {
@@ -56,7 +51,7 @@ extension QueueState {
         dirtyRecords.removeAll(keepingCapacity: true)
         if progressDirty, inDrain {
             progressDirty = false
-            post(.event(.progress(ledger.snapshot(at: lastProgressFlush))), &fx)
+            post(.event(.progress(ledger.snapshot(at: now))), &fx)
         }
     }
 }

@@ -77,8 +77,7 @@ struct QueueState {
     var subscribers: [Int: AsyncStream<NetworkQueueEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var progressDirty = false
-    var progressFlushScheduled = false
-    var lastProgressFlush: Double = -1
+    var progressThrottle = DeliveryThrottle(interval: 1.0 / 60)
     var dirtyRecords: [ID] = []
 
     init(limit: Int) { scheduler = Scheduler(limit: limit) }
@@ -96,7 +95,6 @@ struct QueueState {
         if !inDrain {
             inDrain = true
             ledger.reset()
-            lastProgressFlush = -1
         }
         let id = ID(request)
         nextSequence += 1
@@ -108,9 +106,13 @@ struct QueueState {
     }
 
     mutating func go(_ fx: inout Effects) {
-        if showsAccurateProgress {
-            for (id, record) in records
-            where record.preflight == .none && !record.isRunning && Self.wantsPreflight(record.request.urlRequest) {
+        // Only a go() that starts a suspended queue preflights: requests added to a running queue get no HEAD.
+        if showsAccurateProgress, scheduler.isSuspended {
+            let candidates = records.values.filter {
+                $0.preflight == .none && !$0.isRunning && Self.wantsPreflight($0.request.urlRequest)
+            }
+            for record in candidates.sorted(by: { $0.sequence < $1.sequence }) {
+                let id = ID(record.request)
                 records[id]?.preflight = .pending
                 scheduler.enqueue(Job(id: id, lane: .preflight))
             }

@@ -1,0 +1,169 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Wraps a transport and snapshots the queue's progress when the first GET is handed to it: with accurate
+/// progress on, every HEAD has finished by then and no body byte has been counted.
+final class SnapshotAtFirstGet: Transport {
+    let base = URLSessionTransport()
+    let queue = Box<NetworkQueue?>(nil)
+    let snapshot = Box<QueueProgress?>(nil)
+
+    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+        if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current {
+            let progress = queue.progress
+            snapshot.with { $0 = $0 ?? progress }
+        }
+        return base.startTransfer(request, events: events)
+    }
+}
+
+/// A queue with accurate progress over a snapshotting transport.
+func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFirstGet) {
+    let transport = SnapshotAtFirstGet()
+    let queue = NetworkQueue(transport: transport)
+    transport.queue.with { $0 = queue }
+    let recorder = Recorder()
+    queue.delegate = recorder
+    queue.maxConcurrentRequestCount = limit
+    queue.showsAccurateProgress = true
+    return (queue, recorder, transport)
+}
+
+@Suite struct PreflightTests {
+    @Test func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(limit: 4)
+        queue.showsAccurateProgress = true
+        for tag in 1...5 { try queue.add(request(server.url("/bytes/130050?i=\(tag)"), tag: tag)) }
+        queue.go()
+        // The queue is running now: these join without a HEAD and count once their heads arrive.
+        for tag in 6...10 { try queue.add(request(server.url("/bytes/130050?i=\(tag)"), tag: tag)) }
+        let progress = await queue.run()
+        #expect(progress.bytesExpectedToReceive == 1_300_500)
+        #expect(progress.bytesReceived == 1_300_500)
+        #expect(progress.fractionCompleted == 1.0)
+        let log = server.statistics.log
+        #expect(log.filter { $0.hasPrefix("HEAD") } == (1...5).map { "HEAD /bytes/130050?i=\($0)" })
+        #expect(log.filter { $0.hasPrefix("GET") }.count == 10)
+        // Every HEAD comes before the first GET, and HEADs never reach the delegate.
+        #expect(log.prefix(5).allSatisfy { $0.hasPrefix("HEAD") })
+        #expect(recorder.events.filter { if case .start = $0 { true } else { false } }.count == 10)
+        let fractions = recorder.progresses.current.map(\.fractionCompleted)
+        #expect(zip(fractions, fractions.dropFirst()).allSatisfy { $0 <= $1 })
+    }
+
+    @Test func theTotalIsKnownBeforeTheFirstTransferStarts() async throws {
+        let server = try LoopbackServer()
+        let (queue, _, transport) = makePreflightQueue(limit: 2)
+        for tag in 1...5 { try queue.add(request(server.url("/bytes/\(tag * 10_000)"), tag: tag)) }
+        #expect(await queue.run().bytesReceived == 150_000)
+        let atStart = try #require(transport.snapshot.current)
+        #expect(atStart.bytesExpectedToReceive == 150_000)
+        #expect(atStart.fractionCompleted == 0)
+    }
+
+    @Test(arguments: ["/nohead/5000", "/nohead/5000?headStatus=501", "/bytes/5000?headStatus=404",
+        "/bytes/5000?headStatus=500", "/bytes/5000?headEncoding=gzip", "/chunked/5000"])
+    func aHeadWithoutAUsableLengthFallsBackToTheResponse(path: String) async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder, transport) = makePreflightQueue()
+        try queue.add(request(server.url(path), tag: 1))
+        try queue.add(request(server.url("/bytes/1000"), tag: 2))
+        let progress = await queue.run()
+        // Unknown after the HEADs, until the request's own response tells (or, chunked, until it ends).
+        #expect(try #require(transport.snapshot.current).bytesExpectedToReceive == nil)
+        #expect(progress.bytesExpectedToReceive == 6_000)
+        #expect(progress.bytesReceived == 6_000)
+        #expect(progress.fractionCompleted == 1.0)
+        #expect(recorder.events.contains(.finish(1)))
+        #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") }.count == 2)
+    }
+
+    @Test func aHeadThatFailsInTransportFailsItsRequestWhichIsNeverSent() async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue()
+        queue.showsAccurateProgress = true
+        queue.cancelsAllOnFailure = false
+        let broken = request(server.url("/bytes/5000?headDrop=1"), tag: 1)
+        try queue.add(broken)
+        try queue.add(request(server.url("/bytes/1000"), tag: 2))
+        await queue.run()
+        guard case .preflightFailed = broken.failure else {
+            Issue.record("expected a preflight failure, got \(String(describing: broken.result))")
+            return
+        }
+        #expect(recorder.events.filter { $0 == .start(1) }.isEmpty)
+        #expect(recorder.events.contains(.finish(2)))
+        #expect(!server.statistics.log.contains("GET /bytes/5000?headDrop=1"))
+    }
+
+    @Test func headsRunWithinTheLimitAndCarryTheSameHeaders() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue(limit: 2)
+        queue.showsAccurateProgress = true
+        for tag in 1...6 {
+            var urlRequest = URLRequest(url: server.url("/barrier/100?n=2&i=\(tag)"))
+            urlRequest.setValue("Bearer token-\(tag)", forHTTPHeaderField: "Authorization")
+            try queue.add(NetworkRequest(urlRequest, tag: tag))
+        }
+        let progress = await queue.run()
+        #expect(progress.bytesExpectedToReceive == 600)
+        #expect(server.statistics.maxInFlight == 2)
+        let statistics = server.statistics
+        #expect(statistics.log.prefix(6).allSatisfy { $0.hasPrefix("HEAD") })
+        #expect(statistics.log.count == 12)
+        for (line, headers) in zip(statistics.log, statistics.headers) {
+            let tag = try #require(URLComponents(string: String(line.split(separator: " ")[1]))?.queryItems?.first { $0.name == "i" }?.value)
+            #expect(headers["authorization"] == "Bearer token-\(tag)")
+        }
+    }
+
+    @Test func onlyGetRequestsArePreflighted() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        queue.showsAccurateProgress = true
+        var post = URLRequest(url: server.url("/upload"))
+        post.httpMethod = "POST"
+        post.httpBody = Data(count: 300)
+        try queue.add(NetworkRequest(post))
+        try queue.add(request(server.url("/bytes/10"), tag: 2))
+        await queue.run()
+        #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") } == ["HEAD /bytes/10"])
+    }
+
+    @Test func uploadProgressIsAggregatedAcrossTheQueue() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        for size in [100_000, 250_000, 650_000] {
+            var post = URLRequest(url: server.url("/upload"))
+            post.httpMethod = "POST"
+            post.httpBody = Data(count: size)
+            try queue.add(NetworkRequest(post))
+        }
+        let progress = await queue.run()
+        #expect(progress.bytesSent == 1_000_000)
+        #expect(progress.bytesExpectedToSend == 1_000_000)
+        #expect(progress.fractionCompleted == 1.0)
+    }
+
+    @Test func theFoundationProgressFollowsTheQueue() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        queue.showsAccurateProgress = true
+        for tag in 1...3 { try queue.add(request(server.url("/bytes/20000?i=\(tag)"), tag: tag)) }
+        await queue.run()
+        let bridged = queue.foundationProgress
+        #expect(bridged.totalUnitCount == NetworkQueue.foundationProgressScale)
+        #expect(bridged.completedUnitCount == NetworkQueue.foundationProgressScale)
+        #expect(bridged.fractionCompleted == 1.0)
+        #expect(bridged.userInfo[.fileTotalCountKey] as? Int == 3)
+        #expect(bridged.userInfo[.fileCompletedCountKey] as? Int == 3)
+    }
+}
