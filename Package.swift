@@ -10,6 +10,7 @@ let package = Package(
     targets: [
         .target(name: "NetworkQueue"),
         .target(name: "LoopbackServer"),
+        .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),

@@ -1,0 +1,73 @@
+import Foundation
+import NetworkQueue
+
+/// The Demo's command line.
+struct DemoOptions {
+    var urls: [URL] = []
+    var concurrency = 4
+    var order = SchedulingOrder.fifo
+    var accurateProgress = true
+    var keepGoing = false
+    var showHelp = false
+
+    enum Problem: Error, CustomStringConvertible {
+        case unknownFlag(String)
+        case missingValue(String)
+        case badConcurrency(String)
+        case badURL(String)
+
+        var description: String {
+            switch self {
+            case .unknownFlag(let flag): "unknown option '\(flag)'"
+            case .missingValue(let flag): "option '\(flag)' needs a value"
+            case .badConcurrency(let value): "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
+            case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
+            }
+        }
+    }
+
+    static let usage = """
+        Usage: swift run Demo [options] [url ...]
+
+        Downloads a batch of requests through one NetworkQueue and shows one overall progress bar.
+        With no URL, starts a local server and downloads a built-in demo set (about 55 MB, 5-10 s).
+
+        Options:
+          --concurrency N   requests in flight at once (default 4; 0 = unlimited)
+          --lifo            start the newest pending request first (default: oldest first)
+          --no-accurate     skip the HEAD preflight that learns every size up front
+          --keep-going      do not cancel the other requests when one fails
+          -h, --help        show this help
+
+        Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage.
+        """
+
+    static func parse(_ arguments: some Sequence<String>) throws(Problem) -> DemoOptions {
+        var options = DemoOptions()
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "-h", "--help": options.showHelp = true
+            case "--lifo": options.order = .lifo
+            case "--no-accurate": options.accurateProgress = false
+            case "--keep-going": options.keepGoing = true
+            case "--concurrency":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
+                options.concurrency = count
+            case let flag where flag.hasPrefix("-"):
+                throw .unknownFlag(flag)
+            default:
+                options.urls.append(try url(argument))
+            }
+        }
+        return options
+    }
+
+    private static func url(_ text: String) throws(Problem) -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { throw .badURL(text) }
+        return url
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+import LoopbackServer
+
+/// The built-in offline demo: files from 100 KB to 20 MB and one chunked body of unknown size, throttled
+/// per connection so that the whole set takes about 7 seconds at the default concurrency.
+enum DemoSet {
+    static let bytesPerSecond = 3_000_000
+
+    struct Item {
+        let label: String
+        let path: String
+    }
+
+    static let items: [Item] = {
+        let files: [(String, Int)] = [
+            ("movie.mp4", 20_000_000), ("dataset.csv", 12_000_000), ("backup.tar", 8_000_000),
+            ("photos.zip", 5_000_000), ("podcast.mp3", 3_000_000), ("slides.pdf", 2_000_000),
+            ("report.pdf", 1_000_000), ("diagram.png", 750_000), ("notes.txt", 500_000),
+            ("logo.svg", 250_000), ("readme.md", 100_000),
+        ]
+        var items = files.map { Item(label: $0.0, path: "/bytes/\($0.1)?rate=\(bytesPerSecond)") }
+        items.insert(Item(label: "stream.log (chunked)", path: "/chunked/1500000?rate=\(bytesPerSecond / 2)"), at: 4)
+        return items
+    }()
+}

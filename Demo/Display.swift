@@ -1,0 +1,133 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Shows the queue: one overall bar and a status line per request. On a terminal it redraws in place at
+/// most ten times a second; otherwise it prints a line per event and a progress line at most every second.
+struct Display {
+    enum Status {
+        case queued
+        case started
+        case receiving
+        case done
+        case failed(String)
+    }
+
+    struct Row {
+        let request: NetworkRequest
+        let label: String
+        var status = Status.queued
+    }
+
+    private var rows: [Row]
+    private let index: [ObjectIdentifier: Int]
+    private let isTerminal: Bool
+    private var progress = QueueProgress.zero
+    private var drawnLines = 0
+    private var lastDraw = Date.distantPast
+    private let began = Date()
+
+    init(rows: [(NetworkRequest, String)], isTerminal: Bool) {
+        self.rows = rows.map { Row(request: $0.0, label: $0.1) }
+        self.index = Dictionary(uniqueKeysWithValues: rows.enumerated().map { (ObjectIdentifier($1.0), $0) })
+        self.isTerminal = isTerminal
+        if isTerminal { print("\u{1B}[?25l", terminator: "") }
+    }
+
+    /// Applies one queue event; in plain mode, prints it.
+    mutating func apply(_ event: NetworkQueueEvent) {
+        switch event {
+        case .didStart(let request):
+            update(request, .started, plain: "started   \(label(request))")
+        case .didReceiveHeaders(let request, let response):
+            let size = request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown"
+            update(request, .receiving, plain: "receiving \(label(request))  HTTP \(response.statusCode), \(size)")
+        case .didFinish(let request, let response):
+            update(request, .done, plain: "done      \(label(request))  \(Format.bytes(Int64(response.body.count)))")
+        case .didFail(let request, let error):
+            let reason = error.localizedDescription
+            update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
+        case .progress(let progress):
+            self.progress = progress
+            if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
+                lastDraw = Date()
+                print("progress  \(Format.percent(progress.fractionCompleted))  \(Format.summary(of: progress))")
+            }
+        case .queueDidFinish:
+            break
+        }
+        if isTerminal, Date().timeIntervalSince(lastDraw) >= 0.1 { draw() }
+    }
+
+    /// Draws the final state and prints the summary line. Returns true when every request succeeded.
+    mutating func finish() -> Bool {
+        if isTerminal {
+            draw()
+            print("\u{1B}[?25h", terminator: "")
+        }
+        let failed = progress.failedRequestCount + progress.cancelledRequestCount
+        let elapsed = Date().timeIntervalSince(began)
+        let rate = elapsed > 0 ? Format.bytes(Int64(Double(progress.bytesReceived) / elapsed)) + "/s" : "?"
+        print(
+            "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed, "
+                + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
+                + Format.percent(progress.fractionCompleted))
+        return failed == 0 && progress.finishedRequestCount == rows.count
+    }
+
+    private func label(_ request: NetworkRequest) -> String {
+        index[ObjectIdentifier(request)].map { rows[$0].label } ?? request.url?.absoluteString ?? "?"
+    }
+
+    private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: String) {
+        if let row = index[ObjectIdentifier(request)] { rows[row].status = status }
+        if !isTerminal {
+            print(line)
+            fflush(nil)
+        }
+    }
+
+    /// Redraws every line in place.
+    private mutating func draw() {
+        lastDraw = Date()
+        var lines = [
+            "[\(Format.bar(progress.fractionCompleted, width: 40, fill: "█", empty: "░"))] "
+                + "\(Format.percent(progress.fractionCompleted).padding(toLength: 4, withPad: " ", startingAt: 0))  "
+                + Format.summary(of: progress)
+        ]
+        let width = min(32, rows.map(\.label.count).max() ?? 0)
+        for row in rows {
+            let name = row.label.padding(toLength: width, withPad: " ", startingAt: 0)
+            lines.append("  \(Self.describe(row))  \(name)  \(Self.detail(row))")
+        }
+        if drawnLines > 0 { print("\u{1B}[\(drawnLines)A", terminator: "") }
+        for line in lines { print("\u{1B}[2K" + line) }
+        drawnLines = lines.count
+        fflush(nil)
+    }
+
+    private static func describe(_ row: Row) -> String {
+        let word: String
+        switch row.status {
+        case .queued: word = "queued"
+        case .started: word = "started"
+        case .receiving: word = "receiving"
+        case .done: word = "done"
+        case .failed: word = "failed"
+        }
+        return word.padding(toLength: 9, withPad: " ", startingAt: 0)
+    }
+
+    private static func detail(_ row: Row) -> String {
+        let transfer = row.request.downloadProgress
+        switch row.status {
+        case .queued, .started: return ""
+        case .receiving: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
+        case .done: return Format.bytes(transfer.completedBytes)
+        case .failed(let reason): return reason
+        }
+    }
+}

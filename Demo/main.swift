@@ -1,0 +1,77 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Prints to standard error.
+func complain(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+let options: DemoOptions
+do {
+    options = try DemoOptions.parse(CommandLine.arguments.dropFirst())
+} catch {
+    complain("Demo: error: \(error)\nRun 'swift run Demo --help' for usage.")
+    exit(2)
+}
+if options.showHelp {
+    print(DemoOptions.usage)
+    exit(0)
+}
+
+// Offline by default: serve the built-in set from a local server.
+var server: LoopbackServer?
+var targets: [(URL, String)]
+if options.urls.isEmpty {
+    do {
+        let local = try LoopbackServer()
+        server = local
+        targets = DemoSet.items.map { (local.url($0.path), $0.label) }
+    } catch {
+        complain("Demo: error: could not start the local demo server: \(error)")
+        exit(1)
+    }
+} else {
+    targets = options.urls.map { ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent) }
+}
+
+let queue = NetworkQueue()
+queue.maxConcurrentRequestCount = options.concurrency
+queue.order = options.order
+queue.showsAccurateProgress = options.accurateProgress
+queue.cancelsAllOnFailure = !options.keepGoing
+
+var rows: [(NetworkRequest, String)] = []
+for (url, label) in targets {
+    let request = NetworkRequest(url: url)
+    do {
+        try queue.add(request)
+    } catch {
+        complain("Demo: error: \(error.localizedDescription)")
+        exit(1)
+    }
+    rows.append((request, label))
+}
+
+let mode = [
+    "\(rows.count) requests", options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
+    options.order == .fifo ? "FIFO" : "LIFO", options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+]
+print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
+
+var display = Display(rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1)
+let events = queue.events()
+queue.go()
+for await event in events {
+    display.apply(event)
+    if case .queueDidFinish = event { break }
+}
+let succeeded = display.finish()
+server?.stop()
+exit(succeeded ? 0 : 1)
