@@ -11,6 +11,7 @@ let package = Package(
         .target(name: "NetworkQueue"),
         .target(name: "LoopbackServer"),
         .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
+        .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer"]),
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),

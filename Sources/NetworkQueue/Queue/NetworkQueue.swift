@@ -20,6 +20,9 @@ public final class NetworkQueue: Sendable {
     /// Serial; targets the caller's delegate queue, so delivery stays ordered even on a concurrent one.
     let deliveryQueue: DispatchQueue
     let timerQueue: DispatchQueue
+    /// One timer serves every transfer's idle timeout (sub-second precision), independent of the
+    /// transport's own whole-second timers.
+    let deadlineTimer: Locked<any DispatchSourceTimer>
 
     /// A Foundation `Progress` that follows the queue's aggregate progress, for binding to
     /// `ProgressView(_:)` in SwiftUI, `UIProgressView.observedProgress` or `NSProgressIndicator`.
@@ -44,6 +47,10 @@ public final class NetworkQueue: Sendable {
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.timerQueue = DispatchQueue(label: "NetworkQueue.timers")
         self.foundationProgress = Self.makeFoundationProgress()
+        let timer = Self.makeDeadlineTimer(on: timerQueue)
+        self.deadlineTimer = Locked(timer)
+        timer.setEventHandler { [weak self] in self?.deadlineTimerFired() }
+        timer.resume()
     }
 
     // MARK: Settings
@@ -147,6 +154,8 @@ public final class NetworkQueue: Sendable {
     /// A snapshot of the current drain's aggregate progress.
     public var progress: QueueProgress { state.withLock { $0.ledger.snapshot(at: QueueState.now()) } }
 
+    deinit { deadlineTimer.withLock { $0.cancel() } }
+
     // MARK: Effects
 
     /// Mutates the state under the lock, then performs the resulting effects outside it.
@@ -158,6 +167,7 @@ public final class NetworkQueue: Sendable {
 
     func perform(_ fx: QueueState.Effects) {
         if fx.deliver { deliveryQueue.async { self.deliver() } }
+        if fx.rearmDeadlineTimer { timerQueue.async { self.rearmDeadlineTimer() } }
         if let delay = fx.progressFlush {
             timerQueue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.mutate { $0.flushProgress(&$1) } }
         }

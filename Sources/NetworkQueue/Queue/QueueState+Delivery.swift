@@ -10,6 +10,21 @@ extension QueueState {
         }
     }
 
+    /// Posts a queue event, unless nobody can receive it: no delegate, no ``NetworkQueue/events()``
+    /// subscriber and, for a request's completion, no handler. Skipping saves a delivery pass per event
+    /// for headless queues; a delegate hears the events that happen while it is set. Progress always goes
+    /// out (already coalesced), since ``NetworkQueue/foundationProgress`` follows it.
+    mutating func postEvent(_ event: NetworkQueueEvent, for request: NetworkRequest? = nil, _ fx: inout Effects) {
+        let hasHandler: Bool
+        switch event {
+        case .didFinish, .didFail: hasHandler = request?.completionHandler != nil
+        case .progress: hasHandler = true
+        case .didStart, .didReceiveHeaders, .queueDidFinish: hasHandler = false
+        }
+        guard hasHandler || delegate != nil || !subscribers.isEmpty else { return }
+        post(.event(event), &fx)
+    }
+
     /// Takes everything posted so far, for one delivery pass.
     mutating func takeOutbox() -> [Delivery] {
         deliveryScheduled = false
@@ -36,13 +51,13 @@ extension QueueState {
         for id in dirtyRecords {
             guard let record = records[id] else { continue }
             if record.uploadDirty {
-                records[id]?.uploadDirty = false
+                record.uploadDirty = false
                 if record.request.uploadProgressHandler != nil {
                     post(.uploadProgress(record.request, record.request.uploadProgress), &fx)
                 }
             }
             if record.downloadDirty {
-                records[id]?.downloadDirty = false
+                record.downloadDirty = false
                 if record.request.downloadProgressHandler != nil {
                     post(.downloadProgress(record.request, record.request.downloadProgress), &fx)
                 }
@@ -51,7 +66,7 @@ extension QueueState {
         dirtyRecords.removeAll(keepingCapacity: true)
         if progressDirty, inDrain {
             progressDirty = false
-            post(.event(.progress(ledger.snapshot(at: now))), &fx)
+            postEvent(.progress(ledger.snapshot(at: now)), &fx)
         }
     }
 }

@@ -8,12 +8,9 @@ import Foundation
 extension QueueState {
     /// Stores the handle of a transfer just started. Returns false if the request ended meanwhile, in
     /// which case the caller must cancel the handle.
-    mutating func attach(
-        _ handle: any TransferHandle, timer: (any DispatchSourceTimer)?, to id: ID, token: UInt64
-    ) -> Bool {
-        guard records[id]?.token == token else { return false }
-        records[id]?.handle = handle
-        records[id]?.timer = timer
+    mutating func attach(_ handle: any TransferHandle, to id: ID, token: UInt64) -> Bool {
+        guard let record = records[id], record.token == token else { return false }
+        record.handle = handle
         return true
     }
 
@@ -22,17 +19,16 @@ extension QueueState {
     mutating func handle(
         _ event: TransferEvent, id: ID, token: UInt64, lane: Scheduler<ID>.Lane, _ fx: inout Effects
     ) {
-        guard let request = records[id]?.request, records[id]?.token == token else { return }
-        records[id]?.lastActivity = DispatchTime.now().uptimeNanoseconds
+        guard let record = records[id], record.token == token else { return }
+        record.lastActivity = DispatchTime.now().uptimeNanoseconds
         switch lane {
-        case .preflight: handlePreflight(event, id: id, request: request, &fx)
-        case .main: handleMain(event, id: id, request: request, &fx)
+        case .preflight: handlePreflight(event, record, &fx)
+        case .main: handleMain(event, record, &fx)
         }
     }
 
-    private mutating func handlePreflight(
-        _ event: TransferEvent, id: ID, request: NetworkRequest, _ fx: inout Effects
-    ) {
+    private mutating func handlePreflight(_ event: TransferEvent, _ record: Record, _ fx: inout Effects) {
+        let id = ID(record.request)
         switch event {
         case .response(let response):
             if (200..<300).contains(response.statusCode) {
@@ -44,38 +40,37 @@ extension QueueState {
             fail(id, .preflightFailed(error), &fx)
         case .completed(nil):
             scheduler.finish(Job(id: id, lane: .preflight))
-            records[id]?.preflight = .done
-            records[id]?.handle = nil
-            records[id]?.timer?.cancel()
-            records[id]?.timer = nil
-            request.status.withLock { $0.state = .pending }
+            record.preflight = .done
+            record.handle = nil
+            record.token = 0
+            record.request.status.withLock { $0.state = .pending }
             startAvailable(&fx)
         }
     }
 
-    // Records are mutated in place (`records[id]?.…`): a local copy would make `body.append` copy the
-    // whole body on every chunk.
-    private mutating func handleMain(_ event: TransferEvent, id: ID, request: NetworkRequest, _ fx: inout Effects) {
+    private mutating func handleMain(_ event: TransferEvent, _ record: Record, _ fx: inout Effects) {
+        let request = record.request
+        let id = ID(request)
         switch event {
         case .response(let response):
-            if records[id]?.response != nil {
+            if record.response != nil {
                 // A second response means the transfer restarted: its earlier bytes no longer count.
                 ledger.restart(id)
-                records[id]?.body = Data()
+                record.body = Data()
             }
-            records[id]?.response = response
+            record.response = response
             let length = Self.knownLength(of: response)
             if length != nil || Self.isEncoded(response) { ledger.setExpectedDownload(id, length) }
             request.status.withLock {
                 $0.response = response
                 $0.download = TransferProgress(completedBytes: 0, expectedBytes: length)
             }
-            post(.event(.didReceiveHeaders(request, response)), &fx)
+            postEvent(.didReceiveHeaders(request, response), for: request, &fx)
             if let error = Self.check(response, for: request, expectedLength: length) { fail(id, error, &fx) }
         case .data(let data):
-            records[id]?.body.append(data)
-            records[id]?.downloadDirty = true
-            let received = Int64(records[id]?.body.count ?? 0)
+            record.body.append(data)
+            record.downloadDirty = true
+            let received = Int64(record.body.count)
             ledger.receive(id, bytes: Int64(data.count), at: Self.now())
             request.status.withLock { $0.download.completedBytes = received }
             if let limit = request.maximumResponseSize, received > limit {
@@ -84,7 +79,7 @@ extension QueueState {
             }
             noteProgress(id, &fx)
         case .sent(let sent, let expected):
-            records[id]?.uploadDirty = true
+            record.uploadDirty = true
             ledger.send(id, totalSent: sent, expected: expected, at: Self.now())
             request.status.withLock {
                 $0.upload.completedBytes = sent
@@ -94,24 +89,44 @@ extension QueueState {
         case .completed(let error?):
             fail(id, .transport(error), &fx)
         case .completed(nil):
-            guard let response = records[id]?.response, let body = records[id]?.body else {
+            guard let response = record.response else {
                 fail(id, .transport(URLError(.badServerResponse)), &fx)
                 return
             }
-            end(id, .success(NetworkResponse(httpResponse: response, body: body)), &fx)
+            end(id, .success(NetworkResponse(httpResponse: response, body: record.body)), &fx)
             finishStep(&fx)
         }
     }
 
-    /// Called by the transfer's idle timer. Fails the transfer if it has been idle for its whole
-    /// timeout; otherwise returns the seconds left, for the timer to wait again.
-    mutating func checkTimeout(id: ID, token: UInt64, timeout: Double, _ fx: inout Effects) -> Double? {
-        guard let record = records[id], record.token == token else { return nil }
-        let idle = Double(DispatchTime.now().uptimeNanoseconds &- record.lastActivity) / 1e9
-        guard idle >= timeout else { return timeout - idle }
-        let error = URLError(.timedOut)
-        fail(id, record.preflight == .active ? .preflightFailed(error) : .transport(error), &fx)
-        return nil
+    // MARK: Timeouts
+
+    /// Adds a transfer's idle deadline, re-arming the queue's one timer if it is now the earliest.
+    mutating func scheduleDeadline(_ entry: DeadlineHeap<ID>.Entry, _ fx: inout Effects) {
+        deadlines.insert(entry)
+        if armedDeadline.map({ entry.deadline < $0 }) ?? true {
+            armedDeadline = entry.deadline
+            fx.rearmDeadlineTimer = true
+        }
+    }
+
+    /// The deadline timer fired: fails every transfer idle for its whole timeout and pushes the others'
+    /// deadlines to their last activity plus their timeout.
+    mutating func expireDeadlines(_ fx: inout Effects) {
+        let now = Self.now()
+        armedDeadline = nil
+        for entry in deadlines.popDue(at: now) {
+            guard let record = records[entry.id], record.token == entry.token else { continue }
+            let timeout = record.request.urlRequest.timeoutInterval
+            let lastActivity = Double(record.lastActivity) / 1e9
+            if now - lastActivity >= timeout {
+                let error = URLError(.timedOut)
+                fail(entry.id, record.preflight == .active ? .preflightFailed(error) : .transport(error), &fx)
+            } else {
+                deadlines.insert(.init(deadline: lastActivity + timeout, id: entry.id, token: entry.token))
+            }
+        }
+        armedDeadline = deadlines.earliest
+        fx.rearmDeadlineTimer = armedDeadline != nil
     }
 
     // MARK: Response rules

@@ -14,7 +14,9 @@ struct QueueState {
     typealias ID = ObjectIdentifier
     typealias Job = Scheduler<ID>.Job
 
-    struct Record {
+    /// One request's life in the queue. A class, so that reading or updating one field never copies the
+    /// others (a struct in the dictionary was copied whole on every `records[id]?.field` read).
+    final class Record {
         let request: NetworkRequest
         let sequence: UInt64
         var preflight = PreflightPhase.none
@@ -25,9 +27,13 @@ struct QueueState {
         var response: HTTPURLResponse?
         var body = Data()
         var lastActivity: UInt64 = 0
-        var timer: (any DispatchSourceTimer)?
         var downloadDirty = false
         var uploadDirty = false
+
+        init(request: NetworkRequest, sequence: UInt64) {
+            self.request = request
+            self.sequence = sequence
+        }
     }
 
     enum PreflightPhase {
@@ -51,6 +57,8 @@ struct QueueState {
         var deliver = false
         /// Seconds from now at which to flush coalesced progress, if a flush must be scheduled.
         var progressFlush: Double?
+        /// The deadline timer must be re-armed to ``QueueState/armedDeadline``.
+        var rearmDeadlineTimer = false
     }
 
     /// One item of the ordered outbox.
@@ -79,6 +87,10 @@ struct QueueState {
     var progressDirty = false
     var progressThrottle = DeliveryThrottle(interval: 1.0 / 60)
     var dirtyRecords: [ID] = []
+    /// Idle deadlines of running transfers, served by one timer per queue.
+    var deadlines = DeadlineHeap<ID>()
+    /// When the deadline timer is armed to fire (seconds on `now()`'s clock), or nil when disarmed.
+    var armedDeadline: Double?
 
     init(limit: Int) { scheduler = Scheduler(limit: limit) }
 
@@ -112,9 +124,8 @@ struct QueueState {
                 $0.preflight == .none && !$0.isRunning && Self.wantsPreflight($0.request.urlRequest)
             }
             for record in candidates.sorted(by: { $0.sequence < $1.sequence }) {
-                let id = ID(record.request)
-                records[id]?.preflight = .pending
-                scheduler.enqueue(Job(id: id, lane: .preflight))
+                record.preflight = .pending
+                scheduler.enqueue(Job(id: ID(record.request), lane: .preflight))
             }
         }
         scheduler.resume()
@@ -132,10 +143,13 @@ struct QueueState {
         finishStep(&fx)
     }
 
-    mutating func cancelAll(_ error: NetworkQueueError, except kept: ID? = nil, _ fx: inout Effects) {
-        for id in records.values.sorted(by: { $0.sequence < $1.sequence }).map({ ID($0.request) }) where id != kept {
-            end(id, .failure(error), &fx)
-        }
+    /// Ends every request with `error`: running ones first, in the order they were added, then pending ones
+    /// in the order they were added. Pending jobs leave the scheduler in bulk, so this stays linear.
+    mutating func cancelAll(_ error: NetworkQueueError, _ fx: inout Effects) {
+        let running = scheduler.active.map(\.id).sorted { records[$0]!.sequence < records[$1]!.sequence }
+        var seen = Set<ID>()
+        let pending = scheduler.removeAllPending().map(\.id).filter { seen.insert($0).inserted }
+        for id in running + pending { end(id, .failure(error), &fx) }
         finishStep(&fx)
     }
 
@@ -144,9 +158,9 @@ struct QueueState {
         if inDrain, records.isEmpty {
             inDrain = false
             let progress = ledger.snapshot(at: Self.now())
-            post(.event(.progress(progress)), &fx)
+            postEvent(.progress(progress), &fx)
             progressDirty = false
-            post(.event(.queueDidFinish), &fx)
+            postEvent(.queueDidFinish, &fx)
             if !waiters.isEmpty {
                 post(.resume(waiters, progress), &fx)
                 waiters = []
@@ -160,8 +174,9 @@ struct QueueState {
         // Invalid requests are failed after the loop, so a run of them cannot recurse through finishStep.
         var invalid: [(ID, NetworkQueueError.InvalidRequestReason)] = []
         defer { for (id, reason) in invalid { fail(id, .invalidRequest(reason), &fx) } }
+        let now = Self.now()
         while let job = scheduler.nextStart() {
-            guard var record = records[job.id] else {
+            guard let record = records[job.id] else {
                 preconditionFailure("scheduler started \(job) with no record")
             }
             var urlRequest = record.request.urlRequest
@@ -185,9 +200,12 @@ struct QueueState {
                     $0.state = .running
                     $0.attemptCount += 1
                 }
-                post(.event(.didStart(record.request)), &fx)
+                postEvent(.didStart(record.request), &fx)
             }
-            records[job.id] = record
+            let timeout = urlRequest.timeoutInterval
+            if timeout > 0, timeout < 1e9 {
+                scheduleDeadline(.init(deadline: now + timeout, id: job.id, token: nextToken), &fx)
+            }
             fx.starts.append(Start(id: job.id, token: nextToken, lane: job.lane, urlRequest: urlRequest))
         }
     }
@@ -201,7 +219,6 @@ struct QueueState {
         let preflight = scheduler.remove(Job(id: id, lane: .preflight))
         let main = scheduler.remove(Job(id: id, lane: .main))
         if preflight == .wasActive || main == .wasActive, let handle = record.handle { fx.cancels.append(handle) }
-        record.timer?.cancel()
         let request = record.request
         let state: NetworkRequest.State
         switch result {
@@ -223,8 +240,8 @@ struct QueueState {
         }
         markProgressDirty(&fx)
         switch result {
-        case .success(let response): post(.event(.didFinish(request, response)), &fx)
-        case .failure(let error): post(.event(.didFail(request, error)), &fx)
+        case .success(let response): postEvent(.didFinish(request, response), for: request, &fx)
+        case .failure(let error): postEvent(.didFail(request, error), for: request, &fx)
         }
     }
 

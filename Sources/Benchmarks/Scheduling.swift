@@ -1,0 +1,86 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// (2) The scheduling core: requests through the queue on an instant in-memory transport, against the
+/// same number of no-op `BlockOperation`s on an `OperationQueue` (the design ASINetworkQueue and
+/// RequestQueue were built on), both at 64 at a time.
+enum SchedulingBenchmark {
+    static func queueRun(count: Int) async -> Double {
+        let queue = NetworkQueue(transport: InMemoryTransport.instant())
+        queue.maxConcurrentRequestCount = 64
+        let url = URL(string: "http://bench.invalid/r")!
+        let requests = (0..<count).map { _ in NetworkRequest(url: url) }
+        return await seconds {
+            for request in requests { try? queue.add(request) }
+            await queue.run()
+        }
+    }
+
+    /// Synchronous: `waitUntilAllOperationsAreFinished` must not be called from an async context.
+    static func operationQueueRun(count: Int) -> Double {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 64
+        queue.isSuspended = true
+        let done = Counter()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<count { queue.addOperation(BlockOperation { done.increment() }) }
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    /// Seconds for `cancelAll()` on `count` pending requests.
+    static func cancelPending(count: Int) async -> Double {
+        let queue = NetworkQueue(transport: InMemoryTransport.instant())
+        let url = URL(string: "http://bench.invalid/r")!
+        for _ in 0..<count { queue.add(URLRequest(url: url)) }
+        let elapsed = await seconds { queue.cancelAll() }
+        await queue.run()
+        return elapsed
+    }
+
+    static func run(count: Int, runs: Int) async -> [Result] {
+        var ours: [Double] = []
+        var theirs: [Double] = []
+        var cancels: [Double] = []
+        for _ in 0..<runs {
+            ours.append(await queueRun(count: count))
+            theirs.append(operationQueueRun(count: count))
+            cancels.append(await cancelPending(count: count))
+        }
+        let rate = Double(count) / median(ours)
+        let baseline = Double(count) / median(theirs)
+        let cancel = median(cancels) * 1000
+        return [
+            Result(
+                benchmark: "scheduling \(count)", metric: "req/s", networkQueue: rate, baselineName: "OperationQueue",
+                baseline: baseline, ratio: rate / baseline, target: ">= 1M req/s, >= 10x", met: rate >= 1_000_000 && rate / baseline >= 10,
+                runs: runs),
+            Result(
+                benchmark: "cancel \(count) pending", metric: "ms", networkQueue: cancel, baselineName: "-", baseline: nil,
+                ratio: nil, target: "<= 50 ms", met: cancel <= 50, runs: runs),
+        ]
+    }
+}
+
+/// A thread-safe counter for the baseline's operations.
+final class Counter: Sendable {
+    private let value = Protected(0)
+    func increment() { value.with { $0 += 1 } }
+}
+
+/// A value behind a lock (`@unchecked Sendable` is safe: every access holds the lock).
+final class Protected<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func with<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
