@@ -6,6 +6,10 @@ if let index = arguments.firstIndex(of: "--profile-scheduling"), let count = Int
     print(await SchedulingBenchmark.queueRun(count: count))
     exit(0)
 }
+if let index = arguments.firstIndex(of: "--profile-cancel"), let count = Int(arguments[index + 1]) {
+    for _ in 0..<5 { print(await SchedulingBenchmark.cancelPending(count: count)) }
+    exit(0)
+}
 let quick = arguments.contains("--quick")
 let runs = quick ? 3 : 5
 var results: [Result] = []

@@ -152,11 +152,13 @@ struct ProgressLedger<ID: Hashable> {
     /// Applies `change` to one entry and advances the fraction by the work it completed, measured against
     /// the work that was remaining before it.
     private mutating func update(_ id: ID, _ change: (inout Entry, inout ProgressLedger) -> Void) {
-        guard var entry = entries[id] else { return }
+        guard let index = entries.index(forKey: id) else { return }
+        var entry = entries.values[index]
         let before = entry.remaining
         let remainingBefore = remaining
         change(&entry, &self)
-        entries[id] = entry
+        // One hash lookup per update: write back through the index found above.
+        entries.values[index] = entry
         remaining += entry.remaining - before
         // Completed work is the drop in this request's remaining work: measured that way, a size learned
         // in the same step (an unknown size becoming the bytes received) is not mistaken for progress.

@@ -47,6 +47,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Values for the caller's own use. Default empty.
     public let userInfo: [String: any Sendable]
 
+    /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
+    let invalidReason: NetworkQueueError.InvalidRequestReason?
     let completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
     let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
     let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
@@ -89,6 +91,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil
     ) {
         self.urlRequest = urlRequest
+        self.invalidReason = QueueState.validate(urlRequest)
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
         self.maximumResponseSize = maximumResponseSize

@@ -37,7 +37,7 @@ extension QueueState {
         case .data, .sent:
             break
         case .completed(let error?):
-            fail(id, .preflightFailed(error), &fx)
+            fail(id, .preflightFailed(error), transferEnded: true, &fx)
         case .completed(nil):
             scheduler.finish(Job(id: id, lane: .preflight))
             record.preflight = .done
@@ -59,8 +59,9 @@ extension QueueState {
                 record.body = Data()
             }
             record.response = response
-            let length = Self.knownLength(of: response)
-            if length != nil || Self.isEncoded(response) { ledger.setExpectedDownload(id, length) }
+            let encoded = Self.isEncoded(response)
+            let length = Self.knownLength(of: response, encoded: encoded)
+            if length != nil || encoded { ledger.setExpectedDownload(id, length) }
             request.status.withLock {
                 $0.response = response
                 $0.download = TransferProgress(completedBytes: 0, expectedBytes: length)
@@ -87,13 +88,13 @@ extension QueueState {
             }
             noteProgress(id, &fx)
         case .completed(let error?):
-            fail(id, .transport(error), &fx)
+            fail(id, .transport(error), transferEnded: true, &fx)
         case .completed(nil):
             guard let response = record.response else {
-                fail(id, .transport(URLError(.badServerResponse)), &fx)
+                fail(id, .transport(URLError(.badServerResponse)), transferEnded: true, &fx)
                 return
             }
-            end(id, .success(NetworkResponse(httpResponse: response, body: record.body)), &fx)
+            end(id, .success(NetworkResponse(httpResponse: response, body: record.body)), transferEnded: true, &fx)
             finishStep(&fx)
         }
     }
@@ -132,8 +133,8 @@ extension QueueState {
     // MARK: Response rules
 
     /// The body length a response announces, or nil when unknown or not a count of delivered bytes.
-    static func knownLength(of response: HTTPURLResponse) -> Int64? {
-        guard !isEncoded(response), response.expectedContentLength >= 0 else { return nil }
+    static func knownLength(of response: HTTPURLResponse, encoded: Bool? = nil) -> Int64? {
+        guard response.expectedContentLength >= 0, !(encoded ?? isEncoded(response)) else { return nil }
         return response.expectedContentLength
     }
 

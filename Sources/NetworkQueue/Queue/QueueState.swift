@@ -147,14 +147,15 @@ struct QueueState {
     /// in the order they were added. Pending jobs leave the scheduler in bulk, so this stays linear.
     mutating func cancelAll(_ error: NetworkQueueError, _ fx: inout Effects) {
         let running = scheduler.active.map(\.id).sorted { records[$0]!.sequence < records[$1]!.sequence }
-        var seen = Set<ID>()
-        let pending = scheduler.removeAllPending().map(\.id).filter { seen.insert($0).inserted }
-        for id in running + pending { end(id, .failure(error), &fx) }
+        for id in running { end(id, .failure(error), &fx) }
+        // A request with a pending HEAD is listed twice (HEAD and main job); end() ignores the second.
+        for job in scheduler.removeAllPending() { end(job.id, .failure(error), leftScheduler: true, &fx) }
         finishStep(&fx)
     }
 
     /// After any request ended: fire queueDidFinish if the drain is over, then fill free slots.
     mutating func finishStep(_ fx: inout Effects) {
+        markProgressDirty(&fx)
         if inDrain, records.isEmpty {
             inDrain = false
             let progress = ledger.snapshot(at: Self.now())
@@ -180,7 +181,7 @@ struct QueueState {
                 preconditionFailure("scheduler started \(job) with no record")
             }
             var urlRequest = record.request.urlRequest
-            if let problem = Self.validate(urlRequest) {
+            if let problem = record.request.invalidReason {
                 scheduler.finish(job)
                 invalid.append((job.id, problem))
                 continue
@@ -212,13 +213,24 @@ struct QueueState {
 
     // MARK: Ending a request
 
-    /// Ends a request exactly once: frees its slot, stops its transfer, updates progress and posts
-    /// its final progress and its didFinish / didFail.
-    mutating func end(_ id: ID, _ result: Result<NetworkResponse, NetworkQueueError>, _ fx: inout Effects) {
+    /// Ends a request exactly once: frees its slot, stops its transfer (unless `transferEnded`: the
+    /// transport reported its completion), updates progress and posts its final progress and its
+    /// didFinish / didFail.
+    ///
+    /// Callers follow it with ``finishStep(_:)``. `leftScheduler` says the request's jobs were already
+    /// removed from the scheduler (in bulk, by cancelAll), which saves the lookups.
+    mutating func end(
+        _ id: ID, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
+        leftScheduler: Bool = false, _ fx: inout Effects
+    ) {
         guard let record = records.removeValue(forKey: id) else { return }
-        let preflight = scheduler.remove(Job(id: id, lane: .preflight))
-        let main = scheduler.remove(Job(id: id, lane: .main))
-        if preflight == .wasActive || main == .wasActive, let handle = record.handle { fx.cancels.append(handle) }
+        if !leftScheduler {
+            let preflight = scheduler.remove(Job(id: id, lane: .preflight))
+            let main = scheduler.remove(Job(id: id, lane: .main))
+            if !transferEnded, preflight == .wasActive || main == .wasActive, let handle = record.handle {
+                fx.cancels.append(handle)
+            }
+        }
         let request = record.request
         let state: NetworkRequest.State
         switch result {
@@ -238,7 +250,6 @@ struct QueueState {
         if record.downloadDirty, request.downloadProgressHandler != nil {
             post(.downloadProgress(request, download), &fx)
         }
-        markProgressDirty(&fx)
         switch result {
         case .success(let response): postEvent(.didFinish(request, response), for: request, &fx)
         case .failure(let error): postEvent(.didFail(request, error), for: request, &fx)
@@ -246,9 +257,9 @@ struct QueueState {
     }
 
     /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
-    mutating func fail(_ id: ID, _ error: NetworkQueueError, _ fx: inout Effects) {
+    mutating func fail(_ id: ID, _ error: NetworkQueueError, transferEnded: Bool = false, _ fx: inout Effects) {
         let url = records[id]?.request.url
-        end(id, .failure(error), &fx)
+        end(id, .failure(error), transferEnded: transferEnded, &fx)
         if cancelsAllOnFailure, !error.isCancellation {
             cancelAll(.cancelledBecauseSiblingFailed(sibling: url), &fx)
         } else {

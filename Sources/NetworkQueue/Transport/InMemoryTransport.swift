@@ -15,6 +15,8 @@ public final class InMemoryTransport: Transport {
     public enum Step: Sendable {
         /// Reports a response head.
         case respond(status: Int, headers: [String: String] = [:])
+        /// Reports this prebuilt response head (cheaper than building one per transfer).
+        case respondWith(HTTPURLResponse)
         /// Reports a piece of body.
         case body(Data)
         /// Reports request body bytes sent so far.
@@ -56,9 +58,21 @@ public final class InMemoryTransport: Transport {
     }
 
     /// A transport that answers every request at once with `status` and `body` (with Content-Length).
+    ///
+    /// Response heads are built once per URL and reused, so that benchmarks measure the queue rather than
+    /// `HTTPURLResponse`'s initializer.
     public static func instant(status: Int = 200, body: Data = Data()) -> InMemoryTransport {
-        InMemoryTransport { _ in
-            [.respond(status: status, headers: ["Content-Length": "\(body.count)"]), .body(body)]
+        let cache = Locked([URL: HTTPURLResponse]())
+        let headers = ["Content-Length": "\(body.count)"]
+        return InMemoryTransport { request in
+            let url = request.url ?? URL(string: "memory://")!
+            let response = cache.withLock { cache in
+                if let response = cache[url] { return response }
+                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+                if cache.count < 1_024 { cache[url] = response }
+                return response
+            }
+            return body.isEmpty ? [.respondWith(response)] : [.respondWith(response), .body(body)]
         }
     }
 
@@ -170,6 +184,8 @@ final class ScriptedTransfer: TransferHandle {
             case .respond(let status, let headers):
                 let url = request.url ?? URL(string: "memory://")!
                 events(.response(HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
+            case .respondWith(let response):
+                events(.response(response))
             case .body(let data):
                 events(.data(data))
             case .sent(let sent, let total):
