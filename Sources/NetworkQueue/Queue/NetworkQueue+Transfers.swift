@@ -11,13 +11,39 @@ extension NetworkQueue {
         let id = start.id
         let token = start.token
         let lane = start.lane
+        var sink: FileSink?
+        if lane == .main, case .file(let url) = start.destination {
+            do {
+                sink = try FileSink(destination: url)
+            } catch {
+                return mutate { $0.fail(id, token: token, error, &$1) }
+            }
+        }
         // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
-        let handle = transport.startTransfer(start.urlRequest) { event in
+        let handle = transport.startTransfer(start.urlRequest) { [sink] event in
+            // File I/O happens here, outside the lock; a transfer's events are serial.
+            if let sink, let error = Self.write(event, to: sink) {
+                return self.mutate { $0.fail(id, token: token, error, &$1) }
+            }
             self.mutate { $0.handle(event, id: id, token: token, lane: lane, &$1) }
         }
-        if !state.withLock({ $0.attach(handle, to: id, token: token) }) {
+        if !state.withLock({ $0.attach(handle, sink: sink, to: id, token: token) }) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
+            sink?.discard()
             DispatchQueue.global(qos: .utility).async { handle.cancel() }
+        }
+    }
+
+    /// Applies a transfer event to its file; returns the error that must fail the request, if any.
+    private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
+        switch event {
+        case .response: sink.restart()
+        case .data(let data): sink.write(data)
+        case .sent: nil
+        case .completed(nil): sink.finish()
+        case .completed(.some):
+            // The queue fails the request and discards the file.
+            nil
         }
     }
 

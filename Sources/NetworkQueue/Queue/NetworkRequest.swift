@@ -33,8 +33,20 @@ public final class NetworkRequest: Sendable, Identifiable {
         }
     }
 
+    /// Where a response body goes.
+    public enum Destination: Sendable, Hashable {
+        /// Into ``NetworkResponse/body``. The default.
+        case memory
+        /// Streamed to `<url>.part` (written in chunks of about 1 MiB), then moved to `url` when the
+        /// request succeeds, replacing any file there; the partial file is deleted when it fails or is
+        /// cancelled. ``NetworkResponse/fileURL`` is `url` and ``NetworkResponse/body`` is empty.
+        case file(URL)
+    }
+
     /// The request to send.
     public let urlRequest: URLRequest
+    /// Where the response body goes. Default ``Destination-swift.enum/memory``.
+    public let destination: Destination
     /// Status codes that count as success; nil accepts every status (ASI's behaviour). Default `200..<300`.
     public let acceptableStatusCodes: Range<Int>?
     /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
@@ -71,6 +83,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// - Parameters:
     ///   - urlRequest: what to send. Its `timeoutInterval` is enforced by the queue as an idle timeout
     ///     with sub-second precision.
+    ///   - destination: where the body goes; default `.memory`.
     ///   - acceptableStatusCodes: statuses that count as success; default `200..<300`; nil accepts all.
     ///   - acceptableContentTypes: MIME types that count as success; default nil (any).
     ///   - maximumResponseSize: the largest body accepted in bytes; default nil (no limit).
@@ -81,6 +94,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///   - onCompletion: called once with the result, before the delegate's didFinish or didFail.
     public init(
         _ urlRequest: URLRequest,
+        destination: Destination = .memory,
         acceptableStatusCodes: Range<Int>? = 200..<300,
         acceptableContentTypes: Set<String>? = nil,
         maximumResponseSize: Int64? = nil,
@@ -91,6 +105,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil
     ) {
         self.urlRequest = urlRequest
+        self.destination = destination
         self.invalidReason = QueueState.validate(urlRequest)
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }

@@ -8,8 +8,18 @@ import Foundation
 public struct NetworkResponse: Sendable {
     /// The final response (after redirects).
     public let httpResponse: HTTPURLResponse
-    /// The response body. Empty for HEAD requests and empty bodies.
+    /// The response body. Empty for HEAD requests, empty bodies, and bodies written to a file.
     public let body: Data
+    /// The file holding the body, for requests with a ``NetworkRequest/Destination-swift.enum/file(_:)``
+    /// destination; nil otherwise.
+    public let fileURL: URL?
+
+    /// Creates a response.
+    public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL? = nil) {
+        self.httpResponse = httpResponse
+        self.body = body
+        self.fileURL = fileURL
+    }
 
     /// The HTTP status code.
     public var statusCode: Int { httpResponse.statusCode }

@@ -8,10 +8,17 @@ import Foundation
 extension QueueState {
     /// Stores the handle of a transfer just started. Returns false if the request ended meanwhile, in
     /// which case the caller must cancel the handle.
-    mutating func attach(_ handle: any TransferHandle, to id: ID, token: UInt64) -> Bool {
+    mutating func attach(_ handle: any TransferHandle, sink: FileSink?, to id: ID, token: UInt64) -> Bool {
         guard let record = records[id], record.token == token else { return false }
         record.handle = handle
+        record.sink = sink
         return true
+    }
+
+    /// Fails the request if `token` is still its current transfer (a file error seen outside the lock).
+    mutating func fail(_ id: ID, token: UInt64, _ error: NetworkQueueError, _ fx: inout Effects) {
+        guard records[id]?.token == token else { return }
+        fail(id, error, &fx)
     }
 
     /// Applies one transport event. Events of a transfer that is no longer current (ended, cancelled,
@@ -57,6 +64,7 @@ extension QueueState {
                 // A second response means the transfer restarted: its earlier bytes no longer count.
                 ledger.restart(id)
                 record.body = Data()
+                record.received = 0
             }
             record.response = response
             let encoded = Self.isEncoded(response)
@@ -69,9 +77,10 @@ extension QueueState {
             postEvent(.didReceiveHeaders(request, response), for: request, &fx)
             if let error = Self.check(response, for: request, expectedLength: length) { fail(id, error, &fx) }
         case .data(let data):
-            record.body.append(data)
+            if record.sink == nil { record.body.append(data) }
+            record.received += Int64(data.count)
             record.downloadDirty = true
-            let received = Int64(record.body.count)
+            let received = record.received
             ledger.receive(id, bytes: Int64(data.count), at: Self.now())
             request.status.withLock { $0.download.completedBytes = received }
             if let limit = request.maximumResponseSize, received > limit {
@@ -94,7 +103,8 @@ extension QueueState {
                 fail(id, .transport(URLError(.badServerResponse)), transferEnded: true, &fx)
                 return
             }
-            end(id, .success(NetworkResponse(httpResponse: response, body: record.body)), transferEnded: true, &fx)
+            let result = NetworkResponse(httpResponse: response, body: record.body, fileURL: record.sink?.destination)
+            end(id, .success(result), transferEnded: true, &fx)
             finishStep(&fx)
         }
     }

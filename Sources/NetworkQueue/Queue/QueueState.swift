@@ -25,7 +25,12 @@ struct QueueState {
         var handle: (any TransferHandle)?
         var isRunning = false
         var response: HTTPURLResponse?
+        /// The body, for the memory destination.
         var body = Data()
+        /// Body bytes received by the current transfer, whatever the destination.
+        var received: Int64 = 0
+        /// The file the current transfer writes to, for the file destination.
+        var sink: FileSink?
         var lastActivity: UInt64 = 0
         var downloadDirty = false
         var uploadDirty = false
@@ -49,6 +54,7 @@ struct QueueState {
         let token: UInt64
         let lane: Scheduler<ID>.Lane
         let urlRequest: URLRequest
+        let destination: NetworkRequest.Destination
     }
 
     struct Effects {
@@ -207,7 +213,10 @@ struct QueueState {
             if timeout > 0, timeout < 1e9 {
                 scheduleDeadline(.init(deadline: now + timeout, id: job.id, token: nextToken), &fx)
             }
-            fx.starts.append(Start(id: job.id, token: nextToken, lane: job.lane, urlRequest: urlRequest))
+            fx.starts.append(
+                Start(
+                    id: job.id, token: nextToken, lane: job.lane, urlRequest: urlRequest,
+                    destination: record.request.destination))
         }
     }
 
@@ -232,6 +241,9 @@ struct QueueState {
             }
         }
         let request = record.request
+        // Deleting a partial file here keeps "didFail delivered" meaning "no partial file left". It is a
+        // close and an unlink, on failures only.
+        if case .failure = result { record.sink?.discard() }
         let state: NetworkRequest.State
         switch result {
         case .success:
