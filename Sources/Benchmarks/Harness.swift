@@ -24,7 +24,18 @@ func cpuSeconds() -> Double {
 }
 
 /// This process's peak resident set size in bytes.
+///
+/// On Linux this is `VmHWM` from /proc/self/status: `ru_maxrss` survives fork and exec, so a child spawned
+/// by a large parent would report the parent's peak, not its own.
 func peakRSS() -> Int64 {
+    #if os(Linux)
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int64(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+        {
+            return kilobytes * 1024
+        }
+    #endif
     var usage = rusage()
     getrusage(Int32(selfUsage), &usage)
     #if canImport(Darwin)

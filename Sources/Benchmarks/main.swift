@@ -1,18 +1,90 @@
 import Foundation
+import LoopbackServer
+
+// `swift run -c release Benchmarks [--quick] [--server URL]`: prints a table, then one JSON line per result.
+// Internal modes: `--serve` (a LoopbackServer child), `--child-big SIDE URL COUNT CONCURRENCY`, and
+// `--profile-scheduling N` / `--profile-cancel N` for running one side under a profiler.
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if let index = arguments.firstIndex(of: "--profile-scheduling"), let count = Int(arguments[index + 1]) {
-    // One pass without a baseline, for running under valgrind --tool=callgrind.
+
+func value(after flag: String) -> String? {
+    arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+
+if arguments.first == "--serve" {
+    let server = try LoopbackServer()
+    print("PORT \(server.port)")
+    fflush(nil)
+    while let line = readLine(), !line.isEmpty {}
+    server.stop()
+    exit(0)
+}
+if arguments.first == "--child-big", arguments.count == 5, let url = URL(string: arguments[2]),
+    let count = Int(arguments[3]), let concurrency = Int(arguments[4])
+{
+    try await BigBodyBenchmark.child(side: arguments[1], url: url, count: count, concurrency: concurrency)
+    exit(0)
+}
+if let count = value(after: "--profile-scheduling").flatMap(Int.init) {
     print(await SchedulingBenchmark.queueRun(count: count))
     exit(0)
 }
-if let index = arguments.firstIndex(of: "--profile-cancel"), let count = Int(arguments[index + 1]) {
+if let side = value(after: "--profile-small"), value(after: "--url") == nil {
+    // In-process server, to count what reaches the wire.
+    let server = try LoopbackServer()
+    let url = server.url("/bytes/1024")
+    if side == "nq" {
+        _ = await SmallRequestsBenchmark.networkQueue(url, count: 2_000, window: 8)
+    } else {
+        _ = await RawClient(urls: Array(repeating: url, count: 2_000), window: 8).run()
+    }
+    let statistics = server.statistics
+    print("\(side): requests \(statistics.requests), connections \(statistics.connections), max in flight \(statistics.maxInFlight)")
+    exit(0)
+}
+if let side = value(after: "--profile-small"), let url = value(after: "--url").flatMap(URL.init(string:)) {
+    let elapsed = await seconds {
+        if side == "nq" {
+            _ = await SmallRequestsBenchmark.networkQueue(url, count: 5_000, window: 8)
+        } else {
+            _ = await RawClient(urls: Array(repeating: url, count: 5_000), window: 8).run()
+        }
+    }
+    print(elapsed)
+    exit(0)
+}
+if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     for _ in 0..<5 { print(await SchedulingBenchmark.cancelPending(count: count)) }
     exit(0)
 }
+if arguments.contains("--help") {
+    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|accurate] [--server URL-of-a-1KB-resource]")
+    exit(0)
+}
+
 let quick = arguments.contains("--quick")
 let runs = quick ? 3 : 5
+let server = try ServerProcess()
+defer { server.stop() }
+let smallURL = value(after: "--server").flatMap { URL(string: $0) } ?? server.url("/bytes/1024")
+
+let only = value(after: "--only")
+func selected(_ name: String) -> Bool { only == nil || only == name }
+
 var results: [Result] = []
-results += await SchedulingBenchmark.run(count: quick ? 10_000 : 100_000, runs: runs)
+if selected("small") {
+    results += try await SmallRequestsBenchmark.run(url: smallURL, count: quick ? 500 : 5_000, window: 8, runs: runs)
+}
+if selected("scheduling") { results += await SchedulingBenchmark.run(count: quick ? 10_000 : 100_000, runs: runs) }
+if selected("big") {
+    results += try BigBodyBenchmark.run(
+        server: server, size: quick ? 20_000_000 : 200_000_000, count: 1, concurrency: 1, runs: runs)
+    results += try BigBodyBenchmark.run(
+        server: server, size: quick ? 5_000_000 : 50_000_000, count: 8, concurrency: 4, runs: runs)
+}
+if selected("accurate") {
+    results += try await AccurateProgressBenchmark.run(server: server, count: quick ? 20 : 100, size: 1_000_000, runs: runs)
+}
+
 printTable(results)
 for result in results { print(result.jsonLine) }
