@@ -1,5 +1,6 @@
 import Foundation
 import LoopbackServer
+import NetworkQueue
 
 // `swift run -c release Benchmarks [--quick] [--server URL]`: prints a table, then one JSON line per result.
 // Internal modes: `--serve` (a LoopbackServer child), `--child-big SIDE URL COUNT CONCURRENCY`, and
