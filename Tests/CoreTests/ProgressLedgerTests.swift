@@ -149,3 +149,22 @@ import Testing
         }
     }
 }
+
+@Suite struct ProgressLedgerBulkTests {
+    @Test func cancellingUnfinishedInBulkEqualsCancellingEachOne() {
+        var rng = SeededGenerator(seed: 11)
+        for _ in 0..<200 {
+            var one = ProgressLedger<Int>()
+            for id in 0..<20 {
+                one.add(id, expectedDownload: Bool.random(using: &rng) ? Int64.random(in: 1...1_000, using: &rng) : nil)
+                one.receive(id, bytes: Int64.random(in: 0...500, using: &rng), at: 0)
+                if Int.random(in: 0..<3, using: &rng) == 0 { one.finish(id, .succeeded) }
+            }
+            var bulk = one
+            for id in 0..<20 { one.finish(id, .cancelled) }
+            bulk.cancelUnfinished()
+            #expect(bulk.snapshot(at: 0) == one.snapshot(at: 0))
+            #expect(bulk.isComplete)
+        }
+    }
+}

@@ -123,6 +123,22 @@ struct ProgressLedger<ID: Hashable> {
         }
     }
 
+    /// Cancels every request that has not ended, in one pass without lookups: the same result as
+    /// `finish(id, .cancelled)` for each of them.
+    mutating func cancelUnfinished() {
+        // A manual index walk: `entries.indices` would hold the storage and make the writes copy it whole.
+        var index = entries.startIndex
+        while index != entries.endIndex {
+            if entries.values[index].outcome == nil {
+                entries.values[index].outcome = .cancelled
+                counts.cancelled += 1
+            }
+            entries.formIndex(after: &index)
+        }
+        // Every unfinished request's remaining work leaves the total; cancellation never moves the fraction.
+        remaining = 0
+    }
+
     // MARK: Snapshot
 
     /// The progress now; `time` is used for the throughput window and the ETA.

@@ -165,7 +165,7 @@ public final class NetworkQueue: Sendable {
         perform(fx)
     }
 
-    func perform(_ fx: QueueState.Effects) {
+    func perform(_ fx: consuming QueueState.Effects) {
         if fx.deliver { deliveryQueue.async { self.deliver() } }
         if fx.rearmDeadlineTimer { timerQueue.async { self.rearmDeadlineTimer() } }
         if let delay = fx.progressFlush {
@@ -177,5 +177,11 @@ public final class NetworkQueue: Sendable {
             DispatchQueue.global(qos: .utility).async { for handle in handles { handle.cancel() } }
         }
         for start in fx.starts { launch(start) }
+        if !fx.garbage.isEmpty {
+            // Moved out first, so that the last reference, and the freeing, is the background queue's.
+            let garbage = Locked(fx.garbage)
+            fx.garbage = []
+            DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
+        }
     }
 }

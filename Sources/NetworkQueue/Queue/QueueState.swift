@@ -34,6 +34,7 @@ struct QueueState {
         var lastActivity: UInt64 = 0
         var downloadDirty = false
         var uploadDirty = false
+        var hasEnded = false
 
         init(request: NetworkRequest, sequence: UInt64) {
             self.request = request
@@ -65,6 +66,8 @@ struct QueueState {
         var progressFlush: Double?
         /// The deadline timer must be re-armed to ``QueueState/armedDeadline``.
         var rearmDeadlineTimer = false
+        /// Records to free off the caller's thread (a bulk cancel can end 100,000 at once).
+        var garbage: [[ID: Record]] = []
     }
 
     /// One item of the ordered outbox.
@@ -154,8 +157,18 @@ struct QueueState {
     mutating func cancelAll(_ error: NetworkQueueError, _ fx: inout Effects) {
         let running = scheduler.active.map(\.id).sorted { records[$0]!.sequence < records[$1]!.sequence }
         for id in running { end(id, .failure(error), &fx) }
-        // A request with a pending HEAD is listed twice (HEAD and main job); end() ignores the second.
-        for job in scheduler.removeAllPending() { end(job.id, .failure(error), leftScheduler: true, &fx) }
+        // What is left is pending: out of the scheduler, the ledger and the records in bulk, then reported
+        // one by one. The old records are freed off the caller's thread.
+        let pending = scheduler.removeAllPending()
+        ledger.cancelUnfinished()
+        let ended = records
+        records = [:]
+        for job in pending {
+            // A request with a pending HEAD is listed twice (HEAD and main job): report it once.
+            guard let record = ended[job.id], !record.hasEnded else { continue }
+            end(record, .failure(error), inBulk: true, &fx)
+        }
+        fx.garbage.append(ended)
         finishStep(&fx)
     }
 
@@ -226,14 +239,23 @@ struct QueueState {
     /// transport reported its completion), updates progress and posts its final progress and its
     /// didFinish / didFail.
     ///
-    /// Callers follow it with ``finishStep(_:)``. `leftScheduler` says the request's jobs were already
-    /// removed from the scheduler (in bulk, by cancelAll), which saves the lookups.
+    /// Callers follow it with ``finishStep(_:)``. `inBulk` says cancelAll already took the request out of
+    /// the scheduler, the ledger and the records in bulk, which saves the lookups.
     mutating func end(
         _ id: ID, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
-        leftScheduler: Bool = false, _ fx: inout Effects
+        _ fx: inout Effects
     ) {
         guard let record = records.removeValue(forKey: id) else { return }
-        if !leftScheduler {
+        end(record, result, transferEnded: transferEnded, &fx)
+    }
+
+    private mutating func end(
+        _ record: Record, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
+        inBulk: Bool = false, _ fx: inout Effects
+    ) {
+        let id = ID(record.request)
+        record.hasEnded = true
+        if !inBulk {
             let preflight = scheduler.remove(Job(id: id, lane: .preflight))
             let main = scheduler.remove(Job(id: id, lane: .main))
             if !transferEnded, preflight == .wasActive || main == .wasActive, let handle = record.handle {
@@ -251,7 +273,7 @@ struct QueueState {
             ledger.finish(id, .succeeded)
         case .failure(let error):
             state = error.isCancellation ? .cancelled : .failed
-            ledger.finish(id, error.isCancellation ? .cancelled : .failed)
+            if !inBulk { ledger.finish(id, error.isCancellation ? .cancelled : .failed) }
         }
         let (download, upload) = request.status.withLock { status in
             status.state = state
