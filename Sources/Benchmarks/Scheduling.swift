@@ -5,12 +5,13 @@ import NetworkQueue
     import FoundationNetworking
 #endif
 
-/// (2) The scheduling core: requests through the queue on an instant in-memory transport, against the
+/// (2) The scheduling core: requests through the queue on an instant in-memory transport (a lean one, see
+/// `InstantTransport`; the library's `InMemoryTransport` carries test features), against the
 /// same number of no-op `BlockOperation`s on an `OperationQueue` (the design ASINetworkQueue and
 /// RequestQueue were built on), both at 64 at a time.
 enum SchedulingBenchmark {
     static func queueRun(count: Int) async -> Double {
-        let queue = NetworkQueue(transport: InMemoryTransport.instant())
+        let queue = NetworkQueue(transport: InstantTransport())
         queue.maxConcurrentRequestCount = 64
         let url = URL(string: "http://bench.invalid/r")!
         let requests = (0..<count).map { _ in NetworkRequest(url: url) }
@@ -36,7 +37,7 @@ enum SchedulingBenchmark {
     /// Seconds for `cancelAll()` on `count` pending requests. The caller holds the requests, as an app
     /// holding its batch does, so freeing them is not counted as cancelling them.
     static func cancelPending(count: Int) async -> Double {
-        let queue = NetworkQueue(transport: InMemoryTransport.instant())
+        let queue = NetworkQueue(transport: InstantTransport())
         let url = URL(string: "http://bench.invalid/r")!
         let requests = (0..<count).map { _ in NetworkRequest(url: url) }
         for request in requests { try? queue.add(request) }

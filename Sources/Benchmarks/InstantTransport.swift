@@ -1,0 +1,51 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The scheduling benchmark's transport: answers every request at once with one prebuilt empty 200,
+/// like an event loop: starts are queued and completed in batches on one serial queue (never inside
+/// `startTransfer`, as the `Transport` contract requires). Built on the public protocol only.
+final class InstantTransport: Transport {
+    private struct Pending {
+        var events: [@Sendable (TransferEvent) -> Void] = []
+        var isDraining = false
+    }
+
+    private struct Handle: TransferHandle {
+        func cancel() {}
+    }
+
+    private let queue = DispatchQueue(label: "InstantTransport")
+    private let pending = Protected(Pending())
+    private let response = HTTPURLResponse(
+        url: URL(string: "http://bench.invalid/r")!, statusCode: 200, httpVersion: "HTTP/1.1",
+        headerFields: ["Content-Length": "0"])!
+
+    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+        let mustSchedule = pending.with { pending in
+            pending.events.append(events)
+            defer { pending.isDraining = true }
+            return !pending.isDraining
+        }
+        if mustSchedule { queue.async { self.drain() } }
+        return Handle()
+    }
+
+    private func drain() {
+        while true {
+            let batch = pending.with { pending in
+                defer { pending.events.removeAll(keepingCapacity: true) }
+                if pending.events.isEmpty { pending.isDraining = false }
+                return pending.events
+            }
+            if batch.isEmpty { return }
+            for events in batch {
+                events(.response(response))
+                events(.completed(nil))
+            }
+        }
+    }
+}
