@@ -32,16 +32,18 @@ extension QueueState {
         return outbox
     }
 
-    /// A request's bytes moved: its handlers and the queue's progress are due at the next flush.
-    mutating func noteProgress(_ id: ID, _ fx: inout Effects) {
+    /// A request's bytes started moving since the last flush: its counters, its handlers and the queue's
+    /// progress are due at the next flush.
+    mutating func noteProgress(_ id: ID, at now: Double? = nil, _ fx: inout Effects) {
         dirtyRecords.append(id)
-        markProgressDirty(&fx)
+        markProgressDirty(at: now, &fx)
     }
 
     /// The queue's progress changed: make sure a flush is scheduled, no sooner than the throttle allows.
-    mutating func markProgressDirty(_ fx: inout Effects) {
+    mutating func markProgressDirty(at now: Double? = nil, _ fx: inout Effects) {
         progressDirty = true
-        if let delay = progressThrottle.change(at: Self.now()) { fx.progressFlush = delay }
+        guard !progressThrottle.isScheduled else { return }
+        if let delay = progressThrottle.change(at: now ?? Self.now()) { fx.progressFlush = delay }
     }
 
     /// Posts one coalesced update per request with unreported bytes, then one for the queue.
@@ -49,19 +51,16 @@ extension QueueState {
         let now = Self.now()
         progressThrottle.flushed(at: now)
         for id in dirtyRecords {
-            guard let record = records[id] else { continue }
-            if record.uploadDirty {
-                record.uploadDirty = false
-                if record.request.uploadProgressHandler != nil {
-                    post(.uploadProgress(record.request, record.request.uploadProgress), &fx)
-                }
+            guard let record = records[id], record.uploadDirty || record.downloadDirty else { continue }
+            let (upload, download) = record.publishProgress()
+            if record.uploadDirty, record.request.uploadProgressHandler != nil {
+                post(.uploadProgress(record.request, upload), &fx)
             }
-            if record.downloadDirty {
-                record.downloadDirty = false
-                if record.request.downloadProgressHandler != nil {
-                    post(.downloadProgress(record.request, record.request.downloadProgress), &fx)
-                }
+            if record.downloadDirty, record.request.downloadProgressHandler != nil {
+                post(.downloadProgress(record.request, download), &fx)
             }
+            record.uploadDirty = false
+            record.downloadDirty = false
         }
         dirtyRecords.removeAll(keepingCapacity: true)
         if progressDirty, inDrain {

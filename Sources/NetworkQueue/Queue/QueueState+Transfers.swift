@@ -27,10 +27,12 @@ extension QueueState {
         _ event: TransferEvent, id: ID, token: UInt64, lane: Scheduler<ID>.Lane, _ fx: inout Effects
     ) {
         guard let record = records[id], record.token == token else { return }
-        record.lastActivity = DispatchTime.now().uptimeNanoseconds
+        // One clock read per event serves the idle timer, the throughput meter and the throttle.
+        let nanoseconds = DispatchTime.now().uptimeNanoseconds
+        record.lastActivity = nanoseconds
         switch lane {
         case .preflight: handlePreflight(event, record, &fx)
-        case .main: handleMain(event, record, &fx)
+        case .main: handleMain(event, record, at: Double(nanoseconds) / 1e9, &fx)
         }
     }
 
@@ -55,7 +57,7 @@ extension QueueState {
         }
     }
 
-    private mutating func handleMain(_ event: TransferEvent, _ record: Record, _ fx: inout Effects) {
+    private mutating func handleMain(_ event: TransferEvent, _ record: Record, at now: Double, _ fx: inout Effects) {
         let request = record.request
         let id = ID(request)
         switch event {
@@ -65,6 +67,7 @@ extension QueueState {
                 ledger.restart(id)
                 record.body = Data()
                 record.received = 0
+                record.sent = 0
             }
             record.response = response
             let encoded = Self.isEncoded(response)
@@ -79,23 +82,28 @@ extension QueueState {
         case .data(let data):
             if record.sink == nil { record.body.append(data) }
             record.received += Int64(data.count)
-            record.downloadDirty = true
-            let received = record.received
-            ledger.receive(id, bytes: Int64(data.count), at: Self.now())
-            request.status.withLock { $0.download.completedBytes = received }
-            if let limit = request.maximumResponseSize, received > limit {
+            ledger.receive(id, bytes: Int64(data.count), at: now)
+            if let limit = request.maximumResponseSize, record.received > limit {
                 fail(id, .responseTooLarge(limit: limit, url: request.url), &fx)
                 return
             }
-            noteProgress(id, &fx)
-        case .sent(let sent, let expected):
-            record.uploadDirty = true
-            ledger.send(id, totalSent: sent, expected: expected, at: Self.now())
-            request.status.withLock {
-                $0.upload.completedBytes = sent
-                if let expected { $0.upload.expectedBytes = expected }
+            // The request's own counters are published at the next flush (or its end), not per chunk.
+            if !record.downloadDirty {
+                record.downloadDirty = true
+                noteProgress(id, at: now, &fx)
+            } else {
+                markProgressDirty(at: now, &fx)
             }
-            noteProgress(id, &fx)
+        case .sent(let sent, let expected):
+            record.sent = sent
+            if let expected { record.expectedToSend = expected }
+            ledger.send(id, totalSent: sent, expected: expected, at: now)
+            if !record.uploadDirty {
+                record.uploadDirty = true
+                noteProgress(id, at: now, &fx)
+            } else {
+                markProgressDirty(at: now, &fx)
+            }
         case .completed(let error?):
             fail(id, .transport(error), transferEnded: true, &fx)
         case .completed(nil):

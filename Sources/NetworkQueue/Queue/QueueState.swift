@@ -29,6 +29,9 @@ struct QueueState {
         var body = Data()
         /// Body bytes received by the current transfer, whatever the destination.
         var received: Int64 = 0
+        /// Request body bytes sent by the current transfer, and the body's size when known.
+        var sent: Int64 = 0
+        var expectedToSend: Int64?
         /// The file the current transfer writes to, for the file destination.
         var sink: FileSink?
         var lastActivity: UInt64 = 0
@@ -39,6 +42,16 @@ struct QueueState {
         init(request: NetworkRequest, sequence: UInt64) {
             self.request = request
             self.sequence = sequence
+        }
+
+        /// Publishes the transfer counters to the request's observable progress; returns them.
+        func publishProgress() -> (upload: TransferProgress, download: TransferProgress) {
+            request.status.withLock { status in
+                status.download.completedBytes = received
+                status.upload.completedBytes = sent
+                if let expectedToSend { status.upload.expectedBytes = expectedToSend }
+                return (status.upload, status.download)
+            }
         }
     }
 
@@ -275,10 +288,10 @@ struct QueueState {
             state = error.isCancellation ? .cancelled : .failed
             if !inBulk { ledger.finish(id, error.isCancellation ? .cancelled : .failed) }
         }
-        let (download, upload) = request.status.withLock { status in
+        let (upload, download) = record.publishProgress()
+        request.status.withLock { status in
             status.state = state
             status.result = result
-            return (status.download, status.upload)
         }
         if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, upload), &fx) }
         if record.downloadDirty, request.downloadProgressHandler != nil {

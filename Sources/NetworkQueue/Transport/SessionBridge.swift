@@ -50,6 +50,15 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return transfer
     }
 
+    /// The transfer of a task, if it is live and not waiting to replay a redirect: the per-chunk check,
+    /// with one lock on the transfer's state.
+    private func streamingTransfer(for task: URLSessionTask) -> SessionTransfer? {
+        guard let transfer = routes.withLock({ $0.transfers[task.taskIdentifier] }),
+            transfer.state.withLock({ !$0.isCancelled && $0.replay == nil })
+        else { return nil }
+        return transfer
+    }
+
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
@@ -66,8 +75,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        guard let transfer = transfer(for: dataTask), transfer.state.withLock({ $0.replay == nil }) else { return }
-        transfer.events(.data(data))
+        streamingTransfer(for: dataTask)?.events(.data(data))
     }
 
     func urlSession(
