@@ -129,10 +129,7 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         let server = try LoopbackServer()
         let (queue, _) = makeQueue()
         queue.showsAccurateProgress = true
-        var post = URLRequest(url: server.url("/upload"))
-        post.httpMethod = "POST"
-        post.httpBody = Data(count: 300)
-        try queue.add(NetworkRequest(post))
+        try queue.add(post(server.url("/upload"), bodySize: 300))
         try queue.add(request(server.url("/bytes/10"), tag: 2))
         await queue.run()
         #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") } == ["HEAD /bytes/10"])
@@ -141,12 +138,7 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
     @Test func uploadProgressIsAggregatedAcrossTheQueue() async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue()
-        for size in [100_000, 250_000, 650_000] {
-            var post = URLRequest(url: server.url("/upload"))
-            post.httpMethod = "POST"
-            post.httpBody = Data(count: size)
-            try queue.add(NetworkRequest(post))
-        }
+        for size in [100_000, 250_000, 650_000] { try queue.add(post(server.url("/upload"), bodySize: size)) }
         let progress = await queue.run()
         #expect(progress.bytesSent == 1_000_000)
         #expect(progress.bytesExpectedToSend == 1_000_000)

@@ -23,6 +23,14 @@ func request(_ url: URL, tag: Int, timeout: TimeInterval = 30) -> NetworkRequest
     return NetworkRequest(urlRequest, tag: tag)
 }
 
+/// A POST of `bodySize` zero bytes to `url`.
+func post(_ url: URL, bodySize: Int) -> NetworkRequest {
+    var urlRequest = URLRequest(url: url)
+    urlRequest.httpMethod = "POST"
+    urlRequest.httpBody = Data(count: bodySize)
+    return NetworkRequest(urlRequest)
+}
+
 /// Waits for the first event matching `match` on `stream`.
 func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueEvent) -> Bool) async {
     for await event in stream where match(event) { return }
@@ -163,10 +171,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     @Test func uploadsReportSentBytes() async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue()
-        var urlRequest = URLRequest(url: server.url("/upload"))
-        urlRequest.httpMethod = "POST"
-        urlRequest.httpBody = Data(count: 1_048_576)
-        let upload = NetworkRequest(urlRequest)
+        let upload = post(server.url("/upload"), bodySize: 1_048_576)
         try queue.add(upload)
         let progress = await queue.run()
         #expect(try upload.result?.get().body == Data("1048576".utf8))
@@ -178,13 +183,10 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     @Test func a307RedirectKeepsTheBody() async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue()
-        var urlRequest = URLRequest(url: server.url("/redirect/2?code=307&to=/upload"))
-        urlRequest.httpMethod = "POST"
-        urlRequest.httpBody = Data(count: 5_000)
-        let post = NetworkRequest(urlRequest)
-        try queue.add(post)
+        let redirected = post(server.url("/redirect/2?code=307&to=/upload"), bodySize: 5_000)
+        try queue.add(redirected)
         await queue.run()
-        #expect(try post.result?.get().body == Data("5000".utf8))
+        #expect(try redirected.result?.get().body == Data("5000".utf8))
         #expect(server.statistics.log == ["POST /redirect/2?code=307&to=/upload", "POST /redirect/1?code=307&to=/upload", "POST /upload"])
     }
 
