@@ -133,6 +133,44 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
         #expect(transport.startedRequests.map(tag(of:)) == [99])
     }
 
+    @Test func severalInvalidRequestsWithCancelAllOnFailureEachGetExactlyOneTerminalEvent() async throws {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        queue.maxConcurrentRequestCount = 4
+        let recorder = Recorder()
+        queue.delegate = recorder
+        for tag in 1...3 { try queue.add(NetworkRequest(URLRequest(url: URL(string: "ftp://x.test/\(tag)")!), tag: tag)) }
+        for tag in 4...5 { try queue.add(request(tag)) }
+        await queue.run()
+        let terminals = recorder.events.compactMap { entry -> Int? in
+            switch entry {
+            case .finish(let tag), .fail(let tag, _): tag
+            default: nil
+            }
+        }
+        // Request 1 fails first; the others are cancelled before any of them starts.
+        let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: URL(string: "ftp://x.test/1"))
+        #expect(
+            recorder.events == [.fail(1, .invalidRequest(.unsupportedScheme("ftp")))] + (2...5).map { .fail($0, sibling) }
+                + [.queueFinished])
+        #expect(terminals.sorted() == [1, 2, 3, 4, 5])
+        #expect(queue.requestCount == 0)
+    }
+
+    @Test func tenThousandInvalidRequestsInARowFailOneByOneWithoutRecursing() async throws {
+        let transport = InMemoryTransport.ok()
+        let queue = NetworkQueue(transport: transport)
+        queue.cancelsAllOnFailure = false
+        queue.maxConcurrentRequestCount = 1
+        let invalid = (1...10_000).map { NetworkRequest(URLRequest(url: URL(string: "file:///tmp/\($0)")!), tag: $0) }
+        for request in invalid { try queue.add(request) }
+        try queue.add(request(0))
+        let progress = await queue.run()
+        #expect(invalid.allSatisfy { $0.failure == .invalidRequest(.unsupportedScheme("file")) })
+        #expect(progress.failedRequestCount == 10_000)
+        #expect(progress.finishedRequestCount == 1)
+        #expect(transport.startedRequests.map(tag(of:)) == [0])
+    }
+
     @Test func addingTheSameRequestTwiceThrows() throws {
         let queue = NetworkQueue(transport: InMemoryTransport.ok())
         let other = NetworkQueue(transport: InMemoryTransport.ok())

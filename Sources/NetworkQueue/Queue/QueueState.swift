@@ -113,6 +113,8 @@ struct QueueState {
     var deadlines = DeadlineHeap<ID>()
     /// When the deadline timer is armed to fire (seconds on `now()`'s clock), or nil when disarmed.
     var armedDeadline: Double?
+    /// True while ``startAvailable(_:)`` is pulling jobs.
+    var isStartingJobs = false
 
     init(limit: Int) { scheduler = Scheduler(limit: limit) }
 
@@ -181,6 +183,11 @@ struct QueueState {
             guard let record = ended[job.id], !record.hasEnded else { continue }
             end(record, .failure(error), inBulk: true, &fx)
         }
+        // Every record holds a scheduler job until it ends, so nothing should be left; if one ever is, it
+        // still gets its one terminal event rather than vanishing.
+        for record in ended.values.filter({ !$0.hasEnded }).sorted(by: { $0.sequence < $1.sequence }) {
+            end(record, .failure(error), inBulk: true, &fx)
+        }
         fx.garbage.append(ended)
         finishStep(&fx)
     }
@@ -203,10 +210,14 @@ struct QueueState {
     }
 
     /// Pulls every job the scheduler allows to start now.
+    ///
+    /// Not reentrant: failing an invalid request reaches `finishStep`, whose call here returns at once and
+    /// leaves the pulling to this loop, so a run of invalid requests neither recurses nor starts a valid
+    /// request that the failure is about to cancel.
     mutating func startAvailable(_ fx: inout Effects) {
-        // Invalid requests are failed after the loop, so a run of them cannot recurse through finishStep.
-        var invalid: [(ID, NetworkQueueError.InvalidRequestReason)] = []
-        defer { for (id, reason) in invalid { fail(id, .invalidRequest(reason), &fx) } }
+        guard !isStartingJobs else { return }
+        isStartingJobs = true
+        defer { isStartingJobs = false }
         let now = Self.now()
         while let job = scheduler.nextStart() {
             guard let record = records[job.id] else {
@@ -215,7 +226,7 @@ struct QueueState {
             var urlRequest = record.request.urlRequest
             if let problem = record.request.invalidReason {
                 scheduler.finish(job)
-                invalid.append((job.id, problem))
+                fail(job.id, .invalidRequest(problem), &fx)
                 continue
             }
             nextToken += 1
@@ -305,7 +316,8 @@ struct QueueState {
 
     /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
     mutating func fail(_ id: ID, _ error: NetworkQueueError, transferEnded: Bool = false, _ fx: inout Effects) {
-        let url = records[id]?.request.url
+        // A request that already ended cannot fail again, nor cancel its siblings.
+        guard let url = records[id].map({ $0.request.url }) else { return }
         end(id, .failure(error), transferEnded: transferEnded, &fx)
         if cancelsAllOnFailure, !error.isCancellation {
             cancelAll(.cancelledBecauseSiblingFailed(sibling: url), &fx)
