@@ -14,6 +14,10 @@ import Foundation
 /// **Delegate executor.** All delegate methods, request handlers and ``events()`` elements of one queue are
 /// delivered serially and in order on `delegateQueue` (see ``init(transport:delegateQueue:)``): a private
 /// serial queue by default, or the queue you pass, such as `.main` for UI code.
+///
+/// **Lifetime.** A queue with transfers in flight keeps itself alive until they end. A queue released
+/// while it still holds pending requests (for example, never started) drops them without callbacks: call
+/// ``cancelAll()`` first to have each reported as cancelled.
 public final class NetworkQueue: Sendable {
     let state: Locked<QueueState>
     let transport: any Transport
