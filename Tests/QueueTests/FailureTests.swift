@@ -83,10 +83,8 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
     }
 
     @Test func cancellingOneRequestDoesNotCancelItsSiblings() async throws {
-        let gate = TransferGate()
-        let queue = NetworkQueue(transport: InMemoryTransport.ok(gate: gate))
-        let requests = (1...3).map { request($0) }
-        for request in requests { try queue.add(request) }
+        let gated = try GatedQueue(count: 3)
+        let (queue, gate, requests) = (gated.queue, gated.gate, gated.requests)
         queue.go()
         queue.cancel(requests[0])
         gate.open()

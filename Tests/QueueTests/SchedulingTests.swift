@@ -57,11 +57,8 @@ import Testing
     }
 
     @Test func raisingTheLimitStartsMoreAtOnceAndLoweringLetsRunningFinish() async throws {
-        let gate = TransferGate()
-        let transport = InMemoryTransport.ok(gate: gate)
-        let queue = NetworkQueue(transport: transport)
-        queue.maxConcurrentRequestCount = 1
-        for tag in 1...6 { try queue.add(request(tag)) }
+        let gated = try GatedQueue(limit: 1, count: 6)
+        let (queue, transport, gate) = (gated.queue, gated.transport, gated.gate)
         queue.go()
         #expect(transport.statistics.started == 1)
         queue.maxConcurrentRequestCount = 3
@@ -75,14 +72,8 @@ import Testing
     }
 
     @Test func suspendStopsNewStartsButRunningRequestsFinish() async throws {
-        let gate = TransferGate()
-        let transport = InMemoryTransport.ok(gate: gate)
-        let queue = NetworkQueue(transport: transport)
-        queue.maxConcurrentRequestCount = 2
-        let recorder = Recorder()
-        queue.delegate = recorder
-        let requests = (1...4).map { request($0) }
-        for request in requests { try queue.add(request) }
+        let gated = try GatedQueue(limit: 2, count: 4)
+        let (queue, transport, gate, recorder, requests) = (gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests)
         queue.go()
         queue.suspend()
         #expect(queue.isSuspended)
@@ -101,14 +92,8 @@ import Testing
     }
 
     @Test func cancelledPendingRequestNeverStartsAndGetsOnlyDidFail() async throws {
-        let gate = TransferGate()
-        let transport = InMemoryTransport.ok(gate: gate)
-        let queue = NetworkQueue(transport: transport)
-        queue.maxConcurrentRequestCount = 1
-        let recorder = Recorder()
-        queue.delegate = recorder
-        let requests = (1...3).map { request($0) }
-        for request in requests { try queue.add(request) }
+        let gated = try GatedQueue(limit: 1, count: 3)
+        let (queue, transport, gate, recorder, requests) = (gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests)
         queue.go()
         queue.cancel(requests[1])
         #expect(requests[1].state == .cancelled)
@@ -120,12 +105,8 @@ import Testing
     }
 
     @Test func cancellingARunningRequestIsReportedAtOnceAndFreesItsSlot() async throws {
-        let gate = TransferGate()
-        let transport = InMemoryTransport.ok(gate: gate)
-        let queue = NetworkQueue(transport: transport)
-        queue.maxConcurrentRequestCount = 1
-        let requests = (1...2).map { request($0) }
-        for request in requests { try queue.add(request) }
+        let gated = try GatedQueue(limit: 1, count: 2)
+        let (queue, transport, gate, requests) = (gated.queue, gated.transport, gated.gate, gated.requests)
         queue.go()
         queue.cancel(requests[0])
         #expect(requests[0].state == .cancelled)

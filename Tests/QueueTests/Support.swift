@@ -39,3 +39,22 @@ extension InMemoryTransport {
         }
     }
 }
+
+/// A queue whose transfers wait at a closed gate after their head, with a recorder as delegate and
+/// `count` tagged requests (tags 1...count) already added.
+struct GatedQueue {
+    let queue: NetworkQueue
+    let transport: InMemoryTransport
+    let gate = TransferGate()
+    let recorder = Recorder()
+    let requests: [NetworkRequest]
+
+    init(limit: Int = 4, count: Int) throws {
+        transport = InMemoryTransport.ok(gate: gate)
+        queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = limit
+        queue.delegate = recorder
+        requests = (1...count).map { request($0) }
+        for request in requests { try queue.add(request) }
+    }
+}
