@@ -107,6 +107,34 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
         #expect(wide.state == .finished)
     }
 
+    @Test func contentTypeValidationComparesTheMimeTypeOnly() async throws {
+        let transport = InMemoryTransport { urlRequest in
+            let type = tag(of: urlRequest) == 1 ? "Application/JSON; charset=utf-8" : "text/html"
+            return [.respond(status: 200, headers: ["Content-Type": type, "Content-Length": "2"]), .body(Data("{}".utf8))]
+        }
+        let queue = NetworkQueue(transport: transport)
+        queue.cancelsAllOnFailure = false
+        let json = NetworkRequest(URLRequest(url: url(1)), acceptableContentTypes: ["application/json"])
+        let html = NetworkRequest(URLRequest(url: url(2)), acceptableContentTypes: ["application/json"])
+        try queue.add(json)
+        try queue.add(html)
+        await queue.run()
+        #expect(json.state == .finished)
+        #expect(html.failure == .unacceptableContentType("text/html", url: url(2)))
+    }
+
+    @Test func aContentLengthOverTheLimitFailsBeforeAnyBody() async throws {
+        let transport = InMemoryTransport { _ in
+            [.respond(status: 200, headers: ["Content-Length": "1000000"]), .hold(TransferGate()), .body(Data(count: 10))]
+        }
+        let queue = NetworkQueue(transport: transport)
+        let large = NetworkRequest(URLRequest(url: url(1)), maximumResponseSize: 1_000)
+        try queue.add(large)
+        let progress = await queue.run()
+        #expect(large.failure == .responseTooLarge(limit: 1_000, url: url(1)))
+        #expect(progress.bytesReceived == 0)
+    }
+
     @Test func badInputFailsWithAClearErrorAndNeverStarts() async throws {
         let transport = InMemoryTransport.ok()
         let queue = NetworkQueue(transport: transport)
