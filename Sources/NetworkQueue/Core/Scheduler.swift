@@ -52,7 +52,6 @@ struct Scheduler<ID: Hashable> {
     /// True when nothing is pending or active.
     var isIdle: Bool { active.isEmpty && preflight.isEmpty && main.isEmpty }
 
-    func isPending(_ job: Job) -> Bool { list(job.lane).contains(job.id) }
     func isActive(_ job: Job) -> Bool { active.contains(job) }
 
     // MARK: Events
@@ -114,13 +113,6 @@ struct Scheduler<ID: Hashable> {
         let job = Job(id: id, lane: .main)
         active.insert(job)
         return job
-    }
-
-    private func list(_ lane: Lane) -> PendingList<ID> {
-        switch lane {
-        case .preflight: preflight
-        case .main: main
-        }
     }
 
     private mutating func pop(from lane: Lane) -> ID? {
