@@ -32,10 +32,11 @@ extension QueueState {
         return outbox
     }
 
-    /// A request's bytes started moving since the last flush: its counters, its handlers and the queue's
-    /// progress are due at the next flush.
-    mutating func noteProgress(_ id: ID, at now: Double? = nil, _ fx: inout Effects) {
-        dirtyRecords.append(id)
+    /// A request's bytes moved. Its counters and handlers are published at the next flush (or at its end),
+    /// not per chunk: it is listed for that flush once, and the queue's progress is marked due.
+    mutating func noteProgress(_ record: Record, download: Bool, at now: Double, _ fx: inout Effects) {
+        if !record.uploadDirty, !record.downloadDirty { dirtyRecords.append(ID(record.request)) }
+        if download { record.downloadDirty = true } else { record.uploadDirty = true }
         markProgressDirty(at: now, &fx)
     }
 

@@ -87,23 +87,12 @@ extension QueueState {
                 fail(id, .responseTooLarge(limit: limit, url: request.url), &fx)
                 return
             }
-            // The request's own counters are published at the next flush (or its end), not per chunk.
-            if !record.downloadDirty {
-                record.downloadDirty = true
-                noteProgress(id, at: now, &fx)
-            } else {
-                markProgressDirty(at: now, &fx)
-            }
+            noteProgress(record, download: true, at: now, &fx)
         case .sent(let sent, let expected):
             record.sent = sent
             if let expected { record.expectedToSend = expected }
             ledger.send(id, totalSent: sent, expected: expected, at: now)
-            if !record.uploadDirty {
-                record.uploadDirty = true
-                noteProgress(id, at: now, &fx)
-            } else {
-                markProgressDirty(at: now, &fx)
-            }
+            noteProgress(record, download: false, at: now, &fx)
         case .completed(let error?):
             fail(id, .transport(error), transferEnded: true, &fx)
         case .completed(nil):
