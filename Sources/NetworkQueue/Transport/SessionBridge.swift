@@ -106,20 +106,20 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let transfer = routes.withLock { $0.transfers.removeValue(forKey: task.taskIdentifier) }
-        guard let transfer, !transfer.isCancelled else { return }
-        let replay = transfer.state.withLock { state -> URLRequest? in
+        guard let transfer else { return }
+        // One read of the transfer's state decides everything below.
+        let (isCancelled, replay, redirectCount, midBody) = transfer.state.withLock { state in
             defer { state.replay = nil }
-            guard let replay = state.replay else { return nil }
-            state.redirectCount += 1
-            return replay
+            if state.replay != nil { state.redirectCount += 1 }
+            return (state.isCancelled, state.replay, state.redirectCount, state.hasResponse)
         }
+        guard !isCancelled else { return }
         if let replay, error == nil {
-            guard transfer.state.withLock({ $0.redirectCount }) <= Self.maximumRedirects else {
+            guard redirectCount <= Self.maximumRedirects else {
                 return transfer.events(.completed(URLError(.httpTooManyRedirects)))
             }
             return start(transfer, on: session, request: replay)
         }
-        let midBody = transfer.state.withLock { $0.hasResponse }
         transfer.events(.completed(error.map { Self.urlError($0, afterResponse: midBody) }))
     }
 
