@@ -109,7 +109,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     @Test func cancellingAPendingAndARunningRequest() async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(limit: 1)
-        let running = request(server.url("/bytes/100000000?rate=100000"), tag: 1)
+        let running = request(server.url("/bytes/50000000?rate=100000"), tag: 1)
         let pending = request(server.url("/bytes/10?i=2"), tag: 2)
         let after = request(server.url("/bytes/10?i=3"), tag: 3)
         for request in [running, pending, after] { try queue.add(request) }

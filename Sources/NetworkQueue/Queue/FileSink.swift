@@ -1,8 +1,14 @@
 import Foundation
 
-/// Streams one transfer's body to `<destination>.part`, coalescing writes, and moves it into place on
-/// success. Used outside the queue's lock; a transfer's events are serial, and `discard()` may race with
-/// them from another thread, hence the lock.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Streams one transfer's body to `<destination>.part`, coalescing writes; the queue renames it into
+/// place when it decides the request succeeded. Writes happen outside the queue's lock on the transfer's
+/// serial events; `commit()` and `discard()` come from the queue, hence the lock.
 final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
@@ -10,26 +16,37 @@ final class FileSink: Sendable {
     private struct State {
         var handle: FileHandle?
         var buffer = Data()
+        /// Committed or discarded: nothing more is written, and the claim's file is closed.
         var isClosed = false
     }
 
     let destination: URL
     let partial: URL
+    private let claim: DestinationClaim
     private let state: Locked<State>
 
-    /// Creates (or truncates) the partial file.
-    init(destination: URL) throws(NetworkQueueError) {
-        self.destination = destination
-        self.partial = destination.appendingPathExtension("part")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil) else {
-            throw .fileError(path: partial.path, reason: "cannot create the file")
+    /// Creates (or truncates) the partial file. Returns nil, creating nothing, when the request has
+    /// already ended.
+    init?(claim: DestinationClaim) throws(NetworkQueueError) {
+        destination = claim.url
+        partial = destination.appendingPathExtension("part")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw .fileError(path: destination.path, reason: "is a directory")
         }
-        do {
-            state = Locked(State(handle: try FileHandle(forWritingTo: partial)))
-        } catch {
-            throw .fileError(path: partial.path, reason: error.localizedDescription)
+        guard claim.openFile() else { return nil }
+        self.claim = claim
+        // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file.
+        let fd = open(partial.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            claim.closeFile()
+            throw .fileError(path: partial.path, reason: reason)
         }
+        state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true)))
     }
+
+    deinit { discard() }
 
     /// The transfer restarted: start the file over.
     func restart() -> NetworkQueueError? {
@@ -46,21 +63,42 @@ final class FileSink: Sendable {
         }
     }
 
-    /// Flushes, closes and moves the file to its destination, replacing any file there.
-    func finish() -> NetworkQueueError? {
+    /// Writes what is buffered and closes the file, outside the queue's lock; ``commit()`` renames it.
+    func finishWriting() -> NetworkQueueError? {
         perform { state in
             try Self.flush(&state)
             try state.handle?.close()
             state.handle = nil
-            state.isClosed = true
-            if FileManager.default.fileExists(atPath: destination.path) {
-                try FileManager.default.removeItem(at: destination)
-            }
-            try FileManager.default.moveItem(at: partial, to: destination)
         }
     }
 
-    /// Closes and deletes the partial file. Does nothing once the file was finished or discarded.
+    /// Renames the partial file to the destination, atomically replacing a file there. Called by the
+    /// queue under its lock as it decides success, so that no cancel can come between the two. A
+    /// directory at the destination is never replaced.
+    func commit() -> NetworkQueueError? {
+        let error: NetworkQueueError? = state.withLock { state in
+            guard !state.isClosed else { return .fileError(path: partial.path, reason: "already closed") }
+            if let handle = state.handle {
+                // finishWriting() was skipped: write the rest now.
+                do {
+                    try Self.flush(&state)
+                    try handle.close()
+                } catch {
+                    return .fileError(path: partial.path, reason: error.localizedDescription)
+                }
+                state.handle = nil
+            }
+            guard rename(partial.path, destination.path) == 0 else {
+                return .fileError(path: destination.path, reason: String(cString: strerror(errno)))
+            }
+            state.isClosed = true
+            return nil
+        }
+        if error == nil { claim.closeFile() } else { discard() }
+        return error
+    }
+
+    /// Closes and deletes the partial file. Does nothing once the file was committed or discarded.
     func discard() {
         let handle = state.withLock { state -> FileHandle?? in
             guard !state.isClosed else { return nil }
@@ -71,7 +109,8 @@ final class FileSink: Sendable {
         }
         guard let handle else { return }
         try? handle?.close()
-        try? FileManager.default.removeItem(at: partial)
+        unlink(partial.path)
+        claim.closeFile()
     }
 
     private func perform(_ body: (inout State) throws -> Void) -> NetworkQueueError? {

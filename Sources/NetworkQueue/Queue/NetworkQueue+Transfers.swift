@@ -12,11 +12,18 @@ extension NetworkQueue {
         let token = start.token
         let lane = start.lane
         var sink: FileSink?
-        if lane == .main, case .file(let url) = start.destination {
+        if lane == .main, case .file = start.destination {
+            // Gone means the request ended while starting: nothing to open or send.
+            guard let claim = state.withLock({ $0.claim(of: id, token: token) }) else { return }
             do {
-                sink = try FileSink(destination: url)
+                guard let opened = try FileSink(claim: claim) else { return }
+                sink = opened
             } catch {
                 return mutate { $0.fail(id, token: token, error, &$1) }
+            }
+            guard let sink, state.withLock({ $0.attach(sink, to: id, token: token) }) else {
+                sink?.discard()
+                return
             }
         }
         // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
@@ -27,9 +34,9 @@ extension NetworkQueue {
             }
             self.mutate { $0.handle(event, id: id, token: token, lane: lane, &$1) }
         }
-        if !state.withLock({ $0.attach(handle, sink: sink, to: id, token: token) }) {
+        if !state.withLock({ $0.attach(handle, to: id, token: token) }) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
-            sink?.discard()
+            // Its file, if any, was attached and discarded as it ended.
             DispatchQueue.global(qos: .utility).async { handle.cancel() }
         }
     }
@@ -37,10 +44,10 @@ extension NetworkQueue {
     /// Applies a transfer event to its file; returns the error that must fail the request, if any.
     private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
         switch event {
-        case .response: sink.restart()
+        case .response(let response): ResponseRules.isInterim(response) ? nil : sink.restart()
         case .data(let data): sink.write(data)
         case .sent: nil
-        case .completed(nil): sink.finish()
+        case .completed(nil): sink.finishWriting()
         case .completed(.some):
             // The queue fails the request and discards the file.
             nil

@@ -11,7 +11,17 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// The request was cancelled because another request of the queue failed while
     /// ``NetworkQueue/cancelsAllOnFailure`` was on. `sibling` is the failed request's URL.
     case cancelledBecauseSiblingFailed(sibling: URL?)
-    /// The transfer failed: connection refused or lost, timed out (`.timedOut`), too many redirects, ….
+    /// The transfer failed. Codes worth knowing:
+    /// - `.timedOut`: no byte moved for the request's `timeoutInterval`;
+    /// - `.networkConnectionLost`: the connection closed early, also when a body ended shorter than its
+    ///   `Content-Length` announced;
+    /// - `.cannotDecodeContentData`: the body's `Content-Encoding` (gzip, deflate, …) could not be decoded;
+    /// - `.badServerResponse`: the server's answer was not valid HTTP (a malformed status line, an empty
+    ///   reply);
+    /// - `.appTransportSecurityRequiresSecureConnection`: a redirect from `https` to `http` was refused
+    ///   (see ``RedirectPolicy``); `.unsupportedURL`: a redirect to a scheme other than HTTP(S);
+    /// - `.cannotConnectToHost`, `.cannotFindHost`, `.httpTooManyRedirects`, `.cancelled` (the transport
+    ///   itself was stopped).
     case transport(URLError)
     /// The response status is outside the request's ``NetworkRequest/acceptableStatusCodes``.
     case unacceptableStatus(code: Int, url: URL?)
@@ -22,7 +32,8 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     case preflightFailed(URLError)
     /// The request cannot be sent or added; the reason says why.
     case invalidRequest(InvalidRequestReason)
-    /// The response body is larger than the request's ``NetworkRequest/maximumResponseSize``.
+    /// The response body is larger than the request's ``NetworkRequest/maximumResponseSize`` (decoded
+    /// bytes count). The transfer is stopped as soon as the limit is passed.
     case responseTooLarge(limit: Int64, url: URL?)
     /// Writing the response body to its file failed.
     case fileError(path: String, reason: String)
@@ -37,6 +48,14 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         case missingHost(URL)
         /// The same ``NetworkRequest`` object was already added to a queue.
         case alreadyAdded
+        /// The `timeoutInterval` is zero or negative. (Infinity, NaN and values of
+        /// ``NetworkRequest/noTimeoutThreshold`` seconds or more mean no timeout.)
+        case invalidTimeout(TimeInterval)
+        /// The file destination is not a file URL naming a file (for example, a URL ending in `/`).
+        case invalidDestination(URL)
+        /// Another pending or running request, in this or any queue of the process, writes to the same file.
+        /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended.
+        case destinationInUse(URL)
     }
 
     /// True for `.cancelled` and `.cancelledBecauseSiblingFailed`.
@@ -50,30 +69,58 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     }
 }
 
-extension NetworkQueueError: LocalizedError {
-    /// A one-line description for logs and UI.
+extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A one-line description for logs and UI. URLs in it are redacted: user info, query values and
+    /// fragments are masked (the cases still carry the full URL for code that needs it).
     public var errorDescription: String? {
         switch self {
         case .cancelled: "cancelled"
-        case .cancelledBecauseSiblingFailed(let url): "cancelled because \(url?.absoluteString ?? "another request") failed"
+        case .cancelledBecauseSiblingFailed(let url): "cancelled because \(Redaction.describe(url)) failed"
         case .transport(let error): "transfer failed: \(Self.describe(error))"
-        case .unacceptableStatus(let code, _): "HTTP status \(code)"
-        case .unacceptableContentType(let type, _): "unacceptable content type \(type ?? "(none)")"
+        case .unacceptableStatus(let code, let url): "HTTP status \(code) from \(Redaction.describe(url))"
+        case .unacceptableContentType(let type, let url):
+            "unacceptable content type \(type ?? "(none)") from \(Redaction.describe(url))"
         case .preflightFailed(let error): "HEAD preflight failed: \(Self.describe(error))"
-        case .invalidRequest(let reason): "invalid request: \(reason)"
-        case .responseTooLarge(let limit, _): "response larger than \(limit) bytes"
+        case .invalidRequest(let reason): "invalid request: \(Self.describe(reason))"
+        case .responseTooLarge(let limit, let url): "response from \(Redaction.describe(url)) larger than \(limit) bytes"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
         }
     }
 
+    /// The same text as ``errorDescription``, so that `print(error)` and string interpolation never
+    /// show a secret either.
+    public var description: String { errorDescription ?? "NetworkQueueError" }
+
+    /// The same text as ``description``.
+    public var debugDescription: String { description }
+
     private static func describe(_ error: URLError) -> String {
-        switch error.code {
-        case .timedOut: "timed out"
-        case .cannotConnectToHost: "could not connect"
-        case .networkConnectionLost: "connection lost"
-        case .cannotFindHost: "unknown host"
-        case .httpTooManyRedirects: "too many redirects"
-        default: "URLError \(error.code.rawValue)"
+        let what: String =
+            switch error.code {
+            case .timedOut: "timed out"
+            case .cannotConnectToHost: "could not connect"
+            case .networkConnectionLost: "connection lost"
+            case .cannotFindHost: "unknown host"
+            case .httpTooManyRedirects: "too many redirects"
+            case .cannotDecodeContentData: "could not decode the body"
+            case .badServerResponse: "bad server response"
+            case .appTransportSecurityRequiresSecureConnection: "refused a redirect from https to http"
+            case .unsupportedURL: "unsupported URL"
+            default: "URLError \(error.code.rawValue)"
+            }
+        guard let url = error.failingURL else { return what }
+        return "\(what) (\(Redaction.describe(url)))"
+    }
+
+    private static func describe(_ reason: InvalidRequestReason) -> String {
+        switch reason {
+        case .missingURL: "no URL"
+        case .unsupportedScheme(let scheme): "unsupported scheme \(scheme ?? "(none)")"
+        case .missingHost(let url): "no host in \(Redaction.describe(url))"
+        case .alreadyAdded: "the request was already added to a queue"
+        case .invalidTimeout(let interval): "timeoutInterval \(interval) is not positive"
+        case .invalidDestination(let url): "destination \(Redaction.describe(url)) is not a file URL"
+        case .destinationInUse(let url): "another request is writing to \(url.path)"
         }
     }
 }

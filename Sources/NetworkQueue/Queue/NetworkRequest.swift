@@ -37,11 +37,36 @@ public final class NetworkRequest: Sendable, Identifiable {
     public enum Destination: Sendable, Hashable {
         /// Into ``NetworkResponse/body``. The default.
         case memory
-        /// Streamed to `<url>.part` (written in chunks of about 1 MiB), then moved to `url` when the
-        /// request succeeds, replacing any file there; the partial file is deleted when it fails or is
-        /// cancelled. ``NetworkResponse/fileURL`` is `url` and ``NetworkResponse/body`` is empty.
+        /// Streamed to `<url>.part` (written in chunks of about 1 MiB), then renamed to `url` when the
+        /// request succeeds, atomically replacing a file there (never a directory: that fails with
+        /// ``NetworkQueueError/fileError(path:reason:)``). A request reported finished always leaves its
+        /// file; one reported failed or cancelled never leaves one at `url` and deletes its `.part`.
+        /// Two requests may not write the same file at once (``NetworkQueueError/InvalidRequestReason/destinationInUse(_:)``).
+        /// ``NetworkResponse/fileURL`` is `url` and ``NetworkResponse/body`` is empty.
+        ///
+        /// If the process is killed mid-transfer, the `.part` file stays behind and may hold up to 1 MiB
+        /// less than had arrived (the unwritten buffer).
         case file(URL)
     }
+
+    /// The largest response body a request accepts. An integer literal means ``bytes(_:)``.
+    public enum ResponseSizeLimit: Sendable, Hashable, ExpressibleByIntegerLiteral {
+        /// ``defaultMemoryLimit`` (64 MiB) for the memory destination; no limit for a file destination.
+        case automatic
+        /// At most this many bytes (decoded), whatever the destination.
+        case bytes(Int64)
+        /// No limit. Beware: an endless body held in memory grows until the process runs out of memory.
+        case unlimited
+
+        /// The limit ``automatic`` sets for bodies held in memory: 64 MiB.
+        public static let defaultMemoryLimit: Int64 = 64 << 20
+
+        /// Creates ``bytes(_:)``.
+        public init(integerLiteral value: Int64) { self = .bytes(value) }
+    }
+
+    /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
+    public static let noTimeoutThreshold: TimeInterval = RequestRules.noTimeoutThreshold
 
     /// The request to send.
     public let urlRequest: URLRequest
@@ -52,7 +77,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
     /// Default nil.
     public let acceptableContentTypes: Set<String>?
-    /// The largest body accepted, in bytes; a larger one fails with `.responseTooLarge`. Default nil (no limit).
+    /// The largest body accepted, in decoded bytes; a larger one fails with `.responseTooLarge` and its
+    /// transfer stops. Nil means no limit. Default (``ResponseSizeLimit/automatic``): 64 MiB for the memory
+    /// destination, none for a file destination.
     public let maximumResponseSize: Int64?
     /// An integer for the caller's own use. Default 0.
     public let tag: Int
@@ -82,11 +109,14 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// the same event.
     /// - Parameters:
     ///   - urlRequest: what to send. Its `timeoutInterval` is enforced by the queue as an idle timeout
-    ///     with sub-second precision.
+    ///     with sub-second precision: the request fails with `.timedOut` once no byte moved for that long.
+    ///     Infinity, NaN and values of ``noTimeoutThreshold`` or more mean no timeout; zero or a negative
+    ///     value makes the request invalid (``NetworkQueueError/InvalidRequestReason/invalidTimeout(_:)``).
     ///   - destination: where the body goes; default `.memory`.
     ///   - acceptableStatusCodes: statuses that count as success; default `200..<300`; nil accepts all.
     ///   - acceptableContentTypes: MIME types that count as success; default nil (any).
-    ///   - maximumResponseSize: the largest body accepted in bytes; default nil (no limit).
+    ///   - maximumResponseSize: the largest body accepted; default ``ResponseSizeLimit/automatic``
+    ///     (64 MiB in memory, no limit for a file); ``ResponseSizeLimit/unlimited`` for none.
     ///   - tag: an integer for your own use; default 0.
     ///   - userInfo: values for your own use; default empty.
     ///   - onDownloadProgress: called with this request's download progress (coalesced).
@@ -97,7 +127,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         destination: Destination = .memory,
         acceptableStatusCodes: Range<Int>? = 200..<300,
         acceptableContentTypes: Set<String>? = nil,
-        maximumResponseSize: Int64? = nil,
+        maximumResponseSize: ResponseSizeLimit = .automatic,
         tag: Int = 0,
         userInfo: [String: any Sendable] = [:],
         onDownloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -106,10 +136,10 @@ public final class NetworkRequest: Sendable, Identifiable {
     ) {
         self.urlRequest = urlRequest
         self.destination = destination
-        self.invalidReason = QueueState.validate(urlRequest)
+        self.invalidReason = RequestRules.validate(urlRequest, destination: destination)
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
-        self.maximumResponseSize = maximumResponseSize
+        self.maximumResponseSize = RequestRules.maximumResponseSize(maximumResponseSize, destination: destination)
         self.tag = tag
         self.userInfo = userInfo
         self.downloadProgressHandler = onDownloadProgress

@@ -8,11 +8,24 @@ import Foundation
 extension QueueState {
     /// Stores the handle of a transfer just started. Returns false if the request ended meanwhile, in
     /// which case the caller must cancel the handle.
-    mutating func attach(_ handle: any TransferHandle, sink: FileSink?, to id: ID, token: UInt64) -> Bool {
+    mutating func attach(_ handle: any TransferHandle, to id: ID, token: UInt64) -> Bool {
         guard let record = records[id], record.token == token else { return false }
         record.handle = handle
+        return true
+    }
+
+    /// Stores the file of a transfer about to start, before any of its events can arrive. Returns false
+    /// if the request ended meanwhile, in which case the caller must discard the file.
+    mutating func attach(_ sink: FileSink, to id: ID, token: UInt64) -> Bool {
+        guard let record = records[id], record.token == token else { return false }
         record.sink = sink
         return true
+    }
+
+    /// The right to write the request's file, if it is still the current transfer's.
+    func claim(of id: ID, token: UInt64) -> DestinationClaim? {
+        guard let record = records[id], record.token == token else { return nil }
+        return record.claim
     }
 
     /// Fails the request if `token` is still its current transfer (a file error seen outside the lock).
@@ -39,9 +52,11 @@ extension QueueState {
     private mutating func handlePreflight(_ event: TransferEvent, _ record: Record, _ fx: inout Effects) {
         let id = ID(record.request)
         switch event {
+        case .response(let response) where ResponseRules.isInterim(response):
+            break
         case .response(let response):
             if (200..<300).contains(response.statusCode) {
-                ledger.setExpectedDownload(id, Self.knownLength(of: response))
+                ledger.setExpectedDownload(id, ResponseRules.knownLength(of: response))
             }
         case .data, .sent:
             break
@@ -61,6 +76,9 @@ extension QueueState {
         let request = record.request
         let id = ID(request)
         switch event {
+        case .response(let response) where ResponseRules.isInterim(response):
+            // 100 Continue, 103 Early Hints: never the final response.
+            break
         case .response(let response):
             if record.response != nil {
                 // A second response means the transfer restarted: its earlier bytes no longer count.
@@ -70,17 +88,21 @@ extension QueueState {
                 record.sent = 0
             }
             record.response = response
-            let encoded = Self.isEncoded(response)
-            let length = Self.knownLength(of: response, encoded: encoded)
+            let encoded = ResponseRules.isEncoded(response)
+            let length = ResponseRules.knownLength(of: response, encoded: encoded)
             if length != nil || encoded { ledger.setExpectedDownload(id, length) }
             request.status.withLock {
                 $0.response = response
                 $0.download = TransferProgress(completedBytes: 0, expectedBytes: length)
             }
             postEvent(.didReceiveHeaders(request, response), for: request, &fx)
-            if let error = Self.check(response, for: request, expectedLength: length) { fail(id, error, &fx) }
+            let problem = ResponseRules.check(
+                response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
+                acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
+                expectedLength: length)
+            if let problem { fail(id, problem, &fx) }
         case .data(let data):
-            if record.sink == nil { record.body.append(data) }
+            if case .memory = request.destination { record.body.append(data) }
             record.received += Int64(data.count)
             ledger.receive(id, bytes: Int64(data.count), at: now)
             if let limit = request.maximumResponseSize, record.received > limit {
@@ -98,6 +120,16 @@ extension QueueState {
         case .completed(nil):
             guard let response = record.response else {
                 fail(id, .transport(URLError(.badServerResponse)), transferEnded: true, &fx)
+                return
+            }
+            if ResponseRules.isShort(response, method: request.urlRequest.httpMethod, received: record.received) {
+                fail(id, .transport(URLError(.networkConnectionLost)), transferEnded: true, &fx)
+                return
+            }
+            // The file moves into place here, under the lock, as success is decided: no cancel can
+            // come between, so a finished request always has its file and a cancelled one never does.
+            if let error = record.sink?.commit() {
+                fail(id, error, transferEnded: true, &fx)
                 return
             }
             let result = NetworkResponse(httpResponse: response, body: record.body, fileURL: record.sink?.destination)
@@ -135,37 +167,5 @@ extension QueueState {
         }
         armedDeadline = deadlines.earliest
         fx.rearmDeadlineTimer = armedDeadline != nil
-    }
-
-    // MARK: Response rules
-
-    /// The body length a response announces, or nil when unknown or not a count of delivered bytes.
-    static func knownLength(of response: HTTPURLResponse, encoded: Bool? = nil) -> Int64? {
-        guard response.expectedContentLength >= 0, !(encoded ?? isEncoded(response)) else { return nil }
-        return response.expectedContentLength
-    }
-
-    /// True when a Content-Encoding other than identity makes Content-Length a count of encoded bytes.
-    static func isEncoded(_ response: HTTPURLResponse) -> Bool {
-        guard let encoding = response.value(forHTTPHeaderField: "Content-Encoding") else { return false }
-        let trimmed = encoding.trimmingCharacters(in: .whitespaces).lowercased()
-        return !trimmed.isEmpty && trimmed != "identity"
-    }
-
-    static func check(
-        _ response: HTTPURLResponse, for request: NetworkRequest, expectedLength: Int64?
-    ) -> NetworkQueueError? {
-        let url = response.url ?? request.url
-        if let codes = request.acceptableStatusCodes, !codes.contains(response.statusCode) {
-            return .unacceptableStatus(code: response.statusCode, url: url)
-        }
-        if let types = request.acceptableContentTypes {
-            let type = response.mimeType?.lowercased()
-            if type.map(types.contains) != true { return .unacceptableContentType(response.mimeType, url: url) }
-        }
-        if let limit = request.maximumResponseSize, let length = expectedLength, length > limit {
-            return .responseTooLarge(limit: limit, url: url)
-        }
-        return nil
     }
 }

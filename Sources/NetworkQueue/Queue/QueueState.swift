@@ -34,6 +34,8 @@ struct QueueState {
         var expectedToSend: Int64?
         /// The file the current transfer writes to, for the file destination.
         var sink: FileSink?
+        /// The right to write the file destination, held from `add` until the request ends.
+        var claim: DestinationClaim?
         var lastActivity: UInt64 = 0
         var downloadDirty = false
         var uploadDirty = false
@@ -128,13 +130,24 @@ struct QueueState {
             return status.isAdded
         }
         guard !alreadyAdded else { throw .invalidRequest(.alreadyAdded) }
+        var claim: DestinationClaim?
+        if case .file(let file) = request.destination, request.invalidReason == nil {
+            claim = DestinationClaim.claim(file)
+            guard claim != nil else {
+                // Rejected, not added: the caller may add it again once the other request has ended.
+                request.status.withLock { $0.isAdded = false }
+                throw .invalidRequest(.destinationInUse(file))
+            }
+        }
         if !inDrain {
             inDrain = true
             ledger.reset()
         }
         let id = ID(request)
         nextSequence += 1
-        records[id] = Record(request: request, sequence: nextSequence)
+        let record = Record(request: request, sequence: nextSequence)
+        record.claim = claim
+        records[id] = record
         ledger.add(id, expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
         scheduler.enqueue(Job(id: id, lane: .main))
         markProgressDirty(&fx)
@@ -145,7 +158,7 @@ struct QueueState {
         // Only a go() that starts a suspended queue preflights: requests added to a running queue get no HEAD.
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = records.values.filter {
-                $0.preflight == .none && !$0.isRunning && Self.wantsPreflight($0.request.urlRequest)
+                $0.preflight == .none && !$0.isRunning && RequestRules.wantsPreflight($0.request.urlRequest)
             }
             for record in candidates.sorted(by: { $0.sequence < $1.sequence }) {
                 record.preflight = .pending
@@ -246,8 +259,7 @@ struct QueueState {
                 }
                 postEvent(.didStart(record.request), &fx)
             }
-            let timeout = urlRequest.timeoutInterval
-            if timeout > 0, timeout < 1e9 {
+            if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
                 scheduleDeadline(.init(deadline: now + timeout, id: job.id, token: nextToken), &fx)
             }
             fx.starts.append(
@@ -290,6 +302,7 @@ struct QueueState {
         // Deleting a partial file here keeps "didFail delivered" meaning "no partial file left". It is a
         // close and an unlink, on failures only.
         if case .failure = result { record.sink?.discard() }
+        record.claim?.endRequest()
         let state: NetworkRequest.State
         switch result {
         case .success:
@@ -324,20 +337,5 @@ struct QueueState {
         } else {
             finishStep(&fx)
         }
-    }
-
-    // MARK: Rules
-
-    static func validate(_ request: URLRequest) -> NetworkQueueError.InvalidRequestReason? {
-        guard let url = request.url else { return .missingURL }
-        let scheme = url.scheme?.lowercased()
-        guard scheme == "http" || scheme == "https" else { return .unsupportedScheme(url.scheme) }
-        guard let host = url.host, !host.isEmpty else { return .missingHost(url) }
-        return nil
-    }
-
-    /// HEAD preflight applies to GET requests: only they download a body the HEAD can describe.
-    static func wantsPreflight(_ request: URLRequest) -> Bool {
-        (request.httpMethod ?? "GET").uppercased() == "GET"
     }
 }

@@ -15,12 +15,18 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     private let routes = Locked(Routes())
+    private let redirects: RedirectPolicy
     static let maximumRedirects = 20
+
+    init(redirects: RedirectPolicy) { self.redirects = redirects }
 
     /// Creates, registers and resumes a task for `transfer` (registration first, so no callback is lost).
     func start(_ transfer: SessionTransfer, on session: URLSession, request: URLRequest? = nil) {
         var request = request ?? transfer.request
         request.timeoutInterval = URLSessionTransport.sessionTimeout(for: request.timeoutInterval)
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        }
         let task: URLSessionDataTask? = routes.withLock { routes in
             // Creating a task on an invalidated session crashes on Linux.
             guard !routes.isInvalidated else { return nil }
@@ -50,11 +56,11 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return transfer
     }
 
-    /// The transfer of a task, if it is live and not waiting to replay a redirect: the per-chunk check,
-    /// with one lock on the transfer's state.
+    /// The transfer of a task, if it is live and not stopped at a redirect: the per-chunk check, with one
+    /// lock on the transfer's state.
     private func streamingTransfer(for task: URLSessionTask) -> SessionTransfer? {
         guard let transfer = routes.withLock({ $0.transfers[task.taskIdentifier] }),
-            transfer.state.withLock({ !$0.isCancelled && $0.replay == nil })
+            transfer.state.withLock({ !$0.isCancelled && $0.interruption == nil })
         else { return nil }
         return transfer
     }
@@ -65,12 +71,15 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     ) {
         // Linux ignores `.cancel` here: always allow, and reject by cancelling instead.
         completionHandler(.allow)
-        guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse else { return }
-        let isReplaying = transfer.state.withLock { state in
-            if state.replay == nil { state.hasResponse = true }
-            return state.replay != nil
+        guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse,
+            !ResponseRules.isInterim(http)
+        else { return }
+        // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
+        let isInterrupted = transfer.state.withLock { state in
+            if state.interruption == nil { state.hasResponse = true }
+            return state.interruption != nil
         }
-        guard !isReplaying else { return }
+        guard !isInterrupted else { return }
         transfer.events(.response(http))
     }
 
@@ -86,54 +95,89 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         transfer.events(.sent(totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil))
     }
 
+    /// Answers exactly once, and never once the transfer is cancelled: Foundation on Linux traps when an
+    /// answer reaches a task that a cancel has moved on ("Received callback for HTTP redirection, but
+    /// we're not waiting for it"). The answer is given under the transfer's lock, and `cancel()` sets its
+    /// flag under the same lock before it cancels the task, so an answer is always queued ahead of the
+    /// cancel on the task's work queue, or not given at all.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        // Linux keeps the method of a 307/308 but drops the body: stop here and replay with the body.
-        if let transfer = transfer(for: task), [307, 308].contains(response.statusCode),
-            let body = transfer.request.httpBody
-        {
-            var replay = request
-            replay.httpMethod = transfer.request.httpMethod
-            replay.httpBody = body
-            transfer.state.withLock { $0.replay = replay }
-            completionHandler(nil)
+        guard let transfer = routes.withLock({ $0.transfers[task.taskIdentifier] }) else {
+            // Not ours (already completed): nothing is waiting on the answer.
             return
         }
-        completionHandler(request)
+        let decision = redirects.decide(from: response.url ?? task.currentRequest?.url, to: request)
+        transfer.state.withLock { state in
+            guard !state.isCancelled else { return }
+            switch decision {
+            case .refuse(let error):
+                state.interruption = .refused(error)
+                completionHandler(nil)
+            case .follow(var next):
+                // Linux keeps the method of a 307/308 but drops the body: stop here and replay with it.
+                if [307, 308].contains(response.statusCode), let body = transfer.request.httpBody {
+                    next.httpMethod = transfer.request.httpMethod
+                    next.httpBody = body
+                    state.interruption = .replay(next)
+                    completionHandler(nil)
+                } else {
+                    completionHandler(next)
+                }
+            }
+        }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let transfer = routes.withLock { $0.transfers.removeValue(forKey: task.taskIdentifier) }
         guard let transfer else { return }
         // One read of the transfer's state decides everything below.
-        let (isCancelled, replay, redirectCount, midBody) = transfer.state.withLock { state in
-            defer { state.replay = nil }
-            if state.replay != nil { state.redirectCount += 1 }
-            return (state.isCancelled, state.replay, state.redirectCount, state.hasResponse)
+        let (isCancelled, interruption, redirectCount, midBody) = transfer.state.withLock { state in
+            defer { state.interruption = nil }
+            if state.interruption != nil { state.redirectCount += 1 }
+            return (state.isCancelled, state.interruption, state.redirectCount, state.hasResponse)
         }
         guard !isCancelled else { return }
-        if let replay, error == nil {
+        switch interruption {
+        case .refused(let refusal)?:
+            transfer.events(.completed(refusal))
+        case .replay(let replay)? where error == nil:
             guard redirectCount <= Self.maximumRedirects else {
                 return transfer.events(.completed(URLError(.httpTooManyRedirects)))
             }
-            return start(transfer, on: session, request: replay)
+            start(transfer, on: session, request: replay)
+        case .replay?, nil:
+            let url = task.currentRequest?.url ?? transfer.request.url
+            transfer.events(.completed(error.map { Self.urlError($0, afterResponse: midBody, url: url) }))
         }
-        transfer.events(.completed(error.map { Self.urlError($0, afterResponse: midBody) }))
     }
 
-    /// Maps any session error to a `URLError`. Linux reports a connection closed mid-body as -1
-    /// (`.unknown`, "transfer closed with N bytes remaining") where Apple reports connection lost.
-    static func urlError(_ error: any Error, afterResponse: Bool) -> URLError {
+    /// Maps any session error of a transfer to `url` to a `URLError`, giving the codes Apple gives where
+    /// Linux reports -1 or a misleading code:
+    /// - a body that cannot be decoded ("Error while processing content unencoding") →
+    ///   `.cannotDecodeContentData`;
+    /// - another -1 after the response head ("transfer closed with N bytes remaining") →
+    ///   `.networkConnectionLost`;
+    /// - `.unsupportedURL` for an HTTP(S) URL, which Linux reports for a malformed status line ("Received
+    ///   HTTP/0.9") → `.badServerResponse`. Redirects to other schemes are refused before URLSession
+    ///   sees them, so the URL is always the one that was sent.
+    static func urlError(_ error: any Error, afterResponse: Bool, url: URL?) -> URLError {
         let nsError = error as NSError
         guard nsError.domain == NSURLErrorDomain else {
             return URLError(.unknown, userInfo: [NSUnderlyingErrorKey: nsError])
         }
         // Failable on Linux, not on Apple platforms: the annotation serves both.
         let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
-        if code == nil || code == .unknown, afterResponse {
-            return URLError(.networkConnectionLost, userInfo: nsError.userInfo)
+        let scheme = url?.scheme?.lowercased()
+        if code == nil || code == .unknown {
+            if nsError.localizedDescription.contains("unencoding") {
+                return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo)
+            }
+            if afterResponse { return URLError(.networkConnectionLost, userInfo: nsError.userInfo) }
+        }
+        if code == .unsupportedURL, scheme == "http" || scheme == "https" {
+            return URLError(.badServerResponse, userInfo: nsError.userInfo)
         }
         return (error as? URLError) ?? URLError(code ?? .unknown, userInfo: nsError.userInfo)
     }

@@ -12,10 +12,32 @@ import Foundation
 /// - Its transfer state is the truth: after ``TransferHandle/cancel()`` nothing more is reported, even if
 ///   the session later delivers bytes or a success (on Linux `cancel()` can be lost).
 /// - A 307/308 redirect of a request with a body is replayed with the body (Linux drops it).
-/// - A connection closed mid-body is reported as `.networkConnectionLost` on every platform.
+/// - Redirects follow a ``RedirectPolicy``: credentials stay behind when the origin changes, `https` →
+///   `http` is refused, and so is any target that is not HTTP(S).
+/// - A 1xx head (`100 Continue`) is never reported as the response.
+/// - Cookies go to a private in-memory store per transport by default (``CookiePolicy``).
+/// - A request without an `Accept-Encoding` header is sent with `Accept-Encoding: identity`, so sizes
+///   and progress count the bytes as sent. Set the header yourself to accept compressed bodies; Foundation
+///   then decodes them and hides the encoded bytes, so a gzip stream cut short while its `Content-Length`
+///   still matches cannot be detected (a corrupt one fails with `.cannotDecodeContentData`).
+/// - Errors are mapped: a connection closed mid-body → `.networkConnectionLost`; an undecodable body →
+///   `.cannotDecodeContentData`; a malformed status line → `.badServerResponse`.
 /// - The request's `timeoutInterval` is rounded up for the session (Linux truncates it to whole seconds);
-///   the queue enforces the exact timeout itself.
+///   the queue enforces the exact timeout itself. Infinity, NaN and values of
+///   ``NetworkRequest/noTimeoutThreshold`` or more mean no timeout (Foundation would crash on them).
 public final class URLSessionTransport: Transport {
+    /// Where the transport keeps cookies that servers set.
+    public enum CookiePolicy: Sendable, Hashable {
+        /// A private in-memory store for this transport: cookies set by a response are sent back on later
+        /// requests of this transport (to the cookie's domain only) and never written to disk. The default.
+        case ephemeral
+        /// The configuration's own store; for `URLSessionConfiguration.default` that is the process-wide
+        /// `HTTPCookieStorage.shared`, which Foundation may persist to a file.
+        case fromConfiguration
+        /// No cookie handling: nothing stored, nothing added; only a `Cookie` header you set is sent.
+        case disabled
+    }
+
     let session: URLSession
     let bridge: SessionBridge
 
@@ -24,15 +46,30 @@ public final class URLSessionTransport: Transport {
     ///   - configuration: the session configuration; default `.default`. Its `urlCache` is set to nil.
     ///   - maximumConnectionsPerHost: connections the session may open to one host; default 64. Keep it at
     ///     least the queue's ``NetworkQueue/maxConcurrentRequestCount``.
-    public init(configuration: URLSessionConfiguration = .default, maximumConnectionsPerHost: Int = 64) {
+    ///   - cookies: where cookies are kept; default ``CookiePolicy/ephemeral``.
+    ///   - redirects: how redirects are followed; default ``RedirectPolicy/default``.
+    public init(
+        configuration: URLSessionConfiguration = .default, maximumConnectionsPerHost: Int = 64,
+        cookies: CookiePolicy = .ephemeral, redirects: RedirectPolicy = .default
+    ) {
         let configuration = configuration.copy() as! URLSessionConfiguration
+        switch cookies {
+        case .ephemeral:
+            configuration.httpCookieStorage = URLSessionConfiguration.ephemeral.httpCookieStorage
+        case .fromConfiguration:
+            break
+        case .disabled:
+            configuration.httpCookieStorage = nil
+            configuration.httpShouldSetCookies = false
+            configuration.httpCookieAcceptPolicy = .never
+        }
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpMaximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         let delegateQueue = OperationQueue()
         delegateQueue.maxConcurrentOperationCount = 1
         delegateQueue.name = "URLSessionTransport.delegate"
-        bridge = SessionBridge()
+        bridge = SessionBridge(redirects: redirects)
         session = URLSession(configuration: configuration, delegate: bridge, delegateQueue: delegateQueue)
     }
 
@@ -51,20 +88,31 @@ public final class URLSessionTransport: Transport {
     }
 
     /// The timeout handed to URLSession: whole seconds, rounded up with a second to spare, so the queue's
-    /// precise timer always fires first.
+    /// precise timer always fires first. "No timeout" (and, from direct callers, a non-positive one)
+    /// becomes the largest timeout Foundation handles without overflowing.
     static func sessionTimeout(for interval: TimeInterval) -> TimeInterval {
-        guard interval > 0, interval.isFinite else { return interval }
-        return interval.rounded(.up) + 1
+        guard case .seconds(let seconds)? = RequestRules.idleTimeout(interval) else {
+            return RequestRules.noTimeoutThreshold
+        }
+        return min(seconds.rounded(.up) + 1, RequestRules.noTimeoutThreshold)
     }
 }
 
 /// One transfer, possibly spanning several tasks (a replayed redirect).
 final class SessionTransfer: TransferHandle {
+    /// Why a redirect was not followed by URLSession itself.
+    enum Interruption {
+        /// Replay the redirect with the request body (307/308).
+        case replay(URLRequest)
+        /// The redirect was refused by the policy: fail with this error.
+        case refused(URLError)
+    }
+
     struct State {
         var task: URLSessionTask?
         var isCancelled = false
-        /// A redirect to replay with the body when the current task completes.
-        var replay: URLRequest?
+        /// Set when a redirect was answered with "stop here": what to do when the task completes.
+        var interruption: Interruption?
         var redirectCount = 0
         /// Whether the final response head arrived (so an early close is a mid-body close).
         var hasResponse = false
@@ -79,6 +127,9 @@ final class SessionTransfer: TransferHandle {
         self.events = events
     }
 
+    /// Marks the transfer cancelled, then cancels its task on the calling thread (the queue calls this off
+    /// the caller's thread). Setting the flag first, under the lock the redirect handler answers under,
+    /// keeps an answer from reaching a cancelled task: Foundation traps on that.
     func cancel() {
         let task = state.withLock { state -> URLSessionTask? in
             state.isCancelled = true

@@ -1,0 +1,55 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The rules a request must pass before it is sent: pure functions of the request, no I/O.
+enum RequestRules {
+    /// Timeouts of this many seconds or more mean no timeout, like infinity and NaN: a deadline that
+    /// far away is no deadline, and larger values overflow the clocks and libcurl's millisecond count.
+    static let noTimeoutThreshold: TimeInterval = 1_000_000
+
+    /// How long a transfer may stay idle.
+    enum IdleTimeout: Equatable {
+        case none
+        case seconds(TimeInterval)
+    }
+
+    /// The idle timeout `interval` stands for: nil for a non-positive one (an invalid request).
+    static func idleTimeout(_ interval: TimeInterval) -> IdleTimeout? {
+        if interval.isNaN || interval >= noTimeoutThreshold { return IdleTimeout.none }
+        return interval > 0 ? .seconds(interval) : nil
+    }
+
+    /// Why `request` cannot be sent to `destination`, or nil when it can.
+    static func validate(
+        _ request: URLRequest, destination: NetworkRequest.Destination = .memory
+    ) -> NetworkQueueError.InvalidRequestReason? {
+        guard let url = request.url else { return .missingURL }
+        let scheme = url.scheme?.lowercased()
+        guard scheme == "http" || scheme == "https" else { return .unsupportedScheme(url.scheme) }
+        guard let host = url.host, !host.isEmpty else { return .missingHost(url) }
+        guard idleTimeout(request.timeoutInterval) != nil else { return .invalidTimeout(request.timeoutInterval) }
+        if case .file(let file) = destination, !file.isFileURL || file.path.isEmpty || file.hasDirectoryPath {
+            return .invalidDestination(file)
+        }
+        return nil
+    }
+
+    /// HEAD preflight applies to GET requests: only they download a body the HEAD can describe.
+    static func wantsPreflight(_ request: URLRequest) -> Bool {
+        (request.httpMethod ?? "GET").uppercased() == "GET"
+    }
+
+    /// The largest body accepted for `limit` and `destination`, or nil for no limit.
+    static func maximumResponseSize(
+        _ limit: NetworkRequest.ResponseSizeLimit, destination: NetworkRequest.Destination
+    ) -> Int64? {
+        switch (limit, destination) {
+        case (.automatic, .memory): NetworkRequest.ResponseSizeLimit.defaultMemoryLimit
+        case (.automatic, .file), (.unlimited, _): nil
+        case (.bytes(let bytes), _): max(0, bytes)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The rules a response must pass: pure functions of the response head and the bytes counted.
+enum ResponseRules {
+    /// A 1xx head (`100 Continue`, `103 Early Hints`) is interim: never the final response.
+    static func isInterim(_ response: HTTPURLResponse) -> Bool { (100..<200).contains(response.statusCode) }
+
+    /// The body length a response announces, or nil when unknown or not a count of delivered bytes.
+    static func knownLength(of response: HTTPURLResponse, encoded: Bool? = nil) -> Int64? {
+        guard response.expectedContentLength >= 0, !(encoded ?? isEncoded(response)) else { return nil }
+        return response.expectedContentLength
+    }
+
+    /// True when a Content-Encoding other than identity makes Content-Length a count of encoded bytes.
+    static func isEncoded(_ response: HTTPURLResponse) -> Bool {
+        guard let encoding = response.value(forHTTPHeaderField: "Content-Encoding") else { return false }
+        let trimmed = encoding.trimmingCharacters(in: .whitespaces).lowercased()
+        return !trimmed.isEmpty && trimmed != "identity"
+    }
+
+    /// The failure a response head means for a request with these rules, or nil when it is acceptable.
+    static func check(
+        _ response: HTTPURLResponse, url: URL?, acceptableStatusCodes: Range<Int>?,
+        acceptableContentTypes: Set<String>?, maximumResponseSize: Int64?, expectedLength: Int64?
+    ) -> NetworkQueueError? {
+        let url = response.url ?? url
+        if let codes = acceptableStatusCodes, !codes.contains(response.statusCode) {
+            return .unacceptableStatus(code: response.statusCode, url: url)
+        }
+        if let types = acceptableContentTypes {
+            let type = response.mimeType?.lowercased()
+            if type.map(types.contains) != true { return .unacceptableContentType(response.mimeType, url: url) }
+        }
+        if let limit = maximumResponseSize, let length = expectedLength, length > limit {
+            return .responseTooLarge(limit: limit, url: url)
+        }
+        return nil
+    }
+
+    /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)
+    /// Content-Length announced. HEAD responses and 204/304 announce a length but carry no body.
+    static func isShort(_ response: HTTPURLResponse, method: String?, received: Int64) -> Bool {
+        guard (method ?? "GET").uppercased() != "HEAD", ![204, 304].contains(response.statusCode),
+            let length = knownLength(of: response)
+        else { return false }
+        return received < length
+    }
+}
