@@ -13,6 +13,10 @@ extension LoopbackServer {
             if request.query["headDrop"] == "1" { return false }
             if let status = request.int("headStatus"), (200...599).contains(status) { return response.send(status) }
         }
+        if request.query["continue"] == "1" {
+            // An interim 100 Continue head before the real response.
+            guard Socket.write(response.fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return false }
+        }
         let parts = request.path.split(separator: "/").map(String.init)
         let name = parts.first ?? ""
         let number = parts.count > 1 ? Int(parts[1]) : nil
@@ -31,6 +35,19 @@ extension LoopbackServer {
             response.head(200, ["Content-Length": "\(size)", "Content-Type": "application/octet-stream"])
             response.write(Array(Self.pattern.prefix(size / 2)), isLast: false)
             return false
+        case ("gzip", let size?) where size >= 0:
+            return serveGzip(size, request, response)
+        case ("reset", let size?) where size >= 2:
+            response.head(200, ["Content-Length": "\(size)", "Content-Type": "application/octet-stream"])
+            response.write(Array(Self.pattern.prefix(size / 2)), isLast: false)
+            Socket.reset(response.fd)
+            return false
+        case ("malformed", nil):
+            Socket.write(response.fd, Array("HTTZ/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc".utf8))
+            response.finishRequest()
+            return false
+        case ("cookie", nil):
+            return response.send(200, ["Set-Cookie": "session=\(request.query["value"] ?? "secret"); Path=/"], body: "ok")
         case ("upload", nil):
             return response.send(200, body: "\(bodyLength)")
         case ("redirect", let count?) where count >= 1:
@@ -51,6 +68,25 @@ extension LoopbackServer {
         default:
             return response.send(404, body: "no route for \(request.path)\n")
         }
+    }
+
+    /// `/gzip/N`: N pattern bytes gzip-encoded when the client accepts gzip (or `force=1`), else plain;
+    /// `fault=truncate` cuts the stream at 60% (Content-Length matching what is sent), `fault=corrupt`
+    /// breaks its checksum.
+    private func serveGzip(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+        let accepted = request.headers["accept-encoding"]?.lowercased().contains("gzip") == true
+        guard accepted || request.query["force"] == "1" else { return serveBytes(size, request, response) }
+        var body = Gzip.encode((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        switch request.query["fault"] {
+        case "truncate": body = Array(body.prefix(body.count * 6 / 10))
+        case "corrupt": body[body.count - 8] ^= 0xff
+        default: break
+        }
+        let headers = [
+            "Content-Encoding": "gzip", "Content-Length": "\(body.count)", "Content-Type": "application/octet-stream",
+        ]
+        guard response.head(200, headers, isLast: request.method == "HEAD") else { return false }
+        return request.method == "HEAD" || response.write(body, isLast: true)
     }
 
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support.

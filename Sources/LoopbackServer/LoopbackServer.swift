@@ -16,6 +16,12 @@ import Foundation
 /// | `/upload` | reads the request body and answers with its length in decimal |
 /// | `/redirect/K` | K redirects (`code=` 301/302/303/307/308, default 302), then to `to=` (default `/bytes/16`) |
 /// | `/barrier/N?n=K` | held until K barrier requests have arrived per batch of K (or 10 s), then N bytes |
+/// | `/gzip/N` | N bytes gzip-encoded if the client accepts gzip or `force=1`, else as `/bytes/N`; `fault=truncate` cuts the stream at 60% with a matching Content-Length, `fault=corrupt` breaks its checksum |
+/// | `/reset/N` | announces N bytes, sends half, resets the connection (TCP RST) |
+/// | `/malformed` | a response with a malformed status line |
+/// | `/cookie?value=V` | sets the cookie `session=V` |
+///
+/// Any request with `continue=1` gets an interim `100 Continue` head before its response.
 ///
 /// For HEAD requests only: `headEncoding=<name>` adds a Content-Encoding header, `headStatus=<code>` answers
 /// that status instead, and `headDrop=1` closes the connection without answering.
@@ -36,6 +42,8 @@ public final class LoopbackServer: Sendable {
         public var log: [String] = []
         /// The headers of every request (names lowercased), in the same order as ``log``.
         public var headers: [[String: String]] = []
+        /// Bytes written to clients, heads included.
+        public var bytesWritten = 0
     }
 
     struct State {

@@ -2,7 +2,7 @@ import Foundation
 
 /// Writes one response, dropping the server's in-flight count just before the response's last byte.
 final class Response {
-    private let fd: Int32
+    let fd: Int32
     private let server: LoopbackServer
     private var isFinished = false
 
@@ -30,6 +30,7 @@ final class Response {
     /// Writes bytes; for the last write of a response the in-flight count drops before its final byte.
     @discardableResult
     func write(_ bytes: [UInt8], isLast: Bool) -> Bool {
+        server.state.with { $0.statistics.bytesWritten += bytes.count }
         guard isLast, !bytes.isEmpty else {
             if isLast { finishRequest() }
             return Socket.write(fd, bytes)

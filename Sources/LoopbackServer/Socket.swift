@@ -97,6 +97,12 @@ enum Socket {
         #endif
     }
 
+    /// Makes the next close send a TCP reset instead of a FIN.
+    static func reset(_ fd: Int32) {
+        var linger = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+    }
+
     static func close(_ fd: Int32) {
         #if canImport(Glibc)
             _ = Glibc.close(fd)

@@ -1,0 +1,37 @@
+/// Gzip streams for the server's `/gzip` endpoint, built from stored (uncompressed) deflate blocks:
+/// no compression library needed, and every decoder must accept them.
+enum Gzip {
+    /// `data` as a complete gzip member.
+    static func encode(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]
+        var offset = 0
+        repeat {
+            let length = min(65_535, data.count - offset)
+            let isFinal: UInt8 = offset + length == data.count ? 1 : 0
+            out.append(isFinal)
+            out += littleEndian(UInt16(length)) + littleEndian(~UInt16(length))
+            out += data[offset..<(offset + length)]
+            offset += length
+        } while offset < data.count
+        out += littleEndian(crc32(data)) + littleEndian(UInt32(truncatingIfNeeded: data.count))
+        return out
+    }
+
+    static func crc32(_ data: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xffff_ffff
+        for byte in data {
+            crc = table[Int((crc ^ UInt32(byte)) & 0xff)] ^ (crc >> 8)
+        }
+        return ~crc
+    }
+
+    private static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? 0xedb8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    private static func littleEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        (0..<(T.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+    }
+}

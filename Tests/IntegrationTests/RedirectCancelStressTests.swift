@@ -1,0 +1,68 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Foundation on Linux traps when a redirect's answer reaches a task that a cancel has moved on. Before
+/// the fix these runs crashed the test process within a few dozen requests; passing means no crash and
+/// every request ended exactly once.
+@Suite struct RedirectCancelStressTests {
+    @Test func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts() async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue()
+        queue.maxConcurrentRequestCount = 16
+        queue.cancelsAllOnFailure = false
+        let recorder = Recorder()
+        queue.delegate = recorder
+        var generator = SystemRandomNumberGenerator()
+        var requests: [NetworkRequest] = []
+        for index in 0..<1_000 {
+            var urlRequest = URLRequest(url: server.url("/redirect/3?i=\(index)"))
+            // Half of them time out after 3 ms, wherever they are; the others are cancelled at random below.
+            urlRequest.timeoutInterval = index.isMultiple(of: 2) ? 0.003 : 30
+            requests.append(NetworkRequest(urlRequest, tag: index))
+        }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        for request in requests.filter({ !$0.tag.isMultiple(of: 2) }).shuffled(using: &generator) {
+            if Bool.random(using: &generator) { await Task.yield() }
+            queue.cancel(request)
+        }
+        await queue.run()
+        let terminal = recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }
+        #expect(terminal.count == 1_000)
+        #expect(Set(terminal.map(\.tag)).count == 1_000)
+        #expect(requests.allSatisfy { $0.state.isTerminal })
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    @Test func redirectingSiblingsCancelledByAFailure() async throws {
+        let server = try LoopbackServer()
+        for round in 0..<10 {
+            let queue = NetworkQueue()
+            queue.maxConcurrentRequestCount = 33
+            let recorder = Recorder()
+            queue.delegate = recorder
+            for index in 0..<32 { try queue.add(request(server.url("/redirect/3?r=\(round)&i=\(index)"), tag: index)) }
+            try queue.add(request(server.url("/status/500?r=\(round)"), tag: 99))
+            await queue.run()
+            #expect(recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }.count == 33)
+            #expect(recorder.queueFinishedCount == 1)
+        }
+    }
+}
+
+extension Entry {
+    /// The request tag of a per-request entry (-1 for queue entries).
+    var tag: Int {
+        switch self {
+        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .handler(let t), .requestProgress(let t, _): t
+        case .progress, .queueFinished: -1
+        }
+    }
+}
