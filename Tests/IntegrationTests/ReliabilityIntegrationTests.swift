@@ -1,0 +1,199 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Polls `condition` for up to `seconds`: a bound on waiting for another process's side (the server),
+/// never a verdict on its own; the caller asserts the condition afterwards.
+func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition(), Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
+}
+
+@Suite struct CredentialRedirectTests {
+    static let credentials = [
+        "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET", "Accept": "x/y",
+    ]
+
+    func redirected(from a: LoopbackServer, to target: String, code: Int, method: String = "GET", body: Data? = nil) -> NetworkRequest {
+        let location = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
+        var urlRequest = URLRequest(url: a.url("/redirect/1?code=\(code)&to=\(location)"))
+        urlRequest.httpMethod = method
+        urlRequest.httpBody = body
+        for (name, value) in Self.credentials { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        return NetworkRequest(urlRequest)
+    }
+
+    @Test(arguments: [301, 302, 303, 307, 308])
+    func credentialsNeverReachAnotherOrigin(code: Int) async throws {
+        let a = try LoopbackServer()
+        let b = try LoopbackServer()
+        let queue = NetworkQueue()
+        queue.cancelsAllOnFailure = false
+        let targets = ["http://127.0.0.1:\(b.port)/bytes/16", "http://localhost:\(b.port)/bytes/16"]
+        let requests = targets.map { redirected(from: a, to: $0, code: code) }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        #expect(requests.allSatisfy { $0.state == .finished }, "\(requests.map(\.result))")
+        let seen = b.statistics.headers
+        #expect(seen.count == 2)
+        for headers in seen {
+            #expect(headers["authorization"] == nil && headers["cookie"] == nil && headers["proxy-authorization"] == nil)
+            #expect(headers["accept"] == "x/y")
+        }
+    }
+
+    @Test func theBodyReplayOf307StripsCredentialsToo() async throws {
+        let a = try LoopbackServer()
+        let b = try LoopbackServer()
+        let queue = NetworkQueue()
+        let request = redirected(from: a, to: "http://localhost:\(b.port)/upload", code: 307, method: "POST", body: Data(count: 1_000))
+        try queue.add(request)
+        await queue.run()
+        #expect(try request.result?.get().body == Data("1000".utf8))
+        #expect(b.statistics.log == ["POST /upload"])
+        #expect(b.statistics.headers.first?["authorization"] == nil && b.statistics.headers.first?["cookie"] == nil)
+    }
+
+    @Test func credentialsStayOnTheSameOrigin() async throws {
+        let a = try LoopbackServer()
+        let queue = NetworkQueue()
+        try queue.add(redirected(from: a, to: "/bytes/16", code: 302))
+        await queue.run()
+        #expect(a.statistics.headers.last?["authorization"] == "Bearer SECRET")
+        #expect(a.statistics.headers.last?["cookie"] == "sid=SECRET")
+    }
+
+    @Test func aRedirectToAnotherSchemeIsRefused() async throws {
+        let a = try LoopbackServer()
+        let queue = NetworkQueue()
+        let request = redirected(from: a, to: "ftp://127.0.0.1/file", code: 302)
+        try queue.add(request)
+        await queue.run()
+        #expect(request.transportErrorCode == .unsupportedURL)
+    }
+}
+
+@Suite struct CookieTests {
+    @Test func cookiesStayInTheTransportAndAreNeverPersisted() async throws {
+        let server = try LoopbackServer()
+        let transport = URLSessionTransport()
+        let queue = NetworkQueue(transport: transport)
+        try queue.add(request(server.url("/cookie?value=SECRET123"), tag: 1))
+        await queue.run()
+        try queue.add(request(server.url("/bytes/1"), tag: 2))
+        await queue.run()
+        // The transport's own store sent it back; the process-wide, persisted store never saw it.
+        #expect(server.statistics.headers.last?["cookie"] == "session=SECRET123")
+        #expect(HTTPCookieStorage.shared.cookies?.contains { $0.value == "SECRET123" } != true)
+        // Another transport has a store of its own.
+        let other = NetworkQueue()
+        try other.add(request(server.url("/bytes/2"), tag: 3))
+        await other.run()
+        #expect(server.statistics.headers.last?["cookie"] == nil)
+    }
+
+    @Test func cookiesCanBeTurnedOff() async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: URLSessionTransport(cookies: .disabled))
+        try queue.add(request(server.url("/cookie?value=X"), tag: 1))
+        await queue.run()
+        try queue.add(request(server.url("/bytes/1"), tag: 2))
+        await queue.run()
+        #expect(server.statistics.headers.last?["cookie"] == nil)
+    }
+}
+
+@Suite struct FileSafetyTests {
+    @Test func aDirectoryAtTheDestinationIsNeverDeleted() async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent("precious")
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: target.appendingPathComponent("inside.txt"))
+        let (queue, _) = makeQueue()
+        let request = fileRequest(server.url("/bytes/100"), to: target)
+        try queue.add(request)
+        await queue.run()
+        guard case .fileError(let path, _) = request.failure else {
+            Issue.record("expected a file error, got \(String(describing: request.result))")
+            return
+        }
+        #expect(path == target.path)
+        #expect(try Data(contentsOf: target.appendingPathComponent("inside.txt")) == Data("keep me".utf8))
+        #expect(server.statistics.requests == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["precious"])
+    }
+
+    /// Before the fix about 5% of random cancels left a complete file at a cancelled request's destination.
+    @Test func aCancelledRequestNeverLeavesAFileAndAFinishedOneAlways() async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let queue = NetworkQueue()
+        queue.maxConcurrentRequestCount = 8
+        queue.cancelsAllOnFailure = false
+        let requests = (0..<300).map { index in
+            fileRequest(server.url("/bytes/\(1_000 + index)"), to: directory.appendingPathComponent("f\(index)"), tag: index)
+        }
+        for request in requests { try queue.add(request) }
+        queue.go()
+        for request in requests.shuffled() {
+            if Bool.random() { await Task.yield() }
+            if Bool.random() { queue.cancel(request) }
+        }
+        await queue.run()
+        var finished = 0
+        for request in requests {
+            let file = directory.appendingPathComponent("f\(request.tag)")
+            switch request.state {
+            case .finished:
+                finished += 1
+                #expect(try Data(contentsOf: file) == pattern(0..<(1_000 + request.tag)))
+            default:
+                #expect(request.state == .cancelled)
+                #expect(!FileManager.default.fileExists(atPath: file.path), "cancelled \(request.tag) left its file")
+            }
+            #expect(!FileManager.default.fileExists(atPath: file.path + ".part"))
+        }
+        #expect(finished > 0)
+    }
+}
+
+@Suite struct ResponseLimitTests {
+    @Test func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        // Chunked, no length: only the count of decoded bytes can stop it.
+        let request = NetworkRequest(URLRequest(url: server.url("/chunked/100000000000")), maximumResponseSize: .bytes(4 << 20))
+        try queue.add(request)
+        await queue.run()
+        #expect(request.failure == .responseTooLarge(limit: 4 << 20, url: server.url("/chunked/100000000000")))
+        await eventually { server.statistics.inFlight == 0 }
+        #expect(server.statistics.inFlight == 0)
+        let written = server.statistics.bytesWritten
+        #expect(written < 64 << 20, "the server kept writing after the failure: \(written) bytes")
+    }
+}
+
+@Suite struct RedactionIntegrationTests {
+    @Test func aSiblingCancelDoesNotRevealTheFailedURLsSecrets() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue()
+        let secret = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/status/500?token=SECRET")!
+        let failing = NetworkRequest(URLRequest(url: secret))
+        let sibling = request(server.url("/barrier/10?n=100"), tag: 2)
+        try queue.add(failing)
+        try queue.add(sibling)
+        await queue.run()
+        let text = try #require(sibling.failure).localizedDescription
+        #expect(text == "cancelled because http://***@127.0.0.1:\(server.port)/status/500?token=*** failed")
+        #expect(sibling.failure == .cancelledBecauseSiblingFailed(sibling: secret))
+    }
+}
