@@ -13,7 +13,7 @@ let package = Package(
         .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
         .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer"]),
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
-        .testTarget(name: "CoreTests", dependencies: ["NetworkQueue"]),
+        .testTarget(name: "CoreTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer", "TestSupport"]),
     ],
