@@ -26,15 +26,14 @@ func fetch(_ url: URL, method: String = "GET", headers: [String: String] = [:], 
 /// The server's body pattern: byte i is `i % 256`. Built from 256-byte runs: a byte-by-byte map is slow
 /// in debug builds, and the soak compares megabytes.
 func pattern(_ range: Range<Int>) -> Data {
+    let cycle = Data((0..<256).map { UInt8($0) })
     var data = Data(capacity: range.count)
     var index = range.lowerBound
     while index < range.upperBound {
         let start = index % 256
         let count = min(256 - start, range.upperBound - index)
-        data.append(patternCycle[start..<(start + count)])
+        data.append(cycle[start..<(start + count)])
         index += count
     }
     return data
 }
-
-private let patternCycle = Data((0..<256).map { UInt8($0) })

@@ -11,12 +11,15 @@ import Testing
 /// Wraps a transport and snapshots the queue's progress when the first GET is handed to it: with accurate
 /// progress on, every HEAD has finished by then and no body byte has been counted.
 final class SnapshotAtFirstGet: Transport {
+    /// Weak: the queue holds its transport, and a strong reference back would leak both.
+    struct WeakQueue { weak var queue: NetworkQueue? }
+
     let base = URLSessionTransport()
-    let queue = Box<NetworkQueue?>(nil)
+    let queue = Box(WeakQueue())
     let snapshot = Box<QueueProgress?>(nil)
 
     func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
-        if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current {
+        if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current.queue {
             let progress = queue.progress
             snapshot.with { $0 = $0 ?? progress }
         }
@@ -28,7 +31,7 @@ final class SnapshotAtFirstGet: Transport {
 func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFirstGet) {
     let transport = SnapshotAtFirstGet()
     let queue = NetworkQueue(transport: transport)
-    transport.queue.with { $0 = queue }
+    transport.queue.with { $0.queue = queue }
     let recorder = Recorder()
     queue.delegate = recorder
     queue.maxConcurrentRequestCount = limit

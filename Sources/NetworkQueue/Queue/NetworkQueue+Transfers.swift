@@ -37,7 +37,7 @@ extension NetworkQueue {
         if !state.withLock({ $0.attach(handle, to: id, token: token) }) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             // Its file, if any, was attached and discarded as it ended.
-            DispatchQueue.global(qos: .utility).async { handle.cancel() }
+            DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
         }
     }
 

@@ -178,7 +178,7 @@ public final class NetworkQueue: Sendable {
         if !fx.cancels.isEmpty {
             // URLSession's cancel can block for a while on Linux: never on the caller's thread.
             let handles = fx.cancels
-            DispatchQueue.global(qos: .utility).async { for handle in handles { handle.cancel() } }
+            DispatchQueue.global(qos: .userInitiated).async { for handle in handles { handle.cancel() } }
         }
         for start in fx.starts { launch(start) }
         if !fx.garbage.isEmpty {

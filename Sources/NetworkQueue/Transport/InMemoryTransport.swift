@@ -170,11 +170,20 @@ final class ScriptedTransfer: TransferHandle {
     }
 
     func cancel() {
-        let ended = state.withLock { state in
-            defer { state.ended = true }
+        if !end() { onEnd(true) }
+    }
+
+    /// Marks the transfer ended and drops the steps left: a `.hold` step's gate keeps a closure that
+    /// holds this transfer, and the cycle would leak both if the gate never opens. Returns whether it
+    /// had already ended.
+    private func end() -> Bool {
+        state.withLock { state in
+            defer {
+                state.ended = true
+                state.steps = []
+            }
             return state.ended
         }
-        if !ended { onEnd(true) }
     }
 
     /// Runs steps until one must wait, then continues from the wait on `queue`.
@@ -206,11 +215,7 @@ final class ScriptedTransfer: TransferHandle {
     }
 
     private func finish(_ error: URLError?) {
-        let ended = state.withLock { state in
-            defer { state.ended = true }
-            return state.ended
-        }
-        guard !ended else { return }
+        guard !end() else { return }
         onEnd(false)
         events(.completed(error))
     }
