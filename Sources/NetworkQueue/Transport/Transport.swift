@@ -6,8 +6,9 @@ import Foundation
 
 /// One event of a transfer, reported by a ``Transport``.
 public enum TransferEvent: Sendable {
-    /// The final response head (redirects are followed, not reported). A second `.response` for the same
-    /// transfer means it restarted: the bytes received so far no longer count.
+    /// The final response head (redirects are followed, not reported). An interim 1xx head should not be
+    /// reported; the queue ignores one if it is. A second final `.response` for the same transfer means
+    /// it restarted: the bytes received so far no longer count.
     case response(HTTPURLResponse)
     /// A piece of the response body.
     case data(Data)
@@ -30,7 +31,8 @@ public protocol TransferHandle: Sendable {
 /// - events of one transfer are delivered serially (never two at once) and in order: at most one
 ///   `.response` before its `.data`, and exactly one `.completed`, last;
 /// - `startTransfer` must not call `events` synchronously (deliver on another queue or thread);
-/// - the queue owns scheduling, timeouts, validation and progress, so a transport only transfers.
+/// - the queue owns scheduling, timeouts, validation and progress, so a transport only transfers;
+/// - a redirect that changes scheme, host or port must not carry credentials along (see ``RedirectPolicy``).
 public protocol Transport: Sendable {
     /// Starts `request` and reports its events to `events`.
     func startTransfer(
