@@ -23,7 +23,8 @@ public final class InMemoryTransport: Transport {
         case sent(Int64, of: Int64?)
         /// Waits this many seconds before the next step.
         case wait(TimeInterval)
-        /// Waits until the gate is opened.
+        /// Waits until the gate is opened. The gate does not keep the transfer alive: its handle's owner
+        /// (the queue) does.
         case hold(TransferGate)
         /// Ends the transfer with this error.
         case fail(URLError)
@@ -202,7 +203,12 @@ final class ScriptedTransfer: TransferHandle {
             case .wait(let seconds):
                 return queue.asyncAfter(deadline: .now() + seconds) { self.play(on: queue) }
             case .hold(let gate):
-                return gate.whenOpen { queue.async { self.play(on: queue) } }
+                // Weak: a held transfer lives through its queue's record; once cancelled it must not be
+                // kept (with its queue, through `events`) by a gate that never opens.
+                return gate.whenOpen { [weak self] in
+                    guard let self else { return }
+                    queue.async { self.play(on: queue) }
+                }
             case .fail(let error):
                 return finish(error)
             }
