@@ -94,11 +94,14 @@ public final class LoopbackServer: Sendable {
             return state.isStopped
         }
         guard !wasStopped else { return }
+        // Wakes the accept loop, which closes the listener itself: closed here, its descriptor number could
+        // be reused by another server's listener while the loop still calls accept() on it, and the loop
+        // would take (and drop) that server's connections.
         Socket.shutdown(listener)
-        Socket.close(listener)
     }
 
     private func acceptLoop() {
+        defer { Socket.close(listener) }
         while true {
             let fd = Socket.accept(listener)
             if fd < 0 {
