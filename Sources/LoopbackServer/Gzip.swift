@@ -4,13 +4,14 @@ enum Gzip {
     /// `data` as a complete gzip member.
     static func encode(_ data: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]
+        out.reserveCapacity(data.count + data.count / 65_535 * 5 + 32)
         var offset = 0
         repeat {
             let length = min(65_535, data.count - offset)
             let isFinal: UInt8 = offset + length == data.count ? 1 : 0
             out.append(isFinal)
             out += littleEndian(UInt16(length)) + littleEndian(~UInt16(length))
-            out += data[offset..<(offset + length)]
+            out.append(contentsOf: data[offset..<(offset + length)])
             offset += length
         } while offset < data.count
         out += littleEndian(crc32(data)) + littleEndian(UInt32(truncatingIfNeeded: data.count))
@@ -19,8 +20,11 @@ enum Gzip {
 
     static func crc32(_ data: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xffff_ffff
-        for byte in data {
-            crc = table[Int((crc ^ UInt32(byte)) & 0xff)] ^ (crc >> 8)
+        // Buffer pointers: checked array access per byte is slow in debug builds, slower under sanitizers.
+        data.withUnsafeBufferPointer { bytes in
+            table.withUnsafeBufferPointer { table in
+                for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xff)] ^ (crc >> 8) }
+            }
         }
         return ~crc
     }

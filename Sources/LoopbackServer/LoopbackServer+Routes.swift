@@ -76,7 +76,7 @@ extension LoopbackServer {
     private func serveGzip(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
         let accepted = request.headers["accept-encoding"]?.lowercased().contains("gzip") == true
         guard accepted || request.query["force"] == "1" else { return serveBytes(size, request, response) }
-        var body = Gzip.encode((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        var body = Gzip.encode(Self.patternBytes(size))
         switch request.query["fault"] {
         case "truncate": body = Array(body.prefix(body.count * 6 / 10))
         case "corrupt": body[body.count - 8] ^= 0xff
@@ -87,6 +87,14 @@ extension LoopbackServer {
         ]
         guard response.head(200, headers, isLast: request.method == "HEAD") else { return false }
         return request.method == "HEAD" || response.write(body, isLast: true)
+    }
+
+    /// The first `count` pattern bytes, appended in 64 KiB runs (the pattern repeats every 256 bytes).
+    static func patternBytes(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        while bytes.count < count { bytes += pattern[0..<min(chunkSize, count - bytes.count)] }
+        return bytes
     }
 
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support.

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// One hostile input and the exact outcome it must have: no crash, no hang (every request carries a
-/// timeout), a typed result.
+/// timeout, generous for runs under the sanitizers), a typed result.
 struct BadInput: Sendable, CustomTestStringConvertible {
     enum Outcome: Sendable, Equatable {
         /// Succeeds with this body (for memory destinations).
@@ -27,7 +27,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
     let outcome: @Sendable (LoopbackServer) -> Outcome
     var testDescription: String { name }
 
-    static func get(_ path: String, timeout: TimeInterval = 20, headers: [String: String] = [:], acceptable: Range<Int>? = 200..<300)
+    static func get(_ path: String, timeout: TimeInterval = 60, headers: [String: String] = [:], acceptable: Range<Int>? = 200..<300)
         -> @Sendable (LoopbackServer, URL) -> NetworkRequest
     {
         { server, _ in
