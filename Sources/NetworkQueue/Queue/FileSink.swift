@@ -78,16 +78,8 @@ final class FileSink: Sendable {
     func commit() -> NetworkQueueError? {
         let error: NetworkQueueError? = state.withLock { state in
             guard !state.isClosed else { return .fileError(path: partial.path, reason: "already closed") }
-            if let handle = state.handle {
-                // finishWriting() was skipped: write the rest now.
-                do {
-                    try Self.flush(&state)
-                    try handle.close()
-                } catch {
-                    return .fileError(path: partial.path, reason: error.localizedDescription)
-                }
-                state.handle = nil
-            }
+            // finishWriting() flushed and closed it on the transfer's thread: no writing under the lock.
+            guard state.handle == nil else { return .fileError(path: partial.path, reason: "not finished writing") }
             guard rename(partial.path, destination.path) == 0 else {
                 return .fileError(path: destination.path, reason: String(cString: strerror(errno)))
             }

@@ -12,10 +12,9 @@ extension NetworkQueue {
         let token = start.token
         let lane = start.lane
         var sink: FileSink?
-        if lane == .main, case .file = start.destination {
-            // Gone means the request ended while starting: nothing to open or send.
-            guard let claim = state.withLock({ $0.claim(of: id, token: token) }) else { return }
+        if let claim = start.claim {
             do {
+                // Nil means the request ended while starting: nothing to open or send.
                 guard let opened = try FileSink(claim: claim) else { return }
                 sink = opened
             } catch {

@@ -22,11 +22,6 @@ extension QueueState {
         return true
     }
 
-    /// The right to write the request's file, if it is still the current transfer's.
-    func claim(of id: ID, token: UInt64) -> DestinationClaim? {
-        guard let record = records[id], record.token == token else { return nil }
-        return record.claim
-    }
 
     /// Fails the request if `token` is still its current transfer (a file error seen outside the lock).
     mutating func fail(_ id: ID, token: UInt64, _ error: NetworkQueueError, _ fx: inout Effects) {

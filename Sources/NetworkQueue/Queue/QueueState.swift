@@ -70,7 +70,8 @@ struct QueueState {
         let token: UInt64
         let lane: Scheduler<ID>.Lane
         let urlRequest: URLRequest
-        let destination: NetworkRequest.Destination
+        /// The right to write the file destination (main lane only); nil for the memory destination.
+        let claim: DestinationClaim?
     }
 
     struct Effects {
@@ -265,7 +266,7 @@ struct QueueState {
             fx.starts.append(
                 Start(
                     id: job.id, token: nextToken, lane: job.lane, urlRequest: urlRequest,
-                    destination: record.request.destination))
+                    claim: job.lane == .main ? record.claim : nil))
         }
     }
 }
