@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct ProgressLedgerTests {
     @Test func emptyLedgerIsZeroNotNaN() {
-        let progress = ProgressLedger<Int>().snapshot(at: 0)
+        let progress = KeyedLedger().snapshot(at: 0)
         #expect(progress.fractionCompleted == 0)
         #expect(progress.totalRequestCount == 0)
         #expect(progress.bytesExpectedToReceive == 0)
@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func knownSizesGiveTheExactByteFraction() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 1_000)
         ledger.add(2, expectedDownload: 3_000)
         ledger.receive(1, bytes: 500, at: 0)
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func unknownSizesCountByRequest() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         for id in 1...4 { ledger.add(id) }
         ledger.receive(1, bytes: 10_000, at: 0)
         #expect(ledger.snapshot(at: 0).fractionCompleted == 0)
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func everyRequestSucceedingEndsAtExactlyOne() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 130_050)
         ledger.add(2)
         ledger.add(3, expectedDownload: 7, expectedUpload: 3)
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func restartResetsBytesInsteadOfCountingThemTwice() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 1_000)
         ledger.receive(1, bytes: 600, at: 0)
         let before = ledger.snapshot(at: 0).fractionCompleted
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func failuresStopCountingWithoutTheFractionFalling() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 100)
         ledger.add(2, expectedDownload: 100)
         ledger.add(3, expectedDownload: 200)
@@ -88,7 +88,7 @@ import Testing
     }
 
     @Test func lateSizeJoiningTheTotalDoesNotMoveTheFractionBack() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 1_000)
         ledger.receive(1, bytes: 800, at: 0)
         #expect(ledger.snapshot(at: 0).fractionCompleted == 0.8)
@@ -104,7 +104,7 @@ import Testing
     }
 
     @Test func throughputAndEtaComeFromThePassedTimestamps() {
-        var ledger = ProgressLedger<Int>()
+        var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 10_000)
         ledger.receive(1, bytes: 1_000, at: 10)
         ledger.receive(1, bytes: 1_000, at: 11)
@@ -117,7 +117,7 @@ import Testing
     @Test func seededRandomSequencesKeepTheInvariants() {
         for seed in 0..<2_000 as Range<UInt64> {
             var rng = SeededGenerator(seed: seed)
-            var ledger = ProgressLedger<Int>()
+            var ledger = KeyedLedger()
             var open = Set<Int>()
             var anyFailure = false
             var last = 0.0
@@ -155,7 +155,7 @@ import Testing
     @Test func cancellingUnfinishedInBulkEqualsCancellingEachOne() {
         var rng = SeededGenerator(seed: 11)
         for _ in 0..<200 {
-            var one = ProgressLedger<Int>()
+            var one = KeyedLedger()
             for id in 0..<20 {
                 one.add(id, expectedDownload: Bool.random(using: &rng) ? Int64.random(in: 1...1_000, using: &rng) : nil)
                 one.receive(id, bytes: Int64.random(in: 0...500, using: &rng), at: 0)
@@ -168,4 +168,29 @@ import Testing
             #expect(bulk.isComplete)
         }
     }
+}
+
+/// The ledger with its entries kept by id, as a queue keeps them in its request records.
+struct KeyedLedger {
+    var ledger = ProgressLedger()
+    var entries: [Int: ProgressLedger.Entry] = [:]
+
+    var isComplete: Bool { ledger.isComplete }
+    func snapshot(at time: Double) -> QueueProgress { ledger.snapshot(at: time) }
+
+    mutating func add(_ id: Int, expectedDownload: Int64? = nil, expectedUpload: Int64 = 0) {
+        guard entries[id] == nil else { return }
+        let entry = ProgressLedger.Entry(expectedDownload: expectedDownload, expectedUpload: expectedUpload)
+        entries[id] = entry
+        ledger.add(entry)
+    }
+
+    mutating func setExpectedDownload(_ id: Int, _ size: Int64?) { ledger.setExpectedDownload(&entries[id]!, size) }
+    mutating func restart(_ id: Int) { ledger.restart(&entries[id]!) }
+    mutating func receive(_ id: Int, bytes: Int64, at time: Double) { ledger.receive(&entries[id]!, bytes: bytes, at: time) }
+    mutating func send(_ id: Int, totalSent: Int64, expected: Int64?, at time: Double) {
+        ledger.send(&entries[id]!, totalSent: totalSent, expected: expected, at: time)
+    }
+    mutating func finish(_ id: Int, _ outcome: ProgressLedger.Outcome) { ledger.finish(&entries[id]!, outcome) }
+    mutating func cancelUnfinished() { ledger.cancelUnfinished() }
 }

@@ -104,6 +104,7 @@ import Testing
         let queue = NetworkQueue(transport: transport)
         queue.go()
         try queue.add(request(1))
+        await transport.waitUntilStarted(1)
         #expect(transport.statistics.started == 1)
         queue.cancelAll()
         await queue.run()

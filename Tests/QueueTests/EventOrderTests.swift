@@ -32,7 +32,7 @@ import Testing
         #expect(progress.fractionCompleted == 1.0)
     }
 
-    @Test func nothingRunsBeforeGo() throws {
+    @Test func nothingRunsBeforeGo() async throws {
         let transport = InMemoryTransport.ok()
         let queue = NetworkQueue(transport: transport)
         try queue.add(request(1))
@@ -41,6 +41,7 @@ import Testing
         #expect(queue.requests.map(\.state) == [.pending])
         queue.go()
         #expect(!queue.isSuspended)
+        await transport.waitUntilStarted(1)
         #expect(transport.statistics.started == 1)
     }
 

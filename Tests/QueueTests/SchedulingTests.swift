@@ -16,7 +16,9 @@ import Testing
         queue.maxConcurrentRequestCount = limit
         for tag in 1...20 { try queue.add(request(tag)) }
         queue.go()
-        // go() starts transfers on the calling thread: exactly `limit` are running now.
+        // go() starts transfers on the queue's launcher thread: wait for them; the gate holds them all, so
+        // exactly `limit` are running then.
+        await transport.waitUntilStarted(limit)
         #expect(transport.statistics.started == limit)
         #expect(queue.requests.filter { $0.state == .running }.count == limit)
         gate.open()
@@ -25,12 +27,13 @@ import Testing
         #expect(transport.statistics.started == 20)
     }
 
-    @Test func zeroLimitStartsEverythingAtOnce() throws {
+    @Test func zeroLimitStartsEverythingAtOnce() async throws {
         let transport = InMemoryTransport.ok(gate: TransferGate())
         let queue = NetworkQueue(transport: transport)
         queue.maxConcurrentRequestCount = 0
         for tag in 1...50 { try queue.add(request(tag)) }
         queue.go()
+        await transport.waitUntilStarted(50)
         #expect(transport.statistics.started == 50)
         queue.cancelAll()
     }
@@ -60,8 +63,10 @@ import Testing
         let gated = try GatedQueue(limit: 1, count: 6)
         let (queue, transport, gate) = (gated.queue, gated.transport, gated.gate)
         queue.go()
+        await transport.waitUntilStarted(1)
         #expect(transport.statistics.started == 1)
         queue.maxConcurrentRequestCount = 3
+        await transport.waitUntilStarted(3)
         #expect(transport.statistics.started == 3)
         queue.maxConcurrentRequestCount = 1
         #expect(queue.requests.filter { $0.state == .running }.count == 3)
@@ -111,6 +116,7 @@ import Testing
         queue.cancel(requests[0])
         #expect(requests[0].state == .cancelled)
         #expect(requests[0].failure == .cancelled)
+        await transport.waitUntilStarted(2)
         #expect(transport.statistics.started == 2)
         gate.open()
         await queue.run()

@@ -1,7 +1,8 @@
 /// Deadlines of running transfers in a min-heap, so one timer per queue can serve every timeout.
 ///
-/// Pure: times are passed in. Entries are never removed early; an entry whose transfer has ended is
-/// recognised as stale by its token when it comes due, which keeps every operation O(log n).
+/// Pure: times are passed in. An entry whose transfer has ended is not removed at once: it is recognised as
+/// stale by its token when it comes due, or dropped by a bulk ``removeAll(where:)`` when stale entries
+/// pile up, which keeps every operation O(log n) amortized.
 struct DeadlineHeap<ID: Hashable> {
     struct Entry: Equatable {
         var deadline: Double
@@ -26,6 +27,12 @@ struct DeadlineHeap<ID: Hashable> {
         }
     }
 
+    /// Removes every entry that `isStale` says is no longer needed, then restores the heap order.
+    mutating func removeAll(where isStale: (Entry) -> Bool) {
+        entries.removeAll(where: isStale)
+        for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+    }
+
     /// Removes and returns every entry due at `now`, earliest first.
     mutating func popDue(at now: Double) -> [Entry] {
         var due: [Entry] = []
@@ -38,14 +45,19 @@ struct DeadlineHeap<ID: Hashable> {
         let last = entries.removeLast()
         guard !entries.isEmpty else { return first }
         entries[0] = last
-        var parent = 0
+        siftDown(from: 0)
+        return first
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
             if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
             if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
-            guard smallest != parent else { return first }
+            guard smallest != parent else { return }
             entries.swapAt(parent, smallest)
             parent = smallest
         }

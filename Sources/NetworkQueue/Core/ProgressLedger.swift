@@ -1,23 +1,33 @@
-/// The aggregate progress of one queue: a pure value type fed with byte counts and outcomes.
+/// The aggregate progress of one queue's drain: a pure value type fed with byte counts and outcomes.
+///
+/// Each request's own counters live in an ``Entry`` that the caller keeps with the rest of the request's
+/// state (the one home of its bytes); every event passes the entry in, and the ledger keeps only sums.
 ///
 /// Each request weighs its expected upload bytes plus its expected download bytes, or one unit for a
 /// download of unknown size. The fraction advances by integrating completed work over *remaining* work:
 /// when every size is known from the start it equals done / total, and when a late size joins the total,
 /// a transfer restarts, or a request fails, the fraction holds still instead of falling. Timestamps are
 /// passed in (seconds on any monotonic clock); the ledger reads no clock.
-struct ProgressLedger<ID: Hashable> {
+struct ProgressLedger {
     enum Outcome: Equatable {
         case succeeded
         case failed
         case cancelled
     }
 
-    private struct Entry {
-        var expectedDown: Int64?
-        var received: Int64 = 0
-        var expectedUp: Int64
-        var sent: Int64 = 0
-        var outcome: Outcome?
+    /// One request's counters, owned by the caller.
+    struct Entry: Equatable {
+        fileprivate(set) var expectedDown: Int64?
+        fileprivate(set) var received: Int64 = 0
+        fileprivate(set) var expectedUp: Int64
+        fileprivate(set) var sent: Int64 = 0
+        fileprivate(set) var outcome: Outcome?
+
+        /// A request expecting `expectedDownload` bytes (nil: unknown) and sending `expectedUpload`.
+        init(expectedDownload: Int64? = nil, expectedUpload: Int64 = 0) {
+            expectedDown = expectedDownload.map { max(0, $0) }
+            expectedUp = max(0, expectedUpload)
+        }
 
         /// How much this request weighs in the fraction.
         var weight: Double { Double(expectedUp) + (expectedDown.map(Double.init) ?? 1) }
@@ -33,7 +43,7 @@ struct ProgressLedger<ID: Hashable> {
         var remaining: Double { outcome == nil ? max(0, weight - done) : 0 }
     }
 
-    private var entries: [ID: Entry] = [:]
+    private var requestCount = 0
     private var fraction: Double = 0
     private var remaining: Double = 0
     private var unknownDownloads = 0
@@ -41,27 +51,27 @@ struct ProgressLedger<ID: Hashable> {
     private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
     private var throughput = ThroughputMeter()
 
+    /// The number of requests added since the last reset.
+    var count: Int { requestCount }
     /// True when every request of the drain has ended.
-    var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == entries.count }
+    var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == requestCount }
 
     // MARK: Events
 
     /// Starts a new drain: forgets every request and resets the fraction to 0.
     mutating func reset() { self = ProgressLedger() }
 
-    /// Adds a request. `expectedDownload` nil means unknown (one unit until a size is learned).
-    mutating func add(_ id: ID, expectedDownload: Int64? = nil, expectedUpload: Int64 = 0) {
-        guard entries[id] == nil else { return }
-        let entry = Entry(expectedDown: expectedDownload.map { max(0, $0) }, expectedUp: max(0, expectedUpload))
-        entries[id] = entry
+    /// Adds a request with the sizes its entry holds.
+    mutating func add(_ entry: Entry) {
+        requestCount += 1
         if let down = entry.expectedDown { bytes.expectedDown += down } else { unknownDownloads += 1 }
         bytes.expectedUp += entry.expectedUp
         remaining += entry.remaining
     }
 
     /// Records the download size learned from a HEAD or a response; nil or negative means unknown.
-    mutating func setExpectedDownload(_ id: ID, _ size: Int64?) {
-        update(id) { entry, ledger in
+    mutating func setExpectedDownload(_ entry: inout Entry, _ size: Int64?) {
+        update(&entry) { entry, ledger in
             let size = size.flatMap { $0 >= 0 ? $0 : nil }
             guard entry.expectedDown != size else { return }
             if let old = entry.expectedDown { ledger.bytes.expectedDown -= old } else { ledger.unknownDownloads -= 1 }
@@ -71,8 +81,8 @@ struct ProgressLedger<ID: Hashable> {
     }
 
     /// A transfer started over (a retry, or a second response): its bytes so far no longer count.
-    mutating func restart(_ id: ID) {
-        update(id) { entry, ledger in
+    mutating func restart(_ entry: inout Entry) {
+        update(&entry) { entry, ledger in
             ledger.bytes.received -= entry.received
             ledger.bytes.sent -= entry.sent
             entry.received = 0
@@ -81,8 +91,8 @@ struct ProgressLedger<ID: Hashable> {
     }
 
     /// Adds `count` response bytes received by a request.
-    mutating func receive(_ id: ID, bytes count: Int64, at time: Double) {
-        update(id) { entry, ledger in
+    mutating func receive(_ entry: inout Entry, bytes count: Int64, at time: Double) {
+        update(&entry) { entry, ledger in
             entry.received += count
             ledger.bytes.received += count
         }
@@ -90,8 +100,8 @@ struct ProgressLedger<ID: Hashable> {
     }
 
     /// Records a request's cumulative body bytes sent, and its body size when the transport knows it.
-    mutating func send(_ id: ID, totalSent: Int64, expected: Int64?, at time: Double) {
-        update(id) { entry, ledger in
+    mutating func send(_ entry: inout Entry, totalSent: Int64, expected: Int64?, at time: Double) {
+        update(&entry) { entry, ledger in
             if let expected, expected >= 0, expected != entry.expectedUp {
                 ledger.bytes.expectedUp += expected - entry.expectedUp
                 entry.expectedUp = expected
@@ -104,8 +114,8 @@ struct ProgressLedger<ID: Hashable> {
     }
 
     /// Ends a request. Its remaining work leaves the total; only success advances the fraction.
-    mutating func finish(_ id: ID, _ outcome: Outcome) {
-        update(id) { entry, ledger in
+    mutating func finish(_ entry: inout Entry, _ outcome: Outcome) {
+        update(&entry) { entry, ledger in
             guard entry.outcome == nil else { return }
             entry.outcome = outcome
             switch outcome {
@@ -123,18 +133,10 @@ struct ProgressLedger<ID: Hashable> {
         }
     }
 
-    /// Cancels every request that has not ended, in one pass without lookups: the same result as
-    /// `finish(id, .cancelled)` for each of them.
+    /// Cancels every request that has not ended, without visiting their entries: the same sums as
+    /// `finish(_:_:)` with `.cancelled` for each. The caller drops those entries.
     mutating func cancelUnfinished() {
-        // A manual index walk: `entries.indices` would hold the storage and make the writes copy it whole.
-        var index = entries.startIndex
-        while index != entries.endIndex {
-            if entries.values[index].outcome == nil {
-                entries.values[index].outcome = .cancelled
-                counts.cancelled += 1
-            }
-            entries.formIndex(after: &index)
-        }
+        counts.cancelled = requestCount - counts.finished - counts.failed
         // Every unfinished request's remaining work leaves the total; cancellation never moves the fraction.
         remaining = 0
     }
@@ -151,30 +153,22 @@ struct ProgressLedger<ID: Hashable> {
             eta = isComplete ? 0 : Double(max(0, left)) / rate
         }
         return QueueProgress(
-            totalRequestCount: entries.count, finishedRequestCount: counts.finished,
+            totalRequestCount: requestCount, finishedRequestCount: counts.finished,
             failedRequestCount: counts.failed, cancelledRequestCount: counts.cancelled,
             bytesReceived: bytes.received, bytesExpectedToReceive: expectedDown,
             bytesSent: bytes.sent, bytesExpectedToSend: bytes.expectedUp,
             fractionCompleted: fraction, throughput: rate, estimatedTimeRemaining: eta)
     }
 
-    /// Per-request bytes: (received, expected download, sent, expected upload).
-    func transfer(_ id: ID) -> (received: Int64, expected: Int64?, sent: Int64, expectedUp: Int64)? {
-        entries[id].map { ($0.received, $0.expectedDown, $0.sent, $0.expectedUp) }
-    }
-
     // MARK: Fraction bookkeeping
 
     /// Applies `change` to one entry and advances the fraction by the work it completed, measured against
     /// the work that was remaining before it.
-    private mutating func update(_ id: ID, _ change: (inout Entry, inout ProgressLedger) -> Void) {
-        guard let index = entries.index(forKey: id) else { return }
-        var entry = entries.values[index]
+    @inline(__always)
+    private mutating func update(_ entry: inout Entry, _ change: (inout Entry, inout ProgressLedger) -> Void) {
         let before = entry.remaining
         let remainingBefore = remaining
         change(&entry, &self)
-        // One hash lookup per update: write back through the index found above.
-        entries.values[index] = entry
         remaining += entry.remaining - before
         // Completed work is the drop in this request's remaining work: measured that way, a size learned
         // in the same step (an unknown size becoming the bytes received) is not mistaken for progress.
@@ -184,7 +178,7 @@ struct ProgressLedger<ID: Hashable> {
             // Completing all remaining work lands on exactly 1.0, not 1 - ε.
             fraction = remaining == 0 ? 1 : fraction + (1 - fraction) * min(1, completed / remainingBefore)
         }
-        if remaining == 0, isComplete, counts.failed + counts.cancelled == 0, !entries.isEmpty {
+        if remaining == 0, isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 {
             fraction = 1
         }
         fraction = min(1, max(0, fraction))

@@ -81,6 +81,7 @@ struct Scheduler<ID: Hashable> {
     }
 
     /// Removes a job whether pending or active.
+    @discardableResult
     mutating func remove(_ job: Job) -> Removal {
         if finish(job) { return .wasActive }
         let removed: Bool

@@ -90,19 +90,19 @@ final class FileSink: Sendable {
         return error
     }
 
-    /// Closes and deletes the partial file. Does nothing once the file was committed or discarded.
+    /// Closes and deletes the partial file. Does nothing once the file was committed or discarded; a call
+    /// made while another is deleting returns only once the file is gone (the sink's lock is held
+    /// throughout), so whoever reports a failure after calling it knows no partial file is left.
     func discard() {
-        let handle = state.withLock { state -> FileHandle?? in
-            guard !state.isClosed else { return nil }
+        state.withLock { state in
+            guard !state.isClosed else { return }
             state.isClosed = true
             state.buffer = Data()
-            defer { state.handle = nil }
-            return state.handle
+            try? state.handle?.close()
+            state.handle = nil
+            unlink(partial.path)
+            claim.closeFile()
         }
-        guard let handle else { return }
-        try? handle?.close()
-        unlink(partial.path)
-        claim.closeFile()
     }
 
     private func perform(_ body: (inout State) throws -> Void) -> NetworkQueueError? {

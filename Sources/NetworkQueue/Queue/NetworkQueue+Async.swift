@@ -11,15 +11,15 @@ extension NetworkQueue {
     public func run() async -> QueueProgress {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                mutate { state, fx in
-                    state.go(&fx)
-                    if state.records.isEmpty {
-                        // Behind everything already posted, so the caller sees every event first.
-                        state.post(.resume([continuation], state.ledger.snapshot(at: QueueState.now())), &fx)
-                    } else {
-                        state.waiters.append(continuation)
-                    }
+                let actions = core.withLock { core in
+                    let now = clock.now()
+                    var actions = core.machine.go(now: now)
+                    // Counted by the machine, kept here: the machine says when to resume how many.
+                    core.waiters.append(continuation)
+                    actions.append(core.machine.awaitDrain(now: now))
+                    return actions
                 }
+                perform(actions)
             }
         } onCancel: {
             cancelAll()
@@ -32,13 +32,17 @@ extension NetworkQueue {
     /// task is cancelled or the stream is dropped.
     public func events() -> AsyncStream<NetworkQueueEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkQueueEvent.self)
-        let key = state.withLock { state in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
+        let key = core.withLock { core in
+            core.nextSubscriber += 1
+            core.subscribers[core.nextSubscriber] = continuation
+            core.updateListeners()
+            return core.nextSubscriber
         }
         continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: key) }
+            self?.core.withLock { core in
+                core.subscribers.removeValue(forKey: key)
+                core.updateListeners()
+            }
         }
         return stream
     }

@@ -4,9 +4,15 @@ extension NetworkQueue {
     /// One delivery pass on the delivery queue: everything posted so far, in order. For each event the
     /// request's own handler runs first, then the delegate, then the ``events()`` subscribers.
     func deliver() {
-        let (items, delegate, subscribers) = state.withLock { state in
-            (state.takeOutbox(), state.delegate, Array(state.subscribers.values))
+        let (items, runs, delegate, subscribers) = core.withLock { core in
+            let items = core.machine.takeDeliveries()
+            var resumed = 0
+            for case .resumeRuns(let count, _) in items { resumed += count }
+            let runs = Array(core.waiters.prefix(resumed))
+            core.waiters.removeFirst(resumed)
+            return (items, runs, core.delegate, Array(core.subscribers.values))
         }
+        var nextRun = runs.startIndex
         for item in items {
             switch item {
             case .event(let event):
@@ -16,8 +22,15 @@ extension NetworkQueue {
                 request.downloadProgressHandler?(progress)
             case .uploadProgress(let request, let progress):
                 request.uploadProgressHandler?(progress)
-            case .resume(let waiters, let progress):
-                for waiter in waiters { waiter.resume(returning: progress) }
+            case .settle(let status, let request, let sink, let claim):
+                // Usually done already by the thread that ended the request; repeated here (idempotent)
+                // so that nothing about the end is delivered before its status, file and claim are final.
+                request.publish(status)
+                sink?.discard()
+                claim?.endRequest()
+            case .resumeRuns(let count, let progress):
+                for run in runs[nextRun..<nextRun + count] { run.resume(returning: progress) }
+                nextRun += count
             }
         }
     }

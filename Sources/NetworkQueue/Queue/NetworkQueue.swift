@@ -19,14 +19,25 @@ import Foundation
 /// while it still holds pending requests (for example, never started) drops them without callbacks: call
 /// ``cancelAll()`` first to have each reported as cancelled.
 public final class NetworkQueue: Sendable {
-    let state: Locked<QueueState>
+    /// The engine and what the shell keeps beside it, under one lock.
+    struct Core {
+        var machine: QueueStateMachine
+        /// `run()` callers, oldest first; the machine counts them and says when to resume how many.
+        var waiters: [CheckedContinuation<QueueProgress, Never>] = []
+        var subscribers: [Int: AsyncStream<NetworkQueueEvent>.Continuation] = [:]
+        var nextSubscriber = 0
+        weak var delegate: (any NetworkQueueDelegate)?
+
+        mutating func updateListeners() { machine.hasListeners = delegate != nil || !subscribers.isEmpty }
+    }
+
+    let core: Locked<Core>
     let transport: any Transport
+    let clock: any QueueClock
     /// Serial; targets the caller's delegate queue, so delivery stays ordered even on a concurrent one.
     let deliveryQueue: DispatchQueue
-    let timerQueue: DispatchQueue
-    /// One timer serves every transfer's idle timeout (sub-second precision), independent of the
-    /// transport's own whole-second timers.
-    let deadlineTimer: Locked<any DispatchSourceTimer>
+    /// Starts transfers off the caller's thread.
+    let launcher: Launcher
 
     /// A Foundation `Progress` that follows the queue's aggregate progress, for binding to
     /// `ProgressView(_:)` in SwiftUI, `UIProgressView.observedProgress` or `NSProgressIndicator`.
@@ -45,24 +56,31 @@ public final class NetworkQueue: Sendable {
     ///   - delegateQueue: where delegate methods, request handlers and events are delivered, serially and
     ///     in order. Default nil: a private serial queue (never the main thread). Pass `.main` to receive
     ///     them on the main thread.
-    public init(transport: any Transport = URLSessionTransport(), delegateQueue: DispatchQueue? = nil) {
+    ///   - clock: the queue's time source for timeouts and progress coalescing; default
+    ///     ``SystemQueueClock``. Tests inject a clock they drive by hand.
+    public init(
+        transport: any Transport = URLSessionTransport(), delegateQueue: DispatchQueue? = nil,
+        clock: any QueueClock = SystemQueueClock()
+    ) {
         self.transport = transport
-        self.state = Locked(QueueState(limit: 4))
+        self.clock = clock
+        self.core = Locked(Core(machine: QueueStateMachine(limit: 4)))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
-        self.timerQueue = DispatchQueue(label: "NetworkQueue.timers")
+        self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()
-        let timer = Self.makeDeadlineTimer(on: timerQueue)
-        self.deadlineTimer = Locked(timer)
-        timer.setEventHandler { [weak self] in self?.deadlineTimerFired() }
-        timer.resume()
     }
 
     // MARK: Settings
 
     /// Receives the queue's events; held weakly. Default nil.
     public var delegate: (any NetworkQueueDelegate)? {
-        get { state.withLock { $0.delegate } }
-        set { state.withLock { $0.delegate = newValue } }
+        get { core.withLock { $0.delegate } }
+        set {
+            core.withLock { core in
+                core.delegate = newValue
+                core.updateListeners()
+            }
+        }
     }
 
     /// The most transfers in flight at once (HEAD preflights count); 0 means unlimited. Default 4.
@@ -70,122 +88,113 @@ public final class NetworkQueue: Sendable {
     /// Takes effect at once: raising it starts more pending requests, lowering it lets running ones finish.
     /// Negative values are clamped to 0 (unlimited), as `OperationQueue` treats -1.
     public var maxConcurrentRequestCount: Int {
-        get { state.withLock { $0.scheduler.limit } }
-        set { mutate { $0.setLimit(newValue, &$1) } }
+        get { core.withLock { $0.machine.limit } }
+        set { send { $0.setLimit(newValue, now: $1) } }
     }
 
     /// Which pending request starts next. Default ``SchedulingOrder/fifo``.
     public var order: SchedulingOrder {
-        get { state.withLock { $0.scheduler.order } }
-        set { state.withLock { $0.scheduler.order = newValue } }
+        get { core.withLock { $0.machine.order } }
+        set { core.withLock { $0.machine.setOrder(newValue) } }
     }
 
     /// When true, ``go()`` first sends a HEAD for every pending GET so the total download size is known
     /// before any body byte is counted. Default false.
     public var showsAccurateProgress: Bool {
-        get { state.withLock { $0.showsAccurateProgress } }
-        set { state.withLock { $0.showsAccurateProgress = newValue } }
+        get { core.withLock { $0.machine.showsAccurateProgress } }
+        set { core.withLock { $0.machine.showsAccurateProgress = newValue } }
     }
 
     /// When true, the first request that fails (for any reason but cancellation) makes every other
     /// pending and running request fail with ``NetworkQueueError/cancelledBecauseSiblingFailed(sibling:)``.
     /// Default true, as in ASINetworkQueue.
     public var cancelsAllOnFailure: Bool {
-        get { state.withLock { $0.cancelsAllOnFailure } }
-        set { state.withLock { $0.cancelsAllOnFailure = newValue } }
+        get { core.withLock { $0.machine.cancelsAllOnFailure } }
+        set { core.withLock { $0.machine.cancelsAllOnFailure = newValue } }
     }
 
     /// True while no new request may start: a new queue, or after ``suspend()`` or ``reset()``.
-    public var isSuspended: Bool { state.withLock { $0.scheduler.isSuspended } }
+    public var isSuspended: Bool { core.withLock { $0.machine.isSuspended } }
 
     // MARK: Requests
 
-    /// Adds a request. It starts when the queue is running and a slot is free.
+    /// Adds a request. It starts when the queue is running and a slot is free; this call never starts a
+    /// transfer itself (starts happen on another thread).
     /// - Throws: ``NetworkQueueError/invalidRequest(_:)`` with `.alreadyAdded` if this request object was
-    ///   added before, to this or any queue. Invalid URLs are not thrown here: such a request fails with
-    ///   didFail when its turn comes.
+    ///   added before, to this or any queue, or `.destinationInUse` if another request is writing its
+    ///   file destination. Invalid URLs are not thrown here: such a request fails with didFail when its
+    ///   turn comes.
     public func add(_ request: NetworkRequest) throws(NetworkQueueError) {
-        var fx = QueueState.Effects()
-        try state.withLock { (state: inout QueueState) throws(NetworkQueueError) in try state.add(request, &fx) }
-        perform(fx)
+        let claim = try admit(request)
+        let (slot, sequence, actions) = core.withLock { $0.machine.add(request, claim: claim, now: clock.now()) }
+        request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot, sequence: sequence) }
+        perform(actions)
     }
 
     /// Adds a request for `urlRequest` with default settings and returns it.
     @discardableResult
     public func add(_ urlRequest: URLRequest) -> NetworkRequest {
         let request = NetworkRequest(urlRequest)
-        var fx = QueueState.Effects()
-        state.withLock { state in
-            // A request created here cannot have been added before.
-            try? state.add(request, &fx)
-        }
-        perform(fx)
+        // A request created here cannot have been added before, and its destination is memory.
+        try? add(request)
         return request
     }
 
     /// Starts the queue (with HEAD preflights first if ``showsAccurateProgress`` is on). Calling it on a
-    /// running queue does nothing.
-    public func go() { mutate { $0.go(&$1) } }
+    /// running queue does nothing. Transfers start on another thread: this call returns at once.
+    public func go() { send { $0.go(now: $1) } }
 
     /// Stops new requests from starting; running requests continue. ``go()`` resumes.
-    public func suspend() { state.withLock { $0.scheduler.suspend() } }
+    public func suspend() { core.withLock { $0.machine.suspend() } }
 
     /// Cancels one request: it fails at once with ``NetworkQueueError/cancelled``. Does nothing if the
-    /// request is not in this queue or has already ended.
-    public func cancel(_ request: NetworkRequest) { mutate { $0.cancel(ObjectIdentifier(request), &$1) } }
+    /// request is not in this queue or has already ended, or if its body has fully arrived and its file
+    /// is being moved into place (it then finishes or fails on its own).
+    public func cancel(_ request: NetworkRequest) {
+        guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else {
+            return
+        }
+        send { $0.cancel(request, slot: place.slot, sequence: place.sequence, now: $1) }
+    }
 
     /// Cancels every pending and running request; each fails with ``NetworkQueueError/cancelled``.
-    public func cancelAll() { mutate { $0.cancelAll(.cancelled, &$1) } }
+    public func cancelAll() { send { $0.cancelAll(now: $1) } }
 
     /// Cancels everything, then returns the queue to its initial state: suspended, with zero progress.
     /// Settings and the delegate are kept; requests may be added again afterwards.
-    public func reset() {
-        mutate { state, fx in
-            state.scheduler.suspend()
-            state.cancelAll(.cancelled, &fx)
-            state.ledger.reset()
-        }
-    }
+    public func reset() { send { $0.reset(now: $1) } }
 
     /// The pending and running requests, in the order they were added.
-    public var requests: [NetworkRequest] {
-        state.withLock { $0.records.values.sorted { $0.sequence < $1.sequence }.map(\.request) }
-    }
+    public var requests: [NetworkRequest] { core.withLock { $0.machine.requests } }
 
     /// The number of pending and running requests.
-    public var requestCount: Int { state.withLock { $0.records.count } }
+    public var requestCount: Int { core.withLock { $0.machine.requestCount } }
 
     /// A snapshot of the current drain's aggregate progress.
-    public var progress: QueueProgress { state.withLock { $0.ledger.snapshot(at: QueueState.now()) } }
+    public var progress: QueueProgress { core.withLock { $0.machine.progress(at: clock.now()) } }
 
-    deinit { deadlineTimer.withLock { $0.cancel() } }
+    // MARK: Events into the machine
 
-    // MARK: Effects
-
-    /// Mutates the state under the lock, then performs the resulting effects outside it.
-    func mutate(_ body: (inout QueueState, inout QueueState.Effects) -> Void) {
-        var fx = QueueState.Effects()
-        state.withLock { body(&$0, &fx) }
-        perform(fx)
+    /// Sends one event to the machine under the lock (with the time read under it, so that the machine
+    /// sees time in lock order), then performs its actions.
+    func send(_ event: (inout QueueStateMachine, Double) -> QueueActions) {
+        let actions = core.withLock { event(&$0.machine, clock.now()) }
+        perform(actions)
     }
 
-    func perform(_ fx: consuming QueueState.Effects) {
-        if fx.deliver { deliveryQueue.async { self.deliver() } }
-        if fx.rearmDeadlineTimer { timerQueue.async { self.rearmDeadlineTimer() } }
-        if let delay = fx.progressFlush {
-            timerQueue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.mutate { $0.flushProgress(&$1) } }
+    /// Checks that `request` was never added and claims its file destination.
+    private func admit(_ request: NetworkRequest) throws(NetworkQueueError) -> DestinationClaim? {
+        let alreadyAdded = request.shared.withLock { shared in
+            defer { shared.isAdded = true }
+            return shared.isAdded
         }
-        if !fx.cancels.isEmpty {
-            // URLSession's cancel can block for a while on Linux: never on the caller's thread.
-            let handles = fx.cancels
-            DispatchQueue.global(qos: .userInitiated).async { for handle in handles { handle.cancel() } }
+        guard !alreadyAdded else { throw .invalidRequest(.alreadyAdded) }
+        guard case .file(let file) = request.destination, request.invalidReason == nil else { return nil }
+        guard let claim = DestinationClaim.claim(file) else {
+            // Rejected, not added: the caller may add it again once the other request has ended.
+            request.shared.withLock { $0.isAdded = false }
+            throw .invalidRequest(.destinationInUse(file))
         }
-        for start in fx.starts { launch(start) }
-        if !fx.garbage.isEmpty {
-            // Moved out first, so that the last reference, and the freeing, is the background queue's.
-            let garbage = Locked(fx.garbage)
-            fx.garbage = []
-            DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
-        }
+        return claim
     }
 }

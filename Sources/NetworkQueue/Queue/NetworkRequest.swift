@@ -91,16 +91,38 @@ public final class NetworkRequest: Sendable, Identifiable {
     let completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
     let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
     let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    let status: Locked<Status>
+    let shared: Locked<Shared>
 
+    /// What the queue publishes about the request. Versioned: a publication older than the one shown is
+    /// dropped, so publications performed out of order never move the state backwards.
     struct Status {
+        var version: UInt64 = 0
         var state = State.pending
-        var isAdded = false
         var response: HTTPURLResponse?
         var result: Result<NetworkResponse, NetworkQueueError>?
         var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
         var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
         var attemptCount = 0
+    }
+
+    /// The request's place in the queue it was added to, for `cancel(_:)`.
+    struct Membership {
+        let queue: ObjectIdentifier
+        let slot: Int
+        let sequence: UInt64
+    }
+
+    struct Shared {
+        var status = Status()
+        var isAdded = false
+        var membership: Membership?
+    }
+
+    /// Shows `status` unless a newer one is shown already.
+    func publish(_ status: Status) {
+        shared.withLock { shared in
+            if status.version > shared.status.version { shared.status = status }
+        }
     }
 
     /// Creates a request.
@@ -145,9 +167,9 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.downloadProgressHandler = onDownloadProgress
         self.uploadProgressHandler = onUploadProgress
         self.completionHandler = onCompletion
-        var status = Status()
-        status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
-        self.status = Locked(status)
+        var shared = Shared()
+        shared.status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
+        self.shared = Locked(shared)
     }
 
     /// Creates a GET request for `url` with the default validation.
@@ -158,15 +180,15 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// The URL of ``urlRequest``.
     public var url: URL? { urlRequest.url }
     /// Where the request is in its life.
-    public var state: State { status.withLock { $0.state } }
+    public var state: State { shared.withLock { $0.status.state } }
     /// The final response head, once received.
-    public var response: HTTPURLResponse? { status.withLock { $0.response } }
+    public var response: HTTPURLResponse? { shared.withLock { $0.status.response } }
     /// The outcome, once the request has ended.
-    public var result: Result<NetworkResponse, NetworkQueueError>? { status.withLock { $0.result } }
+    public var result: Result<NetworkResponse, NetworkQueueError>? { shared.withLock { $0.status.result } }
     /// Download progress of the current transfer.
-    public var downloadProgress: TransferProgress { status.withLock { $0.download } }
+    public var downloadProgress: TransferProgress { shared.withLock { $0.status.download } }
     /// Upload progress of the current transfer.
-    public var uploadProgress: TransferProgress { status.withLock { $0.upload } }
+    public var uploadProgress: TransferProgress { shared.withLock { $0.status.upload } }
     /// How many times its transfer was started (0 until it starts; the HEAD preflight does not count).
-    public var attemptCount: Int { status.withLock { $0.attemptCount } }
+    public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }
 }

@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
+import NetworkQueue
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-/// A ``Transport`` that plays scripts instead of using the network: for tests, previews and benchmarks.
+/// A `Transport` that plays scripts instead of using the network, for tests (test support: not part of the
+/// library).
 ///
 /// For each request, `responder` returns the steps of its transfer. Steps run in order on one serial
 /// queue; after the last step the transfer completes successfully unless a `.fail` step ended it first.
@@ -49,9 +51,10 @@ public final class InMemoryTransport: Transport {
         var requests: [URLRequest] = []
         var cancelledRequests: [URLRequest] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let counters = Locked(Counters())
+    private let counters = Guarded(Counters())
 
     /// Creates a transport whose transfers follow the steps `responder` returns for each request.
     public init(responder: @escaping @Sendable (URLRequest) -> [Step]) {
@@ -63,7 +66,7 @@ public final class InMemoryTransport: Transport {
     /// Response heads are built once per URL and reused, so that benchmarks measure the queue rather than
     /// `HTTPURLResponse`'s initializer.
     public static func instant(status: Int = 200, body: Data = Data()) -> InMemoryTransport {
-        let cache = Locked([URL: HTTPURLResponse]())
+        let cache = Guarded([URL: HTTPURLResponse]())
         let headers = ["Content-Length": "\(body.count)"]
         return InMemoryTransport { request in
             let url = request.url ?? URL(string: "memory://")!
@@ -93,6 +96,18 @@ public final class InMemoryTransport: Transport {
         }
     }
 
+    /// Returns once at least `count` transfers have been started. The queue starts transfers on its own
+    /// thread, after `go()` or `add()` has returned.
+    public func waitUntilStarted(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let isDone = counters.withLock { counters in
+                if counters.statistics.started < count { counters.startWaiters.append((count, continuation)) }
+                return counters.statistics.started >= count
+            }
+            if isDone { continuation.resume() }
+        }
+    }
+
     /// Every request started, in start order.
     public var startedRequests: [URLRequest] { counters.withLock { $0.requests } }
 
@@ -103,12 +118,17 @@ public final class InMemoryTransport: Transport {
     public func startTransfer(
         _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
-        counters.withLock {
-            $0.statistics.started += 1
-            $0.statistics.inFlight += 1
-            $0.statistics.maxInFlight = max($0.statistics.maxInFlight, $0.statistics.inFlight)
-            $0.requests.append(request)
+        let reached = counters.withLock { counters in
+            counters.statistics.started += 1
+            counters.statistics.inFlight += 1
+            counters.statistics.maxInFlight = max(counters.statistics.maxInFlight, counters.statistics.inFlight)
+            counters.requests.append(request)
+            let started = counters.statistics.started
+            let reached = counters.startWaiters.filter { $0.count <= started }.map(\.continuation)
+            counters.startWaiters.removeAll { $0.count <= started }
+            return reached
         }
+        for waiter in reached { waiter.resume() }
         let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) { [weak self] cancelled in
             let waiters = self?.counters.withLock { counters in
                 counters.statistics.inFlight -= 1
@@ -129,7 +149,7 @@ public final class InMemoryTransport: Transport {
 
 /// A latch for ``InMemoryTransport/Step/hold(_:)``: transfers held by it continue once it is opened.
 public final class TransferGate: Sendable {
-    private let state = Locked((isOpen: false, waiting: [@Sendable () -> Void]()))
+    private let state = Guarded((isOpen: false, waiting: [@Sendable () -> Void]()))
 
     /// Creates a closed gate.
     public init() {}
@@ -158,7 +178,7 @@ final class ScriptedTransfer: TransferHandle {
     private let request: URLRequest
     private let events: @Sendable (TransferEvent) -> Void
     private let onEnd: @Sendable (_ cancelled: Bool) -> Void
-    private let state: Locked<(steps: ArraySlice<InMemoryTransport.Step>, ended: Bool)>
+    private let state: Guarded<(steps: ArraySlice<InMemoryTransport.Step>, ended: Bool)>
 
     init(
         request: URLRequest, steps: [InMemoryTransport.Step], events: @escaping @Sendable (TransferEvent) -> Void,
@@ -167,7 +187,7 @@ final class ScriptedTransfer: TransferHandle {
         self.request = request
         self.events = events
         self.onEnd = onEnd
-        self.state = Locked((steps[...], false))
+        self.state = Guarded((steps[...], false))
     }
 
     func cancel() {

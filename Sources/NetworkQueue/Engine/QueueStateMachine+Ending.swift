@@ -1,0 +1,97 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension QueueStateMachine {
+    /// Ends a request exactly once: frees its slot, stops its transfer (unless `transferEnded`: the
+    /// transport reported its completion), updates progress and posts its settlement, its final progress
+    /// and its didFinish / didFail.
+    mutating func end(
+        _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, now: Double
+    ) {
+        var record = table.remove(slot)
+        switch record.phase {
+        case .pending:
+            scheduler.remove(Job(id: slot, lane: .main))
+        case .awaitingPreflight:
+            scheduler.remove(Job(id: slot, lane: .preflight))
+            scheduler.remove(Job(id: slot, lane: .main))
+        case .preflighting:
+            scheduler.remove(Job(id: slot, lane: .preflight))
+            scheduler.remove(Job(id: slot, lane: .main))
+            if !transferEnded, let transfer = record.transfer { actions.cancels.append(transfer) }
+        case .awaitingMain:
+            scheduler.remove(Job(id: slot, lane: .main))
+        case .running:
+            scheduler.remove(Job(id: slot, lane: .main))
+            if !transferEnded, let transfer = record.transfer { actions.cancels.append(transfer) }
+        case .committing:
+            committingCount -= 1
+        }
+        switch result {
+        case .success: ledger.finish(&record.progress, .succeeded)
+        case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
+        }
+        settle(&record, result)
+    }
+
+    /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
+    /// the claim's end), its last progress, then its didFinish / didFail.
+    private mutating func settle(_ record: inout RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>) {
+        let request = record.request
+        let status = record.status(ending: result)
+        var sink: FileSink?
+        if case .failure = result, let failed = record.sink {
+            sink = failed
+            actions.discards.append(failed)
+        }
+        if let claim = record.claim { actions.releases.append(claim) }
+        actions.publications.append(.init(request: request, status: status))
+        post(.settle(status, request, sink, record.claim))
+        if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, status.upload)) }
+        if record.downloadDirty, request.downloadProgressHandler != nil {
+            post(.downloadProgress(request, status.download))
+        }
+        switch result {
+        case .success(let response): postEvent(.didFinish(request, response))
+        case .failure(let error): postEvent(.didFail(request, error))
+        }
+    }
+
+    /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on. Does nothing
+    /// when the request already ended: it cannot fail again, nor cancel its siblings.
+    mutating func fail(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+        let url = table[slot].request.url
+        end(slot, .failure(error), transferEnded: transferEnded, now: now)
+        if cancelsAllOnFailure, !error.isCancellation {
+            endAll(.cancelledBecauseSiblingFailed(sibling: url), now: now)
+        }
+    }
+
+    /// Ends every request with `error` but those whose file is being moved into place: transfers first,
+    /// in the order they were added, then waiting requests (preflight lane first, each lane oldest first).
+    /// Waiting requests leave the scheduler, the ledger and the table in bulk, so this stays linear.
+    mutating func endAll(_ error: NetworkQueueError, now: Double) {
+        let transfers = table.records.filter { $0.record.phase == .running || $0.record.phase == .preflighting }
+        for (slot, _) in transfers.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+            end(slot, .failure(error), now: now)
+        }
+        let waiting = scheduler.removeAllPending()
+        guard committingCount == 0 else {
+            // Rare (a file being committed): the ledger cannot drop everything unfinished in bulk.
+            for job in waiting where table.isOccupied(job.id) { end(job.id, .failure(error), now: now) }
+            return
+        }
+        ledger.cancelUnfinished()
+        let result = Result<NetworkResponse, NetworkQueueError>.failure(error)
+        for job in waiting {
+            // A request waiting for its HEAD is listed in both lanes: settled with the preflight lane.
+            if job.lane == .main, table[job.id].phase == .awaitingPreflight { continue }
+            var record = table[job.id]
+            settle(&record, result)
+        }
+        actions.garbage.append(table.removeAll())
+    }
+}

@@ -1,0 +1,47 @@
+extension QueueStateMachine {
+    // MARK: Progress coalescing
+
+    /// A request's bytes moved. Its counters and handlers are published at the next flush (or at its end),
+    /// not per chunk: it is listed for that flush once, and the queue's progress is marked due.
+    mutating func noteProgress(_ slot: Int, download: Bool, at now: Double) {
+        if !table[slot].isListedDirty {
+            table[slot].isListedDirty = true
+            dirtySlots.append(slot)
+        }
+        if download { table[slot].downloadDirty = true } else { table[slot].uploadDirty = true }
+        markProgressDirty(at: now)
+    }
+
+    /// The queue's progress changed: make sure a flush is due, no sooner than the throttle allows.
+    mutating func markProgressDirty(at now: Double) {
+        progressDirty = true
+        guard flushDue == nil, let delay = throttle.change(at: now) else { return }
+        flushDue = now + delay
+    }
+
+    /// Publishes each request with unreported bytes and posts its handlers' updates, then the queue's.
+    mutating func flushProgress(at now: Double) {
+        flushDue = nil
+        throttle.flushed(at: now)
+        for slot in dirtySlots where table.isOccupied(slot) && table[slot].isListedDirty {
+            var record = table[slot]
+            record.isListedDirty = false
+            let status = record.status()
+            actions.publications.append(.init(request: record.request, status: status))
+            if record.uploadDirty, record.request.uploadProgressHandler != nil {
+                post(.uploadProgress(record.request, status.upload))
+            }
+            if record.downloadDirty, record.request.downloadProgressHandler != nil {
+                post(.downloadProgress(record.request, status.download))
+            }
+            record.uploadDirty = false
+            record.downloadDirty = false
+            table[slot] = record
+        }
+        dirtySlots.removeAll(keepingCapacity: true)
+        if progressDirty, inDrain {
+            progressDirty = false
+            postEvent(.progress(ledger.snapshot(at: now)))
+        }
+    }
+}

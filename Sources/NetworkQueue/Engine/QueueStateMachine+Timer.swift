@@ -1,0 +1,60 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension QueueStateMachine {
+    // MARK: The queue's one timer: idle timeouts and progress flushes
+
+    /// The timer fired at `now` (it may fire late, or for an arming since superseded): flushes progress
+    /// if due and fails every transfer idle for its whole timeout.
+    mutating func timerFired(now: Double) -> QueueActions {
+        if let armed = armedTimer, now >= armed { armedTimer = nil }
+        if let due = flushDue, now >= due { flushProgress(at: now) }
+        expireDeadlines(now)
+        return finishEvent(now)
+    }
+
+    /// Adds a transfer's idle deadline.
+    mutating func addDeadline(_ deadline: Double, slot: Int, token: UInt64) {
+        // Entries of ended transfers stay until they come due; drop them when they outnumber the live ones.
+        if deadlines.count > 2 * scheduler.activeCount + 64 {
+            let machine = self
+            deadlines.removeAll { !machine.isRunning(slot: $0.id, token: $0.token) }
+        }
+        deadlines.insert(.init(deadline: deadline, id: slot, token: token))
+    }
+
+    /// Fails every transfer due at `now` that was idle for its whole timeout, and moves the others'
+    /// deadlines to their last activity plus their timeout.
+    private mutating func expireDeadlines(_ now: Double) {
+        for entry in deadlines.popDue(at: now) where isRunning(slot: entry.id, token: entry.token) {
+            let record = table[entry.id]
+            guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.urlRequest.timeoutInterval) else {
+                continue
+            }
+            if now - record.lastActivity >= timeout {
+                let error = URLError(.timedOut)
+                fail(entry.id, record.phase == .preflighting ? .preflightFailed(error) : .transport(error), now: now)
+            } else {
+                deadlines.insert(.init(deadline: record.lastActivity + timeout, id: entry.id, token: entry.token))
+            }
+        }
+    }
+
+    /// True when `token` is the running transfer (preflight or main) of `slot`.
+    private func isRunning(slot: Int, token: UInt64) -> Bool {
+        guard table.isCurrent(slot, token: token) else { return false }
+        return table[slot].phase == .running || table[slot].phase == .preflighting
+    }
+
+    /// Arms the timer for the earliest of the flush and the deadlines, unless it is armed earlier already.
+    mutating func armTimerIfNeeded() {
+        guard let next = [flushDue, deadlines.earliest].compactMap({ $0 }).min() else { return }
+        if armedTimer.map({ next < $0 }) ?? true {
+            armedTimer = next
+            actions.armTimer = next
+        }
+    }
+}

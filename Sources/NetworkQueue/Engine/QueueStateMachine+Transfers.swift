@@ -1,0 +1,163 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension QueueStateMachine {
+    /// The shell opened the file of a transfer about to start. When the request ended meanwhile, the
+    /// actions discard the file (and the caller must not start the transfer: check ``isCurrent(slot:token:)``).
+    mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> QueueActions {
+        if table.isCurrent(slot, token: token) {
+            table[slot].sink = sink
+        } else {
+            actions.discards.append(sink)
+        }
+        defer { actions = QueueActions() }
+        return actions
+    }
+
+    /// The transport returned the handle of a started transfer. When the request ended meanwhile, the
+    /// actions cancel it.
+    mutating func transferStarted(slot: Int, token: UInt64, handle: any TransferHandle) -> QueueActions {
+        if table.isCurrent(slot, token: token) {
+            table[slot].transfer = handle
+        } else {
+            actions.cancels.append(handle)
+        }
+        defer { actions = QueueActions() }
+        return actions
+    }
+
+    /// True when `token` is the transfer `slot` is running now.
+    func isCurrent(slot: Int, token: UInt64) -> Bool { table.isCurrent(slot, token: token) }
+
+    /// The file of a transfer could not be opened or written: the request fails, if that transfer is
+    /// still its current one.
+    mutating func fileFailed(slot: Int, token: UInt64, error: NetworkQueueError, now: Double) -> QueueActions {
+        if table.isCurrent(slot, token: token), table[slot].phase == .running { fail(slot, error, now: now) }
+        return finishEvent(now)
+    }
+
+    /// Applies one transport event. Events of a transfer that is no longer current (ended, cancelled,
+    /// timed out) are dropped: the queue's own state is the truth, not the transport's.
+    mutating func transferEvent(_ event: TransferEvent, slot: Int, token: UInt64, now: Double) -> QueueActions {
+        guard table.isCurrent(slot, token: token) else { return QueueActions() }
+        table[slot].lastActivity = now
+        switch table[slot].phase {
+        case .preflighting: preflightEvent(event, slot: slot, now: now)
+        case .running: mainEvent(event, slot: slot, now: now)
+        case .committing: break  // the transport reported after completing: nothing can change now
+        case let phase: preconditionFailure("a transfer event for a request in phase \(phase)")
+        }
+        return finishEvent(now)
+    }
+
+    /// The file of a finished transfer was moved into place (or could not be).
+    mutating func fileCommitted(slot: Int, token: UInt64, error: NetworkQueueError?, now: Double) -> QueueActions {
+        guard table.isCurrent(slot, token: token), table[slot].phase == .committing else {
+            preconditionFailure("a commit for a request that is not committing")
+        }
+        if let error {
+            fail(slot, error, transferEnded: true, now: now)
+        } else {
+            let record = table[slot]
+            let response = NetworkResponse(httpResponse: record.response!, body: Data(), fileURL: record.claim?.url)
+            end(slot, .success(response), transferEnded: true, now: now)
+        }
+        return finishEvent(now)
+    }
+
+    private mutating func preflightEvent(_ event: TransferEvent, slot: Int, now: Double) {
+        switch event {
+        case .response(let response) where ResponseRules.isInterim(response):
+            break
+        case .response(let response):
+            if (200..<300).contains(response.statusCode) {
+                ledger.setExpectedDownload(&table[slot].progress, ResponseRules.knownLength(of: response))
+                markProgressDirty(at: now)
+            }
+        case .data, .sent:
+            break
+        case .completed(let error?):
+            fail(slot, .preflightFailed(error), transferEnded: true, now: now)
+        case .completed(nil):
+            scheduler.finish(Job(id: slot, lane: .preflight))
+            table[slot].phase = .awaitingMain
+            table[slot].transfer = nil
+            table[slot].token = 0
+            actions.publications.append(.init(request: table[slot].request, status: table[slot].status()))
+        }
+    }
+
+    private mutating func mainEvent(_ event: TransferEvent, slot: Int, now: Double) {
+        switch event {
+        case .response(let response) where ResponseRules.isInterim(response):
+            // 100 Continue, 103 Early Hints: never the final response.
+            break
+        case .response(let response):
+            receiveHead(response, slot: slot, now: now)
+        case .data(let data):
+            let request = table[slot].request
+            if case .memory = request.destination { table[slot].body.append(data) }
+            ledger.receive(&table[slot].progress, bytes: Int64(data.count), at: now)
+            if let limit = request.maximumResponseSize, table[slot].progress.received > limit {
+                fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
+                return
+            }
+            noteProgress(slot, download: true, at: now)
+        case .sent(let sent, let expected):
+            ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
+            noteProgress(slot, download: false, at: now)
+        case .completed(let error?):
+            fail(slot, .transport(error), transferEnded: true, now: now)
+        case .completed(nil):
+            complete(slot, now: now)
+        }
+    }
+
+    private mutating func receiveHead(_ response: HTTPURLResponse, slot: Int, now: Double) {
+        if table[slot].response != nil {
+            // A second response means the transfer restarted: its earlier bytes no longer count.
+            ledger.restart(&table[slot].progress)
+            table[slot].body = Data()
+        }
+        let request = table[slot].request
+        let encoded = ResponseRules.isEncoded(response)
+        let length = ResponseRules.knownLength(of: response, encoded: encoded)
+        table[slot].response = response
+        table[slot].announcedLength = length
+        if length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
+        markProgressDirty(at: now)
+        actions.publications.append(.init(request: request, status: table[slot].status()))
+        postEvent(.didReceiveHeaders(request, response))
+        let problem = ResponseRules.check(
+            response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
+            acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
+            expectedLength: length)
+        if let problem { fail(slot, problem, now: now) }
+    }
+
+    /// The transfer reported success: the request succeeds, or, for a file destination, its file is
+    /// moved into place first (outside the lock) and ``fileCommitted(slot:token:error:now:)`` decides.
+    private mutating func complete(_ slot: Int, now: Double) {
+        let record = table[slot]
+        guard let response = record.response else {
+            return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
+        }
+        if ResponseRules.isShort(response, method: record.request.urlRequest.httpMethod, received: record.progress.received) {
+            return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
+        }
+        guard record.claim != nil else {
+            return end(slot, .success(NetworkResponse(httpResponse: response, body: record.body)), transferEnded: true, now: now)
+        }
+        guard let sink = record.sink else {
+            return fail(slot, .fileError(path: record.claim!.url.path, reason: "no file open"), transferEnded: true, now: now)
+        }
+        scheduler.finish(Job(id: slot, lane: .main))
+        table[slot].phase = .committing
+        table[slot].transfer = nil
+        committingCount += 1
+        actions.commits.append(.init(slot: slot, token: record.token, sink: sink))
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The engine of a ``NetworkQueue``: every request's life, the scheduling, the timeouts and the progress,
+/// as one pure state machine.
+///
+/// Each input is an event method that takes the time (`now`, seconds on the queue's monotonic clock) and
+/// returns the ``QueueActions`` to perform once the queue's lock is released: transfers to start or
+/// cancel, statuses to publish, files to move or delete, a delivery pass, the timer to arm. It reads no
+/// clock, takes no lock, does no I/O and calls no closure of the user; delegate events, handler calls
+/// and `run()` resumptions go into an ordered ``Outbox`` that the shell delivers.
+///
+/// A request's phase (``RequestPhase``) says what it may do next; an impossible transition is a
+/// precondition failure. Starts are computed in one pass at the end of each event, so no event method
+/// re-enters another.
+struct QueueStateMachine {
+    typealias Job = Scheduler<Int>.Job
+
+    /// Whether ``go()`` on a suspended queue first sends HEAD requests to learn the sizes.
+    var showsAccurateProgress = false
+    /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
+    var cancelsAllOnFailure = true
+    /// True when a delegate or an `events()` subscriber may hear queue events; when false, events
+    /// nobody can receive are not posted.
+    var hasListeners = false
+
+    var scheduler: Scheduler<Int>
+    var ledger = ProgressLedger()
+    var table = RequestTable()
+    var outbox = Outbox()
+    /// Idle deadlines of running transfers, served by the queue's one timer.
+    var deadlines = DeadlineHeap<Int>()
+    var throttle = DeliveryThrottle(interval: 1.0 / 60)
+    /// When the coalesced progress is to be flushed, if a flush is due.
+    var flushDue: Double?
+    var progressDirty = false
+    /// Slots with unreported bytes, each listed once.
+    var dirtySlots: [Int] = []
+    /// When the timer is armed to fire, or nil when it is not.
+    var armedTimer: Double?
+    /// True from the first add after idle until the drain's queueDidFinish is posted.
+    var inDrain = false
+    /// `run()` callers waiting for the drain to end.
+    var waitingRuns = 0
+    /// Records whose file is being moved into place (they cannot be cancelled any more).
+    var committingCount = 0
+    var nextToken: UInt64 = 0
+    var nextSequence: UInt64 = 0
+    /// The actions of the event being handled.
+    var actions = QueueActions()
+
+    init(limit: Int) { scheduler = Scheduler(limit: limit) }
+
+    // MARK: Queries
+
+    var limit: Int { scheduler.limit }
+    var order: SchedulingOrder { scheduler.order }
+    var isSuspended: Bool { scheduler.isSuspended }
+    var requestCount: Int { table.count }
+    /// The requests in the queue, in the order they were added.
+    var requests: [NetworkRequest] { table.records.map(\.record).sorted { $0.sequence < $1.sequence }.map(\.request) }
+    func progress(at now: Double) -> QueueProgress { ledger.snapshot(at: now) }
+
+    // MARK: Queue operations
+
+    /// Adds a request (already checked not to be added before, its destination already claimed).
+    /// Returns its slot and sequence number, which identify it in ``cancel(_:slot:sequence:now:)``.
+    mutating func add(
+        _ request: NetworkRequest, claim: DestinationClaim?, now: Double
+    ) -> (slot: Int, sequence: UInt64, actions: QueueActions) {
+        if !inDrain {
+            inDrain = true
+            ledger.reset()
+        }
+        nextSequence += 1
+        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim)
+        ledger.add(record.progress)
+        let slot = table.insert(record)
+        scheduler.enqueue(Job(id: slot, lane: .main))
+        markProgressDirty(at: now)
+        return (slot, nextSequence, finishEvent(now))
+    }
+
+    /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
+    /// running queue get no HEAD.
+    mutating func go(now: Double) -> QueueActions {
+        if showsAccurateProgress, scheduler.isSuspended {
+            let candidates = table.records.filter {
+                $0.record.phase == .pending && RequestRules.wantsPreflight($0.record.request.urlRequest)
+            }
+            for (slot, _) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+                table[slot].phase = .awaitingPreflight
+                scheduler.enqueue(Job(id: slot, lane: .preflight))
+            }
+        }
+        scheduler.resume()
+        return finishEvent(now)
+    }
+
+    /// Stops new starts; running transfers continue.
+    mutating func suspend() { scheduler.suspend() }
+
+    mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
+        scheduler.limit = limit
+        return finishEvent(now)
+    }
+
+    mutating func setOrder(_ order: SchedulingOrder) { scheduler.order = order }
+
+    /// Cancels one request, if `slot` still holds the request of `sequence`. A request whose file is
+    /// being moved into place is past cancelling: it ends on its own.
+    mutating func cancel(_ request: NetworkRequest, slot: Int, sequence: UInt64, now: Double) -> QueueActions {
+        if table.contains(slot, sequence: sequence), table[slot].request === request, table[slot].phase != .committing {
+            end(slot, .failure(.cancelled), now: now)
+        }
+        return finishEvent(now)
+    }
+
+    /// Cancels every request (see ``endAll(_:now:)``).
+    mutating func cancelAll(now: Double) -> QueueActions {
+        endAll(.cancelled, now: now)
+        return finishEvent(now)
+    }
+
+    /// Cancels everything and suspends; the progress returns to zero once no request is left.
+    mutating func reset(now: Double) -> QueueActions {
+        scheduler.suspend()
+        endAll(.cancelled, now: now)
+        let actions = finishEvent(now)
+        if table.isEmpty { ledger.reset() }
+        return actions
+    }
+
+    /// A `run()` caller waits for the drain to end; it is resumed at once (behind everything already
+    /// posted) when the queue holds no request.
+    mutating func awaitDrain(now: Double) -> QueueActions {
+        if table.isEmpty {
+            post(.resumeRuns(1, ledger.snapshot(at: now)))
+        } else {
+            waitingRuns += 1
+        }
+        return finishEvent(now)
+    }
+
+    /// Everything posted so far, for one delivery pass.
+    mutating func takeDeliveries() -> [Delivery] { outbox.take() }
+
+    // MARK: Steps shared by every event
+
+    /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
+    /// returns the event's actions.
+    mutating func finishEvent(_ now: Double) -> QueueActions {
+        startReady(now)
+        if inDrain, table.isEmpty { endDrain(now) }
+        armTimerIfNeeded()
+        defer { actions = QueueActions() }
+        return actions
+    }
+
+    /// Starts every job the scheduler allows now. An invalid request fails instead of starting.
+    private mutating func startReady(_ now: Double) {
+        while let job = scheduler.nextStart() {
+            if let problem = table[job.id].request.invalidReason {
+                scheduler.finish(job)
+                fail(job.id, .invalidRequest(problem), now: now)
+                continue
+            }
+            nextToken += 1
+            let token = nextToken
+            var record = table[job.id]
+            var urlRequest = record.request.urlRequest
+            switch (job.lane, record.phase) {
+            case (.preflight, .awaitingPreflight):
+                record.phase = .preflighting
+                urlRequest.httpMethod = "HEAD"
+                urlRequest.httpBody = nil
+            case (.main, .pending), (.main, .awaitingMain):
+                record.phase = .running
+                record.attempts += 1
+            default:
+                preconditionFailure("cannot start \(job.lane) of a request in phase \(record.phase)")
+            }
+            record.token = token
+            record.lastActivity = now
+            actions.publications.append(.init(request: record.request, status: record.status()))
+            let claim = job.lane == .main ? record.claim : nil
+            let request = record.request
+            table[job.id] = record
+            if job.lane == .main { postEvent(.didStart(request)) }
+            if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
+                addDeadline(now + timeout, slot: job.id, token: token)
+            }
+            actions.starts.append(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, claim: claim))
+        }
+    }
+
+    /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
+    private mutating func endDrain(_ now: Double) {
+        inDrain = false
+        let progress = ledger.snapshot(at: now)
+        postEvent(.progress(progress))
+        progressDirty = false
+        postEvent(.queueDidFinish)
+        if waitingRuns > 0 {
+            post(.resumeRuns(waitingRuns, progress))
+            waitingRuns = 0
+        }
+    }
+
+    /// Appends an item to the outbox, asking for a delivery pass if none is pending.
+    mutating func post(_ item: Delivery) {
+        if outbox.post(item) { actions.deliver = true }
+    }
+
+    /// Posts a queue event unless nobody can receive it: no listener and, for a request's end, no
+    /// completion handler. Progress always goes out: ``NetworkQueue/foundationProgress`` follows it.
+    mutating func postEvent(_ event: NetworkQueueEvent) {
+        if !hasListeners {
+            switch event {
+            case .didFinish(let request, _), .didFail(let request, _):
+                guard request.completionHandler != nil else { return }
+            case .progress: break
+            case .didStart, .didReceiveHeaders, .queueDidFinish: return
+            }
+        }
+        post(.event(event))
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Where one request is in its life inside the queue. Every transition is made by
+/// ``QueueStateMachine``; an ended request leaves the table.
+///
+/// ```
+/// pending ──────────────────────────────┐
+///    │ go() with accurate progress      ▼
+///    └─► awaitingPreflight ─► preflighting ─► awaitingMain ─► running ─► committing ─► (ended)
+/// ```
+/// `pending` and `awaitingMain` both wait in the scheduler's main lane; `running` and `preflighting`
+/// hold a slot; `committing` (a file destination being moved into place) holds none.
+enum RequestPhase: Equatable, Sendable {
+    /// Waiting for a slot; no HEAD preflight planned.
+    case pending
+    /// Waiting for a slot in the preflight lane (and listed in the main lane too).
+    case awaitingPreflight
+    /// Its HEAD request is running.
+    case preflighting
+    /// Its HEAD request finished; waiting for a slot for the transfer itself.
+    case awaitingMain
+    /// Its transfer is running.
+    case running
+    /// Its transfer succeeded and its file is being moved into place; its outcome is decided by that.
+    case committing
+
+    /// The public state this phase shows.
+    var publicState: NetworkRequest.State {
+        switch self {
+        case .pending, .awaitingPreflight, .awaitingMain: .pending
+        case .preflighting: .preflighting
+        case .running, .committing: .running
+        }
+    }
+}
+
+/// Everything the queue knows about one request. It is the only home of the request's bytes: the
+/// ledger keeps sums, and the request's public status is a copy published from actions.
+struct RequestRecord {
+    let request: NetworkRequest
+    /// Order of addition; also tells a reused slot's new request from the old one.
+    let sequence: UInt64
+    /// The right to write the file destination, held from `add` until the request ends.
+    let claim: DestinationClaim?
+    var phase = RequestPhase.pending
+    /// Identifies the transfer now running (preflight or main); events of other transfers are dropped.
+    var token: UInt64 = 0
+    /// The running transfer, once the transport returned it.
+    var transfer: (any TransferHandle)?
+    /// The file the current transfer writes to, for the file destination.
+    var sink: FileSink?
+    var response: HTTPURLResponse?
+    /// The body size the final response announces in decoded bytes, when it announces one.
+    var announcedLength: Int64?
+    /// The body, for the memory destination.
+    var body = Data()
+    /// Byte counts and outcome, as the ledger sees them.
+    var progress: ProgressLedger.Entry
+    var lastActivity: Double = 0
+    var downloadDirty = false
+    var uploadDirty = false
+    /// True while listed for the next progress flush.
+    var isListedDirty = false
+    /// How many main transfers were started.
+    var attempts = 0
+    /// Bumped at every publication, so a late publication never overwrites a newer one.
+    var statusVersion: UInt64 = 0
+
+    init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?) {
+        self.request = request
+        self.sequence = sequence
+        self.claim = claim
+        progress = ProgressLedger.Entry(expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
+    }
+
+    var downloadProgress: TransferProgress {
+        TransferProgress(completedBytes: progress.received, expectedBytes: announcedLength)
+    }
+
+    var uploadProgress: TransferProgress {
+        TransferProgress(completedBytes: progress.sent, expectedBytes: progress.expectedUp)
+    }
+
+    /// The status to publish now, with a new version.
+    mutating func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil) -> NetworkRequest.Status {
+        statusVersion += 1
+        let state: NetworkRequest.State
+        switch result {
+        case nil: state = phase.publicState
+        case .success?: state = .finished
+        case .failure(let error)?: state = error.isCancellation ? .cancelled : .failed
+        }
+        return NetworkRequest.Status(
+            version: statusVersion, state: state, response: response, result: result, download: downloadProgress,
+            upload: uploadProgress, attemptCount: attempts)
+    }
+}
+
+/// The queue's requests in slots: lookups by slot are array reads, freed slots are reused.
+struct RequestTable {
+    private var slots: [RequestRecord?] = []
+    private var free: [Int] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Stores `record` and returns its slot.
+    mutating func insert(_ record: RequestRecord) -> Int {
+        count += 1
+        if let slot = free.popLast() {
+            slots[slot] = record
+            return slot
+        }
+        slots.append(record)
+        return slots.count - 1
+    }
+
+    /// The record in `slot`; the slot must be occupied.
+    subscript(slot: Int) -> RequestRecord {
+        _read { yield slots[slot]! }
+        _modify { yield &slots[slot]! }
+    }
+
+    /// The record in `slot` if the slot holds the request of that sequence number.
+    func contains(_ slot: Int, sequence: UInt64) -> Bool {
+        slots.indices.contains(slot) && slots[slot]?.sequence == sequence
+    }
+
+    /// True when `slot` holds a record.
+    func isOccupied(_ slot: Int) -> Bool { slots.indices.contains(slot) && slots[slot] != nil }
+
+    /// True when `slot` holds a record whose current transfer is `token`.
+    func isCurrent(_ slot: Int, token: UInt64) -> Bool {
+        slots.indices.contains(slot) && slots[slot]?.token == token
+    }
+
+    /// Removes and returns the record in `slot`.
+    mutating func remove(_ slot: Int) -> RequestRecord {
+        let record = slots[slot].take()!
+        count -= 1
+        if count == 0 {
+            slots.removeAll(keepingCapacity: true)
+            free.removeAll(keepingCapacity: true)
+        } else {
+            free.append(slot)
+        }
+        return record
+    }
+
+    /// Removes every record, returning the storage so that the caller can free it elsewhere.
+    mutating func removeAll() -> [RequestRecord?] {
+        defer {
+            slots = []
+            free = []
+            count = 0
+        }
+        return slots
+    }
+
+    /// The occupied slots with their records, in slot order.
+    var records: some Sequence<(slot: Int, record: RequestRecord)> {
+        slots.enumerated().lazy.compactMap { slot, record in record.map { (slot, $0) } }
+    }
+}

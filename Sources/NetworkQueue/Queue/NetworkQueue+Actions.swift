@@ -1,0 +1,129 @@
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension NetworkQueue {
+    /// Performs the actions of one machine event, outside the lock.
+    ///
+    /// `inline` says the caller is one of the queue's own threads (a transport's events, the timer): it may
+    /// start transfers itself. A user's call never does: its starts go to the launcher's thread, so
+    /// `go()`, `add()` and the rest return at once whatever the transport's start costs.
+    func perform(_ actions: consuming QueueActions, inline: Bool = false) {
+        for publication in actions.publications { publication.request.publish(publication.status) }
+        // A cancelled file request has no partial file left when cancel() returns. Only running requests
+        // have one, so this is bounded by the concurrency limit.
+        for sink in actions.discards { sink.discard() }
+        for claim in actions.releases { claim.endRequest() }
+        if !actions.cancels.isEmpty {
+            // URLSession's cancel can block for a while on Linux: never on the caller's thread.
+            let cancels = actions.cancels
+            DispatchQueue.global(qos: .userInitiated).async { for transfer in cancels { transfer.cancel() } }
+        }
+        for commit in actions.commits {
+            // Only a transport's completion asks for a commit: this is its thread.
+            let error = commit.sink.commit()
+            send(inline: true) { $0.fileCommitted(slot: commit.slot, token: commit.token, error: error, now: $1) }
+        }
+        if !actions.starts.isEmpty {
+            if !launcher.submit(actions.starts, mayRunInline: inline, on: self) {
+                for start in actions.starts { launch(start) }
+            }
+        }
+        if actions.deliver { deliveryQueue.async { self.deliver() } }
+        if let deadline = actions.armTimer {
+            clock.schedule(at: deadline) { [weak self] in self?.send(inline: true) { $0.timerFired(now: $1) } }
+        }
+        if !actions.garbage.isEmpty {
+            // Moved out first, so that the last reference, and the freeing, is the background queue's.
+            let garbage = Locked(actions.garbage)
+            actions.garbage = []
+            DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
+        }
+    }
+
+    /// ``send(_:)`` from one of the queue's own threads.
+    func send(inline: Bool, _ event: (inout QueueStateMachine, Double) -> QueueActions) {
+        let actions = core.withLock { event(&$0.machine, clock.now()) }
+        perform(actions, inline: inline)
+    }
+
+    /// Starts one transfer: opens its file (file destination), starts it on the transport and hands the
+    /// machine its handle. Runs outside the lock, on the launcher's or a transport's thread.
+    func launch(_ start: QueueActions.Start) {
+        let (slot, token) = (start.slot, start.token)
+        var sink: FileSink?
+        if let claim = start.claim {
+            do {
+                // Nil means the request ended while starting: nothing to open or send.
+                guard let opened = try FileSink(claim: claim) else { return }
+                sink = opened
+            } catch {
+                return send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            }
+            let (actions, isCurrent) = core.withLock { core in
+                let actions = core.machine.fileOpened(slot: slot, token: token, sink: sink!)
+                return (actions, core.machine.isCurrent(slot: slot, token: token))
+            }
+            perform(actions, inline: true)
+            guard isCurrent else { return }
+        }
+        // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
+        let handle = transport.startTransfer(start.urlRequest) { [sink] event in
+            // File I/O happens here, outside the lock; a transfer's events are serial.
+            if let sink, let error = Self.write(event, to: sink) {
+                return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            }
+            self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+        }
+        perform(core.withLock { $0.machine.transferStarted(slot: slot, token: token, handle: handle) }, inline: true)
+    }
+
+    /// Applies a transfer event to its file; returns the error that must fail the request, if any.
+    private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
+        switch event {
+        case .response(let response): ResponseRules.isInterim(response) ? nil : sink.restart()
+        case .data(let data): sink.write(data)
+        case .sent: nil
+        case .completed(nil): sink.finishWriting()
+        case .completed(.some):
+            // The queue fails the request and discards the file.
+            nil
+        }
+    }
+}
+
+/// Runs transfer starts in order on its own serial queue, off the threads of the queue's callers.
+final class Launcher: Sendable {
+    private let queue = DispatchQueue(label: "NetworkQueue.launcher", qos: .userInitiated)
+    private let pending = Locked((starts: [QueueActions.Start](), isDraining: false))
+
+    /// Queues `starts` for the launcher's thread and returns true; or, when `mayRunInline` and nothing is
+    /// queued before them, returns false and the caller starts them itself (the order stays the
+    /// machine's either way).
+    func submit(_ starts: [QueueActions.Start], mayRunInline: Bool, on queue: NetworkQueue) -> Bool {
+        let mustSchedule = pending.withLock { pending -> Bool? in
+            if mayRunInline, !pending.isDraining { return nil }
+            pending.starts.append(contentsOf: starts)
+            defer { pending.isDraining = true }
+            return !pending.isDraining
+        }
+        guard let mustSchedule else { return false }
+        if mustSchedule { self.queue.async { self.drain(queue) } }
+        return true
+    }
+
+    private func drain(_ owner: NetworkQueue) {
+        while true {
+            let batch = pending.withLock { pending in
+                defer { pending.starts.removeAll(keepingCapacity: true) }
+                if pending.starts.isEmpty { pending.isDraining = false }
+                return pending.starts
+            }
+            if batch.isEmpty { return }
+            for start in batch { owner.launch(start) }
+        }
+    }
+}
