@@ -2,7 +2,7 @@ import Testing
 
 @testable import NetworkQueue
 
-typealias IntScheduler = Scheduler<Int>
+typealias IntScheduler = Scheduler
 
 extension Scheduler {
     /// Every job that may start now, in start order.
@@ -185,7 +185,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
 
 @Suite struct PendingListTests {
     @Test func popsFromBothEndsSkippingRemoved() {
-        var list = PendingList<Int>()
+        var list = PendingList()
         for id in 1...6 { list.append(id) }
         list.remove(1)
         list.remove(6)
@@ -199,7 +199,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     }
 
     @Test func compactionKeepsOrderAndRemoval() {
-        var list = PendingList<Int>()
+        var list = PendingList()
         for id in 0..<5_000 { list.append(id) }
         for expected in 0..<3_000 { #expect(list.popFirst() == expected) }
         let removed = list.remove(4_000)

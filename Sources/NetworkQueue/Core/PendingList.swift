@@ -1,77 +1,90 @@
 /// Pending ids in insertion order, with O(1) append, O(1) amortized pop from either end and O(1) removal
 /// by id.
 ///
-/// Removal leaves a tombstone in the slot array instead of shifting it; pops skip tombstones, so every
-/// slot is visited at most once. Positions are absolute (`base` + slot index) so that compaction never has
-/// to rewrite the index.
-struct PendingList<ID: Hashable> {
-    private var slots: [ID?] = []
+/// Ids are small non-negative integers (the queue's request slots, which are reused), so the position of
+/// each id lives in an array indexed by the id: no hashing. Removal leaves a tombstone in the slot array
+/// instead of shifting it; pops skip tombstones, so every slot is visited at most once. Positions are
+/// absolute (`base` + slot index) so that compaction never has to rewrite them.
+struct PendingList {
+    private var slots: [Int] = []
     /// Slots before `head` are consumed.
     private var head = 0
     /// The absolute position of `slots[0]`.
     private var base = 0
-    private var positions: [ID: Int] = [:]
+    /// `positions[id]` is the absolute position of `id`, or -1 when absent.
+    private var positions: [Int] = []
+    private(set) var count = 0
 
-    /// The number of ids in the list.
-    var count: Int { positions.count }
-    var isEmpty: Bool { positions.isEmpty }
+    private static let tombstone = -1
 
-    func contains(_ id: ID) -> Bool { positions[id] != nil }
+    var isEmpty: Bool { count == 0 }
 
-    /// Appends `id`; returns false (and changes nothing) if it is already present.
+    func contains(_ id: Int) -> Bool { position(of: id) != nil }
+
+    private func position(of id: Int) -> Int? {
+        guard id >= 0, id < positions.count, positions[id] >= 0 else { return nil }
+        return positions[id]
+    }
+
+    /// Appends `id` (non-negative); returns false (and changes nothing) if it is already present.
     @discardableResult
-    mutating func append(_ id: ID) -> Bool {
-        guard positions[id] == nil else { return false }
+    mutating func append(_ id: Int) -> Bool {
+        precondition(id >= 0, "pending ids are non-negative")
+        guard position(of: id) == nil else { return false }
+        if id >= positions.count { positions.append(contentsOf: repeatElement(-1, count: id + 1 - positions.count)) }
         positions[id] = base + slots.count
         slots.append(id)
+        count += 1
         return true
     }
 
     /// Removes `id`; returns false if it was not present.
     @discardableResult
-    mutating func remove(_ id: ID) -> Bool {
-        guard let position = positions.removeValue(forKey: id) else { return false }
-        slots[position - base] = nil
+    mutating func remove(_ id: Int) -> Bool {
+        guard let position = position(of: id) else { return false }
+        positions[id] = -1
+        slots[position - base] = Self.tombstone
+        count -= 1
         compactIfNeeded()
         return true
     }
 
     /// Removes and returns the oldest id.
-    mutating func popFirst() -> ID? {
+    mutating func popFirst() -> Int? {
         while head < slots.count {
-            let slot = slots[head]
-            slots[head] = nil
+            let id = slots[head]
+            slots[head] = Self.tombstone
             head += 1
-            if let id = slot {
-                positions[id] = nil
-                compactIfNeeded()
-                return id
-            }
+            if id != Self.tombstone { return taken(id) }
         }
         return nil
     }
 
     /// Removes and returns the newest id.
-    mutating func popLast() -> ID? {
+    mutating func popLast() -> Int? {
         while slots.count > head {
-            if let id = slots.removeLast() {
-                positions[id] = nil
-                compactIfNeeded()
-                return id
-            }
+            let id = slots.removeLast()
+            if id != Self.tombstone { return taken(id) }
         }
         return nil
     }
 
     /// Removes every id, returning them oldest first.
-    mutating func removeAll() -> [ID] {
-        let ids = slots[head...].compactMap { $0 }
+    mutating func removeAll() -> [Int] {
+        let ids = slots[head...].filter { $0 != Self.tombstone }
         self = PendingList()
         return ids
     }
 
+    private mutating func taken(_ id: Int) -> Int {
+        positions[id] = -1
+        count -= 1
+        compactIfNeeded()
+        return id
+    }
+
     private mutating func compactIfNeeded() {
-        if positions.isEmpty {
+        if count == 0 {
             // Keep the capacity: a queue that drains usually fills again.
             base += slots.count
             slots.removeAll(keepingCapacity: true)

@@ -43,10 +43,11 @@ enum ResponseRules {
 
     /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)
     /// Content-Length announced. HEAD responses and 204/304 announce a length but carry no body.
-    static func isShort(_ response: HTTPURLResponse, method: String?, received: Int64) -> Bool {
-        guard (method ?? "GET").uppercased() != "HEAD", ![204, 304].contains(response.statusCode),
-            let length = knownLength(of: response)
+    /// `knownLength` is the response's ``knownLength(of:encoded:)``, when the caller has it already.
+    static func isShort(_ response: HTTPURLResponse, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool {
+        guard let length = knownLength ?? Self.knownLength(of: response), received < length,
+            ![204, 304].contains(response.statusCode), (method ?? "GET").uppercased() != "HEAD"
         else { return false }
-        return received < length
+        return true
     }
 }

@@ -7,7 +7,11 @@
 /// Two lanes of pending jobs share one concurrency limit. The preflight lane (HEAD requests) has strict
 /// priority, and the main lane is held back while any preflight job is pending or active, so that every
 /// size is known before the first main transfer starts.
-struct Scheduler<ID: Hashable> {
+struct Scheduler {
+    /// Jobs are identified by small non-negative integers (the queue's request slots): the scheduler
+    /// keeps per-id state in arrays indexed by them, with no hashing.
+    typealias ID = Int
+
     enum Lane: Hashable, CaseIterable {
         case preflight
         case main
@@ -28,9 +32,11 @@ struct Scheduler<ID: Hashable> {
         case notFound
     }
 
-    private var preflight = PendingList<ID>()
-    private var main = PendingList<ID>()
-    private(set) var active: Set<Job> = []
+    private var preflight = PendingList()
+    private var main = PendingList()
+    /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job.
+    private var activeLanes: [UInt8] = []
+    private(set) var activeCount = 0
     private var activePreflightCount = 0
 
     /// The most jobs active at once; 0 means unlimited. Negative values are stored as 0.
@@ -48,18 +54,39 @@ struct Scheduler<ID: Hashable> {
     }
 
     var pendingCount: Int { preflight.count + main.count }
-    var activeCount: Int { active.count }
     /// True when nothing is pending or active.
-    var isIdle: Bool { active.isEmpty && preflight.isEmpty && main.isEmpty }
+    var isIdle: Bool { activeCount == 0 && preflight.isEmpty && main.isEmpty }
 
-    func isActive(_ job: Job) -> Bool { active.contains(job) }
+    func isActive(_ job: Job) -> Bool {
+        job.id >= 0 && job.id < activeLanes.count && activeLanes[job.id] & Self.bit(job.lane) != 0
+    }
+
+    /// The active jobs (a scan: for tests and diagnostics).
+    var active: Set<Job> {
+        var jobs: Set<Job> = []
+        for (id, lanes) in activeLanes.enumerated() where lanes != 0 {
+            for lane in Lane.allCases where lanes & Self.bit(lane) != 0 { jobs.insert(Job(id: id, lane: lane)) }
+        }
+        return jobs
+    }
+
+    private static func bit(_ lane: Lane) -> UInt8 { lane == .preflight ? 1 : 2 }
+
+    private mutating func activate(_ job: Job) {
+        if job.id >= activeLanes.count {
+            activeLanes.append(contentsOf: repeatElement(0, count: job.id + 1 - activeLanes.count))
+        }
+        activeLanes[job.id] |= Self.bit(job.lane)
+        activeCount += 1
+        if job.lane == .preflight { activePreflightCount += 1 }
+    }
 
     // MARK: Events
 
     /// Adds a pending job. Returns false if the same job is already pending or active.
     @discardableResult
     mutating func enqueue(_ job: Job) -> Bool {
-        guard !active.contains(job) else { return false }
+        guard !isActive(job) else { return false }
         switch job.lane {
         case .preflight: return preflight.append(job.id)
         case .main: return main.append(job.id)
@@ -75,7 +102,9 @@ struct Scheduler<ID: Hashable> {
     /// Marks an active job finished and frees its slot. Returns false if the job was not active.
     @discardableResult
     mutating func finish(_ job: Job) -> Bool {
-        guard active.remove(job) != nil else { return false }
+        guard isActive(job) else { return false }
+        activeLanes[job.id] &= ~Self.bit(job.lane)
+        activeCount -= 1
         if job.lane == .preflight { activePreflightCount -= 1 }
         return true
     }
@@ -103,16 +132,15 @@ struct Scheduler<ID: Hashable> {
     /// Moves the next startable job to the active set and returns it, or returns nil when nothing may
     /// start now (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
     mutating func nextStart() -> Job? {
-        guard !isSuspended, limit == 0 || active.count < limit else { return nil }
+        guard !isSuspended, limit == 0 || activeCount < limit else { return nil }
         if let id = pop(from: .preflight) {
             let job = Job(id: id, lane: .preflight)
-            active.insert(job)
-            activePreflightCount += 1
+            activate(job)
             return job
         }
         guard activePreflightCount == 0, let id = pop(from: .main) else { return nil }
         let job = Job(id: id, lane: .main)
-        active.insert(job)
+        activate(job)
         return job
     }
 

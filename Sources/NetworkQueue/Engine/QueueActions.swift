@@ -4,54 +4,55 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What the queue must do after an event of ``QueueStateMachine``, once its lock is released: plain
-/// values, performed by the shell (``NetworkQueue``) in the order of the fields below.
-struct QueueActions {
-    /// A request's status to show (versioned: performing two of them out of order is harmless).
-    struct Publication {
-        let request: NetworkRequest
-        let status: NetworkRequest.Status
-    }
+/// One thing the queue must do once its lock is released, as a plain value.
+enum QueueAction {
+    /// Show this status of a request (versioned: performing two of them out of order is harmless).
+    case publish(NetworkRequest, NetworkRequest.Status)
+    /// Show these requests, which never moved a byte, as ended with `error` (a bulk cancel).
+    case publishEnd([NetworkRequest], NetworkQueueError)
+    /// Start a transfer: open its file (file destination), start it on the transport, then report
+    /// ``QueueStateMachine/fileOpened(slot:token:sink:)`` and ``QueueStateMachine/transferStarted(slot:token:handle:)``.
+    case start(Start)
+    /// Stop a transfer. The queue has already reported its request ended.
+    case cancel(any TransferHandle)
+    /// Delete a failed request's partial file before the call that failed it returns (idempotent;
+    /// delivery does it again before the failure is reported, so that no report precedes the deletion).
+    case discard(FileSink)
+    /// End a request's claim on its destination (idempotent; delivery does it again).
+    case release(DestinationClaim)
+    /// Move a finished transfer's file into place, then report
+    /// ``QueueStateMachine/fileCommitted(slot:token:error:now:)``.
+    case commit(slot: Int, token: UInt64, sink: FileSink)
+    /// Records dropped in bulk (cancelAll of a big queue), to free off the caller's thread.
+    case free([RequestRecord?])
 
-    /// A transfer to start: open its file (main lane with a file destination), start it on the
-    /// transport, then report ``QueueStateMachine/fileOpened(slot:token:sink:)`` and
-    /// ``QueueStateMachine/transferStarted(slot:token:handle:)``.
+    /// A transfer to start.
     struct Start {
         let slot: Int
         let token: UInt64
-        let lane: Scheduler<Int>.Lane
+        let lane: Scheduler.Lane
         let urlRequest: URLRequest
         /// The right to write the file destination (main lane only); nil for the memory destination.
         let claim: DestinationClaim?
     }
+}
 
-    /// A file to move into place; report the result with ``QueueStateMachine/fileCommitted(slot:token:error:now:)``.
-    struct Commit {
-        let slot: Int
-        let token: UInt64
-        let sink: FileSink
-    }
-
-    var publications: [Publication] = []
-    /// Transfers to stop. The queue has already reported them ended.
-    var cancels: [any TransferHandle] = []
-    /// Partial files of failed requests to delete before the call that failed them returns (idempotent;
-    /// delivery does it again before the failure is reported, so that no report precedes the deletion).
-    var discards: [FileSink] = []
-    /// Destination claims to end (idempotent; delivery ends them too before the outcome is reported).
-    var releases: [DestinationClaim] = []
-    var commits: [Commit] = []
-    var starts: [Start] = []
-    /// The outbox went from empty to not empty: schedule a delivery pass.
+/// What the queue must do after one event of ``QueueStateMachine``: the actions in the order they
+/// happened, then a delivery pass and the timer. The shell performs them in that order.
+struct QueueActions {
+    var list: [QueueAction] = []
+    /// The outbox went from empty to due: schedule a delivery pass (after everything in `list`).
     var deliver = false
     /// Arm the queue's one timer to fire at this time (seconds on the queue's clock).
     var armTimer: Double?
-    /// Records dropped in bulk (cancelAll of a big queue), to free off the caller's thread.
-    var garbage: [[RequestRecord?]] = []
 
-    var isEmpty: Bool {
-        publications.isEmpty && cancels.isEmpty && discards.isEmpty && releases.isEmpty && commits.isEmpty
-            && starts.isEmpty && !deliver && armTimer == nil && garbage.isEmpty
+    var isEmpty: Bool { list.isEmpty && !deliver && armTimer == nil }
+
+    /// Appends the actions of a later event of the same lock hold.
+    mutating func append(_ other: consuming QueueActions) {
+        list += other.list
+        deliver = deliver || other.deliver
+        if let time = other.armTimer { armTimer = min(armTimer ?? time, time) }
     }
 }
 
@@ -63,19 +64,27 @@ enum Delivery {
     /// A request ended: show its final status and remove its partial file (if it failed) and its claim
     /// before anything about its end is delivered. Posted even when nobody listens.
     case settle(NetworkRequest.Status, NetworkRequest, FileSink?, DestinationClaim?)
+    /// Requests that never moved a byte ended with this error (a bulk cancel): as `settle` for each.
+    case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim])
     /// Resume this many `run()` callers, oldest first, with this progress.
     case resumeRuns(Int, QueueProgress)
 }
 
 /// The ordered outbox: the machine's lock order is the delivery order.
+///
+/// An item that someone is waiting for is *urgent* and gets a delivery pass at once; others (a
+/// settlement nobody hears about) wait for the next pass, or for the outbox to hold ``batchSize`` items.
 struct Outbox {
+    /// Items that make a pass due even when none is urgent.
+    static let batchSize = 4_096
+
     private(set) var items: [Delivery] = []
     private var isScheduled = false
 
     /// Appends an item; returns true when a delivery pass must be scheduled.
-    mutating func post(_ item: Delivery) -> Bool {
+    mutating func post(_ item: Delivery, urgent: Bool = true) -> Bool {
         items.append(item)
-        guard !isScheduled else { return false }
+        guard !isScheduled, urgent || items.count >= Self.batchSize else { return false }
         isScheduled = true
         return true
     }
@@ -88,17 +97,3 @@ struct Outbox {
     }
 }
 
-extension QueueActions {
-    /// Appends the actions of a later event of the same lock hold.
-    mutating func append(_ other: consuming QueueActions) {
-        publications += other.publications
-        cancels += other.cancels
-        discards += other.discards
-        releases += other.releases
-        commits += other.commits
-        starts += other.starts
-        deliver = deliver || other.deliver
-        if let time = other.armTimer { armTimer = min(armTimer ?? time, time) }
-        garbage += other.garbage
-    }
-}

@@ -11,7 +11,7 @@ extension QueueStateMachine {
     mutating func end(
         _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, now: Double
     ) {
-        var record = table.remove(slot)
+        let record = table.remove(slot)
         switch record.phase {
         case .pending:
             scheduler.remove(Job(id: slot, lane: .main))
@@ -21,12 +21,12 @@ extension QueueStateMachine {
         case .preflighting:
             scheduler.remove(Job(id: slot, lane: .preflight))
             scheduler.remove(Job(id: slot, lane: .main))
-            if !transferEnded, let transfer = record.transfer { actions.cancels.append(transfer) }
+            if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
         case .awaitingMain:
             scheduler.remove(Job(id: slot, lane: .main))
         case .running:
             scheduler.remove(Job(id: slot, lane: .main))
-            if !transferEnded, let transfer = record.transfer { actions.cancels.append(transfer) }
+            if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
         case .committing:
             committingCount -= 1
         }
@@ -34,22 +34,23 @@ extension QueueStateMachine {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
         }
-        settle(&record, result)
+        settle(record, result)
     }
 
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
     /// the claim's end), its last progress, then its didFinish / didFail.
-    private mutating func settle(_ record: inout RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>) {
+    private mutating func settle(_ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>) {
         let request = record.request
         let status = record.status(ending: result)
         var sink: FileSink?
         if case .failure = result, let failed = record.sink {
             sink = failed
-            actions.discards.append(failed)
+            actions.list.append(.discard(failed))
         }
-        if let claim = record.claim { actions.releases.append(claim) }
-        actions.publications.append(.init(request: request, status: status))
-        post(.settle(status, request, sink, record.claim))
+        if let claim = record.claim { actions.list.append(.release(claim)) }
+        actions.list.append(.publish(request, status))
+        // Not urgent by itself: the events below are, when someone hears them.
+        post(.settle(status, request, sink, record.claim), urgent: false)
         if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, status.upload)) }
         if record.downloadDirty, request.downloadProgressHandler != nil {
             post(.downloadProgress(request, status.download))
@@ -85,13 +86,21 @@ extension QueueStateMachine {
             return
         }
         ledger.cancelUnfinished()
-        let result = Result<NetworkResponse, NetworkQueueError>.failure(error)
+        // A request waiting for its HEAD is listed in both lanes: taken with the preflight lane.
+        var requests: [NetworkRequest] = []
+        requests.reserveCapacity(waiting.count)
+        var claims: [DestinationClaim] = []
         for job in waiting {
-            // A request waiting for its HEAD is listed in both lanes: settled with the preflight lane.
-            if job.lane == .main, table[job.id].phase == .awaitingPreflight { continue }
-            var record = table[job.id]
-            settle(&record, result)
+            let record = table[job.id]
+            if job.lane == .main, record.phase == .awaitingPreflight { continue }
+            requests.append(record.request)
+            if let claim = record.claim { claims.append(claim) }
         }
-        actions.garbage.append(table.removeAll())
+        // Waiting requests have moved no byte: their end changes only their state and result.
+        actions.list.append(.publishEnd(requests, error))
+        for claim in claims { actions.list.append(.release(claim)) }
+        post(.settleAll(requests, error, claims), urgent: false)
+        for request in requests { postEvent(.didFail(request, error)) }
+        actions.list.append(.free(table.removeAll()))
     }
 }

@@ -24,10 +24,10 @@ extension QueueStateMachine {
         flushDue = nil
         throttle.flushed(at: now)
         for slot in dirtySlots where table.isOccupied(slot) && table[slot].isListedDirty {
-            var record = table[slot]
+            let record = table[slot]
             record.isListedDirty = false
             let status = record.status()
-            actions.publications.append(.init(request: record.request, status: status))
+            actions.list.append(.publish(record.request, status))
             if record.uploadDirty, record.request.uploadProgressHandler != nil {
                 post(.uploadProgress(record.request, status.upload))
             }
@@ -36,7 +36,6 @@ extension QueueStateMachine {
             }
             record.uploadDirty = false
             record.downloadDirty = false
-            table[slot] = record
         }
         dirtySlots.removeAll(keepingCapacity: true)
         if progressDirty, inDrain {

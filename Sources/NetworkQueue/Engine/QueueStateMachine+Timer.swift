@@ -51,7 +51,13 @@ extension QueueStateMachine {
 
     /// Arms the timer for the earliest of the flush and the deadlines, unless it is armed earlier already.
     mutating func armTimerIfNeeded() {
-        guard let next = [flushDue, deadlines.earliest].compactMap({ $0 }).min() else { return }
+        let next: Double
+        switch (flushDue, deadlines.earliest) {
+        case (nil, nil): return
+        case (let flush?, nil): next = flush
+        case (nil, let deadline?): next = deadline
+        case (let flush?, let deadline?): next = min(flush, deadline)
+        }
         if armedTimer.map({ next < $0 }) ?? true {
             armedTimer = next
             actions.armTimer = next

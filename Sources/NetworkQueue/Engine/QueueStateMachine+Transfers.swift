@@ -11,10 +11,9 @@ extension QueueStateMachine {
         if table.isCurrent(slot, token: token) {
             table[slot].sink = sink
         } else {
-            actions.discards.append(sink)
+            actions.list.append(.discard(sink))
         }
-        defer { actions = QueueActions() }
-        return actions
+        return takeActions()
     }
 
     /// The transport returned the handle of a started transfer. When the request ended meanwhile, the
@@ -23,10 +22,9 @@ extension QueueStateMachine {
         if table.isCurrent(slot, token: token) {
             table[slot].transfer = handle
         } else {
-            actions.cancels.append(handle)
+            actions.list.append(.cancel(handle))
         }
-        defer { actions = QueueActions() }
-        return actions
+        return takeActions()
     }
 
     /// True when `token` is the transfer `slot` is running now.
@@ -86,7 +84,7 @@ extension QueueStateMachine {
             table[slot].phase = .awaitingMain
             table[slot].transfer = nil
             table[slot].token = 0
-            actions.publications.append(.init(request: table[slot].request, status: table[slot].status()))
+            actions.list.append(.publish(table[slot].request, table[slot].status()))
         }
     }
 
@@ -129,7 +127,7 @@ extension QueueStateMachine {
         table[slot].announcedLength = length
         if length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
         markProgressDirty(at: now)
-        actions.publications.append(.init(request: request, status: table[slot].status()))
+        actions.list.append(.publish(request, table[slot].status()))
         postEvent(.didReceiveHeaders(request, response))
         let problem = ResponseRules.check(
             response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
@@ -145,7 +143,8 @@ extension QueueStateMachine {
         guard let response = record.response else {
             return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
         }
-        if ResponseRules.isShort(response, method: record.request.urlRequest.httpMethod, received: record.progress.received) {
+        let method = record.request.urlRequest.httpMethod
+        if ResponseRules.isShort(response, method: method, received: record.progress.received, knownLength: record.announcedLength) {
             return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
         guard record.claim != nil else {
@@ -158,6 +157,6 @@ extension QueueStateMachine {
         table[slot].phase = .committing
         table[slot].transfer = nil
         committingCount += 1
-        actions.commits.append(.init(slot: slot, token: record.token, sink: sink))
+        actions.list.append(.commit(slot: slot, token: record.token, sink: sink))
     }
 }

@@ -17,7 +17,7 @@ import Foundation
 /// precondition failure. Starts are computed in one pass at the end of each event, so no event method
 /// re-enters another.
 struct QueueStateMachine {
-    typealias Job = Scheduler<Int>.Job
+    typealias Job = Scheduler.Job
 
     /// Whether ``go()`` on a suspended queue first sends HEAD requests to learn the sizes.
     var showsAccurateProgress = false
@@ -27,7 +27,7 @@ struct QueueStateMachine {
     /// nobody can receive are not posted.
     var hasListeners = false
 
-    var scheduler: Scheduler<Int>
+    var scheduler: Scheduler
     var ledger = ProgressLedger()
     var table = RequestTable()
     var outbox = Outbox()
@@ -156,8 +156,14 @@ struct QueueStateMachine {
         startReady(now)
         if inDrain, table.isEmpty { endDrain(now) }
         armTimerIfNeeded()
-        defer { actions = QueueActions() }
-        return actions
+        return takeActions()
+    }
+
+    /// Hands over the actions gathered so far (moved, not copied).
+    mutating func takeActions() -> QueueActions {
+        var taken = QueueActions()
+        swap(&taken, &actions)
+        return taken
     }
 
     /// Starts every job the scheduler allows now. An invalid request fails instead of starting.
@@ -170,7 +176,7 @@ struct QueueStateMachine {
             }
             nextToken += 1
             let token = nextToken
-            var record = table[job.id]
+            let record = table[job.id]
             var urlRequest = record.request.urlRequest
             switch (job.lane, record.phase) {
             case (.preflight, .awaitingPreflight):
@@ -185,15 +191,14 @@ struct QueueStateMachine {
             }
             record.token = token
             record.lastActivity = now
-            actions.publications.append(.init(request: record.request, status: record.status()))
+            actions.list.append(.publish(record.request, record.status()))
             let claim = job.lane == .main ? record.claim : nil
             let request = record.request
-            table[job.id] = record
             if job.lane == .main { postEvent(.didStart(request)) }
             if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
                 addDeadline(now + timeout, slot: job.id, token: token)
             }
-            actions.starts.append(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, claim: claim))
+            actions.list.append(.start(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, claim: claim)))
         }
     }
 
@@ -211,8 +216,8 @@ struct QueueStateMachine {
     }
 
     /// Appends an item to the outbox, asking for a delivery pass if none is pending.
-    mutating func post(_ item: Delivery) {
-        if outbox.post(item) { actions.deliver = true }
+    mutating func post(_ item: Delivery, urgent: Bool = true) {
+        if outbox.post(item, urgent: urgent) { actions.deliver = true }
     }
 
     /// Posts a queue event unless nobody can receive it: no listener and, for a request's end, no

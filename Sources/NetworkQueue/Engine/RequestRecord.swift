@@ -40,7 +40,10 @@ enum RequestPhase: Equatable, Sendable {
 
 /// Everything the queue knows about one request. It is the only home of the request's bytes: the
 /// ledger keeps sums, and the request's public status is a copy published from actions.
-struct RequestRecord {
+///
+/// A class owned by the machine's table (never shared outside the machine), so that reading or
+/// updating one field never copies the others.
+final class RequestRecord {
     let request: NetworkRequest
     /// Order of addition; also tells a reused slot's new request from the old one.
     let sequence: UInt64
@@ -86,7 +89,7 @@ struct RequestRecord {
     }
 
     /// The status to publish now, with a new version.
-    mutating func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil) -> NetworkRequest.Status {
+    func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil) -> NetworkRequest.Status {
         statusVersion += 1
         let state: NetworkRequest.State
         switch result {
@@ -95,7 +98,7 @@ struct RequestRecord {
         case .failure(let error)?: state = error.isCancellation ? .cancelled : .failed
         }
         return NetworkRequest.Status(
-            version: statusVersion, state: state, response: response, result: result, download: downloadProgress,
+            version: result == nil ? statusVersion : .max, state: state, response: response, result: result, download: downloadProgress,
             upload: uploadProgress, attemptCount: attempts)
     }
 }
@@ -120,23 +123,19 @@ struct RequestTable {
     }
 
     /// The record in `slot`; the slot must be occupied.
-    subscript(slot: Int) -> RequestRecord {
-        _read { yield slots[slot]! }
-        _modify { yield &slots[slot]! }
-    }
+    subscript(slot: Int) -> RequestRecord { slots[slot]! }
+
+    /// The record in `slot`, if any.
+    func record(at slot: Int) -> RequestRecord? { slot >= 0 && slot < slots.count ? slots[slot] : nil }
 
     /// The record in `slot` if the slot holds the request of that sequence number.
-    func contains(_ slot: Int, sequence: UInt64) -> Bool {
-        slots.indices.contains(slot) && slots[slot]?.sequence == sequence
-    }
+    func contains(_ slot: Int, sequence: UInt64) -> Bool { record(at: slot)?.sequence == sequence }
 
     /// True when `slot` holds a record.
-    func isOccupied(_ slot: Int) -> Bool { slots.indices.contains(slot) && slots[slot] != nil }
+    func isOccupied(_ slot: Int) -> Bool { record(at: slot) != nil }
 
     /// True when `slot` holds a record whose current transfer is `token`.
-    func isCurrent(_ slot: Int, token: UInt64) -> Bool {
-        slots.indices.contains(slot) && slots[slot]?.token == token
-    }
+    func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.token == token }
 
     /// Removes and returns the record in `slot`.
     mutating func remove(_ slot: Int) -> RequestRecord {

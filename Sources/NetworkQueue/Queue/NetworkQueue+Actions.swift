@@ -12,35 +12,44 @@ extension NetworkQueue {
     /// start transfers itself. A user's call never does: its starts go to the launcher's thread, so
     /// `go()`, `add()` and the rest return at once whatever the transport's start costs.
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
-        for publication in actions.publications { publication.request.publish(publication.status) }
-        // A cancelled file request has no partial file left when cancel() returns. Only running requests
-        // have one, so this is bounded by the concurrency limit.
-        for sink in actions.discards { sink.discard() }
-        for claim in actions.releases { claim.endRequest() }
-        if !actions.cancels.isEmpty {
-            // URLSession's cancel can block for a while on Linux: never on the caller's thread.
-            let cancels = actions.cancels
-            DispatchQueue.global(qos: .userInitiated).async { for transfer in cancels { transfer.cancel() } }
-        }
-        for commit in actions.commits {
-            // Only a transport's completion asks for a commit: this is its thread.
-            let error = commit.sink.commit()
-            send(inline: true) { $0.fileCommitted(slot: commit.slot, token: commit.token, error: error, now: $1) }
-        }
-        if !actions.starts.isEmpty {
-            if !launcher.submit(actions.starts, mayRunInline: inline, on: self) {
-                for start in actions.starts { launch(start) }
+        var starts: [QueueAction.Start] = []
+        var cancels: [any TransferHandle] = []
+        for action in actions.list {
+            switch action {
+            case .publish(let request, let status):
+                request.publish(status)
+            case .publishEnd(let requests, let error):
+                for request in requests { request.publishEnd(error) }
+            case .start(let start):
+                starts.append(start)
+            case .cancel(let transfer):
+                cancels.append(transfer)
+            case .discard(let sink):
+                // A cancelled file request has no partial file left when cancel() returns. Only running
+                // requests have one, so this is bounded by the concurrency limit.
+                sink.discard()
+            case .release(let claim):
+                claim.endRequest()
+            case .commit(let slot, let token, let sink):
+                // Only a transport's completion asks for a commit: this is its thread.
+                let error = sink.commit()
+                send(inline: true) { $0.fileCommitted(slot: slot, token: token, error: error, now: $1) }
+            case .free(let records):
+                // Moved into the background queue's closure, so that the freeing is that queue's work.
+                let garbage = Locked(records)
+                DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
             }
+        }
+        if !cancels.isEmpty {
+            // URLSession's cancel can block for a while on Linux: never on the caller's thread.
+            DispatchQueue.global(qos: .userInitiated).async { [cancels] in for transfer in cancels { transfer.cancel() } }
+        }
+        if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
+            for start in starts { launch(start) }
         }
         if actions.deliver { deliveryQueue.async { self.deliver() } }
         if let deadline = actions.armTimer {
             clock.schedule(at: deadline) { [weak self] in self?.send(inline: true) { $0.timerFired(now: $1) } }
-        }
-        if !actions.garbage.isEmpty {
-            // Moved out first, so that the last reference, and the freeing, is the background queue's.
-            let garbage = Locked(actions.garbage)
-            actions.garbage = []
-            DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
         }
     }
 
@@ -52,7 +61,7 @@ extension NetworkQueue {
 
     /// Starts one transfer: opens its file (file destination), starts it on the transport and hands the
     /// machine its handle. Runs outside the lock, on the launcher's or a transport's thread.
-    func launch(_ start: QueueActions.Start) {
+    func launch(_ start: QueueAction.Start) {
         let (slot, token) = (start.slot, start.token)
         var sink: FileSink?
         if let claim = start.claim {
@@ -60,7 +69,7 @@ extension NetworkQueue {
                 // Nil means the request ended while starting: nothing to open or send.
                 guard let opened = try FileSink(claim: claim) else { return }
                 sink = opened
-            } catch {
+            } catch let error {
                 return send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
             }
             let (actions, isCurrent) = core.withLock { core in
@@ -98,12 +107,12 @@ extension NetworkQueue {
 /// Runs transfer starts in order on its own serial queue, off the threads of the queue's callers.
 final class Launcher: Sendable {
     private let queue = DispatchQueue(label: "NetworkQueue.launcher", qos: .userInitiated)
-    private let pending = Locked((starts: [QueueActions.Start](), isDraining: false))
+    private let pending = Locked((starts: [QueueAction.Start](), isDraining: false))
 
     /// Queues `starts` for the launcher's thread and returns true; or, when `mayRunInline` and nothing is
     /// queued before them, returns false and the caller starts them itself (the order stays the
     /// machine's either way).
-    func submit(_ starts: [QueueActions.Start], mayRunInline: Bool, on queue: NetworkQueue) -> Bool {
+    func submit(_ starts: [QueueAction.Start], mayRunInline: Bool, on queue: NetworkQueue) -> Bool {
         let mustSchedule = pending.withLock { pending -> Bool? in
             if mayRunInline, !pending.isDraining { return nil }
             pending.starts.append(contentsOf: starts)

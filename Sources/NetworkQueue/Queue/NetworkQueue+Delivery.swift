@@ -28,6 +28,9 @@ extension NetworkQueue {
                 request.publish(status)
                 sink?.discard()
                 claim?.endRequest()
+            case .settleAll(let requests, let error, let claims):
+                for request in requests { request.publishEnd(error) }
+                for claim in claims { claim.endRequest() }
             case .resumeRuns(let count, let progress):
                 for run in runs[nextRun..<nextRun + count] { run.resume(returning: progress) }
                 nextRun += count

@@ -94,7 +94,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     let shared: Locked<Shared>
 
     /// What the queue publishes about the request. Versioned: a publication older than the one shown is
-    /// dropped, so publications performed out of order never move the state backwards.
+    /// dropped, so publications performed out of order never move the state backwards. A terminal
+    /// status has the highest version: nothing replaces it.
     struct Status {
         var version: UInt64 = 0
         var state = State.pending
@@ -116,6 +117,16 @@ public final class NetworkRequest: Sendable, Identifiable {
         var status = Status()
         var isAdded = false
         var membership: Membership?
+    }
+
+    /// Shows the request ended with `error`, its byte counts unchanged (it never moved a byte).
+    func publishEnd(_ error: NetworkQueueError) {
+        shared.withLock { shared in
+            guard shared.status.version != .max else { return }
+            shared.status.version = .max
+            shared.status.state = error.isCancellation ? .cancelled : .failed
+            shared.status.result = .failure(error)
+        }
     }
 
     /// Shows `status` unless a newer one is shown already.
