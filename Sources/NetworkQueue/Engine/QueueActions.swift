@@ -10,11 +10,13 @@ enum QueueAction {
     case publish(NetworkRequest, NetworkRequest.Status)
     /// Show these requests, which never moved a byte, as ended with `error` (a bulk cancel).
     case publishEnd([NetworkRequest], NetworkQueueError)
-    /// Start a transfer: open its file (file destination), start it on the transport, then report
-    /// ``QueueStateMachine/fileOpened(slot:token:sink:)`` and ``QueueStateMachine/transferStarted(slot:token:handle:)``.
+    /// Start a transfer: open its file (file destination) and report
+    /// ``QueueStateMachine/fileOpened(slot:token:sink:)``, start it on the transport, and attach its handle
+    /// to the start's cell.
     case start(Start)
-    /// Stop a transfer. The queue has already reported its request ended.
-    case cancel(any TransferHandle)
+    /// Stop a transfer (whose handle may not be attached yet). The queue has already reported its request
+    /// ended.
+    case cancel(TransferCell)
     /// Delete a failed request's partial file before the call that failed it returns (idempotent;
     /// delivery does it again before the failure is reported, so that no report precedes the deletion).
     case discard(FileSink)
@@ -32,6 +34,7 @@ enum QueueAction {
         let token: UInt64
         let lane: Scheduler.Lane
         let urlRequest: URLRequest
+        let cell: TransferCell
         /// The right to write the file destination (main lane only); nil for the memory destination.
         let claim: DestinationClaim?
     }

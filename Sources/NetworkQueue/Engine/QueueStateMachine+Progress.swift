@@ -4,12 +4,16 @@ extension QueueStateMachine {
     /// A request's bytes moved. Its counters and handlers are published at the next flush (or at its end),
     /// not per chunk: it is listed for that flush once, and the queue's progress is marked due.
     mutating func noteProgress(_ slot: Int, download: Bool, at now: Double) {
-        if !table[slot].isListedDirty {
-            table[slot].isListedDirty = true
-            dirtySlots.append(slot)
-        }
+        listForFlush(slot)
         if download { table[slot].downloadDirty = true } else { table[slot].uploadDirty = true }
         markProgressDirty(at: now)
+    }
+
+    /// Lists a request for the next flush, which publishes its status.
+    mutating func listForFlush(_ slot: Int) {
+        guard !table[slot].isListedDirty else { return }
+        table[slot].isListedDirty = true
+        dirtySlots.append(slot)
     }
 
     /// The queue's progress changed: make sure a flush is due, no sooner than the throttle allows.

@@ -16,17 +16,6 @@ extension QueueStateMachine {
         return takeActions()
     }
 
-    /// The transport returned the handle of a started transfer. When the request ended meanwhile, the
-    /// actions cancel it.
-    mutating func transferStarted(slot: Int, token: UInt64, handle: any TransferHandle) -> QueueActions {
-        if table.isCurrent(slot, token: token) {
-            table[slot].transfer = handle
-        } else {
-            actions.list.append(.cancel(handle))
-        }
-        return takeActions()
-    }
-
     /// True when `token` is the transfer `slot` is running now.
     func isCurrent(slot: Int, token: UInt64) -> Bool { table.isCurrent(slot, token: token) }
 
@@ -106,7 +95,7 @@ extension QueueStateMachine {
             noteProgress(slot, download: true, at: now)
         case .sent(let sent, let expected):
             ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
-            noteProgress(slot, download: false, at: now)
+            listForFlush(slot)
         case .completed(let error?):
             fail(slot, .transport(error), transferEnded: true, now: now)
         case .completed(nil):
@@ -126,8 +115,14 @@ extension QueueStateMachine {
         table[slot].response = response
         table[slot].announcedLength = length
         if length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
+        if hasListeners {
+            // Shown before didReceiveHeaders is delivered.
+            actions.list.append(.publish(request, table[slot].status()))
+        } else {
+            // Nobody hears the head arrive: it is shown with the next coalesced progress (or the end).
+            noteProgress(slot, download: false, at: now)
+        }
         markProgressDirty(at: now)
-        actions.list.append(.publish(request, table[slot].status()))
         postEvent(.didReceiveHeaders(request, response))
         let problem = ResponseRules.check(
             response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,

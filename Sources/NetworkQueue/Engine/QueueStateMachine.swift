@@ -191,6 +191,8 @@ struct QueueStateMachine {
             }
             record.token = token
             record.lastActivity = now
+            let cell = TransferCell()
+            record.transfer = cell
             actions.list.append(.publish(record.request, record.status()))
             let claim = job.lane == .main ? record.claim : nil
             let request = record.request
@@ -198,7 +200,7 @@ struct QueueStateMachine {
             if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
                 addDeadline(now + timeout, slot: job.id, token: token)
             }
-            actions.list.append(.start(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, claim: claim)))
+            actions.list.append(.start(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, cell: cell, claim: claim)))
         }
     }
 

@@ -49,29 +49,29 @@ final class RequestRecord {
     let sequence: UInt64
     /// The right to write the file destination, held from `add` until the request ends.
     let claim: DestinationClaim?
-    var phase = RequestPhase.pending
+    @exclusivity(unchecked) var phase = RequestPhase.pending
     /// Identifies the transfer now running (preflight or main); events of other transfers are dropped.
-    var token: UInt64 = 0
-    /// The running transfer, once the transport returned it.
-    var transfer: (any TransferHandle)?
+    @exclusivity(unchecked) var token: UInt64 = 0
+    /// Where the running transfer's handle goes (filled in by the shell).
+    @exclusivity(unchecked) var transfer: TransferCell?
     /// The file the current transfer writes to, for the file destination.
-    var sink: FileSink?
-    var response: HTTPURLResponse?
+    @exclusivity(unchecked) var sink: FileSink?
+    @exclusivity(unchecked) var response: HTTPURLResponse?
     /// The body size the final response announces in decoded bytes, when it announces one.
-    var announcedLength: Int64?
+    @exclusivity(unchecked) var announcedLength: Int64?
     /// The body, for the memory destination.
-    var body = Data()
+    @exclusivity(unchecked) var body = Data()
     /// Byte counts and outcome, as the ledger sees them.
-    var progress: ProgressLedger.Entry
-    var lastActivity: Double = 0
-    var downloadDirty = false
-    var uploadDirty = false
+    @exclusivity(unchecked) var progress: ProgressLedger.Entry
+    @exclusivity(unchecked) var lastActivity: Double = 0
+    @exclusivity(unchecked) var downloadDirty = false
+    @exclusivity(unchecked) var uploadDirty = false
     /// True while listed for the next progress flush.
-    var isListedDirty = false
+    @exclusivity(unchecked) var isListedDirty = false
     /// How many main transfers were started.
-    var attempts = 0
+    @exclusivity(unchecked) var attempts = 0
     /// Bumped at every publication, so a late publication never overwrites a newer one.
-    var statusVersion: UInt64 = 0
+    @exclusivity(unchecked) var statusVersion: UInt64 = 0
 
     init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?) {
         self.request = request

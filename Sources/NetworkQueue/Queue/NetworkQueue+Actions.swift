@@ -22,8 +22,8 @@ extension NetworkQueue {
                 for request in requests { request.publishEnd(error) }
             case .start(let start):
                 starts.append(start)
-            case .cancel(let transfer):
-                cancels.append(transfer)
+            case .cancel(let cell):
+                if let handle = cell.cancel() { cancels.append(handle) }
             case .discard(let sink):
                 // A cancelled file request has no partial file left when cancel() returns. Only running
                 // requests have one, so this is bounded by the concurrency limit.
@@ -87,7 +87,10 @@ extension NetworkQueue {
             }
             self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
         }
-        perform(core.withLock { $0.machine.transferStarted(slot: slot, token: token, handle: handle) }, inline: true)
+        if !start.cell.attach(handle) {
+            // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
+            DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
+        }
     }
 
     /// Applies a transfer event to its file; returns the error that must fail the request, if any.
