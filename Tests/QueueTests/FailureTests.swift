@@ -236,10 +236,18 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
     }
 
     @Test func subSecondTimeoutFailsWithTimedOut() async throws {
-        let transport = InMemoryTransport { _ in [.wait(30), .respond(status: 200)] }
-        let queue = NetworkQueue(transport: transport)
+        // The transfer never moves a byte; the queue's clock is driven by hand, so nothing waits for real.
+        let clock = ManualClock()
+        let transport = InMemoryTransport { _ in [.hold(TransferGate())] }
+        let queue = NetworkQueue(transport: transport, clock: clock)
         let request = request(1, timeout: 0.2)
         try queue.add(request)
+        queue.go()
+        await transport.waitUntilStarted(1)
+        clock.advance(by: 0.19)
+        #expect(request.state == .running)
+        clock.advance(by: 0.01)
+        #expect(request.state == .failed)
         await queue.run()
         #expect(request.transportErrorCode == .timedOut)
         await transport.waitUntilIdle()

@@ -123,3 +123,51 @@ import Testing
         #expect(requests[1].state == .finished)
     }
 }
+
+/// Counts `startTransfer` calls made on a thread while that thread is inside one of the queue's methods.
+final class ThreadRecordingTransport: Transport {
+    let inner = InMemoryTransport.ok(gate: TransferGate())
+    /// The thread now inside a queue method, if any.
+    let callerInside = Guarded(UInt?.none)
+    let startsOnCaller = Guarded(0)
+
+    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+        let thread = currentThreadID()
+        if callerInside.withLock({ $0 == thread }) { startsOnCaller.withLock { $0 += 1 } }
+        return inner.startTransfer(request, events: events)
+    }
+
+    /// Runs `body` marked as the caller's call.
+    func asCaller(_ body: () throws -> Void) rethrows {
+        callerInside.withLock { $0 = currentThreadID() }
+        defer { callerInside.withLock { $0 = nil } }
+        try body()
+    }
+}
+
+func currentThreadID() -> UInt {
+    #if canImport(Glibc)
+        UInt(pthread_self())
+    #else
+        UInt(bitPattern: pthread_self())
+    #endif
+}
+
+@Suite struct CallerThreadTests {
+    @Test func goAddAndSetLimitNeverStartTransfersOnTheCallersThread() async throws {
+        let transport = ThreadRecordingTransport()
+        let queue = NetworkQueue(transport: transport)
+        queue.maxConcurrentRequestCount = 2
+        for tag in 1...4 { try queue.add(request(tag)) }
+        try transport.asCaller {
+            queue.go()
+            try queue.add(request(5))
+            queue.maxConcurrentRequestCount = 5
+        }
+        await transport.inner.waitUntilStarted(5)
+        #expect(transport.inner.statistics.started == 5)
+        #expect(transport.startsOnCaller.withLock { $0 } == 0)
+        queue.cancelAll()
+        await queue.run()
+    }
+}

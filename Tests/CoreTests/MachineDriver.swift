@@ -1,0 +1,148 @@
+import Foundation
+import TestSupport
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Drives a ``QueueStateMachine`` alone: tracks the transfers its actions start and cancel, keeps every
+/// delivery it posts, and describes actions and deliveries as short strings for exact comparisons.
+/// Requests are named by their `tag`.
+struct MachineDriver {
+    struct Transfer {
+        let slot: Int
+        let token: UInt64
+        let lane: Scheduler.Lane
+        let cell: TransferCell
+        let tag: Int
+    }
+
+    var machine: QueueStateMachine
+    var now: Double = 0
+    /// Transfers started and not yet completed or cancelled, in start order.
+    var transfers: [Transfer] = []
+    var deliveries: [String] = []
+    var requests: [Int: NetworkRequest] = [:]
+    var places: [Int: (slot: Int, sequence: UInt64)] = [:]
+    /// In flight just before each start, for the limit invariant.
+    var inFlightAtStarts: [Int] = []
+
+    init(limit: Int, listening: Bool = true) {
+        machine = QueueStateMachine(limit: limit)
+        machine.hasListeners = listening
+    }
+
+    static func request(_ tag: Int, timeout: TimeInterval = 60, url: String? = nil) -> NetworkRequest {
+        var urlRequest = URLRequest(url: URL(string: url ?? "http://example.test/\(tag)")!)
+        urlRequest.timeoutInterval = timeout
+        return NetworkRequest(urlRequest, tag: tag)
+    }
+
+    // MARK: Events
+
+    @discardableResult
+    mutating func add(_ tag: Int, timeout: TimeInterval = 60, url: String? = nil) -> [String] {
+        let request = Self.request(tag, timeout: timeout, url: url)
+        requests[tag] = request
+        let (slot, sequence, actions) = machine.add(request, claim: nil, now: now)
+        places[tag] = (slot, sequence)
+        return apply(actions)
+    }
+
+    @discardableResult
+    mutating func go() -> [String] { apply(machine.go(now: now)) }
+
+    @discardableResult
+    mutating func setLimit(_ limit: Int) -> [String] { apply(machine.setLimit(limit, now: now)) }
+
+    @discardableResult
+    mutating func cancel(_ tag: Int) -> [String] {
+        let place = places[tag]!
+        return apply(machine.cancel(requests[tag]!, slot: place.slot, sequence: place.sequence, now: now))
+    }
+
+    @discardableResult
+    mutating func cancelAll() -> [String] { apply(machine.cancelAll(now: now)) }
+
+    @discardableResult
+    mutating func timer(at time: Double) -> [String] {
+        now = time
+        return apply(machine.timerFired(now: now))
+    }
+
+    /// Sends `event` to the transfer of `tag` (its newest one).
+    @discardableResult
+    mutating func send(_ event: TransferEvent, to tag: Int) -> [String] {
+        let transfer = transfers.last { $0.tag == tag }!
+        return send(event, to: transfer)
+    }
+
+    @discardableResult
+    mutating func send(_ event: TransferEvent, to transfer: Transfer) -> [String] {
+        if case .completed = event { transfers.removeAll { $0.token == transfer.token } }
+        return apply(machine.transferEvent(event, slot: transfer.slot, token: transfer.token, now: now))
+    }
+
+    static func head(_ status: Int = 200, length: Int? = 3) -> TransferEvent {
+        var headers: [String: String] = [:]
+        if let length { headers["Content-Length"] = "\(length)" }
+        return .response(HTTPURLResponse(url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!)
+    }
+
+    // MARK: Describing
+
+    func tag(_ request: NetworkRequest) -> Int { request.tag }
+
+    mutating func apply(_ actions: QueueActions) -> [String] {
+        var lines: [String] = []
+        for action in actions.list {
+            switch action {
+            case .publish(let request, let status): lines.append("publish \(tag(request)) \(status.state)")
+            case .publishEnd(let requests, let error):
+                lines.append("publishEnd \(requests.map(tag)) \(error.isCancellation ? "cancelled" : "failed")")
+            case .start(let start):
+                let tag = tag(machine.table[start.slot].request)
+                inFlightAtStarts.append(transfers.count)
+                transfers.append(Transfer(slot: start.slot, token: start.token, lane: start.lane, cell: start.cell, tag: tag))
+                lines.append("start \(tag) \(start.lane)")
+            case .cancel(let cell):
+                let tags = transfers.filter { $0.cell === cell }.map(\.tag)
+                transfers.removeAll { $0.cell === cell }
+                lines.append("cancel \(tags.map(String.init).joined())")
+            case .discard: lines.append("discard")
+            case .release: lines.append("release")
+            case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
+            case .free: lines.append("free")
+            }
+        }
+        if actions.deliver { lines.append("deliver") }
+        if let time = actions.armTimer { lines.append("timer \(time)") }
+        for item in machine.takeDeliveries() { deliveries.append(Self.describe(item)) }
+        return lines
+    }
+
+    static func describe(_ item: Delivery) -> String {
+        switch item {
+        case .event(.didStart(let request)): "didStart \(request.tag)"
+        case .event(.didReceiveHeaders(let request, let response)): "headers \(request.tag) \(response.statusCode)"
+        case .event(.didFinish(let request, _)): "didFinish \(request.tag)"
+        case .event(.didFail(let request, .transport(let error))): "didFail \(request.tag) transport \(error.code.rawValue)"
+        case .event(.didFail(let request, let error)): "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
+        case .event(.progress(let progress)): "progress \(progress.fractionCompleted)"
+        case .event(.queueDidFinish): "queueDidFinish"
+        case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
+        case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"
+        case .settle(let status, let request, _, _): "settle \(request.tag) \(status.state)"
+        case .settleAll(let requests, _, _): "settleAll \(requests.map(\.tag))"
+        case .resumeRuns(let count, _): "resume \(count)"
+        }
+    }
+
+    /// The deliveries so far, then forgets them.
+    mutating func takeDeliveries() -> [String] {
+        defer { deliveries = [] }
+        return deliveries
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Ten thousand seeded random sequences of adds, cancels, limit changes, suspends, transfer events
+/// (successes, errors, bad statuses, cut bodies) and timer firings, checked after every step against the
+/// invariants every user relies on.
+@Suite struct QueueStateMachineModelTests {
+    @Test func tenThousandRandomSequencesKeepTheInvariants() {
+        for seed in 0..<10_000 as Range<UInt64> { check(seed: seed) }
+    }
+
+    private func check(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var driver = MachineDriver(limit: Int.random(in: 0...4, using: &rng))
+        driver.machine.cancelsAllOnFailure = Bool.random(using: &rng)
+        driver.machine.showsAccurateProgress = Int.random(in: 0..<4, using: &rng) == 0
+        var limit = driver.machine.limit
+        var nextTag = 1
+        var added: Set<Int> = []
+        var lastFraction = 0.0
+        var drainHadFailure = false
+        var inDrain = false
+        var ends: [Int: Int] = [:]
+
+        for _ in 0..<Int.random(in: 10...40, using: &rng) {
+            let roll = Int.random(in: 0..<100, using: &rng)
+            switch roll {
+            case 0..<25:
+                if !inDrain { (inDrain, lastFraction, drainHadFailure) = (true, 0, false) }
+                driver.add(nextTag, timeout: [60, 1, 2.5].randomElement(using: &rng)!)
+                added.insert(nextTag)
+                nextTag += 1
+            case 25..<32: driver.go()
+            case 32..<35: driver.machine.suspend()
+            case 35..<40:
+                limit = Int.random(in: 0...4, using: &rng)
+                driver.setLimit(limit)
+            case 40..<45:
+                if let tag = added.randomElement(using: &rng) { driver.cancel(tag) }
+            case 45..<47: driver.cancelAll()
+            case 47..<55: driver.timer(at: driver.now + Double.random(in: 0...3, using: &rng))
+            default:
+                guard let transfer = driver.transfers.randomElement(using: &rng) else { break }
+                driver.now += Double.random(in: 0...0.2, using: &rng)
+                driver.send(randomEvent(for: transfer, using: &rng), to: transfer)
+            }
+            let deliveries = driver.takeDeliveries()
+            let progress = driver.machine.progress(at: driver.now)
+            let fraction = progress.fractionCompleted
+            if fraction.isNaN || fraction < 0 || fraction > 1 { Issue.record("seed \(seed): fraction \(fraction)") }
+            if fraction < lastFraction { Issue.record("seed \(seed): fraction fell from \(lastFraction) to \(fraction)") }
+            lastFraction = fraction
+            if limit > 0 {
+                // Counted by the driver from start, cancel and completion: never a start at or over the limit.
+                if !driver.inFlightAtStarts.allSatisfy({ $0 < limit }) { Issue.record("seed \(seed): over the limit") }
+            }
+            driver.inFlightAtStarts = []
+            for line in deliveries {
+                let words = line.split(separator: " ")
+                if words[0] == "didFail" { drainHadFailure = true }
+                if line == "queueDidFinish" {
+                    inDrain = false
+                    if !drainHadFailure, lastFraction != 1 { Issue.record("seed \(seed): a drain of successes ended at \(lastFraction)") }
+                }
+                tally(words, &ends, seed: seed)
+            }
+            // queueDidFinish exactly when the queue empties, once.
+            if inDrain != (driver.machine.requestCount > 0) { Issue.record("seed \(seed): queueDidFinish missing or early") }
+        }
+        // Cancel what is left: every request then has exactly one end.
+        driver.cancelAll()
+        for line in driver.takeDeliveries() { tally(line.split(separator: " "), &ends, seed: seed) }
+        #expect(ends.keys.sorted() == added.sorted(), "seed \(seed): requests without an end")
+        #expect(ends.values.allSatisfy { $0 == 1 }, "seed \(seed): a request ended twice")
+        #expect(driver.machine.requestCount == 0)
+    }
+
+    private func tally(_ words: [Substring], _ ends: inout [Int: Int], seed: UInt64) {
+        guard words[0] == "didFinish" || words[0] == "didFail", let tag = Int(words[1]) else { return }
+        ends[tag, default: 0] += 1
+    }
+
+    private func randomEvent(for transfer: MachineDriver.Transfer, using rng: inout SeededGenerator) -> TransferEvent {
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0..<3: MachineDriver.head([200, 200, 200, 500].randomElement(using: &rng)!, length: [3, nil].randomElement(using: &rng)!)
+        case 3..<6: .data(Data(count: Int.random(in: 1...3, using: &rng)))
+        case 6..<9: .completed(nil)
+        default: .completed(URLError([.networkConnectionLost, .timedOut].randomElement(using: &rng)!))
+        }
+    }
+}
