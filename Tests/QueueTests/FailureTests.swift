@@ -6,37 +6,6 @@ import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-
-/// A transport that ignores cancel and lets the test deliver bytes and success later anyway, as URLSession
-/// on Linux can after a lost cancel.
-final class StubbornTransport: Transport {
-    struct Handle: TransferHandle { func cancel() {} }
-    let pending = Box<[(URL, @Sendable (TransferEvent) -> Void)]>([])
-
-    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
-        pending.with { $0.append((request.url!, events)) }
-        return Handle()
-    }
-
-    /// Delivers a complete success for every transfer started, on the caller's thread.
-    func deliverLateSuccess() {
-        for (url, events) in pending.current {
-            events(.response(HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!))
-            events(.data(Data("ok".utf8)))
-            events(.completed(nil))
-        }
-    }
-}
-
-/// Fails request `failing` with `status`; every other request waits for `gate`.
-func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryTransport {
-    InMemoryTransport { urlRequest in
-        tag(of: urlRequest) == failing
-            ? [.respond(status: status, headers: ["Content-Length": "0"])]
-            : [.respond(status: 200), .hold(gate), .body(Data("z".utf8))]
-    }
-}
-
 @Suite struct FailureTests {
     @Test(.timeLimit(.minutes(1)))
     func aFailureCancelsEveryOtherRequestByDefault() async throws {
