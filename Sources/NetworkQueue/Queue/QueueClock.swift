@@ -20,8 +20,10 @@ public struct SystemQueueClock: QueueClock {
     /// Creates a clock whose timers fire on a private serial queue.
     public init() { queue = DispatchQueue(label: "NetworkQueue.timer") }
 
+    /// Seconds of system uptime (monotonic; sleep excluded on Apple platforms).
     public func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
+    /// Runs `action` on the clock's private queue at `deadline` (seconds of uptime).
     public func schedule(at deadline: Double, _ action: @escaping @Sendable () -> Void) {
         let when = DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline) * 1e9))
         queue.asyncAfter(deadline: when, execute: action)
