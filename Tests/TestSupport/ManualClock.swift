@@ -25,9 +25,6 @@ public final class ManualClock: QueueClock {
         }
     }
 
-    /// How many timer calls are waiting.
-    public var pendingTimers: Int { state.withLock { $0.timers.count } }
-
     /// Moves the clock forward by `seconds`, running every timer that comes due on the way, earliest
     /// first, with the clock showing its deadline.
     public func advance(by seconds: Double) {

@@ -51,8 +51,6 @@ struct ProgressLedger {
     private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
     private var throughput = ThroughputMeter()
 
-    /// The number of requests added since the last reset.
-    var count: Int { requestCount }
     /// True when every request of the drain has ended.
     var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == requestCount }
 

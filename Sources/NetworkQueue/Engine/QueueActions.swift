@@ -49,8 +49,6 @@ struct QueueActions {
     /// Arm the queue's one timer to fire at this time (seconds on the queue's clock).
     var armTimer: Double?
 
-    var isEmpty: Bool { list.isEmpty && !deliver && armTimer == nil }
-
     /// Appends the actions of a later event of the same lock hold.
     mutating func append(_ other: consuming QueueActions) {
         list += other.list

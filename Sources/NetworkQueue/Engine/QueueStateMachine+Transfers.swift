@@ -5,19 +5,17 @@ import Foundation
 #endif
 
 extension QueueStateMachine {
-    /// The shell opened the file of a transfer about to start. When the request ended meanwhile, the
-    /// actions discard the file (and the caller must not start the transfer: check ``isCurrent(slot:token:)``).
-    mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> QueueActions {
-        if table.isCurrent(slot, token: token) {
+    /// The shell opened the file of a transfer about to start. Returns false when the request ended
+    /// meanwhile: the actions then discard the file, and the caller must not start the transfer.
+    mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> (isCurrent: Bool, actions: QueueActions) {
+        let isCurrent = table.isCurrent(slot, token: token)
+        if isCurrent {
             table[slot].sink = sink
         } else {
             actions.list.append(.discard(sink))
         }
-        return takeActions()
+        return (isCurrent, takeActions())
     }
-
-    /// True when `token` is the transfer `slot` is running now.
-    func isCurrent(slot: Int, token: UInt64) -> Bool { table.isCurrent(slot, token: token) }
 
     /// The file of a transfer could not be opened or written: the request fails, if that transfer is
     /// still its current one.

@@ -72,10 +72,7 @@ extension NetworkQueue {
             } catch let error {
                 return send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
             }
-            let (actions, isCurrent) = core.withLock { core in
-                let actions = core.machine.fileOpened(slot: slot, token: token, sink: sink!)
-                return (actions, core.machine.isCurrent(slot: slot, token: token))
-            }
+            let (isCurrent, actions) = core.withLock { $0.machine.fileOpened(slot: slot, token: token, sink: sink!) }
             perform(actions, inline: true)
             guard isCurrent else { return }
         }
