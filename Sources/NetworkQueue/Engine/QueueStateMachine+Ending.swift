@@ -75,7 +75,7 @@ extension QueueStateMachine {
     /// in the order they were added, then waiting requests (preflight lane first, each lane oldest first).
     /// Waiting requests leave the scheduler, the ledger and the table in bulk, so this stays linear.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
-        let transfers = table.records.filter { $0.record.phase == .running || $0.record.phase == .preflighting }
+        let transfers = table.records.filter { $0.record.phase.hasTransfer }
         for (slot, _) in transfers.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             end(slot, .failure(error), now: now)
         }

@@ -20,8 +20,8 @@ extension QueueStateMachine {
     mutating func addDeadline(_ deadline: Double, slot: Int, token: UInt64) {
         // Entries of ended transfers stay until they come due; drop them when they outnumber the live ones.
         if deadlines.count > 2 * scheduler.activeCount + 64 {
-            let machine = self
-            deadlines.removeAll { !machine.isRunning(slot: $0.id, token: $0.token) }
+            let table = self.table
+            deadlines.removeAll { !table.isTransferring($0.id, token: $0.token) }
         }
         deadlines.insert(.init(deadline: deadline, id: slot, token: token))
     }
@@ -29,7 +29,7 @@ extension QueueStateMachine {
     /// Fails every transfer due at `now` that was idle for its whole timeout, and moves the others'
     /// deadlines to their last activity plus their timeout.
     private mutating func expireDeadlines(_ now: Double) {
-        for entry in deadlines.popDue(at: now) where isRunning(slot: entry.id, token: entry.token) {
+        for entry in deadlines.popDue(at: now) where table.isTransferring(entry.id, token: entry.token) {
             let record = table[entry.id]
             guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.urlRequest.timeoutInterval) else {
                 continue
@@ -41,12 +41,6 @@ extension QueueStateMachine {
                 deadlines.insert(.init(deadline: record.lastActivity + timeout, id: entry.id, token: entry.token))
             }
         }
-    }
-
-    /// True when `token` is the running transfer (preflight or main) of `slot`.
-    private func isRunning(slot: Int, token: UInt64) -> Bool {
-        guard table.isCurrent(slot, token: token) else { return false }
-        return table[slot].phase == .running || table[slot].phase == .preflighting
     }
 
     /// Arms the timer for the earliest of the flush and the deadlines, unless it is armed earlier already.

@@ -28,6 +28,9 @@ enum RequestPhase: Equatable, Sendable {
     /// Its transfer succeeded and its file is being moved into place; its outcome is decided by that.
     case committing
 
+    /// True while a transfer (preflight or main) runs for the request.
+    var hasTransfer: Bool { self == .running || self == .preflighting }
+
     /// The public state this phase shows.
     var publicState: NetworkRequest.State {
         switch self {
@@ -136,6 +139,12 @@ struct RequestTable {
 
     /// True when `slot` holds a record whose current transfer is `token`.
     func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.token == token }
+
+    /// True when `token` is the transfer (preflight or main) `slot` is running now.
+    func isTransferring(_ slot: Int, token: UInt64) -> Bool {
+        guard let record = record(at: slot), record.token == token else { return false }
+        return record.phase.hasTransfer
+    }
 
     /// Removes and returns the record in `slot`.
     mutating func remove(_ slot: Int) -> RequestRecord {
