@@ -25,7 +25,7 @@ struct MachineDriver {
     var transfers: [Transfer] = []
     var deliveries: [String] = []
     var requests: [Int: NetworkRequest] = [:]
-    var places: [Int: (slot: Int, sequence: UInt64)] = [:]
+    var slots: [Int: Int] = [:]
     /// In flight just before each start, for the limit invariant.
     var inFlightAtStarts: [Int] = []
 
@@ -46,8 +46,8 @@ struct MachineDriver {
     mutating func add(_ tag: Int, timeout: TimeInterval = 60, url: String? = nil) -> [String] {
         let request = Self.request(tag, timeout: timeout, url: url)
         requests[tag] = request
-        let (slot, sequence, actions) = machine.add(request, claim: nil, now: now)
-        places[tag] = (slot, sequence)
+        let (slot, actions) = machine.add(request, claim: nil, now: now)
+        slots[tag] = slot
         return apply(actions)
     }
 
@@ -59,8 +59,7 @@ struct MachineDriver {
 
     @discardableResult
     mutating func cancel(_ tag: Int) -> [String] {
-        let place = places[tag]!
-        return apply(machine.cancel(requests[tag]!, slot: place.slot, sequence: place.sequence, now: now))
+        apply(machine.cancel(requests[tag]!, slot: slots[tag]!, now: now))
     }
 
     @discardableResult

@@ -67,10 +67,10 @@ struct QueueStateMachine {
     // MARK: Queue operations
 
     /// Adds a request (already checked not to be added before, its destination already claimed).
-    /// Returns its slot and sequence number, which identify it in ``cancel(_:slot:sequence:now:)``.
+    /// Returns its slot, where ``cancel(_:slot:now:)`` looks for it.
     mutating func add(
         _ request: NetworkRequest, claim: DestinationClaim?, now: Double
-    ) -> (slot: Int, sequence: UInt64, actions: QueueActions) {
+    ) -> (slot: Int, actions: QueueActions) {
         if !inDrain {
             inDrain = true
             ledger.reset()
@@ -81,7 +81,7 @@ struct QueueStateMachine {
         let slot = table.insert(record)
         scheduler.enqueue(Job(id: slot, lane: .main))
         markProgressDirty(at: now)
-        return (slot, nextSequence, finishEvent(now))
+        return (slot, finishEvent(now))
     }
 
     /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
@@ -110,10 +110,10 @@ struct QueueStateMachine {
 
     mutating func setOrder(_ order: SchedulingOrder) { scheduler.order = order }
 
-    /// Cancels one request, if `slot` still holds the request of `sequence`. A request whose file is
+    /// Cancels one request, if `slot` still holds it (a slot is reused once its request ends). A request whose file is
     /// being moved into place is past cancelling: it ends on its own.
-    mutating func cancel(_ request: NetworkRequest, slot: Int, sequence: UInt64, now: Double) -> QueueActions {
-        if table.contains(slot, sequence: sequence), table[slot].request === request, table[slot].phase != .committing {
+    mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
+        if let record = table.record(at: slot), record.request === request, record.phase != .committing {
             end(slot, .failure(.cancelled), now: now)
         }
         return finishEvent(now)

@@ -48,7 +48,7 @@ enum RequestPhase: Equatable, Sendable {
 /// updating one field never copies the others.
 final class RequestRecord {
     let request: NetworkRequest
-    /// Order of addition; also tells a reused slot's new request from the old one.
+    /// Order of addition.
     let sequence: UInt64
     /// The right to write the file destination, held from `add` until the request ends.
     let claim: DestinationClaim?
@@ -131,8 +131,6 @@ struct RequestTable {
     /// The record in `slot`, if any.
     func record(at slot: Int) -> RequestRecord? { slot >= 0 && slot < slots.count ? slots[slot] : nil }
 
-    /// The record in `slot` if the slot holds the request of that sequence number.
-    func contains(_ slot: Int, sequence: UInt64) -> Bool { record(at: slot)?.sequence == sequence }
 
     /// True when `slot` holds a record.
     func isOccupied(_ slot: Int) -> Bool { record(at: slot) != nil }

@@ -126,8 +126,8 @@ public final class NetworkQueue: Sendable {
     ///   turn comes.
     public func add(_ request: NetworkRequest) throws(NetworkQueueError) {
         let claim = try admit(request)
-        let (slot, sequence, actions) = core.withLock { $0.machine.add(request, claim: claim, now: clock.now()) }
-        request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot, sequence: sequence) }
+        let (slot, actions) = core.withLock { $0.machine.add(request, claim: claim, now: clock.now()) }
+        request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
         perform(actions)
     }
 
@@ -154,7 +154,7 @@ public final class NetworkQueue: Sendable {
         guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else {
             return
         }
-        send { $0.cancel(request, slot: place.slot, sequence: place.sequence, now: $1) }
+        send { $0.cancel(request, slot: place.slot, now: $1) }
     }
 
     /// Cancels every pending and running request; each fails with ``NetworkQueueError/cancelled``.

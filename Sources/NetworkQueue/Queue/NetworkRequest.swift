@@ -110,7 +110,6 @@ public final class NetworkRequest: Sendable, Identifiable {
     struct Membership {
         let queue: ObjectIdentifier
         let slot: Int
-        let sequence: UInt64
     }
 
     struct Shared {
