@@ -11,11 +11,9 @@ import TestSupport
 /// delivery it posts, and describes actions and deliveries as short strings for exact comparisons.
 /// Requests are named by their `tag`.
 struct MachineDriver {
+    /// A started transfer and the tag of its request.
     struct Transfer {
-        let slot: Int
-        let token: UInt64
-        let lane: Scheduler.Lane
-        let cell: TransferCell
+        let start: QueueAction.Start
         let tag: Int
     }
 
@@ -80,8 +78,8 @@ struct MachineDriver {
 
     @discardableResult
     mutating func send(_ event: TransferEvent, to transfer: Transfer) -> [String] {
-        if case .completed = event { transfers.removeAll { $0.token == transfer.token } }
-        return apply(machine.transferEvent(event, slot: transfer.slot, token: transfer.token, now: now))
+        if case .completed = event { transfers.removeAll { $0.start.token == transfer.start.token } }
+        return apply(machine.transferEvent(event, slot: transfer.start.slot, token: transfer.start.token, now: now))
     }
 
     static func head(_ status: Int = 200, length: Int? = 3) -> TransferEvent {
@@ -104,11 +102,11 @@ struct MachineDriver {
             case .start(let start):
                 let tag = tag(machine.table[start.slot].request)
                 inFlightAtStarts.append(transfers.count)
-                transfers.append(Transfer(slot: start.slot, token: start.token, lane: start.lane, cell: start.cell, tag: tag))
+                transfers.append(Transfer(start: start, tag: tag))
                 lines.append("start \(tag) \(start.lane)")
             case .cancel(let cell):
-                let tags = transfers.filter { $0.cell === cell }.map(\.tag)
-                transfers.removeAll { $0.cell === cell }
+                let tags = transfers.filter { $0.start.cell === cell }.map(\.tag)
+                transfers.removeAll { $0.start.cell === cell }
                 lines.append("cancel \(tags.map(String.init).joined())")
             case .discard: lines.append("discard")
             case .release: lines.append("release")
