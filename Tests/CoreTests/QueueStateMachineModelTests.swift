@@ -12,8 +12,9 @@ import Testing
 /// (successes, errors, bad statuses, cut bodies) and timer firings, checked after every step against the
 /// invariants every user relies on.
 @Suite struct QueueStateMachineModelTests {
-    @Test func tenThousandRandomSequencesKeepTheInvariants() {
-        for seed in 0..<10_000 as Range<UInt64> { check(seed: seed) }
+    /// Ten thousand sequences by default (see ``TestEnvironment/modelSeeds``).
+    @Test func tenThousandRandomSequencesKeepTheInvariants() async {
+        await forEachSeed(TestEnvironment.modelSeeds) { check(seed: $0) }
     }
 
     private func check(seed: UInt64) {

@@ -35,14 +35,10 @@ import Testing
         let file: URL?
     }
 
-    static func environment(_ name: String, default value: Int) -> Int {
-        ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
-    }
-
     @Test func soak() async throws {
-        let totalRequests = Self.environment("NQ_SOAK_REQUESTS", default: 2_000)
-        let drains = Self.environment("NQ_SOAK_DRAINS", default: 20)
-        let seed = UInt64(Self.environment("NQ_SOAK_SEED", default: Int.random(in: 1...Int.max)))
+        let totalRequests = TestEnvironment.integer("NQ_SOAK_REQUESTS", default: 2_000)
+        let drains = TestEnvironment.integer("NQ_SOAK_DRAINS", default: 20)
+        let seed = UInt64(TestEnvironment.integer("NQ_SOAK_SEED", default: Int.random(in: 1...Int.max)))
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

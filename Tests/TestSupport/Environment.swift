@@ -1,0 +1,24 @@
+import Foundation
+
+/// Sizes of long tests, which the environment can change: CI shrinks them under the sanitizers, where a
+/// single-threaded pure model gains nothing from running ten times slower.
+public enum TestEnvironment {
+    /// The integer in the environment variable `name`, or `value` when it is unset or not an integer.
+    public static func integer(_ name: String, default value: Int) -> Int {
+        ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
+    }
+
+    /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 10,000.
+    public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: 10_000)) }
+}
+
+/// Calls `body` with the seeds `0..<count` in order, giving the cooperative thread pool back every few
+/// seeds. A long synchronous loop holds one of the pool's threads (two on a 2-core machine) for its whole
+/// run: under the thread sanitizer the model tests took a minute, every other test's tasks waited behind
+/// them, and requests with the default 60 s timeout timed out in tests that had not yet resumed.
+public func forEachSeed(_ count: Int, _ body: (UInt64) -> Void) async {
+    for seed in 0..<UInt64(count) {
+        body(seed)
+        if seed % 8 == 7 { await Task.yield() }
+    }
+}
