@@ -8,7 +8,9 @@ let package = Package(
         .library(name: "NetworkQueue", targets: ["NetworkQueue"])
     ],
     targets: [
-        .target(name: "NetworkQueue"),
+        // Our own prototypes for libcurl's variadic calls; libcurl itself is opened at run time (Linux).
+        .target(name: "CurlShim"),
+        .target(name: "NetworkQueue", dependencies: ["CurlShim"]),
         .target(name: "LoopbackServer"),
         .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
         .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer"]),

@@ -52,14 +52,16 @@ public final class NetworkQueue: Sendable {
 
     /// Creates a suspended queue.
     /// - Parameters:
-    ///   - transport: moves the bytes; default a new ``URLSessionTransport``.
+    ///   - transport: moves the bytes; default ``makeDefaultTransport()``: a new ``CurlTransport`` on Linux
+    ///     (a new ``URLSessionTransport`` when libcurl cannot be loaded), a new ``URLSessionTransport`` on
+    ///     Apple platforms.
     ///   - delegateQueue: where delegate methods, request handlers and events are delivered, serially and
     ///     in order. Default nil: a private serial queue (never the main thread). Pass `.main` to receive
     ///     them on the main thread.
     ///   - clock: the queue's time source for timeouts and progress coalescing; default
     ///     ``SystemQueueClock``. Tests inject a clock they drive by hand.
     public init(
-        transport: any Transport = URLSessionTransport(), delegateQueue: DispatchQueue? = nil,
+        transport: any Transport = NetworkQueue.makeDefaultTransport(), delegateQueue: DispatchQueue? = nil,
         clock: any QueueClock = SystemQueueClock()
     ) {
         self.transport = transport
@@ -68,6 +70,16 @@ public final class NetworkQueue: Sendable {
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()
+    }
+
+    /// The transport a queue gets by default: on Linux a new ``CurlTransport`` with default options, or a
+    /// new ``URLSessionTransport`` when libcurl cannot be loaded (``CurlTransport/isAvailable`` says which);
+    /// on Apple platforms a new ``URLSessionTransport``.
+    public static func makeDefaultTransport() -> any Transport {
+        #if os(Linux)
+            if let curl = try? CurlTransport() { return curl }
+        #endif
+        return URLSessionTransport()
     }
 
     // MARK: Settings

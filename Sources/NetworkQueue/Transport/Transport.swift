@@ -18,11 +18,28 @@ public enum TransferEvent: Sendable {
     case completed(URLError?)
 }
 
-/// A running transfer that can be cancelled.
+/// A running transfer that can be cancelled, and, where the transport can, paused and throttled.
 public protocol TransferHandle: Sendable {
     /// Stops the transfer. The queue has already reported the cancellation; the transport may deliver
     /// further events for this transfer, and the queue ignores them.
     func cancel()
+
+    /// Stops (`true`) or resumes (`false`) reading the response body; the server is slowed by TCP flow
+    /// control meanwhile. Returns false when the transport cannot pause (the default implementation:
+    /// `URLSessionTransport` cannot, a Linux task restarts when suspended).
+    func setReceivingPaused(_ paused: Bool) -> Bool
+
+    /// Caps this transfer's receive rate in bytes per second (nil removes the cap), also while it runs.
+    /// Returns false when the transport cannot (the default implementation).
+    func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool
+}
+
+extension TransferHandle {
+    /// Not supported: returns false.
+    public func setReceivingPaused(_ paused: Bool) -> Bool { false }
+
+    /// Not supported: returns false.
+    public func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool { false }
 }
 
 /// Moves bytes for a ``NetworkQueue``: starts one transfer per call and reports its events.
@@ -32,7 +49,11 @@ public protocol TransferHandle: Sendable {
 ///   `.response` before its `.data`, and exactly one `.completed`, last;
 /// - `startTransfer` must not call `events` synchronously (deliver on another queue or thread);
 /// - the queue owns scheduling, timeouts, validation and progress, so a transport only transfers;
-/// - a redirect that changes scheme, host or port must not carry credentials along (see ``RedirectPolicy``).
+/// - a redirect that changes scheme, host or port must not carry credentials along (see ``RedirectPolicy``);
+/// - back-pressure: the queue consumes each event before it returns (a file destination is written
+///   inside the `.data` event), so a transport that reads no more of a transfer until its event returns
+///   (``CurlTransport`` on Linux) keeps memory flat however fast the server is. A transport that queues
+///   events instead can pause reading with ``TransferHandle/setReceivingPaused(_:)``.
 public protocol Transport: Sendable {
     /// Starts `request` and reports its events to `events`.
     func startTransfer(

@@ -1,0 +1,42 @@
+// The few libcurl entry points NetworkQueue calls that Swift cannot call directly: the variadic
+// curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo. libcurl itself is opened at run time with
+// dlopen by the Swift code, which passes the function pointers it found here; this target needs no curl
+// header, no -dev package and no link flag. The prototypes below are our own, written from libcurl's
+// documented ABI (every CURLoption takes a long, a pointer or a curl_off_t, which is int64_t on 64-bit
+// Linux).
+#ifndef NETWORKQUEUE_CURL_SHIM_H
+#define NETWORKQUEUE_CURL_SHIM_H
+
+#include <stdint.h>
+
+/// curl_easy_setopt and curl_multi_setopt: (handle, option, ...) -> code.
+typedef int (*nq_setopt_function)(void *handle, int option, ...);
+/// curl_easy_getinfo: (handle, info, ...) -> code.
+typedef int (*nq_getinfo_function)(void *handle, int info, ...);
+
+/// Calls a setopt function with a `long` argument.
+int nq_setopt_long(void *function, void *handle, int option, long value);
+/// Calls a setopt function with a pointer argument (strings, lists, callbacks, user data).
+int nq_setopt_pointer(void *function, void *handle, int option, const void *value);
+/// Calls a setopt function with a `curl_off_t` (64-bit) argument.
+int nq_setopt_offset(void *function, void *handle, int option, int64_t value);
+/// Calls curl_easy_getinfo with a pointer to where the answer is written.
+int nq_getinfo(void *function, void *handle, int info, void *answer);
+
+/// The leading fields of libcurl's `curl_version_info_data`, as every version since 7.10 lays them out.
+typedef struct {
+    int age;
+    const char *version;
+    unsigned int version_num;
+    const char *host;
+    int features;
+} nq_curl_version_info;
+
+/// One curl blob (`struct curl_blob`): data, length, flags (1 = libcurl copies it).
+typedef struct {
+    const void *data;
+    unsigned long len;
+    unsigned int flags;
+} nq_curl_blob;
+
+#endif

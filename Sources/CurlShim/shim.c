@@ -1,0 +1,17 @@
+#include "CurlShim.h"
+
+int nq_setopt_long(void *function, void *handle, int option, long value) {
+    return ((nq_setopt_function)function)(handle, option, value);
+}
+
+int nq_setopt_pointer(void *function, void *handle, int option, const void *value) {
+    return ((nq_setopt_function)function)(handle, option, value);
+}
+
+int nq_setopt_offset(void *function, void *handle, int option, int64_t value) {
+    return ((nq_setopt_function)function)(handle, option, value);
+}
+
+int nq_getinfo(void *function, void *handle, int info, void *answer) {
+    return ((nq_getinfo_function)function)(handle, info, answer);
+}

@@ -1,0 +1,196 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import Glibc
+
+    /// One transfer of a ``CurlTransport``, possibly over several easy-handle runs (one per redirect).
+    ///
+    /// Two kinds of state: `shared` (cancelled, pause, rate cap) may be touched from any thread under its
+    /// lock; everything else belongs to the engine's thread alone, which is the only one that runs
+    /// libcurl's callbacks and the engine's loop — hence `@unchecked Sendable`.
+    final class CurlTransfer: TransferHandle, @unchecked Sendable {
+        struct Shared {
+            var isCancelled = false
+            var isPaused = false
+            var maximumReceiveRate: Int?
+        }
+
+        /// A request body, replayable when it is `Data`.
+        enum Body {
+            case none
+            case data(Data, offset: Int)
+            case stream(InputStream, declaredLength: Int64?)
+        }
+
+        let events: @Sendable (TransferEvent) -> Void
+        let shared: Locked<Shared>
+        private let engine: CurlEngine
+
+        // The engine thread's state.
+        var request: URLRequest
+        var url: URL
+        var easy: OpaquePointer?
+        var headerList: OpaquePointer?
+        var parser = ResponseHeadParser()
+        /// Set when the final head of this run is a redirect to follow: its body is not reported.
+        var redirect: URLRequest?
+        var redirectCount = 0
+        var hasResponse = false
+        var body: Body
+        var bytesSent: Int64 = 0
+        /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+
+        init(request: URLRequest, url: URL, engine: CurlEngine, events: @escaping @Sendable (TransferEvent) -> Void) {
+            self.request = request
+            self.url = url
+            self.engine = engine
+            self.events = events
+            self.shared = Locked(Shared(maximumReceiveRate: engine.options.maximumReceiveRate))
+            self.body = Self.body(of: request)
+            errorBuffer.initialize(repeating: 0, count: 256)
+        }
+
+        deinit { errorBuffer.deallocate() }
+
+        static func body(of request: URLRequest) -> Body {
+            if let data = request.httpBody { return .data(data, offset: 0) }
+            if let stream = request.httpBodyStream {
+                let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+                return .stream(stream, declaredLength: declared.flatMap { $0 >= 0 ? $0 : nil })
+            }
+            return .none
+        }
+
+        /// The body's size, when known.
+        var bodyLength: Int64? {
+            switch body {
+            case .none: 0
+            case .data(let data, _): Int64(data.count)
+            case .stream(_, let declared): declared
+            }
+        }
+
+        var isCancelled: Bool { shared.withLock { $0.isCancelled } }
+
+        // MARK: TransferHandle
+
+        /// Marks the transfer cancelled and asks the engine to drop it; returns at once. Nothing is reported
+        /// after this returns but an event whose delivery had already begun; a connection cancelled before
+        /// its response ended is closed, never reused.
+        func cancel() {
+            let isFirst = shared.withLock { shared in
+                defer { shared.isCancelled = true }
+                return !shared.isCancelled
+            }
+            if isFirst { engine.post(.cancel(self)) }
+        }
+
+        func setReceivingPaused(_ paused: Bool) -> Bool {
+            shared.withLock { $0.isPaused = paused }
+            engine.post(.update(self))
+            return true
+        }
+
+        func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool {
+            shared.withLock { $0.maximumReceiveRate = bytesPerSecond.map { max(1, $0) } }
+            engine.post(.update(self))
+            return true
+        }
+
+        // MARK: libcurl callbacks (engine thread)
+
+        /// Reports `event` unless the transfer was cancelled.
+        func emit(_ event: TransferEvent) {
+            guard !isCancelled else { return }
+            events(event)
+        }
+
+        /// A header line arrived.
+        func receivedHeader(_ bytes: UnsafeRawBufferPointer) {
+            let line = String(decoding: bytes, as: UTF8.self)
+            guard let head = parser.feed(line[...]) else { return }
+            if let next = RedirectRules.next(
+                    after: head.statusCode, location: head.value("Location"), request: request, url: url)
+            {
+                redirect = next
+                return
+            }
+            guard let response = HTTPURLResponse(
+                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, headerFields: head.dictionary)
+            else { return }
+            hasResponse = true
+            emit(.response(response))
+        }
+
+        /// Body bytes arrived; returns what libcurl expects (the count taken, or 0 to abort).
+        func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+            if isCancelled { return 0 }
+            // A redirect's body, or bytes before any head (never for HTTP/1.x and 2): not the response's.
+            guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
+            events(.data(Data(bytes)))
+            return bytes.count
+        }
+
+        /// libcurl wants up to `capacity` bytes of the request body; returns the count written, 0 at the
+        /// end, or CURL_READFUNC_ABORT.
+        func readBody(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
+            let abort = 0x1000_0000
+            if isCancelled { return abort }
+            var count = 0
+            switch body {
+            case .none:
+                return 0
+            case .data(let data, let offset):
+                count = min(capacity, data.count - offset)
+                guard count > 0 else { return 0 }
+                data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), from: offset..<(offset + count))
+                body = .data(data, offset: offset + count)
+            case .stream(let stream, _):
+                if stream.streamStatus == .notOpen { stream.open() }
+                count = stream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: capacity)
+                guard count >= 0 else { return abort }
+                if count == 0 { return 0 }
+            }
+            bytesSent += Int64(count)
+            emit(.sent(totalBytesSent: bytesSent, totalBytesExpectedToSend: bodyLength))
+            return count
+        }
+
+        /// libcurl must send the body again (a retried request on a reused connection): only `Data` can.
+        func rewindBody() -> Bool {
+            guard case .data(let data, _) = body else { return body.isEmpty }
+            body = .data(data, offset: 0)
+            bytesSent = 0
+            return true
+        }
+
+        /// The error text libcurl left for the last run, or its generic message for `code`.
+        func errorText(for code: Int32, library: CurlLibrary) -> String {
+            let detail = String(cString: errorBuffer)
+            return detail.isEmpty ? library.message(for: code) : detail
+        }
+
+        /// Prepares the next run after a redirect; false when the body cannot be sent again.
+        func restart(with next: URLRequest) -> Bool {
+            let keepsBody = next.httpBody != nil || next.httpBodyStream != nil
+            if keepsBody, case .stream = body { return false }
+            request = next
+            url = next.url ?? url
+            body = Self.body(of: next)
+            bytesSent = 0
+            parser = ResponseHeadParser()
+            redirect = nil
+            redirectCount += 1
+            errorBuffer[0] = 0
+            return true
+        }
+    }
+
+    extension CurlTransfer.Body {
+        var isEmpty: Bool {
+            if case .none = self { return true }
+            return false
+        }
+    }
+#endif

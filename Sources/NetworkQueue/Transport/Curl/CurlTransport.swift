@@ -1,0 +1,152 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+#if os(Linux)
+    /// A ``Transport`` over libcurl's multi interface: the default transport on Linux.
+    ///
+    /// - **Loading**: libcurl is opened at run time (`dlopen("libcurl.so.4")`, the library
+    ///   FoundationNetworking itself links), version 7.68 or later; no header, package or link flag is
+    ///   needed. When it cannot be loaded, ``init(options:)`` throws a ``LoadError`` and
+    ///   `NetworkQueue()` falls back to ``URLSessionTransport``.
+    /// - **One thread, one multi handle** per transport: transfers are added, cancelled, paused and
+    ///   throttled by posting to that thread (`curl_multi_wakeup`), so no call of this type blocks on the
+    ///   network. Connections are kept alive and reused (HTTP/1.1), HTTP/2 is used and multiplexed when
+    ///   a TLS server offers it; there is no per-host connection limit, so the queue's limit decides.
+    /// - **Events** are delivered on the transport's thread, one transfer's in order, and libcurl reads
+    ///   no more of a transfer until its event returns: a slow consumer (a file written inside the event)
+    ///   slows the server down instead of filling memory (back-pressure). Keep event handlers short.
+    /// - **Semantics** as ``URLSessionTransport``: one `.response` for the final head (never a 1xx or a
+    ///   redirect's), `.data`, `.sent`, exactly one `.completed` last. Redirects are followed by the
+    ///   transport itself (at most ``Options/maximumRedirects``): 303 → GET, 301/302 turn POST into GET,
+    ///   307/308 keep method and body, and the ``RedirectPolicy`` keeps credentials on their origin.
+    ///   Without an `Accept-Encoding` header a request is sent with `Accept-Encoding: identity`; with one,
+    ///   libcurl asks for those encodings and decodes the body. TLS peers are verified against the
+    ///   system's CA store (plus ``Options/additionalTrustedCertificates``); proxies come from the
+    ///   environment (`http_proxy`, `https_proxy`, `no_proxy`) as curl reads them. A request body never
+    ///   gets a `Content-Type` or `Expect: 100-continue` the caller did not set.
+    /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
+    ///   a connection cancelled mid-response is closed, not reused.
+    /// - **Timeouts** are the queue's: the transport sets none.
+    public final class CurlTransport: Transport {
+        /// Why libcurl could not be used.
+        public enum LoadError: Error, Equatable, CustomStringConvertible {
+            /// `dlopen` found no `libcurl.so.4`.
+            case libraryNotFound(reason: String)
+            /// The library lacks a function this transport calls.
+            case missingFunction(String)
+            /// The library is older than 7.68.0 (no `curl_multi_poll` / `curl_multi_wakeup`).
+            case tooOld(version: String)
+            /// `curl_global_init`, `curl_multi_init` or the like failed.
+            case initializationFailed
+            /// ``Options/additionalTrustedCertificates`` could not be read.
+            case unreadableCertificates(path: String, reason: String)
+
+            public var description: String {
+                switch self {
+                case .libraryNotFound(let reason): "libcurl could not be loaded: \(reason)"
+                case .missingFunction(let name): "libcurl lacks \(name)"
+                case .tooOld(let version): "libcurl \(version) is too old: 7.68.0 or later is needed"
+                case .initializationFailed: "libcurl failed to initialise"
+                case .unreadableCertificates(let path, let reason): "cannot read CA certificates at \(path): \(reason)"
+                }
+            }
+        }
+
+        /// Where cookies that servers set are kept.
+        public enum CookiePolicy: Sendable, Hashable {
+            /// One in-memory store per transport: cookies set by a response go back, by curl's domain
+            /// rules, on later requests of this transport; nothing is written to disk. The default.
+            case ephemeral
+            /// No cookie engine: only a `Cookie` header you set is sent.
+            case disabled
+        }
+
+        /// A transport's settings; every property has a default.
+        public struct Options: Sendable {
+            /// How redirects are followed; default ``RedirectPolicy/default``.
+            public var redirects: RedirectPolicy = .default
+            /// Redirects followed per transfer before it fails with `.httpTooManyRedirects`; default 20.
+            public var maximumRedirects = 20
+            /// Default ``CookiePolicy/ephemeral``.
+            public var cookies: CookiePolicy = .ephemeral
+            /// A PEM file of CA certificates trusted in addition to the system's; default nil.
+            public var additionalTrustedCertificates: URL?
+            /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
+            /// own cap can be changed with ``TransferHandle/setMaximumReceiveRate(_:)``.
+            public var maximumReceiveRate: Int?
+            /// Idle connections kept open for reuse; default 64.
+            public var maximumCachedConnections = 64
+
+            /// Creates options with the defaults.
+            public init() {}
+        }
+
+        /// The libcurl version in use, e.g. "7.88.1".
+        public let libraryVersion: String
+        /// Whether the loaded libcurl can use HTTP/2.
+        public let supportsHTTP2: Bool
+        private let engine: CurlEngine
+
+        /// Whether libcurl can be loaded in this process.
+        public static var isAvailable: Bool {
+            if case .success = CurlLibrary.shared { return true }
+            return false
+        }
+
+        /// Loads libcurl (once per process) and starts the transport's thread.
+        /// - Throws: ``LoadError`` when libcurl is missing or too old, or the extra certificates cannot be read.
+        public init(options: Options = Options()) throws(LoadError) {
+            let library = try CurlLibrary.shared.get()
+            var certificates: Data?
+            if let extra = options.additionalTrustedCertificates {
+                certificates = try Self.bundle(adding: extra, library: library)
+            }
+            engine = try CurlEngine(library: library, options: options, certificates: certificates)
+            libraryVersion = library.version
+            supportsHTTP2 = library.supportsHTTP2
+            engine.start()
+        }
+
+        deinit { engine.stop() }
+
+        /// Starts `request` on the transport's thread.
+        public func startTransfer(
+            _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
+            guard let url = request.url else {
+                let failed = CurlTransfer(request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
+                DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
+                return failed
+            }
+            let transfer = CurlTransfer(request: request, url: url, engine: engine, events: events)
+            engine.post(.start(transfer))
+            return transfer
+        }
+
+        /// The system's CA bundle followed by the PEM file at `extra`.
+        private static func bundle(adding extra: URL, library: CurlLibrary) throws(LoadError) -> Data {
+            let added: Data
+            do {
+                added = try Data(contentsOf: extra)
+            } catch {
+                throw .unreadableCertificates(path: extra.path, reason: error.localizedDescription)
+            }
+            var system = Data()
+            var candidates = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
+            if let easy = library.easyInit() {
+                if let path = library.defaultCABundle(easy) { candidates.insert(path, at: 0) }
+                library.easyCleanup(easy)
+            }
+            for path in candidates {
+                if let data = FileManager.default.contents(atPath: path) {
+                    system = data
+                    break
+                }
+            }
+            return system + Data("\n".utf8) + added
+        }
+    }
+#endif
