@@ -44,6 +44,8 @@ public final class LoopbackServer: Sendable {
         public var headers: [[String: String]] = []
         /// Bytes written to clients, heads included.
         public var bytesWritten = 0
+        /// Connections open now (accepted and not yet closed by either side).
+        public var openConnections = 0
     }
 
     struct State {
@@ -76,7 +78,13 @@ public final class LoopbackServer: Sendable {
     public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
     /// A snapshot of the counters.
-    public var statistics: Statistics { state.with { $0.statistics } }
+    public var statistics: Statistics {
+        state.with { state in
+            var statistics = state.statistics
+            statistics.openConnections = state.openConnections.count
+            return statistics
+        }
+    }
 
     /// Zeroes the counters and the barrier.
     public func resetStatistics() {

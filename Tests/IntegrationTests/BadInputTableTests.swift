@@ -89,12 +89,12 @@ let badInputs: [BadInput] = [
 ]
 
 @Suite struct BadInputTableTests {
-    @Test(arguments: badInputs)
-    func eachBadInputHasItsExactOutcome(_ input: BadInput) async throws {
+    @Test(arguments: TransportKind.allCases, badInputs)
+    func eachBadInputHasItsExactOutcome(_ transport: TransportKind, _ input: BadInput) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         let recorder = Recorder()
         queue.delegate = recorder
         let request = input.make(server, directory)
@@ -116,9 +116,9 @@ let badInputs: [BadInput] = [
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
-    @Test func addingTheSameRequestTwiceAndANegativeLimit() async throws {
+    @Test(arguments: TransportKind.allCases) func addingTheSameRequestTwiceAndANegativeLimit(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         queue.maxConcurrentRequestCount = -3
         #expect(queue.maxConcurrentRequestCount == 0)
         let request = request(server.url("/bytes/1"), tag: 1)

@@ -20,13 +20,13 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
 }
 
 @Suite struct FileDestinationTests {
-    @Test func theBodyIsStreamedToTheFileAndMovedIntoPlace() async throws {
+    @Test(arguments: TransportKind.allCases) func theBodyIsStreamedToTheFileAndMovedIntoPlace(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("body.bin")
         try Data("old".utf8).write(to: file)
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let request = fileRequest(server.url("/bytes/3000000"), to: file)
         try queue.add(request)
         let progress = await queue.run()
@@ -39,13 +39,13 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         #expect(request.downloadProgress.completedBytes == 3_000_000)
     }
 
-    @Test(arguments: ["/status/404", "/drop/400000"])
-    func aFailedRequestLeavesNoFile(path: String) async throws {
+    @Test(arguments: TransportKind.allCases, ["/status/404", "/drop/400000"])
+    func aFailedRequestLeavesNoFile(_ transport: TransportKind, path: String) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("body.bin")
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let request = fileRequest(server.url(path), to: file)
         try queue.add(request)
         await queue.run()
@@ -53,11 +53,11 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
-    @Test func aCancelledRequestLeavesNoPartialFile() async throws {
+    @Test(arguments: TransportKind.allCases) func aCancelledRequestLeavesNoPartialFile(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let request = fileRequest(server.url("/bytes/100000000?rate=2000000"), to: directory.appendingPathComponent("big.bin"))
         try queue.add(request)
         let stream = queue.events()
@@ -69,9 +69,9 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         await queue.run()
     }
 
-    @Test func anUnwritableDestinationFailsClearlyAndIsNeverSent() async throws {
+    @Test(arguments: TransportKind.allCases) func anUnwritableDestinationFailsClearlyAndIsNeverSent(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue()
+        let (queue, recorder) = makeQueue(transport)
         let file = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/body.bin")
         let request = fileRequest(server.url("/bytes/10"), to: file, tag: 1)
         try queue.add(request)

@@ -14,9 +14,11 @@ final class SnapshotAtFirstGet: Transport {
     /// Weak: the queue holds its transport, and a strong reference back would leak both.
     struct WeakQueue { weak var queue: NetworkQueue? }
 
-    let base = URLSessionTransport()
+    let base: any Transport
     let queue = Box(WeakQueue())
     let snapshot = Box<QueueProgress?>(nil)
+
+    init(base: any Transport) { self.base = base }
 
     func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current.queue {
@@ -28,8 +30,8 @@ final class SnapshotAtFirstGet: Transport {
 }
 
 /// A queue with accurate progress over a snapshotting transport.
-func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFirstGet) {
-    let transport = SnapshotAtFirstGet()
+func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFirstGet) {
+    let transport = SnapshotAtFirstGet(base: kind.make())
     let queue = NetworkQueue(transport: transport)
     transport.queue.with { $0.queue = queue }
     let recorder = Recorder()
@@ -40,9 +42,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
 }
 
 @Suite struct PreflightTests {
-    @Test func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals() async throws {
+    @Test(arguments: TransportKind.allCases) func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue(limit: 4)
+        let (queue, recorder) = makeQueue(transport, limit: 4)
         queue.showsAccurateProgress = true
         for tag in 1...5 { try queue.add(request(server.url("/bytes/130050?i=\(tag)"), tag: tag)) }
         queue.go()
@@ -62,26 +64,26 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         #expect(zip(fractions, fractions.dropFirst()).allSatisfy { $0 <= $1 })
     }
 
-    @Test func theTotalIsKnownBeforeTheFirstTransferStarts() async throws {
+    @Test(arguments: TransportKind.allCases) func theTotalIsKnownBeforeTheFirstTransferStarts(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _, transport) = makePreflightQueue(limit: 2)
+        let (queue, _, snapshotting) = makePreflightQueue(transport, limit: 2)
         for tag in 1...5 { try queue.add(request(server.url("/bytes/\(tag * 10_000)"), tag: tag)) }
         #expect(await queue.run().bytesReceived == 150_000)
-        let atStart = try #require(transport.snapshot.current)
+        let atStart = try #require(snapshotting.snapshot.current)
         #expect(atStart.bytesExpectedToReceive == 150_000)
         #expect(atStart.fractionCompleted == 0)
     }
 
-    @Test(arguments: ["/nohead/5000", "/nohead/5000?headStatus=501", "/bytes/5000?headStatus=404",
+    @Test(arguments: TransportKind.allCases, ["/nohead/5000", "/nohead/5000?headStatus=501", "/bytes/5000?headStatus=404",
         "/bytes/5000?headStatus=500", "/bytes/5000?headEncoding=gzip", "/chunked/5000"])
-    func aHeadWithoutAUsableLengthFallsBackToTheResponse(path: String) async throws {
+    func aHeadWithoutAUsableLengthFallsBackToTheResponse(_ transport: TransportKind, path: String) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder, transport) = makePreflightQueue()
+        let (queue, recorder, snapshotting) = makePreflightQueue(transport)
         try queue.add(request(server.url(path), tag: 1))
         try queue.add(request(server.url("/bytes/1000"), tag: 2))
         let progress = await queue.run()
         // Unknown after the HEADs, until the request's own response tells (or, chunked, until it ends).
-        #expect(try #require(transport.snapshot.current).bytesExpectedToReceive == nil)
+        #expect(try #require(snapshotting.snapshot.current).bytesExpectedToReceive == nil)
         #expect(progress.bytesExpectedToReceive == 6_000)
         #expect(progress.bytesReceived == 6_000)
         #expect(progress.fractionCompleted == 1.0)
@@ -89,9 +91,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") }.count == 2)
     }
 
-    @Test func aHeadThatFailsInTransportFailsItsRequestWhichIsNeverSent() async throws {
+    @Test(arguments: TransportKind.allCases) func aHeadThatFailsInTransportFailsItsRequestWhichIsNeverSent(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue()
+        let (queue, recorder) = makeQueue(transport)
         queue.showsAccurateProgress = true
         queue.cancelsAllOnFailure = false
         let broken = request(server.url("/bytes/5000?headDrop=1"), tag: 1)
@@ -107,9 +109,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         #expect(!server.statistics.log.contains("GET /bytes/5000?headDrop=1"))
     }
 
-    @Test func headsRunWithinTheLimitAndCarryTheSameHeaders() async throws {
+    @Test(arguments: TransportKind.allCases) func headsRunWithinTheLimitAndCarryTheSameHeaders(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue(limit: 2)
+        let (queue, _) = makeQueue(transport, limit: 2)
         queue.showsAccurateProgress = true
         for tag in 1...6 {
             var urlRequest = URLRequest(url: server.url("/barrier/100?n=2&i=\(tag)"))
@@ -128,9 +130,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         }
     }
 
-    @Test func onlyGetRequestsArePreflighted() async throws {
+    @Test(arguments: TransportKind.allCases) func onlyGetRequestsArePreflighted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         queue.showsAccurateProgress = true
         try queue.add(post(server.url("/upload"), bodySize: 300))
         try queue.add(request(server.url("/bytes/10"), tag: 2))
@@ -138,9 +140,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") } == ["HEAD /bytes/10"])
     }
 
-    @Test func uploadProgressIsAggregatedAcrossTheQueue() async throws {
+    @Test(arguments: TransportKind.allCases) func uploadProgressIsAggregatedAcrossTheQueue(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         for size in [100_000, 250_000, 650_000] { try queue.add(post(server.url("/upload"), bodySize: size)) }
         let progress = await queue.run()
         #expect(progress.bytesSent == 1_000_000)
@@ -148,9 +150,9 @@ func makePreflightQueue(limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFi
         #expect(progress.fractionCompleted == 1.0)
     }
 
-    @Test func theFoundationProgressFollowsTheQueue() async throws {
+    @Test(arguments: TransportKind.allCases) func theFoundationProgressFollowsTheQueue(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         queue.showsAccurateProgress = true
         for tag in 1...3 { try queue.add(request(server.url("/bytes/20000?i=\(tag)"), tag: tag)) }
         await queue.run()

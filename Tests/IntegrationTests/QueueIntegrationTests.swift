@@ -9,8 +9,8 @@ import Testing
 #endif
 
 /// A queue over a real URLSessionTransport, with a recorder as its delegate.
-func makeQueue(limit: Int = 4) -> (NetworkQueue, Recorder) {
-    let queue = NetworkQueue()
+func makeQueue(_ transport: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder) {
+    let queue = NetworkQueue(transport: transport.make())
     let recorder = Recorder()
     queue.delegate = recorder
     queue.maxConcurrentRequestCount = limit
@@ -37,9 +37,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
 }
 
 @Suite struct QueueIntegrationTests {
-    @Test func eventsArriveInOrderAndTheQueueFinishesOnce() async throws {
+    @Test(arguments: TransportKind.allCases) func eventsArriveInOrderAndTheQueueFinishesOnce(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue()
+        let (queue, recorder) = makeQueue(transport)
         let requests = (1...5).map { request(server.url("/bytes/\($0 * 1000)"), tag: $0) }
         for request in requests { try queue.add(request) }
         let progress = await queue.run()
@@ -55,9 +55,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(progress.fractionCompleted == 1)
     }
 
-    @Test func aFailureCancelsTheOthersWhenOn() async throws {
+    @Test(arguments: TransportKind.allCases) func aFailureCancelsTheOthersWhenOn(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue(limit: 4)
+        let (queue, recorder) = makeQueue(transport, limit: 4)
         let failing = server.url("/status/404")
         try queue.add(request(failing, tag: 0))
         // The siblings are held by the server until 100 arrive, so they are still running when 404 lands.
@@ -70,9 +70,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(!server.statistics.log.contains { $0.contains("i=4") || $0.contains("i=5") })
     }
 
-    @Test func aFailureLeavesTheOthersAloneWhenOff() async throws {
+    @Test(arguments: TransportKind.allCases) func aFailureLeavesTheOthersAloneWhenOff(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue()
+        let (queue, recorder) = makeQueue(transport)
         queue.cancelsAllOnFailure = false
         try queue.add(request(server.url("/status/404"), tag: 0))
         for tag in 1...3 { try queue.add(request(server.url("/bytes/100?i=\(tag)"), tag: tag)) }
@@ -82,10 +82,10 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test(arguments: [SchedulingOrder.fifo, .lifo])
-    func startOrderOnTheWireWithLimitOne(order: SchedulingOrder) async throws {
+    @Test(arguments: TransportKind.allCases, [SchedulingOrder.fifo, .lifo])
+    func startOrderOnTheWireWithLimitOne(_ transport: TransportKind, order: SchedulingOrder) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue(limit: 1)
+        let (queue, _) = makeQueue(transport, limit: 1)
         queue.order = order
         for tag in 1...8 { try queue.add(request(server.url("/bytes/10?i=\(tag)"), tag: tag)) }
         await queue.run()
@@ -93,10 +93,11 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(server.statistics.log == tags.map { "GET /bytes/10?i=\($0)" })
     }
 
-    @Test(arguments: [(limit: 1, total: 6), (limit: 4, total: 24), (limit: 0, total: 24)])
-    func theLimitIsReachedButNeverExceededOnTheWire(limit: Int, total: Int) async throws {
+    @Test(arguments: TransportKind.allCases, [(limit: 1, total: 6), (limit: 4, total: 24), (limit: 0, total: 24)])
+    func theLimitIsReachedButNeverExceededOnTheWire(_ transport: TransportKind, _ sizes: (limit: Int, total: Int)) async throws {
+        let (limit, total) = sizes
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue(limit: limit)
+        let (queue, recorder) = makeQueue(transport, limit: limit)
         // Requests are released by the server in batches of the limit (all of them when unlimited).
         let batch = limit == 0 ? total : limit
         for tag in 1...total { try queue.add(request(server.url("/barrier/100?n=\(batch)&i=\(tag)"), tag: tag)) }
@@ -106,9 +107,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test func cancellingAPendingAndARunningRequest() async throws {
+    @Test(arguments: TransportKind.allCases) func cancellingAPendingAndARunningRequest(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue(limit: 1)
+        let (queue, recorder) = makeQueue(transport, limit: 1)
         let running = request(server.url("/bytes/50000000?rate=100000"), tag: 1)
         let pending = request(server.url("/bytes/10?i=2"), tag: 2)
         let after = request(server.url("/bytes/10?i=3"), tag: 3)
@@ -127,35 +128,35 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.events.contains(.fail(1, .cancelled)))
     }
 
-    @Test func aDroppedConnectionFailsAsConnectionLost() async throws {
+    @Test(arguments: TransportKind.allCases) func aDroppedConnectionFailsAsConnectionLost(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let dropped = request(server.url("/drop/200000"), tag: 1)
         try queue.add(dropped)
         await queue.run()
         #expect(dropped.transportErrorCode == .networkConnectionLost)
     }
 
-    @Test func a404FailsByDefault() async throws {
+    @Test(arguments: TransportKind.allCases) func a404FailsByDefault(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue()
+        let (queue, recorder) = makeQueue(transport)
         try queue.add(request(server.url("/status/404"), tag: 1))
         await queue.run()
         #expect(recorder.events == [.start(1), .headers(1, 404), .fail(1, .unacceptableStatus(code: 404, url: server.url("/status/404"))), .queueFinished])
     }
 
-    @Test func aSubSecondTimeoutFires() async throws {
+    @Test(arguments: TransportKind.allCases) func aSubSecondTimeoutFires(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let slow = request(server.url("/bytes/10?delay=3000"), tag: 1, timeout: 0.3)
         try queue.add(slow)
         await queue.run()
         #expect(slow.transportErrorCode == .timedOut)
     }
 
-    @Test func twoHundredRequestsInOneQueue() async throws {
+    @Test(arguments: TransportKind.allCases) func twoHundredRequestsInOneQueue(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, recorder) = makeQueue(limit: 8)
+        let (queue, recorder) = makeQueue(transport, limit: 8)
         let requests = (1...200).map { request(server.url("/bytes/1024?i=\($0)"), tag: $0) }
         for request in requests { try queue.add(request) }
         let progress = await queue.run()
@@ -168,9 +169,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test func uploadsReportSentBytes() async throws {
+    @Test(arguments: TransportKind.allCases) func uploadsReportSentBytes(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let upload = post(server.url("/upload"), bodySize: 1_048_576)
         try queue.add(upload)
         let progress = await queue.run()
@@ -180,9 +181,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(progress.bytesExpectedToSend == 1_048_576)
     }
 
-    @Test func a307RedirectKeepsTheBody() async throws {
+    @Test(arguments: TransportKind.allCases) func a307RedirectKeepsTheBody(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let redirected = post(server.url("/redirect/2?code=307&to=/upload"), bodySize: 5_000)
         try queue.add(redirected)
         await queue.run()
@@ -190,11 +191,11 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(server.statistics.log == ["POST /redirect/2?code=307&to=/upload", "POST /redirect/1?code=307&to=/upload", "POST /upload"])
     }
 
-    @Test func aRefusedConnectionFailsClearly() async throws {
+    @Test(arguments: TransportKind.allCases) func aRefusedConnectionFailsClearly(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let url = server.url("/bytes/10")
         server.stop()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let refused = request(url, tag: 1)
         try queue.add(refused)
         await queue.run()

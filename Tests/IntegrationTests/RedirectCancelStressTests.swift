@@ -12,9 +12,9 @@ import Testing
 /// the fix these runs crashed the test process within a few dozen requests; passing means no crash and
 /// every request ended exactly once.
 @Suite struct RedirectCancelStressTests {
-    @Test func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts() async throws {
+    @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         queue.maxConcurrentRequestCount = 16
         queue.cancelsAllOnFailure = false
         let recorder = Recorder()
@@ -41,10 +41,10 @@ import Testing
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test func redirectingSiblingsCancelledByAFailure() async throws {
+    @Test(arguments: TransportKind.allCases) func redirectingSiblingsCancelledByAFailure(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         for round in 0..<10 {
-            let queue = NetworkQueue()
+            let queue = NetworkQueue(transport: transport.make())
             queue.maxConcurrentRequestCount = 33
             let recorder = Recorder()
             queue.delegate = recorder

@@ -29,11 +29,11 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         return NetworkRequest(urlRequest)
     }
 
-    @Test(arguments: [301, 302, 303, 307, 308])
-    func credentialsNeverReachAnotherOrigin(code: Int) async throws {
+    @Test(arguments: TransportKind.allCases, [301, 302, 303, 307, 308])
+    func credentialsNeverReachAnotherOrigin(_ transport: TransportKind, code: Int) async throws {
         let a = try LoopbackServer()
         let b = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         queue.cancelsAllOnFailure = false
         let targets = ["http://127.0.0.1:\(b.port)/bytes/16", "http://localhost:\(b.port)/bytes/16"]
         let requests = targets.map { redirected(from: a, to: $0, code: code) }
@@ -48,10 +48,10 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         }
     }
 
-    @Test func theBodyReplayOf307StripsCredentialsToo() async throws {
+    @Test(arguments: TransportKind.allCases) func theBodyReplayOf307StripsCredentialsToo(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
         let b = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         let request = redirected(from: a, to: "http://localhost:\(b.port)/upload", code: 307, method: "POST", body: Data(count: 1_000))
         try queue.add(request)
         await queue.run()
@@ -60,18 +60,18 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         #expect(b.statistics.headers.first?["authorization"] == nil && b.statistics.headers.first?["cookie"] == nil)
     }
 
-    @Test func credentialsStayOnTheSameOrigin() async throws {
+    @Test(arguments: TransportKind.allCases) func credentialsStayOnTheSameOrigin(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         try queue.add(redirected(from: a, to: "/bytes/16", code: 302))
         await queue.run()
         #expect(a.statistics.headers.last?["authorization"] == "Bearer SECRET")
         #expect(a.statistics.headers.last?["cookie"] == "sid=SECRET")
     }
 
-    @Test func aRedirectToAnotherSchemeIsRefused() async throws {
+    @Test(arguments: TransportKind.allCases) func aRedirectToAnotherSchemeIsRefused(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         let request = redirected(from: a, to: "ftp://127.0.0.1/file", code: 302)
         try queue.add(request)
         await queue.run()
@@ -80,10 +80,9 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 }
 
 @Suite struct CookieTests {
-    @Test func cookiesStayInTheTransportAndAreNeverPersisted() async throws {
+    @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let transport = URLSessionTransport()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue(transport: transport.make())
         try queue.add(request(server.url("/cookie?value=SECRET123"), tag: 1))
         await queue.run()
         try queue.add(request(server.url("/bytes/1"), tag: 2))
@@ -92,15 +91,15 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         #expect(server.statistics.headers.last?["cookie"] == "session=SECRET123")
         #expect(HTTPCookieStorage.shared.cookies?.contains { $0.value == "SECRET123" } != true)
         // Another transport has a store of its own.
-        let other = NetworkQueue()
+        let other = NetworkQueue(transport: transport.make())
         try other.add(request(server.url("/bytes/2"), tag: 3))
         await other.run()
         #expect(server.statistics.headers.last?["cookie"] == nil)
     }
 
-    @Test func cookiesCanBeTurnedOff() async throws {
+    @Test(arguments: TransportKind.allCases) func cookiesCanBeTurnedOff(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue(transport: URLSessionTransport(cookies: .disabled))
+        let queue = NetworkQueue(transport: transport.make(cookies: false))
         try queue.add(request(server.url("/cookie?value=X"), tag: 1))
         await queue.run()
         try queue.add(request(server.url("/bytes/1"), tag: 2))
@@ -110,14 +109,14 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 }
 
 @Suite struct FileSafetyTests {
-    @Test func aDirectoryAtTheDestinationIsNeverDeleted() async throws {
+    @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("precious")
         try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
         try Data("keep me".utf8).write(to: target.appendingPathComponent("inside.txt"))
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let request = fileRequest(server.url("/bytes/100"), to: target)
         try queue.add(request)
         await queue.run()
@@ -132,11 +131,11 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
     }
 
     /// Before the fix about 5% of random cancels left a complete file at a cancelled request's destination.
-    @Test func aCancelledRequestNeverLeavesAFileAndAFinishedOneAlways() async throws {
+    @Test(arguments: TransportKind.allCases) func aCancelledRequestNeverLeavesAFileAndAFinishedOneAlways(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let queue = NetworkQueue()
+        let queue = NetworkQueue(transport: transport.make())
         queue.maxConcurrentRequestCount = 8
         queue.cancelsAllOnFailure = false
         let requests = (0..<300).map { index in
@@ -170,9 +169,9 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 }
 
 @Suite struct ResponseLimitTests {
-    @Test func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed() async throws {
+    @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         // Chunked, no length: only the count of decoded bytes can stop it. Linux URLSession reads ahead of
         // a slow client without bound, so what counts is what the server writes after the failure.
         // Throttled to 10 MB/s, so that Foundation's read-ahead during its slow cancel stays small.
@@ -195,9 +194,9 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 }
 
 @Suite struct RedactionIntegrationTests {
-    @Test func aSiblingCancelDoesNotRevealTheFailedURLsSecrets() async throws {
+    @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let (queue, _) = makeQueue()
+        let (queue, _) = makeQueue(transport)
         let secret = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/status/500?token=SECRET")!
         let failing = NetworkRequest(URLRequest(url: secret))
         let sibling = request(server.url("/barrier/10?n=100"), tag: 2)

@@ -35,16 +35,16 @@ import Testing
         let file: URL?
     }
 
-    @Test func soak() async throws {
-        let totalRequests = TestEnvironment.integer("NQ_SOAK_REQUESTS", default: 2_000)
-        let drains = TestEnvironment.integer("NQ_SOAK_DRAINS", default: 20)
+    @Test(arguments: TransportKind.allCases) func soak(_ transport: TransportKind) async throws {
+        let totalRequests = TestEnvironment.integer("NQ_SOAK_REQUESTS", default: 1_000)
+        let drains = TestEnvironment.integer("NQ_SOAK_DRAINS", default: 10)
         let seed = UInt64(TestEnvironment.integer("NQ_SOAK_SEED", default: Int.random(in: 1...Int.max)))
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let started = Date()
         var random = SeededGenerator(seed: seed)
-        let queues = [NetworkQueue(), NetworkQueue(delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent))]
+        let queues = [NetworkQueue(transport: transport.make()), NetworkQueue(transport: transport.make(), delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent))]
         let recorders = queues.map { queue in
             let recorder = Recorder()
             queue.delegate = recorder

@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct CurlErrorTableTests {
+    @Test(arguments: [
+        (Int32(0), URLError.Code?.none),
+        (1, .badServerResponse),  // HTTP/0.9 from an http URL
+        (3, .badURL),
+        (5, .cannotFindHost), (6, .cannotFindHost),
+        (7, .cannotConnectToHost), (97, .cannotConnectToHost),
+        (8, .badServerResponse),
+        (16, .networkConnectionLost), (92, .networkConnectionLost),
+        (18, .networkConnectionLost), (52, .networkConnectionLost), (55, .networkConnectionLost),
+        (56, .networkConnectionLost), (25, .networkConnectionLost),
+        (26, .requestBodyStreamExhausted),
+        (28, .timedOut),
+        (35, .secureConnectionFailed), (59, .secureConnectionFailed), (77, .secureConnectionFailed),
+        (60, .serverCertificateUntrusted), (83, .serverCertificateUntrusted), (91, .serverCertificateUntrusted),
+        (58, .clientCertificateRejected), (98, .clientCertificateRequired),
+        (42, .cancelled),
+        (47, .httpTooManyRedirects),
+        (61, .cannotDecodeContentData),
+        (63, .dataLengthExceedsMaximum),
+        (27, .cannotLoadFromNetwork),
+        (99, .unknown), (1234, .unknown),
+    ] as [(Int32, URLError.Code?)])
+    func eachCurlCodeHasItsURLErrorCode(curlCode: Int32, expected: URLError.Code?) {
+        #expect(CurlErrorTable.code(for: curlCode, scheme: "http") == expected)
+    }
+
+    @Test func anUnsupportedProtocolIsABadURLOnlyForOtherSchemes() {
+        #expect(CurlErrorTable.code(for: 1, scheme: "https") == .badServerResponse)
+        #expect(CurlErrorTable.code(for: 1, scheme: "ftp") == .unsupportedURL)
+    }
+
+    @Test func theErrorKeepsCurlsWordsItsCodeAndTheURL() throws {
+        let url = URL(string: "http://127.0.0.1:1/x")!
+        let error = try #require(CurlErrorTable.error(for: 7, scheme: "http", url: url, message: "Failed to connect"))
+        #expect(error.code == .cannotConnectToHost)
+        #expect(error.userInfo[CurlErrorTable.curlCodeKey] as? Int == 7)
+        #expect(error.userInfo[NSLocalizedDescriptionKey] as? String == "Failed to connect")
+        #expect(CurlErrorTable.error(for: 0, scheme: "http", url: url, message: "") == nil)
+    }
+}
+
+@Suite struct ResponseHeadParserTests {
+    func parse(_ lines: [String]) -> (heads: [ResponseHeadParser.Head], parser: ResponseHeadParser) {
+        var parser = ResponseHeadParser()
+        var heads: [ResponseHeadParser.Head] = []
+        for line in lines { if let head = parser.feed(line[...]) { heads.append(head) } }
+        return (heads, parser)
+    }
+
+    @Test func aHeadEndsAtTheBlankLine() {
+        let (heads, parser) = parse(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "Content-Type: text/plain\r\n", "\r\n"])
+        #expect(parser.isComplete)
+        #expect(heads == [.init(statusCode: 200, httpVersion: "HTTP/1.1", fields: [("Content-Length", "5"), ("Content-Type", "text/plain")])])
+    }
+
+    @Test func anInterimHeadIsDroppedAndTheFinalOneKept() {
+        let (heads, _) = parse([
+            "HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 103 Early Hints\r\n", "Link: </a>\r\n", "\r\n",
+            "HTTP/1.1 201 Created\r\n", "Location: /x\r\n", "\r\n",
+        ])
+        #expect(heads == [.init(statusCode: 201, httpVersion: "HTTP/1.1", fields: [("Location", "/x")])])
+    }
+
+    @Test func duplicateFieldsAreJoinedUnderTheFirstSpelling() {
+        let (heads, _) = parse(["HTTP/2 200\r\n", "set-cookie: a=1\r\n", "Set-Cookie: b=2\r\n", "X: 1\r\n", "\r\n"])
+        #expect(heads.first?.fields.map(\.name) == ["set-cookie", "X"])
+        #expect(heads.first?.value("SET-COOKIE") == "a=1, b=2")
+        #expect(heads.first?.httpVersion == "HTTP/2")
+    }
+
+    @Test func foldedLinesContinueTheFieldBefore() {
+        let (heads, _) = parse(["HTTP/1.1 200 OK\r\n", "X-Long: one\r\n", " two\r\n", "\tthree\r\n", "\r\n"])
+        #expect(heads.first?.value("x-long") == "one two three")
+    }
+
+    @Test func trailersAfterTheHeadAndMalformedLinesAreIgnored() {
+        let (heads, _) = parse([
+            "junk before a status line\r\n", "HTTP/1.1 200 OK\r\n", "no colon here\r\n", ": no name\r\n", "A: 1\r\n",
+            "\r\n", "Trailer-Field: late\r\n", "\r\n",
+        ])
+        #expect(heads == [.init(statusCode: 200, httpVersion: "HTTP/1.1", fields: [("A", "1")])])
+    }
+
+    @Test func aRedirectChainYieldsOneHeadPerRun() {
+        // Each run of a transfer (the transport follows redirects itself) gets a fresh parser.
+        let first = parse(["HTTP/1.1 302 Found\r\n", "Location: /b\r\n", "\r\n"]).heads
+        let second = parse(["HTTP/1.1 200 OK\r\n", "\r\n"]).heads
+        #expect(first.first?.value("location") == "/b")
+        #expect(second.first?.statusCode == 200)
+    }
+}
+
+@Suite struct RedirectRulesTests {
+    let url = URL(string: "http://a.test/dir/page?q=1")!
+
+    func request(_ method: String, body: Data? = Data("x=1".utf8)) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.httpBody = body
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer T", forHTTPHeaderField: "Authorization")
+        return request
+    }
+
+    @Test(arguments: [
+        (301, "POST", "GET", false), (302, "POST", "GET", false), (303, "POST", "GET", false),
+        (303, "PUT", "GET", false), (303, "HEAD", "HEAD", true), (301, "PUT", "PUT", true),
+        (302, "DELETE", "DELETE", true), (307, "POST", "POST", true), (308, "PUT", "PUT", true),
+    ])
+    func methodAndBodyFollowTheBrowsersRules(status: Int, method: String, next: String, keepsBody: Bool) throws {
+        let followed = try #require(RedirectRules.next(after: status, location: "/other", request: request(method), url: url))
+        #expect(followed.httpMethod == next)
+        #expect((followed.httpBody != nil) == keepsBody)
+        #expect((followed.value(forHTTPHeaderField: "Content-Type") != nil) == keepsBody)
+        #expect(followed.value(forHTTPHeaderField: "Authorization") == "Bearer T")
+        #expect(followed.url?.absoluteString == "http://a.test/other")
+    }
+
+    @Test func locationsResolveAgainstTheCurrentURL() {
+        func target(_ location: String) -> String? {
+            RedirectRules.next(after: 302, location: location, request: request("GET", body: nil), url: url)?.url?.absoluteString
+        }
+        #expect(target("next") == "http://a.test/dir/next")
+        #expect(target("//b.test/x") == "http://b.test/x")
+        #expect(target("https://c.test:8443/y") == "https://c.test:8443/y")
+    }
+
+    @Test func otherStatusesAndMissingLocationsAreNoRedirect() {
+        #expect(RedirectRules.next(after: 304, location: "/x", request: request("GET"), url: url) == nil)
+        #expect(RedirectRules.next(after: 300, location: "/x", request: request("GET"), url: url) == nil)
+        #expect(RedirectRules.next(after: 302, location: nil, request: request("GET"), url: url) == nil)
+        #expect(RedirectRules.next(after: 302, location: "", request: request("GET"), url: url) == nil)
+    }
+}

@@ -1,0 +1,306 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import LoopbackServer
+    import NetworkQueue
+    import TestSupport
+    import Testing
+
+    /// What only libcurl's transport promises: a cancelled connection is closed, pause and rate cap work,
+    /// a CA can be added, and a storm of cancels leaves nothing behind.
+    @Suite struct CurlTransportTests {
+        @Test func libcurlLoadsAndIsTheDefaultOnLinux() throws {
+            #expect(CurlTransport.isAvailable)
+            #expect(NetworkQueue.makeDefaultTransport() is CurlTransport)
+            let transport = try CurlTransport()
+            #expect(transport.libraryVersion.split(separator: ".").count == 3)
+        }
+
+        @Test func aCancelledDownloadClosesItsConnectionAndStopsTheBytes() async throws {
+            let server = try LoopbackServer()
+            let queue = NetworkQueue(transport: try CurlTransport())
+            // Cancelled by the delegate at its headers (seed 1's first draw is 0), on the delivery queue.
+            let canceller = Canceller(seed: 1, maximumUpdates: 0)
+            queue.delegate = canceller
+            // 60 MB at 20 MB/s: under the 64 MiB in-memory cap, long enough to be cancelled mid-body.
+            let request = request(server.url("/bytes/60000000?rate=20000000"), tag: 1)
+            try queue.add(request)
+            queue.go()
+            await queue.run()
+            let writtenAtCancel = server.statistics.bytesWritten
+            await eventually { server.statistics.openConnections == 0 }
+            #expect(server.statistics.openConnections == 0)
+            // Loopback socket buffers hold a few MB; a connection left open would carry on to 60 MB.
+            #expect(server.statistics.bytesWritten - writtenAtCancel < 16_000_000)
+            #expect(server.statistics.bytesWritten < 30_000_000)
+            #expect(request.state == .cancelled)
+            #expect(canceller.ends.current.map(\.tag) == [1])
+            #expect(canceller.eventsAfterEnd.current == 0)
+        }
+
+        @Test func aPausedTransferResumesAndDeliversTheExactBody() async throws {
+            let server = try LoopbackServer()
+            let transport = try CurlTransport()
+            let received = Box(Data())
+            let handle = Box<(any TransferHandle)?>(nil)
+            let pausedOnce = Box(false)
+            let done = Box<URLError??>(nil)
+            let size = 3_000_000
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                let started = transport.startTransfer(URLRequest(url: server.url("/bytes/\(size)"))) { event in
+                    switch event {
+                    case .data(let data):
+                        received.with { $0.append(data) }
+                        // Paused on the transport's thread at the first chunk, resumed from another one.
+                        if !pausedOnce.current, let handle = handle.current {
+                            pausedOnce.with { $0 = true }
+                            #expect(handle.setReceivingPaused(true))
+                            DispatchQueue.global().async { #expect(handle.setReceivingPaused(false)) }
+                        }
+                    case .completed(let error):
+                        done.with { $0 = .some(error) }
+                        finished.resume()
+                    case .response, .sent: break
+                    }
+                }
+                handle.with { $0 = started }
+            }
+            #expect(done.current == .some(nil))
+            #expect(pausedOnce.current)
+            #expect(received.current == Data((0..<size).map { UInt8(truncatingIfNeeded: $0) }))
+        }
+
+        @Test func aRateCapAndPauseAreRefusedByURLSessionOnly() throws {
+            let url = URL(string: "http://127.0.0.1:9/")!
+            let session = URLSessionTransport().startTransfer(URLRequest(url: url)) { _ in }
+            #expect(!session.setReceivingPaused(true))
+            #expect(!session.setMaximumReceiveRate(1_000))
+            session.cancel()
+            let curl = try CurlTransport().startTransfer(URLRequest(url: url)) { _ in }
+            #expect(curl.setMaximumReceiveRate(1_000))
+            curl.cancel()
+        }
+
+        /// 1,000 transfers over 10 drains, each cancelled mid-body (at its headers or after 1-3 later
+        /// progress updates, decided by the delegate on the delivery queue) or while pending: each ends
+        /// cancelled exactly once with nothing after, and once the queue is gone its transport is gone and
+        /// the server sees no connection left.
+        @Test func aThousandCancelsMidBodyLeaveNothingBehind() async throws {
+            let server = try LoopbackServer()
+            weak var weakTransport: CurlTransport?
+            do {
+                let transport = try CurlTransport()
+                weakTransport = transport
+                let queue = NetworkQueue(transport: transport)
+                let canceller = Canceller(seed: 7)
+                queue.delegate = canceller
+                queue.maxConcurrentRequestCount = 8
+                var random = SeededGenerator(seed: 11)
+                for drain in 0..<10 {
+                    let requests = (0..<100).map { index in
+                        request(server.url("/bytes/2000000?rate=4000000&d=\(drain)"), tag: drain * 100 + index)
+                    }
+                    for request in requests { try queue.add(request) }
+                    queue.go()
+                    for request in requests where Int.random(in: 0..<10, using: &random) == 0 { queue.cancel(request) }
+                    await queue.run()
+                    #expect(requests.filter { $0.state != .cancelled }.map(\.tag) == [])
+                }
+                let ends = canceller.ends.current
+                #expect(ends.count == 1_000)
+                #expect(Set(ends.map { $0.cancelled ? $0.tag : -1 }) == Set(0..<1_000))
+                #expect(canceller.eventsAfterEnd.current == 0)
+            }
+            await eventually { weakTransport == nil && server.statistics.openConnections == 0 }
+            #expect(weakTransport == nil)
+            #expect(server.statistics.openConnections == 0)
+        }
+    }
+
+    /// Cancels each request at its headers or after 1-3 progress updates (seeded), and records every end
+    /// and every event that comes after a request's end.
+    final class Canceller: NetworkQueueDelegate, @unchecked Sendable {
+        let ends = Box<[(tag: Int, cancelled: Bool)]>([])
+        let eventsAfterEnd = Box(0)
+        private let state: Box<(random: SeededGenerator, running: [(NetworkRequest, Int)], ended: Set<Int>)>
+
+        private let maximumUpdates: Int
+
+        init(seed: UInt64, maximumUpdates: Int = 3) {
+            state = Box((SeededGenerator(seed: seed), [], []))
+            self.maximumUpdates = maximumUpdates
+        }
+
+        private func noteEvent(_ request: NetworkRequest) {
+            if state.with({ $0.ended.contains(request.tag) }) { eventsAfterEnd.with { $0 += 1 } }
+        }
+
+        func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+            noteEvent(request)
+            let updates = state.with { Int.random(in: 0...maximumUpdates, using: &$0.random) }
+            if updates == 0 { queue.cancel(request) } else { state.with { $0.running.append((request, updates)) } }
+        }
+
+        func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
+            let due = state.with { state -> [NetworkRequest] in
+                for index in state.running.indices { state.running[index].1 -= 1 }
+                defer { state.running.removeAll { $0.1 <= 0 } }
+                return state.running.filter { $0.1 <= 0 }.map(\.0)
+            }
+            for request in due { queue.cancel(request) }
+        }
+
+        func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+            end(request, cancelled: false)
+        }
+
+        func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+            end(request, cancelled: error == .cancelled)
+        }
+
+        private func end(_ request: NetworkRequest, cancelled: Bool) {
+            noteEvent(request)
+            state.with { _ = $0.ended.insert(request.tag) }
+            ends.with { $0.append((request.tag, cancelled)) }
+        }
+    }
+
+    /// TLS against `openssl s_server` with a CA and a certificate made for 127.0.0.1 at test time.
+    @Suite struct TLSTests {
+        @Test(arguments: TransportKind.allCases)
+        func anUntrustedCertificateFailsWithATLSError(_ transport: TransportKind) async throws {
+            let server = try await TLSServer.start()
+            defer { server.stop() }
+            let queue = NetworkQueue(transport: transport.make())
+            let request = request(server.url, tag: 1)
+            try queue.add(request)
+            await queue.run()
+            #expect(request.state == .failed)
+            // FoundationNetworking on Linux reports a TLS failure as -1 (unknown); libcurl's code is mapped.
+            #expect(request.transportErrorCode == (transport == .curl ? .serverCertificateUntrusted : .unknown))
+        }
+
+        @Test func trustingTheTestCAThroughTheOptionSucceeds() async throws {
+            let server = try await TLSServer.start()
+            defer { server.stop() }
+            var options = CurlTransport.Options()
+            options.additionalTrustedCertificates = server.caFile
+            let queue = NetworkQueue(transport: try CurlTransport(options: options))
+            let request = request(server.url, tag: 1)
+            try queue.add(request)
+            await queue.run()
+            #expect(request.state == .finished)
+            #expect(request.response?.statusCode == 200)
+        }
+
+        @Test func anUnreadableCAFileIsAClearError() {
+            var options = CurlTransport.Options()
+            options.additionalTrustedCertificates = URL(fileURLWithPath: "/nonexistent/ca.pem")
+            #expect(throws: CurlTransport.LoadError.self) { try CurlTransport(options: options) }
+        }
+    }
+
+    /// `openssl s_server -www` on a free loopback port, with a fresh CA and a server certificate for
+    /// 127.0.0.1 signed by it. Fails with a clear message when the `openssl` command is missing.
+    final class TLSServer: @unchecked Sendable {
+        /// Starts one on a thread of its own: making keys and waiting for openssl block, and must not hold
+        /// one of the few threads every test's tasks share.
+        static func start() async throws -> TLSServer {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Result { try TLSServer() }) }.start()
+            }
+        }
+
+        let directory: URL
+        let port: UInt16
+        private let process: Process
+
+        var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
+        var caFile: URL { directory.appendingPathComponent("ca.pem") }
+
+        private init() throws {
+            guard let openssl = ["/usr/bin/openssl", "/bin/openssl", "/usr/local/bin/openssl"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }) else {
+                throw TestFailure("the TLS tests need the `openssl` command (apt-get install openssl)")
+            }
+            let directory = try temporaryDirectory()
+            self.directory = directory
+            func run(_ arguments: [String]) throws { try Self.run(openssl, arguments, in: directory) }
+            try run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+                     "-subj", "/CN=NetworkQueue Test CA"])
+            try run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                     "-subj", "/CN=127.0.0.1"])
+            try "subjectAltName=IP:127.0.0.1\n".write(to: directory.appendingPathComponent("ext.cnf"), atomically: true, encoding: .utf8)
+            try run(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
+            port = try Self.freePort()
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: openssl)
+            process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key",
+                                 "-www", "-quiet"]
+            process.currentDirectoryURL = directory
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Ready once it accepts a connection (bounded: a server that never listens fails the test).
+            let deadline = Date().addingTimeInterval(10)
+            while !Self.accepts(port), Date() < deadline { usleep(10_000) }
+            guard Self.accepts(port) else { throw TestFailure("openssl s_server did not start listening") }
+        }
+
+        func stop() {
+            // Not waitUntilExit(): from a test's task it can wait forever on Linux. Foundation's own child
+            // monitor reaps the process.
+            kill(process.processIdentifier, SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        private static func run(_ openssl: String, _ arguments: [String], in directory: URL) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: openssl)
+            process.arguments = arguments
+            process.currentDirectoryURL = directory
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw TestFailure("openssl \(arguments.first ?? "") failed (\(process.terminationStatus))")
+            }
+        }
+
+        private static func freePort() throws -> UInt16 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound else { throw TestFailure("no free port") }
+            return UInt16(bigEndian: address.sin_port)
+        }
+
+        private static func accepts(_ port: UInt16) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+#endif
