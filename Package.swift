@@ -13,7 +13,7 @@ let package = Package(
         .target(name: "NetworkQueue", dependencies: ["CurlShim"]),
         .target(name: "LoopbackServer"),
         .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
-        .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer", "CurlShim"]),
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),

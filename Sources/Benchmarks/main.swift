@@ -59,7 +59,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     exit(0)
 }
 if arguments.contains("--help") {
-    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|accurate] [--server URL-of-a-1KB-resource]")
+    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate] [--server URL-of-a-1KB-resource]")
     exit(0)
 }
 
@@ -83,6 +83,7 @@ if selected("big") {
     results += try BigBodyBenchmark.run(
         server: server, size: quick ? 5_000_000 : 50_000_000, count: 8, concurrency: 4, runs: runs)
 }
+if selected("cancel") { results += await CancelLatencyBenchmark.run(server: server, count: quick ? 5 : 21) }
 if selected("accurate") {
     results += try await AccurateProgressBenchmark.run(server: server, count: quick ? 20 : 100, size: 1_000_000, runs: runs)
 }

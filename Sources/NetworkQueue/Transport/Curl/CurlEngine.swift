@@ -170,7 +170,7 @@
 
             let method = (request.httpMethod ?? "GET").uppercased()
             var headers = request.allHTTPHeaderFields ?? [:]
-            let acceptEncoding = headers.first { $0.key.caseInsensitiveCompare("Accept-Encoding") == .orderedSame }
+            let acceptEncoding = headers.first { Self.isNamed($0.key, "accept-encoding") }
             if let acceptEncoding {
                 // Asked for: libcurl sends this value and decodes what it supports, like URLSession.
                 headers[acceptEncoding.key] = nil
@@ -190,14 +190,14 @@
                 library.set(easy, .seekData, pointer: user)
                 if method != "POST" { library.set(easy, .customRequest, string: method) }
                 // The length goes in CURLOPT_POSTFIELDSIZE_LARGE; libcurl writes the header itself.
-                for name in headers.keys where name.caseInsensitiveCompare("Content-Length") == .orderedSame {
+                for name in headers.keys where Self.isNamed(name, "content-length") {
                     headers[name] = nil
                 }
                 // libcurl would add a form Content-Type and an `Expect: 100-continue` wait: send neither.
-                if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+                if !headers.keys.contains(where: { Self.isNamed($0, "content-type") }) {
                     headers["Content-Type"] = ""
                 }
-                if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Expect") == .orderedSame }) {
+                if !headers.keys.contains(where: { Self.isNamed($0, "expect") }) {
                     headers["Expect"] = ""
                 }
             } else if method != "GET" {
@@ -212,6 +212,12 @@
             }
             transfer.headerList = list
             library.set(easy, .httpHeader, pointer: list.map { UnsafeRawPointer($0) })
+        }
+
+        /// Whether the header `name` is `lowercased` (ASCII, without Foundation's locale-aware comparison).
+        private static func isNamed(_ name: String, _ lowercased: String) -> Bool {
+            name.utf8.count == lowercased.utf8.count
+                && zip(name.utf8, lowercased.utf8).allSatisfy { ((65...90).contains($0) ? $0 + 32 : $0) == $1 }
         }
 
         /// Reads libcurl's finished transfers: follows a redirect, or reports the end.

@@ -108,8 +108,7 @@
 
         /// A header line arrived.
         func receivedHeader(_ bytes: UnsafeRawBufferPointer) {
-            let line = String(decoding: bytes, as: UTF8.self)
-            guard let head = parser.feed(line[...]) else { return }
+            guard let head = parser.feed(bytes: bytes) else { return }
             if let next = RedirectRules.next(
                     after: head.statusCode, location: head.value("Location"), request: request, url: url)
             {

@@ -22,33 +22,44 @@ struct ResponseHeadParser {
                 && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
         }
 
-        /// The value of the field `name`, compared case-insensitively.
+        /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
-            fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+            let key = ResponseHeadParser.lowercased(name.utf8)
+            return fields.first { ResponseHeadParser.lowercased($0.name.utf8) == key }?.value
         }
 
         /// The fields as `HTTPURLResponse` takes them.
         var dictionary: [String: String] {
-            Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+            var dictionary: [String: String] = [:]
+            dictionary.reserveCapacity(fields.count)
+            for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
+            return dictionary
         }
     }
 
     private var statusCode: Int?
     private var httpVersion = ""
     private var fields: [(name: String, value: String)] = []
+    /// The lowercased names of `fields`, to join repeated names without Foundation's string comparison
+    /// (this runs for every header line of every response).
+    private var keys: [[UInt8]] = []
     private(set) var isComplete = false
 
     /// Feeds one line (with or without its CRLF); returns the head when this line completes the final one.
-    mutating func feed(_ rawLine: Substring) -> Head? {
+    mutating func feed(_ rawLine: Substring) -> Head? { feed(bytes: Array(rawLine.utf8)) }
+
+    /// Feeds one line as libcurl hands it over: bytes, with or without its CRLF.
+    mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
         guard !isComplete else { return nil }
-        var line = rawLine
-        while let last = line.last, last.isNewline { line.removeLast() }
-        if line.hasPrefix("HTTP/") {
+        var line = Array(rawLine)
+        while let last = line.last, last == 10 || last == 13 { line.removeLast() }
+        if line.starts(with: Self.httpPrefix) {
             // A new status line: an interim head before it is forgotten.
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            statusCode = parts.count >= 2 ? Int(parts[1]) : nil
-            httpVersion = parts.first.map(String.init) ?? ""
+            let parts = line.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: true)
+            statusCode = parts.count >= 2 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
+            httpVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
             fields = []
+            keys = []
             return nil
         }
         guard let code = statusCode else { return nil }
@@ -56,29 +67,46 @@ struct ResponseHeadParser {
             if (100..<200).contains(code) {
                 statusCode = nil
                 fields = []
+                keys = []
                 return nil
             }
             isComplete = true
             return Head(statusCode: code, httpVersion: httpVersion, fields: fields)
         }
-        if let first = line.first, first == " " || first == "\t" {
+        if line[0] == 32 || line[0] == 9 {
             // Obsolete line folding: the line continues the previous field's value.
-            if !fields.isEmpty {
-                let more = line.trimmingCharacters(in: .whitespaces)
+            let more = String(decoding: Self.trimmed(line[...]), as: UTF8.self)
+            if !fields.isEmpty, !more.isEmpty {
                 fields[fields.count - 1].value += fields[fields.count - 1].value.isEmpty ? more : " " + more
             }
             return nil
         }
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-        let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty else { return nil }
-        if let index = fields.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) {
+        guard let colon = line.firstIndex(of: 58) else { return nil }
+        let nameBytes = Self.trimmed(line[..<colon])
+        guard !nameBytes.isEmpty else { return nil }
+        let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
+        let key = Self.lowercased(nameBytes)
+        if let index = keys.firstIndex(of: key) {
             fields[index].value += ", " + value
         } else {
-            fields.append((name, value))
+            fields.append((String(decoding: nameBytes, as: UTF8.self), value))
+            keys.append(key)
         }
         return nil
+    }
+
+    private static let httpPrefix = Array("HTTP/".utf8)
+
+    /// `bytes` without leading and trailing spaces and tabs.
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var slice = bytes
+        while let first = slice.first, first == 32 || first == 9 { slice.removeFirst() }
+        while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
+        return slice
+    }
+
+    static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+        bytes.map { (65...90).contains($0) ? $0 + 32 : $0 }
     }
 }
 
