@@ -9,12 +9,24 @@ struct DemoOptions {
     var accurateProgress = true
     var keepGoing = false
     var showHelp = false
+    var transport = TransportChoice.automatic
+
+    /// Which transport moves the bytes.
+    enum TransportChoice: String {
+        /// The queue's default: libcurl on Linux (URLSession when libcurl cannot be loaded), URLSession elsewhere.
+        case automatic
+        /// libcurl's multi interface (Linux only).
+        case curl
+        /// Foundation's URLSession.
+        case urlsession
+    }
 
     enum Problem: Error, CustomStringConvertible {
         case unknownFlag(String)
         case missingValue(String)
         case badConcurrency(String)
         case badURL(String)
+        case badTransport(String)
 
         var description: String {
             switch self {
@@ -22,6 +34,7 @@ struct DemoOptions {
             case .missingValue(let flag): "option '\(flag)' needs a value"
             case .badConcurrency(let value): "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
             case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
+            case .badTransport(let value): "--transport needs curl or urlsession, not '\(value)'"
             }
         }
     }
@@ -37,6 +50,8 @@ struct DemoOptions {
           --lifo            start the newest pending request first (default: oldest first)
           --no-accurate     skip the HEAD preflight that learns every size up front
           --keep-going      do not cancel the other requests when one fails
+          --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
+                            when libcurl cannot be loaded; urlsession elsewhere)
           -h, --help        show this help
 
         Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage.
@@ -51,6 +66,12 @@ struct DemoOptions {
             case "--lifo": options.order = .lifo
             case "--no-accurate": options.accurateProgress = false
             case "--keep-going": options.keepGoing = true
+            case "--transport":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let choice = TransportChoice(rawValue: value.lowercased()), choice != .automatic else {
+                    throw .badTransport(value)
+                }
+                options.transport = choice
             case "--concurrency":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }

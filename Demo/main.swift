@@ -41,7 +41,26 @@ if options.urls.isEmpty {
     targets = options.urls.map { ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent) }
 }
 
-let queue = NetworkQueue()
+let transport: any Transport
+switch options.transport {
+case .automatic:
+    transport = NetworkQueue.makeDefaultTransport()
+case .urlsession:
+    transport = URLSessionTransport()
+case .curl:
+    #if os(Linux)
+        do {
+            transport = try CurlTransport()
+        } catch {
+            complain("Demo: error: \(error)")
+            exit(1)
+        }
+    #else
+        complain("Demo: error: the curl transport is available on Linux only")
+        exit(2)
+    #endif
+}
+let queue = NetworkQueue(transport: transport)
 queue.maxConcurrentRequestCount = options.concurrency
 queue.order = options.order
 queue.showsAccurateProgress = options.accurateProgress
