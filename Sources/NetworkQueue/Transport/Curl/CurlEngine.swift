@@ -20,6 +20,8 @@
             var work: [Work] = []
             var isWakePending = false
             var isStopping = false
+            /// The multi handle is gone: nobody may wake it any more.
+            var isClosed = false
             var engineThread: pthread_t?
         }
 
@@ -34,7 +36,8 @@
         // The engine thread's state.
         private var active: [OpaquePointer: CurlTransfer] = [:]
         private var spareHandles: [OpaquePointer] = []
-        private static let maximumSpareHandles = 64
+        private static let maximumSpareHandles = 16
+        static let receiveBufferSize = 64 << 10
 
         init(library: CurlLibrary, options: CurlTransport.Options, certificates: Data?) throws(CurlTransport.LoadError) {
             guard let multi = library.multiInit() else { throw .initializationFailed }
@@ -64,20 +67,25 @@
 
         /// Asks the thread to end: transfers still running end with `.cancelled`.
         func stop() {
-            inbox.withLock { $0.isStopping = true }
-            _ = library.multiWakeup(multi)
+            inbox.withLock { inbox in
+                inbox.isStopping = true
+                if !inbox.isClosed { _ = library.multiWakeup(multi) }
+            }
         }
 
         /// Hands work to the engine's thread; never blocks on libcurl.
+        /// The wake-up is sent under the inbox's lock, which the engine's thread takes to close the multi
+        /// handle: a handle cancelled after its transport is gone never touches a freed multi handle.
         func post(_ work: Work) {
-            let mustWake = inbox.withLock { inbox -> Bool in
+            inbox.withLock { inbox in
+                guard !inbox.isClosed else { return }
                 inbox.work.append(work)
                 // The engine's own thread checks the inbox before it polls again: no wake-up needed.
-                if let engine = inbox.engineThread, pthread_equal(engine, pthread_self()) != 0 { return false }
-                defer { inbox.isWakePending = true }
-                return !inbox.isWakePending
+                if let engine = inbox.engineThread, pthread_equal(engine, pthread_self()) != 0 { return }
+                guard !inbox.isWakePending else { return }
+                inbox.isWakePending = true
+                _ = library.multiWakeup(multi)
             }
-            if mustWake { _ = library.multiWakeup(multi) }
         }
 
         // MARK: The loop (engine thread)
@@ -134,6 +142,8 @@
                 finish(transfer, easy: easy)
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
+            // Paused before it began (or across a redirect): stays paused.
+            if transfer.shared.withLock({ $0.isPaused }) { _ = library.easyPause(easy, 1) }
         }
 
         private func configure(_ easy: OpaquePointer, for transfer: CurlTransfer) {
@@ -149,6 +159,9 @@
             // it would hold a transfer until another's response arrives.
             if transfer.url.scheme?.lowercased() == "https" { library.set(easy, .pipeWait, 1) }
             library.set(easy, .suppressConnectHeaders, 1)
+            // Bigger reads than libcurl's 16 KiB default: a quarter as many events (each a lock round trip
+            // in the queue) for a big body; small bodies do not notice.
+            library.set(easy, .bufferSize, Self.receiveBufferSize)
             library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
             library.set(easy, .writeFunction, pointer: unsafeBitCast(curlWrite, to: UnsafeRawPointer.self))
             library.set(easy, .writeData, pointer: user)
@@ -287,6 +300,7 @@
         }
 
         private func shutDown() {
+            inbox.withLock { $0.isClosed = true }
             for (easy, transfer) in active {
                 _ = library.multiRemove(multi, easy)
                 finish(transfer, easy: easy)

@@ -184,6 +184,7 @@
         case sslVerifyHost = 81
         case httpVersion = 84
         case noSignal = 99
+        case bufferSize = 98
         case shareHandle = 10_100
         case acceptEncoding = 10_102
         case postFieldSizeLarge = 30_120
