@@ -169,28 +169,28 @@
     @Suite struct TLSTests {
         @Test(arguments: TransportKind.allCases)
         func anUntrustedCertificateFailsWithATLSError(_ transport: TransportKind) async throws {
-            let server = try await TLSServer.start()
-            defer { server.stop() }
-            let queue = NetworkQueue(transport: transport.make())
-            let request = request(server.url, tag: 1)
-            try queue.add(request)
-            await queue.run()
-            #expect(request.state == .failed)
-            // FoundationNetworking on Linux reports a TLS failure as -1 (unknown); libcurl's code is mapped.
-            #expect(request.transportErrorCode == (transport == .curl ? .serverCertificateUntrusted : .unknown))
+            try await TLSServer.with { server in
+                let queue = NetworkQueue(transport: transport.make())
+                let request = request(server.url, tag: 1)
+                try queue.add(request)
+                await queue.run()
+                #expect(request.state == .failed)
+                // FoundationNetworking on Linux reports a TLS failure as -1 (unknown); libcurl's code is mapped.
+                #expect(request.transportErrorCode == (transport == .curl ? .serverCertificateUntrusted : .unknown))
+            }
         }
 
         @Test func trustingTheTestCAThroughTheOptionSucceeds() async throws {
-            let server = try await TLSServer.start()
-            defer { server.stop() }
-            var options = CurlTransport.Options()
-            options.additionalTrustedCertificates = server.caFile
-            let queue = NetworkQueue(transport: try CurlTransport(options: options))
-            let request = request(server.url, tag: 1)
-            try queue.add(request)
-            await queue.run()
-            #expect(request.state == .finished)
-            #expect(request.response?.statusCode == 200)
+            try await TLSServer.with { server in
+                var options = CurlTransport.Options()
+                options.additionalTrustedCertificates = server.caFile
+                let queue = NetworkQueue(transport: try CurlTransport(options: options))
+                let request = request(server.url, tag: 1)
+                try queue.add(request)
+                await queue.run()
+                #expect(request.state == .finished)
+                #expect(request.response?.statusCode == 200)
+            }
         }
 
         @Test func anUnreadableCAFileIsAClearError() {
@@ -249,10 +249,29 @@
             guard Self.accepts(port) else { throw TestFailure("openssl s_server did not start listening") }
         }
 
-        func stop() {
-            // Not waitUntilExit(): from a test's task it can wait forever on Linux. Foundation's own child
-            // monitor reaps the process.
-            kill(process.processIdentifier, SIGKILL)
+        /// Runs `body` with a started server, and stops the server however `body` ends.
+        static func with(_ body: (TLSServer) async throws -> Void) async throws {
+            let server = try await start()
+            do {
+                try await body(server)
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+
+        /// Kills the server and waits for it on a thread of its own (`waitUntilExit()` runs that thread's
+        /// run loop: from a test's task it can wait forever), so nothing of the `Process` is left behind.
+        func stop() async {
+            let process = process
+            await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
+                kill(process.processIdentifier, SIGKILL)
+                Thread {
+                    process.waitUntilExit()
+                    exited.resume()
+                }.start()
+            }
             try? FileManager.default.removeItem(at: directory)
         }
 

@@ -131,6 +131,12 @@
 
         /// Configures an easy handle for the transfer's current request and adds it to the multi handle.
         private func begin(_ transfer: CurlTransfer) {
+            if !library.supportsTLS, transfer.url.scheme?.lowercased() == "https" {
+                // A libcurl without TLS would call this an unsupported protocol: say it plainly.
+                return transfer.emit(.completed(URLError(.secureConnectionFailed, userInfo: [
+                    NSLocalizedDescriptionKey: "this libcurl (\(library.version)) was built without TLS support"
+                ])))
+            }
             guard let easy = spareHandles.popLast() ?? library.easyInit() else {
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }

@@ -36,6 +36,8 @@
         let version: String
         /// Whether this libcurl can speak HTTP/2 (ALPN on TLS connections).
         let supportsHTTP2: Bool
+        /// Whether this libcurl was built with TLS (CURL_VERSION_SSL): without it, `https` cannot work.
+        let supportsTLS: Bool
 
         /// The oldest libcurl used: `curl_multi_poll` and `curl_multi_wakeup` came in 7.68.0.
         static let minimumVersion: UInt32 = 0x07_44_00
@@ -72,6 +74,7 @@
             version = info.version.map { String(cString: $0) } ?? "unknown"
             guard info.version_num >= Self.minimumVersion else { throw .tooOld(version: version) }
             supportsHTTP2 = info.features & (1 << 16) != 0
+            supportsTLS = info.features & (1 << 2) != 0
             // CURL_GLOBAL_ALL. Thread-safe from 7.84 on; FoundationNetworking has usually called it already.
             guard globalInit(3) == 0 else { throw .initializationFailed }
 
