@@ -1,3 +1,5 @@
+#define _GNU_SOURCE
+#include <pthread.h>
 #include "CurlShim.h"
 
 int nq_setopt_long(void *function, void *handle, int option, long value) {
@@ -14,4 +16,12 @@ int nq_setopt_offset(void *function, void *handle, int option, int64_t value) {
 
 int nq_getinfo(void *function, void *handle, int info, void *answer) {
     return ((nq_getinfo_function)function)(handle, info, answer);
+}
+
+void nq_name_current_thread(const char *name) {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), name);
+#elif defined(__APPLE__)
+    pthread_setname_np(name);
+#endif
 }

@@ -83,14 +83,19 @@
 
         /// 1,000 transfers over 10 drains, each cancelled mid-body (at its headers or after 1-3 later
         /// progress updates, decided by the delegate on the delivery queue) or while pending: each ends
-        /// cancelled exactly once with nothing after, and once the queue is gone its transport is gone and
-        /// the server sees no connection left.
+        /// cancelled exactly once with nothing after, and once the queue is gone its transport and its
+        /// thread are gone and the server sees no connection left (every socket closed).
         @Test func aThousandCancelsMidBodyLeaveNothingBehind() async throws {
             let server = try LoopbackServer()
             weak var weakTransport: CurlTransport?
+            let threadName: String
             do {
                 let transport = try CurlTransport()
                 weakTransport = transport
+                threadName = transport.threadName
+                // The thread names itself as it starts.
+                await eventually { Self.threadNames().contains(threadName) }
+                #expect(Self.threadNames().contains(threadName))
                 let queue = NetworkQueue(transport: transport)
                 let canceller = Canceller(seed: 7)
                 queue.delegate = canceller
@@ -111,9 +116,21 @@
                 #expect(Set(ends.map { $0.cancelled ? $0.tag : -1 }) == Set(0..<1_000))
                 #expect(canceller.eventsAfterEnd.current == 0)
             }
-            await eventually { weakTransport == nil && server.statistics.openConnections == 0 }
+            await eventually {
+                weakTransport == nil && server.statistics.openConnections == 0 && !Self.threadNames().contains(threadName)
+            }
             #expect(weakTransport == nil)
             #expect(server.statistics.openConnections == 0)
+            #expect(!Self.threadNames().contains(threadName))
+        }
+
+        /// The names of this process's threads, from /proc.
+        static func threadNames() -> Set<String> {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return Set(tasks.compactMap { task in
+                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                    .trimmingCharacters(in: .newlines)
+            })
         }
     }
 

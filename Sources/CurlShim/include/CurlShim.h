@@ -1,5 +1,5 @@
-// The few libcurl entry points NetworkQueue calls that Swift cannot call directly: the variadic
-// curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo. libcurl itself is opened at run time with
+// The few C calls NetworkQueue needs that Swift cannot make directly: libcurl's variadic
+// curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo, and naming a thread. libcurl itself is opened at run time with
 // dlopen by the Swift code, which passes the function pointers it found here; this target needs no curl
 // header, no -dev package and no link flag. The prototypes below are our own, written from libcurl's
 // documented ABI (every CURLoption takes a long, a pointer or a curl_off_t, which is int64_t on 64-bit
@@ -22,6 +22,10 @@ int nq_setopt_pointer(void *function, void *handle, int option, const void *valu
 int nq_setopt_offset(void *function, void *handle, int option, int64_t value);
 /// Calls curl_easy_getinfo with a pointer to where the answer is written.
 int nq_getinfo(void *function, void *handle, int info, void *answer);
+
+/// Names the calling thread as the system shows it (Linux keeps 15 characters). Foundation's `Thread.name`
+/// does not reach it on Linux, and `pthread_setname_np` needs `_GNU_SOURCE`, which Swift's Glibc lacks.
+void nq_name_current_thread(const char *name);
 
 /// The leading fields of libcurl's `curl_version_info_data`, as every version since 7.10 lays them out.
 typedef struct {

@@ -57,12 +57,25 @@
             }
         }
 
-        /// Starts the engine's thread; it keeps the engine alive until ``stop()``.
-        func start() {
-            let thread = Thread { [self] in self.run() }
-            thread.name = "NetworkQueue.curl"
+        /// Numbers engine threads, so that each has a name of its own.
+        private static let serial = Locked(0)
+
+        /// Starts the engine's thread; it keeps the engine alive until ``stop()``. Returns its name.
+        func start() -> String {
+            let number = Self.serial.withLock { serial in
+                serial += 1
+                return serial
+            }
+            // Linux keeps 15 characters of a thread's name.
+            let name = "nq-curl-\(number % 1_000_000)"
+            let thread = Thread { [self] in
+                nq_name_current_thread(name)
+                self.run()
+            }
+            thread.name = name
             thread.qualityOfService = .userInitiated
             thread.start()
+            return name
         }
 
         /// Asks the thread to end: transfers still running end with `.cancelled`.

@@ -88,6 +88,9 @@ import Foundation
         public let libraryVersion: String
         /// Whether the loaded libcurl can use HTTP/2.
         public let supportsHTTP2: Bool
+        /// The name of the transport's thread, `nq-curl-<n>`, unique in the process (as profilers and
+        /// debuggers show it). The thread ends when the transport is released.
+        public let threadName: String
         private let engine: CurlEngine
 
         /// Whether libcurl can be loaded in this process.
@@ -107,7 +110,7 @@ import Foundation
             engine = try CurlEngine(library: library, options: options, certificates: certificates)
             libraryVersion = library.version
             supportsHTTP2 = library.supportsHTTP2
-            engine.start()
+            threadName = engine.start()
         }
 
         deinit { engine.stop() }
