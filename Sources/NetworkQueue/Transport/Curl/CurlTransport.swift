@@ -44,6 +44,7 @@ import Foundation
             /// ``Options/additionalTrustedCertificates`` could not be read.
             case unreadableCertificates(path: String, reason: String)
 
+            /// One line saying what is wrong, for logs and error messages.
             public var description: String {
                 switch self {
                 case .libraryNotFound(let reason): "libcurl could not be loaded: \(reason)"
