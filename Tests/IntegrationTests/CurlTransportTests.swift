@@ -59,6 +59,8 @@
                         }
                     case .completed(let error):
                         done.with { $0 = .some(error) }
+                        // The box holds the handle, whose events closure holds the box: break the cycle.
+                        handle.with { $0 = nil }
                         finished.resume()
                     case .response, .sent: break
                     }
