@@ -181,6 +181,28 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(progress.bytesExpectedToSend == 1_048_576)
     }
 
+    @Test(arguments: TransportKind.allCases) func aBodyStreamedFromAFileIsSentWhole(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("body.bin")
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: file)
+        var urlRequest = URLRequest(url: server.url("/upload"))
+        urlRequest.httpMethod = "PUT"
+        urlRequest.httpBodyStream = InputStream(fileAtPath: file.path)
+        let upload = NetworkRequest(urlRequest)
+        let (queue, _) = makeQueue(transport)
+        try queue.add(upload)
+        let progress = await queue.run()
+        #expect(try upload.result?.get().body == Data("300000".utf8))
+        #expect(upload.uploadProgress.completedBytes == 300_000)
+        #expect(progress.bytesSent == 300_000)
+        // Streamed without a length: chunked, never a Content-Length beside it.
+        let headers = try #require(server.statistics.headers.last)
+        #expect(headers["transfer-encoding"]?.lowercased() == "chunked")
+        #expect(headers["content-length"] == nil)
+    }
+
     @Test(arguments: TransportKind.allCases) func a307RedirectKeepsTheBody(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
