@@ -28,10 +28,10 @@
         let library: CurlLibrary
         let options: CurlTransport.Options
         private let multi: OpaquePointer
-        private let share: OpaquePointer?
+        let share: OpaquePointer?
         private let inbox = Locked(Inbox())
         /// The extra CA certificates with the system's, as one PEM blob, when asked for.
-        private let certificates: Data?
+        let certificates: Data?
 
         // The engine thread's state.
         private var active: [OpaquePointer: CurlTransfer] = [:]
@@ -144,7 +144,8 @@
 
         /// Configures an easy handle for the transfer's current request and adds it to the multi handle.
         private func begin(_ transfer: CurlTransfer) {
-            if !library.supportsTLS, transfer.url.scheme?.lowercased() == "https" {
+            let isSecure = transfer.url.scheme?.lowercased() == "https"
+            if !library.supportsTLS, isSecure {
                 // A libcurl without TLS would call this an unsupported protocol: say it plainly.
                 return transfer.emit(.completed(URLError(.secureConnectionFailed, userInfo: [
                     NSLocalizedDescriptionKey: "this libcurl (\(library.version)) was built without TLS support"
@@ -154,7 +155,7 @@
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
             transfer.easy = easy
-            configure(easy, for: transfer)
+            configure(easy, for: transfer, isSecure: isSecure)
             active[easy] = transfer
             guard library.multiAdd(multi, easy) == 0 else {
                 active[easy] = nil
@@ -163,93 +164,6 @@
             }
             // Paused before it began (or across a redirect): stays paused.
             if transfer.shared.withLock({ $0.isPaused }) { _ = library.easyPause(easy, 1) }
-        }
-
-        private func configure(_ easy: OpaquePointer, for transfer: CurlTransfer) {
-            let request = transfer.request
-            let user = UnsafeRawPointer(Unmanaged.passUnretained(transfer).toOpaque())
-            library.set(easy, .url, string: transfer.url.absoluteString)
-            library.set(easy, .protocolsString, string: "http,https")
-            library.set(easy, .redirectProtocolsString, string: "http,https")
-            library.set(easy, .followLocation, 0)
-            library.set(easy, .noSignal, 1)
-            library.set(easy, .tcpNoDelay, 1)
-            // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
-            // it would hold a transfer until another's response arrives.
-            if transfer.url.scheme?.lowercased() == "https" { library.set(easy, .pipeWait, 1) }
-            library.set(easy, .suppressConnectHeaders, 1)
-            // Bigger reads than libcurl's 16 KiB default: a quarter as many events (each a lock round trip
-            // in the queue) for a big body; small bodies do not notice.
-            library.set(easy, .bufferSize, Self.receiveBufferSize)
-            library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
-            library.set(easy, .writeFunction, pointer: unsafeBitCast(curlWrite, to: UnsafeRawPointer.self))
-            library.set(easy, .writeData, pointer: user)
-            library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
-            library.set(easy, .headerData, pointer: user)
-            if let share {
-                library.set(easy, .cookieFile, string: "")
-                library.set(easy, .shareHandle, pointer: UnsafeRawPointer(share))
-            }
-            if let certificates {
-                certificates.withUnsafeBytes { bytes in
-                    var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
-                    _ = withUnsafePointer(to: &blob) { library.set(easy, .caInfoBlob, pointer: $0) }
-                }
-            }
-            if let rate = transfer.shared.withLock({ $0.maximumReceiveRate }) {
-                library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate))
-            }
-
-            let method = (request.httpMethod ?? "GET").uppercased()
-            var headers = request.allHTTPHeaderFields ?? [:]
-            let acceptEncoding = headers.first { Self.isNamed($0.key, "accept-encoding") }
-            if let acceptEncoding {
-                // Asked for: libcurl sends this value and decodes what it supports, like URLSession.
-                headers[acceptEncoding.key] = nil
-                library.set(easy, .acceptEncoding, string: acceptEncoding.value)
-            } else {
-                headers["Accept-Encoding"] = "identity"
-                library.set(easy, .httpContentDecoding, 0)
-            }
-            if method == "HEAD" {
-                library.set(easy, .noBody, 1)
-            } else if !transfer.body.isEmpty || !["GET", "DELETE", "OPTIONS", "TRACE"].contains(method) {
-                library.set(easy, .post, 1)
-                library.set(easy, .postFieldSizeLarge, offset: transfer.bodyLength ?? -1)
-                library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
-                library.set(easy, .readData, pointer: user)
-                library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
-                library.set(easy, .seekData, pointer: user)
-                if method != "POST" { library.set(easy, .customRequest, string: method) }
-                // The length goes in CURLOPT_POSTFIELDSIZE_LARGE; libcurl writes the header itself.
-                for name in headers.keys where Self.isNamed(name, "content-length") {
-                    headers[name] = nil
-                }
-                // libcurl would add a form Content-Type and an `Expect: 100-continue` wait: send neither.
-                if !headers.keys.contains(where: { Self.isNamed($0, "content-type") }) {
-                    headers["Content-Type"] = ""
-                }
-                if !headers.keys.contains(where: { Self.isNamed($0, "expect") }) {
-                    headers["Expect"] = ""
-                }
-            } else if method != "GET" {
-                library.set(easy, .customRequest, string: method)
-            }
-            var list: OpaquePointer?
-            for (name, value) in headers {
-                // "Name:" removes a header libcurl would add; "Name;" sends one with an empty value.
-                let isRemoval = value.isEmpty && (name == "Content-Type" || name == "Expect")
-                let line = isRemoval ? "\(name):" : value.isEmpty ? "\(name);" : "\(name): \(value)"
-                list = line.withCString { library.slistAppend(list, $0) } ?? list
-            }
-            transfer.headerList = list
-            library.set(easy, .httpHeader, pointer: list.map { UnsafeRawPointer($0) })
-        }
-
-        /// Whether the header `name` is `lowercased` (ASCII, without Foundation's locale-aware comparison).
-        private static func isNamed(_ name: String, _ lowercased: String) -> Bool {
-            name.utf8.count == lowercased.utf8.count
-                && zip(name.utf8, lowercased.utf8).allSatisfy { ((65...90).contains($0) ? $0 + 32 : $0) == $1 }
         }
 
         /// Reads libcurl's finished transfers: follows a redirect, or reports the end.
@@ -268,42 +182,42 @@
 
         private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
             if code == 0, let next = transfer.redirect {
-                switch options.redirects.decide(from: transfer.url, to: next) {
-                case .refuse(let error):
-                    finish(transfer, easy: easy)
-                    transfer.emit(.completed(error))
-                case .follow(let followed):
-                    freeHeaders(of: transfer)
-                    guard transfer.restart(with: followed) else {
-                        finish(transfer, easy: easy)
-                        return transfer.emit(.completed(URLError(.requestBodyStreamExhausted)))
-                    }
-                    guard transfer.redirectCount <= options.maximumRedirects else {
-                        finish(transfer, easy: easy)
-                        return transfer.emit(.completed(URLError(.httpTooManyRedirects)))
-                    }
-                    library.easyReset(easy)
-                    transfer.easy = nil
-                    spareHandles.append(easy)
-                    guard !transfer.isCancelled else { return }
-                    begin(transfer)
-                }
-                return
+                finish(transfer, easy: easy)
+                return follow(transfer, to: next)
             }
             let scheme = transfer.url.scheme?.lowercased()
             var error = CurlErrorTable.error(
                 for: code, scheme: scheme, url: transfer.url, message: transfer.errorText(for: code, library: library))
             if error == nil, !transfer.hasResponse {
-                // Only a redirect past the limit ends without a head of ours.
-                error = URLError(transfer.redirect != nil ? .httpTooManyRedirects : .badServerResponse)
+                // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
+                error = URLError(.badServerResponse)
             }
             finish(transfer, easy: easy)
             transfer.emit(.completed(error))
         }
 
+        /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may
+        /// not or cannot be followed. Its previous run's easy handle is already back in the pool.
+        private func follow(_ transfer: CurlTransfer, to next: URLRequest) {
+            switch options.redirects.decide(from: transfer.url, to: next) {
+            case .refuse(let error):
+                transfer.emit(.completed(error))
+            case .follow(let followed):
+                guard transfer.restart(with: followed) else {
+                    return transfer.emit(.completed(URLError(.requestBodyStreamExhausted)))
+                }
+                guard transfer.redirectCount <= options.maximumRedirects else {
+                    return transfer.emit(.completed(URLError(.httpTooManyRedirects)))
+                }
+                guard !transfer.isCancelled else { return }
+                begin(transfer)
+            }
+        }
+
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
         private func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
-            freeHeaders(of: transfer)
+            library.slistFreeAll(transfer.headerList)
+            transfer.headerList = nil
             transfer.easy = nil
             library.easyReset(easy)
             if spareHandles.count < Self.maximumSpareHandles {
@@ -311,11 +225,6 @@
             } else {
                 library.easyCleanup(easy)
             }
-        }
-
-        private func freeHeaders(of transfer: CurlTransfer) {
-            library.slistFreeAll(transfer.headerList)
-            transfer.headerList = nil
         }
 
         private func shutDown() {
@@ -331,33 +240,5 @@
             _ = library.multiCleanup(multi)
             if let share { _ = library.shareCleanup(share) }
         }
-    }
-
-    // MARK: libcurl callbacks: C functions that find their transfer through the user pointer.
-
-    private let curlWrite: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-        data, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
-    }
-
-    private let curlHeader: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-        data, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        transfer.receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-        return size * count
-    }
-
-    private let curlRead: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-        buffer, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        return transfer.readBody(into: buffer!, capacity: size * count)
-    }
-
-    /// CURLOPT_SEEKFUNCTION: only a rewind to the start is ever needed (CURL_SEEKFUNC_OK 0, CANTSEEK 2).
-    private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int32 = { user, offset, origin in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        guard offset == 0, origin == SEEK_SET, transfer.rewindBody() else { return 2 }
-        return 0
     }
 #endif

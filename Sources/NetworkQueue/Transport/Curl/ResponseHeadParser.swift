@@ -24,8 +24,8 @@ struct ResponseHeadParser {
 
         /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
-            let key = ResponseHeadParser.lowercased(name.utf8)
-            return fields.first { ResponseHeadParser.lowercased($0.name.utf8) == key }?.value
+            let key = String(decoding: HeaderName.lowercased(name.utf8), as: UTF8.self)
+            return fields.first { HeaderName.matches($0.name, lowercased: key) }?.value
         }
 
         /// The fields as `HTTPURLResponse` takes them.
@@ -85,7 +85,7 @@ struct ResponseHeadParser {
         let nameBytes = Self.trimmed(line[..<colon])
         guard !nameBytes.isEmpty else { return nil }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
-        let key = Self.lowercased(nameBytes)
+        let key = HeaderName.lowercased(nameBytes)
         if let index = keys.firstIndex(of: key) {
             fields[index].value += ", " + value
         } else {
@@ -104,10 +104,22 @@ struct ResponseHeadParser {
         while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
         return slice
     }
+}
 
+/// ASCII case folding for header names, without Foundation's locale-aware string comparison: these run
+/// for every header of every request and response.
+enum HeaderName {
+    /// `bytes` with A-Z turned into a-z.
     static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        bytes.map { (65...90).contains($0) ? $0 + 32 : $0 }
+        bytes.map(lowercased)
     }
+
+    /// Whether `name` equals `key` (already lowercase), ignoring ASCII case.
+    static func matches(_ name: String, lowercased key: String) -> Bool {
+        name.utf8.count == key.utf8.count && zip(name.utf8, key.utf8).allSatisfy { lowercased($0) == $1 }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
 }
 
 /// How a transport that follows redirects itself builds the next request, as browsers do: 303 turns any
