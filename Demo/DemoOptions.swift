@@ -10,6 +10,10 @@ struct DemoOptions {
     var keepGoing = false
     var showHelp = false
     var transport = TransportChoice.automatic
+    /// Retries after a failed attempt (so `retries + 1` attempts in all).
+    var retries = 2
+    /// Adds a request that fails twice (503 with Retry-After) before it succeeds, to the offline set.
+    var flaky = false
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -27,6 +31,7 @@ struct DemoOptions {
         case badConcurrency(String)
         case badURL(String)
         case badTransport(String)
+        case badRetries(String)
 
         var description: String {
             switch self {
@@ -35,6 +40,7 @@ struct DemoOptions {
             case .badConcurrency(let value): "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
             case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
             case .badTransport(let value): "--transport needs curl or urlsession, not '\(value)'"
+            case .badRetries(let value): "--retries needs a whole number from 0 to 100, not '\(value)'"
             }
         }
     }
@@ -50,6 +56,9 @@ struct DemoOptions {
           --lifo            start the newest pending request first (default: oldest first)
           --no-accurate     skip the HEAD preflight that learns every size up front
           --keep-going      do not cancel the other requests when one fails
+          --retries N       send a failed request again up to N times (default 2) when it timed out,
+                            lost its connection or got 408, 429, 500, 502, 503 or 504
+          --flaky           add a request that fails twice before it succeeds (offline set only)
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -h, --help        show this help
@@ -66,6 +75,11 @@ struct DemoOptions {
             case "--lifo": options.order = .lifo
             case "--no-accurate": options.accurateProgress = false
             case "--keep-going": options.keepGoing = true
+            case "--flaky": options.flaky = true
+            case "--retries":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), (0...100).contains(count) else { throw .badRetries(value) }
+                options.retries = count
             case "--transport":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let choice = TransportChoice(rawValue: value.lowercased()), choice != .automatic else {

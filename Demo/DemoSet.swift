@@ -11,7 +11,12 @@ enum DemoSet {
         let path: String
     }
 
-    static let items: [Item] = {
+    /// The set; with `flaky`, one more request whose first two attempts get 503 with `Retry-After: 1`.
+    static func items(flaky: Bool) -> [Item] { flaky ? standard + [flakyItem] : standard }
+
+    static let flakyItem = Item(label: "flaky.json (503 twice)", path: "/flaky/2000?key=demo&failures=2&retryAfter=1")
+
+    static let standard: [Item] = {
         let files: [(String, Int)] = [
             ("movie.mp4", 20_000_000), ("dataset.csv", 12_000_000), ("backup.tar", 8_000_000),
             ("photos.zip", 5_000_000), ("podcast.mp3", 3_000_000), ("slides.pdf", 2_000_000),

@@ -14,6 +14,8 @@ struct Display {
         case receiving
         case done
         case failed(String)
+        /// Attempt `retry` of `retries` retries starts at `at` (or sooner).
+        case retrying(retry: Int, at: Date)
     }
 
     struct Row {
@@ -29,8 +31,10 @@ struct Display {
     private var drawnLines = 0
     private var lastDraw = Date.distantPast
     private let began = Date()
+    private let retries: Int
 
-    init(rows: [(NetworkRequest, String)], isTerminal: Bool) {
+    init(rows: [(NetworkRequest, String)], isTerminal: Bool, retries: Int) {
+        self.retries = retries
         self.rows = rows.map { Row(request: $0.0, label: $0.1) }
         self.index = Dictionary(uniqueKeysWithValues: rows.enumerated().map { (ObjectIdentifier($1.0), $0) })
         self.isTerminal = isTerminal
@@ -50,6 +54,10 @@ struct Display {
         case .didFail(let request, let error):
             let reason = error.localizedDescription
             update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
+        case .willRetry(let request, let delay, let error):
+            let retry = request.attemptCount
+            let status = Status.retrying(retry: retry, at: Date().addingTimeInterval(delay))
+            update(request, status, plain: "retry     \(label(request))  \(Self.retryText(retry, of: retries, in: delay)): \(error.localizedDescription)")
         case .progress(let progress):
             self.progress = progress
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
@@ -101,7 +109,7 @@ struct Display {
         let width = min(32, rows.map(\.label.count).max() ?? 0)
         for row in rows {
             let name = row.label.padding(toLength: width, withPad: " ", startingAt: 0)
-            lines.append("  \(Self.describe(row))  \(name)  \(Self.detail(row))")
+            lines.append("  \(Self.describe(row))  \(name)  \(detail(row))")
         }
         if drawnLines > 0 { print("\u{1B}[\(drawnLines)A", terminator: "") }
         for line in lines { print("\u{1B}[2K" + line) }
@@ -117,17 +125,24 @@ struct Display {
         case .receiving: word = "receiving"
         case .done: word = "done"
         case .failed: word = "failed"
+        case .retrying: word = "waiting"
         }
         return word.padding(toLength: 9, withPad: " ", startingAt: 0)
     }
 
-    private static func detail(_ row: Row) -> String {
+    private func detail(_ row: Row) -> String {
         let transfer = row.request.downloadProgress
         switch row.status {
         case .queued, .started: return ""
         case .receiving: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
         case .done: return Format.bytes(transfer.completedBytes)
         case .failed(let reason): return reason
+        case .retrying(let retry, let at): return Self.retryText(retry, of: retries, in: max(0, at.timeIntervalSinceNow))
         }
+    }
+
+    /// "retry 1/2 in 0.8 s".
+    static func retryText(_ retry: Int, of retries: Int, in seconds: TimeInterval) -> String {
+        "retry \(retry)/\(retries) in \(String(format: "%.1f", seconds)) s"
     }
 }

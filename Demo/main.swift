@@ -32,7 +32,7 @@ if options.urls.isEmpty {
     do {
         let local = try LoopbackServer()
         server = local
-        targets = DemoSet.items.map { (local.url($0.path), $0.label) }
+        targets = DemoSet.items(flaky: options.flaky).map { (local.url($0.path), $0.label) }
     } catch {
         complain("Demo: error: could not start the local demo server: \(error)")
         exit(1)
@@ -65,6 +65,7 @@ queue.maxConcurrentRequestCount = options.concurrency
 queue.order = options.order
 queue.showsAccurateProgress = options.accurateProgress
 queue.cancelsAllOnFailure = !options.keepGoing
+queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 
 var rows: [(NetworkRequest, String)] = []
 for (url, label) in targets {
@@ -81,10 +82,11 @@ for (url, label) in targets {
 let mode = [
     "\(rows.count) requests", options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
     options.order == .fifo ? "FIFO" : "LIFO", options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+    options.retries == 1 ? "1 retry" : "\(options.retries) retries",
 ]
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
-var display = Display(rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1)
+var display = Display(rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1, retries: options.retries)
 let events = queue.events()
 queue.go()
 for await event in events {

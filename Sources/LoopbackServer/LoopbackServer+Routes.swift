@@ -56,6 +56,8 @@ extension LoopbackServer {
             next.path = "/redirect/\(count - 1)"
             let location = count == 1 ? (request.query["to"] ?? "/bytes/16") : next.target
             return response.send(code, ["Location": location])
+        case ("flaky", let size?) where size >= 2:
+            return serveFlaky(size, request, response)
         case ("barrier", let size?) where size >= 0:
             let batch = max(1, request.int("n") ?? 1)
             let index = state.with { state in
@@ -68,6 +70,27 @@ extension LoopbackServer {
         default:
             return response.send(404, body: "no route for \(request.path)\n")
         }
+    }
+
+    /// `/flaky/N?key=K&failures=F`: the first F requests (HEAD excluded) with key K fail, the next ones get
+    /// N pattern bytes. A failure is `status` (default 503) with `Retry-After: retryAfter` when given, or with
+    /// `mode=drop` a 200 whose connection closes after 60% of the body.
+    private func serveFlaky(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+        guard request.method != "HEAD" else { return serveBytes(size, request, response) }
+        let key = request.query["key"] ?? ""
+        let arrival = state.with { state in
+            defer { state.flakyArrivals[key, default: 0] += 1 }
+            return state.flakyArrivals[key, default: 0]
+        }
+        guard arrival < (request.int("failures") ?? 1) else { return serveBytes(size, request, response) }
+        if request.query["mode"] == "drop" {
+            response.head(200, ["Content-Length": "\(size)", "Content-Type": "application/octet-stream"])
+            response.write(Array(Self.patternBytes(size * 6 / 10)), isLast: false)
+            return false
+        }
+        var headers: [String: String] = [:]
+        if let retryAfter = request.query["retryAfter"] { headers["Retry-After"] = retryAfter }
+        return response.send(request.int("status") ?? 503, headers, body: "busy\n")
     }
 
     /// `/gzip/N`: N pattern bytes gzip-encoded when the client accepts gzip (or `force=1`), else plain;

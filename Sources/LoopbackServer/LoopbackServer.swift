@@ -52,6 +52,8 @@ public final class LoopbackServer: Sendable {
         var statistics = Statistics()
         var openConnections: Set<Int32> = []
         var barrierArrivals = 0
+        /// Requests seen per `/flaky` key.
+        var flakyArrivals: [String: Int] = [:]
         var isStopped = false
     }
 

@@ -26,10 +26,15 @@ struct MachineDriver {
     var slots: [Int: Int] = [:]
     /// In flight just before each start, for the limit invariant.
     var inFlightAtStarts: [Int] = []
+    /// Adapt actions asked for, oldest first.
+    var adapts: [QueueAction.Adapt] = []
+    /// Retry decisions asked for, oldest first.
+    var decisions: [QueueAction.Decide] = []
 
-    init(limit: Int, listening: Bool = true) {
+    init(limit: Int, listening: Bool = true, retryPolicy: RetryPolicy = .none) {
         machine = QueueStateMachine(limit: limit)
         machine.hasListeners = listening
+        machine.retryPolicy = retryPolicy
     }
 
     static func request(_ tag: Int, timeout: TimeInterval = 60, url: String? = nil) -> NetworkRequest {
@@ -112,6 +117,12 @@ struct MachineDriver {
             case .release: lines.append("release")
             case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
             case .free: lines.append("free")
+            case .adapt(let adapt):
+                adapts.append(adapt)
+                lines.append("adapt \(tag(machine.table[adapt.slot].request))")
+            case .decide(let decide):
+                decisions.append(decide)
+                lines.append("decide \(decide.request.tag)")
             }
         }
         if actions.deliver { lines.append("deliver") }
@@ -127,6 +138,7 @@ struct MachineDriver {
         case .event(.didFinish(let request, _)): "didFinish \(request.tag)"
         case .event(.didFail(let request, .transport(let error))): "didFail \(request.tag) transport \(error.code.rawValue)"
         case .event(.didFail(let request, let error)): "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
+        case .event(.willRetry(let request, let delay, _)): "willRetry \(request.tag) \(delay)"
         case .event(.progress(let progress)): "progress \(progress.fractionCompleted)"
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"

@@ -94,7 +94,7 @@ let badInputs: [BadInput] = [
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let recorder = Recorder()
         queue.delegate = recorder
         let request = input.make(server, directory)
@@ -118,7 +118,7 @@ let badInputs: [BadInput] = [
 
     @Test(arguments: TransportKind.allCases) func addingTheSameRequestTwiceAndANegativeLimit(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.maxConcurrentRequestCount = -3
         #expect(queue.maxConcurrentRequestCount == 0)
         let request = request(server.url("/bytes/1"), tag: 1)

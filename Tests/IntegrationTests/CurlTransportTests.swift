@@ -18,7 +18,7 @@
 
         @Test func aCancelledDownloadClosesItsConnectionAndStopsTheBytes() async throws {
             let server = try LoopbackServer()
-            let queue = NetworkQueue(transport: try CurlTransport())
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
             // Cancelled by the delegate at its headers (seed 1's first draw is 0), on the delivery queue.
             let canceller = Canceller(seed: 1, maximumUpdates: 0)
             queue.delegate = canceller
@@ -98,7 +98,7 @@
                 // The thread names itself as it starts.
                 await eventually { Self.threadNames().contains(threadName) }
                 #expect(Self.threadNames().contains(threadName))
-                let queue = NetworkQueue(transport: transport)
+                let queue = NetworkQueue.oneAttempt(transport: transport)
                 let canceller = Canceller(seed: 7)
                 queue.delegate = canceller
                 queue.maxConcurrentRequestCount = 8
@@ -191,7 +191,7 @@
         @Test(arguments: TransportKind.allCases)
         func anUntrustedCertificateFailsWithATLSError(_ transport: TransportKind) async throws {
             try await TLSServer.with { server in
-                let queue = NetworkQueue(transport: transport.make())
+                let queue = NetworkQueue.oneAttempt(transport: transport.make())
                 let request = request(server.url, tag: 1)
                 try queue.add(request)
                 await queue.run()
@@ -205,7 +205,7 @@
             try await TLSServer.with { server in
                 var options = CurlTransport.Options()
                 options.additionalTrustedCertificates = server.caFile
-                let queue = NetworkQueue(transport: try CurlTransport(options: options))
+                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
                 let request = request(server.url, tag: 1)
                 try queue.add(request)
                 await queue.run()

@@ -32,7 +32,7 @@ final class SnapshotAtFirstGet: Transport {
 /// A queue with accurate progress over a snapshotting transport.
 func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder, SnapshotAtFirstGet) {
     let transport = SnapshotAtFirstGet(base: kind.make())
-    let queue = NetworkQueue(transport: transport)
+    let queue = NetworkQueue.oneAttempt(transport: transport)
     transport.queue.with { $0.queue = queue }
     let recorder = Recorder()
     queue.delegate = recorder

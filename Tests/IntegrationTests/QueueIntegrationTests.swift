@@ -10,7 +10,7 @@ import Testing
 
 /// A queue over a real URLSessionTransport, with a recorder as its delegate.
 func makeQueue(_ transport: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder) {
-    let queue = NetworkQueue(transport: transport.make())
+    let queue = NetworkQueue.oneAttempt(transport: transport.make())
     let recorder = Recorder()
     queue.delegate = recorder
     queue.maxConcurrentRequestCount = limit

@@ -14,7 +14,7 @@ import Testing
 @Suite struct RedirectCancelStressTests {
     @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.maxConcurrentRequestCount = 16
         queue.cancelsAllOnFailure = false
         let recorder = Recorder()
@@ -44,7 +44,7 @@ import Testing
     @Test(arguments: TransportKind.allCases) func redirectingSiblingsCancelledByAFailure(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         for round in 0..<10 {
-            let queue = NetworkQueue(transport: transport.make())
+            let queue = NetworkQueue.oneAttempt(transport: transport.make())
             queue.maxConcurrentRequestCount = 33
             let recorder = Recorder()
             queue.delegate = recorder
@@ -61,7 +61,7 @@ extension Entry {
     /// The request tag of a per-request entry (-1 for queue entries).
     var tag: Int {
         switch self {
-        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .handler(let t), .requestProgress(let t, _): t
+        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t), .requestProgress(let t, _): t
         case .progress, .queueFinished: -1
         }
     }

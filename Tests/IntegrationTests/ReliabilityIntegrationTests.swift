@@ -33,7 +33,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
     func credentialsNeverReachAnotherOrigin(_ transport: TransportKind, code: Int) async throws {
         let a = try LoopbackServer()
         let b = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.cancelsAllOnFailure = false
         let targets = ["http://127.0.0.1:\(b.port)/bytes/16", "http://localhost:\(b.port)/bytes/16"]
         let requests = targets.map { redirected(from: a, to: $0, code: code) }
@@ -51,7 +51,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
     @Test(arguments: TransportKind.allCases) func theBodyReplayOf307StripsCredentialsToo(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
         let b = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let request = redirected(from: a, to: "http://localhost:\(b.port)/upload", code: 307, method: "POST", body: Data(count: 1_000))
         try queue.add(request)
         await queue.run()
@@ -62,7 +62,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 
     @Test(arguments: TransportKind.allCases) func credentialsStayOnTheSameOrigin(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         try queue.add(redirected(from: a, to: "/bytes/16", code: 302))
         await queue.run()
         #expect(a.statistics.headers.last?["authorization"] == "Bearer SECRET")
@@ -71,7 +71,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 
     @Test(arguments: TransportKind.allCases) func aRedirectToAnotherSchemeIsRefused(_ transport: TransportKind) async throws {
         let a = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let request = redirected(from: a, to: "ftp://127.0.0.1/file", code: 302)
         try queue.add(request)
         await queue.run()
@@ -82,7 +82,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 @Suite struct CookieTests {
     @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         try queue.add(request(server.url("/cookie?value=SECRET123"), tag: 1))
         await queue.run()
         try queue.add(request(server.url("/bytes/1"), tag: 2))
@@ -91,7 +91,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         #expect(server.statistics.headers.last?["cookie"] == "session=SECRET123")
         #expect(HTTPCookieStorage.shared.cookies?.contains { $0.value == "SECRET123" } != true)
         // Another transport has a store of its own.
-        let other = NetworkQueue(transport: transport.make())
+        let other = NetworkQueue.oneAttempt(transport: transport.make())
         try other.add(request(server.url("/bytes/2"), tag: 3))
         await other.run()
         #expect(server.statistics.headers.last?["cookie"] == nil)
@@ -99,7 +99,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
 
     @Test(arguments: TransportKind.allCases) func cookiesCanBeTurnedOff(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
-        let queue = NetworkQueue(transport: transport.make(cookies: false))
+        let queue = NetworkQueue.oneAttempt(transport: transport.make(cookies: false))
         try queue.add(request(server.url("/cookie?value=X"), tag: 1))
         await queue.run()
         try queue.add(request(server.url("/bytes/1"), tag: 2))
@@ -135,7 +135,7 @@ func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.maxConcurrentRequestCount = 8
         queue.cancelsAllOnFailure = false
         let requests = (0..<300).map { index in

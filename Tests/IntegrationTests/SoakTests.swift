@@ -19,6 +19,14 @@ import Testing
     enum Kind: CaseIterable {
         case bytes, file, chunked, gzip, redirect, drop, reset, serverError, timeout, corruptGzip
 
+        /// Kinds whose failures the default retry policy retries (connection lost, 503, timeout).
+        var isRetried: Bool {
+            switch self {
+            case .drop, .reset, .serverError, .timeout: true
+            case .bytes, .file, .chunked, .gzip, .redirect, .corruptGzip: false
+            }
+        }
+
         /// Kinds that can never succeed.
         var mustFail: Bool {
             switch self {
@@ -44,10 +52,15 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let started = Date()
         var random = SeededGenerator(seed: seed)
-        let queues = [NetworkQueue(transport: transport.make()), NetworkQueue(transport: transport.make(), delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent))]
+        let queues = [
+            NetworkQueue(transport: transport.make()),
+            NetworkQueue(transport: transport.make(), delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent)),
+        ]
         let recorders = queues.map { queue in
             let recorder = Recorder()
             queue.delegate = recorder
+            // The default policy (3 attempts) with a short backoff: failing kinds retry under the chaos.
+            queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0.005, maximumDelay: 0.02))
             return recorder
         }
         var report = SoakReport()
@@ -161,13 +174,24 @@ struct SoakReport {
                 switch entry {
                 case .start: "start"
                 case .headers: "headers"
+                case .retry: "retry"
                 case .finish: "finish"
                 case .fail: "fail"
                 default: "other"
                 }
+            }.joined(separator: " ")
+            // didStart once, then per attempt an optional head; willRetry between attempts; one end.
+            if shape.wholeMatch(of: /fail|start( headers)?( retry( headers)?)*( finish| fail)/) == nil {
+                violations.append("request \(tag) (\(item.kind)): events \(shape)")
             }
-            let legal = [["fail"], ["start", "fail"], ["start", "headers", "fail"], ["start", "headers", "finish"]]
-            if !legal.contains(shape) { violations.append("request \(tag) (\(item.kind)): events \(shape)") }
+            let retries = events.filter { if case .retry = $0 { true } else { false } }.count
+            let attempts = item.request.attemptCount
+            if retries > 2 || attempts > 3 || !(retries...retries + 1).contains(attempts) {
+                violations.append("request \(tag) (\(item.kind)): \(attempts) attempts, \(retries) retries")
+            }
+            if item.request.state == .failed, item.kind.isRetried, attempts != 3 {
+                violations.append("request \(tag) (\(item.kind)): failed after \(attempts) attempts, not 3")
+            }
             switch item.request.state {
             case .finished:
                 finished += 1
@@ -183,7 +207,7 @@ struct SoakReport {
                 if let file = item.file, FileManager.default.fileExists(atPath: file.path) {
                     violations.append("request \(tag): failed but its file exists")
                 }
-            case .pending, .preflighting, .running:
+            case .pending, .preflighting, .running, .waitingToRetry:
                 violations.append("request \(tag): still \(item.request.state) after the drain")
             }
         }

@@ -18,7 +18,7 @@ import Testing
             default: [.respond(status: 200, headers: ["Content-Length": "10"]), .body(Data(count: 10))]
             }
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = Recorder()
         queue.delegate = recorder
         let added = Box<[Int]>([])
@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func cancellingTheTaskAwaitingRunCancelsTheQueue() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok(gate: TransferGate()))
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: TransferGate()))
         let recorder = Recorder()
         queue.delegate = recorder
         let requests = (1...3).map { request($0) }
@@ -101,7 +101,7 @@ import Testing
 
     @Test func addingToARunningQueueStartsAtOnce() async throws {
         let transport = InMemoryTransport.ok(gate: TransferGate())
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.go()
         try queue.add(request(1))
         await transport.waitUntilStarted(1)
@@ -122,7 +122,7 @@ import Testing
                 .hold(gate), .body(Data(count: size - size / 2)),
             ]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = Recorder()
         queue.delegate = recorder
         for tag in 1...3 { try queue.add(request(tag)) }
@@ -153,7 +153,7 @@ import Testing
         let transport = InMemoryTransport { urlRequest in
             tag(of: urlRequest) == 1 ? [.respond(status: 200), .body(Data(count: 5))] : [.hold(gate), .respond(status: 200)]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 0
         for tag in 1...4 { try queue.add(request(tag)) }
         let stream = queue.events()

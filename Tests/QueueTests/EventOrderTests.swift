@@ -10,7 +10,7 @@ import Testing
 @Suite struct EventOrderTests {
     @Test func eachRequestGetsStartHeadersFinishInOrderThenOneQueueDidFinish() async throws {
         // Given a queue of three requests
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         let recorder = Recorder()
         queue.delegate = recorder
         for tag in 1...3 { try queue.add(request(tag)) }
@@ -34,7 +34,7 @@ import Testing
 
     @Test func nothingRunsBeforeGo() async throws {
         let transport = InMemoryTransport.ok()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         try queue.add(request(1))
         #expect(queue.isSuspended)
         #expect(transport.statistics.started == 0)
@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func queueDidFinishFiresOncePerDrainAndNeverForAnEmptyQueue() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         let recorder = Recorder()
         queue.delegate = recorder
         await queue.run()
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func requestHandlersRunBeforeTheDelegateForTheSameEvent() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok("x"))
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok("x"))
         let recorder = Recorder()
         queue.delegate = recorder
         for tag in 1...4 { try queue.add(request(tag, recorder: recorder)) }
@@ -83,7 +83,7 @@ import Testing
         let key = DispatchSpecificKey<Int>()
         let delegateQueue = DispatchQueue(label: "test.delegate", attributes: .concurrent)
         delegateQueue.setSpecific(key: key, value: 1)
-        let queue = NetworkQueue(transport: InMemoryTransport.ok(), delegateQueue: delegateQueue)
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(), delegateQueue: delegateQueue)
         let recorder = Recorder(expectedQueueKey: key)
         queue.delegate = recorder
         queue.maxConcurrentRequestCount = 0
@@ -99,7 +99,7 @@ import Testing
     }
 
     @Test func eventsSequenceDeliversTheSameOrder() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         let stream = queue.events()
         try queue.add(request(7))
         queue.go()
@@ -110,6 +110,7 @@ import Testing
             case .didReceiveHeaders(_, let response): names.append("headers \(response.statusCode)")
             case .didFinish(_, let response): names.append("finish \(response.body.count)")
             case .didFail(_, let error): names.append("fail \(error)")
+            case .willRetry(_, let delay, _): names.append("retry \(delay)")
             case .progress: continue
             case .queueDidFinish: names.append("done")
             }
@@ -119,7 +120,7 @@ import Testing
     }
 
     @Test func finishedRequestCarriesResponseAndState() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok("hello"))
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok("hello"))
         let request = request(1)
         try queue.add(request)
         await queue.run()

@@ -12,7 +12,7 @@ import Testing
         // The gate stays closed: request 2's transfer can only end by being cancelled.
         let gate = TransferGate()
         let transport = transport(failing: 1, gate: gate)
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 2
         let recorder = Recorder()
         queue.delegate = recorder
@@ -37,7 +37,7 @@ import Testing
     @Test func withCancelAllOnFailureOffTheOthersFinish() async throws {
         let gate = TransferGate()
         gate.open()
-        let queue = NetworkQueue(transport: transport(failing: 2, status: 500, gate: gate))
+        let queue = NetworkQueue.oneAttempt(transport: transport(failing: 2, status: 500, gate: gate))
         queue.cancelsAllOnFailure = false
         let recorder = Recorder()
         queue.delegate = recorder
@@ -63,7 +63,7 @@ import Testing
 
     @Test func statusValidationIsConfigurable() async throws {
         let transport = InMemoryTransport { _ in [.respond(status: 404, headers: ["Content-Length": "0"])] }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         let strict = request(1)
         let anything = request(2, acceptable: nil)
@@ -81,7 +81,7 @@ import Testing
             let type = tag(of: urlRequest) == 1 ? "Application/JSON; charset=utf-8" : "text/html"
             return [.respond(status: 200, headers: ["Content-Type": type, "Content-Length": "2"]), .body(Data("{}".utf8))]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         let json = NetworkRequest(URLRequest(url: url(1)), acceptableContentTypes: ["application/json"])
         let html = NetworkRequest(URLRequest(url: url(2)), acceptableContentTypes: ["application/json"])
@@ -96,7 +96,7 @@ import Testing
         let transport = InMemoryTransport { _ in
             [.respond(status: 200, headers: ["Content-Length": "1000000"]), .hold(TransferGate()), .body(Data(count: 10))]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let large = NetworkRequest(URLRequest(url: url(1)), maximumResponseSize: 1_000)
         try queue.add(large)
         let progress = await queue.run()
@@ -106,7 +106,7 @@ import Testing
 
     @Test func badInputFailsWithAClearErrorAndNeverStarts() async throws {
         let transport = InMemoryTransport.ok()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         let recorder = Recorder()
         queue.delegate = recorder
@@ -130,7 +130,7 @@ import Testing
     }
 
     @Test func severalInvalidRequestsWithCancelAllOnFailureEachGetExactlyOneTerminalEvent() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         queue.maxConcurrentRequestCount = 4
         let recorder = Recorder()
         queue.delegate = recorder
@@ -154,7 +154,7 @@ import Testing
 
     @Test func tenThousandInvalidRequestsInARowFailOneByOneWithoutRecursing() async throws {
         let transport = InMemoryTransport.ok()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         queue.maxConcurrentRequestCount = 1
         let invalid = (1...10_000).map { NetworkRequest(URLRequest(url: URL(string: "file:///tmp/\($0)")!), tag: $0) }
@@ -168,8 +168,8 @@ import Testing
     }
 
     @Test func addingTheSameRequestTwiceThrows() throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
-        let other = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
+        let other = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         let request = request(1)
         try queue.add(request)
         #expect(throws: NetworkQueueError.invalidRequest(.alreadyAdded)) { try queue.add(request) }
@@ -179,13 +179,13 @@ import Testing
     }
 
     @Test func negativeLimitIsClampedToUnlimited() {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         queue.maxConcurrentRequestCount = -5
         #expect(queue.maxConcurrentRequestCount == 0)
     }
 
     @Test func resetCancelsEverythingAndTheQueueCanBeUsedAgain() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok(gate: TransferGate()))
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: TransferGate()))
         let recorder = Recorder()
         queue.delegate = recorder
         let first = (1...3).map { request($0) }
@@ -208,7 +208,7 @@ import Testing
         // The transfer never moves a byte; the queue's clock is driven by hand, so nothing waits for real.
         let clock = ManualClock()
         let transport = InMemoryTransport { _ in [.hold(TransferGate())] }
-        let queue = NetworkQueue(transport: transport, clock: clock)
+        let queue = NetworkQueue.oneAttempt(transport: transport, clock: clock)
         let request = request(1, timeout: 0.2)
         try queue.add(request)
         queue.go()
@@ -225,7 +225,7 @@ import Testing
 
     @Test func aCancelledRequestStaysCancelledWhenTheTransportLaterSucceeds() async throws {
         let transport = StubbornTransport()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = Recorder()
         queue.delegate = recorder
         let request = request(1)
@@ -249,7 +249,7 @@ import Testing
                 .respond(status: 200, headers: ["Content-Length": "4"]), .body(Data("abcd".utf8)),
             ]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let request = request(1)
         try queue.add(request)
         let progress = await queue.run()
@@ -265,7 +265,7 @@ import Testing
                 ? [.respond(status: 200), .body(Data(count: 10)), .fail(URLError(.networkConnectionLost))]
                 : [.respond(status: 200), .body(Data(count: 600))]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         let lost = request(1)
         let large = NetworkRequest(URLRequest(url: url(2)), maximumResponseSize: 500)

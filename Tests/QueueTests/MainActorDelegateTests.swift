@@ -41,7 +41,7 @@ final class MainActorModel: NetworkQueueDelegate {
     @MainActor
     @Test func aMainActorDelegateGetsEveryCallbackOnTheMainQueue() async throws {
         DispatchQueue.main.setSpecific(key: MainActorModel.mainQueueKey, value: true)
-        let queue = NetworkQueue(transport: InMemoryTransport.ok(), delegateQueue: .main)
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(), delegateQueue: .main)
         let model = MainActorModel()
         queue.delegate = model
         for tag in 1...5 { try queue.add(request(tag)) }

@@ -12,7 +12,7 @@ import Testing
         let transport = InMemoryTransport { _ in
             [.respond(status: 100), .respond(status: 200, headers: ["Content-Length": "3"]), .body(Data("abc".utf8))]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = Recorder()
         queue.delegate = recorder
         // Validation off: before the fix the 100 was a second didReceiveHeaders (and with it on, a failure).
@@ -32,7 +32,7 @@ import Testing
         let transport = InMemoryTransport { _ in
             [.respond(status: 200), .body(chunk), .body(chunk), .body(Data(count: 1)), .hold(gate), .body(chunk)]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let request = NetworkRequest(URLRequest(url: url(1)))
         #expect(request.maximumResponseSize == 64 << 20)
         try queue.add(request)
@@ -44,7 +44,7 @@ import Testing
 
     @Test func theCapCanBeLiftedOrSet() async throws {
         let transport = InMemoryTransport { _ in [.respond(status: 200), .body(Data(count: 65 << 20))] }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let unlimited = NetworkRequest(URLRequest(url: url(1)), maximumResponseSize: .unlimited)
         let small = NetworkRequest(URLRequest(url: url(2)), maximumResponseSize: 10)
         queue.cancelsAllOnFailure = false
@@ -59,7 +59,7 @@ import Testing
         let transport = InMemoryTransport { _ in
             [.respond(status: 200, headers: ["Content-Length": "10"]), .body(Data("short".utf8))]
         }
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let request = request(1)
         try queue.add(request)
         await queue.run()
@@ -69,7 +69,7 @@ import Testing
     @Test(arguments: [0.0, -1, -TimeInterval.infinity])
     func aNonPositiveTimeoutFailsTheRequestBeforeItIsSent(timeout: TimeInterval) async throws {
         let transport = InMemoryTransport.ok()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = Recorder()
         queue.delegate = recorder
         let request = request(1, timeout: timeout)
@@ -81,7 +81,7 @@ import Testing
 
     @Test(arguments: [TimeInterval.infinity, .nan, 1e300, 1_000_000])
     func hugeAndNonFiniteTimeoutsMeanNoTimeout(timeout: TimeInterval) async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         let request = request(1, timeout: timeout)
         try queue.add(request)
         await queue.run()
@@ -94,8 +94,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("same.bin")
         let gate = TransferGate()
-        let queue = NetworkQueue(transport: InMemoryTransport.ok("data", gate: gate))
-        let other = NetworkQueue(transport: InMemoryTransport.ok("data"))
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok("data", gate: gate))
+        let other = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok("data"))
         let first = NetworkRequest(URLRequest(url: url(1)), destination: .file(file))
         let second = NetworkRequest(URLRequest(url: url(2)), destination: .file(file))
         // The same path spelled differently is the same file.

@@ -12,7 +12,7 @@ import Testing
     func neverMoreThanTheLimitInFlight(limit: Int) async throws {
         let gate = TransferGate()
         let transport = InMemoryTransport.ok(gate: gate)
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = limit
         for tag in 1...20 { try queue.add(request(tag)) }
         queue.go()
@@ -29,7 +29,7 @@ import Testing
 
     @Test func zeroLimitStartsEverythingAtOnce() async throws {
         let transport = InMemoryTransport.ok(gate: TransferGate())
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 0
         for tag in 1...50 { try queue.add(request(tag)) }
         queue.go()
@@ -40,6 +40,8 @@ import Testing
 
     @Test func defaultsAreAsInASINetworkQueue() {
         let queue = NetworkQueue(transport: InMemoryTransport.ok())
+        #expect(queue.retryPolicy.maximumAttempts == 3)
+        #expect(queue.adapter == nil)
         #expect(queue.maxConcurrentRequestCount == 4)
         #expect(queue.order == .fifo)
         #expect(queue.cancelsAllOnFailure)
@@ -50,7 +52,7 @@ import Testing
     @Test(arguments: [SchedulingOrder.fifo, .lifo])
     func startOrderWithLimitOne(order: SchedulingOrder) async throws {
         let transport = InMemoryTransport.ok()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 1
         queue.order = order
         for tag in 1...6 { try queue.add(request(tag)) }
@@ -156,7 +158,7 @@ func currentThreadID() -> UInt {
 @Suite struct CallerThreadTests {
     @Test func goAddAndSetLimitNeverStartTransfersOnTheCallersThread() async throws {
         let transport = ThreadRecordingTransport()
-        let queue = NetworkQueue(transport: transport)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 2
         for tag in 1...4 { try queue.add(request(tag)) }
         try transport.asCaller {

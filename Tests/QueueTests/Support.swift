@@ -51,7 +51,7 @@ struct GatedQueue {
 
     init(limit: Int = 4, count: Int) throws {
         transport = InMemoryTransport.ok(gate: gate)
-        queue = NetworkQueue(transport: transport)
+        queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = limit
         queue.delegate = recorder
         requests = (1...count).map { request($0) }

@@ -25,6 +25,8 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
     case headers(Int, Int)
     case finish(Int)
     case fail(Int, NetworkQueueError)
+    /// willRetry: the tag, the delay and the attempt's error.
+    case retry(Int, Double, NetworkQueueError)
     case handler(Int)
     case requestProgress(Int, Int64)
     case progress(Double)
@@ -36,6 +38,7 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
         case .headers(let t, let s): "headers(\(t), \(s))"
         case .finish(let t): "finish(\(t))"
         case .fail(let t, let e): "fail(\(t), \(e))"
+        case .retry(let t, let d, let e): "retry(\(t), \(d), \(e))"
         case .handler(let t): "handler(\(t))"
         case .requestProgress(let t, let b): "requestProgress(\(t), \(b))"
         case .progress(let f): "progress(\(f))"
@@ -79,6 +82,11 @@ public final class Recorder: NetworkQueueDelegate {
     }
     public func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
         append(.fail(request.tag, error))
+    }
+    public func networkQueue(
+        _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError
+    ) {
+        append(.retry(request.tag, delay, error))
     }
     public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
         progresses.with { $0.append(progress) }

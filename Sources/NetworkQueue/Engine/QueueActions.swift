@@ -27,6 +27,30 @@ enum QueueAction {
     case commit(slot: Int, token: UInt64, sink: FileSink)
     /// Records dropped in bulk (cancelAll of a big queue), to free off the caller's thread.
     case free([RequestRecord?])
+    /// Run the adapt hooks (the queue's, then the request's) on `urlRequest`, then report
+    /// ``QueueStateMachine/adapted(slot:token:_:now:)``.
+    case adapt(Adapt)
+    /// Ask the retry policy's closure about a failed attempt, then report
+    /// ``QueueStateMachine/retryDecided(slot:token:_:now:)``.
+    case decide(Decide)
+
+    /// Adapt hooks to run before a transfer.
+    struct Adapt {
+        let slot: Int
+        let token: UInt64
+        let urlRequest: URLRequest
+        let hooks: [@Sendable (URLRequest) async throws -> URLRequest]
+    }
+
+    /// A retry decision to ask for.
+    struct Decide {
+        let slot: Int
+        let token: UInt64
+        let request: NetworkRequest
+        let error: NetworkQueueError
+        let attempts: Int
+        let decide: @Sendable (NetworkRequest, NetworkQueueError, Int) async -> RetryPolicy.Decision
+    }
 
     /// A transfer to start.
     struct Start {

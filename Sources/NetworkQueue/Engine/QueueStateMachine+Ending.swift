@@ -22,8 +22,15 @@ extension QueueStateMachine {
             scheduler.remove(Job(id: slot, lane: .preflight))
             scheduler.remove(Job(id: slot, lane: .main))
             if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        case .awaitingMain:
+        case .awaitingMain, .adapting(.main):
             scheduler.remove(Job(id: slot, lane: .main))
+        case .adapting(.preflight):
+            scheduler.remove(Job(id: slot, lane: .preflight))
+            scheduler.remove(Job(id: slot, lane: .main))
+        case .deciding:
+            break
+        case .waitingToRetry:
+            waitingRetries -= 1
         case .running:
             scheduler.remove(Job(id: slot, lane: .main))
             if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
@@ -35,6 +42,7 @@ extension QueueStateMachine {
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
         }
         settle(record, result)
+        if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
     }
 
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
@@ -61,9 +69,15 @@ extension QueueStateMachine {
         }
     }
 
-    /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on. Does nothing
-    /// when the request already ended: it cannot fail again, nor cancel its siblings.
+    /// An attempt failed: the request waits to be sent again when its retry policy says so, else it ends
+    /// with the failure (see ``failFinally(_:_:transferEnded:now:)``).
     mutating func fail(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+        if retryIfAllowed(slot, error, transferEnded: transferEnded, now: now) { return }
+        failFinally(slot, error, transferEnded: transferEnded, now: now)
+    }
+
+    /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
+    mutating func failFinally(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
         let url = table[slot].request.url
         end(slot, .failure(error), transferEnded: transferEnded, now: now)
         if cancelsAllOnFailure, !error.isCancellation {
@@ -71,12 +85,13 @@ extension QueueStateMachine {
         }
     }
 
-    /// Ends every request with `error` but those whose file is being moved into place: transfers first,
-    /// in the order they were added, then waiting requests (preflight lane first, each lane oldest first).
-    /// Waiting requests leave the scheduler, the ledger and the table in bulk, so this stays linear.
+    /// Ends every request with `error` but those whose file is being moved into place: transfers (and
+    /// requests adapting, deciding or waiting to retry) first, in the order they were added, then
+    /// requests waiting in the scheduler (preflight lane first, each lane oldest first). Those leave the
+    /// scheduler, the ledger and the table in bulk, so this stays linear.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
-        let transfers = table.records.filter { $0.record.phase.hasTransfer }
-        for (slot, _) in transfers.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+        let alone = table.records.filter { $0.record.phase.endsAlone }
+        for (slot, _) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             end(slot, .failure(error), now: now)
         }
         let waiting = scheduler.removeAllPending()

@@ -8,11 +8,13 @@ extension QueueStateMachine {
     // MARK: The queue's one timer: idle timeouts and progress flushes
 
     /// The timer fired at `now` (it may fire late, or for an arming since superseded): flushes progress
-    /// if due and fails every transfer idle for its whole timeout.
+    /// if due, fails every transfer idle for its whole timeout and lets requests whose retry time has come
+    /// rejoin the pending ones.
     mutating func timerFired(now: Double) -> QueueActions {
         if let armed = armedTimer, now >= armed { armedTimer = nil }
         if let due = flushDue, now >= due { flushProgress(at: now) }
         expireDeadlines(now)
+        expireRetryWaits(now)
         return finishEvent(now)
     }
 
@@ -43,15 +45,15 @@ extension QueueStateMachine {
         }
     }
 
-    /// Arms the timer for the earliest of the flush and the deadlines, unless it is armed earlier already.
+    /// Arms the timer for the earliest of the flush, the idle deadlines and the retry times, unless it is
+    /// armed earlier already.
     mutating func armTimerIfNeeded() {
-        let next: Double
-        switch (flushDue, deadlines.earliest) {
-        case (nil, nil): return
-        case (let flush?, nil): next = flush
-        case (nil, let deadline?): next = deadline
-        case (let flush?, let deadline?): next = min(flush, deadline)
+        if retryDeadlines.count > 2 * waitingRetries + 64 {
+            // Waits that ended early (cancelled, retried early) stay until they come due: drop them.
+            let table = self.table
+            retryDeadlines.removeAll { !table.isCurrent($0.id, token: $0.token) }
         }
+        guard let next = [flushDue, deadlines.earliest, retryDeadlines.earliest].compactMap({ $0 }).min() else { return }
         if armedTimer.map({ next < $0 }) ?? true {
             armedTimer = next
             actions.armTimer = next

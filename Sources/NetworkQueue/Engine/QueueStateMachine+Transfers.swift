@@ -126,7 +126,13 @@ extension QueueStateMachine {
             response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
             acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
             expectedLength: length)
-        if let problem { fail(slot, problem, now: now) }
+        if let problem {
+            if case .unacceptableStatus = problem {
+                // Read only for a failing status: a retry honours it.
+                table[slot].retryAfter = RetryRules.retryAfter(response, now: wallClock(at: now))
+            }
+            fail(slot, problem, now: now)
+        }
     }
 
     /// The transfer reported success: the request succeeds, or, for a file destination, its file is

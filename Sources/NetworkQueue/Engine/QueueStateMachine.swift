@@ -26,6 +26,19 @@ struct QueueStateMachine {
     /// True when a delegate or an `events()` subscriber may hear queue events; when false, events
     /// nobody can receive are not posted.
     var hasListeners = false
+    /// The retry policy of requests that have none of their own.
+    var retryPolicy = RetryPolicy()
+    /// The queue's adapt hook, run before each attempt of every request (the machine never calls it).
+    var adapter: (@Sendable (URLRequest) async throws -> URLRequest)?
+    /// Draws the backoff's jitter.
+    var jitter: JitterSource
+    /// When requests waiting to retry may rejoin the pending ones, served by the queue's one timer.
+    var retryDeadlines = DeadlineHeap<Int>()
+    /// Requests in ``RequestPhase/waitingToRetry``.
+    var waitingRetries = 0
+    /// The wall-clock time (seconds since 1970) at 0 on the queue's clock, set by the shell: it turns
+    /// `now` into a date for an HTTP-date `Retry-After` that comes without a `Date` header.
+    var wallClockOrigin: Double = 0
 
     var scheduler: Scheduler
     var ledger = ProgressLedger()
@@ -52,7 +65,11 @@ struct QueueStateMachine {
     /// The actions of the event being handled.
     var actions = QueueActions()
 
-    init(limit: Int) { scheduler = Scheduler(limit: limit) }
+    /// A machine with `limit` transfers at once; `seed` seeds the backoff's jitter.
+    init(limit: Int, seed: UInt64 = 0x5EED) {
+        scheduler = Scheduler(limit: limit)
+        jitter = JitterSource(seed: seed)
+    }
 
     // MARK: Queries
 
@@ -63,6 +80,8 @@ struct QueueStateMachine {
     /// The requests in the queue, in the order they were added.
     var requests: [NetworkRequest] { table.records.map(\.record).sorted { $0.sequence < $1.sequence }.map(\.request) }
     func progress(at now: Double) -> QueueProgress { ledger.snapshot(at: now) }
+    /// `now` on the queue's clock as a wall-clock date.
+    func wallClock(at now: Double) -> Date { Date(timeIntervalSince1970: wallClockOrigin + now) }
 
     // MARK: Queue operations
 
@@ -166,42 +185,68 @@ struct QueueStateMachine {
         return taken
     }
 
-    /// Starts every job the scheduler allows now. An invalid request fails instead of starting.
+    /// Starts every job the scheduler allows now: the adapt hooks first when there are any, else the
+    /// transfer. An invalid request fails instead of starting.
     private mutating func startReady(_ now: Double) {
         while let job = scheduler.nextStart() {
-            if let problem = table[job.id].request.invalidReason {
+            let record = table[job.id]
+            if let problem = record.request.invalidReason {
                 scheduler.finish(job)
                 fail(job.id, .invalidRequest(problem), now: now)
                 continue
             }
-            nextToken += 1
-            let token = nextToken
-            let record = table[job.id]
-            var urlRequest = record.request.urlRequest
             switch (job.lane, record.phase) {
-            case (.preflight, .awaitingPreflight):
-                record.phase = .preflighting
-                urlRequest.httpMethod = "HEAD"
-                urlRequest.httpBody = nil
-            case (.main, .pending), (.main, .awaitingMain):
-                record.phase = .running
-                record.attempts += 1
-            default:
-                preconditionFailure("cannot start \(job.lane) of a request in phase \(record.phase)")
+            case (.preflight, .awaitingPreflight): break
+            case (.main, .pending), (.main, .awaitingMain): record.attempts += 1
+            default: preconditionFailure("cannot start \(job.lane) of a request in phase \(record.phase)")
             }
-            record.token = token
-            record.lastActivity = now
-            let cell = TransferCell()
-            record.transfer = cell
-            actions.list.append(.publish(record.request, record.status()))
-            let claim = job.lane == .main ? record.claim : nil
-            let request = record.request
-            if job.lane == .main { postEvent(.didStart(request)) }
-            if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
-                addDeadline(now + timeout, slot: job.id, token: token)
+            let hooks = [adapter, record.request.adapt].compactMap { $0 }
+            guard hooks.isEmpty else {
+                nextToken += 1
+                record.token = nextToken
+                record.phase = .adapting(job.lane)
+                actions.list.append(.publish(record.request, record.status()))
+                actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
+                continue
             }
-            actions.list.append(.start(.init(slot: job.id, token: token, lane: job.lane, urlRequest: urlRequest, cell: cell, claim: claim)))
+            startTransfer(job.id, lane: job.lane, record.request.urlRequest, now: now)
         }
+    }
+
+    /// Starts the transfer of a request that holds a slot in `lane`, sending `urlRequest` (adapted, or the
+    /// request's own).
+    mutating func startTransfer(_ slot: Int, lane: Scheduler.Lane, _ urlRequest: URLRequest, now: Double) {
+        nextToken += 1
+        let token = nextToken
+        let record = table[slot]
+        var urlRequest = urlRequest
+        switch lane {
+        case .preflight:
+            record.phase = .preflighting
+            urlRequest.httpMethod = "HEAD"
+            urlRequest.httpBody = nil
+        case .main:
+            record.phase = .running
+            record.response = nil
+            record.announcedLength = nil
+            record.retryAfter = nil
+            record.expectedBeforeAttempt = record.progress.expectedDown
+        }
+        record.token = token
+        record.lastActivity = now
+        let cell = TransferCell()
+        record.transfer = cell
+        actions.list.append(.publish(record.request, record.status()))
+        if lane == .main, !record.hasStarted {
+            // Once per request: a retry is not a new start to the delegate.
+            record.hasStarted = true
+            postEvent(.didStart(record.request))
+        }
+        if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
+            addDeadline(now + timeout, slot: slot, token: token)
+        }
+        let claim = lane == .main ? record.claim : nil
+        actions.list.append(.start(.init(slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
@@ -230,7 +275,7 @@ struct QueueStateMachine {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
             case .progress: break
-            case .didStart, .didReceiveHeaders, .queueDidFinish: return
+            case .didStart, .didReceiveHeaders, .willRetry, .queueDidFinish: return
             }
         }
         post(.event(event))

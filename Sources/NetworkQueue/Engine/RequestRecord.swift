@@ -8,12 +8,20 @@ import Foundation
 /// ``QueueStateMachine``; an ended request leaves the table.
 ///
 /// ```
-/// pending ──────────────────────────────┐
-///    │ go() with accurate progress      ▼
-///    └─► awaitingPreflight ─► preflighting ─► awaitingMain ─► running ─► committing ─► (ended)
+/// pending ───────────────────────────────────────────────┐
+///    │ go() with accurate progress                       ▼
+///    └─► awaitingPreflight ─► [adapting(.preflight)] ─► preflighting ─► awaitingMain
+///                                                                         │
+///   ┌─────────────────────────────────────────────────────────────────────┘
+///   ▼
+/// [adapting(.main)] ─► running ─► committing ─► (ended)
+///                        │ a failed attempt the policy retries
+///                        ├─► [deciding] ─► waitingToRetry ─► pending (its turn again)
 /// ```
-/// `pending` and `awaitingMain` both wait in the scheduler's main lane; `running` and `preflighting`
-/// hold a slot; `committing` (a file destination being moved into place) holds none.
+/// `pending` and `awaitingMain` both wait in the scheduler's main lane; `adapting`, `running` and
+/// `preflighting` hold a slot; `deciding` (the retry policy's closure runs), `waitingToRetry` and
+/// `committing` (a file destination being moved into place) hold none. `adapting` happens only when an
+/// adapt hook is set.
 enum RequestPhase: Equatable, Sendable {
     /// Waiting for a slot; no HEAD preflight planned.
     case pending
@@ -23,20 +31,36 @@ enum RequestPhase: Equatable, Sendable {
     case preflighting
     /// Its HEAD request finished; waiting for a slot for the transfer itself.
     case awaitingMain
+    /// Its adapt hooks run before a transfer of this lane (holding the slot).
+    case adapting(Scheduler.Lane)
     /// Its transfer is running.
     case running
+    /// An attempt failed; the retry policy's closure decides whether it is sent again.
+    case deciding
+    /// An attempt failed; it waits for its retry time (or an early retry), holding no slot.
+    case waitingToRetry
     /// Its transfer succeeded and its file is being moved into place; its outcome is decided by that.
     case committing
 
     /// True while a transfer (preflight or main) runs for the request.
     var hasTransfer: Bool { self == .running || self == .preflighting }
 
+    /// True when the request is not merely waiting in the scheduler's lanes: a bulk end must end it one
+    /// by one (committing requests excepted: they end on their own).
+    var endsAlone: Bool {
+        switch self {
+        case .running, .preflighting, .adapting, .deciding, .waitingToRetry: true
+        case .pending, .awaitingPreflight, .awaitingMain, .committing: false
+        }
+    }
+
     /// The public state this phase shows.
     var publicState: NetworkRequest.State {
         switch self {
         case .pending, .awaitingPreflight, .awaitingMain: .pending
-        case .preflighting: .preflighting
-        case .running, .committing: .running
+        case .preflighting, .adapting(.preflight): .preflighting
+        case .running, .committing, .adapting(.main): .running
+        case .deciding, .waitingToRetry: .waitingToRetry
         }
     }
 }
@@ -71,8 +95,18 @@ final class RequestRecord {
     @exclusivity(unchecked) var uploadDirty = false
     /// True while listed for the next progress flush.
     @exclusivity(unchecked) var isListedDirty = false
-    /// How many main transfers were started.
+    /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
     @exclusivity(unchecked) var attempts = 0
+    /// True once didStart was posted: once per request, not per attempt.
+    @exclusivity(unchecked) var hasStarted = false
+    /// The delay the current attempt's response asked for (`Retry-After`), in seconds.
+    @exclusivity(unchecked) var retryAfter: Double?
+    /// The expected download size before the current attempt's response changed it (a HEAD's, or nil).
+    @exclusivity(unchecked) var expectedBeforeAttempt: Int64?
+    /// The failure of the attempt being decided on, while ``RequestPhase/deciding``.
+    @exclusivity(unchecked) var failure: NetworkQueueError?
+    /// True while waiting out a `Retry-After` (never cut short by an early retry).
+    @exclusivity(unchecked) var serverAskedWait = false
     /// Bumped at every publication, so a late publication never overwrites a newer one.
     @exclusivity(unchecked) var statusVersion: UInt64 = 0
 

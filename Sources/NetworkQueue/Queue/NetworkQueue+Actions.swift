@@ -38,6 +38,13 @@ extension NetworkQueue {
                 // Moved into the background queue's closure, so that the freeing is that queue's work.
                 let garbage = Locked(records)
                 DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
+            case .adapt(let adapt):
+                runHooks(adapt)
+            case .decide(let decide):
+                Task {
+                    let decision = await decide.decide(decide.request, decide.error, decide.attempts)
+                    self.send(inline: true) { $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1) }
+                }
             }
         }
         if !cancels.isEmpty {
@@ -50,6 +57,22 @@ extension NetworkQueue {
         if actions.deliver { deliveryQueue.async { self.deliver() } }
         if let deadline = actions.armTimer {
             clock.schedule(at: deadline) { [weak self] in self?.send(inline: true) { $0.timerFired(now: $1) } }
+        }
+    }
+
+    /// Runs an attempt's adapt hooks in order, each on the request the previous one returned, then reports
+    /// the result. The task holds the queue (as a transfer does) until the hooks return.
+    private func runHooks(_ adapt: QueueAction.Adapt) {
+        Task {
+            var urlRequest = adapt.urlRequest
+            let outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>
+            do {
+                for hook in adapt.hooks { urlRequest = try await hook(urlRequest) }
+                outcome = .success(urlRequest)
+            } catch {
+                outcome = .failure(.init(error))
+            }
+            self.send(inline: true) { $0.adapted(slot: adapt.slot, token: adapt.token, outcome, now: $1) }
         }
     }
 

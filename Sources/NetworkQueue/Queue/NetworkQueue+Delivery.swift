@@ -50,6 +50,8 @@ extension NetworkQueue {
         case .didFail(let request, let error):
             request.completionHandler?(.failure(error))
             delegate?.networkQueue(self, didFail: request, error: error)
+        case .willRetry(let request, let delay, let error):
+            delegate?.networkQueue(self, willRetry: request, after: delay, error: error)
         case .progress(let progress):
             updateFoundationProgress(progress)
             delegate?.networkQueue(self, didUpdateProgress: progress)

@@ -66,7 +66,9 @@ public final class NetworkQueue: Sendable {
     ) {
         self.transport = transport
         self.clock = clock
-        self.core = Locked(Core(machine: QueueStateMachine(limit: 4)))
+        var machine = QueueStateMachine(limit: 4, seed: UInt64.random(in: 1...UInt64.max))
+        machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
+        self.core = Locked(Core(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()
@@ -102,6 +104,27 @@ public final class NetworkQueue: Sendable {
     public var maxConcurrentRequestCount: Int {
         get { core.withLock { $0.machine.limit } }
         set { send { $0.setLimit(newValue, now: $1) } }
+    }
+
+    /// When and how soon a failed request is sent again, for requests without a
+    /// ``NetworkRequest/retryPolicy`` of their own. Default ``RetryPolicy/default``: 3 attempts in all,
+    /// for idempotent requests that timed out, lost or could not make their connection, or got 408, 429,
+    /// 500, 502, 503 or 504; see ``RetryPolicy`` for the delays. ``RetryPolicy/none`` turns retries off.
+    ///
+    /// A request waiting to retry holds no slot; the policy is read when an attempt fails.
+    public var retryPolicy: RetryPolicy {
+        get { core.withLock { $0.machine.retryPolicy } }
+        set { core.withLock { $0.machine.retryPolicy = newValue } }
+    }
+
+    /// Runs before every attempt of every request (and before each HEAD preflight), before the request's
+    /// own ``NetworkRequest/adapt``, and returns the `URLRequest` to send: for example one with a fresh
+    /// token. It runs while the request holds its slot; a throw fails the request with
+    /// ``NetworkQueueError/adaptationFailed(_:)`` (retried like any failure when the retry policy's
+    /// closure says so). Changing it affects attempts that start afterwards. Default nil.
+    public var adapter: (@Sendable (URLRequest) async throws -> URLRequest)? {
+        get { core.withLock { $0.machine.adapter } }
+        set { core.withLock { $0.machine.adapter = newValue } }
     }
 
     /// Which pending request starts next. Default ``SchedulingOrder/fifo``.

@@ -12,7 +12,9 @@ import Foundation
 /// a `@MainActor` delegate then implements the methods as `nonisolated` and enters the main actor with
 /// `MainActor.assumeIsolated`, which is checked at run time. For each request the order is
 /// didStart → didReceiveHeaders → progress updates → exactly one of didFinish / didFail, and a request's own
-/// handlers run before the delegate's method for the same event.
+/// handlers run before the delegate's method for the same event. A retried request hears didStart once;
+/// each failed attempt that is retried adds willRetry (after that attempt's didReceiveHeaders, if any),
+/// and each later attempt may add its own didReceiveHeaders.
 public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request's transfer started (not called for requests that never start, nor for HEAD preflights).
     func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest)
@@ -20,8 +22,14 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest)
     /// A request succeeded.
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse)
-    /// A request failed or was cancelled (cancellation is a failure with a cancellation error).
+    /// A request failed or was cancelled (cancellation is a failure with a cancellation error). With
+    /// retries, only after its last attempt: `error` is that attempt's, and
+    /// ``NetworkRequest/attemptCount`` says how many attempts were made.
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError)
+    /// An attempt of `request` failed with `error` and it will be sent again in `delay` seconds (sooner
+    /// if another request to its host succeeds meanwhile; see ``RetryPolicy``). Its slot is free while it
+    /// waits. Comes after the attempt's didReceiveHeaders, if it had one; didStart is not repeated.
+    func networkQueue(_ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError)
     /// The queue's aggregate progress changed (coalesced to at most about 60 updates per second).
     func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress)
     /// Every request added since the queue was last idle has finished or failed. Called once per drain.
@@ -40,6 +48,10 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {}
     /// Does nothing.
+    public func networkQueue(
+        _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError
+    ) {}
+    /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {}
     /// Does nothing.
     public func networkQueueDidFinish(_ queue: NetworkQueue) {}
@@ -55,6 +67,8 @@ public enum NetworkQueueEvent: Sendable {
     case didFinish(NetworkRequest, NetworkResponse)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.
     case didFail(NetworkRequest, NetworkQueueError)
+    /// See ``NetworkQueueDelegate/networkQueue(_:willRetry:after:error:)``.
+    case willRetry(NetworkRequest, after: TimeInterval, error: NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
     case progress(QueueProgress)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.

@@ -37,6 +37,53 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     case responseTooLarge(limit: Int64, url: URL?)
     /// Writing the response body to its file failed.
     case fileError(path: String, reason: String)
+    /// An `adapt` hook (the queue's ``NetworkQueue/adapter`` or the request's) threw; the attempt was never
+    /// sent. The error it threw is ``UnderlyingError/error``.
+    case adaptationFailed(UnderlyingError)
+    /// The request succeeded but its body could not be decoded into the type asked for (see
+    /// ``NetworkQueue/add(_:decoding:decoder:)``). The request itself is reported finished.
+    case decodingFailed(DecodingFailure)
+
+    /// An error thrown by caller code, kept whole. Two are equal when they have the same type and
+    /// description.
+    public struct UnderlyingError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The error thrown.
+        public let error: any Error
+        /// `String(describing:)` of ``error``.
+        public let description: String
+
+        /// Wraps `error`.
+        public init(_ error: any Error) {
+            self.error = error
+            description = String(describing: error)
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            type(of: lhs.error) == type(of: rhs.error) && lhs.description == rhs.description
+        }
+
+        public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+    }
+
+    /// Why a body could not be decoded, with enough of the response to see what came instead.
+    public struct DecodingFailure: Sendable, Hashable {
+        /// How many bytes of the body ``bodyPrefix`` keeps at most: 256.
+        public static let prefixLength = 256
+
+        /// The response's status code.
+        public let statusCode: Int
+        /// The response's URL.
+        public let url: URL?
+        /// The first bytes of the body (at most ``prefixLength``).
+        public let bodyPrefix: Data
+        /// The body's full length in bytes.
+        public let bodyLength: Int
+        /// The decoder's error.
+        public let underlying: UnderlyingError
+
+        /// The body prefix as UTF-8 text, invalid bytes replaced.
+        public var bodyPrefixText: String { String(decoding: bodyPrefix, as: UTF8.self) }
+    }
 
     /// Why a request is invalid.
     public enum InvalidRequestReason: Sendable, Hashable {
@@ -63,7 +110,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         switch self {
         case .cancelled, .cancelledBecauseSiblingFailed: true
         case .transport, .unacceptableStatus, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError:
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed:
             false
         }
     }
@@ -84,6 +131,10 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .invalidRequest(let reason): "invalid request: \(Self.describe(reason))"
         case .responseTooLarge(let limit, let url): "response from \(Redaction.describe(url)) larger than \(limit) bytes"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
+        case .adaptationFailed(let underlying): "adapting the request failed: \(underlying)"
+        case .decodingFailed(let failure):
+            "could not decode the body of \(Redaction.describe(failure.url)) (HTTP \(failure.statusCode), "
+                + "\(failure.bodyLength) bytes): \(failure.underlying)"
         }
     }
 

@@ -17,6 +17,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         case preflighting
         /// Its transfer is running.
         case running
+        /// An attempt failed and it waits (holding no slot) to be sent again; see ``RetryPolicy``.
+        case waitingToRetry
         /// It succeeded.
         case finished
         /// It failed (see ``NetworkRequest/result``).
@@ -28,7 +30,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         public var isTerminal: Bool {
             switch self {
             case .finished, .failed, .cancelled: true
-            case .pending, .preflighting, .running: false
+            case .pending, .preflighting, .running, .waitingToRetry: false
             }
         }
     }
@@ -85,6 +87,13 @@ public final class NetworkRequest: Sendable, Identifiable {
     public let tag: Int
     /// Values for the caller's own use. Default empty.
     public let userInfo: [String: any Sendable]
+    /// When and how soon a failed attempt is sent again; nil uses the queue's ``NetworkQueue/retryPolicy``.
+    /// Default nil.
+    public let retryPolicy: RetryPolicy?
+    /// Runs before every attempt (and before the HEAD preflight), after the queue's
+    /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh
+    /// token. A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
+    public let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     let invalidReason: NetworkQueueError.InvalidRequestReason?
@@ -154,6 +163,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///   - onDownloadProgress: called with this request's download progress (coalesced).
     ///   - onUploadProgress: called with this request's upload progress (coalesced).
     ///   - onCompletion: called once with the result, before the delegate's didFinish or didFail.
+    ///   - retryPolicy: replaces the queue's ``NetworkQueue/retryPolicy`` for this request; default nil
+    ///     (the queue's).
+    ///   - adapt: changes the `URLRequest` before each attempt (see ``adapt``); default nil.
     public init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
@@ -164,8 +176,12 @@ public final class NetworkRequest: Sendable, Identifiable {
         userInfo: [String: any Sendable] = [:],
         onDownloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         onUploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil
+        onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil,
+        retryPolicy: RetryPolicy? = nil,
+        adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil
     ) {
+        self.retryPolicy = retryPolicy
+        self.adapt = adapt
         self.urlRequest = urlRequest
         self.destination = destination
         self.invalidReason = RequestRules.validate(urlRequest, destination: destination)
@@ -199,6 +215,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     public var downloadProgress: TransferProgress { shared.withLock { $0.status.download } }
     /// Upload progress of the current transfer.
     public var uploadProgress: TransferProgress { shared.withLock { $0.status.upload } }
-    /// How many times its transfer was started (0 until it starts; the HEAD preflight does not count).
+    /// How many times its transfer was started, retries included (0 until it starts; the HEAD preflight
+    /// does not count).
     public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }
 }

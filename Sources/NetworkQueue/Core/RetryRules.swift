@@ -1,0 +1,169 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What the retry rules decide about one failed attempt.
+enum RetryVerdict: Equatable {
+    /// The request fails with the attempt's error.
+    case fail
+    /// Ask the policy's ``RetryPolicy/decide`` closure (asynchronously).
+    case ask
+    /// Retry after a delay drawn from the policy's backoff.
+    case backoff
+    /// Retry after exactly this delay; `serverAsked` when it is the server's `Retry-After` (never
+    /// shortened by an early retry).
+    case wait(TimeInterval, serverAsked: Bool)
+}
+
+/// The retry rules: pure functions of the policy, the failure and the attempt count.
+enum RetryRules {
+    /// Methods that may be sent twice with the same effect as once (RFC 9110 §9.2.2).
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+
+    /// Failures where the request never reached a server: safe to send again whatever the method.
+    static let neverSentErrors: Set<URLError.Code> = [
+        .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
+    ]
+
+    /// `seconds` made finite and not negative (NaN and negative → 0, infinity → a week).
+    static func clampedSeconds(_ seconds: TimeInterval) -> TimeInterval {
+        if seconds.isNaN { return 0 }
+        return min(max(0, seconds), 7 * 86_400)
+    }
+
+    static func isIdempotent(_ method: String?) -> Bool { idempotentMethods.contains((method ?? "GET").uppercased()) }
+
+    /// The verdict for an attempt that failed with `error` after `attempts` attempts in all, for a request
+    /// sent with `method`. `retryAfter` is the server's `Retry-After` for this attempt's response, in
+    /// seconds from the response.
+    static func verdict(
+        policy: RetryPolicy, error: NetworkQueueError, method: String?, attempts: Int, retryAfter: TimeInterval?
+    ) -> RetryVerdict {
+        guard attempts < policy.maximumAttempts, mayRetry(error) else { return .fail }
+        return policy.decide == nil ? defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter) : .ask
+    }
+
+    /// The verdict once ``RetryPolicy/decide`` has answered `decision`.
+    static func verdict(
+        after decision: RetryPolicy.Decision, policy: RetryPolicy, error: NetworkQueueError, method: String?,
+        retryAfter: TimeInterval?
+    ) -> RetryVerdict {
+        switch decision {
+        case .useDefault: return defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter)
+        case .doNotRetry: return .fail
+        case .retryAfter(let seconds): return .wait(clampedSeconds(seconds), serverAsked: false)
+        case .retry:
+            if let retryAfter, retryAfter <= policy.maximumRetryAfter { return .wait(retryAfter, serverAsked: true) }
+            return .backoff
+        }
+    }
+
+    /// Whether a failure can be retried at all: never a cancellation, an invalid request, a HEAD
+    /// preflight failure (its request was never sent; see the queue's accurate progress) or a file error.
+    static func mayRetry(_ error: NetworkQueueError) -> Bool {
+        switch error {
+        case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed: true
+        case .cancelled, .cancelledBecauseSiblingFailed, .invalidRequest, .preflightFailed, .fileError, .decodingFailed:
+            false
+        }
+    }
+
+    /// The policy's own rules.
+    static func defaultVerdict(
+        policy: RetryPolicy, error: NetworkQueueError, method: String?, retryAfter: TimeInterval?
+    ) -> RetryVerdict {
+        let idempotent = policy.retriesNonIdempotentMethods || isIdempotent(method)
+        switch error {
+        case .transport(let failure):
+            guard policy.retryableErrors.contains(failure.code), idempotent || neverSentErrors.contains(failure.code) else {
+                return .fail
+            }
+            return .backoff
+        case .unacceptableStatus(let code, _):
+            guard policy.retryableStatusCodes.contains(code), idempotent else { return .fail }
+            guard let retryAfter else { return .backoff }
+            // Asked to wait longer than the caller allows: fail now with the server's answer.
+            return retryAfter <= policy.maximumRetryAfter ? .wait(retryAfter, serverAsked: true) : .fail
+        case .cancelled, .cancelledBecauseSiblingFailed, .unacceptableContentType, .preflightFailed, .invalidRequest,
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed:
+            return .fail
+        }
+    }
+
+    /// The key of the server a request talks to: lowercased scheme and host, and the port (explicit or
+    /// the scheme's default).
+    static func hostKey(_ url: URL?) -> String? {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    // MARK: Retry-After
+
+    /// The delay a response's `Retry-After` asks for, in seconds (0 for a date in the past), or nil when it
+    /// has none or it cannot be read. A date is measured against the response's own `Date` (the server's
+    /// clock, so a skewed client clock does not matter), else against `now` (wall-clock time).
+    static func retryAfter(_ response: HTTPURLResponse, now: Date) -> TimeInterval? {
+        guard let value = response.value(forHTTPHeaderField: "Retry-After") else { return nil }
+        let reference = response.value(forHTTPHeaderField: "Date").flatMap(HTTPDate.parse) ?? now
+        return retryAfter(value, reference: reference)
+    }
+
+    /// `value` (delay-seconds or an HTTP-date) as seconds after `reference`.
+    static func retryAfter(_ value: String, reference: Date) -> TimeInterval? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+            // Any number of digits: a huge value is simply over every cap.
+            return TimeInterval(trimmed).map(clampedSeconds)
+        }
+        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(reference))
+    }
+}
+
+/// HTTP-date parsing (RFC 9110 §5.6.7): IMF-fixdate, and the obsolete RFC 850 and asctime forms that
+/// recipients must still accept. Pure: no formatter, locale or time zone database.
+enum HTTPDate {
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+
+    /// The date `text` names, or nil when it is none of the three forms.
+    static func parse(_ text: String) -> Date? {
+        // Split on spaces, commas and dashes: "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
+        // "Sun Nov  6 08:49:37 1994".
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" }).map(String.init)
+        let day: Int?
+        let month: Int?
+        var year: Int?
+        let time: String
+        switch parts.count {
+        case 6 where parts[5] == "GMT":
+            (day, month, year, time) = (Int(parts[1]), monthNumber(parts[2]), Int(parts[3]), parts[4])
+            if let short = year, parts[3].count == 2 { year = short + (short < 70 ? 2000 : 1900) }
+        case 5:
+            (day, month, year, time) = (Int(parts[2]), monthNumber(parts[1]), Int(parts[4]), parts[3])
+        default:
+            return nil
+        }
+        let clock = time.split(separator: ":").map { Int($0) }
+        guard let day, let month, let year, clock.count == 3, let hour = clock[0], let minute = clock[1],
+            let second = clock[2], (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
+            (0...60).contains(second), (1...9999).contains(year)
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
+    }
+
+    private static func monthNumber(_ name: String) -> Int? { months.firstIndex(of: name.lowercased()).map { $0 + 1 } }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
