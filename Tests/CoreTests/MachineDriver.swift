@@ -47,7 +47,13 @@ struct MachineDriver {
 
     @discardableResult
     mutating func add(_ tag: Int, timeout: TimeInterval = 60, url: String? = nil) -> [String] {
-        let request = Self.request(tag, timeout: timeout, url: url)
+        add(Self.request(tag, timeout: timeout, url: url))
+    }
+
+    /// Adds a request made by the test (named by its tag).
+    @discardableResult
+    mutating func add(_ request: NetworkRequest) -> [String] {
+        let tag = request.tag
         requests[tag] = request
         let (slot, actions) = machine.add(request, claim: nil, now: now)
         slots[tag] = slot
@@ -68,6 +74,20 @@ struct MachineDriver {
     @discardableResult
     mutating func cancelAll() -> [String] { apply(machine.cancelAll(now: now)) }
 
+    /// Answers the oldest adapt action asked for.
+    @discardableResult
+    mutating func answerAdapt(_ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>) -> [String] {
+        let adapt = adapts.removeFirst()
+        return apply(machine.adapted(slot: adapt.slot, token: adapt.token, outcome, now: now))
+    }
+
+    /// Answers the oldest retry decision asked for.
+    @discardableResult
+    mutating func answerDecision(_ decision: RetryPolicy.Decision) -> [String] {
+        let decide = decisions.removeFirst()
+        return apply(machine.retryDecided(slot: decide.slot, token: decide.token, decision, now: now))
+    }
+
     @discardableResult
     mutating func timer(at time: Double) -> [String] {
         now = time
@@ -87,8 +107,8 @@ struct MachineDriver {
         return apply(machine.transferEvent(event, slot: transfer.start.slot, token: transfer.start.token, now: now))
     }
 
-    static func head(_ status: Int = 200, length: Int? = 3) -> TransferEvent {
-        var headers: [String: String] = [:]
+    static func head(_ status: Int = 200, length: Int? = 3, headers extra: [String: String] = [:]) -> TransferEvent {
+        var headers = extra
         if let length { headers["Content-Length"] = "\(length)" }
         return .response(HTTPURLResponse(url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!)
     }

@@ -131,7 +131,12 @@ import Testing
                 time += Double.random(in: 0...0.2, using: &rng)
                 switch Int.random(in: 0..<10, using: &rng) {
                 case 0: ledger.setExpectedDownload(id, Int64.random(in: -1...5_000, using: &rng))
-                case 1: ledger.restart(id)
+                case 1:
+                    // A retry: its bytes stop counting and its size goes back to an earlier belief.
+                    ledger.restart(id)
+                    if Bool.random(using: &rng) {
+                        ledger.replaceExpectedDownload(id, Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
+                    }
                 case 2...6: ledger.receive(id, bytes: Int64.random(in: 0...2_000, using: &rng), at: time)
                 case 7:
                     ledger.finish(id, Bool.random(using: &rng) ? .failed : .cancelled)
@@ -187,6 +192,7 @@ struct KeyedLedger {
 
     mutating func setExpectedDownload(_ id: Int, _ size: Int64?) { ledger.setExpectedDownload(&entries[id]!, size) }
     mutating func restart(_ id: Int) { ledger.restart(&entries[id]!) }
+    mutating func replaceExpectedDownload(_ id: Int, _ size: Int64?) { ledger.replaceExpectedDownload(&entries[id]!, size) }
     mutating func receive(_ id: Int, bytes: Int64, at time: Double) { ledger.receive(&entries[id]!, bytes: bytes, at: time) }
     mutating func send(_ id: Int, totalSent: Int64, expected: Int64?, at time: Double) {
         ledger.send(&entries[id]!, totalSent: totalSent, expected: expected, at: time)

@@ -78,6 +78,19 @@ struct ProgressLedger {
         }
     }
 
+    /// Replaces a request's expected download size without moving the fraction, for a size that turned out
+    /// not to describe the coming transfer (a retry forgets what its failed attempt's response said).
+    /// Later progress is measured against the remaining work as it now stands.
+    mutating func replaceExpectedDownload(_ entry: inout Entry, _ size: Int64?) {
+        guard entry.outcome == nil else { return }
+        let before = entry.remaining
+        let size = size.flatMap { $0 >= 0 ? $0 : nil }
+        if let old = entry.expectedDown { bytes.expectedDown -= old } else { unknownDownloads -= 1 }
+        if let new = size { bytes.expectedDown += new } else { unknownDownloads += 1 }
+        entry.expectedDown = size
+        remaining = max(0, remaining + entry.remaining - before)
+    }
+
     /// A transfer started over (a retry, or a second response): its bytes so far no longer count.
     mutating func restart(_ entry: inout Entry) {
         update(&entry) { entry, ledger in

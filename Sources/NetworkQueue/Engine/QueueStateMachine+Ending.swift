@@ -57,8 +57,8 @@ extension QueueStateMachine {
         }
         if let claim = record.claim { actions.list.append(.release(claim)) }
         actions.list.append(.publish(request, status))
-        // Not urgent by itself: the events below are, when someone hears them.
-        post(.settle(status, request, sink, record.claim), urgent: false)
+        // Not urgent by itself (the events below are, when someone hears them), unless a value waits for it.
+        post(.settle(status, request, sink, record.claim), urgent: record.isObserved)
         if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, status.upload)) }
         if record.downloadDirty, request.downloadProgressHandler != nil {
             post(.downloadProgress(request, status.download))
@@ -105,16 +105,18 @@ extension QueueStateMachine {
         var requests: [NetworkRequest] = []
         requests.reserveCapacity(waiting.count)
         var claims: [DestinationClaim] = []
+        var isObserved = false
         for job in waiting {
             let record = table[job.id]
             if job.lane == .main, record.phase == .awaitingPreflight { continue }
             requests.append(record.request)
             if let claim = record.claim { claims.append(claim) }
+            isObserved = isObserved || record.isObserved
         }
         // Waiting requests have moved no byte: their end changes only their state and result.
         actions.list.append(.publishEnd(requests, error))
         for claim in claims { actions.list.append(.release(claim)) }
-        post(.settleAll(requests, error, claims), urgent: false)
+        post(.settleAll(requests, error, claims), urgent: isObserved)
         for request in requests { postEvent(.didFail(request, error)) }
         actions.list.append(.free(table.removeAll()))
     }

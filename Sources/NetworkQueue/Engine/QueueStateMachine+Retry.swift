@@ -67,7 +67,7 @@ extension QueueStateMachine {
         ledger.restart(&record.progress)
         if record.progress.expectedDown != record.expectedBeforeAttempt {
             // The size came from this attempt's response (perhaps an error page's): back to what was known.
-            ledger.setExpectedDownload(&record.progress, record.expectedBeforeAttempt)
+            ledger.replaceExpectedDownload(&record.progress, record.expectedBeforeAttempt)
         }
         record.downloadDirty = record.request.downloadProgressHandler != nil
         record.uploadDirty = record.request.uploadProgressHandler != nil

@@ -112,7 +112,13 @@ extension QueueStateMachine {
         let length = ResponseRules.knownLength(of: response, encoded: encoded)
         table[slot].response = response
         table[slot].announcedLength = length
-        if length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
+        let problem = ResponseRules.check(
+            response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
+            acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
+            expectedLength: length)
+        // An unacceptable response's length (an error page's) never describes the resource: a retry would
+        // otherwise have counted the difference as progress.
+        if problem == nil, length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
         if hasListeners {
             // Shown before didReceiveHeaders is delivered.
             actions.list.append(.publish(request, table[slot].status()))
@@ -122,10 +128,6 @@ extension QueueStateMachine {
         }
         markProgressDirty(at: now)
         postEvent(.didReceiveHeaders(request, response))
-        let problem = ResponseRules.check(
-            response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
-            acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
-            expectedLength: length)
         if let problem {
             if case .unacceptableStatus = problem {
                 // Read only for a failing status: a retry honours it.

@@ -88,14 +88,14 @@ struct QueueStateMachine {
     /// Adds a request (already checked not to be added before, its destination already claimed).
     /// Returns its slot, where ``cancel(_:slot:now:)`` looks for it.
     mutating func add(
-        _ request: NetworkRequest, claim: DestinationClaim?, now: Double
+        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false, now: Double
     ) -> (slot: Int, actions: QueueActions) {
         if !inDrain {
             inDrain = true
             ledger.reset()
         }
         nextSequence += 1
-        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim)
+        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
         ledger.add(record.progress)
         let slot = table.insert(record)
         scheduler.enqueue(Job(id: slot, lane: .main))

@@ -76,6 +76,9 @@ final class RequestRecord {
     let sequence: UInt64
     /// The right to write the file destination, held from `add` until the request ends.
     let claim: DestinationClaim?
+    /// True when someone waits for the request's end through ``NetworkRequest/endObserver`` (a decoded
+    /// value): its settlement is then delivered at once, even when nobody listens to events.
+    let isObserved: Bool
     @exclusivity(unchecked) var phase = RequestPhase.pending
     /// Identifies the transfer now running (preflight or main); events of other transfers are dropped.
     @exclusivity(unchecked) var token: UInt64 = 0
@@ -110,8 +113,9 @@ final class RequestRecord {
     /// Bumped at every publication, so a late publication never overwrites a newer one.
     @exclusivity(unchecked) var statusVersion: UInt64 = 0
 
-    init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?) {
+    init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?, isObserved: Bool = false) {
         self.request = request
+        self.isObserved = isObserved
         self.sequence = sequence
         self.claim = claim
         progress = ProgressLedger.Entry(expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))

@@ -28,8 +28,12 @@ extension NetworkQueue {
                 request.publish(status)
                 sink?.discard()
                 claim?.endRequest()
+                if let result = status.result { request.takeEndObserver()?(result) }
             case .settleAll(let requests, let error, let claims):
-                for request in requests { request.publishEnd(error) }
+                for request in requests {
+                    request.publishEnd(error)
+                    request.takeEndObserver()?(.failure(error))
+                }
                 for claim in claims { claim.endRequest() }
             case .resumeRuns(let count, let progress):
                 for run in runs[nextRun..<nextRun + count] { run.resume(returning: progress) }

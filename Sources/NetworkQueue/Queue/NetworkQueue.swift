@@ -160,8 +160,18 @@ public final class NetworkQueue: Sendable {
     ///   file destination. Invalid URLs are not thrown here: such a request fails with didFail when its
     ///   turn comes.
     public func add(_ request: NetworkRequest) throws(NetworkQueueError) {
+        try add(request, observer: nil)
+    }
+
+    /// Adds a request; `observer` is called once with its result when its end is delivered.
+    func add(
+        _ request: NetworkRequest, observer: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
+    ) throws(NetworkQueueError) {
         let claim = try admit(request)
-        let (slot, actions) = core.withLock { $0.machine.add(request, claim: claim, now: clock.now()) }
+        if let observer { request.shared.withLock { $0.endObserver = observer } }
+        let (slot, actions) = core.withLock {
+            $0.machine.add(request, claim: claim, isObserved: observer != nil, now: clock.now())
+        }
         request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
         perform(actions)
     }

@@ -125,6 +125,16 @@ public final class NetworkRequest: Sendable, Identifiable {
         var status = Status()
         var isAdded = false
         var membership: Membership?
+        /// Called once with the result when the request's end is delivered (a decoded value waits for it).
+        var endObserver: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
+    }
+
+    /// Takes the end observer, so that it is called at most once.
+    func takeEndObserver() -> (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? {
+        shared.withLock { shared in
+            defer { shared.endObserver = nil }
+            return shared.endObserver
+        }
     }
 
     /// Shows the request ended with `error`, its byte counts unchanged (it never moved a byte).
