@@ -54,10 +54,11 @@ extension NetworkQueue {
         if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
             for start in starts { launch(start) }
         }
-        if actions.deliver { deliveryQueue.async { self.deliver() } }
+        // The timer before the delivery: whoever hears an event (a willRetry) finds its timer armed.
         if let deadline = actions.armTimer {
             clock.schedule(at: deadline) { [weak self] in self?.send(inline: true) { $0.timerFired(now: $1) } }
         }
+        if actions.deliver { deliveryQueue.async { self.deliver() } }
     }
 
     /// Runs an attempt's adapt hooks in order, each on the request the previous one returned, then reports
