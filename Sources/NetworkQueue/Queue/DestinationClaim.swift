@@ -12,6 +12,12 @@ final class DestinationClaim: Sendable {
     let url: URL
     private let key: String
     private let state = Locked((requestEnded: false, openFiles: 0, released: false))
+    /// The partial file of the request's newest attempt, so that the next attempt's closes it first.
+    private let newest = Locked(NewestSink())
+
+    private struct NewestSink {
+        weak var sink: FileSink?
+    }
 
     private init(url: URL, key: String) {
         self.url = url
@@ -31,6 +37,16 @@ final class DestinationClaim: Sendable {
             guard !state.requestEnded else { return false }
             state.openFiles += 1
             return true
+        }
+    }
+
+    /// Makes `sink` the newest attempt's partial file and returns the one before it, if still alive. A
+    /// retried request's attempts share the path: the new attempt deletes the old file before it
+    /// creates its own, so a late deletion of the old one (performed on another thread) cannot remove it.
+    func replaceSink(with sink: FileSink?) -> FileSink? {
+        newest.withLock { newest in
+            defer { newest.sink = sink }
+            return newest.sink
         }
     }
 

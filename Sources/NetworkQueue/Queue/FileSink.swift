@@ -36,6 +36,9 @@ final class FileSink: Sendable {
         }
         guard claim.openFile() else { return nil }
         self.claim = claim
+        // A retry's earlier attempt may still have its file (its deletion waits on another thread): delete
+        // it now, before this one is created at the same path; its own deletion is then a no-op.
+        claim.replaceSink(with: nil)?.discard()
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file.
         let fd = open(partial.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -44,6 +47,7 @@ final class FileSink: Sendable {
             throw .fileError(path: partial.path, reason: reason)
         }
         state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true)))
+        _ = claim.replaceSink(with: self)
     }
 
     deinit { discard() }
