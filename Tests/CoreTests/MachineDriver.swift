@@ -28,6 +28,8 @@ struct MachineDriver {
     var inFlightAtStarts: [Int] = []
     /// Adapt actions asked for, oldest first.
     var adapts: [QueueAction.Adapt] = []
+    /// Slots whose adapt was answered: their start was counted against the limit at the adapt.
+    var adaptedSlots: Set<Int> = []
     /// Retry decisions asked for, oldest first.
     var decisions: [QueueAction.Decide] = []
 
@@ -78,6 +80,8 @@ struct MachineDriver {
     @discardableResult
     mutating func answerAdapt(_ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>) -> [String] {
         let adapt = adapts.removeFirst()
+        adaptedSlots.insert(adapt.slot)
+        defer { adaptedSlots.remove(adapt.slot) }
         return apply(machine.adapted(slot: adapt.slot, token: adapt.token, outcome, now: now))
     }
 
@@ -126,7 +130,7 @@ struct MachineDriver {
                 lines.append("publishEnd \(requests.map(tag)) \(error.isCancellation ? "cancelled" : "failed")")
             case .start(let start):
                 let tag = tag(machine.table[start.slot].request)
-                inFlightAtStarts.append(transfers.count)
+                if !adaptedSlots.contains(start.slot) { inFlightAtStarts.append(transfers.count) }
                 transfers.append(Transfer(start: start, tag: tag))
                 lines.append("start \(tag) \(start.lane)")
             case .cancel(let cell):
@@ -138,6 +142,10 @@ struct MachineDriver {
             case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
             case .free: lines.append("free")
             case .adapt(let adapt):
+                // The slot is taken here, before the hooks run: slots held are transfers plus adapting requests
+                // (each adapt of this event counted once, itself excluded).
+                let adapting = machine.table.records.filter { if case .adapting = $0.record.phase { true } else { false } }.count
+                inFlightAtStarts.append(transfers.count + adapting - 1)
                 adapts.append(adapt)
                 lines.append("adapt \(tag(machine.table[adapt.slot].request))")
             case .decide(let decide):

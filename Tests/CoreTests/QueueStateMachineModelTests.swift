@@ -22,6 +22,15 @@ import Testing
         var driver = MachineDriver(limit: Int.random(in: 0...4, using: &rng))
         driver.machine.cancelsAllOnFailure = Bool.random(using: &rng)
         driver.machine.showsAccurateProgress = Int.random(in: 0..<4, using: &rng) == 0
+        // Retries (some asking an async closure) and adapt hooks, answered by the sequence below.
+        switch Int.random(in: 0..<4, using: &rng) {
+        case 0: driver.machine.retryPolicy = .none
+        case 1: driver.machine.retryPolicy = RetryPolicy(maximumAttempts: 3, decide: { _, _, _ in .useDefault })
+        default:
+            driver.machine.retryPolicy = RetryPolicy(
+                maximumAttempts: Int.random(in: 2...4, using: &rng), backoff: .init(initialDelay: Double.random(in: 0...2, using: &rng)))
+        }
+        if Int.random(in: 0..<4, using: &rng) == 0 { driver.machine.adapter = { $0 } }
         var limit = driver.machine.limit
         var nextTag = 1
         var added: Set<Int> = []
@@ -47,6 +56,14 @@ import Testing
                 if let tag = added.randomElement(using: &rng) { driver.cancel(tag) }
             case 45..<47: driver.cancelAll()
             case 47..<55: driver.timer(at: driver.now + Double.random(in: 0...3, using: &rng))
+            case 55..<62:
+                if !driver.adapts.isEmpty, Bool.random(using: &rng) {
+                    let request = URLRequest(url: URL(string: "http://example.test/adapted")!)
+                    driver.answerAdapt(Int.random(in: 0..<8, using: &rng) == 0 ? .failure(.init(URLError(.userAuthenticationRequired))) : .success(request))
+                } else if !driver.decisions.isEmpty {
+                    let answers: [RetryPolicy.Decision] = [.useDefault, .retry, .retryAfter(0.5), .doNotRetry]
+                    driver.answerDecision(answers.randomElement(using: &rng)!)
+                }
             default:
                 guard let transfer = driver.transfers.randomElement(using: &rng) else { break }
                 driver.now += Double.random(in: 0...0.2, using: &rng)
