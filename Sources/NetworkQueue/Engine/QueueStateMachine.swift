@@ -200,8 +200,9 @@ struct QueueStateMachine {
             case (.main, .pending), (.main, .awaitingMain): record.attempts += 1
             default: preconditionFailure("cannot start \(job.lane) of a request in phase \(record.phase)")
             }
-            let hooks = [adapter, record.request.adapt].compactMap { $0 }
-            guard hooks.isEmpty else {
+            guard adapter == nil, record.request.adapt == nil else {
+                // Usually no hook: this path (and its array) only when there is one.
+                let hooks = [adapter, record.request.adapt].compactMap { $0 }
                 nextToken += 1
                 record.token = nextToken
                 record.phase = .adapting(job.lane)
