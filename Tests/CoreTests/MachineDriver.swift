@@ -144,7 +144,7 @@ struct MachineDriver {
             case .adapt(let adapt):
                 // The slot is taken here, before the hooks run: slots held are transfers plus adapting requests
                 // (each adapt of this event counted once, itself excluded).
-                let adapting = machine.table.records.filter { if case .adapting = $0.record.phase { true } else { false } }.count
+                let adapting = machine.table.records.filter { $0.record.phase.isAdapting }.count
                 inFlightAtStarts.append(transfers.count + adapting - 1)
                 adapts.append(adapt)
                 lines.append("adapt \(tag(machine.table[adapt.slot].request))")

@@ -13,20 +13,15 @@ extension QueueStateMachine {
     ) {
         let record = table.remove(slot)
         switch record.phase {
-        case .pending:
+        case .pending, .awaitingMain, .adaptingMain:
             scheduler.remove(Job(id: slot, lane: .main))
-        case .awaitingPreflight:
+        case .awaitingPreflight, .adaptingPreflight:
             scheduler.remove(Job(id: slot, lane: .preflight))
             scheduler.remove(Job(id: slot, lane: .main))
         case .preflighting:
             scheduler.remove(Job(id: slot, lane: .preflight))
             scheduler.remove(Job(id: slot, lane: .main))
             if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        case .awaitingMain, .adapting(.main):
-            scheduler.remove(Job(id: slot, lane: .main))
-        case .adapting(.preflight):
-            scheduler.remove(Job(id: slot, lane: .preflight))
-            scheduler.remove(Job(id: slot, lane: .main))
         case .deciding:
             break
         case .waitingToRetry:

@@ -12,7 +12,7 @@ extension QueueStateMachine {
     /// changes nothing. Only main attempts are retried: a preflight's failure is final.
     mutating func retryIfAllowed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool, now: Double) -> Bool {
         let record = table[slot]
-        guard record.phase == .running || record.phase == .adapting(.main) else { return false }
+        guard record.phase == .running || record.phase == .adaptingMain else { return false }
         let policy = record.request.retryPolicy ?? retryPolicy
         let verdict = RetryRules.verdict(
             policy: policy, error: error, method: record.request.urlRequest.httpMethod, attempts: record.attempts,
@@ -133,9 +133,10 @@ extension QueueStateMachine {
     mutating func adapted(
         slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
     ) -> QueueActions {
-        guard table.isCurrent(slot, token: token), case .adapting(let lane) = table[slot].phase else {
+        guard table.isCurrent(slot, token: token), table[slot].phase.isAdapting else {
             return finishEvent(now)  // ended meanwhile
         }
+        let lane: Scheduler.Lane = table[slot].phase == .adaptingPreflight ? .preflight : .main
         switch outcome {
         case .failure(let error):
             fail(slot, .adaptationFailed(error), transferEnded: true, now: now)

@@ -205,7 +205,7 @@ struct QueueStateMachine {
                 let hooks = [adapter, record.request.adapt].compactMap { $0 }
                 nextToken += 1
                 record.token = nextToken
-                record.phase = .adapting(job.lane)
+                record.phase = job.lane == .preflight ? .adaptingPreflight : .adaptingMain
                 actions.list.append(.publish(record.request, record.status()))
                 actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
                 continue

@@ -10,17 +10,17 @@ import Foundation
 /// ```
 /// pending ───────────────────────────────────────────────┐
 ///    │ go() with accurate progress                       ▼
-///    └─► awaitingPreflight ─► [adapting(.preflight)] ─► preflighting ─► awaitingMain
+///    └─► awaitingPreflight ─► [adaptingPreflight] ─► preflighting ─► awaitingMain
 ///                                                                         │
 ///   ┌─────────────────────────────────────────────────────────────────────┘
 ///   ▼
-/// [adapting(.main)] ─► running ─► committing ─► (ended)
+/// [adaptingMain]   ─► running ─► committing ─► (ended)
 ///                        │ a failed attempt the policy retries
 ///                        ├─► [deciding] ─► waitingToRetry ─► pending (its turn again)
 /// ```
-/// `pending` and `awaitingMain` both wait in the scheduler's main lane; `adapting`, `running` and
+/// `pending` and `awaitingMain` both wait in the scheduler's main lane; `adapting…`, `running` and
 /// `preflighting` hold a slot; `deciding` (the retry policy's closure runs), `waitingToRetry` and
-/// `committing` (a file destination being moved into place) hold none. `adapting` happens only when an
+/// `committing` (a file destination being moved into place) hold none. The adapting phases happen only when an
 /// adapt hook is set.
 enum RequestPhase: Equatable, Sendable {
     /// Waiting for a slot; no HEAD preflight planned.
@@ -31,8 +31,10 @@ enum RequestPhase: Equatable, Sendable {
     case preflighting
     /// Its HEAD request finished; waiting for a slot for the transfer itself.
     case awaitingMain
-    /// Its adapt hooks run before a transfer of this lane (holding the slot).
-    case adapting(Scheduler.Lane)
+    /// Its adapt hooks run before its HEAD preflight (holding the slot).
+    case adaptingPreflight
+    /// Its adapt hooks run before its transfer (holding the slot).
+    case adaptingMain
     /// Its transfer is running.
     case running
     /// An attempt failed; the retry policy's closure decides whether it is sent again.
@@ -42,6 +44,9 @@ enum RequestPhase: Equatable, Sendable {
     /// Its transfer succeeded and its file is being moved into place; its outcome is decided by that.
     case committing
 
+    /// True while its adapt hooks run.
+    var isAdapting: Bool { self == .adaptingPreflight || self == .adaptingMain }
+
     /// True while a transfer (preflight or main) runs for the request.
     var hasTransfer: Bool { self == .running || self == .preflighting }
 
@@ -49,7 +54,7 @@ enum RequestPhase: Equatable, Sendable {
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
         switch self {
-        case .running, .preflighting, .adapting, .deciding, .waitingToRetry: true
+        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry: true
         case .pending, .awaitingPreflight, .awaitingMain, .committing: false
         }
     }
@@ -58,8 +63,8 @@ enum RequestPhase: Equatable, Sendable {
     var publicState: NetworkRequest.State {
         switch self {
         case .pending, .awaitingPreflight, .awaitingMain: .pending
-        case .preflighting, .adapting(.preflight): .preflighting
-        case .running, .committing, .adapting(.main): .running
+        case .preflighting, .adaptingPreflight: .preflighting
+        case .running, .committing, .adaptingMain: .running
         case .deciding, .waitingToRetry: .waitingToRetry
         }
     }
