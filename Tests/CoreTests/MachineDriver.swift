@@ -171,8 +171,8 @@ struct MachineDriver {
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
         case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"
-        case .settle(let status, let request, _, _): "settle \(request.tag) \(status.state)"
-        case .settleAll(let requests, _, _): "settleAll \(requests.map(\.tag))"
+        case .settle(let status, let request, _, _, _): "settle \(request.tag) \(status.state)"
+        case .settleAll(let requests, _, _, _): "settleAll \(requests.map(\.tag))"
         case .resumeRuns(let count, _): "resume \(count)"
         }
     }

@@ -88,9 +88,11 @@ enum Delivery {
     case uploadProgress(NetworkRequest, TransferProgress)
     /// A request ended: show its final status and remove its partial file (if it failed) and its claim
     /// before anything about its end is delivered. Posted even when nobody listens.
-    case settle(NetworkRequest.Status, NetworkRequest, FileSink?, DestinationClaim?)
+    /// `observed`: a decoded value waits for it (``NetworkRequest/takeEndObserver()`` is called only then).
+    case settle(NetworkRequest.Status, NetworkRequest, FileSink?, DestinationClaim?, observed: Bool)
     /// Requests that never moved a byte ended with this error (a bulk cancel): as `settle` for each.
-    case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim])
+    /// `observed`: at least one of them has a decoded value waiting.
+    case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim], observed: Bool)
     /// Resume this many `run()` callers, oldest first, with this progress.
     case resumeRuns(Int, QueueProgress)
 }

@@ -53,7 +53,7 @@ extension QueueStateMachine {
         if let claim = record.claim { actions.list.append(.release(claim)) }
         actions.list.append(.publish(request, status))
         // Not urgent by itself (the events below are, when someone hears them), unless a value waits for it.
-        post(.settle(status, request, sink, record.claim), urgent: record.isObserved)
+        post(.settle(status, request, sink, record.claim, observed: record.isObserved), urgent: record.isObserved)
         if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, status.upload)) }
         if record.downloadDirty, request.downloadProgressHandler != nil {
             post(.downloadProgress(request, status.download))
@@ -111,7 +111,7 @@ extension QueueStateMachine {
         // Waiting requests have moved no byte: their end changes only their state and result.
         actions.list.append(.publishEnd(requests, error))
         for claim in claims { actions.list.append(.release(claim)) }
-        post(.settleAll(requests, error, claims), urgent: isObserved)
+        post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
         for request in requests { postEvent(.didFail(request, error)) }
         actions.list.append(.free(table.removeAll()))
     }

@@ -22,17 +22,18 @@ extension NetworkQueue {
                 request.downloadProgressHandler?(progress)
             case .uploadProgress(let request, let progress):
                 request.uploadProgressHandler?(progress)
-            case .settle(let status, let request, let sink, let claim):
+            case .settle(let status, let request, let sink, let claim, let observed):
                 // Usually done already by the thread that ended the request; repeated here (idempotent)
                 // so that nothing about the end is delivered before its status, file and claim are final.
                 request.publish(status)
                 sink?.discard()
                 claim?.endRequest()
-                if let result = status.result { request.takeEndObserver()?(result) }
-            case .settleAll(let requests, let error, let claims):
+                // Only a decoded request has an observer: no second lock per request for the others.
+                if observed, let result = status.result { request.takeEndObserver()?(result) }
+            case .settleAll(let requests, let error, let claims, let observed):
                 for request in requests {
                     request.publishEnd(error)
-                    request.takeEndObserver()?(.failure(error))
+                    if observed { request.takeEndObserver()?(.failure(error)) }
                 }
                 for claim in claims { claim.endRequest() }
             case .resumeRuns(let count, let progress):
