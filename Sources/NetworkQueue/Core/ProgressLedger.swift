@@ -69,13 +69,7 @@ struct ProgressLedger {
 
     /// Records the download size learned from a HEAD or a response; nil or negative means unknown.
     mutating func setExpectedDownload(_ entry: inout Entry, _ size: Int64?) {
-        update(&entry) { entry, ledger in
-            let size = size.flatMap { $0 >= 0 ? $0 : nil }
-            guard entry.expectedDown != size else { return }
-            if let old = entry.expectedDown { ledger.bytes.expectedDown -= old } else { ledger.unknownDownloads -= 1 }
-            if let new = size { ledger.bytes.expectedDown += new } else { ledger.unknownDownloads += 1 }
-            entry.expectedDown = size
-        }
+        update(&entry) { entry, ledger in ledger.resize(&entry, size) }
     }
 
     /// Replaces a request's expected download size without moving the fraction, for a size that turned out
@@ -84,11 +78,18 @@ struct ProgressLedger {
     mutating func replaceExpectedDownload(_ entry: inout Entry, _ size: Int64?) {
         guard entry.outcome == nil else { return }
         let before = entry.remaining
+        resize(&entry, size)
+        remaining = max(0, remaining + entry.remaining - before)
+    }
+
+    /// Sets an entry's expected download size (nil or negative: unknown) and the sums, leaving the
+    /// fraction to the caller.
+    private mutating func resize(_ entry: inout Entry, _ size: Int64?) {
         let size = size.flatMap { $0 >= 0 ? $0 : nil }
+        guard entry.expectedDown != size else { return }
         if let old = entry.expectedDown { bytes.expectedDown -= old } else { unknownDownloads -= 1 }
         if let new = size { bytes.expectedDown += new } else { unknownDownloads += 1 }
         entry.expectedDown = size
-        remaining = max(0, remaining + entry.remaining - before)
     }
 
     /// A transfer started over (a retry, or a second response): its bytes so far no longer count.
