@@ -7,13 +7,16 @@ import Foundation
 extension QueueStateMachine {
     // MARK: Retries
 
+    /// The request's own retry policy, else the queue's (read when it is needed, so a change applies).
+    func policy(of record: RequestRecord) -> RetryPolicy { record.request.retryPolicy ?? retryPolicy }
+
     /// If the request's retry policy allows another attempt after `error`, ends the current attempt and
     /// makes the request wait (or ask the policy's closure) and returns true; else returns false and
     /// changes nothing. Only main attempts are retried: a preflight's failure is final.
     mutating func retryIfAllowed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool, now: Double) -> Bool {
         let record = table[slot]
         guard record.phase == .running || record.phase == .adaptingMain else { return false }
-        let policy = record.request.retryPolicy ?? retryPolicy
+        let policy = policy(of: record)
         let verdict = RetryRules.verdict(
             policy: policy, error: error, method: record.request.urlRequest.httpMethod, attempts: record.attempts,
             retryAfter: record.retryAfter)
@@ -40,7 +43,7 @@ extension QueueStateMachine {
         }
         let record = table[slot]
         record.failure = nil
-        let policy = record.request.retryPolicy ?? retryPolicy
+        let policy = policy(of: record)
         let verdict = RetryRules.verdict(
             after: decision, policy: policy, error: error, method: record.request.urlRequest.httpMethod, retryAfter: record.retryAfter)
         if verdict == .fail || verdict == .ask {
@@ -121,7 +124,7 @@ extension QueueStateMachine {
         guard let host = RetryRules.hostKey(request.url) else { return }
         let early = table.records.filter { _, record in
             record.phase == .waitingToRetry && !record.serverAskedWait
-                && (record.request.retryPolicy ?? retryPolicy).retriesEarlyWhenHostRecovers
+                && policy(of: record).retriesEarlyWhenHostRecovers
                 && RetryRules.hostKey(record.request.url) == host
         }
         for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot) }
