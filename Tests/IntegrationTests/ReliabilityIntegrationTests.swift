@@ -8,13 +8,6 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Polls `condition` for up to `seconds`: a bound on waiting for another process's side (the server),
-/// never a verdict on its own; the caller asserts the condition afterwards.
-func eventually(within seconds: Double = 10, _ condition: () -> Bool) async {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition(), Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
-}
-
 @Suite struct CredentialRedirectTests {
     static let credentials = [
         "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET", "Accept": "x/y",

@@ -164,7 +164,7 @@ import Testing
         queue.go()
         #expect(try await decoded.value() == Item(name: "disk", count: 3))
         await queue.run()
-        await eventuallyTrue { recorder.events.contains(.handler(1)) }
+        await eventually { recorder.events.contains(.handler(1)) }
         // The typed completion comes after the request's didFinish.
         let log = recorder.events
         #expect(try #require(log.firstIndex(of: .finish(1))) < #require(log.firstIndex(of: .handler(1))))
@@ -216,10 +216,4 @@ import Testing
         queue.cancelAll()
         for value in decoded { await #expect(throws: NetworkQueueError.cancelled) { try await value.value() } }
     }
-}
-
-/// Waits (yielding, never sleeping a fixed time for the verdict) until `condition` holds, at most 10 s.
-func eventuallyTrue(_ condition: () -> Bool) async {
-    let deadline = Date().addingTimeInterval(10)
-    while !condition(), Date() < deadline { try? await Task.sleep(nanoseconds: 1_000_000) }
 }
