@@ -10,11 +10,19 @@ struct ReferenceScheduler {
     var limit: Int
     var order: SchedulingOrder = .fifo
     var isSuspended = true
+    var perHostLimit = 0
+    var hosts: [Int: Int] = [:]
+
+    /// True when the job's host (if any) is under the per-host limit.
+    func hostAllows(_ job: IntScheduler.Job) -> Bool {
+        guard perHostLimit > 0, let host = hosts[job.id] else { return true }
+        return active.filter { hosts[$0.id] == host }.count < perHostLimit
+    }
 
     mutating func nextStart() -> IntScheduler.Job? {
         if isSuspended || (limit > 0 && active.count >= limit) { return nil }
         let heads = pending.filter { $0.lane == .preflight }
-        let candidates: [IntScheduler.Job]
+        var candidates: [IntScheduler.Job]
         if !heads.isEmpty {
             candidates = heads
         } else if active.contains(where: { $0.lane == .preflight }) {
@@ -22,6 +30,7 @@ struct ReferenceScheduler {
         } else {
             candidates = pending
         }
+        candidates = candidates.filter(hostAllows)
         guard let job = order == .fifo ? candidates.first : candidates.last else { return nil }
         pending.removeAll { $0 == job }
         active.append(job)
@@ -52,6 +61,10 @@ struct ReferenceScheduler {
             case 0..<35:
                 let job = IntScheduler.Job(id: nextID, lane: Int.random(in: 0..<5, using: &rng) == 0 ? .preflight : .main)
                 nextID += 1
+                // Two hosts, or none (never held back by a host limit).
+                let host = [nil, 0, 1].randomElement(using: &rng)!
+                real.setHost(job.id, host)
+                model.hosts[job.id] = host
                 real.enqueue(job)
                 model.pending.append(job)
             case 35..<55:
@@ -78,7 +91,11 @@ struct ReferenceScheduler {
                 let newLimit = Int.random(in: 0...5, using: &rng)
                 real.limit = newLimit
                 model.limit = newLimit
-            case 88..<94:
+            case 88..<91:
+                let newLimit = Int.random(in: 0...3, using: &rng)
+                real.perHostLimit = newLimit
+                model.perHostLimit = newLimit
+            case 91..<94:
                 let order: SchedulingOrder = Bool.random(using: &rng) ? .fifo : .lifo
                 real.order = order
                 model.order = order
@@ -94,6 +111,9 @@ struct ReferenceScheduler {
                 started.append(job)
                 // Never above the limit: no start may push past it.
                 #expect(real.limit == 0 || real.activeCount <= real.limit, "seed \(seed) step \(step)")
+                if real.perHostLimit > 0, let host = real.host(of: job.id) {
+                    #expect(real.activeCount(ofHost: host) <= real.perHostLimit, "seed \(seed) step \(step)")
+                }
             }
             var expected: [IntScheduler.Job] = []
             while let job = model.nextStart() { expected.append(job) }

@@ -69,6 +69,21 @@ struct PendingList {
         return nil
     }
 
+    /// Removes and returns the oldest (`first`) or newest id for which `isEligible` is true, skipping the
+    /// others, which stay in place. O(ids skipped).
+    mutating func remove(first: Bool, where isEligible: (Int) -> Bool) -> Int? {
+        var index = first ? head : slots.count - 1
+        while index >= head && index < slots.count {
+            let id = slots[index]
+            if id != Self.tombstone, isEligible(id) {
+                remove(id)
+                return id
+            }
+            index += first ? 1 : -1
+        }
+        return nil
+    }
+
     /// Removes every id, returning them oldest first.
     mutating func removeAll() -> [Int] {
         let ids = slots[head...].filter { $0 != Self.tombstone }

@@ -7,6 +7,10 @@
 /// Two lanes of pending jobs share one concurrency limit. The preflight lane (HEAD requests) has strict
 /// priority, and the main lane is held back while any preflight job is pending or active, so that every
 /// size is known before the first main transfer starts.
+///
+/// An optional per-host limit caps the active jobs of each host (a small integer the caller assigns to
+/// each id with ``setHost(_:_:)``). A job held back by its host's limit does not hold back the jobs
+/// behind it: the next *eligible* job in the lane's order starts.
 struct Scheduler {
     /// Jobs are identified by small non-negative integers (the queue's request slots): the scheduler
     /// keeps per-id state in arrays indexed by them, with no hashing.
@@ -38,6 +42,16 @@ struct Scheduler {
     private var activeLanes: [UInt8] = []
     private(set) var activeCount = 0
     private var activePreflightCount = 0
+    /// `hostOf[id]` is the id's host, or -1 when it has none (never held back by a host limit).
+    private var hostOf: [Int32] = []
+    /// Active jobs per host.
+    private var activePerHost: [Int] = []
+
+    /// The most active jobs of one host; 0 (the default) means only ``limit`` applies. Negative values
+    /// are stored as 0.
+    var perHostLimit = 0 {
+        didSet { if perHostLimit < 0 { perHostLimit = 0 } }
+    }
 
     /// The most jobs active at once; 0 means unlimited. Negative values are stored as 0.
     var limit: Int {
@@ -79,7 +93,28 @@ struct Scheduler {
         activeLanes[job.id] |= Self.bit(job.lane)
         activeCount += 1
         if job.lane == .preflight { activePreflightCount += 1 }
+        if let host = host(of: job.id) { activePerHost[host] += 1 }
     }
+
+    /// The host of `id`, if it has one.
+    func host(of id: ID) -> Int? {
+        id < hostOf.count && hostOf[id] >= 0 ? Int(hostOf[id]) : nil
+    }
+
+    /// Assigns the host of `id` (nil: none). The id must not be active: its host is counted while it is.
+    mutating func setHost(_ id: ID, _ host: Int?) {
+        precondition(activeLanes.count <= id || activeLanes[id] == 0, "the host of an active job cannot change")
+        guard host != nil || id < hostOf.count else { return }
+        if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
+        hostOf[id] = Int32(host ?? -1)
+        if let host, host >= activePerHost.count {
+            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
+        }
+    }
+
+    /// The active jobs of `host`.
+    func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
+
 
     // MARK: Events
 
@@ -106,6 +141,7 @@ struct Scheduler {
         activeLanes[job.id] &= ~Self.bit(job.lane)
         activeCount -= 1
         if job.lane == .preflight { activePreflightCount -= 1 }
+        if let host = host(of: job.id) { activePerHost[host] -= 1 }
         return true
     }
 
@@ -138,18 +174,31 @@ struct Scheduler {
             activate(job)
             return job
         }
-        guard activePreflightCount == 0, let id = pop(from: .main) else { return nil }
+        guard activePreflightCount == 0, preflight.isEmpty, let id = pop(from: .main) else { return nil }
         let job = Job(id: id, lane: .main)
         activate(job)
         return job
     }
 
     private mutating func pop(from lane: Lane) -> ID? {
-        switch (lane, order) {
+        if perHostLimit > 0 { return popEligible(from: lane) }
+        return switch (lane, order) {
         case (.preflight, .fifo): preflight.popFirst()
         case (.preflight, .lifo): preflight.popLast()
         case (.main, .fifo): main.popFirst()
         case (.main, .lifo): main.popLast()
+        }
+    }
+
+    /// The next job of `lane` in order whose host is under its limit, skipping (and keeping) the others.
+    private mutating func popEligible(from lane: Lane) -> ID? {
+        let fromFront = order == .fifo
+        // Copies for the closure, which cannot read `self` while a lane is being mutated.
+        let (hostOf, activePerHost, perHostLimit) = (hostOf, activePerHost, perHostLimit)
+        let isEligible = { (id: ID) in id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < perHostLimit }
+        return switch lane {
+        case .preflight: preflight.remove(first: fromFront, where: isEligible)
+        case .main: main.remove(first: fromFront, where: isEligible)
         }
     }
 }
