@@ -52,4 +52,13 @@ enum RequestRules {
         case (.bytes(let bytes), _): max(0, bytes)
         }
     }
+
+
+    /// The key of the server a request talks to: lowercased scheme and host, and the port (explicit or
+    /// the scheme's default).
+    static func hostKey(_ url: URL?) -> String? {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
 }

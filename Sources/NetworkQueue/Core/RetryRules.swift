@@ -91,15 +91,6 @@ enum RetryRules {
             return .fail
         }
     }
-
-    /// The key of the server a request talks to: lowercased scheme and host, and the port (explicit or
-    /// the scheme's default).
-    static func hostKey(_ url: URL?) -> String? {
-        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
-    }
-
     // MARK: Retry-After
 
     /// The delay a response's `Retry-After` asks for, in seconds (0 for a date in the past), or nil when it

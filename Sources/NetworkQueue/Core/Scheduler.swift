@@ -112,6 +112,23 @@ struct Scheduler {
         }
     }
 
+    /// Assigns the host of every id in `hosts` at once, active ones included, and counts the active jobs
+    /// of each host again (a per-host limit set while jobs run).
+    mutating func reassignHosts(_ hosts: [(id: ID, host: Int?)]) {
+        for (id, host) in hosts {
+            if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
+            hostOf[id] = Int32(host ?? -1)
+            if let host, host >= activePerHost.count {
+                activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
+            }
+        }
+        for host in activePerHost.indices { activePerHost[host] = 0 }
+        for (id, lanes) in activeLanes.enumerated() where lanes != 0 {
+            guard let host = host(of: id) else { continue }
+            activePerHost[host] += lanes.nonzeroBitCount
+        }
+    }
+
     /// The active jobs of `host`.
     func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
 

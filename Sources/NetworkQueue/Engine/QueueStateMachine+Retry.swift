@@ -121,11 +121,11 @@ extension QueueStateMachine {
     /// `request` succeeded: requests to its server waiting out a backoff (not a `Retry-After`) are
     /// retried now, when their policy allows it.
     mutating func retryEarly(after request: NetworkRequest, now: Double) {
-        guard let host = RetryRules.hostKey(request.url) else { return }
+        guard let host = RequestRules.hostKey(request.url) else { return }
         let early = table.records.filter { _, record in
             record.phase == .waitingToRetry && !record.serverAskedWait
                 && policy(of: record).retriesEarlyWhenHostRecovers
-                && RetryRules.hostKey(record.request.url) == host
+                && RequestRules.hostKey(record.request.url) == host
         }
         for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot) }
     }

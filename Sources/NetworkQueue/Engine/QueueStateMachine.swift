@@ -60,6 +60,8 @@ struct QueueStateMachine {
     var waitingRuns = 0
     /// Records whose file is being moved into place (they cannot be cancelled any more).
     var committingCount = 0
+    /// The number of each server seen while a per-host limit was on (see ``perHostLimit``).
+    var hostNumbers: [String: Int] = [:]
     var nextToken: UInt64 = 0
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
@@ -98,6 +100,7 @@ struct QueueStateMachine {
         let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
         ledger.add(record.progress)
         let slot = table.insert(record)
+        assignHost(slot, request)
         scheduler.enqueue(Job(id: slot, lane: .main))
         markProgressDirty(at: now)
         return (slot, finishEvent(now))
@@ -134,6 +137,16 @@ struct QueueStateMachine {
     mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
         if let record = table.record(at: slot), record.request === request, record.phase != .committing {
             end(slot, .failure(.cancelled), now: now)
+        }
+        return finishEvent(now)
+    }
+
+    /// Cancels each request of `targets` that its slot still holds, in one event.
+    mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
+        for (request, slot) in targets {
+            if let record = table.record(at: slot), record.request === request, record.phase != .committing {
+                end(slot, .failure(.cancelled), now: now)
+            }
         }
         return finishEvent(now)
     }
@@ -253,6 +266,8 @@ struct QueueStateMachine {
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
     private mutating func endDrain(_ now: Double) {
         inDrain = false
+        // No slot holds a request: the numbering of servers starts over.
+        hostNumbers.removeAll(keepingCapacity: true)
         let progress = ledger.snapshot(at: now)
         postEvent(.progress(progress))
         progressDirty = false
