@@ -31,12 +31,16 @@ extension QueueStateMachine {
             if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
         case .committing:
             committingCount -= 1
+        case .following:
+            // A leader ending its followers has already left the table (and set `leader` to -1).
+            if record.leader >= 0 { table[record.leader].followers.removeAll { $0 == slot } }
         }
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
         }
         settle(record, result)
+        if record.duplicateKey != nil { endFollowers(of: record, slot: slot, result, now: now) }
         if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
     }
 
@@ -86,8 +90,9 @@ extension QueueStateMachine {
     /// scheduler, the ledger and the table in bulk, so this stays linear.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
         let alone = table.records.filter { $0.record.phase.endsAlone }
-        for (slot, _) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-            end(slot, .failure(error), now: now)
+        for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+            // A follower may have ended with its leader already.
+            if table.record(at: slot) === record { end(slot, .failure(error), now: now) }
         }
         let waiting = scheduler.removeAllPending()
         guard committingCount == 0 else {

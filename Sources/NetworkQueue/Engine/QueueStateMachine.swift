@@ -60,6 +60,10 @@ struct QueueStateMachine {
     var waitingRuns = 0
     /// Records whose file is being moved into place (they cannot be cancelled any more).
     var committingCount = 0
+    /// What an added duplicate of a request in the queue does.
+    var duplicatePolicy = DuplicatePolicy.allow
+    /// The slot of the request each duplicate key leads to (while the policy is not `.allow`).
+    var leaders: [String: Int] = [:]
     /// The number of each server seen while a per-host limit was on (see ``perHostLimit``).
     var hostNumbers: [String: Int] = [:]
     var nextToken: UInt64 = 0
@@ -98,10 +102,16 @@ struct QueueStateMachine {
         }
         nextSequence += 1
         let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
+        let follows = admitDuplicate(record, now: now)
         ledger.add(record.progress)
         let slot = table.insert(record)
-        assignHost(slot, request)
-        scheduler.enqueue(Job(id: slot, lane: .main))
+        if follows {
+            table[record.leader].followers.append(slot)
+        } else {
+            if let key = record.duplicateKey { leaders[key] = slot }
+            assignHost(slot, request)
+            scheduler.enqueue(Job(id: slot, lane: .main))
+        }
         markProgressDirty(at: now)
         return (slot, finishEvent(now))
     }
@@ -135,19 +145,20 @@ struct QueueStateMachine {
     /// Cancels one request, if `slot` still holds it (a slot is reused once its request ends). A request whose file is
     /// being moved into place is past cancelling: it ends on its own.
     mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
-        if let record = table.record(at: slot), record.request === request, record.phase != .committing {
-            end(slot, .failure(.cancelled), now: now)
-        }
+        cancelOne(request, slot: slot, now: now)
         return finishEvent(now)
+    }
+
+    /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
+    private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
+        guard let record = table.record(at: slot), record.request === request, record.phase != .committing else { return }
+        handOver(from: slot)
+        end(slot, .failure(.cancelled), now: now)
     }
 
     /// Cancels each request of `targets` that its slot still holds, in one event.
     mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
-        for (request, slot) in targets {
-            if let record = table.record(at: slot), record.request === request, record.phase != .committing {
-                end(slot, .failure(.cancelled), now: now)
-            }
-        }
+        for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
         return finishEvent(now)
     }
 

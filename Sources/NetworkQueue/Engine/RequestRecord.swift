@@ -43,6 +43,9 @@ enum RequestPhase: Equatable, Sendable {
     case waitingToRetry
     /// Its transfer succeeded and its file is being moved into place; its outcome is decided by that.
     case committing
+    /// A duplicate coalesced onto an earlier request (its leader): it holds no slot and ends with the
+    /// leader's result.
+    case following
 
     /// True while its adapt hooks run.
     var isAdapting: Bool { self == .adaptingPreflight || self == .adaptingMain }
@@ -54,7 +57,7 @@ enum RequestPhase: Equatable, Sendable {
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
         switch self {
-        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry: true
+        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following: true
         case .pending, .awaitingPreflight, .awaitingMain, .committing: false
         }
     }
@@ -62,7 +65,7 @@ enum RequestPhase: Equatable, Sendable {
     /// The public state this phase shows.
     var publicState: NetworkRequest.State {
         switch self {
-        case .pending, .awaitingPreflight, .awaitingMain: .pending
+        case .pending, .awaitingPreflight, .awaitingMain, .following: .pending
         case .preflighting, .adaptingPreflight: .preflighting
         case .running, .committing, .adaptingMain: .running
         case .deciding, .waitingToRetry: .waitingToRetry
@@ -79,8 +82,15 @@ final class RequestRecord {
     let request: NetworkRequest
     /// Order of addition.
     let sequence: UInt64
-    /// The right to write the file destination, held from `add` until the request ends.
-    let claim: DestinationClaim?
+    /// The right to write the file destination, held from `add` until the request ends (or handed to the
+    /// request that replaces it under ``DuplicatePolicy/cancelEarlier``).
+    @exclusivity(unchecked) var claim: DestinationClaim?
+    /// The request's key in the machine's duplicate index, while a duplicate policy is on.
+    @exclusivity(unchecked) var duplicateKey: String?
+    /// The slots of the duplicates coalesced onto this request, oldest first.
+    @exclusivity(unchecked) var followers: [Int] = []
+    /// The slot of the request this one follows, in ``RequestPhase/following``.
+    @exclusivity(unchecked) var leader = -1
     /// True when someone waits for the request's end through ``NetworkRequest/endObserver`` (a decoded
     /// value): its settlement is then delivered at once, even when nobody listens to events.
     let isObserved: Bool

@@ -17,6 +17,19 @@ extension NetworkQueue {
         set { send { $0.setPerHostLimit(newValue, now: $1) } }
     }
 
+    /// What ``add(_:)`` does with a request whose method, URL and destination match a request still in the
+    /// queue (pending, running or waiting to retry); default ``DuplicatePolicy/allow``. Applies to requests
+    /// added after it is set.
+    public var duplicatePolicy: DuplicatePolicy {
+        get { core.withLock { $0.machine.duplicatePolicy } }
+        set {
+            core.withLock { core in
+                core.machine.duplicatePolicy = newValue
+                if newValue == .allow { core.machine.leaders.removeAll() }
+            }
+        }
+    }
+
     /// The requests in the queue for which `predicate` is true, in the order they were added. The
     /// predicate runs outside the queue's lock, on the caller's thread; the ``NetworkRequest/tag`` and
     /// ``NetworkRequest/userInfo`` you set serve as groups.

@@ -167,13 +167,30 @@ public final class NetworkQueue: Sendable {
     func add(
         _ request: NetworkRequest, observer: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
     ) throws(NetworkQueueError) {
-        let claim = try admit(request)
+        try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
-        let (slot, actions) = core.withLock {
-            $0.machine.add(request, claim: claim, isObserved: observer != nil, now: clock.now())
+        let added = core.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
+            // Claimed under the queue's lock: whether a claim is needed depends on the requests in the queue
+            // (a coalesced duplicate shares its leader's file; a replacing one takes it over).
+            var claim: DestinationClaim?
+            if case .file(let file) = request.destination, request.invalidReason == nil, core.machine.needsOwnClaim(request) {
+                guard let claimed = DestinationClaim.claim(file) else { return .failure(.invalidRequest(.destinationInUse(file))) }
+                claim = claimed
+            }
+            return .success(core.machine.add(request, claim: claim, isObserved: observer != nil, now: clock.now()))
         }
-        request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
-        perform(actions)
+        switch added {
+        case .success(let (slot, actions)):
+            request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
+            perform(actions)
+        case .failure(let error):
+            // Rejected, not added: the caller may add it again once the other request has ended.
+            request.shared.withLock {
+                $0.isAdded = false
+                $0.endObserver = nil
+            }
+            throw error
+        }
     }
 
     /// Adds a request for `urlRequest` with default settings and returns it.
@@ -227,19 +244,12 @@ public final class NetworkQueue: Sendable {
         perform(actions)
     }
 
-    /// Checks that `request` was never added and claims its file destination.
-    private func admit(_ request: NetworkRequest) throws(NetworkQueueError) -> DestinationClaim? {
+    /// Marks `request` added, or throws if it already was (to this queue or another).
+    private func markAdded(_ request: NetworkRequest) throws(NetworkQueueError) {
         let alreadyAdded = request.shared.withLock { shared in
             defer { shared.isAdded = true }
             return shared.isAdded
         }
         guard !alreadyAdded else { throw .invalidRequest(.alreadyAdded) }
-        guard case .file(let file) = request.destination, request.invalidReason == nil else { return nil }
-        guard let claim = DestinationClaim.claim(file) else {
-            // Rejected, not added: the caller may add it again once the other request has ended.
-            request.shared.withLock { $0.isAdded = false }
-            throw .invalidRequest(.destinationInUse(file))
-        }
-        return claim
     }
 }

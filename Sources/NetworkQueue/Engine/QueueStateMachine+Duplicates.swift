@@ -1,0 +1,105 @@
+/// Duplicate requests (same method, URL and destination) under a ``DuplicatePolicy``: the index of the
+/// request each key leads to, coalesced followers, and the hand-over when a leader is cancelled.
+extension QueueStateMachine {
+    /// The key two requests are duplicates by.
+    static func duplicateKey(of request: NetworkRequest) -> String {
+        let destination: String
+        switch request.destination {
+        case .memory: destination = "memory"
+        case .file(let url): destination = "file:" + url.standardizedFileURL.path
+        }
+        return "\(request.urlRequest.httpMethod ?? "GET") \(request.url?.absoluteString ?? "") \(destination)"
+    }
+
+    /// The slot of the request a new `request` duplicates under the current policy, if any.
+    func duplicateLeader(of request: NetworkRequest) -> Int? {
+        guard duplicatePolicy != .allow else { return nil }
+        return leaders[Self.duplicateKey(of: request)]
+    }
+
+    /// True when adding `request` needs a claim of its own on its file destination: it neither joins an
+    /// earlier request nor takes over the file of one it cancels.
+    func needsOwnClaim(_ request: NetworkRequest) -> Bool {
+        guard let leader = duplicateLeader(of: request) else { return true }
+        return duplicatePolicy == .cancelEarlier && table[leader].phase == .committing
+    }
+
+    /// Applies the duplicate policy to a record about to be added. Returns true when the record was added
+    /// as a follower (nothing more to do); otherwise the record is to be added normally, and it leads its
+    /// key from now on.
+    mutating func admitDuplicate(_ record: RequestRecord, now: Double) -> Bool {
+        guard duplicatePolicy != .allow else { return false }
+        let key = Self.duplicateKey(of: record.request)
+        defer { if record.phase != .following { record.duplicateKey = key } }
+        guard let earlier = leaders[key] else { return false }
+        switch duplicatePolicy {
+        case .allow:
+            return false
+        case .coalesce:
+            record.phase = .following
+            record.leader = earlier
+            // The leader's transfer carries the bytes: counted once.
+            record.progress = ProgressLedger.Entry(expectedDownload: 0)
+            return true
+        case .cancelEarlier:
+            let replaced = table[earlier]
+            guard replaced.phase != .committing else { return false }
+            if record.claim == nil {
+                // The file passes to the new request; the earlier one's partial file is deleted first.
+                record.claim = replaced.claim
+                replaced.claim = nil
+            }
+            end(earlier, .failure(.cancelled), now: now)
+            return false
+        }
+    }
+
+    /// Cancelling a leader with followers: the oldest follower inherits its place in the index, its file
+    /// claim and the other followers, and waits for a slot of its own.
+    mutating func handOver(from slot: Int) {
+        let leader = table[slot]
+        guard !leader.followers.isEmpty else { return }
+        let heirSlot = leader.followers.removeFirst()
+        let heir = table[heirSlot]
+        heir.phase = .pending
+        heir.leader = -1
+        heir.followers = leader.followers
+        leader.followers = []
+        for follower in heir.followers { table[follower].leader = heirSlot }
+        heir.claim = leader.claim
+        leader.claim = nil
+        if let key = leader.duplicateKey {
+            leaders[key] = heirSlot
+            heir.duplicateKey = key
+            leader.duplicateKey = nil
+        }
+        // It now carries the transfer: it weighs what the leader was expected to download.
+        ledger.replaceExpectedDownload(&heir.progress, leader.progress.expectedDown)
+        assignHost(heirSlot, heir.request)
+        scheduler.enqueue(Job(id: heirSlot, lane: .main))
+    }
+
+    /// A leader ended: its key is free, and each follower ends with the same result (after a didStart of
+    /// its own when the shared transfer ran and did not end by cancellation).
+    mutating func endFollowers(of record: RequestRecord, slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, now: Double) {
+        if let key = record.duplicateKey, leaders[key] == slot { leaders[key] = nil }
+        guard !record.followers.isEmpty else { return }
+        let followers = record.followers
+        record.followers = []
+        let ran: Bool
+        switch result {
+        case .success: ran = true
+        case .failure(let error): ran = record.hasStarted && !error.isCancellation
+        }
+        for follower in followers {
+            let followerRecord = table[follower]
+            followerRecord.leader = -1
+            followerRecord.response = record.response
+            if ran {
+                followerRecord.hasStarted = true
+                postEvent(.didStart(followerRecord.request))
+            }
+            end(follower, result, now: now)
+        }
+    }
+}
