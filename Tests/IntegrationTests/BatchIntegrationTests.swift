@@ -25,4 +25,19 @@ import Testing
         #expect(first.statistics.requests == 8 && second.statistics.requests == 8)
         #expect(recorder.queueFinishedCount == 1)
     }
+
+    @Test(arguments: TransportKind.allCases) func fiveIdenticalCoalescedRequestsAreOneGetOnTheWire(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let (queue, recorder) = makeQueue(transport)
+        queue.duplicatePolicy = .coalesce
+        let requests = (1...5).map { request(server.url("/bytes/5000"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        let progress = await queue.run()
+        #expect(server.statistics.requests == 1)
+        #expect(server.statistics.log == ["GET /bytes/5000"])
+        for request in requests { #expect(try request.result?.get().body == pattern(0..<5000)) }
+        #expect(recorder.events.filter { if case .finish = $0 { true } else { false } }.count == 5)
+        #expect(progress.finishedRequestCount == 5)
+        #expect(progress.bytesReceived == 5000)
+    }
 }
