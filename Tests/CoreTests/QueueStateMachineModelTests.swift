@@ -31,6 +31,10 @@ import Testing
                 maximumAttempts: Int.random(in: 2...4, using: &rng), backoff: .init(initialDelay: Double.random(in: 0...2, using: &rng)))
         }
         if Int.random(in: 0..<4, using: &rng) == 0 { driver.machine.adapter = { $0 } }
+        // Duplicates and per-host limits: half the requests go to a few URLs on two hosts.
+        driver.machine.duplicatePolicy = [.allow, .coalesce, .cancelEarlier].randomElement(using: &rng)!
+        _ = driver.machine.setPerHostLimit(Int.random(in: 0...2, using: &rng), now: 0)
+        let sharedURLs = Bool.random(using: &rng)
         var limit = driver.machine.limit
         var nextTag = 1
         var added: Set<Int> = []
@@ -44,7 +48,9 @@ import Testing
             switch roll {
             case 0..<25:
                 if !inDrain { (inDrain, lastFraction, drainHadFailure) = (true, 0, false) }
-                driver.add(nextTag, timeout: [60, 1, 2.5].randomElement(using: &rng)!)
+                let url = sharedURLs && Bool.random(using: &rng)
+                    ? "http://h\(Int.random(in: 0..<2, using: &rng)).test/\(Int.random(in: 0..<2, using: &rng))" : nil
+                driver.add(nextTag, timeout: [60, 1, 2.5].randomElement(using: &rng)!, url: url)
                 added.insert(nextTag)
                 nextTag += 1
             case 25..<32: driver.go()

@@ -119,5 +119,7 @@ extension QueueStateMachine {
         post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
         for request in requests { postEvent(.didFail(request, error)) }
         actions.list.append(.free(table.removeAll()))
+        // The table is empty: no request leads a duplicate key any more.
+        leaders.removeAll()
     }
 }
