@@ -138,6 +138,7 @@ struct MachineDriver {
                 transfers.removeAll { $0.start.cell === cell }
                 lines.append("cancel \(tags.map(String.init).joined())")
             case .discard: lines.append("discard")
+            case .keep: lines.append("keep")
             case .release: lines.append("release")
             case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
             case .free: lines.append("free")

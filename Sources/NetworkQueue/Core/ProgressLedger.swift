@@ -50,6 +50,8 @@ struct ProgressLedger {
     private var counts = (finished: 0, failed: 0, cancelled: 0)
     private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
     private var throughput = ThroughputMeter()
+    /// Bytes moved on the wire in this drain: only ever grows (a restart or a resumed part does not move it).
+    private var wire: Int64 = 0
 
     /// True when every request of the drain has ended.
     var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == requestCount }
@@ -102,13 +104,33 @@ struct ProgressLedger {
         }
     }
 
+    /// Sets the bytes a request has received to `received`: a resumed download's part file counts as done
+    /// (the fraction advances), while fewer bytes than before (a part that could not be continued) leave
+    /// the sums without moving the fraction, as ``restart(_:)`` does. Bytes moved on the wire (the
+    /// throughput) are not touched.
+    mutating func rebase(_ entry: inout Entry, received: Int64) {
+        let received = max(0, received)
+        if received >= entry.received {
+            update(&entry) { entry, ledger in
+                ledger.bytes.received += received - entry.received
+                entry.received = received
+            }
+        } else {
+            let before = entry.remaining
+            bytes.received -= entry.received - received
+            entry.received = received
+            remaining = max(0, remaining + entry.remaining - before)
+        }
+    }
+
     /// Adds `count` response bytes received by a request.
     mutating func receive(_ entry: inout Entry, bytes count: Int64, at time: Double) {
         update(&entry) { entry, ledger in
             entry.received += count
             ledger.bytes.received += count
         }
-        throughput.record(total: bytes.received + bytes.sent, at: time)
+        wire += count
+        throughput.record(total: wire, at: time)
     }
 
     /// Records a request's cumulative body bytes sent, and its body size when the transport knows it.
@@ -120,9 +142,10 @@ struct ProgressLedger {
             }
             let sent = max(0, totalSent)
             ledger.bytes.sent += sent - entry.sent
+            ledger.wire += max(0, sent - entry.sent)
             entry.sent = sent
         }
-        throughput.record(total: bytes.received + bytes.sent, at: time)
+        throughput.record(total: wire, at: time)
     }
 
     /// Ends a request. Its remaining work leaves the total; only success advances the fraction.

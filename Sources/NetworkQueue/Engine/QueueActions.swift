@@ -20,6 +20,9 @@ enum QueueAction {
     /// Delete a failed request's partial file before the call that failed it returns (idempotent;
     /// delivery does it again before the failure is reported, so that no report precedes the deletion).
     case discard(FileSink)
+    /// Close a partial file between attempts: kept for the next attempt to continue when a validator
+    /// describes it, else deleted.
+    case keep(FileSink)
     /// End a request's claim on its destination (idempotent; delivery does it again).
     case release(DestinationClaim)
     /// Move a finished transfer's file into place, then report
@@ -61,6 +64,10 @@ enum QueueAction {
         let cell: TransferCell
         /// The right to write the file destination (main lane only); nil for the memory destination.
         let claim: DestinationClaim?
+        /// Whether the file may be continued from its part file (main lane, file destination only).
+        let resume: Bool
+        /// The request's acceptable statuses: only their bodies are written to the file.
+        let acceptableStatusCodes: Range<Int>?
     }
 }
 

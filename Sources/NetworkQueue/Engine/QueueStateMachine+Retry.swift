@@ -62,12 +62,16 @@ extension QueueStateMachine {
         scheduler.remove(Job(id: slot, lane: .main))
         if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
         record.transfer = nil
+        var keepsPart = false
         if let sink = record.sink {
-            actions.list.append(.discard(sink))
+            // The next attempt continues the part when it can (the sink keeps it only with a validator);
+            // its bytes stay counted until that attempt's response says whether they still count.
+            keepsPart = record.request.resumesDownloads
+            actions.list.append(keepsPart ? .keep(sink) : .discard(sink))
             record.sink = nil
         }
         record.body = Data()
-        ledger.restart(&record.progress)
+        if !keepsPart { ledger.restart(&record.progress) }
         if record.progress.expectedDown != record.expectedBeforeAttempt {
             // The size came from this attempt's response (perhaps an error page's): back to what was known.
             ledger.replaceExpectedDownload(&record.progress, record.expectedBeforeAttempt)

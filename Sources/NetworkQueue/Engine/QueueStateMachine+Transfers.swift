@@ -11,6 +11,7 @@ extension QueueStateMachine {
         let isCurrent = table.isCurrent(slot, token: token)
         if isCurrent {
             table[slot].sink = sink
+            table[slot].resumeOffset = sink.resumeOffset
         } else {
             actions.list.append(.discard(sink))
         }
@@ -102,18 +103,35 @@ extension QueueStateMachine {
     }
 
     private mutating func receiveHead(_ response: HTTPURLResponse, slot: Int, now: Double) {
-        if table[slot].response != nil {
-            // A second response means the transfer restarted: its earlier bytes no longer count.
-            ledger.restart(&table[slot].progress)
-            table[slot].body = Data()
+        let record = table[slot]
+        var resumedTotal: Int64?? = nil
+        if record.resumeOffset > 0 {
+            switch ResumeRules.outcome(of: response, offset: record.resumeOffset) {
+            case .append(let total):
+                // The part's bytes are done: counted once, as progress (never twice: see rebase).
+                resumedTotal = .some(total ?? ResponseRules.knownLength(of: response).map { $0 + record.resumeOffset })
+                ledger.rebase(&record.progress, received: record.resumeOffset)
+            case .restartWithoutRange:
+                return restartWithoutRange(slot, now: now)
+            case .startOver, .unrelated:
+                record.resumeOffset = 0
+                ledger.rebase(&record.progress, received: 0)
+            }
+        } else if record.response != nil || record.progress.received > 0 {
+            // A second response means the transfer restarted, and a retry that kept its part but did not
+            // continue it starts over: the earlier bytes no longer count.
+            ledger.restart(&record.progress)
+            record.body = Data()
         }
-        let request = table[slot].request
+        let request = record.request
         let encoded = ResponseRules.isEncoded(response)
-        let length = ResponseRules.knownLength(of: response, encoded: encoded)
+        let length = resumedTotal ?? ResponseRules.knownLength(of: response, encoded: encoded)
         table[slot].response = response
         table[slot].announcedLength = length
+        // A 206 continuing the part stands for the whole resource's 200.
+        let acceptable = resumedTotal != nil ? nil : request.acceptableStatusCodes
         let problem = ResponseRules.check(
-            response, url: request.url, acceptableStatusCodes: request.acceptableStatusCodes,
+            response, url: request.url, acceptableStatusCodes: acceptable,
             acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
             expectedLength: length)
         // An unacceptable response's length (an error page's) never describes the resource: a retry would
@@ -159,5 +177,20 @@ extension QueueStateMachine {
         table[slot].transfer = nil
         committingCount += 1
         actions.list.append(.commit(slot: slot, token: record.token, sink: sink))
+    }
+
+    /// The server refused to continue the part (416, or a 206 for other bytes): the transfer is sent again
+    /// at once without a range, in the same slot and attempt; the new part file starts empty.
+    private mutating func restartWithoutRange(_ slot: Int, now: Double) {
+        let record = table[slot]
+        if let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
+        record.transfer = nil
+        // The new attempt's file replaces this one (deleting it first); a late deletion of it is a no-op.
+        if let sink = record.sink { actions.list.append(.discard(sink)) }
+        record.sink = nil
+        ledger.rebase(&record.progress, received: 0)
+        markProgressDirty(at: now)
+        record.refusedRange = true
+        startTransfer(slot, lane: .main, record.sentRequest ?? record.request.urlRequest, now: now)
     }
 }

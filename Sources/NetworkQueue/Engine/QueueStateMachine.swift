@@ -271,7 +271,15 @@ struct QueueStateMachine {
             addDeadline(now + timeout, slot: slot, token: token)
         }
         let claim = lane == .main ? record.claim : nil
-        actions.list.append(.start(.init(slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim)))
+        let resume = claim != nil && record.request.resumesDownloads && !record.refusedRange && ResumeRules.mayResume(urlRequest)
+        if lane == .main {
+            record.sentRequest = urlRequest
+            record.refusedRange = false
+            record.resumeOffset = 0
+        }
+        actions.list.append(.start(.init(
+            slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim, resume: resume,
+            acceptableStatusCodes: record.request.acceptableStatusCodes)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.

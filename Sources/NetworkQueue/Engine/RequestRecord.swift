@@ -101,6 +101,12 @@ final class RequestRecord {
     @exclusivity(unchecked) var transfer: TransferCell?
     /// The file the current transfer writes to, for the file destination.
     @exclusivity(unchecked) var sink: FileSink?
+    /// The bytes of the part file the current transfer continues after (0: not resumed).
+    @exclusivity(unchecked) var resumeOffset: Int64 = 0
+    /// True when the server refused the range: the next transfer is sent without one.
+    @exclusivity(unchecked) var refusedRange = false
+    /// What the current main transfer sent (adapted, or the request's own), to send again without a range.
+    @exclusivity(unchecked) var sentRequest: URLRequest?
     @exclusivity(unchecked) var response: HTTPURLResponse?
     /// The body size the final response announces in decoded bytes, when it announces one.
     @exclusivity(unchecked) var announcedLength: Int64?

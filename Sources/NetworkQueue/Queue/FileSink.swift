@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -9,6 +13,10 @@ import Foundation
 /// Streams one transfer's body to `<destination>.part`, coalescing writes; the queue renames it into
 /// place when it decides the request succeeded. Writes happen outside the queue's lock on the transfer's
 /// serial events; `commit()` and `discard()` come from the queue, hence the lock.
+///
+/// Resuming: a part file left by an earlier attempt or run is continued when a validator file
+/// (`<destination>.part.validator`, see ``ResumeRules/Validator``) lies beside it; the transfer then asks
+/// for the bytes from ``resumeOffset`` on, and ``begin(_:)`` appends or starts over by the answer.
 final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
@@ -18,50 +26,119 @@ final class FileSink: Sendable {
         var buffer = Data()
         /// Committed or discarded: nothing more is written, and the claim's file is closed.
         var isClosed = false
+        /// False while the response is not the body of the file (an error page, a refused range).
+        var isAccepting = false
+        /// True once a validator file describes the part.
+        var hasValidator = false
     }
 
     let destination: URL
     let partial: URL
+    /// The validator file beside the part.
+    let validatorFile: URL
+    /// The bytes already in the part file that the transfer continues after (0: a fresh start).
+    let resumeOffset: Int64
+    /// The validator the resumed request sends in `If-Range`, when ``resumeOffset`` is above 0.
+    let validator: ResumeRules.Validator?
+    private let acceptableStatusCodes: Range<Int>?
     private let claim: DestinationClaim
     private let state: Locked<State>
 
-    /// Creates (or truncates) the partial file. Returns nil, creating nothing, when the request has
-    /// already ended.
-    init?(claim: DestinationClaim) throws(NetworkQueueError) {
+    /// Opens the partial file: continues it when `resume` allows and a saved validator describes it, else
+    /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
+    init?(claim: DestinationClaim, resume: Bool, acceptableStatusCodes: Range<Int>?) throws(NetworkQueueError) {
         destination = claim.url
         partial = destination.appendingPathExtension("part")
+        validatorFile = partial.appendingPathExtension("validator")
+        self.acceptableStatusCodes = acceptableStatusCodes
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw .fileError(path: destination.path, reason: "is a directory")
         }
         guard claim.openFile() else { return nil }
         self.claim = claim
-        // A retry's earlier attempt may still have its file (its deletion waits on another thread): delete
-        // it now, before this one is created at the same path; its own deletion is then a no-op.
-        claim.replaceSink(with: nil)?.discard()
+        // A retry's earlier attempt may still have its file open (its closing waits on another thread):
+        // close it now, keeping it for this attempt to continue, before this one opens the same path; its
+        // own closing is then a no-op.
+        claim.replaceSink(with: nil)?.close(keeping: resume)
+        let saved = resume ? Self.savedValidator(validatorFile) : nil
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file.
-        let fd = open(partial.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (saved == nil ? O_TRUNC : 0)
+        let fd = open(partial.path, flags, 0o644)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             claim.closeFile()
             throw .fileError(path: partial.path, reason: reason)
         }
-        state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true)))
+        var offset: Int64 = 0
+        if saved != nil {
+            var info = stat()
+            offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
+            _ = lseek(fd, 0, SEEK_END)
+        }
+        if saved == nil || offset == 0 {
+            // Nothing to continue: a validator left from before describes nothing any more.
+            unlink(validatorFile.path)
+            if offset == 0 { _ = ftruncate(fd, 0) }
+        }
+        resumeOffset = offset
+        validator = offset > 0 ? saved : nil
+        state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil))
         _ = claim.replaceSink(with: self)
+    }
+
+    /// The validator saved beside a part file, if one was written by us and reads back.
+    private static func savedValidator(_ file: URL) -> ResumeRules.Validator? {
+        let fd = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        guard let data = try? handle.read(upToCount: 4096), data.count < 4096 else { return nil }
+        return ResumeRules.Validator(fileText: String(decoding: data, as: UTF8.self))
+    }
+
+    /// Writes the validator file, never through a symbolic link planted at its path.
+    private func saveValidator(_ validator: ResumeRules.Validator) throws {
+        let fd = open(validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission) }
+        try FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(contentsOf: Data(validator.fileText.utf8))
     }
 
     deinit { discard() }
 
-    /// The transfer restarted: start the file over.
-    func restart() -> NetworkQueueError? {
-        perform { state in
+    /// The final response head arrived: decides what the body is to the file. A fresh or restarted
+    /// transfer starts the file over (saving the response's validator, so that a later attempt or run can
+    /// continue it); a 206 that continues the part appends; a response that is not the file's body (an
+    /// unacceptable status, a refused range) writes nothing and leaves the part as it was.
+    func begin(_ response: HTTPURLResponse) -> NetworkQueueError? {
+        let status = response.statusCode
+        let outcome: ResumeRules.Outcome =
+            resumeOffset > 0 ? ResumeRules.outcome(of: response, offset: resumeOffset) : (status == 200 ? .startOver : .unrelated)
+        return perform { state in
             state.buffer.removeAll(keepingCapacity: true)
-            try state.handle?.truncate(atOffset: 0)
+            switch outcome {
+            case .append:
+                state.isAccepting = true
+            case .restartWithoutRange:
+                state.isAccepting = false
+            case .startOver, .unrelated:
+                // Not the body (an error page under the default statuses): the part stays as it was, for a
+                // retry to continue (a final failure deletes it).
+                state.isAccepting = acceptableStatusCodes.map { $0.contains(status) } ?? true
+                guard state.isAccepting else { return }
+                try state.handle?.truncate(atOffset: 0)
+                unlink(validatorFile.path)
+                state.hasValidator = false
+                if let validator = ResumeRules.validator(of: response) {
+                    try saveValidator(validator)
+                    state.hasValidator = true
+                }
+            }
         }
     }
 
     func write(_ data: Data) -> NetworkQueueError? {
         perform { state in
+            guard state.isAccepting else { return }
             state.buffer.append(data)
             if state.buffer.count >= Self.chunkSize { try Self.flush(&state) }
         }
@@ -87,6 +164,7 @@ final class FileSink: Sendable {
             guard rename(partial.path, destination.path) == 0 else {
                 return .fileError(path: destination.path, reason: String(cString: strerror(errno)))
             }
+            unlink(validatorFile.path)
             state.isClosed = true
             return nil
         }
@@ -94,17 +172,26 @@ final class FileSink: Sendable {
         return error
     }
 
-    /// Closes and deletes the partial file. Does nothing once the file was committed or discarded; a call
-    /// made while another is deleting returns only once the file is gone (the sink's lock is held
-    /// throughout), so whoever reports a failure after calling it knows no partial file is left.
-    func discard() {
+    /// Closes and deletes the partial file and its validator. Does nothing once the file was committed or
+    /// closed; a call made while another is deleting returns only once the file is gone (the sink's lock is
+    /// held throughout), so whoever reports a failure after calling it knows no partial file is left.
+    func discard() { close(keeping: false) }
+
+    /// Closes the partial file; with `keeping`, a part that a saved validator describes stays (all its
+    /// bytes written) for the next attempt to continue, else it is deleted with its validator.
+    func close(keeping: Bool) {
         state.withLock { state in
             guard !state.isClosed else { return }
             state.isClosed = true
+            let keep = keeping && state.hasValidator
+            if keep { try? Self.flush(&state) }
             state.buffer = Data()
             try? state.handle?.close()
             state.handle = nil
-            unlink(partial.path)
+            if !keep {
+                unlink(partial.path)
+                unlink(validatorFile.path)
+            }
             claim.closeFile()
         }
     }

@@ -24,6 +24,8 @@ extension NetworkQueue {
                 starts.append(start)
             case .cancel(let cell):
                 if let handle = cell.cancel() { cancels.append(handle) }
+            case .keep(let sink):
+                sink.close(keeping: true)
             case .discard(let sink):
                 // A cancelled file request has no partial file left when cancel() returns. Only running
                 // requests have one, so this is bounded by the concurrency limit.
@@ -91,7 +93,8 @@ extension NetworkQueue {
         if let claim = start.claim {
             do {
                 // Nil means the request ended while starting: nothing to open or send.
-                guard let opened = try FileSink(claim: claim) else { return }
+                guard let opened = try FileSink(claim: claim, resume: start.resume, acceptableStatusCodes: start.acceptableStatusCodes)
+                else { return }
                 sink = opened
             } catch let error {
                 return send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
@@ -101,7 +104,13 @@ extension NetworkQueue {
             guard isCurrent else { return }
         }
         // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
-        let handle = transport.startTransfer(start.urlRequest) { [sink] event in
+        var urlRequest = start.urlRequest
+        if let sink, sink.resumeOffset > 0, let validator = sink.validator {
+            for (name, value) in ResumeRules.headers(offset: sink.resumeOffset, validator: validator) {
+                urlRequest.setValue(value, forHTTPHeaderField: name)
+            }
+        }
+        let handle = transport.startTransfer(urlRequest) { [sink] event in
             // File I/O happens here, outside the lock; a transfer's events are serial.
             if let sink, let error = Self.write(event, to: sink) {
                 return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
@@ -117,7 +126,7 @@ extension NetworkQueue {
     /// Applies a transfer event to its file; returns the error that must fail the request, if any.
     private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
         switch event {
-        case .response(let response): ResponseRules.isInterim(response) ? nil : sink.restart()
+        case .response(let response): ResponseRules.isInterim(response) ? nil : sink.begin(response)
         case .data(let data): sink.write(data)
         case .sent: nil
         case .completed(nil): sink.finishWriting()

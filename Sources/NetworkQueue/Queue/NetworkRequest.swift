@@ -76,6 +76,14 @@ public final class NetworkRequest: Sendable, Identifiable {
     public let destination: Destination
     /// Status codes that count as success; nil accepts every status (ASI's behaviour). Default `200..<300`.
     public let acceptableStatusCodes: Range<Int>?
+    /// For a file destination: whether a `<file>.part` left by an earlier attempt (a retry) or an earlier
+    /// run is continued. The part is continued only when the validator saved beside it
+    /// (`<file>.part.validator`: the strong ETag, else the Last-Modified of the response that began it)
+    /// exists; the request then sends `Range: bytes=<part size>-` and `If-Range`. A 206 for exactly those
+    /// bytes is appended; a 200 starts the file over; a 416 or a 206 for other bytes sends the request
+    /// again once without a range. Only GETs without a `Range` header of their own are resumed; a
+    /// resumed request's response has status 206. Default true (set in the initializer).
+    public let resumesDownloads: Bool
     /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
     /// Default nil.
     public let acceptableContentTypes: Set<String>?
@@ -164,6 +172,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///     Infinity, NaN and values of ``noTimeoutThreshold`` or more mean no timeout; zero or a negative
     ///     value makes the request invalid (``NetworkQueueError/InvalidRequestReason/invalidTimeout(_:)``).
     ///   - destination: where the body goes; default `.memory`.
+    ///   - resumesDownloads: for a file destination, whether a `.part` file left by an earlier attempt or
+    ///     run is continued with a range request (see ``resumesDownloads``); default true.
     ///   - acceptableStatusCodes: statuses that count as success; default `200..<300`; nil accepts all.
     ///   - acceptableContentTypes: MIME types that count as success; default nil (any).
     ///   - maximumResponseSize: the largest body accepted; default ``ResponseSizeLimit/automatic``
@@ -179,6 +189,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     public init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
+        resumesDownloads: Bool = true,
         acceptableStatusCodes: Range<Int>? = 200..<300,
         acceptableContentTypes: Set<String>? = nil,
         maximumResponseSize: ResponseSizeLimit = .automatic,
@@ -194,6 +205,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.adapt = adapt
         self.urlRequest = urlRequest
         self.destination = destination
+        self.resumesDownloads = resumesDownloads
         self.invalidReason = RequestRules.validate(urlRequest, destination: destination)
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
