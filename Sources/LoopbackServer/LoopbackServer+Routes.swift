@@ -122,24 +122,43 @@ extension LoopbackServer {
 
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support.
     private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
-        let etag = "\"bytes-\(size)\""
-        var headers = ["ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
+        let etag = request.query["etag"].map { "\"\($0)\"" } ?? "\"bytes-\(size)\""
+        var headers = ["Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
+        if request.query["noetag"] != "1" { headers["ETag"] = etag }
+        if let modified = request.query["lastModified"] { headers["Last-Modified"] = modified }
         if request.method == "HEAD", let encoding = request.query["headEncoding"] { headers["Content-Encoding"] = encoding }
         var status = 200
         var range = 0..<size
-        let ifRangeMatches = request.headers["if-range"].map { $0 == etag } ?? true
-        if let header = request.headers["range"], ifRangeMatches {
-            guard let requested = Self.parseRange(header, size: size) else {
+        let validator = headers["ETag"] ?? headers["Last-Modified"]
+        let ifRangeMatches = request.headers["if-range"].map { $0 == validator } ?? true
+        if let header = request.headers["range"], ifRangeMatches, request.query["ignoreRange"] != "1" {
+            guard let requested = Self.parseRange(header, size: size), request.query["refuseRange"] != "1" else {
                 return response.send(416, ["Content-Range": "bytes */\(size)"])
             }
             status = 206
-            range = requested
+            // badRange=1: a 206 for other bytes than asked (from 0).
+            range = request.query["badRange"] == "1" ? 0..<requested.count : requested
             headers["Content-Range"] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
         }
         headers["Content-Length"] = "\(range.count)"
         let isEmpty = request.method == "HEAD" || range.isEmpty
         guard response.head(status, headers, isLast: isEmpty) else { return false }
+        if !isEmpty, let percent = request.int("dropAt"), isFirstArrival(request) {
+            // dropAt=P: the first GET with this key closes the connection after P% of the whole body.
+            let cut = max(0, min(range.count, size * percent / 100 - range.lowerBound))
+            _ = stream(cut, from: range.lowerBound, request, response, chunked: false)
+            return false
+        }
         return isEmpty || stream(range.count, from: range.lowerBound, request, response, chunked: false)
+    }
+
+    /// True for the first GET (HEAD excluded) carrying its `key`.
+    private func isFirstArrival(_ request: HTTPRequest) -> Bool {
+        let key = "first:" + (request.query["key"] ?? "")
+        return state.with { state in
+            defer { state.flakyArrivals[key, default: 0] += 1 }
+            return state.flakyArrivals[key, default: 0] == 0
+        }
     }
 
     /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given.
