@@ -139,6 +139,7 @@ struct MachineDriver {
                 lines.append("cancel \(tags.map(String.init).joined())")
             case .discard: lines.append("discard")
             case .keep: lines.append("keep")
+            case .limitRate(let cells, let rate): lines.append("limitRate \(cells.count) \(rate.map(String.init) ?? "none")")
             case .release: lines.append("release")
             case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
             case .free: lines.append("free")

@@ -64,6 +64,8 @@ struct QueueStateMachine {
     var duplicatePolicy = DuplicatePolicy.allow
     /// The slot of the request each duplicate key leads to (while the policy is not `.allow`).
     var leaders: [String: Int] = [:]
+    /// The queue-wide receive-rate cap and the transfers that share it.
+    var bandwidth = BandwidthShare()
     /// The number of each server seen while a per-host limit was on (see ``perHostLimit``).
     var hostNumbers: [String: Int] = [:]
     var nextToken: UInt64 = 0
@@ -198,6 +200,7 @@ struct QueueStateMachine {
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
         if inDrain, table.isEmpty { endDrain(now) }
+        if bandwidth.cap != nil || bandwidth.mustClear { shareBandwidth() }
         armTimerIfNeeded()
         return takeActions()
     }
@@ -269,6 +272,10 @@ struct QueueStateMachine {
         }
         if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
             addDeadline(now + timeout, slot: slot, token: token)
+        }
+        if lane == .main, bandwidth.cap != nil {
+            bandwidth.transfers[slot] = cell
+            bandwidth.fresh.append(cell)
         }
         let claim = lane == .main ? record.claim : nil
         let resume = claim != nil && record.request.resumesDownloads && !record.refusedRange && ResumeRules.mayResume(urlRequest)

@@ -24,6 +24,8 @@ extension NetworkQueue {
                 starts.append(start)
             case .cancel(let cell):
                 if let handle = cell.cancel() { cancels.append(handle) }
+            case .limitRate(let cells, let rate):
+                for cell in cells { cell.setMaximumReceiveRate(rate) }
             case .keep(let sink):
                 sink.close(keeping: true)
             case .discard(let sink):

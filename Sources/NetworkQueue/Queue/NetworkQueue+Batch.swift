@@ -30,6 +30,18 @@ extension NetworkQueue {
         }
     }
 
+    /// A cap on the queue's total receive rate, in bytes per second; nil (the default) for none.
+    ///
+    /// The cap is shared equally among the running transfers, each capped by its transport
+    /// (``TransferHandle/setMaximumReceiveRate(_:)``: ``CurlTransport`` does, with libcurl's own rate
+    /// limit), and shared again whenever a transfer starts or ends. It can be changed while transfers run.
+    /// A transport that cannot cap a transfer (``URLSessionTransport``: Foundation has no such control)
+    /// leaves its transfers uncapped. Zero or negative values mean no cap.
+    public var maximumBytesPerSecond: Int? {
+        get { core.withLock { $0.machine.bandwidth.cap } }
+        set { send { $0.setMaximumBytesPerSecond(newValue, now: $1) } }
+    }
+
     /// The requests in the queue for which `predicate` is true, in the order they were added. The
     /// predicate runs outside the queue's lock, on the caller's thread; the ``NetworkRequest/tag`` and
     /// ``NetworkRequest/userInfo`` you set serve as groups.
