@@ -14,6 +14,12 @@ struct DemoOptions {
     var retries = 2
     /// Adds a request that fails twice (503 with Retry-After) before it succeeds, to the offline set.
     var flaky = false
+    /// Where each URL is saved (nil: bodies are received into memory and dropped).
+    var output: URL?
+    /// Transfers at once per server (0: no per-host limit).
+    var perHost = 0
+    /// The queue-wide receive cap in bytes per second.
+    var limitRate: Int?
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -32,6 +38,8 @@ struct DemoOptions {
         case badURL(String)
         case badTransport(String)
         case badRetries(String)
+        case badPerHost(String)
+        case badRate(String)
 
         var description: String {
             switch self {
@@ -41,6 +49,8 @@ struct DemoOptions {
             case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
             case .badTransport(let value): "--transport needs curl or urlsession, not '\(value)'"
             case .badRetries(let value): "--retries needs a whole number from 0 to 100, not '\(value)'"
+            case .badPerHost(let value): "--per-host needs a whole number of 0 or more (0 = no limit), not '\(value)'"
+            case .badRate(let value): "--limit-rate needs bytes per second above 0, like 500K or 2M, not '\(value)'"
             }
         }
     }
@@ -59,11 +69,16 @@ struct DemoOptions {
           --retries N       send a failed request again up to N times (default 2) when it timed out,
                             lost its connection or got 408, 429, 500, 502, 503 or 504
           --flaky           add a request that fails twice before it succeeds (offline set only)
+          --output DIR      save each URL to DIR under its last path component (made safe; names that
+                            collide get -2, -3...); a .part left by an interrupted run is resumed
+          --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
+          --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -h, --help        show this help
 
-        Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage.
+        Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
+        interrupted by Ctrl-C (partial files stay for the next run).
         """
 
     static func parse(_ arguments: some Sequence<String>) throws(Problem) -> DemoOptions {
@@ -86,6 +101,17 @@ struct DemoOptions {
                     throw .badTransport(value)
                 }
                 options.transport = choice
+            case "--output":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.output = URL(fileURLWithPath: value, isDirectory: true)
+            case "--per-host":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), count >= 0 else { throw .badPerHost(value) }
+                options.perHost = count
+            case "--limit-rate":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let rate = rate(value) else { throw .badRate(value) }
+                options.limitRate = rate
             case "--concurrency":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
@@ -97,6 +123,20 @@ struct DemoOptions {
             }
         }
         return options
+    }
+
+    /// `500K`, `2M`, `1G` or a plain number of bytes per second (K = 1,000); nil when malformed or not above 0.
+    static func rate(_ text: String) -> Int? {
+        let units: [Character: Double] = ["k": 1e3, "m": 1e6, "g": 1e9]
+        var digits = Substring(text.lowercased())
+        var scale = 1.0
+        if let last = digits.last, let unit = units[last] {
+            scale = unit
+            digits = digits.dropLast()
+        }
+        guard let number = Double(digits), number.isFinite, number > 0, number * scale < 1e15 else { return nil }
+        let rate = Int(number * scale)
+        return rate > 0 ? rate : nil
     }
 
     private static func url(_ text: String) throws(Problem) -> URL {

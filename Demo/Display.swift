@@ -50,7 +50,8 @@ struct Display {
             let size = request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown"
             update(request, .receiving, plain: "receiving \(label(request))  HTTP \(response.statusCode), \(size)")
         case .didFinish(let request, let response):
-            update(request, .done, plain: "done      \(label(request))  \(Format.bytes(Int64(response.body.count)))")
+            let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
+            update(request, .done, plain: "done      \(label(request))  \(Format.bytes(size))")
         case .didFail(let request, let error):
             let reason = error.localizedDescription
             update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
@@ -63,6 +64,8 @@ struct Display {
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
                 lastDraw = Date()
                 print("progress  \(Format.percent(progress.fractionCompleted))  \(Format.summary(of: progress))")
+                // A pipe or a CI log: the line goes out now, not when the stdio buffer fills.
+                fflush(nil)
             }
         case .queueDidFinish:
             break

@@ -2,6 +2,10 @@ import Foundation
 import LoopbackServer
 import NetworkQueue
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -24,6 +28,7 @@ if options.showHelp {
     print(DemoOptions.usage)
     exit(0)
 }
+
 
 // Offline by default: serve the built-in set from a local server.
 var server: LoopbackServer?
@@ -66,10 +71,22 @@ queue.order = options.order
 queue.showsAccurateProgress = options.accurateProgress
 queue.cancelsAllOnFailure = !options.keepGoing
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
+queue.maxConcurrentRequestsPerHost = options.perHost
+queue.maximumBytesPerSecond = options.limitRate
 
+if let output = options.output {
+    do {
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+    } catch {
+        complain("Demo: error: cannot use \(output.path) for --output: \(error.localizedDescription)")
+        exit(1)
+    }
+}
+let fileNames = FileNames.names(for: targets.map(\.0))
 var rows: [(NetworkRequest, String)] = []
-for (url, label) in targets {
-    let request = NetworkRequest(url: url)
+for ((url, label), name) in zip(targets, fileNames) {
+    let destination = options.output.map { NetworkRequest.Destination.file($0.appendingPathComponent(name)) } ?? .memory
+    let request = NetworkRequest(URLRequest(url: url), destination: destination)
     do {
         try queue.add(request)
     } catch {
@@ -83,10 +100,22 @@ let mode = [
     "\(rows.count) requests", options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
     options.order == .fifo ? "FIFO" : "LIFO", options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
     options.retries == 1 ? "1 retry" : "\(options.retries) retries",
-]
+] + (options.output.map { ["saving to \($0.path)"] } ?? []) + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
+    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
 var display = Display(rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1, retries: options.retries)
+// Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
+signal(SIGINT, SIG_IGN)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
+interrupt.setEventHandler {
+    let progress = queue.progress
+    print(
+        "\nInterrupted: \(progress.finishedRequestCount)/\(rows.count) done, \(Format.bytes(progress.bytesReceived)) received"
+            + (options.output == nil ? "" : "; partial files kept, run again to resume"))
+    exit(130)
+}
+interrupt.resume()
 let events = queue.events()
 queue.go()
 for await event in events {
