@@ -234,7 +234,7 @@
 
         let directory: URL
         let port: UInt16
-        private let process: Process
+        private let process: SpawnedProcess
 
         var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
         var caFile: URL { directory.appendingPathComponent("ca.pem") }
@@ -256,14 +256,9 @@
             try run(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                      "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
             port = try Self.freePort()
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: openssl)
-            process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key",
-                                 "-www", "-quiet"]
-            process.currentDirectoryURL = directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try SpawnedProcess(
+                openssl, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"],
+                in: directory)
             // Ready once it accepts a connection (bounded: a server that never listens fails the test).
             let deadline = Date().addingTimeInterval(10)
             while !Self.accepts(port), Date() < deadline { usleep(10_000) }
@@ -282,14 +277,14 @@
             await server.stop()
         }
 
-        /// Kills the server and waits for it on a thread of its own (`waitUntilExit()` runs that thread's
-        /// run loop: from a test's task it can wait forever), so nothing of the `Process` is left behind.
+        /// Kills the server and reaps it on a thread of its own (a blocking wait must not hold one of the
+        /// threads the tests' tasks share), so no zombie is left behind.
         func stop() async {
             let process = process
             await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
-                kill(process.processIdentifier, SIGKILL)
+                process.kill()
                 Thread {
-                    process.waitUntilExit()
+                    process.waitForExit()
                     exited.resume()
                 }.start()
             }
@@ -297,17 +292,8 @@
         }
 
         private static func run(_ openssl: String, _ arguments: [String], in directory: URL) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: openssl)
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw TestFailure("openssl \(arguments.first ?? "") failed (\(process.terminationStatus))")
-            }
+            let status = try SpawnedProcess(openssl, arguments, in: directory).waitForExit()
+            guard status == 0 else { throw TestFailure("openssl \(arguments.first ?? "") failed (\(status))") }
         }
 
         private static func freePort() throws -> UInt16 {

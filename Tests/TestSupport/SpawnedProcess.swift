@@ -1,0 +1,46 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A child process started with `posix_spawn`, its output discarded.
+///
+/// Foundation's `Process.run()` on Linux reads `/proc/self/fd` into a buffer it overruns when the test
+/// process has many descriptors open (AddressSanitizer reports a heap-buffer-overflow in
+/// `findMaximumOpenFromProcSelfFD`), so tests start their helper programs with this instead.
+public struct SpawnedProcess: Sendable {
+    public let pid: pid_t
+
+    /// Starts `path` with `arguments` in `directory`.
+    public init(_ path: String, _ arguments: [String], in directory: URL) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // The shell changes directory, then becomes the program: the directory and every argument pass as
+        // arguments of their own, never through the shell's parser.
+        let words = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory.path, path] + arguments
+        let argv = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
+        guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EINVAL) }
+        self.pid = pid
+    }
+
+    /// Waits for the process to end; returns its exit status (128 + the signal when killed).
+    @discardableResult
+    public func waitForExit() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Sends SIGKILL.
+    public func kill() { _ = Glibc.kill(pid, SIGKILL) }
+}
