@@ -105,6 +105,11 @@ struct Scheduler {
     mutating func setHost(_ id: ID, _ host: Int?) {
         precondition(activeLanes.count <= id || activeLanes[id] == 0, "the host of an active job cannot change")
         guard host != nil || id < hostOf.count else { return }
+        store(host, for: id)
+    }
+
+    /// Records the host of `id`, growing the per-id and per-host arrays as needed.
+    private mutating func store(_ host: Int?, for id: ID) {
         if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
         hostOf[id] = Int32(host ?? -1)
         if let host, host >= activePerHost.count {
@@ -115,13 +120,7 @@ struct Scheduler {
     /// Assigns the host of every id in `hosts` at once, active ones included, and counts the active jobs
     /// of each host again (a per-host limit set while jobs run).
     mutating func reassignHosts(_ hosts: [(id: ID, host: Int?)]) {
-        for (id, host) in hosts {
-            if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
-            hostOf[id] = Int32(host ?? -1)
-            if let host, host >= activePerHost.count {
-                activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
-            }
-        }
+        for (id, host) in hosts { store(host, for: id) }
         for host in activePerHost.indices { activePerHost[host] = 0 }
         for (id, lanes) in activeLanes.enumerated() where lanes != 0 {
             guard let host = host(of: id) else { continue }
@@ -131,7 +130,6 @@ struct Scheduler {
 
     /// The active jobs of `host`.
     func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
-
 
     // MARK: Events
 
