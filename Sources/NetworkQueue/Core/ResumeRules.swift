@@ -35,7 +35,7 @@ enum ResumeRules {
             guard lines.count >= 2, !lines[1].isEmpty, lines[1].allSatisfy({ $0.isASCII && !$0.isNewline }) else { return nil }
             let value = String(lines[1])
             switch lines[0] {
-            case "etag" where value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2: self = .entityTag(value)
+            case "etag" where ResumeRules.isStrongEntityTag(value): self = .entityTag(value)
             case "last-modified": self = .lastModified(value)
             default: return nil
             }
@@ -60,9 +60,7 @@ enum ResumeRules {
     /// a strong ETag first, else Last-Modified.
     static func validator(of response: HTTPURLResponse) -> Validator? {
         guard response.statusCode == 200, !ResponseRules.isEncoded(response) else { return nil }
-        if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
-            tag.hasPrefix("\""), tag.hasSuffix("\""), tag.count >= 2, !tag.contains("\n")
-        {
+        if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces), isStrongEntityTag(tag) {
             return .entityTag(tag)
         }
         if let date = response.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces),
@@ -71,6 +69,11 @@ enum ResumeRules {
             return .lastModified(date)
         }
         return nil
+    }
+
+    /// True for a quoted tag on one line (a weak tag, `W/"…"`, is not quoted at its start).
+    static func isStrongEntityTag(_ tag: String) -> Bool {
+        tag.count >= 2 && tag.hasPrefix("\"") && tag.hasSuffix("\"") && !tag.contains("\n")
     }
 
     /// The headers that ask for the bytes from `offset` on, if the resource is still `validator`.
