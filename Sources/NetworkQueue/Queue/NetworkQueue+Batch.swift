@@ -60,12 +60,7 @@ extension NetworkQueue {
     @discardableResult
     public func cancel(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
         let chosen = try requests.filter(predicate)
-        let targets = chosen.compactMap { request -> (request: NetworkRequest, slot: Int)? in
-            guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else {
-                return nil
-            }
-            return (request, place.slot)
-        }
+        let targets = chosen.compactMap { request in slot(of: request).map { (request: request, slot: $0) } }
         if !targets.isEmpty { send { $0.cancel(targets, now: $1) } }
         return chosen
     }

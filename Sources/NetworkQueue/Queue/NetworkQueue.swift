@@ -213,10 +213,14 @@ public final class NetworkQueue: Sendable {
     /// request is not in this queue or has already ended, or if its body has fully arrived and its file
     /// is being moved into place (it then finishes or fails on its own).
     public func cancel(_ request: NetworkRequest) {
-        guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else {
-            return
-        }
-        send { $0.cancel(request, slot: place.slot, now: $1) }
+        guard let slot = slot(of: request) else { return }
+        send { $0.cancel(request, slot: slot, now: $1) }
+    }
+
+    /// The slot `request` was given when it was added to this queue; nil when it was added to another.
+    func slot(of request: NetworkRequest) -> Int? {
+        guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else { return nil }
+        return place.slot
     }
 
     /// Cancels every pending and running request; each fails with ``NetworkQueueError/cancelled``.
