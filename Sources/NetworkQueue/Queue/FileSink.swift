@@ -76,10 +76,9 @@ final class FileSink: Sendable {
             offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
             _ = lseek(fd, 0, SEEK_END)
         }
-        if saved == nil || offset == 0 {
-            // Nothing to continue: a validator left from before describes nothing any more.
+        if offset == 0 {
+            // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
             unlink(validatorFile.path)
-            if offset == 0 { _ = ftruncate(fd, 0) }
         }
         resumeOffset = offset
         validator = offset > 0 ? saved : nil
