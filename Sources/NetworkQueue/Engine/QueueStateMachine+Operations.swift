@@ -1,0 +1,110 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The queue's operations as machine events: adding, starting and suspending, the limit and the order,
+/// cancelling, and waiting for the drain.
+extension QueueStateMachine {
+
+    /// Adds a request (already checked not to be added before, its destination already claimed).
+    /// Returns its slot, where ``cancel(_:slot:now:)`` looks for it.
+    mutating func add(
+        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false, now: Double
+    ) -> (slot: Int, actions: QueueActions) {
+        if !inDrain {
+            inDrain = true
+            ledger.reset()
+        }
+        nextSequence += 1
+        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
+        let follows = admitDuplicate(record, now: now)
+        ledger.add(record.progress)
+        let slot = table.insert(record)
+        if follows {
+            table[record.leader].followers.append(slot)
+        } else {
+            if let key = record.duplicateKey { leaders[key] = slot }
+            assignHost(slot, request)
+            scheduler.enqueue(Job(id: slot, lane: .main))
+        }
+        markProgressDirty(at: now)
+        return (slot, finishEvent(now))
+    }
+
+    /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
+    /// running queue get no HEAD.
+    mutating func go(now: Double) -> QueueActions {
+        if showsAccurateProgress, scheduler.isSuspended {
+            let candidates = table.records.filter {
+                $0.record.phase == .pending && RequestRules.wantsPreflight($0.record.request.urlRequest)
+            }
+            for (slot, _) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+                table[slot].phase = .awaitingPreflight
+                scheduler.enqueue(Job(id: slot, lane: .preflight))
+            }
+        }
+        scheduler.resume()
+        return finishEvent(now)
+    }
+
+    /// Stops new starts; running transfers continue.
+    mutating func suspend() { scheduler.suspend() }
+
+    mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
+        scheduler.limit = limit
+        return finishEvent(now)
+    }
+
+    mutating func setOrder(_ order: SchedulingOrder) { scheduler.order = order }
+
+    /// Cancels one request, if `slot` still holds it (a slot is reused once its request ends). A request whose file is
+    /// being moved into place is past cancelling: it ends on its own.
+    mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
+        cancelOne(request, slot: slot, now: now)
+        return finishEvent(now)
+    }
+
+    /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
+    private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
+        guard let record = table.record(at: slot), record.request === request, record.phase != .committing else { return }
+        handOver(from: slot)
+        end(slot, .failure(.cancelled), now: now)
+    }
+
+    /// Cancels each request of `targets` that its slot still holds, in one event.
+    mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
+        for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
+        return finishEvent(now)
+    }
+
+    /// Cancels every request (see ``endAll(_:now:)``).
+    mutating func cancelAll(now: Double) -> QueueActions {
+        endAll(.cancelled, now: now)
+        return finishEvent(now)
+    }
+
+    /// Cancels everything and suspends; the progress returns to zero once no request is left.
+    mutating func reset(now: Double) -> QueueActions {
+        scheduler.suspend()
+        endAll(.cancelled, now: now)
+        let actions = finishEvent(now)
+        if table.isEmpty { ledger.reset() }
+        return actions
+    }
+
+    /// A `run()` caller waits for the drain to end; it is resumed at once (behind everything already
+    /// posted) when the queue holds no request.
+    mutating func awaitDrain(now: Double) -> QueueActions {
+        if table.isEmpty {
+            post(.resumeRuns(1, ledger.snapshot(at: now)))
+        } else {
+            waitingRuns += 1
+        }
+        return finishEvent(now)
+    }
+
+    /// Everything posted so far, for one delivery pass.
+    mutating func takeDeliveries() -> [Delivery] { outbox.take() }
+}
