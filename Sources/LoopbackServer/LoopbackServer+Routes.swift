@@ -46,6 +46,10 @@ extension LoopbackServer {
             Socket.write(response.fd, Array("HTTZ/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc".utf8))
             response.finishRequest()
             return false
+        case ("raw", nil) where parts.count == 2:
+            return serveRaw(parts[1], response)
+        case ("bighead", nil):
+            return serveBigHead(request, response)
         case ("cookie", nil):
             return response.send(200, ["Set-Cookie": "session=\(request.query["value"] ?? "secret"); Path=/"], body: "ok")
         case ("upload", nil):
@@ -106,7 +110,8 @@ extension LoopbackServer {
         default: break
         }
         let headers = [
-            "Content-Encoding": "gzip", "Content-Length": "\(body.count)", "Content-Type": "application/octet-stream",
+            "Content-Encoding": request.query["encoding"] ?? "gzip", "Content-Length": "\(body.count)",
+            "Content-Type": "application/octet-stream",
         ]
         guard response.head(200, headers, isLast: request.method == "HEAD") else { return false }
         return request.method == "HEAD" || response.write(body, isLast: true)

@@ -21,6 +21,8 @@ import Foundation
 /// | `/reset/N` | announces N bytes, sends half, resets the connection (TCP RST) |
 /// | `/malformed` | a response with a malformed status line |
 /// | `/cookie?value=V` | sets the cookie `session=V` |
+/// | `/raw/NAME` | a byte-exact hostile response from ``rawResponses`` (conflicting lengths, bare CR/LF/NUL, …) |
+/// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
 ///
 /// Any request with `continue=1` gets an interim `100 Continue` head before its response.
 ///

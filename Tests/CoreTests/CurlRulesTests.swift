@@ -142,3 +142,50 @@ import Testing
         #expect(RedirectRules.next(after: 302, location: "", request: request("GET"), url: url) == nil)
     }
 }
+
+@Suite struct StrictFramingTests {
+    func feed(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: String?) {
+        var parser = ResponseHeadParser()
+        var head: ResponseHeadParser.Head?
+        for line in lines { head = parser.feed(line[...]) ?? head }
+        return (head, parser.violation)
+    }
+
+    @Test(arguments: [
+        ("X-A: foo\n", "a header line not ended by CRLF"), ("X-A: a\rb\r\n", "a bare CR or LF in a header line"),
+        ("X-A: a\u{0}b\r\n", "a NUL in a header line"), ("Content-Length: 5, 10\r\n", "differing Content-Length values"),
+        ("Content-Length: -1\r\n", "a malformed Content-Length"), ("Content-Length: \r\n", "a malformed Content-Length"),
+    ])
+    func aBrokenHeadIsNeverCompleted(_ line: String, _ reason: String) {
+        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", line, "\r\n"])
+        #expect(head == nil)
+        #expect(violation == reason)
+    }
+
+    @Test func repeatedEqualLengthsAreOneLength() {
+        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "content-length: 5, 5\r\n", "\r\n"])
+        #expect(violation == nil)
+        #expect(head?.value("Content-Length") == "5")
+        #expect(head?.closesConnection == false)
+    }
+
+    @Test func aLengthBesideATransferCodingIsDroppedAndTheConnectionClosed() {
+        let (head, _) = feed(["HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "\r\n"])
+        #expect(head?.value("Content-Length") == nil)
+        #expect(head?.closesConnection == true)
+    }
+
+    @Test func setCookieValuesStaySeparate() {
+        let (head, _) = feed(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n", "set-cookie: b=2\r\n", "\r\n"])
+        #expect(head?.setCookies == ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2"])
+    }
+
+    @Test(arguments: [
+        ("5", FramingRules.ContentLength.valid(5)), (" 7 , 7 ", .valid(7)), ("5,10", .invalid("differing Content-Length values")),
+        ("5,", .invalid("a malformed Content-Length")), ("0x10", .invalid("a malformed Content-Length")),
+        ("99999999999999999999", .invalid("a malformed Content-Length")),
+    ])
+    func contentLengthValues(_ value: String, _ expected: FramingRules.ContentLength) {
+        #expect(FramingRules.contentLength(value) == expected)
+    }
+}

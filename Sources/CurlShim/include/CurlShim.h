@@ -43,4 +43,22 @@ typedef struct {
     unsigned int flags;
 } nq_curl_blob;
 
+/// zlib's `z_stream`, as zlib 1.2 and later lay it out (zlib, like libcurl, is opened at run time).
+typedef struct {
+    const unsigned char *next_in;
+    unsigned int avail_in;
+    unsigned long total_in;
+    unsigned char *next_out;
+    unsigned int avail_out;
+    unsigned long total_out;
+    const char *msg;
+    void *state;
+    void *zalloc;
+    void *zfree;
+    void *opaque;
+    int data_type;
+    unsigned long adler;
+    unsigned long reserved;
+} nq_z_stream;
+
 #endif

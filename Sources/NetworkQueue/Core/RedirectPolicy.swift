@@ -42,8 +42,15 @@ public struct RedirectPolicy: Sendable, Hashable {
     }
 
     /// Decides the redirect from `from` to `proposed`: refuses targets that are not HTTP(S) or that
-    /// downgrade HTTPS, and strips credentials when the origin changes.
-    func decide(from: URL?, to proposed: URLRequest) -> Decision {
+    /// downgrade HTTPS, and strips credentials when the origin changes. `location` is the response's own
+    /// `Location` value, when the proposed request was built by someone else: Foundation on Linux turns
+    /// `javascript:…`, `data:…` or `file:…` into a same-origin `http` URL, so the header itself is judged.
+    func decide(from: URL?, to proposed: URLRequest, location: String? = nil) -> Decision {
+        if let location, let scheme = URL(string: location, relativeTo: from)?.absoluteURL.scheme?.lowercased(),
+            scheme != "http", scheme != "https"
+        {
+            return .refuse(URLError(.unsupportedURL))
+        }
         guard let target = proposed.url, let targetScheme = target.scheme?.lowercased(),
             targetScheme == "http" || targetScheme == "https", target.host?.isEmpty == false
         else { return .refuse(URLError(.unsupportedURL)) }

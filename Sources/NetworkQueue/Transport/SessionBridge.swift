@@ -16,9 +16,28 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     private let routes = Locked(Routes())
     private let redirects: RedirectPolicy
+    /// The transport's own cookies (``URLSessionTransport/CookiePolicy/ephemeral``); nil when Foundation's
+    /// store or none is used.
+    private let cookieJar: Locked<CookieJar>?
     static let maximumRedirects = 20
 
-    init(redirects: RedirectPolicy) { self.redirects = redirects }
+    init(redirects: RedirectPolicy, cookieJar: CookieJar?) {
+        self.redirects = redirects
+        self.cookieJar = cookieJar.map { Locked($0) }
+    }
+
+    /// Adds the jar's cookies for the request's URL to `request`, after any `Cookie` header of its own.
+    private func addCookies(to request: inout URLRequest, own: String?) {
+        guard let cookieJar, let url = request.url, let cookies = cookieJar.withLock({ $0.header(for: url, now: Date()) })
+        else { return request.setValue(own, forHTTPHeaderField: "Cookie") }
+        request.setValue(own.map { "\($0); \(cookies)" } ?? cookies, forHTTPHeaderField: "Cookie")
+    }
+
+    /// Stores the cookies of a response head that passed every check.
+    private func storeCookies(of response: HTTPURLResponse) {
+        guard let cookieJar, let url = response.url, let value = response.value(forHTTPHeaderField: "Set-Cookie") else { return }
+        cookieJar.withLock { $0.store(CookieJar.splitJoined(value), from: url, now: Date()) }
+    }
 
     /// Creates, registers and resumes a task for `transfer` (registration first, so no callback is lost).
     func start(_ transfer: SessionTransfer, on session: URLSession, request: URLRequest? = nil) {
@@ -27,6 +46,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         }
+        addCookies(to: &request, own: transfer.ownCookie(for: request.url))
         let task: URLSessionDataTask? = routes.withLock { routes in
             // Creating a task on an invalidated session crashes on Linux.
             guard !routes.isInvalidated else { return nil }
@@ -74,12 +94,23 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse,
             !ResponseRules.isInterim(http)
         else { return }
+        // A head framed two ways (differing lengths) is refused before anything of it is reported.
+        let violation = FramingRules.violation(in: http)
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
-            if state.interruption == nil { state.hasResponse = true }
-            return state.interruption != nil
+            guard state.interruption == nil else { return true }
+            if let violation {
+                state.interruption = .refused(
+                    URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"]))
+            } else {
+                state.hasResponse = true
+            }
+            return false
         }
         guard !isInterrupted else { return }
+        // The task ends as cancelled; its completion reports the refusal.
+        guard violation == nil else { return dataTask.cancel() }
+        storeCookies(of: http)
         transfer.events(.response(http))
     }
 
@@ -108,7 +139,15 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // Not ours (already completed): nothing is waiting on the answer.
             return
         }
-        let decision = redirects.decide(from: response.url ?? task.currentRequest?.url, to: request)
+        var decision = redirects.decide(
+            from: response.url ?? task.currentRequest?.url, to: request, location: response.value(forHTTPHeaderField: "Location"))
+        if FramingRules.violation(in: response) != nil {
+            decision = .refuse(URLError(.badServerResponse))
+        } else if case .follow(var next) = decision {
+            storeCookies(of: response)
+            addCookies(to: &next, own: transfer.ownCookie(for: next.url))
+            decision = .follow(next)
+        }
         transfer.state.withLock { state in
             guard !state.isCancelled else { return }
             switch decision {
@@ -171,7 +210,8 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
         let scheme = url?.scheme?.lowercased()
         if code == nil || code == .unknown {
-            if nsError.localizedDescription.contains("unencoding") {
+            let text = nsError.localizedDescription
+            if text.contains("unencoding") || text.contains("content encoding") {
                 return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo)
             }
             if afterResponse { return URLError(.networkConnectionLost, userInfo: nsError.userInfo) }

@@ -54,11 +54,11 @@ public final class URLSessionTransport: Transport {
     ) {
         let configuration = configuration.copy() as! URLSessionConfiguration
         switch cookies {
-        case .ephemeral:
-            configuration.httpCookieStorage = URLSessionConfiguration.ephemeral.httpCookieStorage
         case .fromConfiguration:
             break
-        case .disabled:
+        case .ephemeral, .disabled:
+            // Ephemeral cookies live in the bridge's own jar: Foundation would store a cookie from a head it
+            // then rejects (one too large, say).
             configuration.httpCookieStorage = nil
             configuration.httpShouldSetCookies = false
             configuration.httpCookieAcceptPolicy = .never
@@ -69,7 +69,7 @@ public final class URLSessionTransport: Transport {
         let delegateQueue = OperationQueue()
         delegateQueue.maxConcurrentOperationCount = 1
         delegateQueue.name = "URLSessionTransport.delegate"
-        bridge = SessionBridge(redirects: redirects)
+        bridge = SessionBridge(redirects: redirects, cookieJar: cookies == .ephemeral ? CookieJar() : nil)
         session = URLSession(configuration: configuration, delegate: bridge, delegateQueue: delegateQueue)
     }
 
@@ -139,4 +139,12 @@ final class SessionTransfer: TransferHandle {
     }
 
     var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    /// The caller's own `Cookie` header, for a request to `url`: it stays on the caller's origin.
+    func ownCookie(for url: URL?) -> String? {
+        guard let own = request.value(forHTTPHeaderField: "Cookie"), let url, let origin = request.url,
+            RedirectPolicy.origin(of: url) == RedirectPolicy.origin(of: origin)
+        else { return nil }
+        return own
+    }
 }

@@ -28,10 +28,6 @@
             library.set(easy, .writeData, pointer: user)
             library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
             library.set(easy, .headerData, pointer: user)
-            if let share {
-                library.set(easy, .cookieFile, string: "")
-                library.set(easy, .shareHandle, pointer: UnsafeRawPointer(share))
-            }
             if let certificates {
                 certificates.withUnsafeBytes { bytes in
                     var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
@@ -44,14 +40,18 @@
 
             let method = (request.httpMethod ?? "GET").uppercased()
             var headers = request.allHTTPHeaderFields ?? [:]
-            let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
-            if let acceptEncoding {
-                // Asked for: libcurl sends this value and decodes what it supports, like URLSession.
-                headers[acceptEncoding.key] = nil
-                library.set(easy, .acceptEncoding, string: acceptEncoding.value)
+            // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
+            // this process can decode are sent and the transfer decodes them itself.
+            library.set(easy, .httpContentDecoding, 0)
+            if let acceptEncoding = headers.first(where: { HeaderName.matches($0.key, lowercased: "accept-encoding") }) {
+                headers[acceptEncoding.key] = DecoderLibrary.shared.acceptEncoding(acceptEncoding.value)
+                transfer.decodesBody = true
             } else {
                 headers["Accept-Encoding"] = "identity"
-                library.set(easy, .httpContentDecoding, 0)
+            }
+            if let cookies = cookieHeader(for: transfer.url) {
+                let own = headers.first { HeaderName.matches($0.key, lowercased: "cookie") }
+                headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
             }
             if method == "HEAD" {
                 library.set(easy, .noBody, 1)
@@ -100,8 +100,7 @@
     private let curlHeader: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         data, size, count, user in
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        transfer.receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-        return size * count
+        return transfer.receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
     }
 
     private let curlRead: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {

@@ -28,7 +28,6 @@
         let library: CurlLibrary
         let options: CurlTransport.Options
         private let multi: OpaquePointer
-        let share: OpaquePointer?
         private let inbox = Locked(Inbox())
         /// The extra CA certificates with the system's, as one PEM blob, when asked for.
         let certificates: Data?
@@ -36,6 +35,7 @@
         // The engine thread's state.
         private var active: [OpaquePointer: CurlTransfer] = [:]
         private var spareHandles: [OpaquePointer] = []
+        private var cookieJar: CookieJar?
         private static let maximumSpareHandles = 16
         static let receiveBufferSize = 64 << 10
 
@@ -47,14 +47,9 @@
             self.certificates = certificates
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
-            if options.cookies == .ephemeral, let share = library.shareInit() {
-                // CURLSHOPT_SHARE = 1, CURL_LOCK_DATA_COOKIE = 2: one cookie store for every transfer. The
-                // engine's single thread is the only user, so no lock callbacks are needed.
-                library.setShare(share, 1, 2)
-                self.share = share
-            } else {
-                self.share = nil
-            }
+            // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
+            // head is known to be valid (and leaked memory with every reuse of a handle).
+            cookieJar = options.cookies == .ephemeral ? CookieJar() : nil
         }
 
         /// Numbers engine threads, so that each has a name of its own.
@@ -186,8 +181,11 @@
                 return follow(transfer, to: next)
             }
             let scheme = transfer.url.scheme?.lowercased()
-            var error = CurlErrorTable.error(
-                for: code, scheme: scheme, url: transfer.url, message: transfer.errorText(for: code, library: library))
+            var error =
+                transfer.failure
+                ?? CurlErrorTable.error(
+                    for: code, scheme: scheme, url: transfer.url, message: transfer.errorText(for: code, library: library))
+                ?? transfer.incompleteBodyError
             if error == nil, !transfer.hasResponse {
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
                 error = URLError(.badServerResponse)
@@ -214,6 +212,24 @@
             }
         }
 
+        // MARK: Cookies and connections (engine thread)
+
+        /// The `Cookie` header the jar has for `url`, if any.
+        func cookieHeader(for url: URL) -> String? { cookieJar?.header(for: url, now: Date()) }
+
+        /// Stores the cookies of a head that passed every check.
+        func storeCookies(_ setCookies: [String], from url: URL) {
+            guard !setCookies.isEmpty else { return }
+            cookieJar?.store(setCookies, from: url, now: Date())
+        }
+
+        /// Closes the transfer's connection when its run ends instead of keeping it for reuse: the response
+        /// was framed two ways (RFC 9112 §6.3), so what follows it on the connection cannot be trusted.
+        func forbidReuse(of transfer: CurlTransfer) {
+            guard let easy = transfer.easy else { return }
+            library.set(easy, .forbidReuse, 1)
+        }
+
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
         private func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
             library.slistFreeAll(transfer.headerList)
@@ -238,7 +254,6 @@
             for easy in spareHandles { library.easyCleanup(easy) }
             spareHandles = []
             _ = library.multiCleanup(multi)
-            if let share { _ = library.shareCleanup(share) }
         }
     }
 #endif

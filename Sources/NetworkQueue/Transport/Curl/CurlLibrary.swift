@@ -25,12 +25,9 @@
         let multiPoll: @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
         let multiWakeup: @convention(c) (Handle?) -> Int32
         let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
-        let shareInit: @convention(c) () -> Handle?
-        let shareCleanup: @convention(c) (Handle?) -> Int32
         private let easySetopt: UnsafeMutableRawPointer
         private let easyGetinfo: UnsafeMutableRawPointer
         private let multiSetopt: UnsafeMutableRawPointer
-        private let shareSetopt: UnsafeMutableRawPointer
 
         /// The version found, e.g. "7.88.1".
         let version: String
@@ -100,12 +97,9 @@
             multiInfoRead = try function(
                 "curl_multi_info_read",
                 as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self)
-            shareInit = try function("curl_share_init", as: (@convention(c) () -> Handle?).self)
-            shareCleanup = try function("curl_share_cleanup", as: (@convention(c) (Handle?) -> Int32).self)
             easySetopt = try symbol("curl_easy_setopt")
             easyGetinfo = try symbol("curl_easy_getinfo")
             multiSetopt = try symbol("curl_multi_setopt")
-            shareSetopt = try symbol("curl_share_setopt")
         }
 
         // MARK: Variadic calls, through the C shim
@@ -134,11 +128,6 @@
         @discardableResult
         func setMulti(_ multi: Handle, _ option: Int32, _ value: Int) -> Int32 {
             nq_setopt_long(multiSetopt, UnsafeMutableRawPointer(multi), option, value)
-        }
-
-        @discardableResult
-        func setShare(_ share: Handle, _ option: Int32, _ value: Int) -> Int32 {
-            nq_setopt_long(shareSetopt, UnsafeMutableRawPointer(share), option, value)
         }
 
         /// CURLINFO_RESPONSE_CODE of a finished transfer.
@@ -174,7 +163,6 @@
         case readFunction = 20_012
         case httpHeader = 10_023
         case headerData = 10_029
-        case cookieFile = 10_031
         case customRequest = 10_036
         case noProgress = 43
         case noBody = 44
@@ -188,7 +176,6 @@
         case httpVersion = 84
         case noSignal = 99
         case bufferSize = 98
-        case shareHandle = 10_100
         case acceptEncoding = 10_102
         case postFieldSizeLarge = 30_120
         case tcpNoDelay = 121

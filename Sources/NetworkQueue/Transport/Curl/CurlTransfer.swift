@@ -36,6 +36,12 @@
         var redirect: URLRequest?
         var redirectCount = 0
         var hasResponse = false
+        /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
+        /// not check that a stream ended).
+        var decodesBody = false
+        var decoder: ContentDecoder?
+        /// Why this transport aborted the run itself, overriding libcurl's code.
+        var failure: URLError?
         var body: Body
         var bytesSent: Int64 = 0
         /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
@@ -106,20 +112,37 @@
             events(event)
         }
 
-        /// A header line arrived.
-        func receivedHeader(_ bytes: UnsafeRawBufferPointer) {
-            guard let head = parser.feed(bytes: bytes) else { return }
+        /// A header line arrived; returns false to abort the transfer (a head that breaks HTTP's framing,
+        /// or a body coding that cannot be decoded), with ``failure`` saying why.
+        func receivedHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard let head = parser.feed(bytes: bytes) else {
+                guard let violation = parser.violation else { return true }
+                failure = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
+                return false
+            }
+            // Only a head that passed every check stores its cookies.
+            engine.storeCookies(head.setCookies, from: url)
+            if head.closesConnection { engine.forbidReuse(of: self) }
             if let next = RedirectRules.next(
                     after: head.statusCode, location: head.value("Location"), request: request, url: url)
             {
                 redirect = next
-                return
+                return true
             }
             guard let response = HTTPURLResponse(
                 url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, headerFields: head.dictionary)
-            else { return }
+            else { return true }
             hasResponse = true
             emit(.response(response))
+            guard decodesBody, let encoding = head.value("Content-Encoding") else { return true }
+            do {
+                decoder = try ContentDecoder(contentEncoding: encoding, library: .shared)
+            } catch {
+                failure = URLError(
+                    .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Content-Encoding \(encoding)"])
+                return false
+            }
+            return true
         }
 
         /// Body bytes arrived; returns what libcurl expects (the count taken, or 0 to abort).
@@ -127,8 +150,27 @@
             if isCancelled { return 0 }
             // A redirect's body, or bytes before any head (never for HTTP/1.x and 2): not the response's.
             guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
-            events(.data(Data(bytes)))
+            guard let decoder else {
+                events(.data(Data(bytes)))
+                return bytes.count
+            }
+            let decoded = decoder.decode(bytes) { piece in
+                guard !self.isCancelled else { return false }
+                self.events(.data(Data(piece)))
+                return true
+            }
+            guard decoded else {
+                if !isCancelled { failure = URLError(.cannotDecodeContentData) }
+                return 0
+            }
             return bytes.count
+        }
+
+        /// The error this run ends with when libcurl itself saw none: a decoded body whose stream did not end.
+        var incompleteBodyError: URLError? {
+            guard let decoder, !decoder.isComplete else { return nil }
+            return URLError(
+                .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "the encoded body ended before its stream did"])
         }
 
         /// libcurl wants up to `capacity` bytes of the request body; returns the count written, 0 at the
@@ -179,6 +221,7 @@
             body = Self.body(of: next)
             bytesSent = 0
             parser = ResponseHeadParser()
+            decoder = nil
             redirect = nil
             redirectCount += 1
             errorBuffer[0] = 0

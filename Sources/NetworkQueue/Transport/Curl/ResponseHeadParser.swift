@@ -7,6 +7,10 @@ import Foundation
 /// Assembles a response head from the header lines libcurl hands over one at a time (status line,
 /// fields, blank line), keeping only the final head: an interim `1xx` head is dropped, and lines after
 /// the final head (trailers of a chunked body) are ignored. Pure; tested alone.
+///
+/// Strict framing (RFC 9112): a line that does not end in CRLF, or holds a bare CR, a bare LF or a NUL,
+/// and a final head whose `Content-Length` values differ or are not numbers, set ``violation``: the head
+/// is never completed, so nothing of it (a cookie, a redirect) can take effect.
 struct ResponseHeadParser {
     /// A complete final head.
     struct Head: Equatable {
@@ -16,6 +20,11 @@ struct ResponseHeadParser {
         /// Fields in order of first appearance; a repeated name's values are joined with ", " under the
         /// spelling of its first appearance.
         var fields: [(name: String, value: String)]
+        /// Every `Set-Cookie` field's value on its own (joining them would be ambiguous).
+        var setCookies: [String] = []
+        /// True when the connection must not be reused after this response: it carried both
+        /// `Transfer-Encoding` and `Content-Length` (the length was dropped, RFC 9112 §6.3).
+        var closesConnection = false
 
         static func == (lhs: Head, rhs: Head) -> Bool {
             lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
@@ -43,16 +52,27 @@ struct ResponseHeadParser {
     /// The lowercased names of `fields`, to join repeated names without Foundation's string comparison
     /// (this runs for every header line of every response).
     private var keys: [[UInt8]] = []
+    private var setCookies: [String] = []
     private(set) var isComplete = false
+    /// Why the head breaks HTTP's framing rules; once set, no head is completed.
+    private(set) var violation: String?
 
-    /// Feeds one line (with or without its CRLF); returns the head when this line completes the final one.
+    /// Feeds one line (with its CRLF); returns the head when this line completes the final one.
     mutating func feed(_ rawLine: Substring) -> Head? { feed(bytes: Array(rawLine.utf8)) }
 
-    /// Feeds one line as libcurl hands it over: bytes, with or without its CRLF.
+    /// Feeds one line as libcurl hands it over: bytes ending in CRLF (libcurl splits lines at LF).
     mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
-        guard !isComplete else { return nil }
+        guard !isComplete, violation == nil else { return nil }
         var line = Array(rawLine)
-        while let last = line.last, last == 10 || last == 13 { line.removeLast() }
+        guard line.count >= 2, line[line.count - 2] == 13, line[line.count - 1] == 10 else {
+            violation = "a header line not ended by CRLF"
+            return nil
+        }
+        line.removeLast(2)
+        if let bad = line.first(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+            violation = bad == 0 ? "a NUL in a header line" : "a bare CR or LF in a header line"
+            return nil
+        }
         if line.starts(with: Self.httpPrefix) {
             // A new status line: an interim head before it is forgotten.
             let parts = line.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: true)
@@ -60,6 +80,7 @@ struct ResponseHeadParser {
             httpVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
             fields = []
             keys = []
+            setCookies = []
             return nil
         }
         guard let code = statusCode else { return nil }
@@ -68,10 +89,10 @@ struct ResponseHeadParser {
                 statusCode = nil
                 fields = []
                 keys = []
+                setCookies = []
                 return nil
             }
-            isComplete = true
-            return Head(statusCode: code, httpVersion: httpVersion, fields: fields)
+            return completeHead(code)
         }
         if line[0] == 32 || line[0] == 9 {
             // Obsolete line folding: the line continues the previous field's value.
@@ -86,6 +107,7 @@ struct ResponseHeadParser {
         guard !nameBytes.isEmpty else { return nil }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
         let key = HeaderName.lowercased(nameBytes)
+        if key == Self.setCookieKey { setCookies.append(value) }
         if let index = keys.firstIndex(of: key) {
             fields[index].value += ", " + value
         } else {
@@ -95,7 +117,31 @@ struct ResponseHeadParser {
         return nil
     }
 
+    /// Ends the final head, checking its framing: one length however often it is repeated, and none
+    /// beside a transfer coding.
+    private mutating func completeHead(_ code: Int) -> Head? {
+        var head = Head(statusCode: code, httpVersion: httpVersion, fields: fields, setCookies: setCookies)
+        if let index = keys.firstIndex(of: Self.contentLengthKey) {
+            if keys.contains(Self.transferEncodingKey) {
+                head.fields.remove(at: index)
+                head.closesConnection = true
+            } else {
+                switch FramingRules.contentLength(fields[index].value) {
+                case .valid(let length): head.fields[index].value = String(length)
+                case .invalid(let reason):
+                    violation = reason
+                    return nil
+                }
+            }
+        }
+        isComplete = true
+        return head
+    }
+
     private static let httpPrefix = Array("HTTP/".utf8)
+    private static let setCookieKey = Array("set-cookie".utf8)
+    private static let contentLengthKey = Array("content-length".utf8)
+    private static let transferEncodingKey = Array("transfer-encoding".utf8)
 
     /// `bytes` without leading and trailing spaces and tabs.
     private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {

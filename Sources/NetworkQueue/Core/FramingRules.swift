@@ -1,0 +1,41 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// HTTP/1.1 message framing rules (RFC 9112 §6.3) that both transports apply to a response head. Pure.
+enum FramingRules {
+    /// What a `Content-Length` field value (repeated fields already joined with ", ") says.
+    enum ContentLength: Equatable {
+        /// One length, however often it was repeated.
+        case valid(Int64)
+        /// Differing or malformed values: the message cannot be framed, the connection cannot be trusted.
+        case invalid(String)
+    }
+
+    /// Reads a `Content-Length` value: a list of identical decimal lengths is one length (RFC 9110 §8.6);
+    /// differing values, an empty element or anything but digits is invalid.
+    static func contentLength(_ value: String) -> ContentLength {
+        var length: Int64?
+        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let digits = element.utf8.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }.reversed()
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+                let value = Int64(String(decoding: digits, as: UTF8.self))
+            else { return .invalid("a malformed Content-Length") }
+            if let length, length != value { return .invalid("differing Content-Length values") }
+            length = value
+        }
+        return length.map(ContentLength.valid) ?? .invalid("an empty Content-Length")
+    }
+
+    /// The framing error in a head a transport has already parsed (`URLSession`'s), or nil. Only the
+    /// length can still be checked there: the lines themselves are gone.
+    static func violation(in response: HTTPURLResponse) -> String? {
+        guard response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
+            let value = response.value(forHTTPHeaderField: "Content-Length"),
+            case .invalid(let reason) = contentLength(value)
+        else { return nil }
+        return reason
+    }
+}
