@@ -20,6 +20,8 @@ extension LoopbackServer {
         "cookie-then-bad": ("HTTP/1.1 200 OK\r\nSet-Cookie: early=1; Path=/\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok", false),
         // A redirect whose head is broken is not followed.
         "redirect-bare-lf": ("HTTP/1.1 302 Found\r\nLocation: /bytes/4\nX-B: y\r\nContent-Length: 0\r\n\r\n", false),
+        // Broken chunk framing: a chunk size that is not hexadecimal.
+        "bad-chunk": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", true),
         // A status line, then the connection closes.
         "status-only": ("HTTP/1.1 200 OK\r\n", true),
         // A well-framed head that sets a cookie, for comparison.

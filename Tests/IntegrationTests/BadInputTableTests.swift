@@ -98,6 +98,8 @@ let badInputs: [BadInput] = [
     BadInput(name: "bare CR in a field", make: BadInput.get("/raw/bare-cr"), outcome: { _ in .transport(.badServerResponse) }, only: .curl),
     BadInput(name: "NUL in a field", make: BadInput.get("/raw/nul"), outcome: { _ in .transport(.badServerResponse) }, only: .curl),
     BadInput(name: "redirect with a bare LF", make: BadInput.get("/raw/redirect-bare-lf"), outcome: { _ in .transport(.badServerResponse) }, only: .curl),
+    BadInput(name: "broken chunk framing", make: BadInput.get("/raw/bad-chunk"), outcome: { _ in .transport(.badServerResponse) }),
+    BadInput(name: "head over the size limit", make: BadInput.get("/bighead?cookies=50&size=2000000"), outcome: { _ in .transport(.badServerResponse) }),
     BadInput(name: "status line, then close", make: BadInput.get("/raw/status-only"), outcome: { _ in .transport(.badServerResponse) }, only: .curl),
     BadInput(
         name: "gzip truncated (gzip asked)", make: BadInput.get("/gzip/5000?fault=truncate", headers: ["Accept-Encoding": "gzip"]),

@@ -201,3 +201,25 @@ import Testing
         #expect(sibling.failure == .cancelledBecauseSiblingFailed(sibling: secret))
     }
 }
+
+@Suite struct TransportErrorRedactionTests {
+    @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
+        let secret = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/drop/400000?token=SECRET#FRAGMENT")!
+        let failing = NetworkRequest(URLRequest(url: secret))
+        try queue.add(failing)
+        await queue.run()
+        guard case .transport(let error)? = failing.failure else {
+            Issue.record("expected a transport error, got \(String(describing: failing.failure))")
+            return
+        }
+        #expect(error.code == .networkConnectionLost)
+        for text in [String(describing: error), String(reflecting: error), "\(error.userInfo)", error.localizedDescription] {
+            #expect(!text.contains("PASSWORD") && !text.contains("SECRET") && !text.contains("FRAGMENT"), "\(text)")
+        }
+        #expect(error.failingURL?.absoluteString == "http://***@127.0.0.1:\(server.port)/drop/400000?token=***#***")
+        // The request's own URL stays exact.
+        #expect(failing.url == secret)
+    }
+}

@@ -29,6 +29,15 @@ enum FramingRules {
         return length.map(ContentLength.valid) ?? .invalid("an empty Content-Length")
     }
 
+    /// Whether libcurl's words for a failed transfer (under either transport) describe a response it
+    /// could not frame: broken chunk sizes, or, before the head was complete, a head over its size limit
+    /// (libcurl 7.88 calls that "Out of memory"). Such a response is hostile or broken, not a lost
+    /// connection: it maps to `.badServerResponse`, which is not retried by default.
+    static func isFramingFailure(libcurlMessage message: String, afterResponse: Bool) -> Bool {
+        message.contains("chunked-encoding") || message.contains("chunk hex-length")
+            || (!afterResponse && (message == "Out of memory" || message.contains("too large")))
+    }
+
     /// The framing error in a head a transport has already parsed (`URLSession`'s), or nil. Only the
     /// length can still be checked there: the lines themselves are gone.
     static func violation(in response: HTTPURLResponse) -> String? {

@@ -30,3 +30,23 @@ enum Redaction {
         return text
     }
 }
+
+extension Redaction {
+    /// `error` with its failing URL redacted (as ``describe(_:)`` does) wherever its user info holds one, so
+    /// that `String(describing:)` of it shows no secret. An underlying error (which may hold the URL again)
+    /// is dropped; the code and libcurl's text stay.
+    static func redacted(_ error: URLError) -> URLError {
+        // Foundation's NSURLErrorFailingURLStringErrorKey, by value (the constant is deprecated).
+        let stringKey = "NSErrorFailingURLStringKey"
+        var info = error.userInfo
+        info[NSUnderlyingErrorKey] = nil
+        let url = error.failingURL ?? (info[stringKey] as? String).flatMap(URL.init(string:))
+        if let url {
+            let text = describe(url)
+            info[stringKey] = text
+            // The masks keep it a URL; if they did not, only the text stays.
+            info[NSURLErrorFailingURLErrorKey] = URL(string: text)
+        }
+        return URLError(error.code, userInfo: info)
+    }
+}

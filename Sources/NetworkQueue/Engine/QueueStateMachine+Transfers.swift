@@ -66,7 +66,7 @@ extension QueueStateMachine {
         case .data, .sent:
             break
         case .completed(let error?):
-            fail(slot, .preflightFailed(error), transferEnded: true, now: now)
+            fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil):
             scheduler.finish(Job(id: slot, lane: .preflight))
             table[slot].phase = .awaitingMain
@@ -96,7 +96,7 @@ extension QueueStateMachine {
             ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
             listForFlush(slot)
         case .completed(let error?):
-            fail(slot, .transport(error), transferEnded: true, now: now)
+            fail(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil):
             complete(slot, now: now)
         }

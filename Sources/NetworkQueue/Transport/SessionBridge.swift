@@ -209,6 +209,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // Failable on Linux, not on Apple platforms: the annotation serves both.
         let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
         let scheme = url?.scheme?.lowercased()
+        if FramingRules.isFramingFailure(libcurlMessage: nsError.localizedDescription, afterResponse: afterResponse) {
+            return URLError(.badServerResponse, userInfo: nsError.userInfo)
+        }
         if code == nil || code == .unknown {
             let text = nsError.localizedDescription
             if text.contains("unencoding") || text.contains("content encoding") {

@@ -181,10 +181,12 @@
                 return follow(transfer, to: next)
             }
             let scheme = transfer.url.scheme?.lowercased()
+            let message = transfer.errorText(for: code, library: library)
             var error =
                 transfer.failure
                 ?? CurlErrorTable.error(
-                    for: code, scheme: scheme, url: transfer.url, message: transfer.errorText(for: code, library: library))
+                    for: code, scheme: scheme, url: transfer.url, message: message,
+                    isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
                 ?? transfer.incompleteBodyError
             if error == nil, !transfer.hasResponse {
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).

@@ -38,8 +38,11 @@ enum CurlErrorTable {
 
     /// The error a transfer ends with: the table's code, with libcurl's own words (and its code under
     /// ``curlCodeKey``) in the user info.
-    static func error(for curlCode: Int32, scheme: String?, url: URL?, message: String) -> URLError? {
-        guard let code = code(for: curlCode, scheme: scheme) else { return nil }
+    /// `isFramingFailure` (see ``FramingRules/isFramingFailure(libcurlMessage:afterResponse:)``) makes any
+    /// failure `.badServerResponse`.
+    static func error(for curlCode: Int32, scheme: String?, url: URL?, message: String, isFramingFailure: Bool = false) -> URLError? {
+        guard let tableCode = code(for: curlCode, scheme: scheme) else { return nil }
+        let code = isFramingFailure ? .badServerResponse : tableCode
         var info: [String: Any] = [NSLocalizedDescriptionKey: message, curlCodeKey: Int(curlCode)]
         if let url { info[NSURLErrorFailingURLErrorKey] = url }
         return URLError(code, userInfo: info)
