@@ -27,6 +27,8 @@ extension QueueStateMachine {
             record.token = nextToken
             record.phase = .deciding
             record.failure = error
+            record.lastActivity = now
+            addTimeout(slot: slot, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
             actions.list.append(.publish(record.request, record.status()))
             actions.list.append(
                 .decide(.init(slot: slot, token: nextToken, request: record.request, error: error, attempts: record.attempts, decide: decide)))

@@ -18,27 +18,41 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
+    /// Adds the deadline of what `token` waits for (a transfer, adapt hooks, a retry closure) when the
+    /// request has a timeout.
+    mutating func addTimeout(slot: Int, token: UInt64, _ interval: TimeInterval, now: Double) {
+        guard case .seconds(let timeout)? = RequestRules.idleTimeout(interval) else { return }
+        addDeadline(now + timeout, slot: slot, token: token)
+    }
+
     /// Adds a transfer's idle deadline.
     mutating func addDeadline(_ deadline: Double, slot: Int, token: UInt64) {
         // Entries of ended transfers stay until they come due; drop them when they outnumber the live ones.
         if deadlines.count > 2 * scheduler.activeCount + 64 {
             let table = self.table
-            deadlines.removeAll { !table.isTransferring($0.id, token: $0.token) }
+            deadlines.removeAll { !table.isTimed($0.id, token: $0.token) }
         }
         deadlines.insert(.init(deadline: deadline, id: slot, token: token))
     }
 
-    /// Fails every transfer due at `now` that was idle for its whole timeout, and moves the others'
-    /// deadlines to their last activity plus their timeout.
+    /// Fails every transfer due at `now` that was idle for its whole timeout (and every request whose
+    /// adapt hooks or retry closure ran that long), and moves the others' deadlines to their last activity
+    /// plus their timeout.
     private mutating func expireDeadlines(_ now: Double) {
-        for entry in deadlines.popDue(at: now) where table.isTransferring(entry.id, token: entry.token) {
+        for entry in deadlines.popDue(at: now) where table.isTimed(entry.id, token: entry.token) {
             let record = table[entry.id]
             guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.urlRequest.timeoutInterval) else {
                 continue
             }
             if now - record.lastActivity >= timeout {
                 let error = URLError(.timedOut)
-                fail(entry.id, record.phase == .preflighting ? .preflightFailed(error) : .transport(error), now: now)
+                switch record.phase {
+                case .preflighting, .adaptingPreflight: fail(entry.id, .preflightFailed(error), transferEnded: record.phase.isAdapting, now: now)
+                case .adaptingMain: fail(entry.id, .transport(error), transferEnded: true, now: now)
+                // The closure deciding on a failed attempt never answered: no more attempts.
+                case .deciding: failFinally(entry.id, .transport(error), transferEnded: true, now: now)
+                default: fail(entry.id, .transport(error), now: now)
+                }
             } else {
                 deadlines.insert(.init(deadline: record.lastActivity + timeout, id: entry.id, token: entry.token))
             }

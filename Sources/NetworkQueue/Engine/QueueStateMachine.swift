@@ -131,6 +131,8 @@ struct QueueStateMachine {
                 nextToken += 1
                 record.token = nextToken
                 record.phase = job.lane == .preflight ? .adaptingPreflight : .adaptingMain
+                record.lastActivity = now
+                addTimeout(slot: job.id, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
                 actions.list.append(.publish(record.request, record.status()))
                 actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
                 continue
@@ -168,9 +170,7 @@ struct QueueStateMachine {
             record.hasStarted = true
             postEvent(.didStart(record.request))
         }
-        if case .seconds(let timeout)? = RequestRules.idleTimeout(urlRequest.timeoutInterval) {
-            addDeadline(now + timeout, slot: slot, token: token)
-        }
+        addTimeout(slot: slot, token: token, urlRequest.timeoutInterval, now: now)
         if lane == .main, bandwidth.cap != nil {
             bandwidth.transfers[slot] = cell
             bandwidth.fresh.append(cell)

@@ -53,6 +53,10 @@ enum RequestPhase: Equatable, Sendable {
     /// True while a transfer (preflight or main) runs for the request.
     var hasTransfer: Bool { self == .running || self == .preflighting }
 
+    /// True while the request's `timeoutInterval` bounds what it waits for: a transfer, its adapt hooks or
+    /// the retry policy's closure.
+    var isTimed: Bool { hasTransfer || isAdapting || self == .deciding }
+
     /// True when the request is not merely waiting in the scheduler's lanes: a bulk end must end it one
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
@@ -197,10 +201,10 @@ struct RequestTable {
     /// True when `slot` holds a record whose current transfer is `token`.
     func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.token == token }
 
-    /// True when `token` is the transfer (preflight or main) `slot` is running now.
-    func isTransferring(_ slot: Int, token: UInt64) -> Bool {
+    /// True when `token` is what `slot` waits for now under its timeout (see ``RequestPhase/isTimed``).
+    func isTimed(_ slot: Int, token: UInt64) -> Bool {
         guard let record = record(at: slot), record.token == token else { return false }
-        return record.phase.hasTransfer
+        return record.phase.isTimed
     }
 
     /// Removes and returns the record in `slot`.
