@@ -132,6 +132,10 @@ extension LoopbackServer {
         if request.query["noetag"] != "1" { headers["ETag"] = etag }
         if let modified = request.query["lastModified"] { headers["Last-Modified"] = modified }
         if request.method == "HEAD", let encoding = request.query["headEncoding"] { headers["Content-Encoding"] = encoding }
+        if let extra = request.query["header"], let colon = extra.firstIndex(of: ":") {
+            // header=Name:Value adds one field (a digest the test computed, say).
+            headers[String(extra[..<colon])] = String(extra[extra.index(after: colon)...])
+        }
         var status = 200
         var range = 0..<size
         let validator = headers["ETag"] ?? headers["Last-Modified"]

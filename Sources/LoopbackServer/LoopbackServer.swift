@@ -21,6 +21,7 @@ import Foundation
 /// | `/reset/N` | announces N bytes, sends half, resets the connection (TCP RST) |
 /// | `/malformed` | a response with a malformed status line |
 /// | `/cookie?value=V` | sets the cookie `session=V` |
+/// | `/bytes/N?header=Name:Value` | as `/bytes/N`, with one more header field (a digest, say) |
 /// | `/raw/NAME` | a byte-exact hostile response from ``rawResponses`` (conflicting lengths, bare CR/LF/NUL, …) |
 /// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
 ///

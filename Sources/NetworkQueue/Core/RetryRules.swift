@@ -65,7 +65,8 @@ enum RetryRules {
     static func mayRetry(_ error: NetworkQueueError) -> Bool {
         switch error {
         case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed: true
-        case .cancelled, .cancelledBecauseSiblingFailed, .invalidRequest, .preflightFailed, .fileError, .decodingFailed:
+        case .cancelled, .cancelledBecauseSiblingFailed, .invalidRequest, .preflightFailed, .fileError, .decodingFailed,
+            .integrityCheckFailed:
             false
         }
     }
@@ -87,7 +88,7 @@ enum RetryRules {
             // Asked to wait longer than the caller allows: fail now with the server's answer.
             return retryAfter <= policy.maximumRetryAfter ? .wait(retryAfter, serverAsked: true) : .fail
         case .cancelled, .cancelledBecauseSiblingFailed, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed:
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed:
             return .fail
         }
     }

@@ -70,6 +70,8 @@ enum QueueAction {
         let resume: Bool
         /// The request's acceptable statuses: only their bodies are written to the file.
         let acceptableStatusCodes: Range<Int>?
+        /// The request whose body this is (main lane), for its checksum and digest settings; nil for a HEAD.
+        let verified: NetworkRequest?
     }
 }
 

@@ -1,4 +1,4 @@
-/// Duplicate requests (same method, URL and destination) under a ``DuplicatePolicy``: the index of the
+/// Duplicate requests (same method, URL, destination and checksum) under a ``DuplicatePolicy``: the index of the
 /// request each key leads to, coalesced followers, and the hand-over when a leader is cancelled.
 extension QueueStateMachine {
     /// The key two requests are duplicates by.
@@ -8,7 +8,9 @@ extension QueueStateMachine {
         case .memory: destination = "memory"
         case .file(let url): destination = "file:" + url.standardizedFileURL.path
         }
-        return "\(request.urlRequest.httpMethod ?? "GET") \(request.url?.absoluteString ?? "") \(destination)"
+        // A checksum is part of the key: a follower never takes a body its own checksum did not verify.
+        let checksum = request.checksum.map { " " + $0.description.lowercased() } ?? ""
+        return "\(request.urlRequest.httpMethod ?? "GET") \(request.url?.absoluteString ?? "") \(destination)\(checksum)"
     }
 
     /// The slot of the request a new `request` duplicates under the current policy, if any.

@@ -39,6 +39,19 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
+    /// A transfer reported success but its body did not hash as expected. A download that continued a
+    /// part is sent once more from byte 0 (the part may be what was wrong); any other fails, keeping
+    /// nothing of the body.
+    mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double) -> QueueActions {
+        guard table.isCurrent(slot, token: token), table[slot].phase == .running else { return QueueActions() }
+        if table[slot].resumeOffset > 0 {
+            restartWithoutRange(slot, now: now)
+        } else {
+            fail(slot, .integrityCheckFailed(expected: expected, actual: actual), transferEnded: true, now: now)
+        }
+        return finishEvent(now)
+    }
+
     /// The file of a finished transfer was moved into place (or could not be).
     mutating func fileCommitted(slot: Int, token: UInt64, error: NetworkQueueError?, now: Double) -> QueueActions {
         guard table.isCurrent(slot, token: token), table[slot].phase == .committing else {
@@ -179,8 +192,9 @@ extension QueueStateMachine {
         actions.list.append(.commit(slot: slot, token: record.token, sink: sink))
     }
 
-    /// The server refused to continue the part (416, or a 206 for other bytes): the transfer is sent again
-    /// at once without a range, in the same slot and attempt; the new part file starts empty.
+    /// The server refused to continue the part (416, or a 206 for other bytes), or the continued file did
+    /// not verify: the transfer is sent again at once without a range, in the same slot and attempt; the
+    /// new part file starts empty.
     private mutating func restartWithoutRange(_ slot: Int, now: Double) {
         let record = table[slot]
         if let transfer = record.transfer { actions.list.append(.cancel(transfer)) }

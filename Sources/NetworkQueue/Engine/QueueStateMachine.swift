@@ -184,7 +184,7 @@ struct QueueStateMachine {
         }
         actions.list.append(.start(.init(
             slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim, resume: resume,
-            acceptableStatusCodes: record.request.acceptableStatusCodes)))
+            acceptableStatusCodes: record.request.acceptableStatusCodes, verified: lane == .main ? record.request : nil)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.

@@ -112,10 +112,16 @@ extension NetworkQueue {
                 urlRequest.setValue(value, forHTTPHeaderField: name)
             }
         }
+        let verifier = start.verified.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
         let handle = transport.startTransfer(urlRequest) { [sink] event in
-            // File I/O happens here, outside the lock; a transfer's events are serial.
+            // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             if let sink, let error = Self.write(event, to: sink) {
                 return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            }
+            if let verifier, let (expected, actual) = Self.verify(event, with: verifier, sink: sink) {
+                return self.send(inline: true) {
+                    $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1)
+                }
             }
             self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
         }
@@ -123,6 +129,23 @@ extension NetworkQueue {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
         }
+    }
+
+    /// Applies a transfer event to the body's hashes; at the end, returns the check that failed, if any.
+    private static func verify(_ event: TransferEvent, with verifier: BodyVerifier, sink: FileSink?) -> (Checksum, Checksum)? {
+        switch event {
+        case .response(let response) where !ResponseRules.isInterim(response):
+            // A 206 that continues the part: the whole-file checks hash the part's bytes first.
+            var part: (URL, Int64)?
+            if let sink, sink.resumeOffset > 0, case .append = ResumeRules.outcome(of: response, offset: sink.resumeOffset) {
+                part = (sink.partial, sink.resumeOffset)
+            }
+            verifier.begin(response, continuing: part)
+        case .data(let data): verifier.update(data)
+        case .completed(nil): return verifier.finish()
+        case .response, .sent, .completed(.some): break
+        }
+        return nil
     }
 
     /// Applies a transfer event to its file; returns the error that must fail the request, if any.

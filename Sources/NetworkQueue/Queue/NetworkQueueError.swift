@@ -40,6 +40,12 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// An `adapt` hook (the queue's ``NetworkQueue/adapter`` or the request's) threw; the attempt was never
     /// sent. The error it threw is ``UnderlyingError/error``.
     case adaptationFailed(UnderlyingError)
+    /// The body did not hash to what was expected: the request's ``NetworkRequest/checksum``, or a digest
+    /// the server sent with it (`Content-Digest`, `Repr-Digest`, `Digest`). Nothing of the body is kept:
+    /// a file download's part and validator are deleted and the destination is left as it was. A download
+    /// that had continued a part is first tried once more from byte 0 (the part may be what was wrong).
+    /// Not retried by the retry policy.
+    case integrityCheckFailed(expected: Checksum, actual: Checksum)
     /// The request succeeded but its body could not be decoded into the type asked for (see
     /// ``NetworkQueue/add(_:decoding:decoder:)``). The request itself is reported finished.
     case decodingFailed(DecodingFailure)
@@ -100,6 +106,8 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         case invalidTimeout(TimeInterval)
         /// The file destination is not a file URL naming a file (for example, a URL ending in `/`).
         case invalidDestination(URL)
+        /// The ``NetworkRequest/checksum`` is not hexadecimal of its algorithm's length.
+        case invalidChecksum(Checksum)
         /// Another pending or running request, in this or any queue of the process, writes to the same file.
         /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended.
         case destinationInUse(URL)
@@ -110,7 +118,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         switch self {
         case .cancelled, .cancelledBecauseSiblingFailed: true
         case .transport, .unacceptableStatus, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed:
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed:
             false
         }
     }
@@ -132,6 +140,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .responseTooLarge(let limit, let url): "response from \(Redaction.describe(url)) larger than \(limit) bytes"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
         case .adaptationFailed(let underlying): "adapting the request failed: \(underlying)"
+        case .integrityCheckFailed(let expected, let actual): "integrity check failed: expected \(expected), got \(actual)"
         case .decodingFailed(let failure):
             "could not decode the body of \(Redaction.describe(failure.url)) (HTTP \(failure.statusCode), "
                 + "\(failure.bodyLength) bytes): \(failure.underlying)"
@@ -172,6 +181,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .invalidTimeout(let interval): "timeoutInterval \(interval) is not positive"
         case .invalidDestination(let url): "destination \(Redaction.describe(url)) is not a file URL"
         case .destinationInUse(let url): "another request is writing to \(url.path)"
+        case .invalidChecksum(let checksum): "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
         }
     }
 }

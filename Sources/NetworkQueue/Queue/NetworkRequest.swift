@@ -102,6 +102,16 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh
     /// token. A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
     public let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
+    /// The digest the whole body must have (for a file: the whole file, a resumed part included); a body
+    /// that hashes otherwise fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)`` and
+    /// nothing of it is kept. Hashed as it streams, with OpenSSL's libcrypto on Linux and CommonCrypto on
+    /// Apple platforms. Default nil.
+    public let checksum: Checksum?
+    /// Whether the server's own digests are verified when the response carries them: `Content-Digest`
+    /// (this response's bytes), `Repr-Digest` and `Digest: SHA-256=` (the whole file), SHA-256 and
+    /// SHA-512 only. A content-coded body (gzip, …) is not held to them: they cover the encoded bytes.
+    /// Default true.
+    public let verifiesServerDigests: Bool
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     let invalidReason: NetworkQueueError.InvalidRequestReason?
@@ -186,6 +196,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///   - retryPolicy: replaces the queue's ``NetworkQueue/retryPolicy`` for this request; default nil
     ///     (the queue's).
     ///   - adapt: changes the `URLRequest` before each attempt (see ``adapt``); default nil.
+    ///   - checksum: the digest the whole body must have (see ``checksum``); default nil.
+    ///   - verifiesServerDigests: whether digests the server sends are verified (see
+    ///     ``verifiesServerDigests``); default true.
     public init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
@@ -199,14 +212,20 @@ public final class NetworkRequest: Sendable, Identifiable {
         onUploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil,
         retryPolicy: RetryPolicy? = nil,
-        adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil
+        adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil,
+        checksum: Checksum? = nil,
+        verifiesServerDigests: Bool = true
     ) {
         self.retryPolicy = retryPolicy
         self.adapt = adapt
         self.urlRequest = urlRequest
         self.destination = destination
         self.resumesDownloads = resumesDownloads
-        self.invalidReason = RequestRules.validate(urlRequest, destination: destination)
+        self.checksum = checksum
+        self.verifiesServerDigests = verifiesServerDigests
+        self.invalidReason =
+            RequestRules.validate(urlRequest, destination: destination)
+            ?? checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
         self.maximumResponseSize = RequestRules.maximumResponseSize(maximumResponseSize, destination: destination)

@@ -153,6 +153,8 @@
         private let stream = UnsafeMutablePointer<nq_z_stream>.allocate(capacity: 1)
         private let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: InflateStage.bufferSize)
         private var isInitialized = false
+        /// The first bytes of a deflate body, until there are two to tell its framing by.
+        private var lead: [UInt8] = []
         private(set) var hasEnded = false
         private static let bufferSize = 64 << 10
 
@@ -169,14 +171,26 @@
         }
 
         func feed(_ input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
-            guard let base = input.baseAddress?.assumingMemoryBound(to: UInt8.self), !input.isEmpty else { return true }
+            guard !input.isEmpty else { return true }
             if !isInitialized {
-                // zlib's own header (RFC 1950) is a multiple of 31 with method 8; anything else is raw deflate.
-                let isZlib = input.count < 2 || (input[0] & 0x0f == 8 && (Int(input[0]) << 8 | Int(input[1])) % 31 == 0)
+                // Deflate's framing is told by its first two bytes: zlib's header (RFC 1950) is a multiple of 31
+                // with method 8; anything else is raw deflate, as some servers send it.
+                lead += input
+                guard isGzip || lead.count >= 2 else { return true }
+                let isZlib = !isGzip && lead[0] & 0x0f == 8 && (Int(lead[0]) << 8 | Int(lead[1])) % 31 == 0
                 let bits: Int32 = isGzip ? 16 + 15 : (isZlib ? 15 : -15)
                 guard zlib.inflateInit(stream, bits, zlib.version, Int32(MemoryLayout<nq_z_stream>.size)) == 0 else { return false }
                 isInitialized = true
-            } else if hasEnded {
+                let bytes = lead
+                lead = []
+                return bytes.withUnsafeBytes { inflate($0, output: output) }
+            }
+            return inflate(input, output: output)
+        }
+
+        private func inflate(_ input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+            guard let base = input.baseAddress?.assumingMemoryBound(to: UInt8.self), !input.isEmpty else { return true }
+            if hasEnded {
                 // Bytes after the end: another gzip member, or garbage after a deflate stream.
                 guard isGzip, zlib.inflateReset(stream) == 0 else { return false }
                 hasEnded = false

@@ -1,0 +1,111 @@
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Holds one transfer's body to the request's ``NetworkRequest/checksum`` and the response's own digests
+/// (``DigestRules``), hashing it as it streams.
+///
+/// Cheap when there is nothing to check (the common case: no checksum, no digest field): the hashing
+/// machinery is made only once a head asks for it. Events of one transfer are serial.
+final class BodyVerifier: Sendable {
+    private let checksum: Checksum?
+    private let verifiesServerDigests: Bool
+    private let hashing = Locked<Hashing?>(nil)
+
+    /// A verifier for a request, or nil when it has nothing to check.
+    init?(checksum: Checksum?, verifiesServerDigests: Bool) {
+        guard checksum != nil || verifiesServerDigests else { return nil }
+        self.checksum = checksum
+        self.verifiesServerDigests = verifiesServerDigests
+    }
+
+    /// The final head arrived: decides what to check. `part` is the part file a 206 continues (its
+    /// first `length` bytes are hashed first, for the checks that cover the whole file).
+    func begin(_ response: HTTPURLResponse, continuing part: (url: URL, length: Int64)?) {
+        var promises =
+            verifiesServerDigests ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []
+        if let checksum { promises.insert(.init(checksum: checksum, scope: .representation), at: 0) }
+        let hashing = promises.isEmpty ? nil : Hashing(promises, part: part)
+        self.hashing.withLock { $0 = hashing }
+    }
+
+    /// A piece of the body (as delivered: decoded).
+    func update(_ data: Data) {
+        hashing.withLock { $0 }?.update(data)
+    }
+
+    /// The body ended: the first check that failed, as what was expected and what arrived; nil when every
+    /// check passed (or there was none).
+    func finish() -> (expected: Checksum, actual: Checksum)? {
+        hashing.withLock { $0 }?.finish()
+    }
+}
+
+/// The hashes of one response body, computed on a serial queue of their own beside the transport's
+/// thread (which writes the file meanwhile), so that a checksum costs little time. At most
+/// ``maximumPending`` pieces wait for the queue; the transport then waits, and memory stays bounded.
+private final class Hashing: Sendable {
+    /// One hash the body is checked against.
+    private struct Check {
+        var expected: Checksum
+        /// True: the part file's bytes come first (a resumed download's whole file).
+        var includesPart: Bool
+        var digest: any StreamingDigest
+    }
+
+    static let maximumPending = 32
+
+    /// Touched on `queue` only; locked because the type cannot show that.
+    private let checks: Locked<[Check]>
+    private let queue = DispatchQueue(label: "NetworkQueue.hash", qos: .userInitiated)
+    private let pending = DispatchSemaphore(value: Hashing.maximumPending)
+
+    init(_ promises: [DigestRules.Promise], part: (url: URL, length: Int64)?) {
+        let engine = DigestEngine.preferred
+        let checks = promises.map {
+            Check(expected: $0.checksum, includesPart: part != nil && $0.scope == .representation, digest: engine.make($0.checksum.algorithm))
+        }
+        self.checks = Locked(checks)
+        if let part, checks.contains(where: \.includesPart) { queue.async { self.hashPart(part.url, length: part.length) } }
+    }
+
+    func update(_ data: Data) {
+        guard !data.isEmpty else { return }
+        pending.wait()
+        queue.async {
+            self.checks.withLock { checks in
+                data.withUnsafeBytes { bytes in for check in checks { check.digest.update(bytes) } }
+            }
+            self.pending.signal()
+        }
+    }
+
+    func finish() -> (expected: Checksum, actual: Checksum)? {
+        queue.sync {
+            checks.withLock { checks in
+                for check in checks {
+                    let actual = Checksum(check.expected.algorithm, digest: check.digest.finalize())
+                    if !check.expected.matches(actual) { return (check.expected, actual) }
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Hashes the first `length` bytes of the part file into the whole-file checks. A part that reads
+    /// short leaves those checks short: they fail.
+    private func hashPart(_ url: URL, length: Int64) {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return }
+        defer { try? handle.close() }
+        var remaining = length
+        while remaining > 0, let data = try? handle.read(upToCount: Int(min(remaining, 1 << 20))), !data.isEmpty {
+            remaining -= Int64(data.count)
+            checks.withLock { checks in
+                data.withUnsafeBytes { bytes in for check in checks where check.includesPart { check.digest.update(bytes) } }
+            }
+        }
+    }
+}
