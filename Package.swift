@@ -17,7 +17,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer", "TestSupport", "CurlShim"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,3 +25,15 @@ void nq_name_current_thread(const char *name) {
     pthread_setname_np(name);
 #endif
 }
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+long long nq_heap_in_use(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    return (long long)mallinfo2().uordblks;
+#else
+    return -1;
+#endif
+}

@@ -27,6 +27,10 @@ int nq_getinfo(void *function, void *handle, int info, void *answer);
 /// does not reach it on Linux, and `pthread_setname_np` needs `_GNU_SOURCE`, which Swift's Glibc lacks.
 void nq_name_current_thread(const char *name);
 
+/// Bytes in use on the heap, over every malloc arena (glibc's mallinfo2), or -1 where that cannot be told:
+/// for the heap-growth test and the benchmarks.
+long long nq_heap_in_use(void);
+
 /// The leading fields of libcurl's `curl_version_info_data`, as every version since 7.10 lays them out.
 typedef struct {
     int age;

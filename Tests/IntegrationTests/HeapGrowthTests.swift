@@ -1,0 +1,45 @@
+#if os(Linux)
+    import CurlShim
+    import Foundation
+    import Glibc
+    import LoopbackServer
+    import NetworkQueue
+    import TestSupport
+    import Testing
+
+    /// A long-lived queue over CurlTransport does not grow the heap per request: what a request allocates
+    /// (in Swift, in libcurl, in the cookie jar) is given back. Bounded, not timed.
+    @Suite struct HeapGrowthTests {
+        /// Bytes in use on the heap (every malloc arena).
+        static func heapInUse() -> Int { Int(nq_heap_in_use()) }
+
+        /// True under a sanitizer, whose allocator the heap statistics do not see.
+        static var isSanitized: Bool {
+            dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+                || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+        }
+
+        @Test func tenThousandRequestsGrowTheHeapByAtMost20BytesEach() async throws {
+            guard !Self.isSanitized, Self.heapInUse() >= 0 else { return }
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: TransportKind.curl.make())
+            queue.maxConcurrentRequestCount = 8
+            // A cookie to send with every request: the jar is in play.
+            try queue.add(request(server.url("/cookie?value=v"), tag: 0))
+            await queue.run()
+            func round(_ count: Int) async throws {
+                for index in 0..<count { try queue.add(request(server.url("/bytes/64"), tag: index)) }
+                await queue.run()
+                server.resetStatistics()
+            }
+            // Warm up: connections, handle pools, the runtime's caches; then the slope over 10,000 requests,
+            // each round leaving the same amount of garbage behind for the background to free.
+            try await round(2_000)
+            let before = Self.heapInUse()
+            for _ in 0..<5 { try await round(2_000) }
+            let growth = Self.heapInUse() - before
+            #expect(growth <= 20 * 10_000, "the heap grew by \(growth) bytes over 10,000 requests (\(Double(growth) / 10_000) B each)")
+            #expect(server.statistics.headers.isEmpty)
+        }
+    }
+#endif
