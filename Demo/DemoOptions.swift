@@ -4,6 +4,8 @@ import NetworkQueue
 /// The Demo's command line.
 struct DemoOptions {
     var urls: [URL] = []
+    /// The `--input` list's path (`-`: standard input).
+    var input: String?
     var concurrency = 4
     var order = SchedulingOrder.fifo
     var accurateProgress = true
@@ -57,6 +59,7 @@ struct DemoOptions {
 
     static let usage = """
         Usage: swift run Demo [options] [url ...]
+               swift run Demo [options] --input FILE
 
         Downloads a batch of requests through one NetworkQueue and shows one overall progress bar.
         With no URL, starts a local server and downloads a built-in demo set (about 55 MB, 5-10 s).
@@ -73,6 +76,10 @@ struct DemoOptions {
                             collide get -2, -3...); a .part left by an interrupted run is resumed
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
+          --input FILE      read the requests from FILE (- for standard input), one a line:
+                            URL [sha256:HEX|sha512:HEX]; blank lines and # comments are skipped. A file
+                            whose body does not match its checksum fails and nothing of it is kept; a
+                            list runs as with --keep-going, so the other files are still fetched
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -h, --help        show this help
@@ -101,6 +108,10 @@ struct DemoOptions {
                     throw .badTransport(value)
                 }
                 options.transport = choice
+            case "--input":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.input = value
+                options.keepGoing = true
             case "--output":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 options.output = URL(fileURLWithPath: value, isDirectory: true)
@@ -140,9 +151,15 @@ struct DemoOptions {
     }
 
     private static func url(_ text: String) throws(Problem) -> URL {
+        guard let url = webURL(text) else { throw .badURL(text) }
+        return url
+    }
+
+    /// `text` as an http(s) URL with a host, or nil.
+    static func webURL(_ text: String) -> URL? {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty
-        else { throw .badURL(text) }
+        else { return nil }
         return url
     }
 }

@@ -30,10 +30,29 @@ if options.showHelp {
 }
 
 
+// The --input list, read and checked before anything starts: a malformed line is bad usage.
+var listed: [InputList.Entry] = []
+if let input = options.input {
+    do {
+        listed = try InputList.parse(try InputList.read(input))
+    } catch let problem as InputList.Problem {
+        complain("Demo: error: \(input == "-" ? "standard input" : input), \(problem)")
+        exit(2)
+    } catch {
+        complain("Demo: error: cannot read \(input): \(error.localizedDescription)")
+        exit(2)
+    }
+}
+let requested = options.urls.map { InputList.Entry(url: $0, checksum: nil) } + listed
+if options.input != nil, requested.isEmpty {
+    print("Summary: the list names no request")
+    exit(0)
+}
+
 // Offline by default: serve the built-in set from a local server.
 var server: LoopbackServer?
 var targets: [(URL, String)]
-if options.urls.isEmpty {
+if requested.isEmpty && options.input == nil {
     do {
         let local = try LoopbackServer()
         server = local
@@ -43,7 +62,7 @@ if options.urls.isEmpty {
         exit(1)
     }
 } else {
-    targets = options.urls.map { ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent) }
+    targets = requested.map { ($0.url, $0.url.lastPathComponent.isEmpty ? ($0.url.host ?? $0.url.absoluteString) : $0.url.lastPathComponent) }
 }
 
 let transport: any Transport
@@ -84,9 +103,10 @@ if let output = options.output {
 }
 let fileNames = FileNames.names(for: targets.map(\.0))
 var rows: [(NetworkRequest, String)] = []
-for ((url, label), name) in zip(targets, fileNames) {
+for (index, ((url, label), name)) in zip(targets, fileNames).enumerated() {
     let destination = options.output.map { NetworkRequest.Destination.file($0.appendingPathComponent(name)) } ?? .memory
-    let request = NetworkRequest(URLRequest(url: url), destination: destination)
+    let checksum = index < requested.count ? requested[index].checksum : nil
+    let request = NetworkRequest(URLRequest(url: url), destination: destination, checksum: checksum)
     do {
         try queue.add(request)
     } catch {
