@@ -59,7 +59,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     exit(0)
 }
 if arguments.contains("--help") {
-    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|batch] [--server URL-of-a-1KB-resource]")
+    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch] [--server URL-of-a-1KB-resource]")
     exit(0)
 }
 
@@ -86,6 +86,9 @@ if selected("big") {
 if selected("cancel") { results += await CancelLatencyBenchmark.run(server: server, count: quick ? 5 : 21) }
 if selected("accurate") {
     results += try await AccurateProgressBenchmark.run(server: server, count: quick ? 20 : 100, size: 1_000_000, runs: runs)
+}
+if selected("integrity") {
+    results += try await IntegrityBenchmark.run(server: server, size: quick ? 20_000_000 : 200_000_000, runs: runs)
 }
 if selected("batch") {
     results.append(try await BatchBenchmarks.rateCap(cap: 20_000_000, duration: quick ? 2 : 10))

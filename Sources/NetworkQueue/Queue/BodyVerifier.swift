@@ -45,8 +45,10 @@ final class BodyVerifier: Sendable {
 }
 
 /// The hashes of one response body, computed on a serial queue of their own beside the transport's
-/// thread (which writes the file meanwhile), so that a checksum costs little time. At most
-/// ``maximumPending`` pieces wait for the queue; the transport then waits, and memory stays bounded.
+/// thread (which writes the file meanwhile), so that a checksum costs little time. The body is copied into
+/// a few reused buffers of ``bufferSize`` bytes: when all are waiting for the queue, the transport waits
+/// (memory stays bounded), and no piece of the transport's is kept alive, which would make the allocator
+/// fetch fresh pages for every piece.
 private final class Hashing: Sendable {
     /// One hash the body is checked against.
     private struct Check {
@@ -56,12 +58,25 @@ private final class Hashing: Sendable {
         var digest: any StreamingDigest
     }
 
-    static let maximumPending = 32
+    /// Which buffer the transport's thread fills and how full it is, and the free ones.
+    private struct Buffers {
+        var filling: Int?
+        var count = 0
+        var free = Array(0..<Hashing.bufferCount)
+    }
+
+    static let bufferCount = 4
+    static let bufferSize = 1 << 20
 
     /// Touched on `queue` only; locked because the type cannot show that.
     private let checks: Locked<[Check]>
+    private let buffers = Locked(Buffers())
+    /// The buffers, one allocation. A buffer is written by the transport's thread while it fills it and
+    /// read by the queue once handed over: the `freeBuffers` semaphore and the lock order the two.
+    nonisolated(unsafe) private let storage = UnsafeMutableRawPointer.allocate(
+        byteCount: Hashing.bufferCount * Hashing.bufferSize, alignment: 64)
     private let queue = DispatchQueue(label: "NetworkQueue.hash", qos: .userInitiated)
-    private let pending = DispatchSemaphore(value: Hashing.maximumPending)
+    private let freeBuffers = DispatchSemaphore(value: Hashing.bufferCount)
 
     init(_ promises: [DigestRules.Promise], part: (url: URL, length: Int64)?) {
         let engine = DigestEngine.preferred
@@ -72,19 +87,55 @@ private final class Hashing: Sendable {
         if let part, checks.contains(where: \.includesPart) { queue.async { self.hashPart(part.url, length: part.length) } }
     }
 
+    deinit { storage.deallocate() }
+
+    /// Copies `data` into the buffers, handing each full one to the queue.
     func update(_ data: Data) {
-        guard !data.isEmpty else { return }
-        pending.wait()
-        queue.async {
-            self.checks.withLock { checks in
-                data.withUnsafeBytes { bytes in for check in checks { check.digest.update(bytes) } }
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let (index, count) = takeBuffer()
+                let copied = min(Self.bufferSize - count, bytes.count - offset)
+                (storage + index * Self.bufferSize + count).copyMemory(from: bytes.baseAddress! + offset, byteCount: copied)
+                offset += copied
+                if count + copied == Self.bufferSize {
+                    hand(index, count: Self.bufferSize)
+                } else {
+                    buffers.withLock { $0.count = count + copied }
+                }
             }
-            self.pending.signal()
+        }
+    }
+
+    /// The buffer being filled and how full it is; a free one (waiting for one) when none is.
+    private func takeBuffer() -> (index: Int, count: Int) {
+        if let filling = buffers.withLock({ buffers in buffers.filling.map { ($0, buffers.count) } }) { return filling }
+        freeBuffers.wait()
+        return buffers.withLock { buffers in
+            let index = buffers.free.removeLast()
+            buffers.filling = index
+            buffers.count = 0
+            return (index, 0)
+        }
+    }
+
+    /// Hashes the first `count` bytes of buffer `index` on the queue, then frees it for the transport.
+    private func hand(_ index: Int, count: Int) {
+        buffers.withLock { buffers in
+            buffers.filling = nil
+            buffers.count = 0
+        }
+        queue.async {
+            let bytes = UnsafeRawBufferPointer(start: self.storage + index * Self.bufferSize, count: count)
+            self.checks.withLock { checks in for check in checks { check.digest.update(bytes) } }
+            self.buffers.withLock { $0.free.append(index) }
+            self.freeBuffers.signal()
         }
     }
 
     func finish() -> (expected: Checksum, actual: Checksum)? {
-        queue.sync {
+        if let (index, count) = buffers.withLock({ buffers in buffers.filling.map { ($0, buffers.count) } }) { hand(index, count: count) }
+        return queue.sync {
             checks.withLock { checks in
                 for check in checks {
                     let actual = Checksum(check.expected.algorithm, digest: check.digest.finalize())
