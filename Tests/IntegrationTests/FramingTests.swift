@@ -67,3 +67,15 @@ import Testing
         #expect(cookie?.split(separator: ";").count == 3)
     }
 }
+
+@Suite struct DefaultTransportTests {
+    @Test func linuxNeedsNoFallbackWhereLibcurlLoads() {
+        #if os(Linux)
+            #expect(CurlTransport.isAvailable)
+            #expect(NetworkQueue.defaultTransportFallbackReason == nil)
+            #expect(NetworkQueue.makeDefaultTransport() is CurlTransport)
+        #else
+            #expect(NetworkQueue.defaultTransportFallbackReason == nil)
+        #endif
+    }
+}

@@ -84,6 +84,27 @@ public final class NetworkQueue: Sendable {
         return URLSessionTransport()
     }
 
+    /// Why ``makeDefaultTransport()`` falls back to ``URLSessionTransport`` on Linux, and what that costs;
+    /// nil where it does not fall back (libcurl loads, or an Apple platform, where URLSession is the default).
+    ///
+    /// Over FoundationNetworking some hostile responses cannot be caught: a server that sends a status line
+    /// and closes the connection crashes the process inside Foundation, a bare CR or LF in a header field
+    /// cannot be seen, and a gzip stream cut short passes as a short body (see the README's table of
+    /// transport differences).
+    public static var defaultTransportFallbackReason: String? {
+        #if os(Linux)
+            switch CurlTransport.loadResult {
+            case .success: return nil
+            case .failure(let error):
+                return "\(error); using URLSessionTransport, where a status line followed by a close crashes "
+                    + "FoundationNetworking, bare CR/LF in header fields go undetected and a truncated gzip body "
+                    + "passes as a short one"
+            }
+        #else
+            return nil
+        #endif
+    }
+
     // MARK: Settings
 
     /// Receives the queue's events; held weakly. Default nil.

@@ -15,7 +15,12 @@ import Foundation
 /// - Redirects follow a ``RedirectPolicy``: credentials stay behind when the origin changes, `https` →
 ///   `http` is refused, and so is any target that is not HTTP(S).
 /// - A 1xx head (`100 Continue`) is never reported as the response.
-/// - Cookies go to a private in-memory store per transport by default (``CookiePolicy``).
+/// - Cookies go to a private in-memory jar per transport by default (``CookiePolicy``), stored only from
+///   heads the transport accepted (Foundation's own store would keep a cookie from a head it then rejects).
+/// - A head whose `Content-Length` values differ fails with `.badServerResponse`. Foundation hides the raw
+///   head lines, so a bare CR or LF in a field cannot be detected here, and a server that sends only a
+///   status line and closes crashes the process inside FoundationNetworking: prefer ``CurlTransport`` on
+///   Linux (the default).
 /// - A request without an `Accept-Encoding` header is sent with `Accept-Encoding: identity`, so sizes
 ///   and progress count the bytes as sent. Set the header yourself to accept compressed bodies; Foundation
 ///   then decodes them and hides the encoded bytes, so a gzip stream cut short while its `Content-Length`
@@ -28,8 +33,9 @@ import Foundation
 public final class URLSessionTransport: Transport {
     /// Where the transport keeps cookies that servers set.
     public enum CookiePolicy: Sendable, Hashable {
-        /// A private in-memory store for this transport: cookies set by a response are sent back on later
-        /// requests of this transport (to the cookie's domain only) and never written to disk. The default.
+        /// A private in-memory jar for this transport: cookies set by a response the transport accepted are
+        /// sent back on later requests of this transport (by RFC 6265's domain, path, `Secure` and expiry
+        /// rules) and never written to disk. The default.
         case ephemeral
         /// The configuration's own store; for `URLSessionConfiguration.default` that is the process-wide
         /// `HTTPCookieStorage.shared`, which Foundation may persist to a file.

@@ -23,7 +23,13 @@ import Foundation
     ///   transport itself (at most ``Options/maximumRedirects``): 303 → GET, 301/302 turn POST into GET,
     ///   307/308 keep method and body, and the ``RedirectPolicy`` keeps credentials on their origin.
     ///   Without an `Accept-Encoding` header a request is sent with `Accept-Encoding: identity`; with one,
-    ///   libcurl asks for those encodings and decodes the body. TLS peers are verified against the
+    ///   the codings this process can decode are sent (gzip, deflate, br where `libbrotlidec.so.1` exists)
+    ///   and the transport decodes the body itself: an encoded stream that does not end fails with
+    ///   `.cannotDecodeContentData`.
+    /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
+    ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
+    ///   connection is closed; a length beside `Transfer-Encoding` is ignored and the connection closed.
+    /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads. TLS peers are verified against the
     ///   system's CA store (plus ``Options/additionalTrustedCertificates``); proxies come from the
     ///   environment (`http_proxy`, `https_proxy`, `no_proxy`) as curl reads them. A request body never
     ///   gets a `Content-Type` or `Expect: 100-continue` the caller did not set.
@@ -58,8 +64,9 @@ import Foundation
 
         /// Where cookies that servers set are kept.
         public enum CookiePolicy: Sendable, Hashable {
-            /// One in-memory store per transport: cookies set by a response go back, by curl's domain
-            /// rules, on later requests of this transport; nothing is written to disk. The default.
+            /// One in-memory jar per transport: cookies set by a response that passed every framing check
+            /// go back, by RFC 6265's domain, path, `Secure` and expiry rules, on later requests of this
+            /// transport; nothing is written to disk. The default.
             case ephemeral
             /// No cookie engine: only a `Cookie` header you set is sent.
             case disabled
@@ -99,6 +106,9 @@ import Foundation
             if case .success = CurlLibrary.shared { return true }
             return false
         }
+
+        /// Loading libcurl's outcome: success, or the ``LoadError`` that says why it cannot be used.
+        static var loadResult: Result<Void, LoadError> { CurlLibrary.shared.map { _ in () } }
 
         /// Loads libcurl (once per process) and starts the transport's thread.
         /// - Throws: ``LoadError`` when libcurl is missing or too old, or the extra certificates cannot be read.
