@@ -37,6 +37,7 @@ struct CookieJar {
 
     /// The `Cookie` header value for a request to `url` at `now`, or nil when no cookie matches.
     mutating func header(for url: URL, now: Date) -> String? {
+        guard !cookies.isEmpty else { return nil }
         cookies.removeAll { $0.expires.map { $0 <= now } ?? false }
         guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
         let path = url.path.isEmpty ? "/" : url.path

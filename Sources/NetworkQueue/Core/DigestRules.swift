@@ -26,15 +26,24 @@ enum DigestRules {
     /// representation digest for a 206 that does not continue a part of ours (those bytes are not all here).
     /// `preferring` picks, among several algorithms of one field, the one a checksum computes anyway.
     static func promises(of response: HTTPURLResponse, continuesPart: Bool, preferring preferred: Checksum.Algorithm?) -> [Promise] {
-        guard !ResponseRules.isEncoded(response) else { return [] }
-        var promises: [Promise] = []
+        // One pass over the fields, comparing bytes: this runs for every response, and most carry no digest.
+        var found: [(value: String, scope: Scope, structured: Bool)] = []
+        for case (let name as String, let value as String) in response.allHeaderFields {
+            guard let first = name.utf8.first, first | 0x20 == UInt8(ascii: "c") || first | 0x20 == UInt8(ascii: "r") || first | 0x20 == UInt8(ascii: "d")
+            else { continue }
+            if HeaderName.matches(name, lowercased: "content-digest") {
+                found.append((value, .content, true))
+            } else if HeaderName.matches(name, lowercased: "repr-digest") {
+                found.append((value, .representation, true))
+            } else if HeaderName.matches(name, lowercased: "digest") {
+                found.append((value, .representation, false))
+            }
+        }
+        guard !found.isEmpty, !ResponseRules.isEncoded(response) else { return [] }
         let wholeIsHere = response.statusCode != 206 || continuesPart
-        let fields: [(name: String, scope: Scope, structured: Bool)] = [
-            ("Content-Digest", .content, true), ("Repr-Digest", .representation, true), ("Digest", .representation, false),
-        ]
-        for field in fields where field.scope == .content || wholeIsHere {
-            guard let value = response.value(forHTTPHeaderField: field.name) else { continue }
-            let entries = field.structured ? structuredEntries(value) : legacyEntries(value)
+        var promises: [Promise] = []
+        for field in found.sorted(by: { $0.scope == .content && $1.scope != .content }) where field.scope == .content || wholeIsHere {
+            let entries = field.structured ? structuredEntries(field.value) : legacyEntries(field.value)
             let ordered = entries.sorted { rank($0.algorithm, preferred) < rank($1.algorithm, preferred) }
             if let best = ordered.first { promises.append(Promise(checksum: best, scope: field.scope)) }
         }
