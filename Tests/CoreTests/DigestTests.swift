@@ -43,11 +43,21 @@ import Testing
     }
 
     @Test(arguments: DigestEngine.available, Checksum.Algorithm.allCases)
-    func theNISTVectors(_ engine: DigestEngine, _ algorithm: Checksum.Algorithm) {
-        for (index, (name, message)) in Self.messages.enumerated() {
+    func theNISTVectors(_ engine: DigestEngine, _ algorithm: Checksum.Algorithm) async {
+        // Seconds of hashing in a debug build (more under a sanitizer): off the cooperative pool, which the
+        // queue tests running beside this one need.
+        let results = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Self.messages.map { _, message in
+                    (self.hash(engine, algorithm, message, pieces: [max(1, message.count)]),
+                     self.hash(engine, algorithm, message, pieces: [1, 63, 64, 65, 127, 129, 1000]))
+                })
+            }
+        }
+        for (index, (name, _)) in Self.messages.enumerated() {
             let want = Self.expected[algorithm]![index]
-            #expect(hash(engine, algorithm, message, pieces: [max(1, message.count)]) == want, "\(name) whole")
-            #expect(hash(engine, algorithm, message, pieces: [1, 63, 64, 65, 127, 129, 1000]) == want, "\(name) in pieces")
+            #expect(results[index].0 == want, "\(name) whole")
+            #expect(results[index].1 == want, "\(name) in pieces")
         }
     }
 

@@ -37,7 +37,7 @@ import Testing
         let request = request(1, timeout: 1)
         try queue.add(request)
         queue.go()
-        await eventually { stall.count == 1 }
+        await eventually(within: 60) { stall.count == 1 }
         #expect(stall.count == 1)
         clock.advance(by: 0.999)
         #expect(request.state == .running)
@@ -59,7 +59,7 @@ import Testing
         let request = request(1, timeout: 2)
         try queue.add(request)
         queue.go()
-        await eventually { stall.count == 1 }
+        await eventually(within: 60) { stall.count == 1 }
         #expect(stall.count == 1)
         #expect(request.state == .waitingToRetry)
         clock.advance(by: 1.999)
