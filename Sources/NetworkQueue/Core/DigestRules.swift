@@ -29,8 +29,8 @@ enum DigestRules {
         // One pass over the fields, comparing bytes: this runs for every response, and most carry no digest.
         var found: [(value: String, scope: Scope, structured: Bool)] = []
         for case (let name as String, let value as String) in response.allHeaderFields {
-            guard let first = name.utf8.first, first | 0x20 == UInt8(ascii: "c") || first | 0x20 == UInt8(ascii: "r") || first | 0x20 == UInt8(ascii: "d")
-            else { continue }
+            // Only names starting with c, r or d (any case) can be one of the three.
+            guard let first = name.utf8.first.map({ $0 | 0x20 }), first == 0x63 || first == 0x72 || first == 0x64 else { continue }
             if HeaderName.matches(name, lowercased: "content-digest") {
                 found.append((value, .content, true))
             } else if HeaderName.matches(name, lowercased: "repr-digest") {
