@@ -58,7 +58,7 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (queue, _) = makeQueue(transport)
-        let request = fileRequest(server.url("/bytes/100000000?rate=2000000"), to: directory.appendingPathComponent("big.bin"))
+        let request = fileRequest(server.url("/bytes/100000000?rate=1000000"), to: directory.appendingPathComponent("big.bin"))
         try queue.add(request)
         let stream = queue.events()
         queue.go()
