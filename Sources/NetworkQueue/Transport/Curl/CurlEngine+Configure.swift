@@ -43,9 +43,10 @@
             // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
             // this process can decode are sent and the transfer decodes them itself.
             library.set(easy, .httpContentDecoding, 0)
-            if let acceptEncoding = headers.first(where: { HeaderName.matches($0.key, lowercased: "accept-encoding") }) {
+            let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
+            transfer.decodesBody = acceptEncoding != nil
+            if let acceptEncoding {
                 headers[acceptEncoding.key] = DecoderLibrary.shared.acceptEncoding(acceptEncoding.value)
-                transfer.decodesBody = true
             } else {
                 headers["Accept-Encoding"] = "identity"
             }
