@@ -91,11 +91,7 @@ final class Libcrypto: @unchecked Sendable {
 
     private init?() {
         #if os(Linux)
-            var opened: UnsafeMutableRawPointer?
-            for name in ["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"] where opened == nil {
-                opened = dlopen(name, RTLD_NOW | RTLD_LOCAL)
-            }
-            guard let library = opened, let newContext = dlsym(library, "EVP_MD_CTX_new"),
+            guard let library = SharedLibrary.open(["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"]), let newContext = dlsym(library, "EVP_MD_CTX_new"),
                 let freeContext = dlsym(library, "EVP_MD_CTX_free"), let sha256 = dlsym(library, "EVP_sha256"),
                 let sha512 = dlsym(library, "EVP_sha512"), let initialize = dlsym(library, "EVP_DigestInit_ex"),
                 let update = dlsym(library, "EVP_DigestUpdate"), let final = dlsym(library, "EVP_DigestFinal_ex")

@@ -38,7 +38,7 @@
         static let shared = DecoderLibrary()
 
         private init() {
-            zlib = Self.open(["libz.so.1", "libz.so"]).flatMap { handle in
+            zlib = SharedLibrary.open(["libz.so.1", "libz.so"]).flatMap { handle in
                 guard let initialize = dlsym(handle, "inflateInit2_"), let inflate = dlsym(handle, "inflate"),
                     let end = dlsym(handle, "inflateEnd"), let reset = dlsym(handle, "inflateReset"),
                     let versionFunction = dlsym(handle, "zlibVersion"),
@@ -50,7 +50,7 @@
                     inflateReset: unsafeBitCast(reset, to: (@convention(c) (UnsafeMutablePointer<nq_z_stream>?) -> Int32).self),
                     version: version)
             }
-            brotli = Self.open(["libbrotlidec.so.1", "libbrotlidec.so"]).flatMap { handle in
+            brotli = SharedLibrary.open(["libbrotlidec.so.1", "libbrotlidec.so"]).flatMap { handle in
                 guard let create = dlsym(handle, "BrotliDecoderCreateInstance"),
                     let decompress = dlsym(handle, "BrotliDecoderDecompressStream"),
                     let destroy = dlsym(handle, "BrotliDecoderDestroyInstance")
@@ -59,11 +59,6 @@
                     create: unsafeBitCast(create, to: BrotliCreate.self), decompress: unsafeBitCast(decompress, to: BrotliDecompress.self),
                     destroy: unsafeBitCast(destroy, to: BrotliDestroy.self))
             }
-        }
-
-        private static func open(_ names: [String]) -> UnsafeMutableRawPointer? {
-            for name in names { if let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) { return handle } }
-            return nil
         }
 
         /// The codings this process can decode, lowercased.

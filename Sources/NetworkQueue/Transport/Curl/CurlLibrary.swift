@@ -49,11 +49,7 @@
         }()
 
         private init() throws(CurlTransport.LoadError) {
-            var opened: UnsafeMutableRawPointer?
-            for name in ["libcurl.so.4", "libcurl.so"] where opened == nil {
-                opened = dlopen(name, RTLD_NOW | RTLD_LOCAL)
-            }
-            guard let library = opened else {
+            guard let library = SharedLibrary.open(["libcurl.so.4", "libcurl.so"]) else {
                 throw .libraryNotFound(reason: dlerror().map { String(cString: $0) } ?? "dlopen failed")
             }
             func symbol(_ name: String) throws(CurlTransport.LoadError) -> UnsafeMutableRawPointer {
