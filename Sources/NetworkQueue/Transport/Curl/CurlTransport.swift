@@ -25,14 +25,14 @@ import Foundation
     ///   Without an `Accept-Encoding` header a request is sent with `Accept-Encoding: identity`; with one,
     ///   the codings this process can decode are sent (gzip, deflate, br where `libbrotlidec.so.1` exists)
     ///   and the transport decodes the body itself: an encoded stream that does not end fails with
-    ///   `.cannotDecodeContentData`.
+    ///   `.cannotDecodeContentData`. TLS peers are verified against the system's CA store (plus
+    ///   ``Options/additionalTrustedCertificates``); proxies come from the environment (`http_proxy`,
+    ///   `https_proxy`, `no_proxy`) as curl reads them. A request body never gets a `Content-Type` or
+    ///   `Expect: 100-continue` the caller did not set.
     /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
     ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
     ///   connection is closed; a length beside `Transfer-Encoding` is ignored and the connection closed.
-    /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads. TLS peers are verified against the
-    ///   system's CA store (plus ``Options/additionalTrustedCertificates``); proxies come from the
-    ///   environment (`http_proxy`, `https_proxy`, `no_proxy`) as curl reads them. A request body never
-    ///   gets a `Content-Type` or `Expect: 100-continue` the caller did not set.
+    /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads.
     /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
     ///   a connection cancelled mid-response is closed, not reused.
     /// - **Timeouts** are the queue's: the transport sets none.
