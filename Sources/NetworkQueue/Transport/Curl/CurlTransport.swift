@@ -103,7 +103,7 @@ import Foundation
 
         /// Whether libcurl can be loaded in this process.
         public static var isAvailable: Bool {
-            if case .success = CurlLibrary.shared { return true }
+            if case .success = loadResult { return true }
             return false
         }
 
