@@ -173,6 +173,9 @@ extension LoopbackServer {
     /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given.
     private func stream(_ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool) -> Bool {
         let rate = request.int("rate").flatMap { $0 > 0 ? $0 : nil }
+        if var size = request.int("sndbuf").map(Int32.init) {
+            setsockopt(response.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let piece = rate.map { max(1, min(Self.chunkSize, $0 / 20)) } ?? Self.chunkSize
         let began = Date()
         var sent = 0

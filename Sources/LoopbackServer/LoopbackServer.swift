@@ -25,6 +25,9 @@ import Foundation
 /// | `/raw/NAME` | a byte-exact hostile response from ``rawResponses`` (conflicting lengths, bare CR/LF/NUL, …) |
 /// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
 ///
+/// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
+/// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.
+///
 /// Any request with `continue=1` gets an interim `100 Continue` head before its response.
 ///
 /// For HEAD requests only: `headEncoding=<name>` adds a Content-Encoding header, `headStatus=<code>` answers
@@ -50,6 +53,9 @@ public final class LoopbackServer: Sendable {
         public var bytesWritten = 0
         /// Connections open now (accepted and not yet closed by either side).
         public var openConnections = 0
+        /// Bytes handed to the kernel in each whole second since the counters started (index 0: the first
+        /// second), counted when each write returns: the wire's pace as the server sees it.
+        public var bytesPerSecond: [Int] = []
     }
 
     struct State {
@@ -59,6 +65,17 @@ public final class LoopbackServer: Sendable {
         /// Requests seen per `/flaky` key.
         var flakyArrivals: [String: Int] = [:]
         var isStopped = false
+        /// When the counters started, in uptime nanoseconds.
+        var epoch = DispatchTime.now().uptimeNanoseconds
+
+        /// Counts `bytes` written now in ``Statistics/bytesPerSecond``.
+        mutating func noteWritten(_ bytes: Int) {
+            let second = Int((DispatchTime.now().uptimeNanoseconds &- epoch) / 1_000_000_000)
+            if second >= statistics.bytesPerSecond.count {
+                statistics.bytesPerSecond += repeatElement(0, count: second + 1 - statistics.bytesPerSecond.count)
+            }
+            statistics.bytesPerSecond[second] += bytes
+        }
     }
 
     /// The port the server listens on.
@@ -97,6 +114,7 @@ public final class LoopbackServer: Sendable {
         state.with { state in
             state.statistics = Statistics(inFlight: state.statistics.inFlight)
             state.barrierArrivals = 0
+            state.epoch = DispatchTime.now().uptimeNanoseconds
         }
     }
 

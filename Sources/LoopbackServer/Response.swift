@@ -31,6 +31,7 @@ final class Response {
     @discardableResult
     func write(_ bytes: [UInt8], isLast: Bool) -> Bool {
         server.state.with { $0.statistics.bytesWritten += bytes.count }
+        defer { server.state.with { $0.noteWritten(bytes.count) } }
         guard isLast, !bytes.isEmpty else {
             if isLast { finishRequest() }
             return Socket.write(fd, bytes)

@@ -76,6 +76,17 @@ struct MachineDriver {
     @discardableResult
     mutating func cancelAll() -> [String] { apply(machine.cancelAll(now: now)) }
 
+    @discardableResult
+    mutating func pause(_ tag: Int) -> [String] { apply(machine.pause([(requests[tag]!, slots[tag]!)], now: now).actions) }
+
+    @discardableResult
+    mutating func resume(_ tag: Int) -> [String] { apply(machine.resume([(requests[tag]!, slots[tag]!)], now: now).actions) }
+
+    @discardableResult
+    mutating func setPriority(_ priority: Int, of tag: Int) -> [String] {
+        apply(machine.setPriority(priority, for: requests[tag]!, slot: slots[tag]!, now: now).actions)
+    }
+
     /// Answers the oldest adapt action asked for.
     @discardableResult
     mutating func answerAdapt(_ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>) -> [String] {
@@ -139,8 +150,8 @@ struct MachineDriver {
                 lines.append("cancel \(tags.map(String.init).joined())")
             case .discard: lines.append("discard")
             case .keep: lines.append("keep")
-            case .limitRate(let cells, let rate): lines.append("limitRate \(cells.count) \(rate.map(String.init) ?? "none")")
             case .release: lines.append("release")
+            case .discardPart: lines.append("discardPart")
             case .commit(let slot, _, _): lines.append("commit \(tag(machine.table[slot].request))")
             case .free: lines.append("free")
             case .adapt(let adapt):
@@ -169,6 +180,8 @@ struct MachineDriver {
         case .event(.didFail(let request, .transport(let error))): "didFail \(request.tag) transport \(error.code.rawValue)"
         case .event(.didFail(let request, let error)): "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
         case .event(.willRetry(let request, let delay, _)): "willRetry \(request.tag) \(delay)"
+        case .event(.didPause(let request)): "didPause \(request.tag)"
+        case .event(.didResume(let request)): "didResume \(request.tag)"
         case .event(.progress(let progress)): "progress \(progress.fractionCompleted)"
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"

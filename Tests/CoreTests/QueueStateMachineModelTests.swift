@@ -8,7 +8,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Ten thousand seeded random sequences of adds, cancels, limit changes, suspends, transfer events
+/// Ten thousand seeded random sequences of adds, cancels, pauses and resumes, priority and limit changes,
+/// suspends, transfer events
 /// (successes, errors, bad statuses, cut bodies) and timer firings, checked after every step against the
 /// invariants every user relies on.
 @Suite struct QueueStateMachineModelTests {
@@ -70,6 +71,12 @@ import Testing
                     let answers: [RetryPolicy.Decision] = [.useDefault, .retry, .retryAfter(0.5), .doNotRetry]
                     driver.answerDecision(answers.randomElement(using: &rng)!)
                 }
+            case 62..<66:
+                if let tag = added.randomElement(using: &rng) { driver.pause(tag) }
+            case 66..<70:
+                if let tag = added.randomElement(using: &rng) { driver.resume(tag) }
+            case 70..<72:
+                if let tag = added.randomElement(using: &rng) { driver.setPriority(Int.random(in: -1...1, using: &rng), of: tag) }
             default:
                 guard let transfer = driver.transfers.randomElement(using: &rng) else { break }
                 driver.now += Double.random(in: 0...0.2, using: &rng)

@@ -12,6 +12,24 @@ struct ReferenceScheduler {
     var isSuspended = true
     var perHostLimit = 0
     var hosts: [Int: Int] = [:]
+    var priorities: [Int: Int] = [:]
+
+    func priority(_ job: IntScheduler.Job) -> Int { priorities[job.id] ?? 0 }
+
+    /// A new priority for `id`: its pending jobs move behind everything (within their new priority).
+    mutating func setPriority(_ id: Int, _ priority: Int) {
+        guard self.priority(IntScheduler.Job(id: id, lane: .main)) != priority else { return }
+        priorities[id] = priority
+        let moved = pending.filter { $0.id == id }
+        pending.removeAll { $0.id == id }
+        pending += moved
+    }
+
+    /// The pending jobs of `lane`, highest priority first, each priority in order of arrival.
+    func byPriority(_ lane: IntScheduler.Lane) -> [IntScheduler.Job] {
+        let jobs = pending.filter { $0.lane == lane }
+        return Set(jobs.map(priority)).sorted(by: >).flatMap { level in jobs.filter { priority($0) == level } }
+    }
 
     /// True when the job's host (if any) is under the per-host limit.
     func hostAllows(_ job: IntScheduler.Job) -> Bool {
@@ -31,6 +49,8 @@ struct ReferenceScheduler {
             candidates = pending
         }
         candidates = candidates.filter(hostAllows)
+        let top = candidates.map(priority).max()
+        candidates = candidates.filter { priority($0) == top }
         guard let job = order == .fifo ? candidates.first : candidates.last else { return nil }
         pending.removeAll { $0 == job }
         active.append(job)
@@ -61,6 +81,12 @@ struct ReferenceScheduler {
             case 0..<35:
                 let job = IntScheduler.Job(id: nextID, lane: Int.random(in: 0..<5, using: &rng) == 0 ? .preflight : .main)
                 nextID += 1
+                // Most jobs keep the default priority; some get one of four others.
+                if Int.random(in: 0..<3, using: &rng) == 0 {
+                    let priority = Int.random(in: -2...2, using: &rng) * 4
+                    real.setPriority(job.id, priority)
+                    model.priorities[job.id] = priority
+                }
                 // Two hosts, or none (never held back by a host limit).
                 let host = [nil, 0, 1].randomElement(using: &rng)!
                 real.setHost(job.id, host)
@@ -87,10 +113,18 @@ struct ReferenceScheduler {
             case 75..<80:
                 real.suspend()
                 model.isSuspended = true
-            case 80..<88:
+            case 80..<86:
                 let newLimit = Int.random(in: 0...5, using: &rng)
                 real.limit = newLimit
                 model.limit = newLimit
+            case 86..<88:
+                // A new priority (of five) for a known id, pending or not.
+                if nextID > 0 {
+                    let id = Int.random(in: 0..<nextID, using: &rng)
+                    let priority = Int.random(in: -2...2, using: &rng) * 4
+                    real.setPriority(id, priority)
+                    model.setPriority(id, priority)
+                }
             case 88..<91:
                 let newLimit = Int.random(in: 0...3, using: &rng)
                 real.perHostLimit = newLimit
@@ -101,7 +135,7 @@ struct ReferenceScheduler {
                 model.order = order
             default:
                 let removed = real.removeAllPending()
-                let expected = model.pending.filter { $0.lane == .preflight } + model.pending.filter { $0.lane == .main }
+                let expected = model.byPriority(.preflight) + model.byPriority(.main)
                 #expect(removed == expected, "seed \(seed) step \(step)")
                 model.pending = []
             }

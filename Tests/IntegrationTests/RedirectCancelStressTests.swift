@@ -61,7 +61,8 @@ extension Entry {
     /// The request tag of a per-request entry (-1 for queue entries).
     var tag: Int {
         switch self {
-        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t), .requestProgress(let t, _): t
+        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t), .requestProgress(let t, _),
+            .pause(let t), .resume(let t): t
         case .progress, .queueFinished: -1
         }
     }

@@ -207,7 +207,7 @@ struct SoakReport {
                 if let file = item.file, FileManager.default.fileExists(atPath: file.path) {
                     violations.append("request \(tag): failed but its file exists")
                 }
-            case .pending, .preflighting, .running, .waitingToRetry:
+            case .pending, .preflighting, .running, .waitingToRetry, .paused:
                 violations.append("request \(tag): still \(item.request.state) after the drain")
             }
         }

@@ -111,6 +111,8 @@ import Testing
             case .didFinish(_, let response): names.append("finish \(response.body.count)")
             case .didFail(_, let error): names.append("fail \(error)")
             case .willRetry(_, let delay, _): names.append("retry \(delay)")
+            case .didPause(let request): names.append("pause \(request.tag)")
+            case .didResume(let request): names.append("resume \(request.tag)")
             case .progress: continue
             case .queueDidFinish: names.append("done")
             }

@@ -231,6 +231,7 @@ import Testing
         let request = request(1)
         try queue.add(request)
         queue.go()
+        await transport.waitUntilStarted()  // the launch is asynchronous: cancel what the transport has seen
         queue.cancel(request)
         await queue.run()
         // The transport ignored the cancel and now reports a full success; the queue must drop it.

@@ -8,9 +8,11 @@ import TestSupport
 
 func url(_ tag: Int) -> URL { URL(string: "http://example.test/\(tag)")! }
 
-/// A request tagged `tag` for `http://example.test/<tag>`.
+/// A request tagged `tag` for `http://example.test/<tag>`. The default timeout is an hour: these tests
+/// drive the in-memory transport from the test's own tasks, which a loaded sanitizer run has kept waiting
+/// for over a minute; a test about timeouts passes its own.
 func request(
-    _ tag: Int, timeout: TimeInterval = 60, acceptable: Range<Int>? = 200..<300, recorder: Recorder? = nil
+    _ tag: Int, timeout: TimeInterval = 3_600, acceptable: Range<Int>? = 200..<300, recorder: Recorder? = nil
 ) -> NetworkRequest {
     var urlRequest = URLRequest(url: url(tag))
     urlRequest.timeoutInterval = timeout
@@ -67,10 +69,25 @@ struct GatedQueue {
 final class StubbornTransport: Transport {
     struct Handle: TransferHandle { func cancel() {} }
     let pending = Box<[(URL, @Sendable (TransferEvent) -> Void)]>([])
+    private let startWaiters = Box<[CheckedContinuation<Void, Never>]>([])
 
     func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         pending.with { $0.append((request.url!, events)) }
+        for waiter in startWaiters.with({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume() }
         return Handle()
+    }
+
+    /// Returns once a transfer has been started (at once if one already has).
+    func waitUntilStarted() async {
+        await withCheckedContinuation { continuation in
+            // The check and the registration happen under the waiters' lock; a start appends before it drains
+            // the waiters under that lock, so it either is seen by the check or finds the waiter.
+            let started = startWaiters.with { waiters in
+                if pending.current.isEmpty { waiters.append(continuation); return false }
+                return true
+            }
+            if started { continuation.resume() }
+        }
     }
 
     /// Delivers a complete success for every transfer started, on the caller's thread.

@@ -8,6 +8,11 @@ public enum TestEnvironment {
         ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
     }
 
+    /// Whether tests also bound how *slow* a capped transfer may be (`NQ_CAP_LOWER_BOUNDS`, default 1). The
+    /// cap's upper bounds always hold; its lower bounds assume a machine that keeps up with a few MB/s, which
+    /// a loaded sanitizer run (CI sets 0 there) does not promise.
+    public static var checksCapLowerBounds: Bool { integer("NQ_CAP_LOWER_BOUNDS", default: 1) != 0 }
+
     /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 10,000.
     public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: 10_000)) }
 }

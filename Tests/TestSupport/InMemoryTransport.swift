@@ -164,6 +164,11 @@ public final class TransferGate: Sendable {
         for resume in waiting { resume() }
     }
 
+    /// Returns once the gate is open.
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in whenOpen { continuation.resume() } }
+    }
+
     func whenOpen(_ resume: @escaping @Sendable () -> Void) {
         let isOpen = state.withLock { state in
             if !state.isOpen { state.waiting.append(resume) }

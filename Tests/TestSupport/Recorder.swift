@@ -28,6 +28,8 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
     /// willRetry: the tag, the delay and the attempt's error.
     case retry(Int, Double, NetworkQueueError)
     case handler(Int)
+    case pause(Int)
+    case resume(Int)
     case requestProgress(Int, Int64)
     case progress(Double)
     case queueFinished
@@ -40,6 +42,8 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
         case .fail(let t, let e): "fail(\(t), \(e))"
         case .retry(let t, let d, let e): "retry(\(t), \(d), \(e))"
         case .handler(let t): "handler(\(t))"
+        case .pause(let t): "pause(\(t))"
+        case .resume(let t): "resume(\(t))"
         case .requestProgress(let t, let b): "requestProgress(\(t), \(b))"
         case .progress(let f): "progress(\(f))"
         case .queueFinished: "queueFinished"
@@ -88,6 +92,8 @@ public final class Recorder: NetworkQueueDelegate {
     ) {
         append(.retry(request.tag, delay, error))
     }
+    public func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest) { append(.pause(request.tag)) }
+    public func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest) { append(.resume(request.tag)) }
     public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
         progresses.with { $0.append(progress) }
         append(.progress(progress.fractionCompleted))

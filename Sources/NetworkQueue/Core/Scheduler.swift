@@ -8,6 +8,9 @@
 /// priority, and the main lane is held back while any preflight job is pending or active, so that every
 /// size is known before the first main transfer starts.
 ///
+/// Each id has a priority (``setPriority(_:_:)``, default 0): a lane starts its highest priority first,
+/// and ``order`` decides within one priority.
+///
 /// An optional per-host limit caps the active jobs of each host (a small integer the caller assigns to
 /// each id with ``setHost(_:_:)``). A job held back by its host's limit does not hold back the jobs
 /// behind it: the next *eligible* job in the lane's order starts.
@@ -36,8 +39,10 @@ struct Scheduler {
         case notFound
     }
 
-    private var preflight = PendingList()
-    private var main = PendingList()
+    private var preflight = PriorityLane()
+    private var main = PriorityLane()
+    /// `priorityOf[id]` is the id's priority (0 when never set).
+    private var priorityOf: [Int] = []
     /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job.
     private var activeLanes: [UInt8] = []
     private(set) var activeCount = 0
@@ -128,6 +133,22 @@ struct Scheduler {
         }
     }
 
+    /// The priority of `id` (0 unless set).
+    func priority(of id: ID) -> Int { id >= 0 && id < priorityOf.count ? priorityOf[id] : 0 }
+
+    /// Sets the priority of `id`. A pending job of it moves behind the others of its new priority, as if
+    /// just added; an active one is not affected. Ids are reused: set it again for each new request.
+    mutating func setPriority(_ id: ID, _ priority: Int) {
+        let old = self.priority(of: id)
+        guard old != priority else { return }
+        if id >= priorityOf.count {
+            priorityOf.append(contentsOf: repeatElement(0, count: id + 1 - priorityOf.count))
+        }
+        priorityOf[id] = priority
+        if preflight.remove(id, priority: old) { preflight.append(id, priority: priority) }
+        if main.remove(id, priority: old) { main.append(id, priority: priority) }
+    }
+
     /// The active jobs of `host`.
     func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
 
@@ -137,9 +158,10 @@ struct Scheduler {
     @discardableResult
     mutating func enqueue(_ job: Job) -> Bool {
         guard !isActive(job) else { return false }
+        let priority = priority(of: job.id)
         switch job.lane {
-        case .preflight: return preflight.append(job.id)
-        case .main: return main.append(job.id)
+        case .preflight: return preflight.append(job.id, priority: priority)
+        case .main: return main.append(job.id, priority: priority)
         }
     }
 
@@ -166,13 +188,14 @@ struct Scheduler {
         if finish(job) { return .wasActive }
         let removed: Bool
         switch job.lane {
-        case .preflight: removed = preflight.remove(job.id)
-        case .main: removed = main.remove(job.id)
+        case .preflight: removed = preflight.remove(job.id, priority: priority(of: job.id))
+        case .main: removed = main.remove(job.id, priority: priority(of: job.id))
         }
         return removed ? .wasPending : .notFound
     }
 
-    /// Removes every pending job (preflight first, each lane oldest first), leaving active ones alone.
+    /// Removes every pending job (preflight first, each lane highest priority first, then oldest first),
+    /// leaving active ones alone.
     mutating func removeAllPending() -> [Job] {
         preflight.removeAll().map { Job(id: $0, lane: .preflight) }
             + main.removeAll().map { Job(id: $0, lane: .main) }
@@ -197,23 +220,20 @@ struct Scheduler {
 
     private mutating func pop(from lane: Lane) -> ID? {
         if perHostLimit > 0 { return popEligible(from: lane) }
-        return switch (lane, order) {
-        case (.preflight, .fifo): preflight.popFirst()
-        case (.preflight, .lifo): preflight.popLast()
-        case (.main, .fifo): main.popFirst()
-        case (.main, .lifo): main.popLast()
+        return switch lane {
+        case .preflight: preflight.pop(order)
+        case .main: main.pop(order)
         }
     }
 
     /// The next job of `lane` in order whose host is under its limit, skipping (and keeping) the others.
     private mutating func popEligible(from lane: Lane) -> ID? {
-        let fromFront = order == .fifo
         // Copies for the closure, which cannot read `self` while a lane is being mutated.
         let (hostOf, activePerHost, perHostLimit) = (hostOf, activePerHost, perHostLimit)
         let isEligible = { (id: ID) in id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < perHostLimit }
         return switch lane {
-        case .preflight: preflight.remove(first: fromFront, where: isEligible)
-        case .main: main.remove(first: fromFront, where: isEligible)
+        case .preflight: preflight.pop(order, where: isEligible)
+        case .main: main.pop(order, where: isEligible)
         }
     }
 }

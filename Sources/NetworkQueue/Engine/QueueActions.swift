@@ -23,8 +23,9 @@ enum QueueAction {
     /// Close a partial file between attempts: kept for the next attempt to continue when a validator
     /// describes it, else deleted.
     case keep(FileSink)
-    /// Cap each of these transfers' receive rate (bytes per second; nil: none).
-    case limitRate([TransferCell], Int?)
+    /// Delete the part file (and its validator) that an ended attempt kept for the next one, before the
+    /// claim is released: the request ended without another attempt.
+    case discardPart(DestinationClaim)
     /// End a request's claim on its destination (idempotent; delivery does it again).
     case release(DestinationClaim)
     /// Move a finished transfer's file into place, then report

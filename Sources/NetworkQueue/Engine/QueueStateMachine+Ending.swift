@@ -22,7 +22,7 @@ extension QueueStateMachine {
             scheduler.remove(Job(id: slot, lane: .preflight))
             scheduler.remove(Job(id: slot, lane: .main))
             if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        case .deciding:
+        case .deciding, .paused:
             break
         case .waitingToRetry:
             waitingRetries -= 1
@@ -53,6 +53,10 @@ extension QueueStateMachine {
         if case .failure = result, let failed = record.sink {
             sink = failed
             actions.list.append(.discard(failed))
+        }
+        if case .failure = result, record.hasKeptPart, let claim = record.claim {
+            // The part an earlier attempt (or a pause) kept for the next: none is coming.
+            actions.list.append(.discardPart(claim))
         }
         if let claim = record.claim { actions.list.append(.release(claim)) }
         actions.list.append(.publish(request, status))

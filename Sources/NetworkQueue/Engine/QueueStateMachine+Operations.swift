@@ -10,8 +10,11 @@ extension QueueStateMachine {
 
     /// Adds a request (already checked not to be added before, its destination already claimed).
     /// Returns its slot, where ``cancel(_:slot:now:)`` looks for it.
+    /// `existingFile`: the destination file as found when adding a request that may keep it; its HEAD
+    /// decides (see ``NetworkRequest/ExistingFile/skipIfUnchanged``).
     mutating func add(
-        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false, now: Double
+        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
+        existingFile: ExistingFileRules.FileState? = nil, now: Double
     ) -> (slot: Int, actions: QueueActions) {
         if !inDrain {
             inDrain = true
@@ -22,11 +25,19 @@ extension QueueStateMachine {
         let follows = admitDuplicate(record, now: now)
         ledger.add(record.progress)
         let slot = table.insert(record)
+        // Slots are reused: every new request sets its own.
+        scheduler.setPriority(slot, request.initialPriority.rawValue)
         if follows {
             table[record.leader].followers.append(slot)
         } else {
             if let key = record.duplicateKey { leaders[key] = slot }
             assignHost(slot, request)
+            if let existingFile {
+                // A HEAD first: the file may be kept as it is.
+                record.existingFile = existingFile
+                record.phase = .awaitingPreflight
+                scheduler.enqueue(Job(id: slot, lane: .preflight))
+            }
             scheduler.enqueue(Job(id: slot, lane: .main))
         }
         markProgressDirty(at: now)
@@ -58,6 +69,15 @@ extension QueueStateMachine {
     }
 
     mutating func setOrder(_ order: SchedulingOrder) { scheduler.order = order }
+
+    /// Gives `request` (if `slot` still holds it) a new priority: pending, it moves behind the other pending
+    /// requests of that priority; otherwise the priority applies when it next waits for a slot (a retry, a
+    /// resume). Returns false when the request is not in the queue any more.
+    mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (changed: Bool, actions: QueueActions) {
+        guard let record = table.record(at: slot), record.request === request else { return (false, QueueActions()) }
+        scheduler.setPriority(slot, priority)
+        return (true, finishEvent(now))
+    }
 
     /// Cancels one request, if `slot` still holds it (a slot is reused once its request ends). A request whose file is
     /// being moved into place is past cancelling: it ends on its own.

@@ -69,6 +69,7 @@ extension QueueStateMachine {
             // The next attempt continues the part when it can (the sink keeps it only with a validator);
             // its bytes stay counted until that attempt's response says whether they still count.
             keepsPart = record.request.resumesDownloads
+            record.hasKeptPart = keepsPart
             actions.list.append(keepsPart ? .keep(sink) : .discard(sink))
             record.sink = nil
         }

@@ -10,6 +10,8 @@ extension QueueStateMachine {
     mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> (isCurrent: Bool, actions: QueueActions) {
         let isCurrent = table.isCurrent(slot, token: token)
         if isCurrent {
+            // The new attempt's file takes over the part (continuing or replacing it).
+            table[slot].hasKeptPart = false
             table[slot].sink = sink
             table[slot].resumeOffset = sink.resumeOffset
         } else {
@@ -76,11 +78,22 @@ extension QueueStateMachine {
                 ledger.setExpectedDownload(&table[slot].progress, ResponseRules.knownLength(of: response))
                 markProgressDirty(at: now)
             }
+            if let file = table[slot].existingFile, ExistingFileRules.isUnchanged(response, file: file) {
+                table[slot].unchangedHead = response
+            }
         case .data, .sent:
             break
-        case .completed(let error?):
+        case .completed(let error?) where table[slot].existingFile == nil:
             fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
-        case .completed(nil):
+        case .completed(nil) where table[slot].unchangedHead != nil:
+            // The file on disk is the resource: kept as it is, no GET.
+            let record = table[slot]
+            let response = NetworkResponse(
+                httpResponse: record.unchangedHead!, body: Data(), fileURL: record.claim?.url, keptExistingFile: true)
+            record.response = record.unchangedHead
+            end(slot, .success(response), transferEnded: true, now: now)
+        case .completed:
+            // Done, or (checking an existing file) failed: the GET decides.
             scheduler.finish(Job(id: slot, lane: .preflight))
             table[slot].phase = .awaitingMain
             table[slot].transfer = nil

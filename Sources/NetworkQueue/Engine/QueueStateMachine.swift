@@ -64,8 +64,6 @@ struct QueueStateMachine {
     var duplicatePolicy = DuplicatePolicy.allow
     /// The slot of the request each duplicate key leads to (while the policy is not `.allow`).
     var leaders: [String: Int] = [:]
-    /// The queue-wide receive-rate cap and the transfers that share it.
-    var bandwidth = BandwidthShare()
     /// The number of each server seen while a per-host limit was on (see ``perHostLimit``).
     var hostNumbers: [String: Int] = [:]
     var nextToken: UInt64 = 0
@@ -98,7 +96,6 @@ struct QueueStateMachine {
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
         if inDrain, table.isEmpty { endDrain(now) }
-        if bandwidth.cap != nil || bandwidth.mustClear { shareBandwidth() }
         armTimerIfNeeded()
         return takeActions()
     }
@@ -171,10 +168,6 @@ struct QueueStateMachine {
             postEvent(.didStart(record.request))
         }
         addTimeout(slot: slot, token: token, urlRequest.timeoutInterval, now: now)
-        if lane == .main, bandwidth.cap != nil {
-            bandwidth.transfers[slot] = cell
-            bandwidth.fresh.append(cell)
-        }
         let claim = lane == .main ? record.claim : nil
         let resume = claim != nil && record.request.resumesDownloads && !record.refusedRange && ResumeRules.mayResume(urlRequest)
         if lane == .main {
@@ -215,7 +208,7 @@ struct QueueStateMachine {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
             case .progress: break
-            case .didStart, .didReceiveHeaders, .willRetry, .queueDidFinish: return
+            case .didStart, .didReceiveHeaders, .willRetry, .didPause, .didResume, .queueDidFinish: return
             }
         }
         post(.event(event))

@@ -18,6 +18,8 @@ import Foundation
 ///                        │ a failed attempt the policy retries
 ///                        ├─► [deciding] ─► waitingToRetry ─► pending (its turn again)
 /// ```
+/// Any phase but `committing` and `following` may go to `paused` (pause), which goes back to `pending`, or
+/// to `awaitingPreflight` when its HEAD had not finished (resume).
 /// `pending` and `awaitingMain` both wait in the scheduler's main lane; `adapting…`, `running` and
 /// `preflighting` hold a slot; `deciding` (the retry policy's closure runs), `waitingToRetry` and
 /// `committing` (a file destination being moved into place) hold none. The adapting phases happen only when an
@@ -46,6 +48,8 @@ enum RequestPhase: Equatable, Sendable {
     /// A duplicate coalesced onto an earlier request (its leader): it holds no slot and ends with the
     /// leader's result.
     case following
+    /// Paused by the user: it holds no slot and is in no lane until it is resumed.
+    case paused
 
     /// True while its adapt hooks run.
     var isAdapting: Bool { self == .adaptingPreflight || self == .adaptingMain }
@@ -61,7 +65,7 @@ enum RequestPhase: Equatable, Sendable {
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
         switch self {
-        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following: true
+        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following, .paused: true
         case .pending, .awaitingPreflight, .awaitingMain, .committing: false
         }
     }
@@ -73,6 +77,7 @@ enum RequestPhase: Equatable, Sendable {
         case .preflighting, .adaptingPreflight: .preflighting
         case .running, .committing, .adaptingMain: .running
         case .deciding, .waitingToRetry: .waitingToRetry
+        case .paused: .paused
         }
     }
 }
@@ -135,6 +140,16 @@ final class RequestRecord {
     @exclusivity(unchecked) var failure: NetworkQueueError?
     /// True while waiting out a `Retry-After` (never cut short by an early retry).
     @exclusivity(unchecked) var serverAskedWait = false
+    /// The destination file as it was when the request was added, for a request that may keep it
+    /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): its HEAD decides.
+    @exclusivity(unchecked) var existingFile: ExistingFileRules.FileState?
+    /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
+    @exclusivity(unchecked) var unchangedHead: HTTPURLResponse?
+    /// True while a paused request's HEAD preflight is still to run: resuming queues it again.
+    @exclusivity(unchecked) var resumesWithPreflight = false
+    /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that
+    /// ends before that attempt deletes it.
+    @exclusivity(unchecked) var hasKeptPart = false
     /// Bumped at every publication, so a late publication never overwrites a newer one.
     @exclusivity(unchecked) var statusVersion: UInt64 = 0
 

@@ -30,6 +30,8 @@ final class FileSink: Sendable {
         var isAccepting = false
         /// True once a validator file describes the part.
         var hasValidator = false
+        /// The `Last-Modified` of the response whose body the file holds: the committed file's time.
+        var lastModified: Date?
     }
 
     let destination: URL
@@ -114,6 +116,7 @@ final class FileSink: Sendable {
             resumeOffset > 0 ? ResumeRules.outcome(of: response, offset: resumeOffset) : (status == 200 ? .startOver : .unrelated)
         return perform { state in
             state.buffer.removeAll(keepingCapacity: true)
+            state.lastModified = response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
             switch outcome {
             case .append:
                 state.isAccepting = true
@@ -165,6 +168,10 @@ final class FileSink: Sendable {
             }
             unlink(validatorFile.path)
             state.isClosed = true
+            if let date = state.lastModified {
+                // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
+                try? FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: destination.path)
+            }
             return nil
         }
         if error == nil { claim.closeFile() } else { discard() }
@@ -175,6 +182,14 @@ final class FileSink: Sendable {
     /// closed; a call made while another is deleting returns only once the file is gone (the sink's lock is
     /// held throughout), so whoever reports a failure after calling it knows no partial file is left.
     func discard() { close(keeping: false) }
+
+    /// Deletes the part file of `destination` and its validator, left by an attempt that kept them for the
+    /// next one (the request ended instead). The caller holds the destination's claim.
+    static func removePart(of destination: URL) {
+        let partial = destination.appendingPathExtension("part")
+        unlink(partial.path)
+        unlink(partial.appendingPathExtension("validator").path)
+    }
 
     /// Closes the partial file; with `keeping`, a part that a saved validator describes stays (all its
     /// bytes written) for the next attempt to continue, else it is deleted with its validator.

@@ -24,14 +24,14 @@ extension NetworkQueue {
                 starts.append(start)
             case .cancel(let cell):
                 if let handle = cell.cancel() { cancels.append(handle) }
-            case .limitRate(let cells, let rate):
-                for cell in cells { cell.setMaximumReceiveRate(rate) }
             case .keep(let sink):
                 sink.close(keeping: true)
             case .discard(let sink):
                 // A cancelled file request has no partial file left when cancel() returns. Only running
                 // requests have one, so this is bounded by the concurrency limit.
                 sink.discard()
+            case .discardPart(let claim):
+                FileSink.removePart(of: claim.url)
             case .release(let claim):
                 claim.endRequest()
             case .commit(let slot, let token, let sink):
@@ -113,7 +113,7 @@ extension NetworkQueue {
             }
         }
         let verifier = start.verified.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
-        let handle = transport.startTransfer(urlRequest) { [sink] event in
+        let handle = transport.startTransfer(urlRequest, limiter: start.lane == .main ? limiter : nil) { [sink] event in
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             if let sink, let error = Self.write(event, to: sink) {
                 return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }

@@ -32,14 +32,90 @@ extension NetworkQueue {
 
     /// A cap on the queue's total receive rate, in bytes per second; nil (the default) for none.
     ///
-    /// The cap is shared equally among the running transfers, each capped by its transport
-    /// (``TransferHandle/setMaximumReceiveRate(_:)``: ``CurlTransport`` does, with libcurl's own rate
-    /// limit), and shared again whenever a transfer starts or ends. It can be changed while transfers run.
-    /// A transport that cannot cap a transfer (``URLSessionTransport``: Foundation has no such control)
-    /// leaves its transfers uncapped. Zero or negative values mean no cap.
+    /// The running transfers draw from one token bucket (``BandwidthLimiter``) from their first byte: a
+    /// transfer with no tokens stops reading until they return, so its server is slowed by TCP flow control,
+    /// and an idle or slow transfer leaves its share to the others. The bucket holds a twentieth of a
+    /// second's worth, so over any stretch of a batch the queue receives at most the cap × the time, plus
+    /// that burst and one read (at most 64 KiB) per transfer. A change takes effect at once, also for
+    /// running transfers. While a cap is set, ``CurlTransport`` also opens connections with a small kernel
+    /// receive buffer (a sixty-fourth of the cap, 4–256 KiB), so that the wire follows the cap and not just
+    /// the delivery. A transport that cannot hold a transfer back (``URLSessionTransport``: Foundation has
+    /// no such control) leaves its transfers uncapped. Zero or negative values mean no cap.
     public var maximumBytesPerSecond: Int? {
-        get { core.withLock { $0.machine.bandwidth.cap } }
-        set { send { $0.setMaximumBytesPerSecond(newValue, now: $1) } }
+        get { limiter.bytesPerSecond }
+        set { limiter.bytesPerSecond = newValue }
+    }
+
+    /// Pauses one request: it holds no slot until ``resume(_:)``, and the drain (``run()``,
+    /// `queueDidFinish`) waits for it. Its state becomes ``NetworkRequest/State/paused`` and the delegate
+    /// hears didPause. Returns false (and changes nothing) when the request is not in this queue, is paused
+    /// already, is having its file moved into place, or follows a duplicate (pause its leader instead).
+    ///
+    /// - A running transfer stops. A file destination keeps its `.part` and validator, and the resumed
+    ///   transfer continues them with a `Range` request (when the server allows; else it starts over); a
+    ///   memory body is dropped and the resumed transfer starts over. Its bytes stay in the progress
+    ///   meanwhile: the fraction never goes backwards.
+    /// - A HEAD preflight or adapt hooks under way are dropped and run again on resume.
+    /// - A request waiting to retry stops waiting; resumed, its next attempt waits only for a slot.
+    /// - ``cancel(_:)``, ``cancelAll()`` and a sibling's failure end a paused request as any other (a file
+    ///   destination's kept part is deleted then).
+    @discardableResult
+    public func pause(_ request: NetworkRequest) -> Bool { !pause([request]).isEmpty }
+
+    /// Resumes a paused request: it waits for a slot again, behind the pending requests of its
+    /// ``NetworkRequest/priority`` (as if just added). The delegate hears didResume; didStart is not
+    /// repeated. Returns false when the request is not paused in this queue.
+    @discardableResult
+    public func resume(_ request: NetworkRequest) -> Bool { !resume([request]).isEmpty }
+
+    /// Pauses every request in the queue for which `predicate` is true and that can be paused (see
+    /// ``pause(_:)``), in one step; returns those paused, in the order they were added. The predicate runs
+    /// outside the queue's lock.
+    @discardableResult
+    public func pause(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
+        pause(try requests.filter(predicate))
+    }
+
+    /// Resumes every paused request for which `predicate` is true, in one step; returns those resumed, in
+    /// the order they were added. The predicate runs outside the queue's lock.
+    @discardableResult
+    public func resume(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
+        resume(try requests.filter { $0.state == .paused }.filter(predicate))
+    }
+
+    private func pause(_ chosen: [NetworkRequest]) -> [NetworkRequest] {
+        apply(chosen) { machine, targets, now in
+            let outcome = machine.pause(targets, now: now)
+            return (outcome.paused, outcome.actions)
+        }
+    }
+
+    private func resume(_ chosen: [NetworkRequest]) -> [NetworkRequest] {
+        apply(chosen) { machine, targets, now in
+            let outcome = machine.resume(targets, now: now)
+            return (outcome.resumed, outcome.actions)
+        }
+    }
+
+    /// The requests of `chosen` that were added to this queue, with their slots.
+    private func targets(_ chosen: [NetworkRequest]) -> [(request: NetworkRequest, slot: Int)] {
+        chosen.compactMap { request in slot(of: request).map { (request: request, slot: $0) } }
+    }
+
+    /// Sends `event` for the requests of `chosen` in this queue, in one step; returns those it changed.
+    private func apply(
+        _ chosen: [NetworkRequest],
+        _ event: (inout QueueStateMachine, [(request: NetworkRequest, slot: Int)], Double) -> (changed: [NetworkRequest], actions: QueueActions)
+    ) -> [NetworkRequest] {
+        let targets = targets(chosen)
+        guard !targets.isEmpty else { return [] }
+        var changed: [NetworkRequest] = []
+        send { machine, now in
+            let outcome = event(&machine, targets, now)
+            changed = outcome.changed
+            return outcome.actions
+        }
+        return changed
     }
 
     /// The requests in the queue for which `predicate` is true, in the order they were added. The
@@ -60,7 +136,7 @@ extension NetworkQueue {
     @discardableResult
     public func cancel(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
         let chosen = try requests.filter(predicate)
-        let targets = chosen.compactMap { request in slot(of: request).map { (request: request, slot: $0) } }
+        let targets = targets(chosen)
         if !targets.isEmpty { send { $0.cancel(targets, now: $1) } }
         return chosen
     }

@@ -57,6 +57,10 @@ extension NetworkQueue {
             delegate?.networkQueue(self, didFail: request, error: error)
         case .willRetry(let request, let delay, let error):
             delegate?.networkQueue(self, willRetry: request, after: delay, error: error)
+        case .didPause(let request):
+            delegate?.networkQueue(self, didPause: request)
+        case .didResume(let request):
+            delegate?.networkQueue(self, didResume: request)
         case .progress(let progress):
             updateFoundationProgress(progress)
             delegate?.networkQueue(self, didUpdateProgress: progress)

@@ -38,6 +38,8 @@ public final class NetworkQueue: Sendable {
     let deliveryQueue: DispatchQueue
     /// Starts transfers off the caller's thread.
     let launcher: Launcher
+    /// The cap on the queue's receive rate (``maximumBytesPerSecond``), which every main transfer draws from.
+    let limiter = BandwidthLimiter()
 
     /// A Foundation `Progress` that follows the queue's aggregate progress, for binding to
     /// `ProgressView(_:)` in SwiftUI, `UIProgressView.observedProgress` or `NSProgressIndicator`.
@@ -190,6 +192,8 @@ public final class NetworkQueue: Sendable {
     ) throws(NetworkQueueError) {
         try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
+        // Read before the lock: a file to keep if the server says it is unchanged.
+        let existingFile = ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination) : nil
         let added = core.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             // Claimed under the queue's lock: whether a claim is needed depends on the requests in the queue
             // (a coalesced duplicate shares its leader's file; a replacing one takes it over).
@@ -198,7 +202,8 @@ public final class NetworkQueue: Sendable {
                 guard let claimed = DestinationClaim.claim(file) else { return .failure(.invalidRequest(.destinationInUse(file))) }
                 claim = claimed
             }
-            return .success(core.machine.add(request, claim: claim, isObserved: observer != nil, now: clock.now()))
+            return .success(
+                core.machine.add(request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
         }
         switch added {
         case .success(let (slot, actions)):
@@ -212,6 +217,16 @@ public final class NetworkQueue: Sendable {
             }
             throw error
         }
+    }
+
+    /// The size and modification time of a file destination that exists as a regular file.
+    private static func fileState(of destination: NetworkRequest.Destination) -> ExistingFileRules.FileState? {
+        guard case .file(let url) = destination,
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+            attributes[.type] as? FileAttributeType == .typeRegular,
+            let size = (attributes[.size] as? NSNumber)?.int64Value, let modified = attributes[.modificationDate] as? Date
+        else { return nil }
+        return ExistingFileRules.FileState(size: size, modified: modified)
     }
 
     /// Adds a request for `urlRequest` with default settings and returns it.
@@ -236,6 +251,24 @@ public final class NetworkQueue: Sendable {
     public func cancel(_ request: NetworkRequest) {
         guard let slot = slot(of: request) else { return }
         send { $0.cancel(request, slot: slot, now: $1) }
+    }
+
+    /// Gives a request in the queue a new priority. A pending request moves behind the other pending requests
+    /// of that priority (as if added now); a running one keeps running, and the priority applies when it
+    /// next waits for a slot (a retry, a resume after ``pause(_:)``). ``NetworkRequest/priority`` shows it.
+    /// Returns false (and changes nothing) when the request is not in this queue (never added, or ended).
+    @discardableResult
+    public func setPriority(_ priority: NetworkRequest.Priority, for request: NetworkRequest) -> Bool {
+        guard let slot = slot(of: request) else { return false }
+        var changed = false
+        send { machine, now in
+            let (isInQueue, actions) = machine.setPriority(priority.rawValue, for: request, slot: slot, now: now)
+            // Under the queue's lock, so that the request shows the priority the scheduler uses.
+            if isInQueue { request.shared.withLock { $0.priority = priority } }
+            changed = isInQueue
+            return actions
+        }
+        return changed
     }
 
     /// The slot `request` was given when it was added to this queue; nil when it was added to another.

@@ -14,7 +14,8 @@ import Foundation
 /// didStart → didReceiveHeaders → progress updates → exactly one of didFinish / didFail, and a request's own
 /// handlers run before the delegate's method for the same event. A retried request hears didStart once;
 /// each failed attempt that is retried adds willRetry (after that attempt's didReceiveHeaders, if any),
-/// and each later attempt may add its own didReceiveHeaders.
+/// and each later attempt may add its own didReceiveHeaders. A paused request hears didPause, and didResume
+/// when it is resumed, between its didStart (if it had started) and its end.
 public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request's transfer started (not called for requests that never start, nor for HEAD preflights).
     func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest)
@@ -30,6 +31,13 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// if another request to its host succeeds meanwhile; see ``RetryPolicy``). Its slot is free while it
     /// waits. Comes after the attempt's didReceiveHeaders, if it had one; didStart is not repeated.
     func networkQueue(_ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError)
+    /// A request was paused by ``NetworkQueue/pause(_:)`` (or ``NetworkQueue/pause(where:)``): its transfer,
+    /// if one ran, was stopped, and it holds no slot until it is resumed.
+    func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest)
+    /// A paused request was resumed by ``NetworkQueue/resume(_:)`` (or ``NetworkQueue/resume(where:)``): it
+    /// waits for a slot again, among the pending requests of its priority. When it starts again, didStart is
+    /// not repeated.
+    func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest)
     /// The queue's aggregate progress changed (coalesced to at most about 60 updates per second).
     func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress)
     /// Every request added since the queue was last idle has finished or failed. Called once per drain.
@@ -52,6 +60,10 @@ extension NetworkQueueDelegate {
         _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError
     ) {}
     /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest) {}
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest) {}
+    /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {}
     /// Does nothing.
     public func networkQueueDidFinish(_ queue: NetworkQueue) {}
@@ -69,6 +81,10 @@ public enum NetworkQueueEvent: Sendable {
     case didFail(NetworkRequest, NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueue(_:willRetry:after:error:)``.
     case willRetry(NetworkRequest, after: TimeInterval, error: NetworkQueueError)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didPause:)``.
+    case didPause(NetworkRequest)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didResume:)``.
+    case didResume(NetworkRequest)
     /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
     case progress(QueueProgress)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.

@@ -19,6 +19,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         case running
         /// An attempt failed and it waits (holding no slot) to be sent again; see ``RetryPolicy``.
         case waitingToRetry
+        /// Paused by ``NetworkQueue/pause(_:)``: it holds no slot and waits for ``NetworkQueue/resume(_:)``.
+        case paused
         /// It succeeded.
         case finished
         /// It failed (see ``NetworkRequest/result``).
@@ -30,7 +32,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         public var isTerminal: Bool {
             switch self {
             case .finished, .failed, .cancelled: true
-            case .pending, .preflighting, .running, .waitingToRetry: false
+            case .pending, .preflighting, .running, .waitingToRetry, .paused: false
             }
         }
     }
@@ -65,6 +67,45 @@ public final class NetworkRequest: Sendable, Identifiable {
 
         /// Creates ``bytes(_:)``.
         public init(integerLiteral value: Int64) { self = .bytes(value) }
+    }
+
+    /// Which pending request starts first: the highest priority, then the queue's ``NetworkQueue/order``
+    /// among requests of one priority. An integer literal gives any other level.
+    public struct Priority: RawRepresentable, Comparable, Hashable, Sendable, ExpressibleByIntegerLiteral {
+        /// Higher starts first.
+        public var rawValue: Int
+
+        /// -8.
+        public static let veryLow = Priority(rawValue: -8)
+        /// -4.
+        public static let low = Priority(rawValue: -4)
+        /// 0: the default.
+        public static let normal = Priority(rawValue: 0)
+        /// 4.
+        public static let high = Priority(rawValue: 4)
+        /// 8.
+        public static let veryHigh = Priority(rawValue: 8)
+
+        /// A priority of `rawValue` (higher starts first).
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// A priority of `value`.
+        public init(integerLiteral value: Int) { rawValue = value }
+
+        /// True when `lhs` starts after `rhs`.
+        public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// What a request with a file destination does when its file already exists as it is about to start.
+    public enum ExistingFile: Sendable, Hashable {
+        /// Download it again and replace the file when the download succeeds. The default.
+        case replace
+        /// Ask the server first (a HEAD): if it announces the same size and a `Last-Modified` no newer than
+        /// the file's modification time, the request finishes at once with the file as it is
+        /// (``NetworkResponse/fileURL`` set, the HEAD's response, no GET). Otherwise, or when the HEAD fails
+        /// or announces no size or no date, the GET runs as usual. The queue sets each file it writes to the
+        /// `Last-Modified` of its response (as `curl -R` and `wget -N` do), so a rerun of the same batch
+        /// skips what it already has.
+        case skipIfUnchanged
     }
 
     /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
@@ -102,6 +143,11 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh
     /// token. A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
     public let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
+    /// The priority it was created with: the one it has when it is added (``NetworkQueue/setPriority(_:for:)``
+    /// needs it added), read without the lock.
+    let initialPriority: Priority
+    /// What happens when the file destination exists already; default ``ExistingFile/replace``.
+    public let existingFile: ExistingFile
     /// The digest the whole body must have (for a file: the whole file, a resumed part included); a body
     /// that hashes otherwise fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)`` and
     /// nothing of it is kept. Hashed as it streams, with OpenSSL's libcrypto on Linux and CommonCrypto on
@@ -142,6 +188,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     struct Shared {
         var status = Status()
         var isAdded = false
+        var priority = Priority.normal
         var membership: Membership?
         /// Called once with the result when the request's end is delivered (a decoded value waits for it).
         var endObserver: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
@@ -199,6 +246,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///   - checksum: the digest the whole body must have (see ``checksum``); default nil.
     ///   - verifiesServerDigests: whether digests the server sends are verified (see
     ///     ``verifiesServerDigests``); default true.
+    ///   - priority: which pending request starts first (see ``priority``); default ``Priority/normal``.
+    ///   - existingFile: what a file destination that exists already does (see ``existingFile``); default
+    ///     ``ExistingFile/replace``.
     public init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
@@ -214,8 +264,12 @@ public final class NetworkRequest: Sendable, Identifiable {
         retryPolicy: RetryPolicy? = nil,
         adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil,
         checksum: Checksum? = nil,
-        verifiesServerDigests: Bool = true
+        verifiesServerDigests: Bool = true,
+        priority: Priority = .normal,
+        existingFile: ExistingFile = .replace
     ) {
+        self.existingFile = existingFile
+        self.initialPriority = priority
         self.retryPolicy = retryPolicy
         self.adapt = adapt
         self.urlRequest = urlRequest
@@ -235,6 +289,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.uploadProgressHandler = onUploadProgress
         self.completionHandler = onCompletion
         var shared = Shared()
+        shared.priority = priority
         shared.status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
         self.shared = Locked(shared)
     }
@@ -256,6 +311,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     public var downloadProgress: TransferProgress { shared.withLock { $0.status.download } }
     /// Upload progress of the current transfer.
     public var uploadProgress: TransferProgress { shared.withLock { $0.status.upload } }
+    /// Its priority: the one it was created with, or the last one ``NetworkQueue/setPriority(_:for:)`` gave it.
+    public var priority: Priority { shared.withLock { $0.priority } }
     /// How many times its transfer was started, retries included (0 until it starts; the HEAD preflight
     /// does not count).
     public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }

@@ -13,12 +13,21 @@ public struct NetworkResponse: Sendable {
     /// The file holding the body, for requests with a ``NetworkRequest/Destination-swift.enum/file(_:)``
     /// destination; nil otherwise.
     public let fileURL: URL?
+    /// True when no body was fetched because the file at ``fileURL`` was found unchanged
+    /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): ``httpResponse`` is then the HEAD's response.
+    public let keptExistingFile: Bool
 
     /// Creates a response.
     public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL? = nil) {
+        self.init(httpResponse: httpResponse, body: body, fileURL: fileURL, keptExistingFile: false)
+    }
+
+    /// Creates a response; `keptExistingFile` as ``keptExistingFile``.
+    public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL?, keptExistingFile: Bool) {
         self.httpResponse = httpResponse
         self.body = body
         self.fileURL = fileURL
+        self.keptExistingFile = keptExistingFile
     }
 
     /// The HTTP status code.

@@ -2,7 +2,7 @@
 /// ended first. The machine creates one per transfer it starts and names it in its actions; only the
 /// shell calls its methods.
 final class TransferCell: Sendable {
-    private let state = Locked((handle: (any TransferHandle)?.none, isCancelled: false, rate: Int?.none))
+    private let state = Locked((handle: (any TransferHandle)?.none, isCancelled: false))
 
     /// Stores the transport's handle. Returns false when the transfer was cancelled before: the caller
     /// must then cancel `handle` itself.
@@ -10,21 +10,8 @@ final class TransferCell: Sendable {
         state.withLock { state in
             guard !state.isCancelled else { return false }
             state.handle = handle
-            // A cap set before the handle existed applies now.
-            if let rate = state.rate { _ = handle.setMaximumReceiveRate(rate) }
             return true
         }
-    }
-
-    /// Caps the transfer's receive rate (bytes per second; nil: none), now if it has started, else as it
-    /// starts. Returns false when the transport cannot cap it.
-    @discardableResult
-    func setMaximumReceiveRate(_ rate: Int?) -> Bool {
-        let handle = state.withLock { state -> (any TransferHandle)? in
-            state.rate = rate
-            return state.handle
-        }
-        return handle?.setMaximumReceiveRate(rate) ?? true
     }
 
     /// Marks the transfer cancelled and returns its handle if it was attached (to be cancelled by the

@@ -59,4 +59,21 @@ public protocol Transport: Sendable {
     func startTransfer(
         _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle
+
+    /// Starts `request` with its received bytes drawn from `limiter` (nil: uncapped), and reports its events
+    /// to `events`. The queue calls this one, with its ``NetworkQueue/maximumBytesPerSecond`` limiter for
+    /// every main transfer. The default implementation ignores the limiter and calls
+    /// ``startTransfer(_:events:)``: such a transport's transfers are uncapped.
+    func startTransfer(
+        _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle
+}
+
+extension Transport {
+    /// Ignores `limiter` (this transport cannot hold a transfer back) and calls ``startTransfer(_:events:)``.
+    public func startTransfer(
+        _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
+        startTransfer(request, events: events)
+    }
 }

@@ -22,7 +22,15 @@
             library.set(easy, .suppressConnectHeaders, 1)
             // Bigger reads than libcurl's 16 KiB default: a quarter as many events (each a lock round trip
             // in the queue) for a big body; small bodies do not notice.
-            library.set(easy, .bufferSize, Self.receiveBufferSize)
+            if let cap = transfer.limiter?.bytesPerSecond {
+                // Capped: smaller reads (a thirty-second of the cap, 4–64 KiB) draw in finer steps, and a
+                // new connection gets a small kernel receive buffer (see `curlSocketOptions`).
+                library.set(easy, .bufferSize, min(Self.receiveBufferSize, max(4 << 10, cap / 32)))
+                library.set(easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
+                library.set(easy, .sockOptData, pointer: user)
+            } else {
+                library.set(easy, .bufferSize, Self.receiveBufferSize)
+            }
             library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
             library.set(easy, .writeFunction, pointer: unsafeBitCast(curlWrite, to: UnsafeRawPointer.self))
             library.set(easy, .writeData, pointer: user)
@@ -108,6 +116,16 @@
         buffer, size, count, user in
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
         return transfer.readBody(into: buffer!, capacity: size * count)
+    }
+
+    /// CURLOPT_SOCKOPTFUNCTION, for a capped transfer's new connection: a kernel receive buffer of a sixty-fourth
+    /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap. CURL_SOCKOPT_OK is 0.
+    private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = { user, socket, _ in
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        guard let cap = transfer.limiter?.bytesPerSecond else { return 0 }
+        var size = Int32(min(256 << 10, max(4 << 10, cap / 64)))
+        _ = setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return 0
     }
 
     /// CURLOPT_SEEKFUNCTION: only a rewind to the start is ever needed (CURL_SEEKFUNC_OK 0, CANTSEEK 2).

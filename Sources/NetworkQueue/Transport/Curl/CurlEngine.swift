@@ -36,6 +36,8 @@
         private var active: [OpaquePointer: CurlTransfer] = [:]
         private var spareHandles: [OpaquePointer] = []
         private var cookieJar: CookieJar?
+        /// Transfers held because their limiter had no tokens, in the order they were refused.
+        private var starved: [CurlTransfer] = []
         private static let maximumSpareHandles = 16
         static let receiveBufferSize = 64 << 10
 
@@ -113,8 +115,10 @@
                 for item in work { apply(item) }
                 _ = library.multiPerform(multi, &running)
                 collectCompleted()
+                // After the reads: a transfer refused during them is resumed, or waited for, at once.
+                let wait = starved.isEmpty ? 1.0 : feedStarved()
                 let hasWork = inbox.withLock { !$0.work.isEmpty || $0.isStopping }
-                if !hasWork { _ = library.multiPoll(multi, nil, 0, 1000, nil) }
+                if !hasWork { _ = library.multiPoll(multi, nil, 0, Int32((wait * 1000).rounded(.up)), nil) }
             }
         }
 
@@ -132,9 +136,46 @@
                 guard let easy = transfer.easy, active[easy] != nil else { return }
                 let (paused, rate) = transfer.shared.withLock { ($0.isPaused, $0.maximumReceiveRate) }
                 library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
-                // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0.
+                // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0. A transfer held for tokens stays held: the cap resumes it.
+                guard paused || !transfer.isStarved else { return }
                 _ = library.easyPause(easy, paused ? 1 : 0)
             }
+        }
+
+        // MARK: The rate cap (engine thread)
+
+        /// Notes a transfer whose write callback was refused tokens (libcurl now holds its bytes).
+        func starve(_ transfer: CurlTransfer) {
+            if !starved.contains(where: { $0 === transfer }) { starved.append(transfer) }
+        }
+
+        /// Resumes held transfers that may draw now, first refused first, and returns how long the loop may
+        /// wait before it looks again (at most 0.1 s, so a cap raised or removed is seen soon).
+        private func feedStarved() -> Double {
+            for transfer in starved {
+                guard transfer.isStarved, let easy = transfer.easy, !transfer.isCancelled else {
+                    starved.removeAll { $0 === transfer }
+                    continue
+                }
+                guard let limiter = transfer.limiter else { continue }
+                if transfer.shared.withLock({ $0.isPaused }) {
+                    // Paused by its owner: it holds up nobody in the limiter's line.
+                    limiter.leave(transfer.consumer)
+                    continue
+                }
+                guard limiter.delayUntilAvailable(for: transfer.consumer) == 0 else { continue }
+                starved.removeAll { $0 === transfer }
+                transfer.isStarved = false
+                // libcurl delivers the bytes it held from inside this call; the transfer may be refused again.
+                _ = library.easyPause(easy, 0)
+            }
+            // Those still held (or held again just now) say when the next tokens come.
+            var wait = 0.1
+            for transfer in starved {
+                guard let limiter = transfer.limiter, !transfer.shared.withLock({ $0.isPaused }) else { continue }
+                wait = min(wait, limiter.delayUntilAvailable(for: transfer.consumer))
+            }
+            return max(wait, 0.001)
         }
 
         /// Configures an easy handle for the transfer's current request and adds it to the multi handle.
@@ -234,6 +275,11 @@
 
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
         private func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
+            if transfer.isStarved {
+                transfer.isStarved = false
+                starved.removeAll { $0 === transfer }
+            }
+            transfer.limiter?.leave(transfer.consumer)
             library.slistFreeAll(transfer.headerList)
             transfer.headerList = nil
             transfer.easy = nil

@@ -184,6 +184,8 @@
         case seekFunction = 20_167
         case seekData = 10_168
         case suppressConnectHeaders = 265
+        case sockOptFunction = 20_148
+        case sockOptData = 10_149
         case caInfoBlob = 40_309
     }
 #endif

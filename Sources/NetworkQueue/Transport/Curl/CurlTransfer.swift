@@ -25,6 +25,9 @@
         let events: @Sendable (TransferEvent) -> Void
         let shared: Locked<Shared>
         private let engine: CurlEngine
+        /// The shared cap its received bytes are drawn from, and its number there.
+        let limiter: BandwidthLimiter?
+        let consumer: Int
 
         // The engine thread's state.
         var request: URLRequest
@@ -44,14 +47,22 @@
         var failure: URLError?
         var body: Body
         var bytesSent: Int64 = 0
+        /// True while libcurl holds this transfer's bytes because the limiter had no tokens for them
+        /// (``CurlEngine`` resumes it when it has).
+        var isStarved = false
         /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
 
-        init(request: URLRequest, url: URL, engine: CurlEngine, events: @escaping @Sendable (TransferEvent) -> Void) {
+        init(
+            request: URLRequest, url: URL, engine: CurlEngine, limiter: BandwidthLimiter? = nil,
+            events: @escaping @Sendable (TransferEvent) -> Void
+        ) {
             self.request = request
             self.url = url
             self.engine = engine
             self.events = events
+            self.limiter = limiter
+            self.consumer = limiter?.makeConsumer() ?? 0
             self.shared = Locked(Shared(maximumReceiveRate: engine.options.maximumReceiveRate))
             self.body = Self.body(of: request)
             errorBuffer.initialize(repeating: 0, count: 256)
@@ -145,9 +156,16 @@
             return true
         }
 
-        /// Body bytes arrived; returns what libcurl expects (the count taken, or 0 to abort).
+        /// Body bytes arrived; returns what libcurl expects (the count taken, 0 to abort, or
+        /// CURL_WRITEFUNC_PAUSE when the limiter has no tokens for them: libcurl keeps them until the engine
+        /// resumes the transfer, and delivers them again then).
         func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
             if isCancelled { return 0 }
+            if let limiter, !bytes.isEmpty, !limiter.draw(bytes.count, consumer: consumer) {
+                isStarved = true
+                engine.starve(self)
+                return 0x1000_0001
+            }
             // A redirect's body, or bytes before any head (never for HTTP/1.x and 2): not the response's.
             guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
             guard let decoder else {

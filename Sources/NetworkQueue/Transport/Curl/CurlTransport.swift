@@ -32,6 +32,10 @@ import Foundation
     /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
     ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
     ///   connection is closed; a length beside `Transfer-Encoding` is ignored and the connection closed.
+    /// - **Rate cap**: a transfer started with a ``BandwidthLimiter`` (the queue's
+    ///   ``NetworkQueue/maximumBytesPerSecond``) draws from it before it hands bytes on and stops reading while
+    ///   it has no tokens (`CURL_WRITEFUNC_PAUSE`, resumed with `curl_easy_pause` by the transport's thread),
+    ///   and its new connection gets a small kernel receive buffer: the cap holds from the first byte.
     /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads.
     /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
     ///   a connection cancelled mid-response is closed, not reused.
@@ -130,12 +134,22 @@ import Foundation
         public func startTransfer(
             _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
+            startTransfer(request, limiter: nil, events: events)
+        }
+
+        /// Starts `request` on the transport's thread, its received bytes drawn from `limiter` from the first
+        /// (nil: uncapped). While the limiter has no tokens the transfer reads nothing, so its TCP window
+        /// closes; a connection opened for a capped transfer gets a small kernel receive buffer (a sixty-fourth
+        /// of the cap, 4–256 KiB) so that the wire, not just the delivery, follows the cap.
+        public func startTransfer(
+            _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
             guard let url = request.url else {
                 let failed = CurlTransfer(request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
                 DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
                 return failed
             }
-            let transfer = CurlTransfer(request: request, url: url, engine: engine, events: events)
+            let transfer = CurlTransfer(request: request, url: url, engine: engine, limiter: limiter, events: events)
             engine.post(.start(transfer))
             return transfer
         }
