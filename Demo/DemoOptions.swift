@@ -22,6 +22,8 @@ struct DemoOptions {
     var perHost = 0
     /// The queue-wide receive cap in bytes per second.
     var limitRate: Int?
+    /// With `--output`: download files that exist already again instead of asking whether they changed.
+    var replace = false
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -73,7 +75,11 @@ struct DemoOptions {
                             lost its connection or got 408, 429, 500, 502, 503 or 504
           --flaky           add a request that fails twice before it succeeds (offline set only)
           --output DIR      save each URL to DIR under its last path component (made safe; names that
-                            collide get -2, -3...); a .part left by an interrupted run is resumed
+                            collide get -2, -3...); a .part left by an interrupted run is resumed, and
+                            a file already there is kept when a HEAD finds the same size and a
+                            Last-Modified no newer than the file's (saved files take their
+                            Last-Modified), so running the same command again fetches only what is missing
+          --replace         with --output: download files that exist already again
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --input FILE      read the requests from FILE (- for standard input), one a line:
@@ -84,6 +90,7 @@ struct DemoOptions {
                             when libcurl cannot be loaded; urlsession elsewhere)
           -h, --help        show this help
 
+        On a terminal, press p to pause every request that has not finished and r to resume them.
         Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
         interrupted by Ctrl-C (partial files stay for the next run).
         """
@@ -98,6 +105,7 @@ struct DemoOptions {
             case "--no-accurate": options.accurateProgress = false
             case "--keep-going": options.keepGoing = true
             case "--flaky": options.flaky = true
+            case "--replace": options.replace = true
             case "--retries":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (0...100).contains(count) else { throw .badRetries(value) }

@@ -16,6 +16,10 @@ struct Display {
         case failed(String)
         /// Attempt `retry` of `retries` retries starts at `at` (or sooner).
         case retrying(retry: Int, at: Date)
+        /// Paused (its bytes so far kept); waits to be resumed.
+        case paused
+        /// Finished without a download: the file already there is unchanged on the server.
+        case unchanged
     }
 
     struct Row {
@@ -26,7 +30,7 @@ struct Display {
 
     private var rows: [Row]
     private let index: [ObjectIdentifier: Int]
-    private let isTerminal: Bool
+    let isTerminal: Bool
     private var progress = QueueProgress.zero
     private var drawnLines = 0
     private var lastDraw = Date.distantPast
@@ -49,6 +53,8 @@ struct Display {
         case .didReceiveHeaders(let request, let response):
             let size = request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown"
             update(request, .receiving, plain: "receiving \(label(request))  HTTP \(response.statusCode), \(size)")
+        case .didFinish(let request, let response) where response.keptExistingFile:
+            update(request, .unchanged, plain: "unchanged \(label(request))  kept the file already there")
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
             update(request, .done, plain: "done      \(label(request))  \(Format.bytes(size))")
@@ -67,6 +73,10 @@ struct Display {
                 // A pipe or a CI log: the line goes out now, not when the stdio buffer fills.
                 fflush(nil)
             }
+        case .didPause(let request):
+            update(request, .paused, plain: "paused    \(label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept")
+        case .didResume(let request):
+            update(request, .queued, plain: "resumed   \(label(request))")
         case .queueDidFinish:
             break
         }
@@ -129,6 +139,8 @@ struct Display {
         case .done: word = "done"
         case .failed: word = "failed"
         case .retrying: word = "waiting"
+        case .paused: word = "paused"
+        case .unchanged: word = "unchanged"
         }
         return word.padding(toLength: 9, withPad: " ", startingAt: 0)
     }
@@ -139,6 +151,8 @@ struct Display {
         case .queued, .started: return ""
         case .receiving: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
         case .done: return Format.bytes(transfer.completedBytes)
+        case .unchanged: return "kept"
+        case .paused: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
         case .failed(let reason): return reason
         case .retrying(let retry, let at): return Self.retryText(retry, of: retries, in: max(0, at.timeIntervalSinceNow))
         }

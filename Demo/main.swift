@@ -106,7 +106,8 @@ var rows: [(NetworkRequest, String)] = []
 for (index, ((url, label), name)) in zip(targets, fileNames).enumerated() {
     let destination = options.output.map { NetworkRequest.Destination.file($0.appendingPathComponent(name)) } ?? .memory
     let checksum = index < requested.count ? requested[index].checksum : nil
-    let request = NetworkRequest(URLRequest(url: url), destination: destination, checksum: checksum)
+    let request = NetworkRequest(
+        URLRequest(url: url), destination: destination, checksum: checksum, existingFile: options.replace ? .replace : .skipIfUnchanged)
     do {
         try queue.add(request)
     } catch {
@@ -137,6 +138,7 @@ interrupt.setEventHandler {
 }
 interrupt.resume()
 let events = queue.events()
+if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()
 for await event in events {
     display.apply(event)

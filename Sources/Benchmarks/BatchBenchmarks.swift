@@ -44,6 +44,37 @@ enum BatchBenchmarks {
             met: (0.9...1.1).contains(ratio), runs: 1)
     }
 
+    /// `count` files of `size` bytes under a cap of `cap`: the time the ideal pace takes (all bytes / cap)
+    /// against the time taken from `go()` to the end, and the busiest second on the server's own counter.
+    static func rateCapSmallFiles(cap: Int, count: Int, size: Int) async throws -> [Result] {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: try CurlTransport())
+        queue.maxConcurrentRequestCount = count
+        queue.maximumBytesPerSecond = cap
+        for index in 0..<count {
+            try queue.add(NetworkRequest(URLRequest(url: server.url("/bytes/\(size)?sndbuf=32768&i=\(index)"))))
+        }
+        server.resetStatistics()
+        let began = Date()
+        await queue.run()
+        let elapsed = Date().timeIntervalSince(began)
+        let ideal = Double(count * size) / Double(cap)
+        let seconds = server.statistics.bytesPerSecond
+        // The first second also fills the kernel's buffers; the last is partial.
+        let busiest = seconds.dropFirst().dropLast().max() ?? 0
+        let name = "rate cap \(cap / 1_000) kB/s, \(count) × \(size / 1_000) kB, curl"
+        return [
+            Result(
+                benchmark: name + ": duration", metric: "s", networkQueue: elapsed, baselineName: "all bytes / cap",
+                baseline: ideal, ratio: ideal / elapsed, target: "0.9 <= ratio <= 1.1", met: (0.9...1.1).contains(ideal / elapsed),
+                runs: 1),
+            Result(
+                benchmark: name + ": busiest second", metric: "B", networkQueue: Double(busiest), baselineName: "the cap",
+                baseline: Double(cap), ratio: Double(busiest) / Double(cap), target: "ratio <= 1.1",
+                met: Double(busiest) <= Double(cap) * 1.1, runs: 1),
+        ]
+    }
+
     /// A file of `size` bytes whose first transfer is cut at 50% and retried: the bytes sent after the cut,
     /// against the whole file a download without resume sends again.
     static func resume(size: Int) async throws -> Result {

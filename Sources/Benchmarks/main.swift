@@ -92,6 +92,7 @@ if selected("integrity") {
 }
 if selected("batch") {
     results.append(try await BatchBenchmarks.rateCap(cap: 20_000_000, duration: quick ? 2 : 10))
+    results += try await BatchBenchmarks.rateCapSmallFiles(cap: 1_000_000, count: 5, size: quick ? 700_000 : 1_200_000)
     results.append(try await BatchBenchmarks.resume(size: quick ? 20_000_000 : 200_000_000))
 }
 
