@@ -20,9 +20,9 @@ final class InstantTransport: Transport {
 
     private let queue = DispatchQueue(label: "InstantTransport")
     private let pending = Protected(Pending())
-    private let response = HTTPURLResponse(
+    private let head = ResponseHead(
         url: URL(string: "http://bench.invalid/r")!, statusCode: 200, httpVersion: "HTTP/1.1",
-        headerFields: ["Content-Length": "0"])!
+        fields: [.init(name: "Content-Length", value: "0")])
 
     func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         let mustSchedule = pending.with { pending in
@@ -43,7 +43,7 @@ final class InstantTransport: Transport {
             }
             if batch.isEmpty { return }
             for events in batch {
-                events(.response(response))
+                events(.head(head))
                 events(.completed(nil))
             }
         }

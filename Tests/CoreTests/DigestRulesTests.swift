@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -13,8 +14,8 @@ import Testing
     static let b256 = Data(s256.bytes!).base64EncodedString()
     static let b512 = Data(s512.bytes!).base64EncodedString()
 
-    func response(_ status: Int, _ fields: [String: String]) -> HTTPURLResponse {
-        HTTPURLResponse(url: URL(string: "http://a.test/f")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)!
+    func response(_ status: Int, _ fields: [String: String]) -> ResponseHead {
+        responseHead(URL(string: "http://a.test/f")!, status: status, fields: fields)
     }
 
     @Test func eachFieldPromisesItsScope() {

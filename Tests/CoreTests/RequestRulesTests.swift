@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -79,8 +80,8 @@ import Testing
 
     @Test func theShortBodyRuleCountsOnlyBodiesThatMustArriveWhole() {
         let url = URL(string: "http://host/")!
-        func response(_ status: Int, _ headers: [String: String]) -> HTTPURLResponse {
-            HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+        func response(_ status: Int, _ headers: [String: String]) -> ResponseHead {
+            responseHead(url, status: status, fields: headers)
         }
         let plain = response(200, ["Content-Length": "10"])
         #expect(ResponseRules.isShort(plain, method: "GET", received: 9))

@@ -62,7 +62,7 @@
                         // The box holds the handle, whose events closure holds the box: break the cycle.
                         handle.with { $0 = nil }
                         finished.resume()
-                    case .response, .sent: break
+                    case .head, .response, .sent: break
                     }
                 }
                 handle.with { $0 = started }

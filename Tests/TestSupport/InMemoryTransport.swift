@@ -15,9 +15,9 @@ import NetworkQueue
 public final class InMemoryTransport: Transport {
     /// One step of a scripted transfer.
     public enum Step: Sendable {
-        /// Reports a response head.
+        /// Reports a response head (`.head`, as a transport that parses heads does).
         case respond(status: Int, headers: [String: String] = [:])
-        /// Reports this prebuilt response head (cheaper than building one per transfer).
+        /// Reports this prebuilt `HTTPURLResponse` (`.response`, as URLSession does).
         case respondWith(HTTPURLResponse)
         /// Reports a piece of body.
         case body(Data)
@@ -218,7 +218,7 @@ final class ScriptedTransfer: TransferHandle {
             switch step {
             case .respond(let status, let headers):
                 let url = request.url ?? URL(string: "memory://")!
-                events(.response(HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
+                events(.head(responseHead(url, status: status, fields: headers)))
             case .respondWith(let response):
                 events(.response(response))
             case .body(let data):
@@ -250,4 +250,11 @@ final class ScriptedTransfer: TransferHandle {
         onEnd(false)
         events(.completed(error))
     }
+}
+
+/// A response head with `fields` (in the dictionary's order), as a transport that parses heads reports it.
+public func responseHead(_ url: URL, status: Int, fields: [String: String]) -> ResponseHead {
+    ResponseHead(
+        url: url, statusCode: status, httpVersion: "HTTP/1.1",
+        fields: fields.map { ResponseHead.Field(name: $0.key, value: $0.value) })
 }

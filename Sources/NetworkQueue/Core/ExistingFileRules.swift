@@ -18,7 +18,7 @@ enum ExistingFileRules {
     /// True when `head` describes the same file: a 2xx response that announces exactly the file's size
     /// (an unencoded length: an encoded one counts other bytes) and a `Last-Modified` no newer than the
     /// file's modification time. A missing size or date means the file may have changed.
-    static func isUnchanged(_ head: HTTPURLResponse, file: FileState) -> Bool {
+    static func isUnchanged(_ head: ResponseHead, file: FileState) -> Bool {
         guard (200..<300).contains(head.statusCode), let length = ResponseRules.knownLength(of: head), length == file.size,
             let lastModified = head.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
         else { return false }

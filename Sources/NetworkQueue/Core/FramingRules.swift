@@ -40,7 +40,7 @@ enum FramingRules {
 
     /// The framing error in a head a transport has already parsed (`URLSession`'s), or nil. Only the
     /// length can still be checked there: the lines themselves are gone.
-    static func violation(in response: HTTPURLResponse) -> String? {
+    static func violation(in response: ResponseHead) -> String? {
         guard response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
             let value = response.value(forHTTPHeaderField: "Content-Length"),
             case .invalid(let reason) = contentLength(value)

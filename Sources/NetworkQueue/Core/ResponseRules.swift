@@ -7,16 +7,16 @@ import Foundation
 /// The rules a response must pass: pure functions of the response head and the bytes counted.
 enum ResponseRules {
     /// A 1xx head (`100 Continue`, `103 Early Hints`) is interim: never the final response.
-    static func isInterim(_ response: HTTPURLResponse) -> Bool { (100..<200).contains(response.statusCode) }
+    static func isInterim(_ response: ResponseHead) -> Bool { (100..<200).contains(response.statusCode) }
 
     /// The body length a response announces, or nil when unknown or not a count of delivered bytes.
-    static func knownLength(of response: HTTPURLResponse, encoded: Bool? = nil) -> Int64? {
+    static func knownLength(of response: ResponseHead, encoded: Bool? = nil) -> Int64? {
         guard response.expectedContentLength >= 0, !(encoded ?? isEncoded(response)) else { return nil }
         return response.expectedContentLength
     }
 
     /// True when a Content-Encoding other than identity makes Content-Length a count of encoded bytes.
-    static func isEncoded(_ response: HTTPURLResponse) -> Bool {
+    static func isEncoded(_ response: ResponseHead) -> Bool {
         guard let encoding = response.value(forHTTPHeaderField: "Content-Encoding") else { return false }
         let trimmed = encoding.trimmingCharacters(in: .whitespaces).lowercased()
         return !trimmed.isEmpty && trimmed != "identity"
@@ -24,10 +24,10 @@ enum ResponseRules {
 
     /// The failure a response head means for a request with these rules, or nil when it is acceptable.
     static func check(
-        _ response: HTTPURLResponse, url: URL?, acceptableStatusCodes: Range<Int>?,
+        _ response: ResponseHead, url: URL?, acceptableStatusCodes: Range<Int>?,
         acceptableContentTypes: Set<String>?, maximumResponseSize: Int64?, expectedLength: Int64?
     ) -> NetworkQueueError? {
-        let url = response.url ?? url
+        let url: URL? = response.url
         if let codes = acceptableStatusCodes, !codes.contains(response.statusCode) {
             return .unacceptableStatus(code: response.statusCode, url: url)
         }
@@ -44,7 +44,7 @@ enum ResponseRules {
     /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)
     /// Content-Length announced. HEAD responses and 204/304 announce a length but carry no body.
     /// `knownLength` is the response's ``knownLength(of:encoded:)``, when the caller has it already.
-    static func isShort(_ response: HTTPURLResponse, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool {
+    static func isShort(_ response: ResponseHead, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool {
         guard let length = knownLength ?? Self.knownLength(of: response), received < length,
             ![204, 304].contains(response.statusCode), (method ?? "GET").uppercased() != "HEAD"
         else { return false }

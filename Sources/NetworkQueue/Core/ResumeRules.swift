@@ -58,7 +58,7 @@ enum ResumeRules {
     /// The validator to save for a response whose body starts a partial file, or nil when it cannot be
     /// resumed: only a 200 with an identity body (a range of an encoded body is a range of other bytes),
     /// a strong ETag first, else Last-Modified.
-    static func validator(of response: HTTPURLResponse) -> Validator? {
+    static func validator(of response: ResponseHead) -> Validator? {
         guard response.statusCode == 200, !ResponseRules.isEncoded(response) else { return nil }
         if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces), isStrongEntityTag(tag) {
             return .entityTag(tag)
@@ -87,7 +87,7 @@ enum ResumeRules {
     }
 
     /// What the final response to a request resumed at `offset` means.
-    static func outcome(of response: HTTPURLResponse, offset: Int64) -> Outcome {
+    static func outcome(of response: ResponseHead, offset: Int64) -> Outcome {
         switch response.statusCode {
         case 206:
             guard !ResponseRules.isEncoded(response),

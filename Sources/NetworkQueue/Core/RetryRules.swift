@@ -97,7 +97,7 @@ enum RetryRules {
     /// The delay a response's `Retry-After` asks for, in seconds (0 for a date in the past), or nil when it
     /// has none or it cannot be read. A date is measured against the response's own `Date` (the server's
     /// clock, so a skewed client clock does not matter), else against `now` (wall-clock time).
-    static func retryAfter(_ response: HTTPURLResponse, now: Date) -> TimeInterval? {
+    static func retryAfter(_ response: ResponseHead, now: Date) -> TimeInterval? {
         guard let value = response.value(forHTTPHeaderField: "Retry-After") else { return nil }
         let reference = response.value(forHTTPHeaderField: "Date").flatMap(HTTPDate.parse) ?? now
         return retryAfter(value, reference: reference)

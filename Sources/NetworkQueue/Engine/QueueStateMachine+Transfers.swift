@@ -33,8 +33,8 @@ extension QueueStateMachine {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
         table[slot].lastActivity = now
         switch table[slot].phase {
-        case .preflighting: preflightEvent(event, slot: slot, now: now)
-        case .running: mainEvent(event, slot: slot, now: now)
+        case .preflighting: preflightEvent(event.normalized, slot: slot, now: now)
+        case .running: mainEvent(event.normalized, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
         case let phase: preconditionFailure("a transfer event for a request in phase \(phase)")
         }
@@ -63,7 +63,7 @@ extension QueueStateMachine {
             fail(slot, error, transferEnded: true, now: now)
         } else {
             let record = table[slot]
-            let response = NetworkResponse(httpResponse: record.response!, body: Data(), fileURL: record.claim?.url)
+            let response = NetworkResponse(head: record.response!, body: Data(), fileURL: record.claim?.url)
             end(slot, .success(response), transferEnded: true, now: now)
         }
         return finishEvent(now)
@@ -71,9 +71,9 @@ extension QueueStateMachine {
 
     private mutating func preflightEvent(_ event: TransferEvent, slot: Int, now: Double) {
         switch event {
-        case .response(let response) where ResponseRules.isInterim(response):
+        case .head(let response) where ResponseRules.isInterim(response):
             break
-        case .response(let response):
+        case .head(let response):
             if (200..<300).contains(response.statusCode) {
                 ledger.setExpectedDownload(&table[slot].progress, ResponseRules.knownLength(of: response))
                 markProgressDirty(at: now)
@@ -81,7 +81,7 @@ extension QueueStateMachine {
             if let file = table[slot].existingFile, ExistingFileRules.isUnchanged(response, file: file) {
                 table[slot].unchangedHead = response
             }
-        case .data, .sent:
+        case .data, .sent, .response:  // a `.response` arrives as a `.head` (normalized)
             break
         case .completed(let error?) where table[slot].existingFile == nil:
             fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
@@ -89,7 +89,7 @@ extension QueueStateMachine {
             // The file on disk is the resource: kept as it is, no GET.
             let record = table[slot]
             let response = NetworkResponse(
-                httpResponse: record.unchangedHead!, body: Data(), fileURL: record.claim?.url, keptExistingFile: true)
+                head: record.unchangedHead!, body: Data(), fileURL: record.claim?.url, keptExistingFile: true)
             record.response = record.unchangedHead
             end(slot, .success(response), transferEnded: true, now: now)
         case .completed:
@@ -104,11 +104,13 @@ extension QueueStateMachine {
 
     private mutating func mainEvent(_ event: TransferEvent, slot: Int, now: Double) {
         switch event {
-        case .response(let response) where ResponseRules.isInterim(response):
+        case .head(let response) where ResponseRules.isInterim(response):
             // 100 Continue, 103 Early Hints: never the final response.
             break
-        case .response(let response):
+        case .head(let response):
             receiveHead(response, slot: slot, now: now)
+        case .response:  // arrives as a `.head` (normalized)
+            break
         case .data(let data):
             let request = table[slot].request
             if case .memory = request.destination { table[slot].body.append(data) }
@@ -128,7 +130,7 @@ extension QueueStateMachine {
         }
     }
 
-    private mutating func receiveHead(_ response: HTTPURLResponse, slot: Int, now: Double) {
+    private mutating func receiveHead(_ response: ResponseHead, slot: Int, now: Double) {
         let record = table[slot]
         var resumedTotal: Int64?? = nil
         if record.resumeOffset > 0 {
@@ -193,7 +195,7 @@ extension QueueStateMachine {
             return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
         guard record.claim != nil else {
-            return end(slot, .success(NetworkResponse(httpResponse: response, body: record.body)), transferEnded: true, now: now)
+            return end(slot, .success(NetworkResponse(head: response, body: record.body)), transferEnded: true, now: now)
         }
         guard let sink = record.sink else {
             return fail(slot, .fileError(path: record.claim!.url.path, reason: "no file open"), transferEnded: true, now: now)

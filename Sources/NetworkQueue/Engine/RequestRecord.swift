@@ -116,7 +116,7 @@ final class RequestRecord {
     @exclusivity(unchecked) var refusedRange = false
     /// What the current main transfer sent (adapted, or the request's own), to send again without a range.
     @exclusivity(unchecked) var sentRequest: URLRequest?
-    @exclusivity(unchecked) var response: HTTPURLResponse?
+    @exclusivity(unchecked) var response: ResponseHead?
     /// The body size the final response announces in decoded bytes, when it announces one.
     @exclusivity(unchecked) var announcedLength: Int64?
     /// The body, for the memory destination.
@@ -144,7 +144,7 @@ final class RequestRecord {
     /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): its HEAD decides.
     @exclusivity(unchecked) var existingFile: ExistingFileRules.FileState?
     /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
-    @exclusivity(unchecked) var unchangedHead: HTTPURLResponse?
+    @exclusivity(unchecked) var unchangedHead: ResponseHead?
     /// True while a paused request's HEAD preflight is still to run: resuming queues it again.
     @exclusivity(unchecked) var resumesWithPreflight = false
     /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that

@@ -24,7 +24,7 @@ final class BodyVerifier: Sendable {
 
     /// The final head arrived: decides what to check. `part` is the part file a 206 continues (its
     /// first `length` bytes are hashed first, for the checks that cover the whole file).
-    func begin(_ response: HTTPURLResponse, continuing part: (url: URL, length: Int64)?) {
+    func begin(_ response: ResponseHead, continuing part: (url: URL, length: Int64)?) {
         var promises =
             verifiesServerDigests ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []
         if let checksum { promises.insert(.init(checksum: checksum, scope: .representation), at: 0) }

@@ -110,7 +110,7 @@ final class FileSink: Sendable {
     /// transfer starts the file over (saving the response's validator, so that a later attempt or run can
     /// continue it); a 206 that continues the part appends; a response that is not the file's body (an
     /// unacceptable status, a refused range) writes nothing and leaves the part as it was.
-    func begin(_ response: HTTPURLResponse) -> NetworkQueueError? {
+    func begin(_ response: ResponseHead) -> NetworkQueueError? {
         let status = response.statusCode
         let outcome: ResumeRules.Outcome =
             resumeOffset > 0 ? ResumeRules.outcome(of: response, offset: resumeOffset) : (status == 200 ? .startOver : .unrelated)

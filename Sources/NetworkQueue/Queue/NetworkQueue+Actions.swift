@@ -114,6 +114,7 @@ extension NetworkQueue {
         }
         let verifier = start.verified.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
         let handle = transport.startTransfer(urlRequest, limiter: start.lane == .main ? limiter : nil) { [sink] event in
+            let event = event.normalized
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             if let sink, let error = Self.write(event, to: sink) {
                 return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
@@ -134,7 +135,7 @@ extension NetworkQueue {
     /// Applies a transfer event to the body's hashes; at the end, returns the check that failed, if any.
     private static func verify(_ event: TransferEvent, with verifier: BodyVerifier, sink: FileSink?) -> (Checksum, Checksum)? {
         switch event {
-        case .response(let response) where !ResponseRules.isInterim(response):
+        case .head(let response) where !ResponseRules.isInterim(response):
             // A 206 that continues the part: the whole-file checks hash the part's bytes first.
             var part: (URL, Int64)?
             if let sink, sink.resumeOffset > 0, case .append = ResumeRules.outcome(of: response, offset: sink.resumeOffset) {
@@ -143,7 +144,7 @@ extension NetworkQueue {
             verifier.begin(response, continuing: part)
         case .data(let data): verifier.update(data)
         case .completed(nil): return verifier.finish()
-        case .response, .sent, .completed(.some): break
+        case .head, .response, .sent, .completed(.some): break
         }
         return nil
     }
@@ -151,7 +152,8 @@ extension NetworkQueue {
     /// Applies a transfer event to its file; returns the error that must fail the request, if any.
     private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
         switch event {
-        case .response(let response): ResponseRules.isInterim(response) ? nil : sink.begin(response)
+        case .head(let response): ResponseRules.isInterim(response) ? nil : sink.begin(response)
+        case .response: nil  // arrives as a `.head` (normalized)
         case .data(let data): sink.write(data)
         case .sent: nil
         case .completed(nil): sink.finishWriting()

@@ -48,7 +48,7 @@ extension NetworkQueue {
         case .didStart(let request):
             delegate?.networkQueue(self, didStart: request)
         case .didReceiveHeaders(let request, let response):
-            delegate?.networkQueue(self, didReceiveHeaders: response, for: request)
+            delegate?.networkQueue(self, didReceiveHead: response, for: request)
         case .didFinish(let request, let response):
             request.completionHandler?(.success(response))
             delegate?.networkQueue(self, didFinish: request, response: response)

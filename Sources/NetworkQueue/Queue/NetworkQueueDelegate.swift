@@ -20,7 +20,14 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request's transfer started (not called for requests that never start, nor for HEAD preflights).
     func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest)
     /// A request received its final response head (redirects are followed, not reported).
+    ///
+    /// The queue calls ``networkQueue(_:didReceiveHead:for:)``, whose default calls this method with the head
+    /// built as an `HTTPURLResponse`: implement that one instead to skip building it (on Linux Foundation
+    /// reads every field into a dictionary of its own, about as much work as the rest of a small request).
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest)
+    /// A request received its final response head, as received. The default calls
+    /// ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
+    func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest)
     /// A request succeeded.
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse)
     /// A request failed or was cancelled (cancellation is a failure with a cancellation error). With
@@ -51,6 +58,10 @@ extension NetworkQueueDelegate {
     public func networkQueue(
         _ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest
     ) {}
+    /// Calls ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
+    public func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest) {
+        networkQueue(queue, didReceiveHeaders: head.httpURLResponse, for: request)
+    }
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {}
     /// Does nothing.
@@ -73,8 +84,10 @@ extension NetworkQueueDelegate {
 public enum NetworkQueueEvent: Sendable {
     /// See ``NetworkQueueDelegate/networkQueue(_:didStart:)``.
     case didStart(NetworkRequest)
-    /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHeaders:for:)``.
-    case didReceiveHeaders(NetworkRequest, HTTPURLResponse)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHead:for:)``. The head is a ``ResponseHead`` (before
+    /// version 0.3 an `HTTPURLResponse`): it answers `statusCode`, `value(forHTTPHeaderField:)`, `mimeType` and
+    /// `expectedContentLength` as that did, and ``ResponseHead/httpURLResponse`` gives Foundation's type.
+    case didReceiveHeaders(NetworkRequest, ResponseHead)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)``.
     case didFinish(NetworkRequest, NetworkResponse)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.

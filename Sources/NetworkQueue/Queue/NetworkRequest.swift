@@ -172,7 +172,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     struct Status {
         var version: UInt64 = 0
         var state = State.pending
-        var response: HTTPURLResponse?
+        var response: ResponseHead?
         var result: Result<NetworkResponse, NetworkQueueError>?
         var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
         var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
@@ -303,8 +303,11 @@ public final class NetworkRequest: Sendable, Identifiable {
     public var url: URL? { urlRequest.url }
     /// Where the request is in its life.
     public var state: State { shared.withLock { $0.status.state } }
+    /// The final response head as Foundation's type, once received (built on first read; see ``responseHead``).
+    public var response: HTTPURLResponse? { responseHead?.httpURLResponse }
+
     /// The final response head, once received.
-    public var response: HTTPURLResponse? { shared.withLock { $0.status.response } }
+    public var responseHead: ResponseHead? { shared.withLock { $0.status.response } }
     /// The outcome, once the request has ended.
     public var result: Result<NetworkResponse, NetworkQueueError>? { shared.withLock { $0.status.result } }
     /// Download progress of the current transfer.

@@ -91,11 +91,11 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     ) {
         // Linux ignores `.cancel` here: always allow, and reject by cancelling instead.
         completionHandler(.allow)
-        guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse,
-            !ResponseRules.isInterim(http)
-        else { return }
+        guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse else { return }
+        let head = ResponseHead(http)
+        guard !ResponseRules.isInterim(head) else { return }
         // A head framed two ways (differing lengths) is refused before anything of it is reported.
-        let violation = FramingRules.violation(in: http)
+        let violation = FramingRules.violation(in: head)
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }
@@ -111,7 +111,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // The task ends as cancelled; its completion reports the refusal.
         guard violation == nil else { return dataTask.cancel() }
         storeCookies(of: http)
-        transfer.events(.response(http))
+        transfer.events(.head(head))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -141,7 +141,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         var decision = redirects.decide(
             from: response.url ?? task.currentRequest?.url, to: request, location: response.value(forHTTPHeaderField: "Location"))
-        if FramingRules.violation(in: response) != nil {
+        if FramingRules.violation(in: ResponseHead(response)) != nil {
             decision = .refuse(URLError(.badServerResponse))
         } else if case .follow(var next) = decision {
             storeCookies(of: response)

@@ -7,8 +7,12 @@ import Foundation
 /// One event of a transfer, reported by a ``Transport``.
 public enum TransferEvent: Sendable {
     /// The final response head (redirects are followed, not reported). An interim 1xx head should not be
-    /// reported; the queue ignores one if it is. A second final `.response` for the same transfer means
-    /// it restarted: the bytes received so far no longer count.
+    /// reported; the queue ignores one if it is. A second final head (`.head` or `.response`) for the same
+    /// transfer means it restarted: the bytes received so far no longer count.
+    case head(ResponseHead)
+    /// The final response head as Foundation's type, for transports that have one already (URLSession): the
+    /// queue treats it as `.head(ResponseHead(response))`. A transport that parses heads itself reports
+    /// ``head(_:)``, which costs no `HTTPURLResponse` unless one is read.
     case response(HTTPURLResponse)
     /// A piece of the response body.
     case data(Data)
@@ -75,5 +79,13 @@ extension Transport {
         _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
         startTransfer(request, events: events)
+    }
+}
+
+extension TransferEvent {
+    /// The event with a `.response` turned into a `.head`: what the queue's handlers see.
+    var normalized: TransferEvent {
+        if case .response(let response) = self { return .head(ResponseHead(response)) }
+        return self
     }
 }

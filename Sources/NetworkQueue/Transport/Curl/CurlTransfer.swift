@@ -140,11 +140,8 @@
                 redirect = next
                 return true
             }
-            guard let response = HTTPURLResponse(
-                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, headerFields: head.dictionary)
-            else { return true }
             hasResponse = true
-            emit(.response(response))
+            emit(.head(ResponseHead(url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields)))
             guard decodesBody, let encoding = head.value("Content-Encoding") else { return true }
             do {
                 decoder = try ContentDecoder(contentEncoding: encoding, library: .shared)

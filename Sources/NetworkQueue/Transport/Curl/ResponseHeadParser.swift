@@ -37,13 +37,8 @@ struct ResponseHeadParser {
             return fields.first { HeaderName.matches($0.name, lowercased: key) }?.value
         }
 
-        /// The fields as `HTTPURLResponse` takes them.
-        var dictionary: [String: String] {
-            var dictionary: [String: String] = [:]
-            dictionary.reserveCapacity(fields.count)
-            for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
-            return dictionary
-        }
+        /// The fields as a ``ResponseHead`` keeps them.
+        var responseFields: [ResponseHead.Field] { fields.map { ResponseHead.Field(name: $0.name, value: $0.value) } }
     }
 
     private var statusCode: Int?

@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A final HTTP response head as the server sent it: status, version and fields in the order received,
+/// looked up by name without allocating. The library's own type, so that a response costs no
+/// `HTTPURLResponse` unless someone reads one: ``httpURLResponse`` is built on first use, once, and kept.
+///
+/// Field names keep their spelling; a repeated field's values are joined with ", " under the first
+/// spelling (a transport that reports an `HTTPURLResponse` gets its fields as Foundation keeps them).
+/// Immutable, and safe to share between threads.
+public final class ResponseHead: Sendable, CustomStringConvertible {
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        /// The name as received, e.g. `Content-Type`.
+        public var name: String
+        /// The value, without leading and trailing spaces and tabs.
+        public var value: String
+
+        /// Creates a field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The URL of the response (the last one's, after redirects).
+    public let url: URL
+    /// The status code, e.g. 200.
+    public let statusCode: Int
+    /// The protocol as in the status line, e.g. `HTTP/1.1` or `HTTP/2`; empty when unknown.
+    public let httpVersion: String
+    /// The fields in the order received.
+    public let fields: [Field]
+    private let built: Locked<HTTPURLResponse?>
+
+    /// Creates a head from its parts.
+    public init(url: URL, statusCode: Int, httpVersion: String, fields: [Field]) {
+        self.url = url
+        self.statusCode = statusCode
+        self.httpVersion = httpVersion
+        self.fields = fields
+        built = Locked(nil)
+    }
+
+    /// Wraps a response a transport built itself (``TransferEvent/response(_:)``); ``httpURLResponse`` returns
+    /// it, the same object.
+    public init(_ response: HTTPURLResponse) {
+        url = response.url ?? URL(fileURLWithPath: "/")
+        statusCode = response.statusCode
+        httpVersion = ""
+        fields = response.allHeaderFields.compactMap { name, value in
+            guard let name = name as? String, let value = value as? String else { return nil }
+            return Field(name: name, value: value)
+        }
+        built = Locked(response)
+    }
+
+    /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
+    public func value(forHTTPHeaderField name: String) -> String? {
+        for field in fields where Self.equalIgnoringCase(field.name, name) { return field.value }
+        return nil
+    }
+
+    /// `Content-Length` as a number, or -1 when absent or not one (as `URLResponse` has it).
+    public var expectedContentLength: Int64 {
+        value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) } ?? -1
+    }
+
+    /// The media type of `Content-Type`, lowercased and without parameters (e.g. `text/html`); nil when absent.
+    public var mimeType: String? {
+        guard let type = value(forHTTPHeaderField: "Content-Type") else { return nil }
+        let bare = type.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+        return bare.isEmpty ? nil : bare
+    }
+
+    /// The head as Foundation's type, built on the first call (Foundation reads every field into a
+    /// dictionary of its own) and the same object from then on.
+    public var httpURLResponse: HTTPURLResponse {
+        built.withLock { built in
+            if let built { return built }
+            var dictionary: [String: String] = [:]
+            dictionary.reserveCapacity(fields.count)
+            for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
+            let response =
+                HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: dictionary)
+                ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: nil, headerFields: nil)!
+            built = response
+            return response
+        }
+    }
+
+    /// Whether ``httpURLResponse`` has been built (or given): for tests of laziness.
+    var hasHTTPURLResponse: Bool { built.withLock { $0 != nil } }
+
+    /// `HTTP/1.1 200, 3 fields`.
+    public var description: String {
+        "\(httpVersion.isEmpty ? "HTTP" : httpVersion) \(statusCode), \(fields.count) field\(fields.count == 1 ? "" : "s")"
+    }
+
+    private static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
+        var left = a.utf8.makeIterator()
+        var right = b.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case (let x?, let y?):
+                if x != y, x | 0x20 != y | 0x20 || !((97...122).contains(x | 0x20)) { return false }
+            default: return false
+            }
+        }
+    }
+}

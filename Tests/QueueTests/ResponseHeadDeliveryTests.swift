@@ -1,0 +1,81 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A response costs no `HTTPURLResponse` unless someone reads one; whoever reads one gets the same object.
+@Suite struct ResponseHeadDeliveryTests {
+    /// Hears heads as ``ResponseHead``s only.
+    final class HeadListener: NetworkQueueDelegate {
+        let heads = Box<[ResponseHead]>([])
+        func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest) {
+            heads.with { $0.append(head) }
+        }
+    }
+
+    func fields(of head: ResponseHead) -> [String] { head.fields.map { "\($0.name): \($0.value)" } }
+
+    @Test func withNobodyAskingNoHTTPURLResponseIsBuilt() async throws {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok("abc"))
+        let request = request(1)
+        try queue.add(request)
+        await queue.run()
+        let response = try #require(try request.result?.get())
+        #expect(response.statusCode == 200)
+        #expect(fields(of: response.head) == ["Content-Length: 3"])
+        #expect(request.responseHead === response.head)
+        #expect(!response.head.hasHTTPURLResponse)
+        // Read once, it is built, kept and shared.
+        #expect(response.httpResponse.value(forHTTPHeaderField: "content-length") == "3")
+        #expect(request.response === response.httpResponse)
+    }
+
+    @Test func aDelegateOfHeadsGetsTheHeadAndNothingIsBuilt() async throws {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok("abcd"))
+        let listener = HeadListener()
+        queue.delegate = listener
+        let request = request(1)
+        try queue.add(request)
+        await queue.run()
+        let response = try #require(try request.result?.get())
+        #expect(listener.heads.current.count == 1)
+        #expect(listener.heads.current.first === response.head)
+        #expect(!response.head.hasHTTPURLResponse)
+    }
+
+    @Test func aDelegateOfHTTPURLResponsesGetsTheOneTheResultHolds() async throws {
+        final class Listener: NetworkQueueDelegate {
+            let responses = Box<[HTTPURLResponse]>([])
+            func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+                responses.with { $0.append(response) }
+            }
+        }
+        let queue = NetworkQueue(transport: InMemoryTransport.ok("ab"))
+        let listener = Listener()
+        queue.delegate = listener
+        let request = request(1)
+        try queue.add(request)
+        await queue.run()
+        let response = try #require(try request.result?.get())
+        #expect(listener.responses.current.count == 1)
+        #expect(listener.responses.current.first === response.httpResponse)
+        #expect(listener.responses.current.first?.value(forHTTPHeaderField: "Content-Length") == "2")
+    }
+
+    @Test func aTransportsHTTPURLResponseIsKeptAsItCame() async throws {
+        let built = try #require(
+            HTTPURLResponse(url: url(1), statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "1"]))
+        let queue = NetworkQueue(transport: InMemoryTransport { _ in [.respondWith(built), .body(Data("z".utf8))] })
+        let request = request(1)
+        try queue.add(request)
+        await queue.run()
+        let response = try #require(try request.result?.get())
+        #expect(response.httpResponse === built)
+        #expect(response.body == Data("z".utf8))
+    }
+}
