@@ -55,7 +55,8 @@
         }
 
         /// Fetches every URL, `window` at a time; bodies go to `directory` when given. Returns the failures.
-        func run(urls: [URL], window: Int, directory: URL? = nil) -> Int {
+        /// `trusted`: a PEM file of CA certificates to verify TLS peers with (CURLOPT_CAINFO).
+        func run(urls: [URL], window: Int, directory: URL? = nil, trusted: URL? = nil) -> Int {
             guard let multi = multiInit() else { return urls.count }
             defer { _ = multiCleanup(multi) }
             var idle: [Handle] = []
@@ -75,6 +76,10 @@
                 let pointer = UnsafeMutableRawPointer(easy)
                 _ = urls[index].absoluteString.withCString { nq_setopt_pointer(setopt, pointer, 10_002, $0) }  // URL
                 _ = nq_setopt_long(setopt, pointer, 99, 1)  // NOSIGNAL
+                if let trusted {
+                    _ = trusted.path.withCString { nq_setopt_pointer(setopt, pointer, 10_065, $0) }  // CAINFO
+                    _ = nq_setopt_long(setopt, pointer, 237, 1)  // PIPEWAIT: multiplex on HTTP/2
+                }
                 _ = nq_setopt_pointer(setopt, pointer, 20_011, unsafeBitCast(rawCurlWrite, to: UnsafeRawPointer.self))
                 _ = nq_setopt_pointer(setopt, pointer, 10_001, Unmanaged.passUnretained(sink).toOpaque())
                 _ = multiAdd(multi, easy)

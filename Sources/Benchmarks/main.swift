@@ -26,6 +26,31 @@ if arguments.first == "--child-big", arguments.count == 5, let url = URL(string:
     try await BigBodyBenchmark.child(side: arguments[1], url: url, count: count, concurrency: concurrency)
     exit(0)
 }
+// The raw libcurl side of Benchmarks/Peers: `--peer-child curl URL COUNT WINDOW DIRECTORY|- CAFILE|-`, printing
+// `RESULT <seconds> <CPU seconds> <peak RSS bytes> <failures>` after a 200-request warm-up (memory bodies only).
+if arguments.first == "--peer-child", arguments.count == 7, let url = URL(string: arguments[2]),
+    let count = Int(arguments[3]), let window = Int(arguments[4])
+{
+    #if os(Linux)
+        let directory = arguments[5] == "-" ? nil : URL(fileURLWithPath: arguments[5])
+        let trusted = arguments[6] == "-" ? nil : URL(fileURLWithPath: arguments[6])
+        let client = try RawCurl()
+        if directory == nil { _ = client.run(urls: Array(repeating: url, count: min(200, count)), window: window, trusted: trusted) }
+        let cpuBefore = cpuSeconds()
+        var failures = 0
+        let elapsed = await seconds {
+            failures = client.run(urls: Array(repeating: url, count: count), window: window, directory: directory, trusted: trusted)
+        }
+        print("RESULT \(elapsed) \(cpuSeconds() - cpuBefore) \(peakRSS()) \(failures)")
+        exit(0)
+    #else
+        exit(1)
+    #endif
+}
+// The instruction benchmark's child, run under callgrind: `--count-small SIDE URL COUNT`.
+if arguments.first == "--count-small", arguments.count == 4, let url = URL(string: arguments[2]), let count = Int(arguments[3]) {
+    exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count) == 0 ? 0 : 1)
+}
 if let count = value(after: "--profile-scheduling").flatMap(Int.init) {
     print(await SchedulingBenchmark.queueRun(count: count))
     exit(0)
@@ -59,7 +84,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     exit(0)
 }
 if arguments.contains("--help") {
-    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch] [--server URL-of-a-1KB-resource]")
+    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions] [--server URL-of-a-1KB-resource]")
     exit(0)
 }
 
@@ -94,6 +119,10 @@ if selected("batch") {
     results.append(try await BatchBenchmarks.rateCap(cap: 20_000_000, duration: quick ? 2 : 10))
     results += try await BatchBenchmarks.rateCapSmallFiles(cap: 1_000_000, count: 5, size: quick ? 700_000 : 1_200_000)
     results.append(try await BatchBenchmarks.resume(size: quick ? 20_000_000 : 200_000_000))
+}
+
+if selected("instructions") {
+    results += try InstructionBenchmark.run(server: server, counts: quick ? (100, 400) : (200, 2_000))
 }
 
 printTable(results)

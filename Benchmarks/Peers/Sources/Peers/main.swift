@@ -1,0 +1,69 @@
+import Foundation
+
+// `swift run -c release Peers [--rounds N] [--quick] [--only NAME] [--benchmarks PATH]` (see ./run.sh): the four
+// workloads against one nginx, each side of each round in a child process, sides in a rotating order; prints
+// the medians and the same-round ratios as a table. `--child …` is the child's mode (see `Child`).
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--child" {
+    guard let child = Child(arguments: arguments) else {
+        FileHandle.standardError.write(Data("usage: Peers --child SIDE URL COUNT WINDOW DIRECTORY|- CAFILE|-\n".utf8))
+        exit(2)
+    }
+    do {
+        try await child.run()
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("child failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+func value(after flag: String) -> String? {
+    arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+
+let quick = arguments.contains("--quick")
+let rounds = value(after: "--rounds").flatMap(Int.init) ?? (quick ? 1 : 5)
+let benchmarks = URL(fileURLWithPath: value(after: "--benchmarks") ?? "../../.build/release/Benchmarks")
+guard FileManager.default.isExecutableFile(atPath: benchmarks.path) else {
+    print("The raw libcurl loop is the root package's Benchmarks binary, not found at \(benchmarks.path):")
+    print("run `swift build -c release --product Benchmarks` at the root, or ./run.sh.")
+    exit(1)
+}
+
+let workloads = [
+    Workload(name: "small", title: "\(quick ? 500 : 5_000) x 1 KB, 8 in flight", file: "1k.bin", size: 1_024,
+             count: quick ? 500 : 5_000, window: 8, toFiles: false, secure: false),
+    Workload(name: "big", title: "1 x \(quick ? 20 : 200) MB to a file", file: "big.bin", size: quick ? 20_000_000 : 200_000_000,
+             count: 1, window: 1, toFiles: true, secure: false),
+    Workload(name: "files", title: "8 x \(quick ? 5 : 50) MB to files, 4 at once", file: "medium.bin",
+             size: quick ? 5_000_000 : 50_000_000, count: 8, window: 4, toFiles: true, secure: false),
+    Workload(name: "https", title: "\(quick ? 500 : 5_000) x 1 KB over HTTPS, HTTP/2, 8 in flight", file: "1k.bin", size: 1_024,
+             count: quick ? 500 : 5_000, window: 8, toFiles: false, secure: true),
+].filter { value(after: "--only") == nil || value(after: "--only") == $0.name }
+
+let nginx = try Nginx(files: [("1k.bin", 1_024), ("big.bin", quick ? 20_000_000 : 200_000_000),
+                              ("medium.bin", quick ? 5_000_000 : 50_000_000)])
+defer { nginx.stop() }
+let sides = [
+    Side(name: "NetworkQueue", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "nq"]),
+    Side(name: "AsyncHTTPClient", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "ahc"]),
+    Side(name: "raw libcurl", executable: benchmarks, mode: ["--peer-child", "curl"]),
+]
+
+print("Peers: \(rounds) round(s); nginx \(nginx.port) (HTTP/1.1) and \(nginx.securePort) (TLS, HTTP/2); \(ProcessInfo.processInfo.activeProcessorCount) cores")
+var rows: [[String]] = []
+for workload in workloads {
+    var samples: [String: [Sample]] = [:]
+    for round in 0..<rounds {
+        for offset in sides.indices {
+            let side = sides[(round + offset) % sides.count]
+            let sample = try side.run(workload, nginx: nginx)
+            guard sample.failures == 0 else { throw PeerFailure("\(side.name): \(sample.failures) failures in \(workload.title)") }
+            samples[side.name, default: []].append(sample)
+        }
+    }
+    rows += workload.rows(samples, sides: sides.map(\.name))
+}
+printTable(["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "NQ / AHC", "NQ / raw"], rows)

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs nginx when it is missing (apt-get), builds the root package's Benchmarks (the raw libcurl loop) and
+# this package in release mode, and runs the comparison. Arguments go to Peers: --rounds N, --quick, --only NAME.
+set -euo pipefail
+cd "$(dirname "$0")"
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
+    # The package starts a system nginx on port 80; the comparison runs its own.
+    (service nginx stop || systemctl stop nginx || pkill -x nginx) >/dev/null 2>&1 || true
+fi
+(cd ../.. && swift build -c release --product Benchmarks)
+swift build -c release --product Peers
+exec .build/release/Peers --benchmarks ../../.build/release/Benchmarks "$@"
