@@ -1,15 +1,17 @@
 /// ASCII case folding for header names, without Foundation's locale-aware string comparison: these run
-/// for every header of every request and response.
+/// for every header of every request and response, so none of them allocates.
 enum HeaderName {
-    /// `bytes` with A-Z turned into a-z.
-    static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        bytes.map(lowercased)
-    }
-
     /// Whether `name` equals `key` (already lowercase), ignoring ASCII case.
-    static func matches(_ name: String, lowercased key: String) -> Bool {
-        name.utf8.count == key.utf8.count && zip(name.utf8, key.utf8).allSatisfy { lowercased($0) == $1 }
-    }
+    static func matches(_ name: String, lowercased key: String) -> Bool { equal(name.utf8, key.utf8) }
 
-    private static func lowercased(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
+    /// Whether two names are the same but for the case of ASCII letters.
+    static func equal<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
+        guard a.count == b.count else { return false }
+        var right = b.makeIterator()
+        for x in a {
+            guard let y = right.next() else { return false }
+            if x != y, x | 0x20 != y | 0x20 || !(97...122).contains(x | 0x20) { return false }
+        }
+        return true
+    }
 }

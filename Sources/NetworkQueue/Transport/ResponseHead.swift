@@ -60,7 +60,7 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
 
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
     public func value(forHTTPHeaderField name: String) -> String? {
-        for field in fields where Self.equalIgnoringCase(field.name, name) { return field.value }
+        for field in fields where HeaderName.equal(field.name.utf8, name.utf8) { return field.value }
         return nil
     }
 
@@ -98,18 +98,5 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
     /// `HTTP/1.1 200, 3 fields`.
     public var description: String {
         "\(httpVersion.isEmpty ? "HTTP" : httpVersion) \(statusCode), \(fields.count) field\(fields.count == 1 ? "" : "s")"
-    }
-
-    private static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
-        var left = a.utf8.makeIterator()
-        var right = b.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return true
-            case (let x?, let y?):
-                if x != y, x | 0x20 != y | 0x20 || !((97...122).contains(x | 0x20)) { return false }
-            default: return false
-            }
-        }
     }
 }

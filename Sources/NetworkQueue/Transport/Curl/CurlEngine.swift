@@ -221,20 +221,22 @@
                 finish(transfer, easy: easy)
                 return follow(transfer, to: next)
             }
-            let scheme = transfer.url.scheme?.lowercased()
-            let message = transfer.errorText(for: code, library: library)
-            var error =
-                transfer.failure
-                ?? CurlErrorTable.error(
-                    for: code, scheme: scheme, url: transfer.url, message: message,
-                    isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
-                ?? transfer.incompleteBodyError
+            var error = transfer.failure ?? libcurlError(code, of: transfer) ?? transfer.incompleteBodyError
             if error == nil, !transfer.hasResponse {
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
                 error = URLError(.badServerResponse)
             }
             finish(transfer, easy: easy)
             transfer.emit(.completed(error))
+        }
+
+        /// The error libcurl's `code` means for `transfer`; nil for success (CURLE_OK), without reading any text.
+        private func libcurlError(_ code: Int32, of transfer: CurlTransfer) -> URLError? {
+            guard code != 0 else { return nil }
+            let message = transfer.errorText(for: code, library: library)
+            return CurlErrorTable.error(
+                for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url, message: message,
+                isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
         }
 
         /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may

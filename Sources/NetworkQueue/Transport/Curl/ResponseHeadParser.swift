@@ -33,8 +33,7 @@ struct ResponseHeadParser {
 
         /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
-            let key = String(decoding: HeaderName.lowercased(name.utf8), as: UTF8.self)
-            return fields.first { HeaderName.matches($0.name, lowercased: key) }?.value
+            fields.first { HeaderName.equal($0.name.utf8, name.utf8) }?.value
         }
 
         /// The fields as a ``ResponseHead`` keeps them.
@@ -44,9 +43,6 @@ struct ResponseHeadParser {
     private var statusCode: Int?
     private var httpVersion = ""
     private var fields: [(name: String, value: String)] = []
-    /// The lowercased names of `fields`, to join repeated names without Foundation's string comparison
-    /// (this runs for every header line of every response).
-    private var keys: [[UInt8]] = []
     private var setCookies: [String] = []
     private(set) var isComplete = false
     /// Why the head breaks HTTP's framing rules; once set, no head is completed.
@@ -57,13 +53,20 @@ struct ResponseHeadParser {
 
     /// Feeds one line as libcurl hands it over: bytes ending in CRLF (libcurl splits lines at LF).
     mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
+        if let head = rawLine.withContiguousStorageIfAvailable({ feed(line: UnsafeRawBufferPointer($0)) }) { return head }
+        return Array(rawLine).withUnsafeBytes { feed(line: $0) }
+    }
+
+    /// The work of ``feed(bytes:)``, on the bytes where they are (this runs for every header line of every
+    /// response: it copies only the name and value it keeps).
+    private mutating func feed(line rawLine: UnsafeRawBufferPointer) -> Head? {
         guard !isComplete, violation == nil else { return nil }
-        var line = Array(rawLine)
-        guard line.count >= 2, line[line.count - 2] == 13, line[line.count - 1] == 10 else {
+        let count = rawLine.count
+        guard count >= 2, rawLine[count - 2] == 13, rawLine[count - 1] == 10 else {
             violation = "a header line not ended by CRLF"
             return nil
         }
-        line.removeLast(2)
+        let line = rawLine[..<(count - 2)]
         if let bad = line.first(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
             violation = bad == 0 ? "a NUL in a header line" : "a bare CR or LF in a header line"
             return nil
@@ -74,7 +77,6 @@ struct ResponseHeadParser {
             statusCode = parts.count >= 2 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
             httpVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
             fields = []
-            keys = []
             setCookies = []
             return nil
         }
@@ -83,15 +85,14 @@ struct ResponseHeadParser {
             if (100..<200).contains(code) {
                 statusCode = nil
                 fields = []
-                keys = []
                 setCookies = []
                 return nil
             }
             return completeHead(code)
         }
-        if line[0] == 32 || line[0] == 9 {
+        if line[line.startIndex] == 32 || line[line.startIndex] == 9 {
             // Obsolete line folding: the line continues the previous field's value.
-            let more = String(decoding: Self.trimmed(line[...]), as: UTF8.self)
+            let more = String(decoding: Self.trimmed(line), as: UTF8.self)
             if !fields.isEmpty, !more.isEmpty {
                 fields[fields.count - 1].value += fields[fields.count - 1].value.isEmpty ? more : " " + more
             }
@@ -101,13 +102,11 @@ struct ResponseHeadParser {
         let nameBytes = Self.trimmed(line[..<colon])
         guard !nameBytes.isEmpty else { return nil }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
-        let key = HeaderName.lowercased(nameBytes)
-        if key == Self.setCookieKey { setCookies.append(value) }
-        if let index = keys.firstIndex(of: key) {
+        if HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
+        if let index = fields.firstIndex(where: { HeaderName.equal($0.name.utf8, nameBytes) }) {
             fields[index].value += ", " + value
         } else {
             fields.append((String(decoding: nameBytes, as: UTF8.self), value))
-            keys.append(key)
         }
         return nil
     }
@@ -116,8 +115,8 @@ struct ResponseHeadParser {
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
         var head = Head(statusCode: code, httpVersion: httpVersion, fields: fields, setCookies: setCookies)
-        if let index = keys.firstIndex(of: Self.contentLengthKey) {
-            if keys.contains(Self.transferEncodingKey) {
+        if let index = fields.firstIndex(where: { HeaderName.equal($0.name.utf8, Self.contentLengthKey) }) {
+            if fields.contains(where: { HeaderName.equal($0.name.utf8, Self.transferEncodingKey) }) {
                 head.fields.remove(at: index)
                 head.closesConnection = true
             } else {
@@ -139,7 +138,7 @@ struct ResponseHeadParser {
     private static let transferEncodingKey = Array("transfer-encoding".utf8)
 
     /// `bytes` without leading and trailing spaces and tabs.
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
         var slice = bytes
         while let first = slice.first, first == 32 || first == 9 { slice.removeFirst() }
         while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
