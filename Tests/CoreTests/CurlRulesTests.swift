@@ -184,6 +184,11 @@ import Testing
         ("5", FramingRules.ContentLength.valid(5)), (" 7 , 7 ", .valid(7)), ("5,10", .invalid("differing Content-Length values")),
         ("5,", .invalid("a malformed Content-Length")), ("0x10", .invalid("a malformed Content-Length")),
         ("99999999999999999999", .invalid("a malformed Content-Length")),
+        ("", .invalid("a malformed Content-Length")), ("1 2", .invalid("a malformed Content-Length")),
+        (",5", .invalid("a malformed Content-Length")), ("\t3\t", .valid(3)), ("007", .valid(7)),
+        ("5,5,5", .valid(5)), ("5,5,6", .invalid("differing Content-Length values")),
+        ("999999999999999999", .valid(999_999_999_999_999_999)),
+        ("1000000000000000000", .invalid("a malformed Content-Length")), ("-1", .invalid("a malformed Content-Length")),
     ])
     func contentLengthValues(_ value: String, _ expected: FramingRules.ContentLength) {
         #expect(FramingRules.contentLength(value) == expected)

@@ -17,16 +17,31 @@ enum FramingRules {
     /// Reads a `Content-Length` value: a list of identical decimal lengths is one length (RFC 9110 §8.6);
     /// differing values, an empty element or anything but digits is invalid.
     static func contentLength(_ value: String) -> ContentLength {
+        // One pass over the bytes (this runs for every response): each comma-separated element is 1–18
+        // digits with optional spaces or tabs around them.
         var length: Int64?
-        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let digits = element.utf8.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }.reversed()
-            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-                let value = Int64(String(decoding: digits, as: UTF8.self))
-            else { return .invalid("a malformed Content-Length") }
-            if let length, length != value { return .invalid("differing Content-Length values") }
-            length = value
+        var number: Int64 = 0
+        var digits = 0
+        var spaceAfterDigits = false
+        var bytes = value.utf8.makeIterator()
+        while true {
+            let byte = bytes.next()
+            switch byte {
+            case .some(let digit) where (48...57).contains(digit) && !spaceAfterDigits && digits < 18:
+                number = number * 10 + Int64(digit - 48)
+                digits += 1
+            case 32, 9:
+                if digits > 0 { spaceAfterDigits = true }
+            case 44, nil:
+                guard digits > 0 else { return .invalid("a malformed Content-Length") }
+                if let length, length != number { return .invalid("differing Content-Length values") }
+                length = number
+                guard byte != nil else { return .valid(number) }
+                (number, digits, spaceAfterDigits) = (0, 0, false)
+            default:
+                return .invalid("a malformed Content-Length")
+            }
         }
-        return length.map(ContentLength.valid) ?? .invalid("an empty Content-Length")
     }
 
     /// Whether libcurl's words for a failed transfer (under either transport) describe a response it

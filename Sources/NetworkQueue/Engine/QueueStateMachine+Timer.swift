@@ -67,7 +67,12 @@ extension QueueStateMachine {
             let table = self.table
             retryDeadlines.removeAll { !table.isCurrent($0.id, token: $0.token) }
         }
-        guard let next = [flushDue, deadlines.earliest, retryDeadlines.earliest].compactMap({ $0 }).min() else { return }
+        // Pairwise, without an array: this runs after every event.
+        func earlier(_ a: Double?, _ b: Double?) -> Double? {
+            guard let a, let b else { return a ?? b }
+            return min(a, b)
+        }
+        guard let next = earlier(flushDue, earlier(deadlines.earliest, retryDeadlines.earliest)) else { return }
         if armedTimer.map({ next < $0 }) ?? true {
             armedTimer = next
             actions.armTimer = next

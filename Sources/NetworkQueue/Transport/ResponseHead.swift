@@ -42,6 +42,7 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
         self.statusCode = statusCode
         self.httpVersion = httpVersion
         self.fields = fields
+        expectedContentLength = Self.contentLength(in: fields)
         built = Locked(nil)
     }
 
@@ -55,7 +56,14 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
             guard let name = name as? String, let value = value as? String else { return nil }
             return Field(name: name, value: value)
         }
+        expectedContentLength = Self.contentLength(in: fields)
         built = Locked(response)
+    }
+
+    /// The number in `Content-Length`, or -1 (read once, at creation: the queue asks for it several times).
+    private static func contentLength(in fields: [Field]) -> Int64 {
+        let field = fields.first { HeaderName.equal($0.name.utf8, "content-length".utf8) }
+        return field.flatMap { Int64($0.value) } ?? -1
     }
 
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
@@ -65,9 +73,7 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
     }
 
     /// `Content-Length` as a number, or -1 when absent or not one (as `URLResponse` has it).
-    public var expectedContentLength: Int64 {
-        value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) } ?? -1
-    }
+    public let expectedContentLength: Int64
 
     /// The media type of `Content-Type`, lowercased and without parameters (e.g. `text/html`); nil when absent.
     public var mimeType: String? {
