@@ -72,6 +72,51 @@
             #expect(received.current == Data((0..<size).map { UInt8(truncatingIfNeeded: $0) }))
         }
 
+        /// One transfer of `request` on `transport`: its final status, body and error.
+        func exchange(_ transport: CurlTransport, _ request: URLRequest) async -> (status: Int?, body: String, error: URLError?) {
+            let status = Box<Int?>(nil)
+            let body = Box(Data())
+            let error = await withCheckedContinuation { (finished: CheckedContinuation<URLError?, Never>) in
+                _ = transport.startTransfer(request) { event in
+                    switch event {
+                    case .head(let head): status.with { $0 = head.statusCode }
+                    case .data(let data): body.with { $0.append(data) }
+                    case .completed(let error): finished.resume(returning: error)
+                    case .response, .sent: break
+                    }
+                }
+            }
+            return (status.current, String(decoding: body.current, as: UTF8.self), error)
+        }
+
+        /// Easy handles are kept configured between transfers: a HEAD's, a POST's or a PUT's settings must not
+        /// reach the next transfer on the same handle (one at a time, so each reuses the one spare handle).
+        @Test(.timeLimit(.minutes(1))) func aReusedHandleCarriesNothingOfItsPreviousTransfer() async throws {
+            let server = try LoopbackServer()
+            let transport = try CurlTransport()
+            func request(_ path: String, _ method: String = "GET", body: String? = nil) -> URLRequest {
+                var request = URLRequest(url: server.url(path))
+                request.httpMethod = method
+                request.httpBody = body.map { Data($0.utf8) }
+                return request
+            }
+            let head = await exchange(transport, request("/bytes/100", "HEAD"))
+            #expect(head.status == 200 && head.body.isEmpty && head.error == nil)
+            let get = await exchange(transport, request("/bytes/5"))
+            #expect(get.status == 200 && get.body.utf8.count == 5 && get.error == nil)
+            let post = await exchange(transport, request("/upload", "POST", body: "hello"))
+            #expect(post.status == 200 && post.body == "5" && post.error == nil)
+            let afterPost = await exchange(transport, request("/upload"))
+            #expect(afterPost.status == 200 && afterPost.body == "0" && afterPost.error == nil)
+            let put = await exchange(transport, request("/upload", "PUT", body: "abc"))
+            #expect(put.status == 200 && put.body == "3" && put.error == nil)
+            let headAfterPut = await exchange(transport, request("/upload", "HEAD"))
+            #expect(headAfterPut.status == 200 && headAfterPut.body.isEmpty)
+            let last = await exchange(transport, request("/upload"))
+            #expect(last.status == 200 && last.body == "0" && last.error == nil)
+            #expect(server.statistics.connections == 1)
+        }
+
         @Test func aRateCapAndPauseAreRefusedByURLSessionOnly() throws {
             let url = URL(string: "http://127.0.0.1:9/")!
             let session = URLSessionTransport().startTransfer(URLRequest(url: url)) { _ in }

@@ -11,7 +11,10 @@ import Foundation
 /// Field names keep their spelling; a repeated field's values are joined with ", " under the first
 /// spelling (a transport that reports an `HTTPURLResponse` gets its fields as Foundation keeps them).
 /// Immutable, and safe to share between threads.
-public final class ResponseHead: Sendable, CustomStringConvertible {
+///
+/// `@unchecked Sendable`: the one mutable property, the built `HTTPURLResponse`, is only read and written
+/// under ``buildLock``.
+public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable {
         /// The name as received, e.g. `Content-Type`.
@@ -34,7 +37,11 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
     public let httpVersion: String
     /// The fields in the order received.
     public let fields: [Field]
-    private let built: Locked<HTTPURLResponse?>
+    /// Guarded by ``buildLock``.
+    private var built: HTTPURLResponse?
+    /// One lock for every head's ``built``: a head is read as Foundation's type rarely (and then once), so
+    /// sharing costs nothing, where a lock of its own would cost every response an allocation.
+    private static let buildLock = NSLock()
 
     /// Creates a head from its parts.
     public init(url: URL, statusCode: Int, httpVersion: String, fields: [Field]) {
@@ -43,7 +50,6 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
         self.httpVersion = httpVersion
         self.fields = fields
         expectedContentLength = Self.contentLength(in: fields)
-        built = Locked(nil)
     }
 
     /// Wraps a response a transport built itself (``TransferEvent/response(_:)``); ``httpURLResponse`` returns
@@ -57,7 +63,7 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
             return Field(name: name, value: value)
         }
         expectedContentLength = Self.contentLength(in: fields)
-        built = Locked(response)
+        built = response
     }
 
     /// The number in `Content-Length`, or -1 (read once, at creation: the queue asks for it several times).
@@ -85,21 +91,25 @@ public final class ResponseHead: Sendable, CustomStringConvertible {
     /// The head as Foundation's type, built on the first call (Foundation reads every field into a
     /// dictionary of its own) and the same object from then on.
     public var httpURLResponse: HTTPURLResponse {
-        built.withLock { built in
-            if let built { return built }
-            var dictionary: [String: String] = [:]
-            dictionary.reserveCapacity(fields.count)
-            for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
-            let response =
-                HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: dictionary)
-                ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: nil, headerFields: nil)!
-            built = response
-            return response
-        }
+        Self.buildLock.lock()
+        defer { Self.buildLock.unlock() }
+        if let built { return built }
+        var dictionary: [String: String] = [:]
+        dictionary.reserveCapacity(fields.count)
+        for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
+        let response =
+            HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: dictionary)
+            ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: nil, headerFields: nil)!
+        built = response
+        return response
     }
 
     /// Whether ``httpURLResponse`` has been built (or given): for tests of laziness.
-    var hasHTTPURLResponse: Bool { built.withLock { $0 != nil } }
+    var hasHTTPURLResponse: Bool {
+        Self.buildLock.lock()
+        defer { Self.buildLock.unlock() }
+        return built != nil
+    }
 
     /// `HTTP/1.1 200, 3 fields`.
     public var description: String {

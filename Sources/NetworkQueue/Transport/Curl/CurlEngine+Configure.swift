@@ -5,21 +5,42 @@
     import Glibc
 
     extension CurlEngine {
-        /// Sets every option of one run of `transfer` on `easy` (a fresh or reset handle) and builds its
-        /// header list, which the transfer owns until the run ends.
-        func configure(_ easy: OpaquePointer, for transfer: CurlTransfer, isSecure: Bool) {
-            let request = transfer.request
-            let user = UnsafeRawPointer(Unmanaged.passUnretained(transfer).toOpaque())
-            library.set(easy, .url, string: transfer.url.absoluteString)
+        /// Sets the options every run of this transport shares, once per easy handle: handles are kept
+        /// configured between runs (never `curl_easy_reset`), and ``configure(_:for:isSecure:)`` sets each
+        /// option a run may change, every time. The CA bundle is copied into libcurl here, once per handle.
+        func prepare(_ easy: OpaquePointer) {
             library.set(easy, .protocolsString, string: "http,https")
             library.set(easy, .redirectProtocolsString, string: "http,https")
             library.set(easy, .followLocation, 0)
             library.set(easy, .noSignal, 1)
             library.set(easy, .tcpNoDelay, 1)
+            library.set(easy, .suppressConnectHeaders, 1)
+            // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
+            // this process can decode are sent and the transfer decodes them itself.
+            library.set(easy, .httpContentDecoding, 0)
+            library.set(easy, .writeFunction, pointer: unsafeBitCast(curlWrite, to: UnsafeRawPointer.self))
+            library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
+            library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
+            library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
+            if let certificates {
+                certificates.withUnsafeBytes { bytes in
+                    var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
+                    _ = withUnsafePointer(to: &blob) { library.set(easy, .caInfoBlob, pointer: $0) }
+                }
+            }
+        }
+
+        /// Sets every option of one run of `transfer` on `easy` (a handle ``prepare(_:)`` set up, fresh or used
+        /// before: each option a run may change is set here, every time) and builds its header list, which the
+        /// transfer owns until the run ends.
+        func configure(_ easy: OpaquePointer, for transfer: CurlTransfer, isSecure: Bool) {
+            let request = transfer.request
+            let user = UnsafeRawPointer(Unmanaged.passUnretained(transfer).toOpaque())
+            library.set(easy, .url, string: transfer.url.absoluteString)
             // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
             // it would hold a transfer until another's response arrives.
-            if isSecure { library.set(easy, .pipeWait, 1) }
-            library.set(easy, .suppressConnectHeaders, 1)
+            library.set(easy, .pipeWait, isSecure ? 1 : 0)
+            library.set(easy, .forbidReuse, 0)  // a previous run's framing failure may have set it
             // Bigger reads than libcurl's 16 KiB default: a quarter as many events (each a lock round trip
             // in the queue) for a big body; small bodies do not notice.
             if let cap = transfer.limiter?.bytesPerSecond {
@@ -27,30 +48,19 @@
                 // new connection gets a small kernel receive buffer (see `curlSocketOptions`).
                 library.set(easy, .bufferSize, min(Self.receiveBufferSize, max(4 << 10, cap / 32)))
                 library.set(easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
-                library.set(easy, .sockOptData, pointer: user)
             } else {
                 library.set(easy, .bufferSize, Self.receiveBufferSize)
+                library.set(easy, .sockOptFunction, pointer: nil)
             }
             library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
-            library.set(easy, .writeFunction, pointer: unsafeBitCast(curlWrite, to: UnsafeRawPointer.self))
-            library.set(easy, .writeData, pointer: user)
-            library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
-            library.set(easy, .headerData, pointer: user)
-            if let certificates {
-                certificates.withUnsafeBytes { bytes in
-                    var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
-                    _ = withUnsafePointer(to: &blob) { library.set(easy, .caInfoBlob, pointer: $0) }
-                }
+            for option in [CurlOption.writeData, .headerData, .readData, .seekData, .sockOptData] {
+                library.set(easy, option, pointer: user)
             }
-            if let rate = transfer.shared.withLock({ $0.maximumReceiveRate }) {
-                library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate))
-            }
+            let rate = transfer.shared.withLock({ $0.maximumReceiveRate })
+            library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
             let method = (request.httpMethod ?? "GET").uppercased()
             var headers = request.allHTTPHeaderFields ?? [:]
-            // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
-            // this process can decode are sent and the transfer decodes them itself.
-            library.set(easy, .httpContentDecoding, 0)
             let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
             transfer.decodesBody = acceptEncoding != nil
             if let acceptEncoding {
@@ -62,15 +72,15 @@
                 let own = headers.first { HeaderName.matches($0.key, lowercased: "cookie") }
                 headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
             }
+            // A GET without a custom method, then what this run needs: a used handle may carry a HEAD's or a
+            // POST's settings.
+            library.set(easy, .httpGet, 1)
+            library.set(easy, .customRequest, pointer: nil)
             if method == "HEAD" {
                 library.set(easy, .noBody, 1)
             } else if !transfer.body.isEmpty || !["GET", "DELETE", "OPTIONS", "TRACE"].contains(method) {
                 library.set(easy, .post, 1)
                 library.set(easy, .postFieldSizeLarge, offset: transfer.bodyLength ?? -1)
-                library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
-                library.set(easy, .readData, pointer: user)
-                library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
-                library.set(easy, .seekData, pointer: user)
                 if method != "POST" { library.set(easy, .customRequest, string: method) }
                 // The length goes in CURLOPT_POSTFIELDSIZE_LARGE; libcurl writes the header itself.
                 for name in headers.keys where HeaderName.matches(name, lowercased: "content-length") {

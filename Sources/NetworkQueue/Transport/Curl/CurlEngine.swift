@@ -187,7 +187,7 @@
                     NSLocalizedDescriptionKey: "this libcurl (\(library.version)) was built without TLS support"
                 ])))
             }
-            guard let easy = spareHandles.popLast() ?? library.easyInit() else {
+            guard let easy = spareHandles.popLast() ?? newHandle() else {
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
             transfer.easy = easy
@@ -200,6 +200,13 @@
             }
             // Paused before it began (or across a redirect): stays paused.
             if transfer.shared.withLock({ $0.isPaused }) { _ = library.easyPause(easy, 1) }
+        }
+
+        /// A new easy handle with the options every run shares.
+        private func newHandle() -> OpaquePointer? {
+            guard let easy = library.easyInit() else { return nil }
+            prepare(easy)
+            return easy
         }
 
         /// Reads libcurl's finished transfers: follows a redirect, or reports the end.
@@ -277,16 +284,21 @@
 
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
         private func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
+            // A handle that was paused keeps libcurl's pause state: it is not used again.
+            var reusable = !transfer.shared.withLock { $0.isPaused }
             if transfer.isStarved {
                 transfer.isStarved = false
                 starved.removeAll { $0 === transfer }
+                reusable = false
             }
             transfer.limiter?.leave(transfer.consumer)
+            // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's.
+            library.set(easy, .httpHeader, pointer: nil)
+            library.set(easy, .errorBuffer, pointer: nil)
             library.slistFreeAll(transfer.headerList)
             transfer.headerList = nil
             transfer.easy = nil
-            library.easyReset(easy)
-            if spareHandles.count < Self.maximumSpareHandles {
+            if reusable, spareHandles.count < Self.maximumSpareHandles {
                 spareHandles.append(easy)
             } else {
                 library.easyCleanup(easy)
