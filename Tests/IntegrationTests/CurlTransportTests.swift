@@ -72,14 +72,19 @@
             #expect(received.current == Data((0..<size).map { UInt8(truncatingIfNeeded: $0) }))
         }
 
-        /// One transfer of `request` on `transport`: its final status, body and error.
-        func exchange(_ transport: CurlTransport, _ request: URLRequest) async -> (status: Int?, body: String, error: URLError?) {
+        /// One transfer of `request` on `transport`: its final status, body and error; `thread` gets the name of
+        /// the thread its head arrived on.
+        func exchange(
+            _ transport: CurlTransport, _ request: URLRequest, thread: Box<String?>? = nil
+        ) async -> (status: Int?, body: String, error: URLError?) {
             let status = Box<Int?>(nil)
             let body = Box(Data())
             let error = await withCheckedContinuation { (finished: CheckedContinuation<URLError?, Never>) in
                 _ = transport.startTransfer(request) { event in
                     switch event {
-                    case .head(let head): status.with { $0 = head.statusCode }
+                    case .head(let head):
+                        status.with { $0 = head.statusCode }
+                        thread?.with { $0 = Thread.current.name }
                     case .data(let data): body.with { $0.append(data) }
                     case .completed(let error): finished.resume(returning: error)
                     case .response, .sent: break
@@ -115,6 +120,63 @@
             let last = await exchange(transport, request("/upload"))
             #expect(last.status == 200 && last.body == "0" && last.error == nil)
             #expect(server.statistics.connections == 1)
+        }
+
+        @Test(.timeLimit(.minutes(1))) func transfersGoToTheEngineWithTheFewest() async throws {
+            let server = try LoopbackServer()
+            var options = CurlTransport.Options()
+            options.engineThreads = 3
+            let transport = try CurlTransport(options: options)
+            #expect(transport.threadNames.count == 3)
+            #expect(Set(transport.threadNames).count == 3)
+            #expect(transport.threadName == transport.threadNames[0])
+            // Six transfers the server holds until all six have arrived: two on each engine.
+            let threads = Box<[String]>([])
+            let failures = Box(0)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let remaining = Box(6)
+                for _ in 0..<6 {
+                    _ = transport.startTransfer(URLRequest(url: server.url("/barrier/1?n=6"))) { event in
+                        switch event {
+                        case .head: threads.with { $0.append(Thread.current.name ?? "?") }
+                        case .completed(let error):
+                            if error != nil { failures.with { $0 += 1 } }
+                            if remaining.with({ remaining in
+                                remaining -= 1
+                                return remaining
+                            }) == 0 { done.resume() }
+                        case .data, .response, .sent: break
+                        }
+                    }
+                }
+            }
+            #expect(failures.current == 0)
+            #expect(transport.threadNames.map { name in threads.current.filter { $0 == name }.count } == [2, 2, 2])
+        }
+
+        @Test(.timeLimit(.minutes(1))) func engineThreadsShareOneCookieJar() async throws {
+            let server = try LoopbackServer()
+            var options = CurlTransport.Options()
+            options.engineThreads = 2
+            let transport = try CurlTransport(options: options)
+            let setter = Box<String?>(nil)
+            let reader = Box<String?>(nil)
+            let set = await exchange(transport, URLRequest(url: server.url("/cookie?value=shared")), thread: setter)
+            #expect(set.status == 200 && set.error == nil)
+            // The first engine is kept busy by a held transfer, so the next goes to the second one.
+            let held = Box<URLError??>(nil)
+            _ = transport.startTransfer(URLRequest(url: server.url("/barrier/1?n=2"))) { event in
+                if case .completed(let error) = event { held.with { $0 = .some(error) } }
+            }
+            let read = await exchange(transport, URLRequest(url: server.url("/bytes/1")), thread: reader)
+            #expect(read.status == 200 && read.error == nil)
+            #expect(setter.current != nil && reader.current != nil && setter.current != reader.current)
+            #expect(server.statistics.headers.last?["cookie"] == "session=shared")
+            // The second arrival releases the held transfer.
+            let release = await exchange(transport, URLRequest(url: server.url("/barrier/1?n=2")))
+            #expect(release.error == nil)
+            await eventually { held.current != nil }
+            #expect(held.current == .some(nil))
         }
 
         @Test func aRateCapAndPauseAreRefusedByURLSessionOnly() throws {

@@ -3,6 +3,7 @@
     import Foundation
     import FoundationNetworking
     import Glibc
+    import Synchronization
 
     /// One libcurl multi handle driven by one dedicated thread: `curl_multi_perform`, then
     /// `curl_multi_poll`, woken by `curl_multi_wakeup` when another thread posts work.
@@ -29,19 +30,26 @@
         let options: CurlTransport.Options
         private let multi: OpaquePointer
         private let inbox = Locked(Inbox())
+        /// Transfers posted to this engine and not ended yet: the transport gives a new transfer to the
+        /// engine with the fewest. Posting adds one; the engine's thread subtracts those that left its
+        /// transfers in each pass.
+        private let loadCount = Atomic<Int>(0)
         /// The extra CA certificates with the system's, as one PEM blob, when asked for.
         let certificates: Data?
 
         // The engine thread's state.
         private var active: [OpaquePointer: CurlTransfer] = [:]
         private var spareHandles: [OpaquePointer] = []
-        private var cookieJar: CookieJar?
+        /// The transport's cookie jar, shared by its engines (nil: cookies off).
+        private let cookieJar: Locked<CookieJar>?
         /// Transfers held because their limiter had no tokens, in the order they were refused.
         private var starved: [CurlTransfer] = []
         private static let maximumSpareHandles = 16
         static let receiveBufferSize = 64 << 10
 
-        init(library: CurlLibrary, options: CurlTransport.Options, certificates: Data?) throws(CurlTransport.LoadError) {
+        init(
+            library: CurlLibrary, options: CurlTransport.Options, certificates: Data?, cookieJar: Locked<CookieJar>?
+        ) throws(CurlTransport.LoadError) {
             guard let multi = library.multiInit() else { throw .initializationFailed }
             self.library = library
             self.options = options
@@ -49,9 +57,7 @@
             self.certificates = certificates
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
-            // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
-            // head is known to be valid (and leaked memory with every reuse of a handle).
-            cookieJar = options.cookies == .ephemeral ? CookieJar() : nil
+            self.cookieJar = cookieJar
         }
 
         /// Numbers engine threads, so that each has a name of its own.
@@ -83,12 +89,16 @@
             }
         }
 
+        /// Transfers posted to this engine and not ended yet (a hint: read without a lock).
+        var load: Int { loadCount.load(ordering: .relaxed) }
+
         /// Hands work to the engine's thread; never blocks on libcurl.
         /// The wake-up is sent under the inbox's lock, which the engine's thread takes to close the multi
         /// handle: a handle cancelled after its transport is gone never touches a freed multi handle.
         func post(_ work: Work) {
             inbox.withLock { inbox in
                 guard !inbox.isClosed else { return }
+                if case .start = work { loadCount.add(1, ordering: .relaxed) }
                 inbox.work.append(work)
                 // The engine's own thread checks the inbox before it polls again: no wake-up needed.
                 if let engine = inbox.engineThread, pthread_equal(engine, pthread_self()) != 0 { return }
@@ -103,6 +113,7 @@
         private func run() {
             inbox.withLock { $0.engineThread = pthread_self() }
             var running: Int32 = 0
+            var wasActive = 0
             while true {
                 let (work, isStopping) = inbox.withLock { inbox in
                     defer {
@@ -112,9 +123,17 @@
                     return (inbox.work, inbox.isStopping)
                 }
                 if isStopping { return shutDown() }
-                for item in work { apply(item) }
+                var started = 0
+                for item in work {
+                    if case .start = item { started += 1 }
+                    apply(item)
+                }
                 _ = library.multiPerform(multi, &running)
                 collectCompleted()
+                // Those counted and not running now have ended (finished, failed, cancelled).
+                let ended = wasActive + started - active.count
+                if ended != 0 { loadCount.subtract(ended, ordering: .relaxed) }
+                wasActive = active.count
                 // After the reads: a transfer refused during them is resumed, or waited for, at once.
                 let wait = starved.isEmpty ? 1.0 : feedStarved()
                 let hasWork = inbox.withLock { !$0.work.isEmpty || $0.isStopping }
@@ -267,12 +286,12 @@
         // MARK: Cookies and connections (engine thread)
 
         /// The `Cookie` header the jar has for `url`, if any.
-        func cookieHeader(for url: URL) -> String? { cookieJar?.header(for: url, now: Date()) }
+        func cookieHeader(for url: URL) -> String? { cookieJar?.withLock { $0.header(for: url, now: Date()) } }
 
         /// Stores the cookies of a head that passed every check.
         func storeCookies(_ setCookies: [String], from url: URL) {
             guard !setCookies.isEmpty else { return }
-            cookieJar?.store(setCookies, from: url, now: Date())
+            cookieJar?.withLock { $0.store(setCookies, from: url, now: Date()) }
         }
 
         /// Closes the transfer's connection when its run ends instead of keeping it for reuse: the response

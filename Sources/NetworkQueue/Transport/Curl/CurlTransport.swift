@@ -11,10 +11,14 @@ import Foundation
     ///   FoundationNetworking itself links), version 7.68 or later; no header, package or link flag is
     ///   needed. When it cannot be loaded, ``init(options:)`` throws a ``LoadError`` and
     ///   `NetworkQueue()` falls back to ``URLSessionTransport``.
-    /// - **One thread, one multi handle** per transport: transfers are added, cancelled, paused and
-    ///   throttled by posting to that thread (`curl_multi_wakeup`), so no call of this type blocks on the
-    ///   network. Connections are kept alive and reused (HTTP/1.1), HTTP/2 is used and multiplexed when
-    ///   a TLS server offers it; there is no per-host connection limit, so the queue's limit decides.
+    /// - **Engine threads**: ``Options/engineThreads`` threads (by default one per active processor, at
+    ///   most 4), each with its own multi handle and connection cache. Each new transfer goes to the engine
+    ///   with the fewest transfers (the earliest of them on a tie) and stays there, across its redirects;
+    ///   transfers are added, cancelled, paused and throttled by posting to their engine's thread
+    ///   (`curl_multi_wakeup`), so no call of this type blocks on the network. Connections are kept alive
+    ///   and reused within an engine (HTTP/1.1), and HTTP/2 is used and multiplexed when a TLS server offers
+    ///   it, so a host may have a connection per engine. There is no per-host connection limit: the
+    ///   queue's limit decides. Cookies are one jar for all engines.
     /// - **Events** are delivered on the transport's thread, one transfer's in order, and libcurl reads
     ///   no more of a transfer until its event returns: a slow consumer (a file written inside the event)
     ///   slows the server down instead of filling memory (back-pressure). Keep event handlers short.
@@ -89,8 +93,13 @@ import Foundation
             /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
             /// own cap can be changed with ``TransferHandle/setMaximumReceiveRate(_:)``.
             public var maximumReceiveRate: Int?
-            /// Idle connections kept open for reuse; default 64.
+            /// Idle connections kept open for reuse, by each engine thread; default 64.
             public var maximumCachedConnections = 64
+            /// Threads that run transfers, each with its own libcurl multi handle and connections; default
+            /// the active processor count, at most 4. Values below 1 mean 1. More threads use more cores for
+            /// many transfers at once (bodies are written to files, hashed and decoded on these threads);
+            /// each keeps its own connections, so a host sees up to one connection set per thread.
+            public var engineThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
 
             /// Creates options with the defaults.
             public init() {}
@@ -100,10 +109,12 @@ import Foundation
         public let libraryVersion: String
         /// Whether the loaded libcurl can use HTTP/2.
         public let supportsHTTP2: Bool
-        /// The name of the transport's thread, `nq-curl-<n>`, unique in the process (as profilers and
-        /// debuggers show it). The thread ends when the transport is released.
-        public let threadName: String
-        private let engine: CurlEngine
+        /// The name of the transport's first engine thread, `nq-curl-<n>`, unique in the process (as
+        /// profilers and debuggers show it). The threads end when the transport is released.
+        public var threadName: String { threadNames[0] }
+        /// The names of the transport's engine threads (``Options/engineThreads`` of them), in order.
+        public let threadNames: [String]
+        private let engines: [CurlEngine]
 
         /// Whether libcurl can be loaded in this process.
         public static var isAvailable: Bool {
@@ -122,13 +133,32 @@ import Foundation
             if let extra = options.additionalTrustedCertificates {
                 certificates = try Self.bundle(adding: extra, library: library)
             }
-            engine = try CurlEngine(library: library, options: options, certificates: certificates)
+            // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
+            // head is known to be valid (and leaked memory with every reuse of a handle).
+            let cookieJar = options.cookies == .ephemeral ? Locked(CookieJar()) : nil
+            var engines: [CurlEngine] = []
+            for _ in 0..<max(1, options.engineThreads) {
+                engines.append(
+                    try CurlEngine(library: library, options: options, certificates: certificates, cookieJar: cookieJar))
+            }
+            self.engines = engines
             libraryVersion = library.version
             supportsHTTP2 = library.supportsHTTP2
-            threadName = engine.start()
+            threadNames = engines.map { $0.start() }
         }
 
-        deinit { engine.stop() }
+        deinit { for engine in engines { engine.stop() } }
+
+        /// The engine with the fewest transfers, the earliest on a tie.
+        private func leastLoadedEngine() -> CurlEngine {
+            var chosen = engines[0]
+            var fewest = chosen.load
+            for engine in engines.dropFirst() where fewest > 0 {
+                let load = engine.load
+                if load < fewest { (chosen, fewest) = (engine, load) }
+            }
+            return chosen
+        }
 
         /// Starts `request` on the transport's thread.
         public func startTransfer(
@@ -144,6 +174,7 @@ import Foundation
         public func startTransfer(
             _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
+            let engine = leastLoadedEngine()
             guard let url = request.url else {
                 let failed = CurlTransfer(request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
                 DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
