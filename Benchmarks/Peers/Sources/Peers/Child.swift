@@ -38,6 +38,10 @@ struct Child {
         case "nq":
             var options = CurlTransport.Options()
             options.additionalTrustedCertificates = trusted
+            // For comparing engine-thread counts: NQ_ENGINE_THREADS=N (default: the transport's own).
+            if let threads = ProcessInfo.processInfo.environment["NQ_ENGINE_THREADS"].flatMap(Int.init) {
+                options.engineThreads = threads
+            }
             let transport = try CurlTransport(options: options)
             fetch = { urls in try await Self.fetchWithQueue(urls, transport: transport, window: window, directory: directory) }
         case "ahc":

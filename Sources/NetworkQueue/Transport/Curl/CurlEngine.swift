@@ -89,8 +89,21 @@
             }
         }
 
-        /// Transfers posted to this engine and not ended yet (a hint: read without a lock).
-        var load: Int { loadCount.load(ordering: .relaxed) }
+        /// The engine thread's id, once it runs (0 before).
+        private let threadID = Atomic<UInt>(0)
+        /// Transfers this pass has taken out of the running set so far (engine thread only).
+        private var leftThisPass = 0
+
+        /// Transfers posted to this engine and not ended yet (a hint: read without a lock). Asked on the
+        /// engine's own thread (a transfer that ends there starts the next), those that ended in the current
+        /// pass no longer count: the pass subtracts them only when it is done.
+        var load: Int {
+            let load = loadCount.load(ordering: .relaxed)
+            return threadID.load(ordering: .relaxed) == UInt(pthread_self()) ? load - leftThisPass : load
+        }
+
+        /// Whether the caller runs on this engine's thread.
+        var isCurrent: Bool { threadID.load(ordering: .relaxed) == UInt(pthread_self()) }
 
         /// Hands work to the engine's thread; never blocks on libcurl.
         /// The wake-up is sent under the inbox's lock, which the engine's thread takes to close the multi
@@ -112,6 +125,7 @@
 
         private func run() {
             inbox.withLock { $0.engineThread = pthread_self() }
+            threadID.store(UInt(pthread_self()), ordering: .relaxed)
             var running: Int32 = 0
             var wasActive = 0
             while true {
@@ -134,6 +148,7 @@
                 let ended = wasActive + started - active.count
                 if ended != 0 { loadCount.subtract(ended, ordering: .relaxed) }
                 wasActive = active.count
+                leftThisPass = 0
                 // After the reads: a transfer refused during them is resumed, or waited for, at once.
                 let wait = starved.isEmpty ? 1.0 : feedStarved()
                 let hasWork = inbox.withLock { !$0.work.isEmpty || $0.isStopping }
@@ -238,6 +253,7 @@
                 let code = message.load(fromByteOffset: 16, as: Int32.self)
                 _ = library.multiRemove(multi, easy)
                 guard let transfer = active.removeValue(forKey: easy) else { continue }
+                leftThisPass += 1
                 complete(transfer, easy: easy, code: code)
             }
         }

@@ -149,13 +149,15 @@ import Foundation
 
         deinit { for engine in engines { engine.stop() } }
 
-        /// The engine with the fewest transfers, the earliest on a tie.
+        /// The engine with the fewest transfers; on a tie the caller's own engine (a transfer that ended on an
+        /// engine thread starts the next there, without waking another thread), else the earliest.
         private func leastLoadedEngine() -> CurlEngine {
+            guard engines.count > 1 else { return engines[0] }
             var chosen = engines[0]
-            var fewest = chosen.load
-            for engine in engines.dropFirst() where fewest > 0 {
+            var fewest = Int.max
+            for engine in engines {
                 let load = engine.load
-                if load < fewest { (chosen, fewest) = (engine, load) }
+                if load < fewest || (load == fewest && engine.isCurrent) { (chosen, fewest) = (engine, load) }
             }
             return chosen
         }
