@@ -122,15 +122,9 @@
             #expect(server.statistics.connections == 1)
         }
 
-        @Test(.timeLimit(.minutes(1))) func transfersGoToTheEngineWithTheFewest() async throws {
-            let server = try LoopbackServer()
-            var options = CurlTransport.Options()
-            options.engineThreads = 3
-            let transport = try CurlTransport(options: options)
-            #expect(transport.threadNames.count == 3)
-            #expect(Set(transport.threadNames).count == 3)
-            #expect(transport.threadName == transport.threadNames[0])
-            // Six transfers the server holds until all six have arrived: two on each engine.
+        /// Starts six transfers the server holds until all six have arrived; returns the names of the threads
+        /// their heads arrived on, in the engines' order: how many on each.
+        func spread(over transport: CurlTransport, _ server: LoopbackServer) async -> [Int] {
             let threads = Box<[String]>([])
             let failures = Box(0)
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -151,7 +145,25 @@
                 }
             }
             #expect(failures.current == 0)
-            #expect(transport.threadNames.map { name in threads.current.filter { $0 == name }.count } == [2, 2, 2])
+            return transport.threadNames.map { name in threads.current.filter { $0 == name }.count }
+        }
+
+        @Test(.timeLimit(.minutes(1))) func transfersGoToTheEngineWithTheFewestUntilTheyTurnOutSmall() async throws {
+            let server = try LoopbackServer()
+            var options = CurlTransport.Options()
+            options.engineThreads = 3
+            let transport = try CurlTransport(options: options)
+            #expect(transport.threadNames.count == 3)
+            #expect(Set(transport.threadNames).count == 3)
+            #expect(transport.threadName == transport.threadNames[0])
+            // Nothing known of their sizes: spread, the fewest first.
+            #expect(await spread(over: transport, server) == [2, 2, 2])
+            // Once transfers have been small (1 byte, the barrier's too), all go to the first engine.
+            _ = await exchange(transport, URLRequest(url: server.url("/bytes/1")))
+            #expect(await spread(over: transport, server) == [6, 0, 0])
+            // Big again (the average weighs the latest an eighth): spread again.
+            for _ in 0..<2 { _ = await exchange(transport, URLRequest(url: server.url("/bytes/3000000"))) }
+            #expect(await spread(over: transport, server) == [2, 2, 2])
         }
 
         @Test(.timeLimit(.minutes(1))) func engineThreadsShareOneCookieJar() async throws {
@@ -161,6 +173,9 @@
             let transport = try CurlTransport(options: options)
             let setter = Box<String?>(nil)
             let reader = Box<String?>(nil)
+            // A big body first: the transport spreads transfers (small ones all go to the first engine).
+            let big = await exchange(transport, URLRequest(url: server.url("/bytes/400000")))
+            #expect(big.status == 200 && big.error == nil)
             let set = await exchange(transport, URLRequest(url: server.url("/cookie?value=shared")), thread: setter)
             #expect(set.status == 200 && set.error == nil)
             // The first engine is kept busy by a held transfer, so the next goes to the second one.

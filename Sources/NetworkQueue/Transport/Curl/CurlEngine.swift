@@ -42,13 +42,16 @@
         private var spareHandles: [OpaquePointer] = []
         /// The transport's cookie jar, shared by its engines (nil: cookies off).
         private let cookieJar: Locked<CookieJar>?
+        /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
+        private let sizes: TransferSizes?
         /// Transfers held because their limiter had no tokens, in the order they were refused.
         private var starved: [CurlTransfer] = []
         private static let maximumSpareHandles = 16
         static let receiveBufferSize = 64 << 10
 
         init(
-            library: CurlLibrary, options: CurlTransport.Options, certificates: Data?, cookieJar: Locked<CookieJar>?
+            library: CurlLibrary, options: CurlTransport.Options, certificates: Data?, cookieJar: Locked<CookieJar>?,
+            sizes: TransferSizes?
         ) throws(CurlTransport.LoadError) {
             guard let multi = library.multiInit() else { throw .initializationFailed }
             self.library = library
@@ -58,6 +61,7 @@
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
             self.cookieJar = cookieJar
+            self.sizes = sizes
         }
 
         /// Numbers engine threads, so that each has a name of its own.
@@ -268,6 +272,7 @@
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
                 error = URLError(.badServerResponse)
             }
+            if error == nil { sizes?.record(transfer.bytesReceived) }
             finish(transfer, easy: easy)
             transfer.emit(.completed(error))
         }
@@ -351,6 +356,30 @@
             for easy in spareHandles { library.easyCleanup(easy) }
             spareHandles = []
             _ = library.multiCleanup(multi)
+        }
+    }
+#endif
+
+#if os(Linux)
+    /// The size of the bodies a transport's transfers received lately, as an average that weighs the latest
+    /// an eighth: whether its transfers are small (cheapest on one engine thread) or big (faster spread over
+    /// several). Written by engine threads when a transfer succeeds, read when one starts; lock-free.
+    final class TransferSizes: Sendable {
+        /// Below this average, transfers are kept on the first engine.
+        static let smallLimit = 256 << 10
+        /// -1 until a transfer has succeeded.
+        private let average = Atomic<Int>(-1)
+
+        /// True when transfers have been small lately; false before any has succeeded.
+        var areSmall: Bool {
+            let average = average.load(ordering: .relaxed)
+            return average >= 0 && average < Self.smallLimit
+        }
+
+        /// Adds a successful transfer's body size (a lost update under a race only delays the average).
+        func record(_ bytes: Int) {
+            let old = average.load(ordering: .relaxed)
+            average.store(old < 0 ? bytes : old - old / 8 + bytes / 8, ordering: .relaxed)
         }
     }
 #endif

@@ -47,6 +47,8 @@
         var failure: URLError?
         var body: Body
         var bytesSent: Int64 = 0
+        /// Body bytes libcurl handed over in this run, before decoding (engine thread).
+        var bytesReceived = 0
         /// True while libcurl holds this transfer's bytes because the limiter had no tokens for them
         /// (``CurlEngine`` resumes it when it has).
         var isStarved = false
@@ -165,6 +167,7 @@
             }
             // A redirect's body, or bytes before any head (never for HTTP/1.x and 2): not the response's.
             guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
+            bytesReceived += bytes.count
             guard let decoder else {
                 events(.data(Data(bytes)))
                 return bytes.count

@@ -115,6 +115,7 @@ import Foundation
         /// The names of the transport's engine threads (``Options/engineThreads`` of them), in order.
         public let threadNames: [String]
         private let engines: [CurlEngine]
+        private let sizes: TransferSizes?
 
         /// Whether libcurl can be loaded in this process.
         public static var isAvailable: Bool {
@@ -136,12 +137,16 @@ import Foundation
             // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
             // head is known to be valid (and leaked memory with every reuse of a handle).
             let cookieJar = options.cookies == .ephemeral ? Locked(CookieJar()) : nil
+            let count = max(1, options.engineThreads)
+            let sizes = count > 1 ? TransferSizes() : nil
             var engines: [CurlEngine] = []
-            for _ in 0..<max(1, options.engineThreads) {
+            for _ in 0..<count {
                 engines.append(
-                    try CurlEngine(library: library, options: options, certificates: certificates, cookieJar: cookieJar))
+                    try CurlEngine(
+                        library: library, options: options, certificates: certificates, cookieJar: cookieJar, sizes: sizes))
             }
             self.engines = engines
+            self.sizes = sizes
             libraryVersion = library.version
             supportsHTTP2 = library.supportsHTTP2
             threadNames = engines.map { $0.start() }
@@ -149,10 +154,12 @@ import Foundation
 
         deinit { for engine in engines { engine.stop() } }
 
-        /// The engine with the fewest transfers; on a tie the caller's own engine (a transfer that ended on an
-        /// engine thread starts the next there, without waking another thread), else the earliest.
+        /// The first engine while the transport's transfers have been small lately (one thread costs the least
+        /// CPU per small request: no wake-ups between threads); otherwise the engine with the fewest transfers,
+        /// on a tie the caller's own (a transfer that ended on an engine thread starts the next there, without
+        /// waking another thread), else the earliest.
         private func leastLoadedEngine() -> CurlEngine {
-            guard engines.count > 1 else { return engines[0] }
+            guard engines.count > 1, sizes?.areSmall != true else { return engines[0] }
             var chosen = engines[0]
             var fewest = Int.max
             for engine in engines {
