@@ -1,4 +1,9 @@
 import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// (8) Instructions per small request, counted by callgrind: repeatable to a fraction of a percent whatever else
 /// the machine does, unlike seconds. Each side fetches N × 1 KB (8 at once) from a LoopbackServer in another
@@ -37,20 +42,29 @@ enum InstructionBenchmark {
     /// The child's work: `count` requests, 8 at once; returns the failures. The main thread blocks until they
     /// are done instead of suspending: valgrind 3.19 crashes when an async main parks the main thread in
     /// `dispatch_main` and the first worker thread starts.
-    static func child(side: String, url: URL, count: Int) -> Int {
+    /// `trusted`: a PEM file of CA certificates for an `https` URL (for profiling the TLS path by hand).
+    static func child(side: String, url: URL, count: Int, trusted: URL? = nil) -> Int {
         let done = DispatchSemaphore(value: 0)
         let failures = Protected(count)
         Task.detached {
             let result: Int
-            if side == "nq" {
-                result = await SmallRequestsBenchmark.networkQueue(url, count: count, window: 8)
-            } else {
-                #if os(Linux)
-                    result = (try? RawCurl())?.run(urls: Array(repeating: url, count: count), window: 8) ?? count
-                #else
-                    result = count
-                #endif
-            }
+            #if os(Linux)
+                if side == "nq", let trusted {
+                    var options = CurlTransport.Options()
+                    options.additionalTrustedCertificates = trusted
+                    let queue = NetworkQueue(transport: (try? CurlTransport(options: options)) ?? URLSessionTransport())
+                    queue.maxConcurrentRequestCount = 8
+                    for _ in 0..<count { try? queue.add(NetworkRequest(URLRequest(url: url))) }
+                    let progress = await queue.run()
+                    result = progress.totalRequestCount - progress.finishedRequestCount
+                } else if side == "nq" {
+                    result = await SmallRequestsBenchmark.networkQueue(url, count: count, window: 8)
+                } else {
+                    result = (try? RawCurl())?.run(urls: Array(repeating: url, count: count), window: 8, trusted: trusted) ?? count
+                }
+            #else
+                result = side == "nq" ? await SmallRequestsBenchmark.networkQueue(url, count: count, window: 8) : count
+            #endif
             failures.with { $0 = result }
             done.signal()
         }

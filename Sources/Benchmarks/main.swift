@@ -47,9 +47,10 @@ if arguments.first == "--peer-child", arguments.count == 7, let url = URL(string
         exit(1)
     #endif
 }
-// The instruction benchmark's child, run under callgrind: `--count-small SIDE URL COUNT`.
-if arguments.first == "--count-small", arguments.count == 4, let url = URL(string: arguments[2]), let count = Int(arguments[3]) {
-    exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count) == 0 ? 0 : 1)
+// The instruction benchmark's child, run under callgrind: `--count-small SIDE URL COUNT [CAFILE]`.
+if arguments.first == "--count-small", arguments.count >= 4, let url = URL(string: arguments[2]), let count = Int(arguments[3]) {
+    let trusted = arguments.count > 4 ? URL(fileURLWithPath: arguments[4]) : nil
+    exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count, trusted: trusted) == 0 ? 0 : 1)
 }
 if let count = value(after: "--profile-scheduling").flatMap(Int.init) {
     print(await SchedulingBenchmark.queueRun(count: count))

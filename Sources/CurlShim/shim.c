@@ -37,3 +37,35 @@ long long nq_heap_in_use(void) {
     return -1;
 #endif
 }
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#include <errno.h>
+
+int nq_memory_file(const char *name, const void *data, unsigned long length) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    const char *bytes = data;
+    unsigned long written = 0;
+    while (written < length) {
+        ssize_t count = write(fd, bytes + written, length - written);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) {
+            close(fd);
+            return -1;
+        }
+        written += (unsigned long)count;
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+#else
+int nq_memory_file(const char *name, const void *data, unsigned long length) {
+    (void)name; (void)data; (void)length;
+    return -1;
+}
+#endif

@@ -27,6 +27,10 @@ int nq_getinfo(void *function, void *handle, int info, void *answer);
 /// does not reach it on Linux, and `pthread_setname_np` needs `_GNU_SOURCE`, which Swift's Glibc lacks.
 void nq_name_current_thread(const char *name);
 
+/// An anonymous in-memory file (Linux `memfd_create`, close-on-exec) holding `length` bytes of `data`, rewound;
+/// its descriptor, or -1 where there is none. Opened by path as `/proc/self/fd/<fd>` while it stays open.
+int nq_memory_file(const char *name, const void *data, unsigned long length);
+
 /// Bytes in use on the heap, over every malloc arena (glibc's mallinfo2), or -1 where that cannot be told:
 /// for the heap-growth test and the benchmarks.
 long long nq_heap_in_use(void);

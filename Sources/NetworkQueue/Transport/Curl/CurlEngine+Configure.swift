@@ -22,8 +22,10 @@
             library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
             library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
             library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
-            if let certificates {
-                certificates.withUnsafeBytes { bytes in
+            if let path = certificates?.path {
+                library.set(easy, .caInfo, string: path)
+            } else if let pem = certificates?.pem {
+                pem.withUnsafeBytes { bytes in
                     var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
                     _ = withUnsafePointer(to: &blob) { library.set(easy, .caInfoBlob, pointer: $0) }
                 }

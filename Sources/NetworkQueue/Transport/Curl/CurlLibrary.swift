@@ -187,5 +187,6 @@
         case sockOptFunction = 20_148
         case sockOptData = 10_149
         case caInfoBlob = 40_309
+        case caInfo = 10_065
     }
 #endif

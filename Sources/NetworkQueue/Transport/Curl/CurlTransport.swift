@@ -88,7 +88,9 @@ import Foundation
             public var maximumRedirects = 20
             /// Default ``CookiePolicy/ephemeral``.
             public var cookies: CookiePolicy = .ephemeral
-            /// A PEM file of CA certificates trusted in addition to the system's; default nil.
+            /// A PEM file of CA certificates trusted in addition to the system's; default nil. Read once, when the
+            /// transport is created: the system's bundle and this file are handed to libcurl together, as an
+            /// in-memory file it opens by path (so its parsed store is reused, not rebuilt per transfer).
             public var additionalTrustedCertificates: URL?
             /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
             /// own cap can be changed with ``TransferHandle/setMaximumReceiveRate(_:)``.
@@ -130,9 +132,9 @@ import Foundation
         /// - Throws: ``LoadError`` when libcurl is missing or too old, or the extra certificates cannot be read.
         public init(options: Options = Options()) throws(LoadError) {
             let library = try CurlLibrary.shared.get()
-            var certificates: Data?
+            var certificates: TrustedCertificates?
             if let extra = options.additionalTrustedCertificates {
-                certificates = try Self.bundle(adding: extra, library: library)
+                certificates = TrustedCertificates(pem: try Self.bundle(adding: extra, library: library))
             }
             // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
             // head is known to be valid (and leaked memory with every reuse of a handle).

@@ -1,0 +1,20 @@
+#if os(Linux)
+    import Foundation
+    import Testing
+
+    @testable import NetworkQueue
+
+    /// The CA bundle reaches libcurl as a path to an in-memory file, not as a blob copied into every transfer.
+    @Suite struct TrustedCertificatesTests {
+        @Test func theBundleIsAnInMemoryFileReadableByPath() throws {
+            let pem = Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)
+            let certificates = TrustedCertificates(pem: pem)
+            let path = try #require(certificates.path)
+            #expect(path.hasPrefix("/proc/self/fd/"))
+            #expect(FileManager.default.contents(atPath: path) == pem)
+            // Read twice (libcurl opens it for each new connection): each open starts at the beginning.
+            #expect(FileManager.default.contents(atPath: path) == pem)
+            #expect(certificates.pem == pem)
+        }
+    }
+#endif
