@@ -98,6 +98,23 @@ import Testing
         #expect(first.first?.value("location") == "/b")
         #expect(second.first?.statusCode == 200)
     }
+
+    @Test(arguments: [
+        ("HTTP/1.1 404\r\n", 404, "HTTP/1.1"), ("HTTP/1.1  204 No Content\r\n", 204, "HTTP/1.1"),
+        ("HTTP/2 200\r\n", 200, "HTTP/2"), ("HTTP/1.0 200 OK\r\n", 200, "HTTP/1.0"),
+    ])
+    func statusLinesGiveTheirCodeAndVersion(_ line: String, _ code: Int, _ version: String) {
+        let heads = parse([line, "Content-Length: 007\r\n", "\r\n"]).heads
+        #expect(heads.first?.statusCode == code)
+        #expect(heads.first?.httpVersion == version)
+        #expect(heads.first?.value("content-length") == "7")
+        #expect(heads.first?.contentLength == 7)
+    }
+
+    @Test(arguments: ["HTTP/1.1 2000 Big\r\n", "HTTP/1.1 OK\r\n", "HTTP/1.1 20x\r\n", "HTTP/1.1\r\n"])
+    func aStatusLineWithoutAThreeDigitCodeCompletesNoHead(_ line: String) {
+        #expect(parse([line, "A: 1\r\n", "\r\n"]).heads.isEmpty)
+    }
 }
 
 @Suite struct RedirectRulesTests {

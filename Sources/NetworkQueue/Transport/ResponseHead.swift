@@ -44,12 +44,19 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     private static let buildLock = NSLock()
 
     /// Creates a head from its parts.
-    public init(url: URL, statusCode: Int, httpVersion: String, fields: [Field]) {
+    public convenience init(url: URL, statusCode: Int, httpVersion: String, fields: [Field]) {
+        self.init(
+            url: url, statusCode: statusCode, httpVersion: httpVersion, fields: fields,
+            contentLength: Self.contentLength(in: fields))
+    }
+
+    /// Creates a head whose `Content-Length` a parser has read already (-1: none).
+    init(url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
         self.fields = fields
-        expectedContentLength = Self.contentLength(in: fields)
+        expectedContentLength = contentLength
     }
 
     /// Wraps a response a transport built itself (``TransferEvent/response(_:)``); ``httpURLResponse`` returns

@@ -143,7 +143,9 @@
                 return true
             }
             hasResponse = true
-            emit(.head(ResponseHead(url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields)))
+            emit(.head(ResponseHead(
+                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields,
+                contentLength: head.contentLength ?? -1)))
             guard decodesBody, let encoding = head.value("Content-Encoding") else { return true }
             do {
                 decoder = try ContentDecoder(contentEncoding: encoding, library: .shared)

@@ -25,6 +25,8 @@ struct ResponseHeadParser {
         /// True when the connection must not be reused after this response: it carried both
         /// `Transfer-Encoding` and `Content-Length` (the length was dropped, RFC 9112 §6.3).
         var closesConnection = false
+        /// The `Content-Length` kept, as a number (nil: none).
+        var contentLength: Int64?
 
         static func == (lhs: Head, rhs: Head) -> Bool {
             lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
@@ -72,11 +74,23 @@ struct ResponseHeadParser {
             return nil
         }
         if line.starts(with: Self.httpPrefix) {
-            // A new status line: an interim head before it is forgotten.
-            let parts = line.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: true)
-            statusCode = parts.count >= 2 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
-            httpVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            // A new status line: an interim head before it is forgotten. "HTTP/1.1 200 OK": the version up to
+            // the first space, then the code (three digits) after any spaces.
+            let versionEnd = line.firstIndex(of: 32) ?? line.endIndex
+            httpVersion = String(decoding: line[..<versionEnd], as: UTF8.self)
+            var index = versionEnd
+            while index < line.endIndex, line[index] == 32 { index += 1 }
+            var code = 0
+            var digits = 0
+            while index < line.endIndex, (48...57).contains(line[index]), digits < 4 {
+                code = code * 10 + Int(line[index] - 48)
+                digits += 1
+                index += 1
+            }
+            let isEnd = index == line.endIndex || line[index] == 32
+            statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
             fields = []
+            fields.reserveCapacity(12)
             setCookies = []
             return nil
         }
@@ -121,7 +135,12 @@ struct ResponseHeadParser {
                 head.closesConnection = true
             } else {
                 switch FramingRules.contentLength(fields[index].value) {
-                case .valid(let length): head.fields[index].value = String(length)
+                case .valid(let length):
+                    head.contentLength = length
+                    // Repeated or padded values (" 7 , 7 ") become the one number.
+                    if !fields[index].value.utf8.allSatisfy({ (48...57).contains($0) }) || fields[index].value.utf8.first == 48 {
+                        head.fields[index].value = String(length)
+                    }
                 case .invalid(let reason):
                     violation = reason
                     return nil
