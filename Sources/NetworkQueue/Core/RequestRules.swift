@@ -27,9 +27,11 @@ enum RequestRules {
         _ request: URLRequest, destination: NetworkRequest.Destination = .memory
     ) -> NetworkQueueError.InvalidRequestReason? {
         guard let url = request.url else { return .missingURL }
-        let scheme = url.scheme?.lowercased()
-        guard scheme == "http" || scheme == "https" else { return .unsupportedScheme(url.scheme) }
-        guard let host = url.host, !host.isEmpty else { return .missingHost(url) }
+        // Compared and checked without allocating or percent-decoding: this runs for every request added.
+        let scheme = url.scheme
+        guard let scheme, HeaderName.equal(scheme.utf8, "http".utf8) || HeaderName.equal(scheme.utf8, "https".utf8)
+        else { return .unsupportedScheme(scheme) }
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else { return .missingHost(url) }
         guard idleTimeout(request.timeoutInterval) != nil else { return .invalidTimeout(request.timeoutInterval) }
         if case .file(let file) = destination, !file.isFileURL || file.path.isEmpty || file.hasDirectoryPath {
             return .invalidDestination(file)

@@ -55,14 +55,27 @@
                 library.set(easy, .sockOptFunction, pointer: nil)
             }
             library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
-            for option in [CurlOption.writeData, .headerData, .readData, .seekData, .sockOptData] {
-                library.set(easy, option, pointer: user)
-            }
+            library.set(easy, .writeData, pointer: user)
+            library.set(easy, .headerData, pointer: user)
+            library.set(easy, .readData, pointer: user)
+            library.set(easy, .seekData, pointer: user)
+            library.set(easy, .sockOptData, pointer: user)
             let rate = transfer.shared.withLock({ $0.maximumReceiveRate })
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
             let method = (request.httpMethod ?? "GET").uppercased()
             var headers = request.allHTTPHeaderFields ?? [:]
+            let cookies = cookieHeader(for: transfer.url)
+            if headers.isEmpty, cookies == nil, transfer.body.isEmpty, method == "GET" || method == "HEAD" {
+                // The common case: only `Accept-Encoding: identity`, from one list the engine keeps.
+                transfer.decodesBody = false
+                library.set(easy, .httpGet, 1)
+                library.set(easy, .customRequest, pointer: nil)
+                if method == "HEAD" { library.set(easy, .noBody, 1) }
+                transfer.headerList = nil
+                library.set(easy, .httpHeader, pointer: UnsafeRawPointer(plainHeaders()))
+                return
+            }
             let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
             transfer.decodesBody = acceptEncoding != nil
             if let acceptEncoding {
@@ -70,7 +83,7 @@
             } else {
                 headers["Accept-Encoding"] = "identity"
             }
-            if let cookies = cookieHeader(for: transfer.url) {
+            if let cookies {
                 let own = headers.first { HeaderName.matches($0.key, lowercased: "cookie") }
                 headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
             }

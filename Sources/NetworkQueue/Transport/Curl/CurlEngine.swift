@@ -46,6 +46,9 @@
         private let sizes: TransferSizes?
         /// Transfers held because their limiter had no tokens, in the order they were refused.
         private var starved: [CurlTransfer] = []
+        /// `Accept-Encoding: identity` alone: the header list of every request without headers of its own,
+        /// made once (engine thread).
+        private var plainHeaderList: OpaquePointer?
         private static let maximumSpareHandles = 16
         static let receiveBufferSize = 64 << 10
 
@@ -241,6 +244,12 @@
             if transfer.shared.withLock({ $0.isPaused }) { _ = library.easyPause(easy, 1) }
         }
 
+        /// The engine's list holding only `Accept-Encoding: identity` (made on first use, freed at shutdown).
+        func plainHeaders() -> OpaquePointer? {
+            if plainHeaderList == nil { plainHeaderList = library.slistAppend(nil, "Accept-Encoding: identity") }
+            return plainHeaderList
+        }
+
         /// A new easy handle with the options every run shares.
         private func newHandle() -> OpaquePointer? {
             guard let easy = library.easyInit() else { return nil }
@@ -355,6 +364,8 @@
             }
             active = [:]
             for easy in spareHandles { library.easyCleanup(easy) }
+            library.slistFreeAll(plainHeaderList)
+            plainHeaderList = nil
             spareHandles = []
             _ = library.multiCleanup(multi)
         }
