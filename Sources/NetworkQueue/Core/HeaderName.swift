@@ -5,11 +5,25 @@ enum HeaderName {
     static func matches(_ name: String, lowercased key: String) -> Bool { equal(name.utf8, key.utf8) }
 
     /// Whether two names are the same but for the case of ASCII letters.
+    @inline(__always)
     static func equal<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
         guard a.count == b.count else { return false }
+        // Over the bytes where they are when both have contiguous storage (native strings, buffers).
+        let contiguous = a.withContiguousStorageIfAvailable { left in
+            b.withContiguousStorageIfAvailable { right in equal(buffers: left, right) }
+        }
+        if let contiguous, let result = contiguous { return result }
         var right = b.makeIterator()
         for x in a {
             guard let y = right.next() else { return false }
+            if x != y, x | 0x20 != y | 0x20 || !(97...122).contains(x | 0x20) { return false }
+        }
+        return true
+    }
+
+    private static func equal(buffers left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+        for index in 0..<left.count {
+            let (x, y) = (left[index], right[index])
             if x != y, x | 0x20 != y | 0x20 || !(97...122).contains(x | 0x20) { return false }
         }
         return true
