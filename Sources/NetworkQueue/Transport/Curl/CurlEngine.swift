@@ -50,7 +50,8 @@
         /// made once (engine thread).
         private var plainHeaderList: OpaquePointer?
         private static let maximumSpareHandles = 16
-        static let receiveBufferSize = 64 << 10
+        /// CURLOPT_BUFFERSIZE of an uncapped transfer (see `configure`).
+        static let receiveBufferSize = 256 << 10
 
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
