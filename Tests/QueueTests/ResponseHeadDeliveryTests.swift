@@ -67,6 +67,53 @@ import Testing
         #expect(listener.responses.current.first?.value(forHTTPHeaderField: "Content-Length") == "2")
     }
 
+    @Test func aDelegateThatReadsNoHeadGetsNoneAfterTheFirst() async throws {
+        final class FinishListener: NetworkQueueDelegate {
+            let finished = Box(0)
+            func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+                finished.with { $0 += 1 }
+            }
+        }
+        let queue = NetworkQueue(transport: InMemoryTransport.ok("abc"))
+        let listener = FinishListener()
+        queue.delegate = listener
+        // The first head finds out that both head methods are the defaults (and builds one response for that).
+        let first = request(1)
+        try queue.add(first)
+        await queue.run()
+        #expect(try first.result?.get().head.hasHTTPURLResponse == true)
+        // From then on nothing is built for this delegate.
+        let later = [request(2), request(3)]
+        for request in later { try queue.add(request) }
+        await queue.run()
+        for request in later { #expect(try request.result?.get().head.hasHTTPURLResponse == false) }
+        #expect(listener.finished.current == 3)
+        // A new delegate is asked again: one that reads heads gets each of them.
+        let heads = HeadListener()
+        queue.delegate = heads
+        try queue.add(request(4))
+        try queue.add(request(5))
+        await queue.run()
+        #expect(heads.heads.current.count == 2)
+    }
+
+    @Test func aDelegateOfHTTPURLResponsesGetsEveryOne() async throws {
+        final class Listener: NetworkQueueDelegate {
+            let count = Box(0)
+            func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+                count.with { $0 += 1 }
+            }
+        }
+        let queue = NetworkQueue(transport: InMemoryTransport.ok("ab"))
+        let listener = Listener()
+        queue.delegate = listener
+        for round in 0..<3 {
+            try queue.add(request(round))
+            await queue.run()
+        }
+        #expect(listener.count.current == 3)
+    }
+
     @Test func aTransportsHTTPURLResponseIsKeptAsItCame() async throws {
         let built = try #require(
             HTTPURLResponse(url: url(1), statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "1"]))

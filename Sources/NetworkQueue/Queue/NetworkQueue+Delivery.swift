@@ -4,17 +4,20 @@ extension NetworkQueue {
     /// One delivery pass on the delivery queue: everything posted so far, in order. For each event the
     /// request's own handler runs first, then the delegate, then the ``events()`` subscribers.
     func deliver() {
-        let (items, runs, delegate, subscribers) = core.withLock { core in
+        let (items, runs, delegate, subscribers, ignoresHeads) = core.withLock { core in
             let items = core.machine.takeDeliveries()
             var resumed = 0
             for case .resumeRuns(let count, _) in items { resumed += count }
             let runs = Array(core.waiters.prefix(resumed))
             core.waiters.removeFirst(resumed)
-            return (items, runs, core.delegate, Array(core.subscribers.values))
+            return (items, runs, core.delegate, Array(core.subscribers.values), core.delegateIgnoresHeads)
         }
         var nextRun = runs.startIndex
         for item in items {
             switch item {
+            case .event(.didReceiveHeaders(let request, let head)):
+                if let delegate, !ignoresHeads { deliverHead(head, of: request, to: delegate) }
+                for subscriber in subscribers { subscriber.yield(.didReceiveHeaders(request, head)) }
             case .event(let event):
                 deliver(event, to: delegate)
                 for subscriber in subscribers { subscriber.yield(event) }
@@ -43,12 +46,24 @@ extension NetworkQueue {
         }
     }
 
+    /// Hands a head to the delegate, and notes when both head methods turned out to be the defaults: such a
+    /// delegate reads no head, and gets none from then on (see ``Core/delegateIgnoresHeads``).
+    private func deliverHead(_ head: ResponseHead, of request: NetworkRequest, to delegate: any NetworkQueueDelegate) {
+        headDefaultsRan.withLock { $0 = (false, false) }
+        delegate.networkQueue(self, didReceiveHead: head, for: request)
+        guard headDefaultsRan.withLock({ $0.head && $0.headers }) else { return }
+        core.withLock { core in
+            if core.delegate === delegate { core.delegateIgnoresHeads = true }
+        }
+    }
+
     private func deliver(_ event: NetworkQueueEvent, to delegate: (any NetworkQueueDelegate)?) {
         switch event {
         case .didStart(let request):
             delegate?.networkQueue(self, didStart: request)
-        case .didReceiveHeaders(let request, let response):
-            delegate?.networkQueue(self, didReceiveHead: response, for: request)
+        case .didReceiveHeaders(let request, let head):
+            // Delivered by `deliver()` itself (see `deliverHead`); kept for completeness.
+            if let delegate { deliverHead(head, of: request, to: delegate) }
         case .didFinish(let request, let response):
             request.completionHandler?(.success(response))
             delegate?.networkQueue(self, didFinish: request, response: response)

@@ -27,9 +27,16 @@ public final class NetworkQueue: Sendable {
         var subscribers: [Int: AsyncStream<NetworkQueueEvent>.Continuation] = [:]
         var nextSubscriber = 0
         weak var delegate: (any NetworkQueueDelegate)?
+        /// Set when a delivery found that ``delegate`` implements neither head method (both defaults ran):
+        /// its later heads are not delivered, so no `HTTPURLResponse` is built for it. Cleared with the delegate.
+        var delegateIgnoresHeads = false
 
         mutating func updateListeners() { machine.hasListeners = delegate != nil || !subscribers.isEmpty }
     }
+
+    /// Which of the head methods' default implementations ran during one delivery (delivery queue only, but
+    /// locked: the defaults run on the delegate's side of the call).
+    let headDefaultsRan = Locked((head: false, headers: false))
 
     let core: Locked<Core>
     let transport: any Transport
@@ -115,6 +122,7 @@ public final class NetworkQueue: Sendable {
         set {
             core.withLock { core in
                 core.delegate = newValue
+                core.delegateIgnoresHeads = false
                 core.updateListeners()
             }
         }

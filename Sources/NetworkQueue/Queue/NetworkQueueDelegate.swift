@@ -57,9 +57,14 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(
         _ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest
-    ) {}
-    /// Calls ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
+    ) {
+        queue.headDefaultsRan.withLock { $0.headers = true }
+    }
+    /// Calls ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`. When that is the default
+    /// too (the delegate implements neither), the queue notices on the first head and calls neither again: no
+    /// `HTTPURLResponse` is built for a delegate that does not read one.
     public func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest) {
+        queue.headDefaultsRan.withLock { $0.head = true }
         networkQueue(queue, didReceiveHeaders: head.httpURLResponse, for: request)
     }
     /// Does nothing.
