@@ -19,7 +19,7 @@ import Foundation
     ///   and reused within an engine (HTTP/1.1), and HTTP/2 is used and multiplexed when a TLS server offers
     ///   it, so a host may have a connection per engine. There is no per-host connection limit: the
     ///   queue's limit decides. Cookies are one jar for all engines.
-    /// - **Events** are delivered on the transport's thread, one transfer's in order, and libcurl reads
+    /// - **Events** are delivered on the transfer's engine thread, one transfer's in order, and libcurl reads
     ///   no more of a transfer until its event returns: a slow consumer (a file written inside the event)
     ///   slows the server down instead of filling memory (back-pressure). Keep event handlers short.
     /// - **Semantics** as ``URLSessionTransport``: one `.response` for the final head (never a 1xx or a
@@ -38,7 +38,7 @@ import Foundation
     ///   connection is closed; a length beside `Transfer-Encoding` is ignored and the connection closed.
     /// - **Rate cap**: a transfer started with a ``BandwidthLimiter`` (the queue's
     ///   ``NetworkQueue/maximumBytesPerSecond``) draws from it before it hands bytes on and stops reading while
-    ///   it has no tokens (`CURL_WRITEFUNC_PAUSE`, resumed with `curl_easy_pause` by the transport's thread),
+    ///   it has no tokens (`CURL_WRITEFUNC_PAUSE`, resumed with `curl_easy_pause` by its engine thread),
     ///   and its new connection gets a small kernel receive buffer: the cap holds from the first byte.
     /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads.
     /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
@@ -128,7 +128,7 @@ import Foundation
         /// Loading libcurl's outcome: success, or the ``LoadError`` that says why it cannot be used.
         static var loadResult: Result<Void, LoadError> { CurlLibrary.shared.map { _ in () } }
 
-        /// Loads libcurl (once per process) and starts the transport's thread.
+        /// Loads libcurl (once per process) and starts the transport's engine threads.
         /// - Throws: ``LoadError`` when libcurl is missing or too old, or the extra certificates cannot be read.
         public init(options: Options = Options()) throws(LoadError) {
             let library = try CurlLibrary.shared.get()
@@ -171,14 +171,14 @@ import Foundation
             return chosen
         }
 
-        /// Starts `request` on the transport's thread.
+        /// Starts `request` on one of the transport's engine threads.
         public func startTransfer(
             _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
             startTransfer(request, limiter: nil, events: events)
         }
 
-        /// Starts `request` on the transport's thread, its received bytes drawn from `limiter` from the first
+        /// Starts `request` on one of the transport's engine threads. its received bytes drawn from `limiter` from the first
         /// (nil: uncapped). While the limiter has no tokens the transfer reads nothing, so its TCP window
         /// closes; a connection opened for a capped transfer gets a small kernel receive buffer (a sixty-fourth
         /// of the cap, 4–256 KiB) so that the wire, not just the delivery, follows the cap.
