@@ -19,21 +19,6 @@ import Foundation
 /// while it still holds pending requests (for example, never started) drops them without callbacks: call
 /// ``cancelAll()`` first to have each reported as cancelled.
 public final class NetworkQueue: Sendable {
-    /// The engine and what the shell keeps beside it, under one lock.
-    struct Core {
-        var machine: QueueStateMachine
-        /// `run()` callers, oldest first; the machine counts them and says when to resume how many.
-        var waiters: [CheckedContinuation<QueueProgress, Never>] = []
-        var subscribers: [Int: AsyncStream<NetworkQueueEvent>.Continuation] = [:]
-        var nextSubscriber = 0
-        weak var delegate: (any NetworkQueueDelegate)?
-        /// Set when a delivery found that ``delegate`` implements neither head method (both defaults ran):
-        /// its later heads are not delivered, so no `HTTPURLResponse` is built for it. Cleared with the delegate.
-        var delegateIgnoresHeads = false
-
-        mutating func updateListeners() { machine.hasListeners = delegate != nil || !subscribers.isEmpty }
-    }
-
     /// Which of the head methods' default implementations ran during one delivery (delivery queue only, but
     /// locked: the defaults run on the delegate's side of the call).
     let headDefaultsRan = Locked((head: false, headers: false))
@@ -300,22 +285,4 @@ public final class NetworkQueue: Sendable {
 
     /// A snapshot of the current drain's aggregate progress.
     public var progress: QueueProgress { core.withLock { $0.machine.progress(at: clock.now()) } }
-
-    // MARK: Events into the machine
-
-    /// Sends one event to the machine under the lock (with the time read under it, so that the machine
-    /// sees time in lock order), then performs its actions.
-    func send(_ event: (inout QueueStateMachine, Double) -> QueueActions) {
-        let actions = core.withLock { event(&$0.machine, clock.now()) }
-        perform(actions)
-    }
-
-    /// Marks `request` added, or throws if it already was (to this queue or another).
-    private func markAdded(_ request: NetworkRequest) throws(NetworkQueueError) {
-        let alreadyAdded = request.shared.withLock { shared in
-            defer { shared.isAdded = true }
-            return shared.isAdded
-        }
-        guard !alreadyAdded else { throw .invalidRequest(.alreadyAdded) }
-    }
 }

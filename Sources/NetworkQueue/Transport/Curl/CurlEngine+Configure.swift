@@ -122,6 +122,24 @@
             transfer.headerList = list
             library.set(easy, .httpHeader, pointer: list.map { UnsafeRawPointer($0) })
         }
+
+        // MARK: Cookies and connections (engine thread)
+
+        /// The `Cookie` header the jar has for `url`, if any.
+        func cookieHeader(for url: URL) -> String? { cookieJar?.withLock { $0.header(for: url, now: Date()) } }
+
+        /// Stores the cookies of a head that passed every check.
+        func storeCookies(_ setCookies: [String], from url: URL) {
+            guard !setCookies.isEmpty else { return }
+            cookieJar?.withLock { $0.store(setCookies, from: url, now: Date()) }
+        }
+
+        /// Closes the transfer's connection when its run ends instead of keeping it for reuse: the response
+        /// was framed two ways (RFC 9112 §6.3), so what follows it on the connection cannot be trusted.
+        func forbidReuse(of transfer: CurlTransfer) {
+            guard let easy = transfer.easy else { return }
+            library.set(easy, .forbidReuse, 1)
+        }
     }
 
     // MARK: libcurl callbacks: C functions that find their transfer through the user pointer.

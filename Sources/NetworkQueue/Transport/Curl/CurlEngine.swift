@@ -28,7 +28,7 @@
 
         let library: CurlLibrary
         let options: CurlTransport.Options
-        private let multi: OpaquePointer
+        let multi: OpaquePointer
         private let inbox = Locked(Inbox())
         /// Transfers posted to this engine and not ended yet: the transport gives a new transfer to the
         /// engine with the fewest. Posting adds one; the engine's thread subtracts those that left its
@@ -37,15 +37,15 @@
         /// The extra CA certificates with the system's, when asked for.
         let certificates: TrustedCertificates?
 
-        // The engine thread's state.
-        private var active: [OpaquePointer: CurlTransfer] = [:]
+        // The engine thread's state (its extensions in other files touch it on that thread only).
+        var active: [OpaquePointer: CurlTransfer] = [:]
         private var spareHandles: [OpaquePointer] = []
         /// The transport's cookie jar, shared by its engines (nil: cookies off).
-        private let cookieJar: Locked<CookieJar>?
+        let cookieJar: Locked<CookieJar>?
         /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
-        private let sizes: TransferSizes?
+        let sizes: TransferSizes?
         /// Transfers held because their limiter had no tokens, in the order they were refused.
-        private var starved: [CurlTransfer] = []
+        var starved: [CurlTransfer] = []
         /// `Accept-Encoding: identity` alone: the header list of every request without headers of its own,
         /// made once (engine thread).
         private var plainHeaderList: OpaquePointer?
@@ -101,7 +101,7 @@
         /// The engine thread's id, once it runs (0 before).
         private let threadID = Atomic<UInt>(0)
         /// Transfers this pass has taken out of the running set so far (engine thread only).
-        private var leftThisPass = 0
+        var leftThisPass = 0
 
         /// Transfers posted to this engine and not ended yet (a hint: read without a lock). Asked on the
         /// engine's own thread (a transfer that ends there starts the next), those that ended in the current
@@ -185,44 +185,8 @@
             }
         }
 
-        // MARK: The rate cap (engine thread)
-
-        /// Notes a transfer whose write callback was refused tokens (libcurl now holds its bytes).
-        func starve(_ transfer: CurlTransfer) {
-            if !starved.contains(where: { $0 === transfer }) { starved.append(transfer) }
-        }
-
-        /// Resumes held transfers that may draw now, first refused first, and returns how long the loop may
-        /// wait before it looks again (at most 0.1 s, so a cap raised or removed is seen soon).
-        private func feedStarved() -> Double {
-            for transfer in starved {
-                guard transfer.isStarved, let easy = transfer.easy, !transfer.isCancelled else {
-                    starved.removeAll { $0 === transfer }
-                    continue
-                }
-                guard let limiter = transfer.limiter else { continue }
-                if transfer.shared.withLock({ $0.isPaused }) {
-                    // Paused by its owner: it holds up nobody in the limiter's line.
-                    limiter.leave(transfer.consumer)
-                    continue
-                }
-                guard limiter.delayUntilAvailable(for: transfer.consumer) == 0 else { continue }
-                starved.removeAll { $0 === transfer }
-                transfer.isStarved = false
-                // libcurl delivers the bytes it held from inside this call; the transfer may be refused again.
-                _ = library.easyPause(easy, 0)
-            }
-            // Those still held (or held again just now) say when the next tokens come.
-            var wait = 0.1
-            for transfer in starved {
-                guard let limiter = transfer.limiter, !transfer.shared.withLock({ $0.isPaused }) else { continue }
-                wait = min(wait, limiter.delayUntilAvailable(for: transfer.consumer))
-            }
-            return max(wait, 0.001)
-        }
-
         /// Configures an easy handle for the transfer's current request and adds it to the multi handle.
-        private func begin(_ transfer: CurlTransfer) {
+        func begin(_ transfer: CurlTransfer) {
             let isSecure = transfer.url.scheme?.lowercased() == "https"
             if !library.supportsTLS, isSecure {
                 // A libcurl without TLS would call this an unsupported protocol: say it plainly.
@@ -258,83 +222,8 @@
             return easy
         }
 
-        /// Reads libcurl's finished transfers: follows a redirect, or reports the end.
-        private func collectCompleted() {
-            var remaining: Int32 = 0
-            while let message = library.multiInfoRead(multi, &remaining) {
-                // struct CURLMsg: CURLMSG msg (CURLMSG_DONE = 1), CURL *easy_handle, union { CURLcode result }.
-                guard message.load(as: Int32.self) == 1 else { continue }
-                let easy = message.load(fromByteOffset: 8, as: OpaquePointer.self)
-                let code = message.load(fromByteOffset: 16, as: Int32.self)
-                _ = library.multiRemove(multi, easy)
-                guard let transfer = active.removeValue(forKey: easy) else { continue }
-                leftThisPass += 1
-                complete(transfer, easy: easy, code: code)
-            }
-        }
-
-        private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
-            if code == 0, let next = transfer.redirect {
-                finish(transfer, easy: easy)
-                return follow(transfer, to: next)
-            }
-            var error = transfer.failure ?? libcurlError(code, of: transfer) ?? transfer.incompleteBodyError
-            if error == nil, !transfer.hasResponse {
-                // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
-                error = URLError(.badServerResponse)
-            }
-            if error == nil { sizes?.record(transfer.bytesReceived) }
-            finish(transfer, easy: easy)
-            transfer.emit(.completed(error))
-        }
-
-        /// The error libcurl's `code` means for `transfer`; nil for success (CURLE_OK), without reading any text.
-        private func libcurlError(_ code: Int32, of transfer: CurlTransfer) -> URLError? {
-            guard code != 0 else { return nil }
-            let message = transfer.errorText(for: code, library: library)
-            return CurlErrorTable.error(
-                for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url, message: message,
-                isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
-        }
-
-        /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may
-        /// not or cannot be followed. Its previous run's easy handle is already back in the pool.
-        private func follow(_ transfer: CurlTransfer, to next: URLRequest) {
-            switch options.redirects.decide(from: transfer.url, to: next) {
-            case .refuse(let error):
-                transfer.emit(.completed(error))
-            case .follow(let followed):
-                guard transfer.restart(with: followed) else {
-                    return transfer.emit(.completed(URLError(.requestBodyStreamExhausted)))
-                }
-                guard transfer.redirectCount <= options.maximumRedirects else {
-                    return transfer.emit(.completed(URLError(.httpTooManyRedirects)))
-                }
-                guard !transfer.isCancelled else { return }
-                begin(transfer)
-            }
-        }
-
-        // MARK: Cookies and connections (engine thread)
-
-        /// The `Cookie` header the jar has for `url`, if any.
-        func cookieHeader(for url: URL) -> String? { cookieJar?.withLock { $0.header(for: url, now: Date()) } }
-
-        /// Stores the cookies of a head that passed every check.
-        func storeCookies(_ setCookies: [String], from url: URL) {
-            guard !setCookies.isEmpty else { return }
-            cookieJar?.withLock { $0.store(setCookies, from: url, now: Date()) }
-        }
-
-        /// Closes the transfer's connection when its run ends instead of keeping it for reuse: the response
-        /// was framed two ways (RFC 9112 §6.3), so what follows it on the connection cannot be trusted.
-        func forbidReuse(of transfer: CurlTransfer) {
-            guard let easy = transfer.easy else { return }
-            library.set(easy, .forbidReuse, 1)
-        }
-
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
-        private func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
+        func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
             // A handle that was paused keeps libcurl's pause state: it is not used again.
             var reusable = !transfer.shared.withLock { $0.isPaused }
             if transfer.isStarved {
@@ -373,57 +262,3 @@
     }
 #endif
 
-#if os(Linux)
-    /// The size of the bodies a transport's transfers received lately, as an average that weighs the latest
-    /// an eighth: whether its transfers are small (cheapest on one engine thread) or big (faster spread over
-    /// several). Written by engine threads when a transfer succeeds, read when one starts; lock-free.
-    final class TransferSizes: Sendable {
-        /// Below this average, transfers are kept on the first engine.
-        static let smallLimit = 256 << 10
-        /// -1 until a transfer has succeeded.
-        private let average = Atomic<Int>(-1)
-
-        /// True when transfers have been small lately; false before any has succeeded.
-        var areSmall: Bool {
-            let average = average.load(ordering: .relaxed)
-            return average >= 0 && average < Self.smallLimit
-        }
-
-        /// Adds a successful transfer's body size (a lost update under a race only delays the average).
-        func record(_ bytes: Int) {
-            let old = average.load(ordering: .relaxed)
-            average.store(old < 0 ? bytes : old - old / 8 + bytes / 8, ordering: .relaxed)
-        }
-    }
-#endif
-
-#if os(Linux)
-    /// A transport's CA bundle (the system's and ``CurlTransport/Options/additionalTrustedCertificates``), kept
-    /// as an in-memory file that libcurl opens by path (`/proc/self/fd/<n>`): libcurl copies a blob given with
-    /// `CURLOPT_CAINFO_BLOB` into every transfer's connection settings and compares it when it looks for a
-    /// connection to reuse (about 290k instructions a request for a 214 KB bundle), where a path costs a short
-    /// string, and libcurl 7.87 and later also keep the parsed store for the next connections. Where no
-    /// in-memory file can be made (no `memfd_create`, no `/proc`), the blob is used.
-    final class TrustedCertificates: Sendable {
-        let pem: Data
-        /// The path libcurl opens, or nil: use ``pem`` as a blob.
-        let path: String?
-        private let descriptor: Int32
-
-        init(pem: Data) {
-            self.pem = pem
-            let descriptor = pem.withUnsafeBytes { nq_memory_file("nq-ca-bundle", $0.baseAddress, UInt($0.count)) }
-            let path = "/proc/self/fd/\(descriptor)"
-            if descriptor >= 0, access(path, R_OK) == 0 {
-                self.descriptor = descriptor
-                self.path = path
-            } else {
-                if descriptor >= 0 { close(descriptor) }
-                self.descriptor = -1
-                self.path = nil
-            }
-        }
-
-        deinit { if descriptor >= 0 { close(descriptor) } }
-    }
-#endif

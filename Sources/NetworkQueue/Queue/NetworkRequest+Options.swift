@@ -1,0 +1,42 @@
+import Foundation
+
+extension NetworkRequest {
+    /// Which pending request starts first: the highest priority, then the queue's ``NetworkQueue/order``
+    /// among requests of one priority. An integer literal gives any other level.
+    public struct Priority: RawRepresentable, Comparable, Hashable, Sendable, ExpressibleByIntegerLiteral {
+        /// Higher starts first.
+        public var rawValue: Int
+
+        /// -8.
+        public static let veryLow = Priority(rawValue: -8)
+        /// -4.
+        public static let low = Priority(rawValue: -4)
+        /// 0: the default.
+        public static let normal = Priority(rawValue: 0)
+        /// 4.
+        public static let high = Priority(rawValue: 4)
+        /// 8.
+        public static let veryHigh = Priority(rawValue: 8)
+
+        /// A priority of `rawValue` (higher starts first).
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// A priority of `value`.
+        public init(integerLiteral value: Int) { rawValue = value }
+
+        /// True when `lhs` starts after `rhs`.
+        public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// What a request with a file destination does when its file already exists as it is about to start.
+    public enum ExistingFile: Sendable, Hashable {
+        /// Download it again and replace the file when the download succeeds. The default.
+        case replace
+        /// Ask the server first (a HEAD): if it announces the same size and a `Last-Modified` no newer than
+        /// the file's modification time, the request finishes at once with the file as it is
+        /// (``NetworkResponse/fileURL`` set, the HEAD's response, no GET). Otherwise, or when the HEAD fails
+        /// or announces no size or no date, the GET runs as usual. The queue sets each file it writes to the
+        /// `Last-Modified` of its response (as `curl -R` and `wget -N` do), so a rerun of the same batch
+        /// skips what it already has.
+        case skipIfUnchanged
+    }
+}

@@ -1,0 +1,67 @@
+#if os(Linux)
+    import CurlShim
+    import Foundation
+    import FoundationNetworking
+    import Glibc
+
+    extension CurlEngine {
+        // MARK: Finished transfers (engine thread)
+
+        /// Reads libcurl's finished transfers: follows a redirect, or reports the end.
+        func collectCompleted() {
+            var remaining: Int32 = 0
+            while let message = library.multiInfoRead(multi, &remaining) {
+                // struct CURLMsg: CURLMSG msg (CURLMSG_DONE = 1), CURL *easy_handle, union { CURLcode result }.
+                guard message.load(as: Int32.self) == 1 else { continue }
+                let easy = message.load(fromByteOffset: 8, as: OpaquePointer.self)
+                let code = message.load(fromByteOffset: 16, as: Int32.self)
+                _ = library.multiRemove(multi, easy)
+                guard let transfer = active.removeValue(forKey: easy) else { continue }
+                leftThisPass += 1
+                complete(transfer, easy: easy, code: code)
+            }
+        }
+
+        private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
+            if code == 0, let next = transfer.redirect {
+                finish(transfer, easy: easy)
+                return follow(transfer, to: next)
+            }
+            var error = transfer.failure ?? libcurlError(code, of: transfer) ?? transfer.incompleteBodyError
+            if error == nil, !transfer.hasResponse {
+                // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
+                error = URLError(.badServerResponse)
+            }
+            if error == nil { sizes?.record(transfer.bytesReceived) }
+            finish(transfer, easy: easy)
+            transfer.emit(.completed(error))
+        }
+
+        /// The error libcurl's `code` means for `transfer`; nil for success (CURLE_OK), without reading any text.
+        private func libcurlError(_ code: Int32, of transfer: CurlTransfer) -> URLError? {
+            guard code != 0 else { return nil }
+            let message = transfer.errorText(for: code, library: library)
+            return CurlErrorTable.error(
+                for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url, message: message,
+                isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
+        }
+
+        /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may
+        /// not or cannot be followed. Its previous run's easy handle is already back in the pool.
+        private func follow(_ transfer: CurlTransfer, to next: URLRequest) {
+            switch options.redirects.decide(from: transfer.url, to: next) {
+            case .refuse(let error):
+                transfer.emit(.completed(error))
+            case .follow(let followed):
+                guard transfer.restart(with: followed) else {
+                    return transfer.emit(.completed(URLError(.requestBodyStreamExhausted)))
+                }
+                guard transfer.redirectCount <= options.maximumRedirects else {
+                    return transfer.emit(.completed(URLError(.httpTooManyRedirects)))
+                }
+                guard !transfer.isCancelled else { return }
+                begin(transfer)
+            }
+        }
+    }
+#endif
