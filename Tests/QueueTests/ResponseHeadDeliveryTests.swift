@@ -20,6 +20,16 @@ import Testing
 
     func fields(of head: ResponseHead) -> [String] { head.fields.map { "\($0.name): \($0.value)" } }
 
+    /// Runs one request answered with `body` on a queue with `delegate`; returns its response.
+    func response(to body: String, delegate: any NetworkQueueDelegate) async throws -> NetworkResponse {
+        let queue = NetworkQueue(transport: InMemoryTransport.ok(body))
+        queue.delegate = delegate
+        let request = request(1)
+        try queue.add(request)
+        await queue.run()
+        return try #require(try request.result?.get())
+    }
+
     @Test func withNobodyAskingNoHTTPURLResponseIsBuilt() async throws {
         let queue = NetworkQueue(transport: InMemoryTransport.ok("abc"))
         let request = request(1)
@@ -36,13 +46,8 @@ import Testing
     }
 
     @Test func aDelegateOfHeadsGetsTheHeadAndNothingIsBuilt() async throws {
-        let queue = NetworkQueue(transport: InMemoryTransport.ok("abcd"))
         let listener = HeadListener()
-        queue.delegate = listener
-        let request = request(1)
-        try queue.add(request)
-        await queue.run()
-        let response = try #require(try request.result?.get())
+        let response = try await response(to: "abcd", delegate: listener)
         #expect(listener.heads.current.count == 1)
         #expect(listener.heads.current.first === response.head)
         #expect(!response.head.hasHTTPURLResponse)
@@ -55,13 +60,8 @@ import Testing
                 responses.with { $0.append(response) }
             }
         }
-        let queue = NetworkQueue(transport: InMemoryTransport.ok("ab"))
         let listener = Listener()
-        queue.delegate = listener
-        let request = request(1)
-        try queue.add(request)
-        await queue.run()
-        let response = try #require(try request.result?.get())
+        let response = try await response(to: "ab", delegate: listener)
         #expect(listener.responses.current.count == 1)
         #expect(listener.responses.current.first === response.httpResponse)
         #expect(listener.responses.current.first?.value(forHTTPHeaderField: "Content-Length") == "2")
