@@ -377,14 +377,25 @@
             try "subjectAltName=IP:127.0.0.1\n".write(to: directory.appendingPathComponent("ext.cnf"), atomically: true, encoding: .utf8)
             try run(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                      "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
-            port = try Self.freePort()
-            process = try SpawnedProcess(
-                openssl, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"],
-                in: directory)
-            // Ready once it accepts a connection (bounded: a server that never listens fails the test).
-            let deadline = Date().addingTimeInterval(10)
-            while !Self.accepts(port), Date() < deadline { usleep(10_000) }
-            guard Self.accepts(port) else { throw TestFailure("openssl s_server did not start listening") }
+            // The free port is only free when asked: another test's connection may take it (as its ephemeral
+            // source port) before s_server binds it, and s_server then exits. So: another port, a few times.
+            for _ in 0..<4 {
+                let port = try Self.freePort()
+                let process = try SpawnedProcess(
+                    openssl, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"],
+                    in: directory)
+                // Ready once it accepts a connection (bounded: a server that never listens is tried again).
+                let deadline = Date().addingTimeInterval(5)
+                while !Self.accepts(port), Date() < deadline { usleep(10_000) }
+                if Self.accepts(port) {
+                    self.port = port
+                    self.process = process
+                    return
+                }
+                process.kill()
+                _ = process.waitForExit()
+            }
+            throw TestFailure("openssl s_server did not start listening on any of 4 ports")
         }
 
         /// Runs `body` with a started server, and stops the server however `body` ends.
