@@ -15,17 +15,19 @@ enum HeaderName {
         if let contiguous, let result = contiguous { return result }
         var right = b.makeIterator()
         for x in a {
-            guard let y = right.next() else { return false }
-            if x != y, x | 0x20 != y | 0x20 || !(97...122).contains(x | 0x20) { return false }
+            guard let y = right.next(), same(x, y) else { return false }
         }
         return true
     }
 
     private static func equal(buffers left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
-        for index in 0..<left.count {
-            let (x, y) = (left[index], right[index])
-            if x != y, x | 0x20 != y | 0x20 || !(97...122).contains(x | 0x20) { return false }
-        }
+        for index in 0..<left.count where !same(left[index], right[index]) { return false }
         return true
+    }
+
+    /// Equal bytes, or the same ASCII letter in either case.
+    @inline(__always)
+    private static func same(_ x: UInt8, _ y: UInt8) -> Bool {
+        x == y || (x | 0x20 == y | 0x20 && (97...122).contains(x | 0x20))
     }
 }

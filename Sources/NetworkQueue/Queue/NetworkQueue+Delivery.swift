@@ -4,7 +4,7 @@ extension NetworkQueue {
     /// One delivery pass on the delivery queue: everything posted so far, in order. For each event the
     /// request's own handler runs first, then the delegate, then the ``events()`` subscribers.
     func deliver() {
-        let (items, runs, delegate, subscribers, ignoresHeads) = core.withLock { core in
+        let (items, runs, delegate, subscribers, delegateIgnoresHeads) = core.withLock { core in
             let items = core.machine.takeDeliveries()
             var resumed = 0
             for case .resumeRuns(let count, _) in items { resumed += count }
@@ -13,13 +13,11 @@ extension NetworkQueue {
             return (items, runs, core.delegate, Array(core.subscribers.values), core.delegateIgnoresHeads)
         }
         var nextRun = runs.startIndex
+        var ignoresHeads = delegateIgnoresHeads
         for item in items {
             switch item {
-            case .event(.didReceiveHeaders(let request, let head)):
-                if let delegate, !ignoresHeads { deliverHead(head, of: request, to: delegate) }
-                for subscriber in subscribers { subscriber.yield(.didReceiveHeaders(request, head)) }
             case .event(let event):
-                deliver(event, to: delegate)
+                deliver(event, to: delegate, ignoringHeads: &ignoresHeads)
                 for subscriber in subscribers { subscriber.yield(event) }
             case .downloadProgress(let request, let progress):
                 request.downloadProgressHandler?(progress)
@@ -47,23 +45,25 @@ extension NetworkQueue {
     }
 
     /// Hands a head to the delegate, and notes when both head methods turned out to be the defaults: such a
-    /// delegate reads no head, and gets none from then on (see ``Core/delegateIgnoresHeads``).
-    private func deliverHead(_ head: ResponseHead, of request: NetworkRequest, to delegate: any NetworkQueueDelegate) {
+    /// delegate reads no head, and gets none from then on (see ``Core/delegateIgnoresHeads``). Returns
+    /// whether that is so.
+    private func deliverHead(_ head: ResponseHead, of request: NetworkRequest, to delegate: any NetworkQueueDelegate) -> Bool {
         headDefaultsRan.withLock { $0 = (false, false) }
         delegate.networkQueue(self, didReceiveHead: head, for: request)
-        guard headDefaultsRan.withLock({ $0.head && $0.headers }) else { return }
+        guard headDefaultsRan.withLock({ $0.head && $0.headers }) else { return false }
         core.withLock { core in
             if core.delegate === delegate { core.delegateIgnoresHeads = true }
         }
+        return true
     }
 
-    private func deliver(_ event: NetworkQueueEvent, to delegate: (any NetworkQueueDelegate)?) {
+    /// `ignoringHeads`: the delegate reads no head (found in an earlier pass, or set here by this one).
+    private func deliver(_ event: NetworkQueueEvent, to delegate: (any NetworkQueueDelegate)?, ignoringHeads: inout Bool) {
         switch event {
         case .didStart(let request):
             delegate?.networkQueue(self, didStart: request)
         case .didReceiveHeaders(let request, let head):
-            // Delivered by `deliver()` itself (see `deliverHead`); kept for completeness.
-            if let delegate { deliverHead(head, of: request, to: delegate) }
+            if let delegate, !ignoringHeads { ignoringHeads = deliverHead(head, of: request, to: delegate) }
         case .didFinish(let request, let response):
             request.completionHandler?(.success(response))
             delegate?.networkQueue(self, didFinish: request, response: response)

@@ -67,27 +67,8 @@
             let method = (request.httpMethod ?? "GET").uppercased()
             var headers = request.allHTTPHeaderFields ?? [:]
             let cookies = cookieHeader(for: transfer.url)
-            if headers.isEmpty, cookies == nil, transfer.body.isEmpty, method == "GET" || method == "HEAD" {
-                // The common case: only `Accept-Encoding: identity`, from one list the engine keeps.
-                transfer.decodesBody = false
-                library.set(easy, .httpGet, 1)
-                library.set(easy, .customRequest, pointer: nil)
-                if method == "HEAD" { library.set(easy, .noBody, 1) }
-                transfer.headerList = nil
-                library.set(easy, .httpHeader, pointer: UnsafeRawPointer(plainHeaders()))
-                return
-            }
-            let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
-            transfer.decodesBody = acceptEncoding != nil
-            if let acceptEncoding {
-                headers[acceptEncoding.key] = DecoderLibrary.shared.acceptEncoding(acceptEncoding.value)
-            } else {
-                headers["Accept-Encoding"] = "identity"
-            }
-            if let cookies {
-                let own = headers.first { HeaderName.matches($0.key, lowercased: "cookie") }
-                headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
-            }
+            // The common case: only `Accept-Encoding: identity` is sent.
+            let isPlain = headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
             // A GET without a custom method, then what this run needs: a used handle may carry a HEAD's or a
             // POST's settings.
             library.set(easy, .httpGet, 1)
@@ -111,6 +92,24 @@
                 }
             } else if method != "GET" {
                 library.set(easy, .customRequest, string: method)
+            }
+            if isPlain {
+                // From one list the engine keeps.
+                transfer.decodesBody = false
+                transfer.headerList = nil
+                library.set(easy, .httpHeader, pointer: UnsafeRawPointer(plainHeaders()))
+                return
+            }
+            let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
+            transfer.decodesBody = acceptEncoding != nil
+            if let acceptEncoding {
+                headers[acceptEncoding.key] = DecoderLibrary.shared.acceptEncoding(acceptEncoding.value)
+            } else {
+                headers["Accept-Encoding"] = "identity"
+            }
+            if let cookies {
+                let own = headers.first { HeaderName.matches($0.key, lowercased: "cookie") }
+                headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
             }
             var list: OpaquePointer?
             for (name, value) in headers {

@@ -108,7 +108,7 @@
         /// pass no longer count: the pass subtracts them only when it is done.
         var load: Int {
             let load = loadCount.load(ordering: .relaxed)
-            return threadID.load(ordering: .relaxed) == UInt(pthread_self()) ? load - leftThisPass : load
+            return isCurrent ? load - leftThisPass : load
         }
 
         /// Whether the caller runs on this engine's thread.

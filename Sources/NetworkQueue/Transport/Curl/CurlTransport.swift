@@ -178,7 +178,7 @@ import Foundation
             startTransfer(request, limiter: nil, events: events)
         }
 
-        /// Starts `request` on one of the transport's engine threads. its received bytes drawn from `limiter` from the first
+        /// Starts `request` on one of the transport's engine threads, its received bytes drawn from `limiter` from the first
         /// (nil: uncapped). While the limiter has no tokens the transfer reads nothing, so its TCP window
         /// closes; a connection opened for a capped transfer gets a small kernel receive buffer (a sixty-fourth
         /// of the cap, 4–256 KiB) so that the wire, not just the delivery, follows the cap.
