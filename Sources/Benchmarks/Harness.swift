@@ -15,6 +15,20 @@ func seconds(_ body: () async throws -> Void) async rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
+/// Runs `body` on a task and blocks the calling thread until it returns: for modes run under valgrind 3.19,
+/// which crashes when an async main parks the main thread in `dispatch_main` and the first worker starts.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = Protected<T?>(nil)
+    Task.detached {
+        let value = await body()
+        result.with { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return result.with { $0! }
+}
+
 /// User plus system CPU seconds this process has used.
 func cpuSeconds() -> Double {
     var usage = rusage()

@@ -1,9 +1,4 @@
 import Foundation
-import NetworkQueue
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// (8) Instructions per small request, counted by callgrind: repeatable to a fraction of a percent whatever else
 /// the machine does, unlike seconds. Each side fetches N × 1 KB (8 at once) from a LoopbackServer in another
@@ -44,32 +39,10 @@ enum InstructionBenchmark {
     /// `dispatch_main` and the first worker thread starts.
     /// `trusted`: a PEM file of CA certificates for an `https` URL (for profiling the TLS path by hand).
     static func child(side: String, url: URL, count: Int, trusted: URL? = nil) -> Int {
-        let done = DispatchSemaphore(value: 0)
-        let failures = Protected(count)
-        Task.detached {
-            let result: Int
-            #if os(Linux)
-                if side == "nq", let trusted {
-                    var options = CurlTransport.Options()
-                    options.additionalTrustedCertificates = trusted
-                    let queue = NetworkQueue(transport: (try? CurlTransport(options: options)) ?? URLSessionTransport())
-                    queue.maxConcurrentRequestCount = 8
-                    for _ in 0..<count { try? queue.add(NetworkRequest(URLRequest(url: url))) }
-                    let progress = await queue.run()
-                    result = progress.totalRequestCount - progress.finishedRequestCount
-                } else if side == "nq" {
-                    result = await SmallRequestsBenchmark.networkQueue(url, count: count, window: 8)
-                } else {
-                    result = (try? RawCurl())?.run(urls: Array(repeating: url, count: count), window: 8, trusted: trusted) ?? count
-                }
-            #else
-                result = side == "nq" ? await SmallRequestsBenchmark.networkQueue(url, count: count, window: 8) : count
-            #endif
-            failures.with { $0 = result }
-            done.signal()
+        blocking {
+            await (side == "nq" ? Side.queue : Side.curl).fetch(
+                Array(repeating: url, count: count), window: 8, trusted: trusted)
         }
-        done.wait()
-        return failures.with { $0 }
     }
 
     /// The instructions callgrind collected in a run of `binary --count-small side url count`.

@@ -24,15 +24,24 @@ enum Side: String, CaseIterable {
         #endif
     }
 
-    func makeQueue() -> NetworkQueue {
-        self == .queueOverURLSession ? NetworkQueue(transport: URLSessionTransport()) : NetworkQueue()
+    /// `trusted`: a PEM file of CA certificates that NetworkQueue over libcurl also trusts.
+    func makeQueue(trusted: URL? = nil) -> NetworkQueue {
+        #if os(Linux)
+            if self == .queue, let trusted {
+                var options = CurlTransport.Options()
+                options.additionalTrustedCertificates = trusted
+                if let transport = try? CurlTransport(options: options) { return NetworkQueue(transport: transport) }
+            }
+        #endif
+        return self == .queueOverURLSession ? NetworkQueue(transport: URLSessionTransport()) : NetworkQueue()
     }
 
-    /// Fetches `urls`, `window` at once, into memory or `directory`; returns the failures.
-    func fetch(_ urls: [URL], window: Int, directory: URL? = nil) async -> Int {
+    /// Fetches `urls`, `window` at once, into memory or `directory`; returns the failures. `trusted`: a PEM
+    /// file of CA certificates to trust too (NetworkQueue over libcurl and the raw loop).
+    func fetch(_ urls: [URL], window: Int, directory: URL? = nil, trusted: URL? = nil) async -> Int {
         switch self {
         case .queue, .queueOverURLSession:
-            let queue = makeQueue()
+            let queue = makeQueue(trusted: trusted)
             queue.maxConcurrentRequestCount = window
             for (index, url) in urls.enumerated() {
                 let destination: NetworkRequest.Destination =
@@ -45,7 +54,7 @@ enum Side: String, CaseIterable {
             return await RawClient(urls: urls, window: window, directory: directory).run()
         case .curl:
             #if os(Linux)
-                return (try? RawCurl())?.run(urls: urls, window: window, directory: directory) ?? urls.count
+                return (try? RawCurl())?.run(urls: urls, window: window, directory: directory, trusted: trusted) ?? urls.count
             #else
                 return urls.count
             #endif

@@ -53,13 +53,8 @@ if arguments.first == "--count-small", arguments.count >= 4, let url = URL(strin
     exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count, trusted: trusted) == 0 ? 0 : 1)
 }
 if let count = value(after: "--profile-scheduling").flatMap(Int.init) {
-    // Blocking, not suspending, so that it runs under valgrind too (see InstructionBenchmark.child).
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
-        print(await SchedulingBenchmark.queueRun(count: count))
-        done.signal()
-    }
-    done.wait()
+    // Blocking, not suspending, so that it runs under valgrind too (see `blocking`).
+    print(blocking { await SchedulingBenchmark.queueRun(count: count) })
     exit(0)
 }
 if let side = value(after: "--profile-small"), value(after: "--url") == nil {
