@@ -24,6 +24,8 @@ struct DemoOptions {
     var limitRate: Int?
     /// With `--output`: download files that exist already again instead of asking whether they changed.
     var replace = false
+    /// Print the queue's log and a `metrics` line after each request (one line per event, no redraw).
+    var verbose = false
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -88,6 +90,8 @@ struct DemoOptions {
                             list runs as with --keep-going, so the other files are still fetched
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
+          -v, --verbose     print the queue's log (URLs redacted, no headers) and, after each request,
+                            a metrics line: HTTP version, connection, connect, first byte, total, size
           -h, --help        show this help
 
         On a terminal, press p to pause every request that has not finished and r to resume them.
@@ -106,6 +110,7 @@ struct DemoOptions {
             case "--keep-going": options.keepGoing = true
             case "--flaky": options.flaky = true
             case "--replace": options.replace = true
+            case "--verbose", "-v": options.verbose = true
             case "--retries":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (0...100).contains(count) else { throw .badRetries(value) }

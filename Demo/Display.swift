@@ -37,8 +37,12 @@ struct Display {
     private let began = Date()
     private let retries: Int
 
-    init(rows: [(NetworkRequest, String)], isTerminal: Bool, retries: Int) {
+    /// Prints a `metrics` line after each request (with `--verbose`, which also turns the redraw off).
+    private let showsMetrics: Bool
+
+    init(rows: [(NetworkRequest, String)], isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
         self.retries = retries
+        self.showsMetrics = showsMetrics
         self.rows = rows.map { Row(request: $0.0, label: $0.1) }
         self.index = Dictionary(uniqueKeysWithValues: rows.enumerated().map { (ObjectIdentifier($1.0), $0) })
         self.isTerminal = isTerminal
@@ -50,6 +54,8 @@ struct Display {
         switch event {
         case .didStart(let request):
             update(request, .started, plain: "started   \(label(request))")
+        case .didCollectMetrics:
+            break
         case .didReceiveHeaders(let request, let response):
             let size = request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown"
             update(request, .receiving, plain: "receiving \(label(request))  HTTP \(response.statusCode), \(size)")
@@ -58,9 +64,11 @@ struct Display {
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
             update(request, .done, plain: "done      \(label(request))  \(Format.bytes(size))")
+            printMetrics(of: request, size: size)
         case .didFail(let request, let error):
             let reason = error.localizedDescription
             update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
+            printMetrics(of: request, size: request.downloadProgress.completedBytes)
         case .willRetry(let request, let delay, let error):
             let retry = request.attemptCount
             let status = Status.retrying(retry: retry, at: Date().addingTimeInterval(delay))
@@ -97,6 +105,14 @@ struct Display {
                 + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
                 + Format.percent(progress.fractionCompleted))
         return failed == 0 && progress.finishedRequestCount == rows.count
+    }
+
+    /// `metrics  movie.mp4  HTTP/1.1  reused  connect=0.2ms  first-byte=1.4ms  total=1702ms  20.0 MB`.
+    private func printMetrics(of request: NetworkRequest, size: Int64) {
+        guard showsMetrics else { return }
+        let line = request.metrics?.final.map { Format.metrics($0, size: size) } ?? "no transfer"
+        print("metrics   \(label(request))  \(line)")
+        fflush(nil)
     }
 
     private func label(_ request: NetworkRequest) -> String {
@@ -149,7 +165,7 @@ struct Display {
         let transfer = row.request.downloadProgress
         switch row.status {
         case .queued, .started: return ""
-        case .receiving: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
+        case .receiving: return Format.transfer(transfer)
         case .done: return Format.bytes(transfer.completedBytes)
         case .unchanged: return "kept"
         case .paused: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"

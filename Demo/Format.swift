@@ -32,6 +32,30 @@ enum Format {
         return parts.joined(separator: "  ")
     }
 
+    /// `1.2 MB / 20.0 MB  3.4 MB/s  ETA 6s`: one request's bytes, speed and time left (when known).
+    static func transfer(_ progress: TransferProgress) -> String {
+        var parts = ["\(bytes(progress.completedBytes)) / \(progress.expectedBytes.map(bytes) ?? "?")"]
+        if let rate = progress.throughput { parts.append("\(bytes(Int64(rate)))/s") }
+        if let eta = progress.estimatedTimeRemaining { parts.append("ETA \(duration(eta))") }
+        return parts.joined(separator: "  ")
+    }
+
+    /// `HTTP/1.1  reused  connect=0.2ms  first-byte=1.4ms  total=1702ms  20.0 MB`: unknown fields are left out.
+    static func metrics(_ metrics: TransferMetrics, size: Int64) -> String {
+        let ms = { (seconds: TimeInterval) in String(format: "%.1fms", seconds * 1000) }
+        var parts: [String] = []
+        if let version = metrics.httpVersion { parts.append(version) }
+        if let reused = metrics.isReusedConnection { parts.append(reused ? "reused" : "new") }
+        if let connect = metrics.connectDuration { parts.append("connect=\(ms(connect))") }
+        if let tls = metrics.secureConnectionDuration { parts.append("tls=\(ms(tls))") }
+        if let firstByte = metrics.timeToFirstByte { parts.append("first-byte=\(ms(firstByte))") }
+        parts.append("total=\(String(format: "%.0fms", metrics.totalDuration * 1000))")
+        if metrics.redirectCount > 0 { parts.append("redirects=\(metrics.redirectCount)") }
+        if metrics.attempt > 1 { parts.append("attempt=\(metrics.attempt)") }
+        parts.append(bytes(size))
+        return parts.joined(separator: "  ")
+    }
+
     /// A bar of `width` cells; `fill` and `empty` are the cell characters.
     static func bar(_ fraction: Double, width: Int, fill: Character, empty: Character) -> String {
         let filled = min(width, max(0, Int(fraction * Double(width))))

@@ -125,7 +125,17 @@ let mode = [
     + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
-var display = Display(rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1, retries: options.retries)
+// --verbose prints line by line: the log's lines would break a redrawn screen.
+var display = Display(
+    rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose, retries: options.retries,
+    showsMetrics: options.verbose)
+if options.verbose {
+    queue.collectsMetrics = true
+    queue.logHandler = { record in
+        print("log       \(record.level) \(record.event.rawValue): \(record.message)")
+        fflush(nil)
+    }
+}
 // Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
 signal(SIGINT, SIG_IGN)
 let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)

@@ -185,7 +185,7 @@ struct ProgressLedger {
         var eta: Double?
         if let expectedDown, let rate, rate > 0 {
             let left = (expectedDown - bytes.received) + (bytes.expectedUp - bytes.sent)
-            eta = isComplete ? 0 : Double(max(0, left)) / rate
+            eta = isComplete ? 0 : ThroughputMeter.timeRemaining(max(0, left), at: rate)
         }
         return QueueProgress(
             totalRequestCount: requestCount, finishedRequestCount: counts.finished,

@@ -34,4 +34,13 @@ struct ThroughputMeter {
         guard elapsed > 0 else { return nil }
         return Double(last.total - oldest.total) / elapsed
     }
+
+    /// Seconds to move `remaining` bytes at `rate` bytes per second: 0 when nothing remains, nil when either
+    /// is unknown or the rate is not positive.
+    static func timeRemaining(_ remaining: Int64?, at rate: Double?) -> Double? {
+        guard let remaining else { return nil }
+        if remaining <= 0 { return 0 }
+        guard let rate, rate > 0 else { return nil }
+        return Double(remaining) / rate
+    }
 }

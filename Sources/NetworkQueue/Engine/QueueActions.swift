@@ -73,6 +73,8 @@ enum QueueAction {
         let acceptableStatusCodes: Range<Int>?
         /// The request whose body this is (main lane), for its checksum and digest settings; nil for a HEAD.
         let verified: NetworkRequest?
+        /// Whether the transport is asked for the transfer's metrics.
+        let collectsMetrics: Bool
     }
 }
 
@@ -107,6 +109,8 @@ enum Delivery {
     case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim], observed: Bool)
     /// Resume this many `run()` callers, oldest first, with this progress.
     case resumeRuns(Int, QueueProgress)
+    /// Hand a record to the log handler.
+    case log(NetworkQueueLogRecord)
 }
 
 /// The ordered outbox: the machine's lock order is the delivery order.

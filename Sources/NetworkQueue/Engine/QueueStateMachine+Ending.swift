@@ -39,6 +39,7 @@ extension QueueStateMachine {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
         }
+        logEnd(record, result, now: now)
         settle(record, result)
         if record.duplicateKey != nil { endFollowers(of: record, slot: slot, result, now: now) }
         if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
@@ -121,7 +122,10 @@ extension QueueStateMachine {
         actions.list.append(.publishEnd(requests, error))
         for claim in claims { actions.list.append(.release(claim)) }
         post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
-        for request in requests { postEvent(.didFail(request, error)) }
+        for request in requests {
+            log(.warning, .cancelled, request, now: now) { error.description }
+            postEvent(.didFail(request, error))
+        }
         actions.list.append(.free(table.removeAll()))
         // The table is empty: no request leads a duplicate key any more.
         leaders.removeAll()

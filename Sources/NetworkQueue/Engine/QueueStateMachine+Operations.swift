@@ -41,6 +41,10 @@ extension QueueStateMachine {
             scheduler.enqueue(Job(id: slot, lane: .main))
         }
         markProgressDirty(at: now)
+        log(.info, .added, request, now: now) {
+            "\(request.urlRequest.httpMethod ?? "GET") \(Redaction.describe(request.url))"
+                + (follows ? ", following an earlier duplicate" : "")
+        }
         return (slot, finishEvent(now))
     }
 

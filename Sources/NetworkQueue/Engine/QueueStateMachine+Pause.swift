@@ -41,6 +41,7 @@ extension QueueStateMachine {
             scheduler.enqueue(Job(id: slot, lane: .main))
             actions.list.append(.publish(request, record.status()))
             postEvent(.didResume(request))
+            log(.info, .resumed, request, now: now) { "resumed" }
             resumed.append(request)
         }
         return (resumed, finishEvent(now))
@@ -86,6 +87,9 @@ extension QueueStateMachine {
         record.token = nextToken
         actions.list.append(.publish(request, record.status()))
         postEvent(.didPause(request))
+        log(.info, .paused, request, now: now) {
+            record.resumeOffset > 0 || record.hasKeptPart ? "paused, keeping the partial file" : "paused"
+        }
         return true
     }
 

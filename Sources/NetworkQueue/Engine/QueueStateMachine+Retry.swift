@@ -105,6 +105,9 @@ extension QueueStateMachine {
         retryDeadlines.insert(.init(deadline: now + delay, id: slot, token: nextToken))
         actions.list.append(.publish(record.request, record.status()))
         postEvent(.willRetry(record.request, after: delay, error: error))
+        log(.notice, .retryScheduled, record.request, now: now) {
+            "retry \(record.attempts + 1)/\(policy.maximumAttempts) in \(String(format: "%.2f", delay)) s: \(error)"
+        }
     }
 
     /// A request's wait is over: it rejoins the pending requests, as if just added.

@@ -46,6 +46,7 @@ extension QueueStateMachine {
     /// nothing of the body.
     mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double) -> QueueActions {
         guard table.isCurrent(slot, token: token), table[slot].phase == .running else { return QueueActions() }
+        log(.error, .checksumFailed, table[slot].request, now: now) { "expected \(expected), got \(actual)" }
         if table[slot].resumeOffset > 0 {
             restartWithoutRange(slot, now: now)
         } else {
@@ -63,7 +64,8 @@ extension QueueStateMachine {
             fail(slot, error, transferEnded: true, now: now)
         } else {
             let record = table[slot]
-            let response = NetworkResponse(head: record.response!, body: Data(), fileURL: record.claim?.url)
+            let response = NetworkResponse(
+                head: record.response!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
             end(slot, .success(response), transferEnded: true, now: now)
         }
         return finishEvent(now)
@@ -81,7 +83,7 @@ extension QueueStateMachine {
             if let file = table[slot].existingFile, ExistingFileRules.isUnchanged(response, file: file) {
                 table[slot].unchangedHead = response
             }
-        case .data, .sent, .response:  // a `.response` arrives as a `.head` (normalized)
+        case .data, .sent, .response, .redirect, .metrics:  // a `.response` arrives as a `.head` (normalized)
             break
         case .completed(let error?) where table[slot].existingFile == nil:
             fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
@@ -115,6 +117,7 @@ extension QueueStateMachine {
             let request = table[slot].request
             if case .memory = request.destination { table[slot].body.append(data) }
             ledger.receive(&table[slot].progress, bytes: Int64(data.count), at: now)
+            table[slot].meterDownload(Int64(data.count), at: now)
             if let limit = request.maximumResponseSize, table[slot].progress.received > limit {
                 fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
                 return
@@ -123,6 +126,13 @@ extension QueueStateMachine {
         case .sent(let sent, let expected):
             ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
             listForFlush(slot)
+        case .redirect(let redirect):
+            logRedirect(redirect, of: table[slot].request, now: now)
+        case .metrics(var metrics):
+            let record = table[slot]
+            metrics.attempt = record.attempts
+            record.metrics.append(metrics)
+            postEvent(.didCollectMetrics(record.request, metrics))
         case .completed(let error?):
             fail(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil):
@@ -132,16 +142,27 @@ extension QueueStateMachine {
 
     private mutating func receiveHead(_ response: ResponseHead, slot: Int, now: Double) {
         let record = table[slot]
+        let request = record.request
+        log(.debug, .headReceived, request, now: now) { LogText.head(response) }
         var resumedTotal: Int64?? = nil
         if record.resumeOffset > 0 {
             switch ResumeRules.outcome(of: response, offset: record.resumeOffset) {
             case .append(let total):
+                log(.info, .resumedFromByte, request, now: now) { "resumed from byte \(record.resumeOffset)" }
                 // The part's bytes are done: counted once, as progress (never twice: see rebase).
                 resumedTotal = .some(total ?? ResponseRules.knownLength(of: response).map { $0 + record.resumeOffset })
                 ledger.rebase(&record.progress, received: record.resumeOffset)
             case .restartWithoutRange:
+                log(.notice, .rangeRefused, request, now: now) {
+                    "the server refused to continue from byte \(record.resumeOffset) (\(response.statusCode)): sending again from byte 0"
+                }
                 return restartWithoutRange(slot, now: now)
-            case .startOver, .unrelated:
+            case .startOver:
+                log(.notice, .rangeRefused, request, now: now) {
+                    "the server sent the whole body (200) instead of continuing from byte \(record.resumeOffset)"
+                }
+                fallthrough
+            case .unrelated:
                 record.resumeOffset = 0
                 ledger.rebase(&record.progress, received: 0)
             }
@@ -151,7 +172,6 @@ extension QueueStateMachine {
             ledger.restart(&record.progress)
             record.body = Data()
         }
-        let request = record.request
         let encoded = ResponseRules.isEncoded(response)
         let length = resumedTotal ?? ResponseRules.knownLength(of: response, encoded: encoded)
         table[slot].response = response
@@ -195,7 +215,8 @@ extension QueueStateMachine {
             return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
         guard record.claim != nil else {
-            return end(slot, .success(NetworkResponse(head: response, body: record.body)), transferEnded: true, now: now)
+            let success = NetworkResponse(head: response, body: record.body, metrics: record.requestMetrics)
+            return end(slot, .success(success), transferEnded: true, now: now)
         }
         guard let sink = record.sink else {
             return fail(slot, .fileError(path: record.claim!.url.path, reason: "no file open"), transferEnded: true, now: now)

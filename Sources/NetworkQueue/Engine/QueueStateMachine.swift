@@ -26,6 +26,11 @@ struct QueueStateMachine {
     /// True when a delegate or an `events()` subscriber may hear queue events; when false, events
     /// nobody can receive are not posted.
     var hasListeners = false
+    /// True while a ``NetworkQueue/logHandler`` is set: decisions are posted as log records.
+    var isLogging = false
+    /// True while someone reads metrics (see ``NetworkQueue/collectsMetrics``): main transfers are started
+    /// asking for them.
+    var collectsMetrics = false
     /// The retry policy of requests that have none of their own.
     var retryPolicy = RetryPolicy()
     /// The queue's adapt hook, run before each attempt of every request (the machine never calls it).
@@ -152,6 +157,8 @@ struct QueueStateMachine {
             urlRequest.httpBody = nil
         case .main:
             record.phase = .running
+            if record.startedAt == nil { record.startedAt = now }
+            record.transferStartedAt = now
             record.response = nil
             record.announcedLength = nil
             record.retryAfter = nil
@@ -168,6 +175,13 @@ struct QueueStateMachine {
             postEvent(.didStart(record.request))
         }
         addTimeout(slot: slot, token: token, urlRequest.timeoutInterval, now: now)
+        if isLogging {
+            let target = "\(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
+            switch lane {
+            case .preflight: log(.debug, .preflightStarted, record.request, now: now) { target }
+            case .main: log(.debug, .attemptStarted, record.request, now: now) { "attempt \(record.attempts): \(target)" }
+            }
+        }
         let claim = lane == .main ? record.claim : nil
         let resume = claim != nil && record.request.resumesDownloads && !record.refusedRange && ResumeRules.mayResume(urlRequest)
         if lane == .main {
@@ -177,7 +191,8 @@ struct QueueStateMachine {
         }
         actions.list.append(.start(.init(
             slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim, resume: resume,
-            acceptableStatusCodes: record.request.acceptableStatusCodes, verified: lane == .main ? record.request : nil)))
+            acceptableStatusCodes: record.request.acceptableStatusCodes, verified: lane == .main ? record.request : nil,
+            collectsMetrics: lane == .main && collectsMetrics)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
@@ -208,7 +223,7 @@ struct QueueStateMachine {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
             case .progress: break
-            case .didStart, .didReceiveHeaders, .willRetry, .didPause, .didResume, .queueDidFinish: return
+            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .queueDidFinish: return
             }
         }
         post(.event(event))

@@ -150,6 +150,16 @@ final class RequestRecord {
     /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that
     /// ends before that attempt deletes it.
     @exclusivity(unchecked) var hasKeptPart = false
+    /// When the request's first transfer started (queue clock), for the log's "finished in".
+    @exclusivity(unchecked) var startedAt: Double?
+    /// When the current main transfer started (queue clock): where its rate is measured from.
+    @exclusivity(unchecked) var transferStartedAt: Double = 0
+    /// The metrics each attempt reported, oldest first (only while someone reads metrics).
+    @exclusivity(unchecked) var metrics: [TransferMetrics] = []
+    /// The download's rate over the last seconds, made on its first body bytes.
+    @exclusivity(unchecked) var downloadMeter: ThroughputMeter?
+    /// Body bytes received over every attempt (never rebased: what the meter measures).
+    @exclusivity(unchecked) var bytesMoved: Int64 = 0
     /// Bumped at every publication, so a late publication never overwrites a newer one.
     @exclusivity(unchecked) var statusVersion: UInt64 = 0
 
@@ -162,7 +172,25 @@ final class RequestRecord {
     }
 
     var downloadProgress: TransferProgress {
-        TransferProgress(completedBytes: progress.received, expectedBytes: announcedLength)
+        let rate = downloadMeter?.rate(at: lastActivity)
+        let remaining = announcedLength.map { max(0, $0 - progress.received) }
+        return TransferProgress(
+            completedBytes: progress.received, expectedBytes: announcedLength, throughput: rate,
+            estimatedTimeRemaining: ThroughputMeter.timeRemaining(remaining, at: rate))
+    }
+
+    /// The metrics of the attempts so far, when any were collected.
+    var requestMetrics: RequestMetrics? { metrics.isEmpty ? nil : RequestMetrics(attempts: metrics) }
+
+    /// `count` body bytes arrived at `now`: the download's rate meter takes them.
+    func meterDownload(_ count: Int64, at now: Double) {
+        bytesMoved += count
+        if downloadMeter == nil {
+            downloadMeter = ThroughputMeter()
+            // Measured from the moment the transfer started, so that the first bytes already give a rate.
+            downloadMeter?.record(total: 0, at: min(transferStartedAt, now))
+        }
+        downloadMeter?.record(total: bytesMoved, at: now)
     }
 
     var uploadProgress: TransferProgress {
@@ -180,7 +208,7 @@ final class RequestRecord {
         }
         return NetworkRequest.Status(
             version: result == nil ? statusVersion : .max, state: state, response: response, result: result, download: downloadProgress,
-            upload: uploadProgress, attemptCount: attempts)
+            upload: uploadProgress, attemptCount: attempts, metrics: requestMetrics)
     }
 }
 

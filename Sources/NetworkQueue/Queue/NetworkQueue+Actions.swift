@@ -113,7 +113,8 @@ extension NetworkQueue {
             }
         }
         let verifier = start.verified.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
-        let handle = transport.startTransfer(urlRequest, limiter: start.lane == .main ? limiter : nil) { [sink] event in
+        let options = TransferOptions(limiter: start.lane == .main ? limiter : nil, collectsMetrics: start.collectsMetrics)
+        let handle = transport.startTransfer(urlRequest, options: options) { [sink] event in
             let event = event.normalized
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             if let sink, let error = Self.write(event, to: sink) {
@@ -144,7 +145,7 @@ extension NetworkQueue {
             verifier.begin(response, continuing: part)
         case .data(let data): verifier.update(data)
         case .completed(nil): return verifier.finish()
-        case .head, .response, .sent, .completed(.some): break
+        case .head, .response, .sent, .redirect, .metrics, .completed(.some): break
         }
         return nil
     }
@@ -155,7 +156,7 @@ extension NetworkQueue {
         case .head(let response): ResponseRules.isInterim(response) ? nil : sink.begin(response)
         case .response: nil  // arrives as a `.head` (normalized)
         case .data(let data): sink.write(data)
-        case .sent: nil
+        case .sent, .redirect, .metrics: nil
         case .completed(nil): sink.finishWriting()
         case .completed(.some):
             // The queue fails the request and discards the file.

@@ -12,8 +12,19 @@ extension NetworkQueue {
         /// Set when a delivery found that ``delegate`` implements neither head method (both defaults ran):
         /// its later heads are not delivered, so no `HTTPURLResponse` is built for it. Cleared with the delegate.
         var delegateIgnoresHeads = false
+        /// Set when a delivery found that ``delegate`` does not implement the metrics method (its default ran).
+        var delegateIgnoresMetrics = false
+        /// ``NetworkQueue/collectsMetrics`` as the user set it.
+        var collectsMetrics = false
+        var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)?
 
-        mutating func updateListeners() { machine.hasListeners = delegate != nil || !subscribers.isEmpty }
+        /// Tells the machine who listens: whether to post events, log records, and ask for metrics.
+        mutating func updateListeners() {
+            machine.hasListeners = delegate != nil || !subscribers.isEmpty
+            machine.isLogging = logHandler != nil
+            machine.collectsMetrics =
+                collectsMetrics || !subscribers.isEmpty || (delegate != nil && !delegateIgnoresMetrics)
+        }
     }
 
     // MARK: Events into the machine

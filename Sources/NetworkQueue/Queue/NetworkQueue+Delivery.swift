@@ -4,20 +4,21 @@ extension NetworkQueue {
     /// One delivery pass on the delivery queue: everything posted so far, in order. For each event the
     /// request's own handler runs first, then the delegate, then the ``events()`` subscribers.
     func deliver() {
-        let (items, runs, delegate, subscribers, delegateIgnoresHeads) = core.withLock { core in
+        let (items, runs, delegate, subscribers, ignores, logHandler) = core.withLock { core in
             let items = core.machine.takeDeliveries()
             var resumed = 0
             for case .resumeRuns(let count, _) in items { resumed += count }
             let runs = Array(core.waiters.prefix(resumed))
             core.waiters.removeFirst(resumed)
-            return (items, runs, core.delegate, Array(core.subscribers.values), core.delegateIgnoresHeads)
+            let ignores = Ignored(heads: core.delegateIgnoresHeads, metrics: core.delegateIgnoresMetrics)
+            return (items, runs, core.delegate, Array(core.subscribers.values), ignores, core.logHandler)
         }
         var nextRun = runs.startIndex
-        var ignoresHeads = delegateIgnoresHeads
+        var ignored = ignores
         for item in items {
             switch item {
             case .event(let event):
-                deliver(event, to: delegate, ignoringHeads: &ignoresHeads)
+                deliver(event, to: delegate, ignoring: &ignored)
                 for subscriber in subscribers { subscriber.yield(event) }
             case .downloadProgress(let request, let progress):
                 request.downloadProgressHandler?(progress)
@@ -40,6 +41,8 @@ extension NetworkQueue {
             case .resumeRuns(let count, let progress):
                 for run in runs[nextRun..<nextRun + count] { run.resume(returning: progress) }
                 nextRun += count
+            case .log(let record):
+                logHandler?(record)
             }
         }
     }
@@ -57,13 +60,35 @@ extension NetworkQueue {
         return true
     }
 
-    /// `ignoringHeads`: the delegate reads no head (found in an earlier pass, or set here by this one).
-    private func deliver(_ event: NetworkQueueEvent, to delegate: (any NetworkQueueDelegate)?, ignoringHeads: inout Bool) {
+    /// Hands metrics to the delegate, and notes when its method turned out to be the default: such a
+    /// delegate reads no metrics, and the queue stops collecting them for it (see ``Core/delegateIgnoresMetrics``).
+    /// Returns whether that is so.
+    private func deliverMetrics(_ metrics: TransferMetrics, of request: NetworkRequest, to delegate: any NetworkQueueDelegate) -> Bool {
+        metricsDefaultRan.withLock { $0 = false }
+        delegate.networkQueue(self, didCollectMetrics: metrics, for: request)
+        guard metricsDefaultRan.withLock({ $0 }) else { return false }
+        core.withLock { core in
+            guard core.delegate === delegate else { return }
+            core.delegateIgnoresMetrics = true
+            core.updateListeners()
+        }
+        return true
+    }
+
+    /// What the delegate was found not to read (in an earlier pass, or in this one).
+    struct Ignored {
+        var heads: Bool
+        var metrics: Bool
+    }
+
+    private func deliver(_ event: NetworkQueueEvent, to delegate: (any NetworkQueueDelegate)?, ignoring: inout Ignored) {
         switch event {
         case .didStart(let request):
             delegate?.networkQueue(self, didStart: request)
         case .didReceiveHeaders(let request, let head):
-            if let delegate, !ignoringHeads { ignoringHeads = deliverHead(head, of: request, to: delegate) }
+            if let delegate, !ignoring.heads { ignoring.heads = deliverHead(head, of: request, to: delegate) }
+        case .didCollectMetrics(let request, let metrics):
+            if let delegate, !ignoring.metrics { ignoring.metrics = deliverMetrics(metrics, of: request, to: delegate) }
         case .didFinish(let request, let response):
             request.completionHandler?(.success(response))
             delegate?.networkQueue(self, didFinish: request, response: response)

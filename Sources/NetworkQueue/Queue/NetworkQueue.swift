@@ -22,6 +22,8 @@ public final class NetworkQueue: Sendable {
     /// Which of the head methods' default implementations ran during one delivery (delivery queue only, but
     /// locked: the defaults run on the delegate's side of the call).
     let headDefaultsRan = Locked((head: false, headers: false))
+    /// Whether the metrics method's default implementation ran during one delivery (as ``headDefaultsRan``).
+    let metricsDefaultRan = Locked(false)
 
     let core: Locked<Core>
     let transport: any Transport
@@ -108,6 +110,51 @@ public final class NetworkQueue: Sendable {
             core.withLock { core in
                 core.delegate = newValue
                 core.delegateIgnoresHeads = false
+                core.delegateIgnoresMetrics = false
+                core.updateListeners()
+            }
+        }
+    }
+
+    /// Whether every request's metrics are collected (``NetworkRequest/metrics``,
+    /// ``NetworkResponse/metrics``), even when no delegate method or ``events()`` subscriber reads them.
+    /// Default false: metrics are collected only while a delegate that implements
+    /// ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:for:)`` is set or an ``events()`` stream is
+    /// open, so that a queue nobody asks costs nothing for them. Applies to transfers that start afterwards.
+    public var collectsMetrics: Bool {
+        get { core.withLock { $0.collectsMetrics } }
+        set {
+            core.withLock { core in
+                core.collectsMetrics = newValue
+                core.updateListeners()
+            }
+        }
+    }
+
+    /// Hears every decision the queue makes about its requests, as ``NetworkQueueLogRecord``s: added, attempt
+    /// started, head received, redirect followed or refused, retry scheduled, resumed from a byte or range
+    /// refused, paused and resumed, checksum verified or failed, finished, failed, cancelled.
+    ///
+    /// Called serially and in order on the delegate executor (see ``init(transport:delegateQueue:clock:)``),
+    /// in step with the delegate's events. Records never carry a secret: URLs are redacted and no header is
+    /// logged. Default nil: no record is made, and the log costs nothing. Applies to decisions made after it
+    /// is set.
+    ///
+    /// To bridge it to swift-log, without this package depending on it:
+    /// ```swift
+    /// let logger = Logger(label: "downloads")
+    /// queue.logHandler = { record in
+    ///     let level: Logger.Level = [.debug: .debug, .info: .info, .notice: .notice,
+    ///                                .warning: .warning, .error: .error][record.level]!
+    ///     logger.log(level: level, "\(record.event.rawValue): \(record.message)",
+    ///                metadata: ["request": "\(record.request.tag)"])
+    /// }
+    /// ```
+    public var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)? {
+        get { core.withLock { $0.logHandler } }
+        set {
+            core.withLock { core in
+                core.logHandler = newValue
                 core.updateListeners()
             }
         }

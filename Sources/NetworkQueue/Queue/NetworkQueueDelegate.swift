@@ -28,6 +28,11 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request received its final response head, as received. The default calls
     /// ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
     func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest)
+    /// An attempt's transfer ended and reported what it measured: once per attempt, after the attempt's
+    /// didReceiveHeaders (if any) and before its willRetry, didFinish or didFail. A transfer the queue stops
+    /// itself (a cancel, a timeout, a pause) reports none. Implementing this method makes the queue collect
+    /// metrics (see ``NetworkQueue/collectsMetrics``).
+    func networkQueue(_ queue: NetworkQueue, didCollectMetrics metrics: TransferMetrics, for request: NetworkRequest)
     /// A request succeeded.
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse)
     /// A request failed or was cancelled (cancellation is a failure with a cancellation error). With
@@ -67,6 +72,12 @@ extension NetworkQueueDelegate {
         queue.headDefaultsRan.withLock { $0.head = true }
         networkQueue(queue, didReceiveHeaders: head.httpURLResponse, for: request)
     }
+    /// Does nothing. When this default runs, the queue notes that its delegate reads no metrics, and stops
+    /// collecting them for it (unless ``NetworkQueue/collectsMetrics`` or an ``NetworkQueue/events()``
+    /// subscriber asks for them).
+    public func networkQueue(_ queue: NetworkQueue, didCollectMetrics metrics: TransferMetrics, for request: NetworkRequest) {
+        queue.metricsDefaultRan.withLock { $0 = true }
+    }
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {}
     /// Does nothing.
@@ -93,6 +104,8 @@ public enum NetworkQueueEvent: Sendable {
     /// version 0.3 an `HTTPURLResponse`): it answers `statusCode`, `value(forHTTPHeaderField:)`, `mimeType` and
     /// `expectedContentLength` as that did, and ``ResponseHead/httpURLResponse`` gives Foundation's type.
     case didReceiveHeaders(NetworkRequest, ResponseHead)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:for:)``.
+    case didCollectMetrics(NetworkRequest, TransferMetrics)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)``.
     case didFinish(NetworkRequest, NetworkResponse)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.

@@ -138,6 +138,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
         var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
         var attemptCount = 0
+        var metrics: RequestMetrics?
     }
 
     /// The request's place in the queue it was added to, for `cancel(_:)`.
@@ -280,4 +281,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// How many times its transfer was started, retries included (0 until it starts; the HEAD preflight
     /// does not count).
     public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }
+
+    /// What the request's attempts measured so far, one ``TransferMetrics`` per attempt whose transfer ended
+    /// by itself; nil when none did, or when its queue collects no metrics (see
+    /// ``NetworkQueue/collectsMetrics``). Final once the request has ended.
+    public var metrics: RequestMetrics? { shared.withLock { $0.status.metrics } }
 }

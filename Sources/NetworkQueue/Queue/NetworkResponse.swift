@@ -16,6 +16,9 @@ public struct NetworkResponse: Sendable {
     /// True when no body was fetched because the file at ``fileURL`` was found unchanged
     /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): ``head`` is then the HEAD's response.
     public let keptExistingFile: Bool
+    /// What the request's attempts measured, when the queue collected metrics (see
+    /// ``NetworkQueue/collectsMetrics``); nil otherwise.
+    public let metrics: RequestMetrics?
 
     /// Creates a response.
     public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL? = nil) {
@@ -27,12 +30,16 @@ public struct NetworkResponse: Sendable {
         self.init(head: ResponseHead(httpResponse), body: body, fileURL: fileURL, keptExistingFile: keptExistingFile)
     }
 
-    /// Creates a response from a head; `keptExistingFile` as ``keptExistingFile`` (default false).
-    public init(head: ResponseHead, body: Data, fileURL: URL? = nil, keptExistingFile: Bool = false) {
+    /// Creates a response from a head; `keptExistingFile` as ``keptExistingFile`` (default false), `metrics` as
+    /// ``metrics`` (default nil).
+    public init(
+        head: ResponseHead, body: Data, fileURL: URL? = nil, keptExistingFile: Bool = false, metrics: RequestMetrics? = nil
+    ) {
         self.head = head
         self.body = body
         self.fileURL = fileURL
         self.keptExistingFile = keptExistingFile
+        self.metrics = metrics
     }
 
     /// The final response as Foundation's type: ``head``'s ``ResponseHead/httpURLResponse``, built on first
@@ -49,11 +56,21 @@ public struct TransferProgress: Sendable, Hashable {
     public var completedBytes: Int64
     /// Total bytes expected, or nil when unknown (no Content-Length, or a Content-Encoding).
     public var expectedBytes: Int64?
+    /// Bytes per second over the last few seconds (measured as the queue's ``QueueProgress/throughput``
+    /// is), or nil before there is a measure. Download progress only; nil for uploads.
+    public var throughput: Double?
+    /// Seconds until ``expectedBytes`` are done at ``throughput``: 0 when done, nil when the size or the
+    /// rate is unknown. Download progress only; nil for uploads.
+    public var estimatedTimeRemaining: TimeInterval?
 
-    /// Creates a progress value.
-    public init(completedBytes: Int64, expectedBytes: Int64?) {
+    /// Creates a progress value; `throughput` and `estimatedTimeRemaining` default to nil (unknown).
+    public init(
+        completedBytes: Int64, expectedBytes: Int64?, throughput: Double? = nil, estimatedTimeRemaining: TimeInterval? = nil
+    ) {
         self.completedBytes = completedBytes
         self.expectedBytes = expectedBytes
+        self.throughput = throughput
+        self.estimatedTimeRemaining = estimatedTimeRemaining
     }
 
     /// `completedBytes / expectedBytes` clamped to 0...1, or nil when the size is unknown.

@@ -77,10 +77,13 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// The transfer of a task, if it is live and not stopped at a redirect: the per-chunk check, with one
-    /// lock on the transfer's state.
-    private func streamingTransfer(for task: URLSessionTask) -> SessionTransfer? {
+    /// lock on the transfer's state (which counts the chunk's `bytes` when the transfer measures).
+    private func streamingTransfer(for task: URLSessionTask, bytes: Int) -> SessionTransfer? {
         guard let transfer = routes.withLock({ $0.transfers[task.taskIdentifier] }),
-            transfer.state.withLock({ !$0.isCancelled && $0.interruption == nil })
+            transfer.state.withLock({ state in
+                state.measure?.bodyReceived += Int64(bytes)
+                return !state.isCancelled && state.interruption == nil
+            })
         else { return nil }
         return transfer
     }
@@ -104,6 +107,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
                     URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"]))
             } else {
                 state.hasResponse = true
+                if state.measure != nil { state.measure?.firstByteAt = DispatchTime.now().uptimeNanoseconds }
             }
             return false
         }
@@ -115,7 +119,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        streamingTransfer(for: dataTask)?.events(.data(data))
+        streamingTransfer(for: dataTask, bytes: data.count)?.events(.data(data))
     }
 
     func urlSession(
@@ -123,6 +127,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         totalBytesExpectedToSend: Int64
     ) {
         guard let transfer = transfer(for: task) else { return }
+        transfer.state.withLock { $0.measure?.bodySent = totalBytesSent }
         transfer.events(.sent(totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil))
     }
 
@@ -148,13 +153,16 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             addCookies(to: &next, own: transfer.ownCookie(for: next.url))
             decision = .follow(next)
         }
-        transfer.state.withLock { state in
-            guard !state.isCancelled else { return }
+        let from = response.url ?? task.currentRequest?.url ?? transfer.request.url
+        let answered = transfer.state.withLock { state -> TransferRedirect? in
+            guard !state.isCancelled else { return nil }
             switch decision {
             case .refuse(let error):
                 state.interruption = .refused(error)
                 completionHandler(nil)
+                return from.map { TransferRedirect(statusCode: response.statusCode, from: $0, to: request.url, refusal: error) }
             case .follow(var next):
+                state.measure?.redirects += 1
                 // Linux keeps the method of a 307/308 but drops the body: stop here and replay with it.
                 if [307, 308].contains(response.statusCode), let body = transfer.request.httpBody {
                     next.httpMethod = transfer.request.httpMethod
@@ -164,31 +172,41 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 } else {
                     completionHandler(next)
                 }
+                return from.map { TransferRedirect(statusCode: response.statusCode, from: $0, to: next.url) }
             }
         }
+        // On the session's serial delegate queue, as every event of the transfer.
+        if let answered { transfer.events(.redirect(answered)) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        routes.withLock { $0.transfers[task.taskIdentifier] }?.state.withLock { $0.measure?.platform = metrics }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let transfer = routes.withLock { $0.transfers.removeValue(forKey: task.taskIdentifier) }
         guard let transfer else { return }
         // One read of the transfer's state decides everything below.
-        let (isCancelled, interruption, redirectCount, midBody) = transfer.state.withLock { state in
+        let (isCancelled, interruption, redirectCount, midBody, measure) = transfer.state.withLock { state in
             defer { state.interruption = nil }
             if state.interruption != nil { state.redirectCount += 1 }
-            return (state.isCancelled, state.interruption, state.redirectCount, state.hasResponse)
+            state.measure?.taskEnded()
+            return (state.isCancelled, state.interruption, state.redirectCount, state.hasResponse, state.measure)
         }
         guard !isCancelled else { return }
+        let ended = { (error: URLError?) in
+            if let measure { transfer.events(.metrics(measure.metrics(endedAt: DispatchTime.now().uptimeNanoseconds))) }
+            transfer.events(.completed(error))
+        }
         switch interruption {
         case .refused(let refusal)?:
-            transfer.events(.completed(refusal))
+            ended(refusal)
         case .replay(let replay)? where error == nil:
-            guard redirectCount <= Self.maximumRedirects else {
-                return transfer.events(.completed(URLError(.httpTooManyRedirects)))
-            }
+            guard redirectCount <= Self.maximumRedirects else { return ended(URLError(.httpTooManyRedirects)) }
             start(transfer, on: session, request: replay)
         case .replay?, nil:
             let url = task.currentRequest?.url ?? transfer.request.url
-            transfer.events(.completed(error.map { Self.urlError($0, afterResponse: midBody, url: url) }))
+            ended(error.map { Self.urlError($0, afterResponse: midBody, url: url) })
         }
     }
 

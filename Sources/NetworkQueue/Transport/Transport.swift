@@ -18,8 +18,48 @@ public enum TransferEvent: Sendable {
     case data(Data)
     /// Request body bytes sent so far, and the body's total size when known.
     case sent(totalBytesSent: Int64, totalBytesExpectedToSend: Int64?)
+    /// A redirect was followed, or refused (then `.completed` with the refusal's error follows).
+    case redirect(TransferRedirect)
+    /// What the transfer measured, reported once just before `.completed` when the transfer was started with
+    /// ``TransferOptions/collectsMetrics`` (a transport that measures nothing reports none).
+    case metrics(TransferMetrics)
     /// The end of the transfer: nil for success, or the error that ended it. Always the last event.
     case completed(URLError?)
+}
+
+/// One redirect a transport met, as ``TransferEvent/redirect(_:)`` reports it.
+public struct TransferRedirect: Sendable, Hashable {
+    /// The redirect's status code (301, 302, 303, 307 or 308).
+    public var statusCode: Int
+    /// The URL that answered with the redirect.
+    public var from: URL
+    /// Where it pointed, when that is a URL.
+    public var to: URL?
+    /// Why it was not followed (the transfer then fails with this error); nil when it was followed.
+    public var refusal: URLError?
+
+    /// Creates a redirect report.
+    public init(statusCode: Int, from: URL, to: URL?, refusal: URLError? = nil) {
+        self.statusCode = statusCode
+        self.from = from
+        self.to = to
+        self.refusal = refusal
+    }
+}
+
+/// How the queue wants one transfer run, beyond its `URLRequest`.
+public struct TransferOptions: Sendable {
+    /// The cap the transfer's received bytes are drawn from; nil for none. Default nil.
+    public var limiter: BandwidthLimiter?
+    /// Whether the transfer reports ``TransferEvent/metrics(_:)`` before it completes. Default false: the
+    /// queue asks only when someone will read them.
+    public var collectsMetrics: Bool
+
+    /// Creates options; the defaults are uncapped and without metrics.
+    public init(limiter: BandwidthLimiter? = nil, collectsMetrics: Bool = false) {
+        self.limiter = limiter
+        self.collectsMetrics = collectsMetrics
+    }
 }
 
 /// A running transfer that can be cancelled, and, where the transport can, paused and throttled.
@@ -71,6 +111,13 @@ public protocol Transport: Sendable {
     func startTransfer(
         _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle
+
+    /// Starts `request` as `options` say (its cap, whether it reports metrics), and reports its events to
+    /// `events`. The queue calls this one. The default implementation ignores ``TransferOptions/collectsMetrics``
+    /// and calls ``startTransfer(_:limiter:events:)``: such a transport reports no metrics.
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle
 }
 
 extension Transport {
@@ -79,6 +126,13 @@ extension Transport {
         _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
         startTransfer(request, events: events)
+    }
+
+    /// Calls ``startTransfer(_:limiter:events:)`` with the options' limiter; reports no metrics.
+    public func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
+        startTransfer(request, limiter: options.limiter, events: events)
     }
 }
 

@@ -88,7 +88,20 @@ public final class URLSessionTransport: Transport {
     public func startTransfer(
         _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
+        startTransfer(request, options: TransferOptions(), events: events)
+    }
+
+    /// Starts a data task for `request` (uncapped: `options.limiter` is ignored). With
+    /// `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it completes: from the
+    /// platform's `URLSessionTaskMetrics` where they are delivered (Apple platforms), else what the transport
+    /// measures itself (Linux: total time, time to first byte, redirects, body bytes; the rest nil).
+    public func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         let transfer = SessionTransfer(request: request, events: events)
+        if options.collectsMetrics {
+            transfer.state.withLock { $0.measure = SessionMeasure(startedAt: DispatchTime.now().uptimeNanoseconds) }
+        }
         bridge.start(transfer, on: session)
         return transfer
     }
@@ -122,6 +135,8 @@ final class SessionTransfer: TransferHandle {
         var redirectCount = 0
         /// Whether the final response head arrived (so an early close is a mid-body close).
         var hasResponse = false
+        /// What the transfer measures, when metrics were asked for.
+        var measure: SessionMeasure?
     }
 
     let request: URLRequest

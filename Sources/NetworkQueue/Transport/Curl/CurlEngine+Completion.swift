@@ -23,6 +23,7 @@
         }
 
         private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
+            if transfer.recorder != nil { transfer.recorder?.runEnded(library.runInfo(easy)) }
             if code == 0, let next = transfer.redirect {
                 finish(transfer, easy: easy)
                 return follow(transfer, to: next)
@@ -34,6 +35,14 @@
             }
             if error == nil { sizes?.record(transfer.bytesReceived) }
             finish(transfer, easy: easy)
+            end(transfer, error)
+        }
+
+        /// Reports a transfer's end: its metrics first, when they were asked for, then its completion.
+        private func end(_ transfer: CurlTransfer, _ error: URLError?) {
+            if let recorder = transfer.recorder {
+                transfer.emit(.metrics(recorder.metrics(endedAt: DispatchTime.now().uptimeNanoseconds, redirectCount: transfer.redirectCount)))
+            }
             transfer.emit(.completed(error))
         }
 
@@ -49,16 +58,20 @@
         /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may
         /// not or cannot be followed. Its previous run's easy handle is already back in the pool.
         private func follow(_ transfer: CurlTransfer, to next: URLRequest) {
+            let status = transfer.redirectStatus
             switch options.redirects.decide(from: transfer.url, to: next) {
             case .refuse(let error):
-                transfer.emit(.completed(error))
+                transfer.emit(.redirect(TransferRedirect(statusCode: status, from: transfer.url, to: next.url, refusal: error)))
+                end(transfer, error)
             case .follow(let followed):
+                let from = transfer.url
                 guard transfer.restart(with: followed) else {
-                    return transfer.emit(.completed(URLError(.requestBodyStreamExhausted)))
+                    return end(transfer, URLError(.requestBodyStreamExhausted))
                 }
                 guard transfer.redirectCount <= options.maximumRedirects else {
-                    return transfer.emit(.completed(URLError(.httpTooManyRedirects)))
+                    return end(transfer, URLError(.httpTooManyRedirects))
                 }
+                transfer.emit(.redirect(TransferRedirect(statusCode: status, from: from, to: followed.url)))
                 guard !transfer.isCancelled else { return }
                 begin(transfer)
             }

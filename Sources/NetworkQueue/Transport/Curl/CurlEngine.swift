@@ -198,6 +198,7 @@
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
             transfer.easy = easy
+            transfer.recorder?.runBegan(at: DispatchTime.now().uptimeNanoseconds)
             configure(easy, for: transfer, isSecure: isSecure)
             active[easy] = transfer
             guard library.multiAdd(multi, easy) == 0 else {

@@ -133,6 +133,27 @@
             return code
         }
 
+        /// What libcurl measured of the run that just ended on `easy` (CURLINFO_*_TIME_T, sizes, version, peer).
+        func runInfo(_ easy: Handle) -> CurlRunInfo {
+            let handle = UnsafeMutableRawPointer(easy)
+            func offset(_ info: Int32) -> Int64 {
+                var value: Int64 = 0
+                return nq_getinfo(easyGetinfo, handle, 0x60_0000 + info, &value) == 0 ? value : 0
+            }
+            func long(_ info: Int32) -> Int {
+                var value = 0
+                return nq_getinfo(easyGetinfo, handle, 0x20_0000 + info, &value) == 0 ? value : 0
+            }
+            var address: UnsafePointer<CChar>?
+            let hasAddress = nq_getinfo(easyGetinfo, handle, 0x10_0000 + 32, &address) == 0
+            return CurlRunInfo(
+                lookupEnded: offset(51), connectEnded: offset(52), handshakeEnded: offset(56), firstByte: offset(54),
+                connections: long(26), headerBytes: long(11), requestBytes: long(12), uploadedBytes: offset(7),
+                downloadedBytes: offset(8), httpVersion: long(46),
+                remoteAddress: hasAddress ? address.flatMap { $0.pointee == 0 ? nil : String(cString: $0) } : nil,
+                remotePort: long(40))
+        }
+
         /// CURLINFO_CAINFO (7.84+): the CA bundle this libcurl was built to use, if any.
         func defaultCABundle(_ easy: Handle) -> String? {
             var path: UnsafePointer<CChar>?

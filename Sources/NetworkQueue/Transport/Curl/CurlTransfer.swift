@@ -37,6 +37,8 @@
         var parser = ResponseHeadParser()
         /// Set when the final head of this run is a redirect to follow: its body is not reported.
         var redirect: URLRequest?
+        /// The status of the head that asked for ``redirect``.
+        var redirectStatus = 0
         var redirectCount = 0
         var hasResponse = false
         /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
@@ -52,13 +54,16 @@
         /// True while libcurl holds this transfer's bytes because the limiter had no tokens for them
         /// (``CurlEngine`` resumes it when it has).
         var isStarved = false
+        /// Adds up what libcurl measured of each run, when the queue asked for metrics (engine thread).
+        var recorder: CurlMetricsRecorder?
         /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
 
         init(
-            request: URLRequest, url: URL, engine: CurlEngine, limiter: BandwidthLimiter? = nil,
+            request: URLRequest, url: URL, engine: CurlEngine, limiter: BandwidthLimiter? = nil, collectsMetrics: Bool = false,
             events: @escaping @Sendable (TransferEvent) -> Void
         ) {
+            if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
             self.url = url
             self.engine = engine
@@ -140,6 +145,7 @@
                     after: head.statusCode, location: head.value("Location"), request: request, url: url)
             {
                 redirect = next
+                redirectStatus = head.statusCode
                 return true
             }
             hasResponse = true

@@ -185,13 +185,24 @@ import Foundation
         public func startTransfer(
             _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
+            startTransfer(request, options: TransferOptions(limiter: limiter), events: events)
+        }
+
+        /// Starts `request` as ``startTransfer(_:limiter:events:)`` does, with `options.limiter`; with
+        /// `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it completes, every field
+        /// filled from libcurl (a transfer that never reached libcurl, such as one with no URL, reports none).
+        public func startTransfer(
+            _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
             let engine = leastLoadedEngine()
             guard let url = request.url else {
                 let failed = CurlTransfer(request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
                 DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
                 return failed
             }
-            let transfer = CurlTransfer(request: request, url: url, engine: engine, limiter: limiter, events: events)
+            let transfer = CurlTransfer(
+                request: request, url: url, engine: engine, limiter: options.limiter, collectsMetrics: options.collectsMetrics,
+                events: events)
             engine.post(.start(transfer))
             return transfer
         }

@@ -1,0 +1,95 @@
+import Foundation
+
+/// One decision of a ``NetworkQueue``, as its ``NetworkQueue/logHandler`` hears it.
+///
+/// Records never carry a secret: every URL in them is redacted (user and password, query values and the
+/// fragment are masked as `***`), and no header is logged, so `Authorization`, `Cookie`,
+/// `Proxy-Authorization` and `Set-Cookie` never appear.
+public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
+    /// How much a record matters, lowest first (the levels of swift-log, less `trace` and `critical`).
+    public enum Level: Int, Sendable, Hashable, Comparable, CustomStringConvertible {
+        /// Detail for tracing a request step by step: attempts started, heads received, HEAD preflights.
+        case debug
+        /// A request's life: added, redirected, paused, resumed, continued from a byte, finished.
+        case info
+        /// Something a person may want to know: a retry scheduled, a range the server refused.
+        case notice
+        /// A request was cancelled, or a redirect refused.
+        case warning
+        /// A request failed, or its checksum did not match.
+        case error
+
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// The level's name: `debug`, `info`, `notice`, `warning` or `error`.
+        public var description: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    /// What was decided: a stable name to filter on, where ``message`` is for people.
+    public enum Event: String, Sendable, Hashable, CaseIterable {
+        /// The request joined the queue.
+        case added
+        /// A HEAD preflight was sent for the request (``NetworkQueue/showsAccurateProgress``, or a file that
+        /// may be unchanged).
+        case preflightStarted
+        /// An attempt's transfer was sent: its number, method and redacted URL.
+        case attemptStarted
+        /// The final response head arrived: its status and length.
+        case headReceived
+        /// The transport followed a redirect.
+        case redirectFollowed
+        /// The transport refused a redirect (the attempt fails), and why.
+        case redirectRefused
+        /// A failed attempt will be sent again: after what delay, and why.
+        case retryScheduled
+        /// A download continues its partial file from a byte.
+        case resumedFromByte
+        /// The server would not continue the partial file: the download starts over from byte 0.
+        case rangeRefused
+        /// The request was paused.
+        case paused
+        /// The paused request was resumed.
+        case resumed
+        /// The body matched the request's checksum.
+        case checksumVerified
+        /// The body did not match its checksum or the server's digest.
+        case checksumFailed
+        /// The request succeeded: its status, bytes and time.
+        case finished
+        /// The request failed, after how many attempts, and why.
+        case failed
+        /// The request was cancelled.
+        case cancelled
+    }
+
+    /// How much this record matters.
+    public let level: Level
+    /// What was decided.
+    public let event: Event
+    /// One line for people, with URLs redacted.
+    public let message: String
+    /// The request it is about.
+    public let request: NetworkRequest
+    /// When it was decided.
+    public let timestamp: Date
+
+    /// Creates a record (for tests of code that consumes records; the queue makes its own).
+    public init(level: Level, event: Event, message: String, request: NetworkRequest, timestamp: Date) {
+        self.level = level
+        self.event = event
+        self.message = message
+        self.request = request
+        self.timestamp = timestamp
+    }
+
+    /// `level event: message`, such as `info finished: 200, 1024 bytes in 12.0 ms`.
+    public var description: String { "\(level) \(event.rawValue): \(message)" }
+}
