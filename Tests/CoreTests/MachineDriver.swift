@@ -176,6 +176,7 @@ struct MachineDriver {
         switch item {
         case .event(.didStart(let request)): "didStart \(request.tag)"
         case .event(.didReceiveHeaders(let request, let response)): "headers \(request.tag) \(response.statusCode)"
+        case .event(.didCollectMetrics(let request, let metrics)): "metrics \(request.tag) \(metrics.attempt)"
         case .event(.didFinish(let request, _)): "didFinish \(request.tag)"
         case .event(.didFail(let request, .transport(let error))): "didFail \(request.tag) transport \(error.code.rawValue)"
         case .event(.didFail(let request, let error)): "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
@@ -189,6 +190,7 @@ struct MachineDriver {
         case .settle(let status, let request, _, _, _): "settle \(request.tag) \(status.state)"
         case .settleAll(let requests, _, _, _): "settleAll \(requests.map(\.tag))"
         case .resumeRuns(let count, _): "resume \(count)"
+        case .log(let record): "log \(record.request.tag) \(record.event.rawValue)"
         }
     }
 

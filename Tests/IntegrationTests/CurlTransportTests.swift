@@ -62,7 +62,7 @@
                         // The box holds the handle, whose events closure holds the box: break the cycle.
                         handle.with { $0 = nil }
                         finished.resume()
-                    case .head, .response, .sent: break
+                    case .head, .response, .sent, .redirect, .metrics: break
                     }
                 }
                 handle.with { $0 = started }
@@ -87,7 +87,7 @@
                         thread?.with { $0 = Thread.current.name }
                     case .data(let data): body.with { $0.append(data) }
                     case .completed(let error): finished.resume(returning: error)
-                    case .response, .sent: break
+                    case .response, .sent, .redirect, .metrics: break
                     }
                 }
             }
@@ -141,7 +141,7 @@
                                 remaining -= 1
                                 return remaining
                             }) == 0 { done.resume() }
-                        case .data, .response, .sent: break
+                        case .data, .response, .sent, .redirect, .metrics: break
                         }
                     }
                 }

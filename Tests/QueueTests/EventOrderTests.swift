@@ -108,6 +108,7 @@ import Testing
             switch event {
             case .didStart(let request): names.append("start \(request.tag)")
             case .didReceiveHeaders(_, let response): names.append("headers \(response.statusCode)")
+            case .didCollectMetrics(_, let metrics): names.append("metrics \(metrics.attempt)")
             case .didFinish(_, let response): names.append("finish \(response.body.count)")
             case .didFail(_, let error): names.append("fail \(error)")
             case .willRetry(_, let delay, _): names.append("retry \(delay)")
@@ -131,6 +132,8 @@ import Testing
         #expect(request.response?.statusCode == 200)
         let response = try #require(try request.result?.get())
         #expect(String(decoding: response.body, as: UTF8.self) == "hello")
-        #expect(request.downloadProgress == TransferProgress(completedBytes: 5, expectedBytes: 5))
+        #expect(request.downloadProgress.completedBytes == 5)
+        #expect(request.downloadProgress.expectedBytes == 5)
+        #expect(request.downloadProgress.estimatedTimeRemaining == 0)
     }
 }

@@ -30,6 +30,10 @@ public final class InMemoryTransport: Transport {
         case hold(TransferGate)
         /// Ends the transfer with this error.
         case fail(URLError)
+        /// Reports a redirect (followed, or refused when it carries a refusal).
+        case redirect(TransferRedirect)
+        /// Reports what the transfer measured (as a real transport does just before it completes).
+        case metrics(TransferMetrics)
     }
 
     /// Counters of what the transport was asked to do.
@@ -236,6 +240,10 @@ final class ScriptedTransfer: TransferHandle {
                 }
             case .fail(let error):
                 return finish(error)
+            case .redirect(let redirect):
+                events(.redirect(redirect))
+            case .metrics(let metrics):
+                events(.metrics(metrics))
             }
         }
         finish(nil)
