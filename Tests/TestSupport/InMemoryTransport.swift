@@ -54,6 +54,7 @@ public final class InMemoryTransport: Transport {
         var statistics = Statistics()
         var requests: [URLRequest] = []
         var cancelledRequests: [URLRequest] = []
+        var metricsAsked: [Bool] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
@@ -117,6 +118,18 @@ public final class InMemoryTransport: Transport {
 
     /// Every request whose transfer was cancelled before it completed, in cancellation order.
     public var cancelledRequests: [URLRequest] { counters.withLock { $0.cancelledRequests } }
+
+    /// Whether each transfer, in start order, was asked to report metrics.
+    public var metricsAsked: [Bool] { counters.withLock { $0.metricsAsked } }
+
+    /// Notes whether metrics were asked for, then plays the script (which reports metrics only where it
+    /// has a `.metrics` step).
+    public func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
+        counters.withLock { $0.metricsAsked.append(options.collectsMetrics) }
+        return startTransfer(request, events: events)
+    }
 
     /// Starts playing the script for `request`.
     public func startTransfer(

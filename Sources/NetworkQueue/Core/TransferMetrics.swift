@@ -71,8 +71,13 @@ public struct TransferMetrics: Sendable, Hashable {
     }
 }
 
-/// What a request's attempts measured: one ``TransferMetrics`` per attempt whose transfer reported its end,
-/// oldest first. A transfer the queue stopped itself (a cancel, a timeout, a pause) reports none.
+/// What a request's attempts measured: one ``TransferMetrics`` per attempt, oldest first.
+///
+/// An attempt whose transfer ended by itself has what its transport measured. An attempt the queue stopped
+/// itself (an unacceptable status or content type, a response too large, a timeout, a cancel, a sibling's
+/// failure) has what the queue saw on its own clock: ``TransferMetrics/totalDuration``,
+/// ``TransferMetrics/timeToFirstByte`` when the head had arrived, and its ``TransferMetrics/httpVersion``;
+/// the rest is nil. A transfer stopped by a pause is not an attempt and has none.
 public struct RequestMetrics: Sendable, Hashable {
     /// Each attempt's metrics, oldest first.
     public var attempts: [TransferMetrics]

@@ -11,6 +11,7 @@ extension QueueStateMachine {
     mutating func end(
         _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, now: Double
     ) {
+        if !transferEnded { measureStoppedAttempt(slot, now: now) }
         let record = table.remove(slot)
         switch record.phase {
         case .pending, .awaitingMain, .adaptingMain:

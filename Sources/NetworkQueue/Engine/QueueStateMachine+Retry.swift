@@ -60,6 +60,7 @@ extension QueueStateMachine {
     /// end), drops its partial file and body, and takes its bytes out of the progress (which holds still:
     /// the expected total grows back instead).
     private mutating func leaveAttempt(_ slot: Int, transferEnded: Bool, now: Double) {
+        if !transferEnded { measureStoppedAttempt(slot, now: now) }
         let record = table[slot]
         scheduler.remove(Job(id: slot, lane: .main))
         if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }

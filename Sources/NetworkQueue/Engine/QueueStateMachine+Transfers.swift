@@ -128,11 +128,9 @@ extension QueueStateMachine {
             listForFlush(slot)
         case .redirect(let redirect):
             logRedirect(redirect, of: table[slot].request, now: now)
-        case .metrics(var metrics):
-            let record = table[slot]
-            metrics.attempt = record.attempts
-            record.metrics.append(metrics)
-            postEvent(.didCollectMetrics(record.request, metrics))
+        case .metrics(let metrics):
+            // Reported unasked (a transport that always measures): nobody reads them.
+            if collectsMetrics { collect(metrics, slot: slot) }
         case .completed(let error?):
             fail(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil):
@@ -143,6 +141,7 @@ extension QueueStateMachine {
     private mutating func receiveHead(_ response: ResponseHead, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
+        record.headAt = now
         log(.debug, .headReceived, request, now: now) { LogText.head(response) }
         var resumedTotal: Int64?? = nil
         if record.resumeOffset > 0 {

@@ -159,6 +159,7 @@ struct QueueStateMachine {
             record.phase = .running
             if record.startedAt == nil { record.startedAt = now }
             record.transferStartedAt = now
+            record.headAt = nil
             record.response = nil
             record.announcedLength = nil
             record.retryAfter = nil

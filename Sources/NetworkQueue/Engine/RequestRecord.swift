@@ -154,6 +154,8 @@ final class RequestRecord {
     @exclusivity(unchecked) var startedAt: Double?
     /// When the current main transfer started (queue clock): where its rate is measured from.
     @exclusivity(unchecked) var transferStartedAt: Double = 0
+    /// When the current main transfer's final head arrived (queue clock).
+    @exclusivity(unchecked) var headAt: Double?
     /// The metrics each attempt reported, oldest first (only while someone reads metrics).
     @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     /// The download's rate over the last seconds, made on its first body bytes.

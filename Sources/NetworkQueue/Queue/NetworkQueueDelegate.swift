@@ -28,9 +28,9 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request received its final response head, as received. The default calls
     /// ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
     func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest)
-    /// An attempt's transfer ended and reported what it measured: once per attempt, after the attempt's
-    /// didReceiveHeaders (if any) and before its willRetry, didFinish or didFail. A transfer the queue stops
-    /// itself (a cancel, a timeout, a pause) reports none. Implementing this method makes the queue collect
+    /// An attempt's transfer ended, with what it measured (see ``RequestMetrics`` for attempts the queue
+    /// stopped itself): once per attempt that sent its request, after the attempt's didReceiveHeaders (if
+    /// any) and before its willRetry, didFinish or didFail. Implementing this method makes the queue collect
     /// metrics (see ``NetworkQueue/collectsMetrics``).
     func networkQueue(_ queue: NetworkQueue, didCollectMetrics metrics: TransferMetrics, for request: NetworkRequest)
     /// A request succeeded.

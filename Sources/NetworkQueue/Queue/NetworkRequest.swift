@@ -282,8 +282,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// does not count).
     public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }
 
-    /// What the request's attempts measured so far, one ``TransferMetrics`` per attempt whose transfer ended
-    /// by itself; nil when none did, or when its queue collects no metrics (see
+    /// What the request's attempts measured so far, one ``TransferMetrics`` per ended attempt (see
+    /// ``RequestMetrics``); nil before one ended, or when its queue collects no metrics (see
     /// ``NetworkQueue/collectsMetrics``). Final once the request has ended.
     public var metrics: RequestMetrics? { shared.withLock { $0.status.metrics } }
 }
