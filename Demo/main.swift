@@ -92,6 +92,14 @@ queue.cancelsAllOnFailure = !options.keepGoing
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 queue.maxConcurrentRequestsPerHost = options.perHost
 queue.maximumBytesPerSecond = options.limitRate
+// Set before the requests are added, so that the log begins with each one's `added`.
+if options.verbose {
+    queue.collectsMetrics = true
+    queue.logHandler = { record in
+        print("log       \(record.level) \(record.event.rawValue): \(record.message)")
+        fflush(nil)
+    }
+}
 
 if let output = options.output {
     do {
@@ -129,13 +137,6 @@ print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? ""
 var display = Display(
     rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose, retries: options.retries,
     showsMetrics: options.verbose)
-if options.verbose {
-    queue.collectsMetrics = true
-    queue.logHandler = { record in
-        print("log       \(record.level) \(record.event.rawValue): \(record.message)")
-        fflush(nil)
-    }
-}
 // Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
 signal(SIGINT, SIG_IGN)
 let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)

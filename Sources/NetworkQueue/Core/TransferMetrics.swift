@@ -44,10 +44,8 @@ public struct TransferMetrics: Sendable, Hashable {
     /// The port of ``remoteAddress``; nil when not known.
     public var remotePort: Int?
 
-    /// Creates metrics; every field not given is unknown (nil), zero redirects.
-    /// - Parameters:
-    ///   - attempt: the attempt's number, from 1 (default 0: let the queue number it).
-    ///   - totalDuration: seconds from the attempt's start to its end.
+    /// Creates metrics: each argument sets the property of the same name. Every field not given is unknown
+    /// (nil), with no redirect, and `attempt` 0 (the queue numbers it).
     public init(
         attempt: Int = 0, domainLookupDuration: TimeInterval? = nil, connectDuration: TimeInterval? = nil,
         secureConnectionDuration: TimeInterval? = nil, timeToFirstByte: TimeInterval? = nil, totalDuration: TimeInterval,

@@ -17,7 +17,7 @@ extension NetworkQueue {
         set { send { $0.setPerHostLimit(newValue, now: $1) } }
     }
 
-    /// What ``add(_:)`` does with a request whose method, URL and destination match a request still in the
+    /// What ``add(_:)-(NetworkRequest)`` does with a request whose method, URL and destination match a request still in the
     /// queue (pending, running or waiting to retry); default ``DuplicatePolicy/allow``. Applies to requests
     /// added after it is set.
     public var duplicatePolicy: DuplicatePolicy {

@@ -12,7 +12,7 @@ import Foundation
 /// any thread or task.
 ///
 /// **Delegate executor.** All delegate methods, request handlers and ``events()`` elements of one queue are
-/// delivered serially and in order on `delegateQueue` (see ``init(transport:delegateQueue:)``): a private
+/// delivered serially and in order on `delegateQueue` (see ``init(transport:delegateQueue:clock:)``): a private
 /// serial queue by default, or the queue you pass, such as `.main` for UI code.
 ///
 /// **Lifetime.** A queue with transfers in flight keeps itself alive until they end. A queue released
@@ -140,16 +140,7 @@ public final class NetworkQueue: Sendable {
     /// logged. Default nil: no record is made, and the log costs nothing. Applies to decisions made after it
     /// is set.
     ///
-    /// To bridge it to swift-log, without this package depending on it:
-    /// ```swift
-    /// let logger = Logger(label: "downloads")
-    /// queue.logHandler = { record in
-    ///     let level: Logger.Level = [.debug: .debug, .info: .info, .notice: .notice,
-    ///                                .warning: .warning, .error: .error][record.level]!
-    ///     logger.log(level: level, "\(record.event.rawValue): \(record.message)",
-    ///                metadata: ["request": "\(record.request.tag)"])
-    /// }
-    /// ```
+    /// The article <doc:Observing> shows how to bridge it to swift-log without this package depending on it.
     public var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)? {
         get { core.withLock { $0.logHandler } }
         set {

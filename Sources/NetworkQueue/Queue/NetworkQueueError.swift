@@ -47,7 +47,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// Not retried by the retry policy.
     case integrityCheckFailed(expected: Checksum, actual: Checksum)
     /// The request succeeded but its body could not be decoded into the type asked for (see
-    /// ``NetworkQueue/add(_:decoding:decoder:)``). The request itself is reported finished.
+    /// ``NetworkQueue/add(_:decoding:decoder:completion:)``). The request itself is reported finished.
     case decodingFailed(DecodingFailure)
 
     /// An error thrown by caller code, kept whole. Two are equal when they have the same type and

@@ -13,7 +13,7 @@ import Foundation
 /// Immutable, and safe to share between threads.
 ///
 /// `@unchecked Sendable`: the one mutable property, the built `HTTPURLResponse`, is only read and written
-/// under ``buildLock``.
+/// under `buildLock`.
 public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable {
@@ -37,7 +37,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     public let httpVersion: String
     /// The fields in the order received.
     public let fields: [Field]
-    /// Guarded by ``buildLock``.
+    /// Guarded by `buildLock`.
     private var built: HTTPURLResponse?
     /// One lock for every head's ``built``: a head is read as Foundation's type rarely (and then once), so
     /// sharing costs nothing, where a lock of its own would cost every response an allocation.
