@@ -159,7 +159,7 @@ final class RequestRecord {
     /// The metrics each attempt reported, oldest first (only while someone reads metrics).
     @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     /// The download's rate over the last seconds, made on its first body bytes.
-    @exclusivity(unchecked) var downloadMeter: ThroughputMeter?
+    @exclusivity(unchecked) var downloadMeter: RateWindow?
     /// Body bytes received over every attempt (never rebased: what the meter measures).
     @exclusivity(unchecked) var bytesMoved: Int64 = 0
     /// Bumped at every publication, so a late publication never overwrites a newer one.
@@ -187,11 +187,8 @@ final class RequestRecord {
     /// `count` body bytes arrived at `now`: the download's rate meter takes them.
     func meterDownload(_ count: Int64, at now: Double) {
         bytesMoved += count
-        if downloadMeter == nil {
-            downloadMeter = ThroughputMeter()
-            // Measured from the moment the transfer started, so that the first bytes already give a rate.
-            downloadMeter?.record(total: 0, at: min(transferStartedAt, now))
-        }
+        // Measured from the moment the transfer started, so that the first bytes already give a rate.
+        if downloadMeter == nil { downloadMeter = RateWindow(startingAt: min(transferStartedAt, now)) }
         downloadMeter?.record(total: bytesMoved, at: now)
     }
 
