@@ -40,6 +40,8 @@ extension QueueStateMachine {
 
     /// A redirect the transport met.
     mutating func logRedirect(_ redirect: TransferRedirect, of request: NetworkRequest, now: Double) {
+        // Redacting parses the URL: only when someone logs.
+        guard isLogging else { return }
         let target = redirect.to.map(Redaction.describe) ?? "(no URL)"
         if let refusal = redirect.refusal {
             log(.warning, .redirectRefused, request, now: now) {

@@ -107,7 +107,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
                     URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"]))
             } else {
                 state.hasResponse = true
-                if state.measure != nil { state.measure?.firstByteAt = DispatchTime.now().uptimeNanoseconds }
+                state.measure?.firstByteAt = DispatchTime.now().uptimeNanoseconds
             }
             return false
         }

@@ -23,7 +23,8 @@
         }
 
         private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
-            if transfer.recorder != nil { transfer.recorder?.runEnded(library.runInfo(easy)) }
+            // Optional chaining skips reading libcurl's info when nobody asked for metrics.
+            transfer.recorder?.runEnded(library.runInfo(easy))
             if code == 0, let next = transfer.redirect {
                 finish(transfer, easy: easy)
                 return follow(transfer, to: next)
