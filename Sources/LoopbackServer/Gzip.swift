@@ -18,6 +18,38 @@ enum Gzip {
         return out
     }
 
+    /// `data` as a zlib stream (RFC 1950: header, stored deflate blocks, Adler-32), as `deflate` means in HTTP.
+    static func deflate(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let length = min(65_535, data.count - offset)
+            out.append(offset + length == data.count ? 1 : 0)
+            out += littleEndian(UInt16(length)) + littleEndian(~UInt16(length))
+            out.append(contentsOf: data[offset..<(offset + length)])
+            offset += length
+        } while offset < data.count
+        var (a, b): (UInt32, UInt32) = (1, 0)
+        for byte in data {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
+        out += [UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a)]
+        return out
+    }
+
+    /// `data` framed as a chunked body in chunks of at most `size` bytes, ended by `trailer` lines.
+    static func chunked(_ data: [UInt8], size: Int = 1_000, trailer: String = "") -> [UInt8] {
+        var out: [UInt8] = []
+        var offset = 0
+        while offset < data.count {
+            let length = min(size, data.count - offset)
+            out += Array("\(String(length, radix: 16))\r\n".utf8) + data[offset..<(offset + length)] + Array("\r\n".utf8)
+            offset += length
+        }
+        return out + Array("0\r\n\(trailer)\r\n".utf8)
+    }
+
     static func crc32(_ data: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xffff_ffff
         // Buffer pointers: checked array access per byte is slow in debug builds, slower under sanitizers.

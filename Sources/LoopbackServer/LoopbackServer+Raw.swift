@@ -3,7 +3,38 @@ import Foundation
 extension LoopbackServer {
     /// `/raw/NAME`: byte-exact hostile responses, for tests of a client's HTTP framing. Each is written as
     /// is; the connection stays open afterwards (so that a client reusing it shows) unless it closes.
-    static let rawResponses: [String: (bytes: String, closes: Bool)] = [
+    static let rawResponses: [String: (bytes: [UInt8], closes: Bool)] = {
+        var responses = textResponses.mapValues { (bytes: Array($0.bytes.utf8), closes: $0.closes) }
+        for (name, response) in corpusResponses { responses[name] = response }
+        return responses
+    }()
+
+    /// The text of ``corpusBody``, the body the corpus's coded responses carry once decoded.
+    public static let corpusText = "NetworkQueue corpus body: " + String(repeating: "0123456789abcdef", count: 300)
+    private static var corpusBody: [UInt8] { Array(corpusText.utf8) }
+
+    /// Odd but real responses whose body is binary: transfer codings and content codings.
+    private static let corpusResponses: [String: (bytes: [UInt8], closes: Bool)] = [
+        "te-gzip-chunked": (head("Transfer-Encoding: gzip, chunked") + Gzip.chunked(Gzip.encode(corpusBody)), false),
+        "te-deflate-chunked": (head("Transfer-Encoding: deflate, chunked") + Gzip.chunked(Gzip.deflate(corpusBody)), false),
+        "te-gzip-close": (head("Transfer-Encoding: gzip") + Gzip.encode(corpusBody), true),
+        "te-gzip-ce-deflate": (
+            head("Content-Encoding: deflate\r\nTransfer-Encoding: gzip, chunked") + Gzip.chunked(Gzip.encode(Gzip.deflate(corpusBody))), false
+        ),
+        "ce-gzip-chain-6": (
+            head("Content-Encoding: gzip, gzip, gzip, gzip, gzip, gzip\r\nContent-Length: \(chain(6).count)") + chain(6), false
+        ),
+        "ce-gzip-chain-5": (
+            head("Content-Encoding: gzip, gzip, gzip, gzip, gzip\r\nContent-Length: \(chain(5).count)") + chain(5), false
+        ),
+    ]
+
+    private static func head(_ fields: String) -> [UInt8] { Array("HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n".utf8) }
+
+    /// The corpus body gzipped `count` times.
+    private static func chain(_ count: Int) -> [UInt8] { (0..<count).reduce(corpusBody) { body, _ in Gzip.encode(body) } }
+
+    private static let textResponses: [String: (bytes: String, closes: Bool)] = [
         // Two lengths, as two fields or one list: RFC 9112 §6.3 makes either an unrecoverable error.
         "cl-conflict": ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 10\r\n\r\n0123456789", false),
         "cl-list": ("HTTP/1.1 200 OK\r\nContent-Length: 5, 10\r\n\r\n0123456789", false),
@@ -26,13 +57,38 @@ extension LoopbackServer {
         "status-only": ("HTTP/1.1 200 OK\r\n", true),
         // A well-framed head that sets a cookie, for comparison.
         "cookie-ok": ("HTTP/1.1 200 OK\r\nSet-Cookie: good=1; Path=/\r\nContent-Length: 2\r\n\r\nok", false),
+        // The corpus of odd but real responses (RFC 9112 leniency and its limits).
+        "lf-only": ("HTTP/1.1 200 OK\nContent-Length: 5\nSet-Cookie: lf=1; Path=/\n\nhello", false),
+        "lf-mixed": ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\nContent-Length: 5\r\n\nhello", false),
+        "obs-fold": ("HTTP/1.1 200 OK\r\nX-Long: one\r\n two\r\nContent-Length: 5\r\n\r\nhello", false),
+        "te-folded": ("HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\n chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true),
+        "cl-folded": ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n 5\r\n\r\nhello", true),
+        "te-space-before-colon": ("HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true),
+        "trailers": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", false),
+        "te-chunked-unknown": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, another\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true),
+        "te-unknown-chunked": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: another, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true),
+        "te-identityx": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: identityx\r\n\r\nhello", true),
+        "te-chunked-gzip": ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", true),
+        "interim-103": ("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+        "204-with-body": ("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello", true),
+        "304-with-body": ("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\nhello", true),
+        "http10-no-length": ("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello", true),
+        "ce-none": ("HTTP/1.1 200 OK\r\nContent-Encoding: none\r\nContent-Length: 5\r\n\r\nhello", false),
+        "location-empty": ("HTTP/1.1 302 Found\r\nLocation: \r\nContent-Length: 2\r\n\r\nok", false),
+        // A redirect whose body ends only when the connection closes, from a server that keeps it open.
+        "redirect-close-body": ("HTTP/1.1 301 Moved Permanently\r\nLocation: /bytes/4\r\nConnection: close\r\n\r\nmoved", false),
+        // A field line that looks like a status line is a field line (without a colon: ignored).
+        "status-in-fields-401": ("HTTP/1.1 401 Unauthorized\r\nX-A: 1\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno", false),
+        "status-in-fields-302": (
+            "HTTP/1.1 200 OK\r\nHTTP/1.1 302 Found\r\nLocation: /bytes/4\r\nContent-Length: 2\r\n\r\nok", false
+        ),
     ]
 
     /// Serves `/raw/NAME`; returns false when the connection must close.
     func serveRaw(_ name: String, _ response: Response) -> Bool {
         guard let raw = Self.rawResponses[name] else { return response.send(404, body: "no raw response \(name)\n") }
         response.finishRequest()
-        return Socket.write(response.fd, Array(raw.bytes.utf8)) && !raw.closes
+        return Socket.write(response.fd, raw.bytes) && !raw.closes
     }
 
     /// `/bighead?cookies=N&size=S`: a head setting N cookies, then one field of S bytes (past a client's

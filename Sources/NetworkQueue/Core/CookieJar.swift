@@ -5,7 +5,9 @@ import Foundation
 /// (only a head that passed every framing check stores anything).
 ///
 /// Bounded against hostile servers: a cookie over ``maximumCookieSize`` bytes is ignored, a domain keeps
-/// at most ``maximumCookiesPerDomain`` (the oldest go first) and the jar ``maximumCookies``.
+/// at most ``maximumCookiesPerDomain`` (the oldest go first) and the jar ``maximumCookies`` (a full jar drops
+/// the oldest cookie of the domain that holds the most, so one site's many cookies cannot push out another
+/// site's session), and a request carries at most ``maximumHeaderSize`` bytes of cookies.
 struct CookieJar {
     struct Cookie: Equatable {
         var name: String
@@ -25,6 +27,8 @@ struct CookieJar {
     static let maximumCookieSize = 4096
     static let maximumCookiesPerDomain = 50
     static let maximumCookies = 3000
+    /// The most bytes of one `Cookie` header: 8 KiB, what common servers accept in one field.
+    static let maximumHeaderSize = 8 << 10
 
     private(set) var cookies: [Cookie] = []
     private var nextSerial: UInt64 = 0
@@ -32,7 +36,8 @@ struct CookieJar {
     /// Stores what the `Set-Cookie` values of a response to `url` say, at `now`.
     mutating func store(_ setCookies: [String], from url: URL, now: Date) {
         guard let host = url.host?.lowercased(), !host.isEmpty else { return }
-        for line in setCookies { store(line, host: host, requestPath: url.path, now: now) }
+        let path = Self.normalizedPath(url)
+        for line in setCookies { store(line, host: host, requestPath: path, now: now) }
     }
 
     /// The `Cookie` header value for a request to `url` at `now`, or nil when no cookie matches.
@@ -40,7 +45,7 @@ struct CookieJar {
         guard !cookies.isEmpty else { return nil }
         cookies.removeAll { $0.expires.map { $0 <= now } ?? false }
         guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
-        let path = url.path.isEmpty ? "/" : url.path
+        let path = Self.normalizedPath(url)
         let isSecure = url.scheme?.lowercased() == "https"
         let matching = cookies.filter { cookie in
             (cookie.isHostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
@@ -48,7 +53,33 @@ struct CookieJar {
         }
         guard !matching.isEmpty else { return nil }
         let ordered = matching.sorted { ($0.path.utf8.count, $1.serial) > ($1.path.utf8.count, $0.serial) }
-        return ordered.map { $0.name.isEmpty ? $0.value : "\($0.name)=\($0.value)" }.joined(separator: "; ")
+        // In that order (most specific path, then oldest) until the header's bound.
+        var header = ""
+        for cookie in ordered {
+            let pair = cookie.name.isEmpty ? cookie.value : "\(cookie.name)=\(cookie.value)"
+            let added = (header.isEmpty ? 0 : 2) + pair.utf8.count
+            if header.utf8.count + added > Self.maximumHeaderSize { continue }
+            header += header.isEmpty ? pair : "; " + pair
+        }
+        return header.isEmpty ? nil : header
+    }
+
+    /// The path of `url` with its dot segments removed (RFC 3986 §5.2.4), so that `/admin/../x` is `/x`.
+    static func normalizedPath(_ url: URL) -> String {
+        let path = url.path
+        guard !path.isEmpty else { return "/" }
+        guard path.contains("/.") else { return path }
+        var segments: [Substring] = []
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
+            switch segment {
+            case ".": continue
+            case "..": _ = segments.popLast()
+            default: segments.append(segment)
+            }
+        }
+        let last = path.split(separator: "/", omittingEmptySubsequences: false).last
+        if last == "." || last == ".." { segments.append("") }
+        return "/" + segments.joined(separator: "/")
     }
 
     /// Splits `Set-Cookie` values that a parser joined with ", " (Foundation does): a comma starts a new
@@ -107,8 +138,11 @@ struct CookieJar {
             switch key {
             case "expires": if let date = HTTPDate.parse(argument) { expires = date }
             case "max-age":
-                let isNumber = !argument.isEmpty && argument.drop { $0 == "-" }.allSatisfy(\.isASCIIDigit)
-                if isNumber { maxAge = Int64(argument) ?? (argument.hasPrefix("-") ? Int64.min : Int64.max) }
+                // RFC 6265 §5.2.2: an optional "-", then digits only; anything else is ignored.
+                let digits = argument.hasPrefix("-") ? argument.dropFirst() : argument[...]
+                if !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit) {
+                    maxAge = Int64(argument) ?? (argument.hasPrefix("-") ? Int64.min : Int64.max)
+                }
             case "domain":
                 var text = argument.lowercased()
                 if text.hasPrefix(".") { text.removeFirst() }
@@ -144,12 +178,23 @@ struct CookieJar {
         evict(domain: cookie.domain)
     }
 
-    /// Keeps the domain's and the jar's counts within their bounds, dropping the oldest first.
+    /// Keeps the domain's and the jar's counts within their bounds, dropping the oldest first: of the
+    /// domain, then, when the jar is full, of whichever domain holds the most cookies.
     private mutating func evict(domain: String) {
-        if let oldest = cookies.indices.filter({ cookies[$0].domain == domain }).dropLast(Self.maximumCookiesPerDomain).first {
-            cookies.remove(at: oldest)
+        var count = 0
+        var oldest: Int?
+        for index in cookies.indices where cookies[index].domain == domain {
+            if oldest == nil { oldest = index }
+            count += 1
         }
-        if cookies.count > Self.maximumCookies { cookies.removeFirst(cookies.count - Self.maximumCookies) }
+        if count > Self.maximumCookiesPerDomain, let oldest { cookies.remove(at: oldest) }
+        guard cookies.count > Self.maximumCookies else { return }
+        var counts: [String: Int] = [:]
+        for cookie in cookies { counts[cookie.domain, default: 0] += 1 }
+        guard let largest = counts.max(by: { $0.value < $1.value })?.key,
+            let index = cookies.firstIndex(where: { $0.domain == largest })
+        else { return }
+        cookies.remove(at: index)
     }
 
     // MARK: Matching
@@ -179,8 +224,12 @@ struct CookieJar {
         text.utf8.allSatisfy { $0 == 9 || ($0 >= 32 && $0 != 127) }
     }
 
+    /// `text` without leading and trailing spaces and tabs, found on its UTF-8 bytes.
     private static func trimmed(_ text: Substring) -> String {
-        String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        let bytes = text.utf8
+        guard let first = bytes.firstIndex(where: { $0 != 32 && $0 != 9 }), let last = bytes.lastIndex(where: { $0 != 32 && $0 != 9 })
+        else { return "" }
+        return String(text[first...last])
     }
 }
 

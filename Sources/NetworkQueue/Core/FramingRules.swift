@@ -44,22 +44,66 @@ enum FramingRules {
         }
     }
 
-    /// Whether libcurl's words for a failed transfer (under either transport) describe a response it
-    /// could not frame: broken chunk sizes, or, before the head was complete, a head over its size limit
-    /// (libcurl 7.88 calls that "Out of memory"). Such a response is hostile or broken, not a lost
-    /// connection: it maps to `.badServerResponse`, which is not retried by default.
-    static func isFramingFailure(libcurlMessage message: String, afterResponse: Bool) -> Bool {
-        message.contains("chunked-encoding") || message.contains("chunk hex-length")
-            || (!afterResponse && (message == "Out of memory" || message.contains("too large")))
+    /// What a response's `Transfer-Encoding` field value (repeated fields joined with ", ") asks of the client
+    /// (RFC 9112 §6.1).
+    enum TransferCoding: Equatable {
+        /// The body is framed as the field says: `chunked` last (or not at all: the body ends when the
+        /// connection closes) and, before it, these codings to decode, in the order they were applied.
+        case valid(codings: [String], isChunked: Bool)
+        /// A coding this library does not know (`compress`, `identityx`, …): the body cannot be read.
+        case unsupported(String)
+        /// A list that cannot frame a message: `chunked` twice or not last, too many codings, or no coding.
+        case invalid(String)
     }
 
-    /// The framing error in a head a transport has already parsed (`URLSession`'s), or nil. Only the
-    /// length can still be checked there: the lines themselves are gone.
-    static func violation(in response: ResponseHead) -> String? {
-        guard response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
-            let value = response.value(forHTTPHeaderField: "Content-Length"),
-            case .invalid(let reason) = contentLength(value)
-        else { return nil }
-        return reason
+    /// The transfer codings decoded besides `chunked` (`x-gzip` is `gzip`).
+    static let decodableTransferCodings: Set<String> = ["gzip", "x-gzip", "deflate"]
+
+    /// The most codings one `Transfer-Encoding` or `Content-Encoding` may list (libcurl's limit since its fix
+    /// for CVE-2022-32206): each is a decoder stage and its memory.
+    static let maximumCodings = 5
+
+    /// Reads a `Transfer-Encoding` value. Empty list elements are skipped (RFC 9110 §5.6.1); `identity`
+    /// (no longer a transfer coding) is accepted and means nothing, as curl does.
+    static func transferCoding(_ value: String) -> TransferCoding {
+        var codings: [String] = []
+        var isChunked = false
+        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let coding = element.trimmingCharacters(in: .whitespaces).lowercased()
+            if coding.isEmpty { continue }
+            if isChunked { return .invalid("a transfer coding after chunked") }
+            if codings.count >= maximumCodings { return .invalid("more than \(maximumCodings) transfer codings") }
+            switch coding {
+            case "chunked": isChunked = true
+            case "identity": continue
+            case _ where decodableTransferCodings.contains(coding): codings.append(coding)
+            default: return .unsupported(coding)
+            }
+        }
+        guard isChunked || !codings.isEmpty || value.lowercased().contains("identity") else {
+            return .invalid("an empty Transfer-Encoding")
+        }
+        return .valid(codings: codings, isChunked: isChunked)
+    }
+
+    /// The framing error in a head a transport has already parsed (`URLSession`'s), as the `URLError` it
+    /// fails with, or nil. Only the length and the transfer codings can still be checked there: the lines
+    /// themselves are gone. `hasBody` is false for a response that has none whatever its fields say (to a
+    /// HEAD, a 204 or a 304).
+    static func violation(in response: ResponseHead, hasBody: Bool = true) -> URLError? {
+        if let coding = response.value(forHTTPHeaderField: "Transfer-Encoding") {
+            switch transferCoding(coding) {
+            case .valid: return nil
+            case .unsupported(let name):
+                guard hasBody else { return nil }
+                return URLError(.cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(name)"])
+            case .invalid(let reason):
+                return URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(reason)"])
+            }
+        }
+        guard let value = response.value(forHTTPHeaderField: "Content-Length"), case .invalid(let reason) = contentLength(value) else {
+            return nil
+        }
+        return URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(reason)"])
     }
 }

@@ -116,10 +116,15 @@ extension QueueStateMachine {
             let record = table[job.id]
             if job.lane == .main, record.phase == .awaitingPreflight { continue }
             requests.append(record.request)
-            if let claim = record.claim { claims.append(claim) }
+            if let claim = record.claim {
+                claims.append(claim)
+                // A part an earlier attempt or a pause kept for the next attempt (back in the pending list
+                // to be resumed or retried early): none is coming.
+                if record.hasKeptPart { actions.list.append(.discardPart(claim)) }
+            }
             isObserved = isObserved || record.isObserved
         }
-        // Waiting requests have moved no byte: their end changes only their state and result.
+        // Waiting requests have moved no byte in this attempt: their end changes only their state and result.
         actions.list.append(.publishEnd(requests, error))
         for claim in claims { actions.list.append(.release(claim)) }
         post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)

@@ -77,3 +77,18 @@ public enum Checksum: Sendable, Hashable, CustomStringConvertible {
     /// Whether two checksums name the same digest (hexadecimal compared without regard to case).
     public func matches(_ other: Checksum) -> Bool { algorithm == other.algorithm && bytes != nil && bytes == other.bytes }
 }
+
+extension Checksum {
+    /// Whether the file at `url` hashes to this checksum, read in 1 MiB pieces; false when it cannot be read.
+    func matches(file url: URL) -> Bool {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return false }
+        defer { try? handle.close() }
+        let digest = DigestEngine.preferred.make(algorithm)
+        while true {
+            guard let data = try? handle.read(upToCount: 1 << 20) else { return false }
+            if data.isEmpty { break }
+            data.withUnsafeBytes { digest.update($0) }
+        }
+        return matches(Checksum(algorithm, digest: digest.finalize()))
+    }
+}

@@ -76,7 +76,10 @@ private final class Hashing: Sendable {
     nonisolated(unsafe) private let storage = UnsafeMutableRawPointer.allocate(
         byteCount: Hashing.bufferCount * Hashing.bufferSize, alignment: 64)
     private let queue = DispatchQueue(label: "NetworkQueue.hash", qos: .userInitiated)
-    private let freeBuffers = DispatchSemaphore(value: Hashing.bufferCount)
+    /// Counts the free buffers. Made at 0 and signalled up to ``bufferCount``: libdispatch traps when a
+    /// semaphore is disposed of below the value it was made with, which a transfer that ends while a buffer
+    /// is being filled (dropped, cancelled, paused, retried: no ``finish()``) would otherwise do.
+    private let freeBuffers = DispatchSemaphore(value: 0)
 
     init(_ promises: [DigestRules.Promise], part: (url: URL, length: Int64)?) {
         let engine = DigestEngine.preferred
@@ -84,6 +87,7 @@ private final class Hashing: Sendable {
             Check(expected: $0.checksum, includesPart: part != nil && $0.scope == .representation, digest: engine.make($0.checksum.algorithm))
         }
         self.checks = Locked(checks)
+        for _ in 0..<Self.bufferCount { freeBuffers.signal() }
         if let part, checks.contains(where: \.includesPart) { queue.async { self.hashPart(part.url, length: part.length) } }
     }
 

@@ -188,8 +188,10 @@ public final class NetworkQueue: Sendable {
     ) throws(NetworkQueueError) {
         try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
-        // Read before the lock: a file to keep if the server says it is unchanged.
-        let existingFile = ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination) : nil
+        // Read before the lock: a file to keep if the server says it is unchanged (and, with a checksum, only
+        // a file that has it: the size and the date cannot tell a wrong file from the right one).
+        let existingFile =
+            ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
         let added = core.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             // Claimed under the queue's lock: whether a claim is needed depends on the requests in the queue
             // (a coalesced duplicate shares its leader's file; a replacing one takes it over).
@@ -215,13 +217,15 @@ public final class NetworkQueue: Sendable {
         }
     }
 
-    /// The size and modification time of a file destination that exists as a regular file.
-    private static func fileState(of destination: NetworkRequest.Destination) -> ExistingFileRules.FileState? {
+    /// The size and modification time of a file destination that exists as a regular file and, when
+    /// `checksum` is given, hashes to it (read once, here); nil otherwise: the file is fetched again.
+    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
         guard case .file(let url) = destination,
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
             attributes[.type] as? FileAttributeType == .typeRegular,
             let size = (attributes[.size] as? NSNumber)?.int64Value, let modified = attributes[.modificationDate] as? Date
         else { return nil }
+        if let checksum, !checksum.matches(file: url) { return nil }
         return ExistingFileRules.FileState(size: size, modified: modified)
     }
 

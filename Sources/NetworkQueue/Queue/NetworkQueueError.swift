@@ -134,16 +134,16 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .transport(let error): "transfer failed: \(Self.describe(error))"
         case .unacceptableStatus(let code, let url): "HTTP status \(code) from \(Redaction.describe(url))"
         case .unacceptableContentType(let type, let url):
-            "unacceptable content type \(type ?? "(none)") from \(Redaction.describe(url))"
+            "unacceptable content type \(type.map(Redaction.printable) ?? "(none)") from \(Redaction.describe(url))"
         case .preflightFailed(let error): "HEAD preflight failed: \(Self.describe(error))"
         case .invalidRequest(let reason): "invalid request: \(Self.describe(reason))"
         case .responseTooLarge(let limit, let url): "response from \(Redaction.describe(url)) larger than \(limit) bytes"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
-        case .adaptationFailed(let underlying): "adapting the request failed: \(underlying)"
+        case .adaptationFailed(let underlying): "adapting the request failed: \(Redaction.scrub(underlying.description))"
         case .integrityCheckFailed(let expected, let actual): "integrity check failed: expected \(expected), got \(actual)"
         case .decodingFailed(let failure):
             "could not decode the body of \(Redaction.describe(failure.url)) (HTTP \(failure.statusCode), "
-                + "\(failure.bodyLength) bytes): \(failure.underlying)"
+                + "\(failure.bodyLength) bytes): \(Redaction.scrub(failure.underlying.description))"
         }
     }
 

@@ -74,7 +74,9 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The number in `Content-Length`, or -1 (read once, at creation: the queue asks for it several times).
+    /// A length beside a `Transfer-Encoding` is no length (RFC 9112 §6.3): the transfer coding frames the body.
     private static func contentLength(in fields: [Field]) -> Int64 {
+        if fields.contains(where: { HeaderName.equal($0.name.utf8, "transfer-encoding".utf8) }) { return -1 }
         let field = fields.first { HeaderName.equal($0.name.utf8, "content-length".utf8) }
         return field.flatMap { Int64($0.value) } ?? -1
     }

@@ -97,14 +97,15 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard let transfer = transfer(for: dataTask), let http = response as? HTTPURLResponse else { return }
         let head = ResponseHead(http)
         guard !ResponseRules.isInterim(head) else { return }
-        // A head framed two ways (differing lengths) is refused before anything of it is reported.
-        let violation = FramingRules.violation(in: head)
+        // A head framed two ways (differing lengths) or by a transfer coding that cannot be read is refused
+        // before anything of it is reported.
+        let hasBody = dataTask.originalRequest?.httpMethod?.uppercased() != "HEAD" && head.statusCode != 204 && head.statusCode != 304
+        let violation = FramingRules.violation(in: head, hasBody: hasBody)
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }
             if let violation {
-                state.interruption = .refused(
-                    URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"]))
+                state.interruption = .refused(violation)
             } else {
                 state.hasResponse = true
                 state.measure?.firstByteAt = DispatchTime.now().uptimeNanoseconds
@@ -211,11 +212,14 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Maps any session error of a transfer to `url` to a `URLError`, giving the codes Apple gives where
-    /// Linux reports -1 or a misleading code:
-    /// - a body that cannot be decoded ("Error while processing content unencoding") →
-    ///   `.cannotDecodeContentData`;
-    /// - another -1 after the response head ("transfer closed with N bytes remaining") →
-    ///   `.networkConnectionLost`;
+    /// Linux reports -1 (`.unknown`) or a misleading code. Foundation on Linux keeps libcurl's words and drops
+    /// its `CURLcode`, so a -1 is told by when it came:
+    /// - before the final head: Foundation or libcurl could not read the head (a line without a colon, a head
+    ///   Foundation's parser refuses, one over libcurl's limit) → `.badServerResponse`, never retried;
+    /// - after it: the body ended early ("transfer closed with N bytes remaining") → `.networkConnectionLost`,
+    ///   unless it is one of libcurl's deterministic body failures, which only its words tell apart here (read
+    ///   without regard to case): a body coding that cannot be decoded → `.cannotDecodeContentData`, broken
+    ///   chunk framing → `.badServerResponse`;
     /// - `.unsupportedURL` for an HTTP(S) URL, which Linux reports for a malformed status line ("Received
     ///   HTTP/0.9") → `.badServerResponse`. Redirects to other schemes are refused before URLSession
     ///   sees them, so the URL is always the one that was sent.
@@ -227,15 +231,14 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // Failable on Linux, not on Apple platforms: the annotation serves both.
         let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
         let scheme = url?.scheme?.lowercased()
-        if FramingRules.isFramingFailure(libcurlMessage: nsError.localizedDescription, afterResponse: afterResponse) {
-            return URLError(.badServerResponse, userInfo: nsError.userInfo)
-        }
         if code == nil || code == .unknown {
-            let text = nsError.localizedDescription
-            if text.contains("unencoding") || text.contains("content encoding") {
+            guard afterResponse else { return URLError(.badServerResponse, userInfo: nsError.userInfo) }
+            let text = nsError.localizedDescription.lowercased()
+            if text.contains("unencoding") || text.contains("content encoding") || text.contains("decompress") {
                 return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo)
             }
-            if afterResponse { return URLError(.networkConnectionLost, userInfo: nsError.userInfo) }
+            if text.contains("chunk") { return URLError(.badServerResponse, userInfo: nsError.userInfo) }
+            return URLError(.networkConnectionLost, userInfo: nsError.userInfo)
         }
         if code == .unsupportedURL, scheme == "http" || scheme == "https" {
             return URLError(.badServerResponse, userInfo: nsError.userInfo)

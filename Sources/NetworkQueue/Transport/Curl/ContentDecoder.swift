@@ -87,14 +87,26 @@
         /// Why a body cannot be decoded.
         struct Failure: Error {}
 
-        private var stages: [DecodingStage]
+        private let stages: [DecodingStage]
         private(set) var receivedInput = false
 
         /// A decoder for `contentEncoding` (codings in the order applied), or nil when there is nothing to
-        /// decode. Throws when a coding is unknown or its library is missing.
-        init?(contentEncoding: String, library: DecoderLibrary) throws(Failure) {
-            let codings = contentEncoding.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-                .filter { !$0.isEmpty && $0 != "identity" }
+        /// decode. Throws when a coding is unknown, its library is missing, or there are more than
+        /// ``FramingRules/maximumCodings``.
+        convenience init?(contentEncoding: String, library: DecoderLibrary) throws(Failure) {
+            try self.init(contentCodings: Self.codings(contentEncoding), transferCodings: [], library: library)
+        }
+
+        /// A decoder for a body whose content codings and then transfer codings (`chunked` left to libcurl) were
+        /// applied in these orders, or nil when there is nothing to decode. `none` and `identity` mean no
+        /// coding. Throws when a coding is unknown, its library is missing, or either list is longer than
+        /// ``FramingRules/maximumCodings`` (each coding is a stage with buffers of its own).
+        init?(contentCodings: [String], transferCodings: [String], library: DecoderLibrary) throws(Failure) {
+            let content = contentCodings.filter { $0 != "identity" && $0 != "none" }
+            guard content.count <= FramingRules.maximumCodings, transferCodings.count <= FramingRules.maximumCodings else {
+                throw Failure()
+            }
+            let codings = content + transferCodings
             guard !codings.isEmpty else { return nil }
             var stages: [DecodingStage] = []
             for coding in codings.reversed() {
@@ -115,6 +127,11 @@
             self.stages = stages
         }
 
+        /// The codings of a `Content-Encoding` value, lowercased, empty elements skipped.
+        static func codings(_ value: String) -> [String] {
+            value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        }
+
         /// True when every stream that began also ended (or no body byte arrived at all).
         var isComplete: Bool { !receivedInput || stages.allSatisfy(\.hasEnded) }
 
@@ -126,6 +143,8 @@
             return feed(stage: 0, bytes, output: output)
         }
 
+        /// Each stage hands its output to the next one: the nesting is as deep as the stages, which the
+        /// initializer caps (2 × ``FramingRules/maximumCodings``), whatever the server lists.
         private func feed(stage index: Int, _ bytes: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
             guard index < stages.count else { return output(bytes) }
             return stages[index].feed(bytes) { self.feed(stage: index + 1, $0, output: output) }

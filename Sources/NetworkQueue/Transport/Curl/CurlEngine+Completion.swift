@@ -25,11 +25,11 @@
         private func complete(_ transfer: CurlTransfer, easy: OpaquePointer, code: Int32) {
             // Optional chaining skips reading libcurl's info when nobody asked for metrics.
             transfer.recorder?.runEnded(library.runInfo(easy))
-            if code == 0, let next = transfer.redirect {
+            if code == 0 || transfer.followsAtHead, let next = transfer.redirect {
                 finish(transfer, easy: easy)
                 return follow(transfer, to: next)
             }
-            var error = transfer.failure ?? libcurlError(code, of: transfer) ?? transfer.incompleteBodyError
+            var error = transfer.failure ?? libcurlError(code, of: transfer, easy: easy) ?? transfer.incompleteBodyError
             if error == nil, !transfer.hasResponse {
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
                 error = URLError(.badServerResponse)
@@ -47,13 +47,14 @@
             transfer.emit(.completed(error))
         }
 
-        /// The error libcurl's `code` means for `transfer`; nil for success (CURLE_OK), without reading any text.
-        private func libcurlError(_ code: Int32, of transfer: CurlTransfer) -> URLError? {
+        /// The error libcurl's `code` means for `transfer`, decided by the code (and the system's error number
+        /// behind a failed receive), never by libcurl's words; nil for success (CURLE_OK).
+        private func libcurlError(_ code: Int32, of transfer: CurlTransfer, easy: OpaquePointer) -> URLError? {
             guard code != 0 else { return nil }
-            let message = transfer.errorText(for: code, library: library)
+            let osErrno = code == CurlErrorTable.receiveError ? library.osErrno(easy) : 0
             return CurlErrorTable.error(
-                for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url, message: message,
-                isFramingFailure: FramingRules.isFramingFailure(libcurlMessage: message, afterResponse: transfer.hasResponse))
+                for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url,
+                message: transfer.errorText(for: code, library: library), afterResponse: transfer.hasResponse, osErrno: osErrno)
         }
 
         /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may

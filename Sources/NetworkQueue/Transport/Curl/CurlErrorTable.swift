@@ -7,10 +7,17 @@ import Foundation
 /// The `URLError` each libcurl result code (`CURLcode`) becomes: a pure table, so that a transfer over
 /// ``CurlTransport`` fails with the codes a transfer over `URLSession` would give on Apple platforms.
 enum CurlErrorTable {
+    /// CURLE_RECV_ERROR: a failed receive, or (libcurl 7.88) a chunked body or a head libcurl refused.
+    static let receiveError: Int32 = 56
+
     /// The code for a CURLcode, or nil for `CURLE_OK`. `scheme` is the transfer's URL scheme: curl reports
     /// a malformed status line ("HTTP/0.9 not allowed") as an unsupported protocol, which for an HTTP(S)
-    /// URL means a bad server response.
-    static func code(for curlCode: Int32, scheme: String?) -> URLError.Code? {
+    /// URL means a bad server response. `afterResponse` tells whether the final head had arrived;
+    /// `osErrno` is CURLINFO_OS_ERRNO, read for CURLE_RECV_ERROR only: 0 there means no system call failed,
+    /// so libcurl refused the bytes themselves (broken chunk framing, a head over its size limit).
+    /// What each code means for a retry follows from the `URLError.Code` (see ``RetryPolicy``): a response
+    /// that cannot be framed or decoded is never a lost connection.
+    static func code(for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0) -> URLError.Code? {
         switch curlCode {
         case 0: nil
         case 1: scheme == "http" || scheme == "https" ? .badServerResponse : .unsupportedURL  // UNSUPPORTED_PROTOCOL
@@ -19,7 +26,8 @@ enum CurlErrorTable {
         case 7, 97: .cannotConnectToHost  // COULDNT_CONNECT, PROXY
         case 8: .badServerResponse  // WEIRD_SERVER_REPLY
         case 16, 92: .networkConnectionLost  // HTTP2, HTTP2_STREAM (a reset stream)
-        case 18, 52, 55, 56: .networkConnectionLost  // PARTIAL_FILE, GOT_NOTHING, SEND_ERROR, RECV_ERROR
+        case 18, 52, 55: .networkConnectionLost  // PARTIAL_FILE, GOT_NOTHING, SEND_ERROR
+        case receiveError: osErrno == 0 ? .badServerResponse : .networkConnectionLost
         case 25: .networkConnectionLost  // UPLOAD_FAILED
         case 26: .requestBodyStreamExhausted  // READ_ERROR: the request body could not be read
         case 28: .timedOut  // OPERATION_TIMEDOUT
@@ -31,18 +39,18 @@ enum CurlErrorTable {
         case 47: .httpTooManyRedirects  // TOO_MANY_REDIRECTS
         case 61: .cannotDecodeContentData  // BAD_CONTENT_ENCODING
         case 63: .dataLengthExceedsMaximum  // FILESIZE_EXCEEDED
-        case 27: .cannotLoadFromNetwork  // OUT_OF_MEMORY
+        // OUT_OF_MEMORY: before the final head, libcurl 7.88's word for a header line over its 100 KB limit.
+        case 27: afterResponse ? .cannotLoadFromNetwork : .badServerResponse
         default: .unknown
         }
     }
 
     /// The error a transfer ends with: the table's code, with libcurl's own words (and its code under
-    /// ``curlCodeKey``) in the user info.
-    /// `isFramingFailure` (see ``FramingRules/isFramingFailure(libcurlMessage:afterResponse:)``) makes any
-    /// failure `.badServerResponse`.
-    static func error(for curlCode: Int32, scheme: String?, url: URL?, message: String, isFramingFailure: Bool = false) -> URLError? {
-        guard let tableCode = code(for: curlCode, scheme: scheme) else { return nil }
-        let code = isFramingFailure ? .badServerResponse : tableCode
+    /// ``curlCodeKey``) in the user info. The words are for people; the code alone decides.
+    static func error(
+        for curlCode: Int32, scheme: String?, url: URL?, message: String, afterResponse: Bool = false, osErrno: Int = 0
+    ) -> URLError? {
+        guard let code = code(for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno) else { return nil }
         var info: [String: Any] = [NSLocalizedDescriptionKey: message, curlCodeKey: Int(curlCode)]
         if let url { info[NSURLErrorFailingURLErrorKey] = url }
         return URLError(code, userInfo: info)

@@ -126,11 +126,12 @@
             nq_setopt_long(multiSetopt, UnsafeMutableRawPointer(multi), option, value)
         }
 
-        /// CURLINFO_RESPONSE_CODE of a finished transfer.
-        func responseCode(_ easy: Handle) -> Int {
-            var code = 0
-            _ = nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x20_0000 + 2, &code)
-            return code
+        /// CURLINFO_OS_ERRNO of a finished run: the system's error number behind a failed receive, 0 when
+        /// libcurl itself refused what it received.
+        func osErrno(_ easy: Handle) -> Int {
+            var number = 0
+            _ = nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x20_0000 + 25, &number)
+            return number
         }
 
         /// What libcurl measured of the run that just ended on `easy` (CURLINFO_*_TIME_T, sizes, version, peer).

@@ -40,6 +40,8 @@
         /// The status of the head that asked for ``redirect``.
         var redirectStatus = 0
         var redirectCount = 0
+        /// True when the run was aborted at a redirect's head, to follow it without reading its body.
+        var followsAtHead = false
         var hasResponse = false
         /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
         /// not check that a stream ended).
@@ -131,11 +133,18 @@
         }
 
         /// A header line arrived; returns false to abort the transfer (a head that breaks HTTP's framing,
-        /// or a body coding that cannot be decoded), with ``failure`` saying why.
+        /// a body coding that cannot be decoded, or a redirect followed at once), with ``failure`` saying why.
         func receivedHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
             guard let head = parser.feed(bytes: bytes) else {
                 guard let violation = parser.violation else { return true }
                 failure = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
+                return false
+            }
+            let hasBody = request.httpMethod?.uppercased() != "HEAD" && head.statusCode != 204 && head.statusCode != 304
+            if hasBody, let coding = head.unsupportedTransferCoding {
+                // RFC 9112 §6.1: a message whose transfer coding is not understood cannot be read.
+                failure = URLError(
+                    .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(coding)"])
                 return false
             }
             // Only a head that passed every check stores its cookies.
@@ -146,22 +155,31 @@
             {
                 redirect = next
                 redirectStatus = head.statusCode
-                return true
+                // Follow at once, as curl does, unless a short body with a known length can be read to keep the
+                // connection: a body framed by the connection's close may never end.
+                let drains = !hasBody || (head.contentLength.map { $0 <= Self.redirectBodyDrainLimit } == true
+                    && head.value("Connection").map { !$0.lowercased().contains("close") } != false)
+                if !drains { followsAtHead = true }
+                return drains
             }
             hasResponse = true
             emit(.head(ResponseHead(
                 url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields,
                 contentLength: head.contentLength ?? -1)))
-            guard decodesBody, let encoding = head.value("Content-Encoding") else { return true }
+            let contentCodings = decodesBody ? head.value("Content-Encoding").map(ContentDecoder.codings) ?? [] : []
+            guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {
-                decoder = try ContentDecoder(contentEncoding: encoding, library: .shared)
+                decoder = try ContentDecoder(contentCodings: contentCodings, transferCodings: head.transferCodings, library: .shared)
             } catch {
-                failure = URLError(
-                    .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Content-Encoding \(encoding)"])
+                let codings = (contentCodings + head.transferCodings).joined(separator: ", ")
+                failure = URLError(.cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "cannot decode the codings \(codings)"])
                 return false
             }
             return true
         }
+
+        /// The largest redirect body read to its end so that its connection can be reused.
+        static let redirectBodyDrainLimit: Int64 = 64 << 10
 
         /// Body bytes arrived; returns what libcurl expects (the count taken, 0 to abort, or
         /// CURL_WRITEFUNC_PAUSE when the limiter has no tokens for them: libcurl keeps them until the engine
@@ -249,6 +267,7 @@
             parser = ResponseHeadParser()
             decoder = nil
             redirect = nil
+            followsAtHead = false
             redirectCount += 1
             errorBuffer[0] = 0
             return true

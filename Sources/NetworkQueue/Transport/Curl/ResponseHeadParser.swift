@@ -8,10 +8,19 @@ import Foundation
 /// fields, blank line), keeping only the final head: an interim `1xx` head is dropped, and lines after
 /// the final head (trailers of a chunked body) are ignored. Pure; tested alone.
 ///
-/// Strict framing (RFC 9112): a line that does not end in CRLF, or holds a bare CR, a bare LF or a NUL,
-/// and a final head whose `Content-Length` values differ or are not numbers, set ``violation``: the head
-/// is never completed, so nothing of it (a cookie, a redirect) can take effect.
+/// Lenient where RFC 9112 allows it and curl agrees: a line may end in a bare LF (§2.2), an obs-fold line
+/// continues the field before it (§5.2). Strict where framing is at stake, so that every part of the
+/// library sees exactly the fields libcurl framed the body by: a bare CR or a NUL inside a line, a folded
+/// or space-padded `Transfer-Encoding`/`Content-Length`, a final head whose `Content-Length` values differ or
+/// are not numbers, or a head over ``maximumFieldLines`` lines or ``maximumHeadBytes`` bytes set
+/// ``violation``: the head is never completed, so nothing of it (a cookie, a redirect) can take effect.
+/// Linear in the head's size: a repeated field is found through an index once a head has many fields.
 struct ResponseHeadParser {
+    /// The most field lines one head may have.
+    static let maximumFieldLines = 1_000
+    /// The most bytes one head (status line, fields, interim heads) may have.
+    static let maximumHeadBytes = 256 << 10
+
     /// A complete final head.
     struct Head: Equatable {
         var statusCode: Int
@@ -27,6 +36,10 @@ struct ResponseHeadParser {
         var closesConnection = false
         /// The `Content-Length` kept, as a number (nil: none).
         var contentLength: Int64?
+        /// The transfer codings besides `chunked` that the body must be decoded from, in the order applied.
+        var transferCodings: [String] = []
+        /// A transfer coding this library cannot decode, which fails any response with a body.
+        var unsupportedTransferCoding: String?
 
         static func == (lhs: Head, rhs: Head) -> Bool {
             lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
@@ -45,15 +58,21 @@ struct ResponseHeadParser {
     private var statusCode: Int?
     private var httpVersion = ""
     private var fields: [(name: String, value: String)] = []
+    /// Lowercased name → index in `fields`, built once a head has more fields than a scan handles cheaply.
+    private var fieldIndex: [String: Int]?
     private var setCookies: [String] = []
+    /// The field the last field line started (an obs-fold line continues it), as its index.
+    private var lastField: Int?
+    private var fieldLines = 0
+    private var headBytes = 0
     private(set) var isComplete = false
     /// Why the head breaks HTTP's framing rules; once set, no head is completed.
     private(set) var violation: String?
 
-    /// Feeds one line (with its CRLF); returns the head when this line completes the final one.
+    /// Feeds one line (with its CRLF or LF); returns the head when this line completes the final one.
     mutating func feed(_ rawLine: Substring) -> Head? { feed(bytes: Array(rawLine.utf8)) }
 
-    /// Feeds one line as libcurl hands it over: bytes ending in CRLF (libcurl splits lines at LF).
+    /// Feeds one line as libcurl hands it over: bytes ending in LF, usually CRLF (libcurl splits lines at LF).
     mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
         if let head = rawLine.withContiguousStorageIfAvailable({ feed(line: UnsafeRawBufferPointer($0)) }) { return head }
         return Array(rawLine).withUnsafeBytes { feed(line: $0) }
@@ -63,65 +82,101 @@ struct ResponseHeadParser {
     /// response: it copies only the name and value it keeps).
     private mutating func feed(line rawLine: UnsafeRawBufferPointer) -> Head? {
         guard !isComplete, violation == nil else { return nil }
-        let count = rawLine.count
-        guard count >= 2, rawLine[count - 2] == 13, rawLine[count - 1] == 10 else {
-            violation = "a header line not ended by CRLF"
-            return nil
-        }
-        let line = rawLine[..<(count - 2)]
+        headBytes += rawLine.count
+        guard headBytes <= Self.maximumHeadBytes else { return fail("a response head over \(Self.maximumHeadBytes) bytes") }
+        var count = rawLine.count
+        guard count >= 1, rawLine[count - 1] == 10 else { return fail("a header line not ended by LF") }
+        count -= 1
+        if count > 0, rawLine[count - 1] == 13 { count -= 1 }
+        let line = rawLine[..<count]
         if let bad = line.first(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
-            violation = bad == 0 ? "a NUL in a header line" : "a bare CR or LF in a header line"
+            return fail(bad == 0 ? "a NUL in a header line" : "a bare CR in a header line")
+        }
+        guard let code = statusCode else {
+            // Only a status line starts a head: "HTTP/1.1 200 OK", the version up to the first space, then the
+            // code (three digits) after any spaces. Anything else before it is not ours (libcurl refuses it).
+            if line.starts(with: Self.httpPrefix) { startHead(line) }
             return nil
         }
-        if line.starts(with: Self.httpPrefix) {
-            // A new status line: an interim head before it is forgotten. "HTTP/1.1 200 OK": the version up to
-            // the first space, then the code (three digits) after any spaces.
-            let versionEnd = line.firstIndex(of: 32) ?? line.endIndex
-            httpVersion = String(decoding: line[..<versionEnd], as: UTF8.self)
-            var index = versionEnd
-            while index < line.endIndex, line[index] == 32 { index += 1 }
-            var code = 0
-            var digits = 0
-            while index < line.endIndex, (48...57).contains(line[index]), digits < 4 {
-                code = code * 10 + Int(line[index] - 48)
-                digits += 1
-                index += 1
-            }
-            let isEnd = index == line.endIndex || line[index] == 32
-            statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
-            fields = []
-            fields.reserveCapacity(12)
-            setCookies = []
-            return nil
-        }
-        guard let code = statusCode else { return nil }
         if line.isEmpty {
             if (100..<200).contains(code) {
                 statusCode = nil
-                fields = []
-                setCookies = []
                 return nil
             }
             return completeHead(code)
         }
+        fieldLines += 1
+        guard fieldLines <= Self.maximumFieldLines else { return fail("a response head over \(Self.maximumFieldLines) fields") }
         if line[line.startIndex] == 32 || line[line.startIndex] == 9 {
-            // Obsolete line folding: the line continues the previous field's value.
+            // Obsolete line folding: the line continues the previous field's value, read as one space.
+            guard let last = lastField else { return nil }
+            if isFramingField(fields[last].name.utf8) { return fail("a folded \(fields[last].name) field") }
             let more = String(decoding: Self.trimmed(line), as: UTF8.self)
-            if !fields.isEmpty, !more.isEmpty {
-                fields[fields.count - 1].value += fields[fields.count - 1].value.isEmpty ? more : " " + more
-            }
+            if !more.isEmpty { fields[last].value += fields[last].value.isEmpty ? more : " " + more }
             return nil
         }
+        lastField = nil
         guard let colon = line.firstIndex(of: 58) else { return nil }
         let nameBytes = Self.trimmed(line[..<colon])
         guard !nameBytes.isEmpty else { return nil }
+        if nameBytes.endIndex != colon || nameBytes.startIndex != line.startIndex, isFramingField(nameBytes) {
+            // libcurl would not read "Transfer-Encoding :" as a framing field; we must not either way.
+            return fail("white space around a framing field's name")
+        }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
         if HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
-        if let index = fields.firstIndex(where: { HeaderName.equal($0.name.utf8, nameBytes) }) {
+        if let index = existingField(nameBytes) {
             fields[index].value += ", " + value
+            lastField = index
         } else {
-            fields.append((String(decoding: nameBytes, as: UTF8.self), value))
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            fieldIndex?[name.lowercased()] = fields.count
+            lastField = fields.count
+            fields.append((name, value))
         }
+        return nil
+    }
+
+    /// Starts a head at a status line.
+    private mutating func startHead(_ line: Slice<UnsafeRawBufferPointer>) {
+        let versionEnd = line.firstIndex(of: 32) ?? line.endIndex
+        httpVersion = String(decoding: line[..<versionEnd], as: UTF8.self)
+        var index = versionEnd
+        while index < line.endIndex, line[index] == 32 { index += 1 }
+        var code = 0
+        var digits = 0
+        while index < line.endIndex, (48...57).contains(line[index]), digits < 4 {
+            code = code * 10 + Int(line[index] - 48)
+            digits += 1
+            index += 1
+        }
+        let isEnd = index == line.endIndex || line[index] == 32
+        statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
+        fields = []
+        fields.reserveCapacity(12)
+        fieldIndex = nil
+        setCookies = []
+        lastField = nil
+        fieldLines = 0
+    }
+
+    /// The index of the field named `name` (any case), if it is already in the head.
+    private mutating func existingField(_ name: Slice<UnsafeRawBufferPointer>) -> Int? {
+        if let fieldIndex { return fieldIndex[String(decoding: name, as: UTF8.self).lowercased()] }
+        if fields.count < 32 { return fields.firstIndex { HeaderName.equal($0.name.utf8, name) } }
+        // Many fields: from now on, an index keeps each line's cost constant.
+        var index: [String: Int] = [:]
+        for (position, field) in fields.enumerated() { index[field.name.lowercased()] = index[field.name.lowercased()] ?? position }
+        fieldIndex = index
+        return index[String(decoding: name, as: UTF8.self).lowercased()]
+    }
+
+    private func isFramingField<Name: Collection<UInt8>>(_ name: Name) -> Bool {
+        HeaderName.equal(name, Self.transferEncodingKey) || HeaderName.equal(name, Self.contentLengthKey)
+    }
+
+    private mutating func fail(_ reason: String) -> Head? {
+        violation = reason
         return nil
     }
 
@@ -129,6 +184,13 @@ struct ResponseHeadParser {
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
         var head = Head(statusCode: code, httpVersion: httpVersion, fields: fields, setCookies: setCookies)
+        if let coding = fields.first(where: { HeaderName.equal($0.name.utf8, Self.transferEncodingKey) }) {
+            switch FramingRules.transferCoding(coding.value) {
+            case .valid(let codings, _): head.transferCodings = codings
+            case .unsupported(let name): head.unsupportedTransferCoding = name
+            case .invalid(let reason): return fail(reason)
+            }
+        }
         if let index = fields.firstIndex(where: { HeaderName.equal($0.name.utf8, Self.contentLengthKey) }) {
             if fields.contains(where: { HeaderName.equal($0.name.utf8, Self.transferEncodingKey) }) {
                 head.fields.remove(at: index)
