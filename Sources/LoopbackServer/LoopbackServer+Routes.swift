@@ -179,7 +179,14 @@ extension LoopbackServer {
         let piece = rate.map { max(1, min(Self.chunkSize, $0 / 20)) } ?? Self.chunkSize
         let began = Date()
         var sent = 0
+        // stallAt=P&stall=MS: once P% of the body is sent, nothing more for MS milliseconds (an idle server).
+        let stallAt = request.int("stallAt").map { count * max(0, min(100, $0)) / 100 }
+        var hasStalled = false
         while sent < count {
+            if let stallAt, !hasStalled, sent >= stallAt, let stall = request.int("stall") {
+                hasStalled = true
+                Thread.sleep(forTimeInterval: Double(max(0, stall)) / 1000)
+            }
             let length = min(piece, count - sent)
             let start = (offset + sent) % 256
             var bytes = Array(Self.pattern[start..<(start + length)])

@@ -17,7 +17,7 @@ import Testing
         (8, .badServerResponse),
         (16, .networkConnectionLost), (92, .networkConnectionLost),
         (18, .networkConnectionLost), (52, .networkConnectionLost), (55, .networkConnectionLost),
-        (56, .networkConnectionLost), (25, .networkConnectionLost),
+        (25, .networkConnectionLost),
         (26, .requestBodyStreamExhausted),
         (28, .timedOut),
         (35, .secureConnectionFailed), (59, .secureConnectionFailed), (77, .secureConnectionFailed),
@@ -27,11 +27,32 @@ import Testing
         (47, .httpTooManyRedirects),
         (61, .cannotDecodeContentData),
         (63, .dataLengthExceedsMaximum),
-        (27, .cannotLoadFromNetwork),
         (99, .unknown), (1234, .unknown),
     ] as [(Int32, URLError.Code?)])
     func eachCurlCodeHasItsURLErrorCode(curlCode: Int32, expected: URLError.Code?) {
         #expect(CurlErrorTable.code(for: curlCode, scheme: "http") == expected)
+    }
+
+    @Test func aFailedReceiveIsALostConnectionOnlyWhenTheSystemSaysSo() {
+        // CURLE_RECV_ERROR with ECONNRESET: the peer reset; with no system error: libcurl refused the bytes
+        // (broken chunk framing, a head over its limit), which no retry mends.
+        #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 104) == .networkConnectionLost)
+        #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 0) == .badServerResponse)
+        #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: false, osErrno: 0) == .badServerResponse)
+    }
+
+    @Test func outOfMemoryBeforeTheHeadIsAnOversizedHeadLine() {
+        #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: false) == .badServerResponse)
+        #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: true) == .cannotLoadFromNetwork)
+    }
+
+    @Test func noDeterministicFailureIsRetriedByTheDefaultPolicy() {
+        // Framing, decoding and head-size failures map to codes the default policy never retries.
+        let retryable = RetryPolicy.defaultRetryableErrors
+        for (code, afterResponse) in [(8, false), (27, false), (56, true), (61, true), (1, false)] as [(Int32, Bool)] {
+            let mapped = CurlErrorTable.code(for: code, scheme: "http", afterResponse: afterResponse, osErrno: 0)
+            #expect(mapped.map { !retryable.contains($0) } == true, "CURLcode \(code) → \(String(describing: mapped))")
+        }
     }
 
     @Test func anUnsupportedProtocolIsABadURLOnlyForOtherSchemes() {
@@ -169,7 +190,10 @@ import Testing
     }
 
     @Test(arguments: [
-        ("X-A: foo\n", "a header line not ended by CRLF"), ("X-A: a\rb\r\n", "a bare CR or LF in a header line"),
+        ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
+        ("X-A: foo", "a header line not ended by LF"), ("Transfer-Encoding: chunked, gzip\r\n", "a transfer coding after chunked"),
+        ("Transfer-Encoding : chunked\r\n", "white space around a framing field's name"),
+        ("Content-Length\t: 5\r\n", "white space around a framing field's name"),
         ("X-A: a\u{0}b\r\n", "a NUL in a header line"), ("Content-Length: 5, 10\r\n", "differing Content-Length values"),
         ("Content-Length: -1\r\n", "a malformed Content-Length"), ("Content-Length: \r\n", "a malformed Content-Length"),
     ])

@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("http://user:PASSWORD@host:8080/a/b?token=abc&x&y=2#frag", "http://***@host:8080/a/b?token=***&x&y=***#***"),
+        ("http://user:PASSWORD@host:8080/a/b?token=abc&x&y=2#frag", "http://***@host:8080/a/b?token=***&***&y=***#***"),
         ("https://host/plain", "https://host/plain"),
         ("http://user@host/?key=", "http://***@host/?key=***"),
         ("http://[::1]:80/p?q=1", "http://[::1]:80/p?q=***"),

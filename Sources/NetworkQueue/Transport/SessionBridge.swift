@@ -214,8 +214,11 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Maps any session error of a transfer to `url` to a `URLError`, giving the codes Apple gives where
     /// Linux reports -1 (`.unknown`) or a misleading code. Foundation on Linux keeps libcurl's words and drops
     /// its `CURLcode`, so a -1 is told by when it came:
-    /// - before the final head: Foundation or libcurl could not read the head (a line without a colon, a head
-    ///   Foundation's parser refuses, one over libcurl's limit) → `.badServerResponse`, never retried;
+    /// - before the final head: when libcurl's words name the head ("Failed writing header", "Header without
+    ///   colon", "Too large response headers", and "Out of memory", libcurl 7.88's words for a header line over
+    ///   its limit; read without regard to case), Foundation or libcurl could not
+    ///   read it → `.badServerResponse`, never retried; words naming an encoding (more codings than libcurl
+    ///   takes) → `.cannotDecodeContentData`; any other stays `.unknown` (a TLS failure, say);
     /// - after it: the body ended early ("transfer closed with N bytes remaining") → `.networkConnectionLost`,
     ///   unless it is one of libcurl's deterministic body failures, which only its words tell apart here (read
     ///   without regard to case): a body coding that cannot be decoded → `.cannotDecodeContentData`, broken
@@ -232,8 +235,12 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let code: URLError.Code? = URLError.Code(rawValue: nsError.code)
         let scheme = url?.scheme?.lowercased()
         if code == nil || code == .unknown {
-            guard afterResponse else { return URLError(.badServerResponse, userInfo: nsError.userInfo) }
             let text = nsError.localizedDescription.lowercased()
+            guard afterResponse else {
+                if text.contains("encoding") { return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo) }
+                let isHead = text.contains("header") || text == "out of memory"
+                return URLError(isHead ? .badServerResponse : .unknown, userInfo: nsError.userInfo)
+            }
             if text.contains("unencoding") || text.contains("content encoding") || text.contains("decompress") {
                 return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo)
             }
