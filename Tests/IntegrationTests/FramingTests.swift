@@ -70,6 +70,18 @@ import Testing
         #expect(cookie == nil)
     }
 
+    @Test(arguments: TransportKind.allCases) func anOversizedHeadIsFetchedOnceUnderTheDefaultPolicy(_ transport: TransportKind) async throws {
+        // A deterministic failure, not a lost connection: the default retry policy does not send it again.
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: transport.make())
+        let hostile = request(server.url("/bighead?cookies=0&size=300000"), tag: 1)
+        try queue.add(hostile)
+        await queue.run()
+        #expect(hostile.transportErrorCode == .badServerResponse)
+        #expect(hostile.attemptCount == 1)
+        #expect(server.statistics.log.count == 1)
+    }
+
     @Test(arguments: TransportKind.allCases) func aHeadWithManyCookiesWithinLimitsStoresThem(_ transport: TransportKind) async throws {
         let (first, cookie, _) = try await twoRequests("/bighead?cookies=3&size=10", over: transport)
         #expect(first.state == .finished)

@@ -93,4 +93,28 @@ import Testing
             atPath: file.deletingLastPathComponent().path)
         #expect(left == [])
     }
+
+    @Test(arguments: TransportKind.allCases)
+    func aResumedDownloadBackInThePendingListLeavesNoPartWhenAllAreCancelled(_ transport: TransportKind) async throws {
+        // Paused halfway (its part and validator kept), resumed while another transfer holds the only slot: it
+        // waits in the pending list with its part, and cancelAll() must remove that part too.
+        let server = try LoopbackServer()
+        let (queue, request, file, _) = try Self.halfwayPausing(server, transport)
+        let directory = file.deletingLastPathComponent()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        queue.maxConcurrentRequestCount = 1
+        queue.go()
+        await eventually { request.state == .paused }
+        #expect(FileManager.default.fileExists(atPath: file.appendingPathExtension("part").path))
+        let other = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.size)?rate=2000000")), destination: .file(directory.appendingPathComponent("other.bin")))
+        try queue.add(other)
+        await eventually { other.state == .running }
+        #expect(queue.resume(request))
+        #expect(request.state == .pending)
+        queue.cancelAll()
+        await queue.run()
+        #expect(request.state == .cancelled)
+        #expect(other.state == .cancelled)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [])
+    }
 }

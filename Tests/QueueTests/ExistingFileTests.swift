@@ -43,6 +43,29 @@ import Testing
         return (request, transport.startedRequests.map { $0.httpMethod ?? "GET" })
     }
 
+    @Test func withAChecksumOnlyAFileThatHasItIsKept() async throws {
+        // The file on disk has the right size and date but not the bytes the checksum names: fetched again,
+        // with no HEAD (nothing the server says could keep it).
+        let file = try Self.existingFile()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let head: [InMemoryTransport.Step] = [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])]
+        for (checksum, kept) in [(Checksum(hashing: Data(Self.body.utf8), .sha256), false), (Checksum(hashing: Data("abcdefghij".utf8), .sha256), true)] {
+            let transport = Self.transport(head: head)
+            let queue = NetworkQueue.oneAttempt(transport: transport)
+            let request = NetworkRequest(
+                URLRequest(url: url(1)), destination: .file(file), tag: 1, checksum: checksum, existingFile: .skipIfUnchanged)
+            try queue.add(request)
+            await queue.run()
+            let response = try request.result!.get()
+            #expect(response.keptExistingFile == kept)
+            #expect(transport.startedRequests.map { $0.httpMethod ?? "GET" } == (kept ? ["HEAD"] : ["GET"]))
+            #expect(try Data(contentsOf: file) == Data((kept ? "abcdefghij" : Self.body).utf8))
+            // The next round's file is the right one, dated as before.
+            try Data("abcdefghij".utf8).write(to: file)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 946_684_800)], ofItemAtPath: file.path)
+        }
+    }
+
     @Test func theSameSizeAndAnOlderDateKeepTheFileWithoutAGet() async throws {
         let file = try Self.existingFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

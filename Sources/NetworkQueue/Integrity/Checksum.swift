@@ -85,8 +85,10 @@ extension Checksum {
         defer { try? handle.close() }
         let digest = DigestEngine.preferred.make(algorithm)
         while true {
-            guard let data = try? handle.read(upToCount: 1 << 20) else { return false }
-            if data.isEmpty { break }
+            // nil or empty: the end of the file; a throw: it cannot be read.
+            let data: Data?
+            do { data = try handle.read(upToCount: 1 << 20) } catch { return false }
+            guard let data, !data.isEmpty else { break }
             data.withUnsafeBytes { digest.update($0) }
         }
         return matches(Checksum(algorithm, digest: digest.finalize()))
