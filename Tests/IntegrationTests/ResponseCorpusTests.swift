@@ -14,6 +14,9 @@ import Testing
 struct CorpusRow: Sendable, CustomTestStringConvertible {
     enum Outcome: Sendable, Equatable {
         case body(Data)
+        /// The body is ``LoopbackServer/corpusText`` (kept as a case: a large `Data` held by the test table
+        /// reads as a leak to LeakSanitizer).
+        case corpusBody
         case transport(URLError.Code)
         case status(Int)
         /// Not run: the reason is a documented Foundation limit.
@@ -30,7 +33,7 @@ struct CorpusRow: Sendable, CustomTestStringConvertible {
 }
 
 private let hello = CorpusRow.Outcome.body(Data("hello".utf8))
-private let corpusBody = CorpusRow.Outcome.body(Data(LoopbackServer.corpusText.utf8))
+private let corpusBody = CorpusRow.Outcome.corpusBody
 private let bad = CorpusRow.Outcome.transport(.badServerResponse)
 private let undecodable = CorpusRow.Outcome.transport(.cannotDecodeContentData)
 
@@ -85,7 +88,8 @@ let responseCorpus: [CorpusRow] = [
         await queue.run()
         let outcome: CorpusRow.Outcome
         switch request.result {
-        case .success(let response)?: outcome = .body(response.body)
+        case .success(let response)?:
+            outcome = response.body == Data(LoopbackServer.corpusText.utf8) ? .corpusBody : .body(response.body.prefix(64))
         case .failure(.transport(let error))?: outcome = .transport(error.code)
         case .failure(.unacceptableStatus(let code, _))?: outcome = .status(code)
         case let other: outcome = .notRun("unexpected \(String(describing: other))")
