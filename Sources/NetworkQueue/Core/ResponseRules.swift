@@ -41,12 +41,18 @@ enum ResponseRules {
         return nil
     }
 
+    /// Whether a response with `statusCode` to a request with `method` (nil: GET) has a body at all: a
+    /// response to HEAD, a 204 and a 304 have none, whatever their fields announce (RFC 9110 §6.4.1).
+    static func hasBody(statusCode: Int, method: String?) -> Bool {
+        statusCode != 204 && statusCode != 304 && (method ?? "GET").uppercased() != "HEAD"
+    }
+
     /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)
     /// Content-Length announced. HEAD responses and 204/304 announce a length but carry no body.
     /// `knownLength` is the response's ``knownLength(of:encoded:)``, when the caller has it already.
     static func isShort(_ response: ResponseHead, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool {
         guard let length = knownLength ?? Self.knownLength(of: response), received < length,
-            ![204, 304].contains(response.statusCode), (method ?? "GET").uppercased() != "HEAD"
+            hasBody(statusCode: response.statusCode, method: method)
         else { return false }
         return true
     }

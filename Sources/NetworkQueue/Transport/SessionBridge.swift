@@ -99,8 +99,8 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard !ResponseRules.isInterim(head) else { return }
         // A head framed two ways (differing lengths) or by a transfer coding that cannot be read is refused
         // before anything of it is reported.
-        let hasBody = dataTask.originalRequest?.httpMethod?.uppercased() != "HEAD" && head.statusCode != 204 && head.statusCode != 304
-        let violation = FramingRules.violation(in: head, hasBody: hasBody)
+        let violation = FramingRules.violation(
+            in: head, hasBody: ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }

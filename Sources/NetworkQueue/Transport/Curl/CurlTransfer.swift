@@ -140,7 +140,7 @@
                 failure = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
                 return false
             }
-            let hasBody = request.httpMethod?.uppercased() != "HEAD" && head.statusCode != 204 && head.statusCode != 304
+            let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, method: request.httpMethod)
             if hasBody, let coding = head.unsupportedTransferCoding {
                 // RFC 9112 §6.1: a message whose transfer coding is not understood cannot be read.
                 failure = URLError(
