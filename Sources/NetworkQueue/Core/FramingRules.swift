@@ -66,11 +66,11 @@ enum FramingRules {
     /// Reads a `Transfer-Encoding` value. Empty list elements are skipped (RFC 9110 §5.6.1); `identity`
     /// (no longer a transfer coding) is accepted and means nothing, as curl does.
     static func transferCoding(_ value: String) -> TransferCoding {
+        let elements = codings(value)
+        guard !elements.isEmpty else { return .invalid("an empty Transfer-Encoding") }
         var codings: [String] = []
         var isChunked = false
-        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let coding = element.trimmingCharacters(in: .whitespaces).lowercased()
-            if coding.isEmpty { continue }
+        for coding in elements {
             if isChunked { return .invalid("a transfer coding after chunked") }
             if codings.count >= maximumCodings { return .invalid("more than \(maximumCodings) transfer codings") }
             switch coding {
@@ -80,10 +80,16 @@ enum FramingRules {
             default: return .unsupported(coding)
             }
         }
-        guard isChunked || !codings.isEmpty || value.lowercased().contains("identity") else {
-            return .invalid("an empty Transfer-Encoding")
-        }
         return .valid(codings: codings, isChunked: isChunked)
+    }
+
+    /// The codings a `Transfer-Encoding` or `Content-Encoding` value lists, lowercased and trimmed, empty list
+    /// elements skipped (RFC 9110 §5.6.1).
+    static func codings(_ value: String) -> [String] {
+        value.split(separator: ",").compactMap { element in
+            let coding = element.trimmingCharacters(in: .whitespaces).lowercased()
+            return coding.isEmpty ? nil : coding
+        }
     }
 
     /// The framing error in a head a transport has already parsed (`URLSession`'s), as the `URLError` it

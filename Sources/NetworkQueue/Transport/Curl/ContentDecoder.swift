@@ -94,7 +94,7 @@
         /// decode. Throws when a coding is unknown, its library is missing, or there are more than
         /// ``FramingRules/maximumCodings``.
         convenience init?(contentEncoding: String, library: DecoderLibrary) throws(Failure) {
-            try self.init(contentCodings: Self.codings(contentEncoding), transferCodings: [], library: library)
+            try self.init(contentCodings: FramingRules.codings(contentEncoding), transferCodings: [], library: library)
         }
 
         /// A decoder for a body whose content codings and then transfer codings (`chunked` left to libcurl) were
@@ -125,11 +125,6 @@
                 }
             }
             self.stages = stages
-        }
-
-        /// The codings of a `Content-Encoding` value, lowercased, empty elements skipped.
-        static func codings(_ value: String) -> [String] {
-            value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
         }
 
         /// True when every stream that began also ended (or no body byte arrived at all).

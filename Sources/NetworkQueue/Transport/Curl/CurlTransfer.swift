@@ -166,7 +166,7 @@
             emit(.head(ResponseHead(
                 url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields,
                 contentLength: head.contentLength ?? -1)))
-            let contentCodings = decodesBody ? head.value("Content-Encoding").map(ContentDecoder.codings) ?? [] : []
+            let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {
                 decoder = try ContentDecoder(contentCodings: contentCodings, transferCodings: head.transferCodings, library: .shared)
