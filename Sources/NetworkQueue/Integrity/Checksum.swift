@@ -81,16 +81,29 @@ public enum Checksum: Sendable, Hashable, CustomStringConvertible {
 extension Checksum {
     /// Whether the file at `url` hashes to this checksum, read in 1 MiB pieces; false when it cannot be read.
     func matches(file url: URL) -> Bool {
+        let digest = DigestEngine.preferred.make(algorithm)
+        guard FilePieces.read(url, body: digest.update) else { return false }
+        return matches(Checksum(algorithm, digest: digest.finalize()))
+    }
+}
+
+/// Reads a file in pieces, for hashing it without holding it whole.
+enum FilePieces {
+    /// Hands `body` the first `limit` bytes of the file at `url` (all of it by default) in pieces of at most
+    /// 1 MiB; false when the file cannot be opened or a read fails (a file shorter than `limit` is no failure).
+    @discardableResult
+    static func read(_ url: URL, upTo limit: Int64 = .max, body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard let handle = try? FileHandle(forReadingFrom: url) else { return false }
         defer { try? handle.close() }
-        let digest = DigestEngine.preferred.make(algorithm)
-        while true {
-            // nil or empty: the end of the file; a throw: it cannot be read.
+        var remaining = limit
+        while remaining > 0 {
+            // nil or empty: the end of the file (Linux answers nil there); a throw: it cannot be read.
             let data: Data?
-            do { data = try handle.read(upToCount: 1 << 20) } catch { return false }
+            do { data = try handle.read(upToCount: Int(min(remaining, 1 << 20))) } catch { return false }
             guard let data, !data.isEmpty else { break }
-            data.withUnsafeBytes { digest.update($0) }
+            remaining -= Int64(data.count)
+            data.withUnsafeBytes(body)
         }
-        return matches(Checksum(algorithm, digest: digest.finalize()))
+        return true
     }
 }

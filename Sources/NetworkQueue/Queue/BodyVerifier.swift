@@ -153,14 +153,8 @@ private final class Hashing: Sendable {
     /// Hashes the first `length` bytes of the part file into the whole-file checks. A part that reads
     /// short leaves those checks short: they fail.
     private func hashPart(_ url: URL, length: Int64) {
-        guard let handle = try? FileHandle(forReadingFrom: url) else { return }
-        defer { try? handle.close() }
-        var remaining = length
-        while remaining > 0, let data = try? handle.read(upToCount: Int(min(remaining, 1 << 20))), !data.isEmpty {
-            remaining -= Int64(data.count)
-            checks.withLock { checks in
-                data.withUnsafeBytes { bytes in for check in checks where check.includesPart { check.digest.update(bytes) } }
-            }
+        FilePieces.read(url, upTo: length) { bytes in
+            checks.withLock { checks in for check in checks where check.includesPart { check.digest.update(bytes) } }
         }
     }
 }
