@@ -5,22 +5,13 @@ enum Gzip {
     static func encode(_ data: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]
         out.reserveCapacity(data.count + data.count / 65_535 * 5 + 32)
-        var offset = 0
-        repeat {
-            let length = min(65_535, data.count - offset)
-            let isFinal: UInt8 = offset + length == data.count ? 1 : 0
-            out.append(isFinal)
-            out += littleEndian(UInt16(length)) + littleEndian(~UInt16(length))
-            out.append(contentsOf: data[offset..<(offset + length)])
-            offset += length
-        } while offset < data.count
+        appendStoredBlocks(data, to: &out)
         out += littleEndian(crc32(data)) + littleEndian(UInt32(truncatingIfNeeded: data.count))
         return out
     }
 
-    /// `data` as a zlib stream (RFC 1950: header, stored deflate blocks, Adler-32), as `deflate` means in HTTP.
-    static func deflate(_ data: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = [0x78, 0x01]
+    /// `data` as raw deflate (RFC 1951): stored blocks of at most 65,535 bytes, the last one marked final.
+    private static func appendStoredBlocks(_ data: [UInt8], to out: inout [UInt8]) {
         var offset = 0
         repeat {
             let length = min(65_535, data.count - offset)
@@ -29,6 +20,12 @@ enum Gzip {
             out.append(contentsOf: data[offset..<(offset + length)])
             offset += length
         } while offset < data.count
+    }
+
+    /// `data` as a zlib stream (RFC 1950: header, stored deflate blocks, Adler-32), as `deflate` means in HTTP.
+    static func deflate(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        appendStoredBlocks(data, to: &out)
         var (a, b): (UInt32, UInt32) = (1, 0)
         for byte in data {
             a = (a + UInt32(byte)) % 65_521
