@@ -181,14 +181,15 @@ import Testing
     }
 }
 
-@Suite struct StrictFramingTests {
-    func feed(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: String?) {
-        var parser = ResponseHeadParser()
-        var head: ResponseHeadParser.Head?
-        for line in lines { head = parser.feed(line[...]) ?? head }
-        return (head, parser.violation)
-    }
+/// Feeds `lines` to a new head parser: the last head it completed, and its violation.
+func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: String?) {
+    var parser = ResponseHeadParser()
+    var head: ResponseHeadParser.Head?
+    for line in lines { head = parser.feed(line[...]) ?? head }
+    return (head, parser.violation)
+}
 
+@Suite struct StrictFramingTests {
     @Test(arguments: [
         ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
         ("X-A: foo", "a header line not ended by LF"), ("Transfer-Encoding: chunked, gzip\r\n", "a transfer coding after chunked"),
@@ -198,26 +199,26 @@ import Testing
         ("Content-Length: -1\r\n", "a malformed Content-Length"), ("Content-Length: \r\n", "a malformed Content-Length"),
     ])
     func aBrokenHeadIsNeverCompleted(_ line: String, _ reason: String) {
-        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", line, "\r\n"])
+        let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", line, "\r\n"])
         #expect(head == nil)
         #expect(violation == reason)
     }
 
     @Test func repeatedEqualLengthsAreOneLength() {
-        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "content-length: 5, 5\r\n", "\r\n"])
+        let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "content-length: 5, 5\r\n", "\r\n"])
         #expect(violation == nil)
         #expect(head?.value("Content-Length") == "5")
         #expect(head?.closesConnection == false)
     }
 
     @Test func aLengthBesideATransferCodingIsDroppedAndTheConnectionClosed() {
-        let (head, _) = feed(["HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "\r\n"])
+        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "\r\n"])
         #expect(head?.value("Content-Length") == nil)
         #expect(head?.closesConnection == true)
     }
 
     @Test func setCookieValuesStaySeparate() {
-        let (head, _) = feed(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n", "set-cookie: b=2\r\n", "\r\n"])
+        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n", "set-cookie: b=2\r\n", "\r\n"])
         #expect(head?.setCookies == ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2"])
     }
 

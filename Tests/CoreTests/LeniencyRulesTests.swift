@@ -6,28 +6,21 @@ import Testing
 /// RFC 9112's leniency where curl and browsers agree, and its limits where framing is at stake: what the
 /// head parser and the framing rules accept, refuse and how fast.
 @Suite struct HeadLeniencyTests {
-    func feed(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: String?) {
-        var parser = ResponseHeadParser()
-        var head: ResponseHeadParser.Head?
-        for line in lines { head = parser.feed(line[...]) ?? head }
-        return (head, parser.violation)
-    }
-
     @Test func linesEndedByABareLFAreLinesLikeAnyOther() {
-        let (head, violation) = feed(["HTTP/1.1 200 OK\n", "Content-Length: 5\n", "Set-Cookie: a=1\r\n", "\n"])
+        let (head, violation) = feedHead(["HTTP/1.1 200 OK\n", "Content-Length: 5\n", "Set-Cookie: a=1\r\n", "\n"])
         #expect(violation == nil)
         #expect(head?.contentLength == 5)
         #expect(head?.setCookies == ["a=1"])
     }
 
     @Test func aFieldLineThatLooksLikeAStatusLineDoesNotRestartTheHead() {
-        let (head, _) = feed(["HTTP/1.1 401 Unauthorized\r\n", "X-A: 1\r\n", "HTTP/1.1 200 OK\r\n", "Location: /x\r\n", "\r\n"])
+        let (head, _) = feedHead(["HTTP/1.1 401 Unauthorized\r\n", "X-A: 1\r\n", "HTTP/1.1 200 OK\r\n", "Location: /x\r\n", "\r\n"])
         #expect(head?.statusCode == 401)
         #expect(head?.value("location") == "/x")
     }
 
     @Test func anInterimHeadIsTheOnlyWayToASecondStatusLine() {
-        let (head, _) = feed(["HTTP/1.1 103 Early Hints\r\n", "Link: </a>\r\n", "\r\n", "HTTP/1.1 204 No Content\r\n", "\r\n"])
+        let (head, _) = feedHead(["HTTP/1.1 103 Early Hints\r\n", "Link: </a>\r\n", "\r\n", "HTTP/1.1 204 No Content\r\n", "\r\n"])
         #expect(head?.statusCode == 204)
         #expect(head?.fields.isEmpty == true)
     }
@@ -36,16 +29,16 @@ import Testing
         ["Transfer-Encoding: gzip,\r\n", " chunked\r\n"], ["Content-Length: 5\r\n", "\t5\r\n"],
     ])
     func aFoldedFramingFieldIsRefused(_ lines: [String]) {
-        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"])
+        let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"])
         #expect(head == nil)
         #expect(violation?.hasPrefix("a folded ") == true)
     }
 
     @Test func transferCodingsBeforeChunkedAreKeptToDecode() {
-        let (head, _) = feed(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: gzip\r\n", "transfer-encoding: chunked\r\n", "\r\n"])
+        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: gzip\r\n", "transfer-encoding: chunked\r\n", "\r\n"])
         #expect(head?.transferCodings == ["gzip"])
         #expect(head?.unsupportedTransferCoding == nil)
-        let unknown = feed(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: compress, chunked\r\n", "\r\n"]).head
+        let unknown = feedHead(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: compress, chunked\r\n", "\r\n"]).head
         #expect(unknown?.unsupportedTransferCoding == "compress")
     }
 
@@ -53,18 +46,18 @@ import Testing
         // 1,000 distinct fields and 900 repeats of one: every line is looked up through the index.
         var lines = ["HTTP/1.1 200 OK\r\n"]
         for index in 0..<ResponseHeadParser.maximumFieldLines { lines.append(index < 100 ? "X-\(index): v\r\n" : "X-Same: \(index)\r\n") }
-        let (head, violation) = feed(lines + ["\r\n"])
+        let (head, violation) = feedHead(lines + ["\r\n"])
         #expect(violation == nil)
         #expect(head?.fields.count == 101)
         #expect(head?.value("x-same")?.split(separator: ",").count == 900)
-        let (tooMany, reason) = feed(lines + ["X-One-More: v\r\n", "\r\n"])
+        let (tooMany, reason) = feedHead(lines + ["X-One-More: v\r\n", "\r\n"])
         #expect(tooMany == nil)
         #expect(reason == "a response head over 1000 fields")
     }
 
     @Test func aHeadOverTheByteBoundIsRefused() {
         let line = "X-Big: " + String(repeating: "x", count: 100_000) + "\r\n"
-        let (head, violation) = feed(["HTTP/1.1 200 OK\r\n", line, line, line, "\r\n"])
+        let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n", line, line, line, "\r\n"])
         #expect(head == nil)
         #expect(violation == "a response head over 262144 bytes")
     }
