@@ -73,7 +73,7 @@ struct Display {
             let retry = request.attemptCount
             let status = Status.retrying(retry: retry, at: Date().addingTimeInterval(delay))
             update(request, status, plain: "retry     \(label(request))  \(Self.retryText(retry, of: retries, in: delay)): \(error.localizedDescription)")
-        case .progress(let progress):
+        case .didUpdateProgress(let progress):
             self.progress = progress
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
                 lastDraw = Date()

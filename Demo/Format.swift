@@ -28,7 +28,7 @@ enum Format {
         var parts = ["\(bytes(progress.bytesReceived)) / \(total)"]
         if let rate = progress.throughput { parts.append("\(bytes(Int64(rate)))/s") }
         if let eta = progress.estimatedTimeRemaining { parts.append("ETA \(duration(eta))") }
-        parts.append("\(progress.completedRequestCount)/\(progress.totalRequestCount) done")
+        parts.append("\(progress.endedRequestCount)/\(progress.totalRequestCount) done")
         return parts.joined(separator: "  ")
     }
 

@@ -115,7 +115,8 @@ for (index, ((url, label), name)) in zip(targets, fileNames).enumerated() {
     let destination = options.output.map { NetworkRequest.Destination.file($0.appendingPathComponent(name)) } ?? .memory
     let checksum = index < requested.count ? requested[index].checksum : nil
     let request = NetworkRequest(
-        URLRequest(url: url), destination: destination, checksum: checksum, existingFile: options.replace ? .replace : .skipIfUnchanged)
+        URLRequest(url: url), destination: destination, integrity: .init(checksum: checksum),
+        fileOptions: .init(existingFile: options.replace ? .replace : .skipIfUnchanged))
     do {
         try queue.add(request)
     } catch {

@@ -11,7 +11,7 @@ enum IntegrityBenchmark {
     /// Seconds for one download of `url` to `file`, with `checksum` when given; throws if it failed.
     static func once(_ url: URL, to file: URL, checksum: Checksum?) async throws -> Double {
         let queue = NetworkQueue(transport: try CurlTransport())
-        let request = NetworkRequest(URLRequest(url: url), destination: .file(file), checksum: checksum)
+        let request = NetworkRequest(URLRequest(url: url), destination: .file(file), integrity: .init(checksum: checksum))
         try queue.add(request)
         let elapsed = await seconds { await queue.run() }
         if case .failure(let error)? = request.result { throw error }

@@ -94,7 +94,7 @@ enum SchedulingBenchmark {
 final class SlowStartTransport: Transport {
     private let instant = InstantTransport()
 
-    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         let until = DispatchTime.now().uptimeNanoseconds + 200_000
         while DispatchTime.now().uptimeNanoseconds < until {}
         return instant.startTransfer(request, events: events)

@@ -186,7 +186,7 @@ enum CancelLatencyBenchmark {
         private var cancelledAt: UInt64 = 0
         private(set) var latency: Double?
 
-        func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+        func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
             lock.withLock { cancelledAt = DispatchTime.now().uptimeNanoseconds }
             queue.cancel(request)
         }

@@ -125,7 +125,9 @@ struct MachineDriver {
     static func head(_ status: Int = 200, length: Int? = 3, headers extra: [String: String] = [:]) -> TransferEvent {
         var headers = extra
         if let length { headers["Content-Length"] = "\(length)" }
-        return .response(HTTPURLResponse(url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!)
+        return .head(
+            ResponseHead(
+                HTTPURLResponse(url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
     }
 
     // MARK: Describing
@@ -143,7 +145,8 @@ struct MachineDriver {
                 let tag = tag(machine.table[start.slot].request)
                 if !adaptedSlots.contains(start.slot) { inFlightAtStarts.append(transfers.count) }
                 transfers.append(Transfer(start: start, tag: tag))
-                lines.append("start \(tag) \(start.lane)")
+                let lane = if case .preflight = start.body { "preflight" } else { "main" }
+                lines.append("start \(tag) \(lane)")
             case .cancel(let cell):
                 let tags = transfers.filter { $0.start.cell === cell }.map(\.tag)
                 transfers.removeAll { $0.start.cell === cell }
@@ -157,7 +160,7 @@ struct MachineDriver {
             case .adapt(let adapt):
                 // The slot is taken here, before the hooks run: slots held are transfers plus adapting requests
                 // (each adapt of this event counted once, itself excluded).
-                let adapting = machine.table.records.filter { $0.record.phase.isAdapting }.count
+                let adapting = machine.table.records.filter { $0.record.state.name.hasPrefix("adapting") }.count
                 inFlightAtStarts.append(transfers.count + adapting - 1)
                 adapts.append(adapt)
                 lines.append("adapt \(tag(machine.table[adapt.slot].request))")
@@ -183,13 +186,13 @@ struct MachineDriver {
         case .event(.willRetry(let request, let delay, _)): "willRetry \(request.tag) \(delay)"
         case .event(.didPause(let request)): "didPause \(request.tag)"
         case .event(.didResume(let request)): "didResume \(request.tag)"
-        case .event(.progress(let progress)): "progress \(progress.fractionCompleted)"
+        case .event(.didUpdateProgress(let progress)): "progress \(progress.fractionCompleted)"
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
         case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"
         case .settle(let status, let request, _, _, _): "settle \(request.tag) \(status.state)"
         case .settleAll(let requests, _, _, _): "settleAll \(requests.map(\.tag))"
-        case .resumeRuns(let count, _): "resume \(count)"
+        case .wakeRuns(let count, _): "wake \(count)"
         case .log(let record): "log \(record.request.tag) \(record.event.rawValue)"
         }
     }

@@ -141,7 +141,7 @@ import Testing
         #expect(driver.transfers.map(\.tag) == [2])
         Self.succeed(2, &driver)
         #expect(driver.transfers.map(\.tag) == [1])
-        #expect(driver.machine.table.records.map(\.record.phase).filter { $0 == .waitingToRetry }.count == 2)
+        #expect(driver.machine.table.records.filter { $0.record.state.name == "waitingToRetry" }.count == 2)
     }
 
     @Test func earlyRetryCanBeTurnedOff() {
@@ -183,7 +183,7 @@ import Testing
         func post(_ tag: Int, policy: RetryPolicy?) -> NetworkRequest {
             var urlRequest = URLRequest(url: URL(string: "http://example.test/\(tag)")!)
             urlRequest.httpMethod = "POST"
-            return NetworkRequest(urlRequest, tag: tag, retryPolicy: policy)
+            return NetworkRequest(urlRequest, retryPolicy: policy, tag: tag)
         }
         var driver = Driver(limit: 3, retryPolicy: Self.policy())
         driver.machine.cancelsAllOnFailure = false

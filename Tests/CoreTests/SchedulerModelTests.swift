@@ -108,7 +108,7 @@ struct ReferenceScheduler {
                     model.active.removeAll { $0 == job }
                 }
             case 65..<75:
-                real.resume()
+                real.go()
                 model.isSuspended = false
             case 75..<80:
                 real.suspend()

@@ -28,7 +28,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func fifoStartsOldestFirstUpToTheLimit() {
         var scheduler = IntScheduler(limit: 2)
         for id in 1...5 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1, 2))
         scheduler.finish(main(1)[0])
         #expect(scheduler.startAll() == main(3))
@@ -38,7 +38,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func lifoStartsNewestPendingFirstAndLeavesRunningAlone() {
         var scheduler = IntScheduler(limit: 1, order: .lifo)
         for id in 1...4 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(4))
         scheduler.enqueue(main(5)[0])
         #expect(scheduler.startAll().isEmpty)
@@ -52,7 +52,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func changingOrderTakesEffectAtTheNextStart() {
         var scheduler = IntScheduler(limit: 1)
         for id in 1...4 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1))
         scheduler.order = .lifo
         scheduler.finish(main(1)[0])
@@ -62,7 +62,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func zeroLimitIsUnlimited() {
         var scheduler = IntScheduler(limit: 0)
         for id in 1...100 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll().count == 100)
     }
 
@@ -76,7 +76,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func raisingTheLimitStartsMoreAtOnce() {
         var scheduler = IntScheduler(limit: 1)
         for id in 1...5 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1))
         scheduler.limit = 3
         #expect(scheduler.startAll() == main(2, 3))
@@ -85,7 +85,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func loweringTheLimitLetsRunningJobsFinish() {
         var scheduler = IntScheduler(limit: 3)
         for id in 1...5 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1, 2, 3))
         scheduler.limit = 1
         #expect(scheduler.activeCount == 3)
@@ -100,13 +100,13 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     @Test func suspendStopsNewStartsOnly() {
         var scheduler = IntScheduler(limit: 2)
         for id in 1...4 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1, 2))
         scheduler.suspend()
         scheduler.finish(main(1)[0])
         #expect(scheduler.startAll().isEmpty)
         #expect(scheduler.isActive(main(2)[0]))
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(3))
     }
 
@@ -115,14 +115,14 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
         for id in 1...4 { scheduler.enqueue(main(id)[0]) }
         #expect(scheduler.remove(main(2)[0]) == .wasPending)
         #expect(scheduler.remove(main(2)[0]) == .notFound)
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == main(1, 3, 4))
     }
 
     @Test func removingAnActiveJobFreesItsSlot() {
         var scheduler = IntScheduler(limit: 1)
         for id in 1...2 { scheduler.enqueue(main(id)[0]) }
-        scheduler.resume()
+        scheduler.go()
         _ = scheduler.startAll()
         #expect(scheduler.remove(main(1)[0]) == .wasActive)
         #expect(scheduler.startAll() == main(2))
@@ -134,7 +134,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
         let first = scheduler.enqueue(main(1)[0])
         let second = scheduler.enqueue(main(1)[0])
         #expect(first && !second)
-        scheduler.resume()
+        scheduler.go()
         _ = scheduler.startAll()
         let whileActive = scheduler.enqueue(main(1)[0])
         #expect(!whileActive)
@@ -147,7 +147,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
             scheduler.enqueue(main(id)[0])
             scheduler.enqueue(head(id)[0])
         }
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == head(1, 2))
         scheduler.finish(head(1)[0])
         #expect(scheduler.startAll() == head(3))
@@ -162,7 +162,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
         var scheduler = IntScheduler(limit: 1)
         for id in 1...3 { scheduler.enqueue(main(id)[0]) }
         scheduler.enqueue(head(9)[0])
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll() == head(9))
         #expect(scheduler.removeAllPending() == main(1, 2, 3))
         #expect(scheduler.pendingCount == 0)
@@ -178,7 +178,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
         for id in stride(from: 50_000, to: 100_000, by: 1) { #expect(scheduler.remove(main(id)[0]) == .wasPending) }
         for id in stride(from: 49_999, through: 0, by: -1) { _ = scheduler.remove(main(id)[0]) }
         #expect(scheduler.pendingCount == 0)
-        scheduler.resume()
+        scheduler.go()
         #expect(scheduler.startAll().isEmpty)
     }
 }

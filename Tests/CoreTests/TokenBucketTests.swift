@@ -122,20 +122,20 @@ private final class Bucket {
 }
 
 /// The limiter shell around the bucket: settings as given, and no cap means no refusal.
-@Suite struct BandwidthLimiterTests {
+@Suite struct RateCapTests {
     @Test func theCapReadsBackAsSetAndExtremesNeitherTrapNorRefuse() {
-        let limiter = BandwidthLimiter(bytesPerSecond: .max)
-        #expect(limiter.bytesPerSecond == .max)
+        let limiter = RateCap(maximumBytesPerSecond: .max)
+        #expect(limiter.maximumBytesPerSecond == .max)
         let consumer = limiter.makeConsumer()
         #expect(limiter.draw(1 << 30, consumer: consumer))
-        limiter.bytesPerSecond = -5
-        #expect(limiter.bytesPerSecond == nil)
+        limiter.maximumBytesPerSecond = -5
+        #expect(limiter.maximumBytesPerSecond == nil)
         #expect(limiter.draw(.max, consumer: consumer))
         #expect(limiter.delayUntilAvailable(for: consumer) == 0)
     }
 
     @Test func aConsumerRefusedWaitsInLineUntilItLeaves() {
-        let limiter = BandwidthLimiter(bytesPerSecond: 1)
+        let limiter = RateCap(maximumBytesPerSecond: 1)
         let (first, second) = (limiter.makeConsumer(), limiter.makeConsumer())
         #expect(first != second)
         #expect(limiter.draw(1_000, consumer: first))
@@ -143,7 +143,7 @@ private final class Bucket {
         // A thousand bytes of debt at one byte per second: nobody draws for a long while.
         #expect(limiter.delayUntilAvailable(for: second) > 900)
         limiter.leave(second)
-        limiter.bytesPerSecond = nil
+        limiter.maximumBytesPerSecond = nil
         #expect(limiter.draw(1, consumer: second))
     }
 }

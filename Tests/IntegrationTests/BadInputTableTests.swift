@@ -37,7 +37,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
             var request = URLRequest(url: server.url(path))
             request.timeoutInterval = timeout
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-            return NetworkRequest(request, acceptableStatusCodes: acceptable)
+            return NetworkRequest(request, validation: .init(acceptableStatusCodes: acceptable))
         }
     }
 

@@ -65,7 +65,9 @@ import Testing
             queue.maximumBytesPerSecond = 300_000
             let raised = Guarded(false)
             let events = queue.events()
-            let request = NetworkRequest(URLRequest(url: server.url("/bytes/4300000?sndbuf=32768")), onDownloadProgress: { progress in
+            let request = NetworkRequest(
+                URLRequest(url: server.url("/bytes/4300000?sndbuf=32768")),
+                handlers: .init(onDownloadProgress: { progress in
                 // About a second in, the cap goes up tenfold.
                 guard progress.completedBytes >= 300_000 else { return }
                 let isFirst = raised.withLock { raised in
@@ -74,7 +76,7 @@ import Testing
                 }
                 guard isFirst else { return }
                 queue.maximumBytesPerSecond = 4_000_000
-            })
+            }))
             try queue.add(request)
             server.resetStatistics()
             queue.go()

@@ -54,15 +54,17 @@
                         // Paused on the transport's thread at the first chunk, resumed from another one.
                         if !pausedOnce.current, let handle = handle.current {
                             pausedOnce.with { $0 = true }
-                            #expect(handle.setReceivingPaused(true))
-                            DispatchQueue.global().async { #expect(handle.setReceivingPaused(false)) }
+                            let throttled = handle as? any ThrottlableTransfer
+                            #expect(throttled != nil)
+                            throttled?.setReceivingPaused(true)
+                            DispatchQueue.global().async { throttled?.setReceivingPaused(false) }
                         }
                     case .completed(let error):
                         done.with { $0 = .some(error) }
                         // The box holds the handle, whose events closure holds the box: break the cycle.
                         handle.with { $0 = nil }
                         finished.resume()
-                    case .head, .response, .sent, .redirect, .metrics: break
+                    case .head, .sent, .redirect, .metrics: break
                     }
                 }
                 handle.with { $0 = started }
@@ -87,7 +89,7 @@
                         thread?.with { $0 = Thread.current.name }
                     case .data(let data): body.with { $0.append(data) }
                     case .completed(let error): finished.resume(returning: error)
-                    case .response, .sent, .redirect, .metrics: break
+                    case .sent, .redirect, .metrics: break
                     }
                 }
             }
@@ -141,7 +143,7 @@
                                 remaining -= 1
                                 return remaining
                             }) == 0 { done.resume() }
-                        case .data, .response, .sent, .redirect, .metrics: break
+                        case .data, .sent, .redirect, .metrics: break
                         }
                     }
                 }
@@ -199,11 +201,11 @@
         @Test func aRateCapAndPauseAreRefusedByURLSessionOnly() throws {
             let url = URL(string: "http://127.0.0.1:9/")!
             let session = URLSessionTransport().startTransfer(URLRequest(url: url)) { _ in }
-            #expect(!session.setReceivingPaused(true))
-            #expect(!session.setMaximumReceiveRate(1_000))
+            #expect(!(session is any ThrottlableTransfer))
             session.cancel()
             let curl = try CurlTransport().startTransfer(URLRequest(url: url)) { _ in }
-            #expect(curl.setMaximumReceiveRate(1_000))
+            let throttled = try #require(curl as? any ThrottlableTransfer)
+            throttled.setMaximumBytesPerSecond(1_000)
             curl.cancel()
         }
 
@@ -280,7 +282,7 @@
             if state.with({ $0.ended.contains(request.tag) }) { eventsAfterEnd.with { $0 += 1 } }
         }
 
-        func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+        func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
             noteEvent(request)
             let updates = state.with { Int.random(in: 0...maximumUpdates, using: &$0.random) }
             if updates == 0 { queue.cancel(request) } else { state.with { $0.running.append((request, updates)) } }

@@ -90,7 +90,7 @@ private final class MatrixDelegate: NetworkQueueDelegate {
     let cancelsAtHead: Bool
     init(cancelsAtHead: Bool) { self.cancelsAtHead = cancelsAtHead }
 
-    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
+    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
         if cancelsAtHead { queue.cancel(request) }
     }
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) { terminals.with { $0 += 1 } }
@@ -127,9 +127,11 @@ private final class MatrixDelegate: NetworkQueueDelegate {
         let controlled = Box(false)
         let action = ending.action
         let request = NetworkRequest(
-            urlRequest, destination: feature.file ? .file(file) : .memory,
-            maximumResponseSize: ending.sizeCap.map { .bytes($0) } ?? .automatic,
-            onDownloadProgress: { [weak queue] progress in
+            urlRequest,
+            destination: feature.file ? .file(file) : .memory,
+            validation: .init(maximumResponseSize: ending.sizeCap.map { .bytes($0) } ?? .automatic),
+            integrity: .init(checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil),
+            handlers: .init(onDownloadProgress: { [weak queue] progress in
                 guard progress.completedBytes > 0, let queue, action != .none, action != .cancelAtHead else { return }
                 let isFirst = controlled.with { done in
                     defer { done = true }
@@ -139,8 +141,7 @@ private final class MatrixDelegate: NetworkQueueDelegate {
                 for request in queue.requests {
                     if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
                 }
-            },
-            checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil)
+            }))
         try queue.add(request)
         switch ending.action {
         case .pauseThenResume, .pauseThenCancel:

@@ -50,7 +50,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("big.bin")
         let checksum = Self.sha256(0..<Self.large)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), checksum: checksum)
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), integrity: .init(checksum: checksum))
         _ = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished)
         #expect(try Data(contentsOf: file) == pattern(0..<Self.large))
@@ -62,7 +62,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("big.bin")
         let right = Self.sha256(0..<Self.large)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), checksum: Self.wrong(right))
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), integrity: .init(checksum: Self.wrong(right)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
         #expect(log == ["GET /bytes/\(Self.large)"])
@@ -73,17 +73,17 @@ import Testing
     func aMemoryBodyIsCheckedByEitherAlgorithm(_ transport: TransportKind, _ algorithm: Checksum.Algorithm) async throws {
         let server = try LoopbackServer()
         let right = Checksum(hashing: pattern(0..<100_000), algorithm)
-        let good = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), checksum: right)
+        let good = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), integrity: .init(checksum: right))
         _ = try await Self.run(good, on: server, transport)
         #expect((try? good.result?.get())?.body == pattern(0..<100_000))
-        let bad = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), checksum: Self.wrong(right))
+        let bad = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), integrity: .init(checksum: Self.wrong(right)))
         _ = try await Self.run(bad, on: server, transport)
         #expect(bad.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
     }
 
     @Test func aMalformedChecksumMakesTheRequestInvalid() async throws {
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/1")), checksum: .sha256("nothex"))
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/1")), integrity: .init(checksum: .sha256("nothex")))
         let log = try await Self.run(request, on: server, .urlSession)
         #expect(request.failure == .invalidRequest(.invalidChecksum(.sha256("nothex"))))
         #expect(log.isEmpty)
@@ -94,7 +94,7 @@ import Testing
         let (directory, file) = try ResumeIntegrationTests.partial(size / 2, validator: "etag\n\"bytes-\(size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), checksum: Self.sha256(0..<size))
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.sha256(0..<size)))
         _ = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished)
         #expect(request.response?.statusCode == 206)
@@ -111,7 +111,7 @@ import Testing
         part[1000] ^= 0xff
         try part.write(to: file.appendingPathExtension("part"))
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), checksum: Self.sha256(0..<size))
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.sha256(0..<size)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished, "\(String(describing: request.failure))")
         #expect(log == ["GET /bytes/\(size)", "GET /bytes/\(size)"])
@@ -127,7 +127,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
         let right = Self.sha256(0..<size)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), checksum: Self.wrong(right))
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.wrong(right)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
         #expect(log.count == 2)
@@ -174,7 +174,7 @@ import Testing
             #expect(!expected.matches(actual))
         }
         // Turned off, a wrong digest is not looked at.
-        let unchecked = NetworkRequest(URLRequest(url: server.url(path)), verifiesServerDigests: false)
+        let unchecked = NetworkRequest(URLRequest(url: server.url(path)), integrity: .init(verifiesServerDigests: false))
         _ = try await Self.run(unchecked, on: server, transport)
         #expect(unchecked.state == .finished)
     }

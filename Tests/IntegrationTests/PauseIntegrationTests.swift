@@ -23,8 +23,9 @@ import Testing
         let file = try temporaryDirectory().appendingPathComponent("big.bin")
         let paused = Guarded(false)
         let request = NetworkRequest(
-            URLRequest(url: server.url("/bytes/\(size)?rate=20000000")), destination: .file(file),
-            onDownloadProgress: { [weak queue] progress in
+            URLRequest(url: server.url("/bytes/\(size)?rate=20000000")),
+            destination: .file(file),
+            handlers: .init(onDownloadProgress: { [weak queue] progress in
                 guard progress.completedBytes >= Int64(size / 2), let queue else { return }
                 let isFirst = paused.withLock { paused in
                     defer { paused = true }
@@ -33,7 +34,7 @@ import Testing
                 guard isFirst else { return }
                 // Paused from its own progress handler (the delegate executor), as a UI would.
                 for request in queue.requests { queue.pause(request) }
-            })
+            }))
         try queue.add(request)
         return (queue, request, file, recorder)
     }

@@ -20,7 +20,7 @@ final class SnapshotAtFirstGet: Transport {
 
     init(base: any Transport) { self.base = base }
 
-    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current.queue {
             let progress = queue.progress
             snapshot.with { $0 = $0 ?? progress }

@@ -170,9 +170,12 @@ import Testing
         // Throttled to 10 MB/s, so that Foundation's read-ahead during its slow cancel stays small.
         let url = server.url("/chunked/100000000000?rate=10000000")
         let writtenAtFailure = Box(0)
-        let request = NetworkRequest(URLRequest(url: url), maximumResponseSize: .bytes(4 << 20), onCompletion: { _ in
+        let request = NetworkRequest(
+            URLRequest(url: url),
+            validation: .init(maximumResponseSize: .bytes(4 << 20)),
+            handlers: .init(onCompletion: { _ in
             writtenAtFailure.with { $0 = server.statistics.bytesWritten }
-        })
+        }))
         try queue.add(request)
         await queue.run()
         #expect(request.failure == .responseTooLarge(limit: 4 << 20, url: url))

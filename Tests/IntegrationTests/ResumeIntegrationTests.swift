@@ -126,7 +126,7 @@ import Testing
         let (directory, file) = try Self.partial(5000, validator: "etag\n\"bytes-\(Self.size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.size)")), destination: .file(file), resumesDownloads: false)
+        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.size)")), destination: .file(file), fileOptions: .init(continuesPartialDownloads: false))
         _ = try await Self.run(request, transport, file: file)
         #expect(server.statistics.headers.map { $0["range"] } == [nil])
     }

@@ -77,7 +77,7 @@ import Testing
         var optedIn = plain
         optedIn.url = server.url("/flaky/10?key=opted&failures=9")
         let once = NetworkRequest(plain, tag: 1)
-        let thrice = NetworkRequest(optedIn, tag: 2, retryPolicy: RetryPolicy(retriesNonIdempotentMethods: true, backoff: .init(initialDelay: 0)))
+        let thrice = NetworkRequest(optedIn, retryPolicy: RetryPolicy(retriesNonIdempotentMethods: true, backoff: .init(initialDelay: 0)), tag: 2)
         try queue.add(once)
         try queue.add(thrice)
         await queue.run()

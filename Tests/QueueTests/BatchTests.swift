@@ -26,7 +26,7 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
         await transport.waitUntilStarted(4)
         let started = transport.startedRequests.map { $0.url!.absoluteString }
         #expect(started == ["http://a.test/1", "http://a.test/2", "http://b.test/7", "http://b.test/8"])
-        #expect(queue.requests(where: { $0.state == .running }).map(\.tag) == [1, 2, 7, 8])
+        #expect(queue.requests.filter { $0.state == .running }.map(\.tag) == [1, 2, 7, 8])
         gate.open()
         await queue.run()
         #expect(transport.statistics.started == 8)
@@ -45,7 +45,7 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
         queue.maxConcurrentRequestsPerHost = 1
         queue.maxConcurrentRequestCount = 6
         // Three already run for host a, over the new limit of one: nothing more may start.
-        #expect(queue.requests(where: { $0.state == .running }).count == 3)
+        #expect(queue.requests.filter { $0.state == .running }.count == 3)
         queue.maxConcurrentRequestsPerHost = -4
         #expect(queue.maxConcurrentRequestsPerHost == 0)
         await transport.waitUntilStarted(5)
@@ -77,7 +77,7 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
         await transport.waitUntilStarted(2)
         let cancelled = queue.cancel { $0.userInfo["album"] as? Int == 7 }
         #expect(cancelled.map(\.tag) == [1, 3, 5, 7])
-        #expect(queue.requests(where: { _ in true }).map(\.tag) == [2, 4, 6, 8])
+        #expect(queue.requests.filter { _ in true }.map(\.tag) == [2, 4, 6, 8])
         gate.open()
         await queue.run()
         for request in requests {

@@ -114,7 +114,7 @@ import Testing
             case .willRetry(_, let delay, _): names.append("retry \(delay)")
             case .didPause(let request): names.append("pause \(request.tag)")
             case .didResume(let request): names.append("resume \(request.tag)")
-            case .progress: continue
+            case .didUpdateProgress: continue
             case .queueDidFinish: names.append("done")
             }
             if names.last == "done" { break }

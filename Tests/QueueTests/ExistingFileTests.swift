@@ -37,7 +37,7 @@ import Testing
     static func run(_ file: URL, _ transport: InMemoryTransport, recorder: Recorder = Recorder()) async throws -> (NetworkRequest, [String]) {
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.delegate = recorder
-        let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(file), tag: 1, existingFile: .skipIfUnchanged)
+        let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(file), fileOptions: .init(existingFile: .skipIfUnchanged), tag: 1)
         try queue.add(request)
         await queue.run()
         return (request, transport.startedRequests.map { $0.httpMethod ?? "GET" })
@@ -53,7 +53,11 @@ import Testing
             let transport = Self.transport(head: head)
             let queue = NetworkQueue.oneAttempt(transport: transport)
             let request = NetworkRequest(
-                URLRequest(url: url(1)), destination: .file(file), tag: 1, checksum: checksum, existingFile: .skipIfUnchanged)
+                URLRequest(url: url(1)),
+                destination: .file(file),
+                integrity: .init(checksum: checksum),
+                fileOptions: .init(existingFile: .skipIfUnchanged),
+                tag: 1)
             try queue.add(request)
             await queue.run()
             let response = try request.result!.get()
@@ -125,7 +129,7 @@ import Testing
         let transport = Self.transport(head: [])
         let queue = NetworkQueue.oneAttempt(transport: transport)
         let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(file))
-        #expect(request.existingFile == .replace)
+        #expect(request.fileOptions.existingFile == .replace)
         try queue.add(request)
         await queue.run()
         #expect(transport.startedRequests.map { $0.httpMethod ?? "GET" } == ["GET"])

@@ -83,8 +83,8 @@ import Testing
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
-        let json = NetworkRequest(URLRequest(url: url(1)), acceptableContentTypes: ["application/json"])
-        let html = NetworkRequest(URLRequest(url: url(2)), acceptableContentTypes: ["application/json"])
+        let json = NetworkRequest(URLRequest(url: url(1)), validation: .init(acceptableContentTypes: ["application/json"]))
+        let html = NetworkRequest(URLRequest(url: url(2)), validation: .init(acceptableContentTypes: ["application/json"]))
         try queue.add(json)
         try queue.add(html)
         await queue.run()
@@ -97,7 +97,7 @@ import Testing
             [.respond(status: 200, headers: ["Content-Length": "1000000"]), .hold(TransferGate()), .body(Data(count: 10))]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let large = NetworkRequest(URLRequest(url: url(1)), maximumResponseSize: 1_000)
+        let large = NetworkRequest(URLRequest(url: url(1)), validation: .init(maximumResponseSize: 1_000))
         try queue.add(large)
         let progress = await queue.run()
         #expect(large.failure == .responseTooLarge(limit: 1_000, url: url(1)))
@@ -269,7 +269,7 @@ import Testing
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
         let lost = request(1)
-        let large = NetworkRequest(URLRequest(url: url(2)), maximumResponseSize: 500)
+        let large = NetworkRequest(URLRequest(url: url(2)), validation: .init(maximumResponseSize: 500))
         try queue.add(lost)
         try queue.add(large)
         await queue.run()

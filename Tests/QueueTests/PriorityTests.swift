@@ -10,7 +10,7 @@ import Testing
 /// Request priorities through the public API, with one slot so that the start order is exact.
 @Suite struct PriorityTests {
     func prioritized(_ tag: Int, _ priority: NetworkRequest.Priority) -> NetworkRequest {
-        NetworkRequest(URLRequest(url: url(tag)), tag: tag, priority: priority)
+        NetworkRequest(URLRequest(url: url(tag)), priority: priority, tag: tag)
     }
 
     @Test(arguments: [SchedulingOrder.fifo, .lifo])
@@ -65,7 +65,7 @@ import Testing
         let priorities: [NetworkRequest.Priority] = [.normal, .low, .high, .normal]
         for index in 0..<4 {
             let urlRequest = URLRequest(url: URL(string: "http://\(hosts[index]).test/\(index + 1)")!)
-            try queue.add(NetworkRequest(urlRequest, tag: index + 1, priority: priorities[index]))
+            try queue.add(NetworkRequest(urlRequest, priority: priorities[index], tag: index + 1))
         }
         await queue.run()
         #expect(transport.startedRequests.map(tag(of:)) == [3, 1, 4, 2])

@@ -34,7 +34,7 @@ import Testing
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         let request = NetworkRequest(URLRequest(url: url(1)))
-        #expect(request.maximumResponseSize == 64 << 20)
+        #expect(request.validation.maximumResponseSize == .automatic)
         try queue.add(request)
         await queue.run()
         #expect(request.failure == .responseTooLarge(limit: 64 << 20, url: url(1)))
@@ -45,8 +45,8 @@ import Testing
     @Test func theCapCanBeLiftedOrSet() async throws {
         let transport = InMemoryTransport { _ in [.respond(status: 200), .body(Data(count: 65 << 20))] }
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let unlimited = NetworkRequest(URLRequest(url: url(1)), maximumResponseSize: .unlimited)
-        let small = NetworkRequest(URLRequest(url: url(2)), maximumResponseSize: 10)
+        let unlimited = NetworkRequest(URLRequest(url: url(1)), validation: .init(maximumResponseSize: .unlimited))
+        let small = NetworkRequest(URLRequest(url: url(2)), validation: .init(maximumResponseSize: 10))
         queue.cancelsAllOnFailure = false
         try queue.add(unlimited)
         try queue.add(small)

@@ -87,7 +87,9 @@ import Testing
         let queue = NetworkQueue(transport: transport)
         queue.retryPolicy = .none
         let request = NetworkRequest(
-            URLRequest(url: url(1)), tag: 1, retryPolicy: RetryPolicy(maximumAttempts: 4, backoff: .init(initialDelay: 0)))
+            URLRequest(url: url(1)),
+            retryPolicy: RetryPolicy(maximumAttempts: 4, backoff: .init(initialDelay: 0)),
+            tag: 1)
         try queue.add(request)
         await queue.run()
         #expect(request.failure == .transport(URLError(.networkConnectionLost)))
@@ -110,14 +112,15 @@ import Testing
             return urlRequest
         }
         let request = NetworkRequest(
-            URLRequest(url: url(1)), tag: 1,
-            adapt: { urlRequest in
+            URLRequest(url: url(1)),
+            handlers: .init(adapt: { urlRequest in
                 var urlRequest = urlRequest
                 calls.withLock { $0.append("request") }
                 let token = urlRequest.value(forHTTPHeaderField: "Authorization") ?? "none"
                 urlRequest.setValue("\(token)+signed", forHTTPHeaderField: "Authorization")
                 return urlRequest
-            })
+            }),
+            tag: 1)
         try queue.add(request)
         await queue.run()
         #expect(request.state == .finished)

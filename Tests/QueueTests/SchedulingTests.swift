@@ -133,7 +133,7 @@ final class ThreadRecordingTransport: Transport {
     let callerInside = Guarded(UInt?.none)
     let startsOnCaller = Guarded(0)
 
-    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         let thread = currentThreadID()
         if callerInside.withLock({ $0 == thread }) { startsOnCaller.withLock { $0 += 1 } }
         return inner.startTransfer(request, events: events)

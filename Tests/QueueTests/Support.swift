@@ -23,8 +23,10 @@ func request(
         onCompletion = { _ in recorder.append(.handler(tag)) }
     }
     return NetworkRequest(
-        urlRequest, acceptableStatusCodes: acceptable, tag: tag, onDownloadProgress: onProgress,
-        onCompletion: onCompletion)
+        urlRequest,
+        validation: .init(acceptableStatusCodes: acceptable),
+        handlers: .init(onDownloadProgress: onProgress, onCompletion: onCompletion),
+        tag: tag)
 }
 
 /// The tag in a started request's URL.
@@ -71,7 +73,7 @@ final class StubbornTransport: Transport {
     let pending = Box<[(URL, @Sendable (TransferEvent) -> Void)]>([])
     private let startWaiters = Box<[CheckedContinuation<Void, Never>]>([])
 
-    func startTransfer(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         pending.with { $0.append((request.url!, events)) }
         for waiter in startWaiters.with({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume() }
         return Handle()
@@ -93,7 +95,7 @@ final class StubbornTransport: Transport {
     /// Delivers a complete success for every transfer started, on the caller's thread.
     func deliverLateSuccess() {
         for (url, events) in pending.current {
-            events(.response(HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!))
+            events(.head(ResponseHead(HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!)))
             events(.data(Data("ok".utf8)))
             events(.completed(nil))
         }

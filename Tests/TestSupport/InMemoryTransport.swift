@@ -128,13 +128,11 @@ public final class InMemoryTransport: Transport {
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
         counters.withLock { $0.metricsAsked.append(options.collectsMetrics) }
-        return startTransfer(request, events: events)
+        return play(request, events: events)
     }
 
     /// Starts playing the script for `request`.
-    public func startTransfer(
-        _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
-    ) -> any TransferHandle {
+    private func play(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         let reached = counters.withLock { counters in
             counters.statistics.started += 1
             counters.statistics.inFlight += 1
@@ -237,7 +235,7 @@ final class ScriptedTransfer: TransferHandle {
                 let url = request.url ?? URL(string: "memory://")!
                 events(.head(responseHead(url, status: status, fields: headers)))
             case .respondWith(let response):
-                events(.response(response))
+                events(.head(ResponseHead(response)))
             case .body(let data):
                 events(.data(data))
             case .sent(let sent, let total):

@@ -78,8 +78,8 @@ public final class Recorder: NetworkQueueDelegate {
     }
 
     public func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) { append(.start(request.tag)) }
-    public func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest) {
-        append(.headers(request.tag, response.statusCode))
+    public func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
+        append(.headers(request.tag, head.statusCode))
     }
     public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
         append(.finish(request.tag))

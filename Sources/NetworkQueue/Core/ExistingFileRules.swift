@@ -29,6 +29,6 @@ enum ExistingFileRules {
     /// file destination that asks for it.
     static func checksExistingFile(_ request: NetworkRequest) -> Bool {
         guard request.existingFile == .skipIfUnchanged, case .file = request.destination, request.invalidReason == nil else { return false }
-        return ResumeRules.mayResume(request.urlRequest)
+        return RangeRules.mayContinue(request.urlRequest)
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 public struct QueueProgress: Sendable, Hashable {
     /// Requests added in this drain.
     public var totalRequestCount: Int
-    /// Requests that succeeded.
+    /// Requests that finished: succeeded, as ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)`` says.
     public var finishedRequestCount: Int
     /// Requests that failed for any reason other than cancellation.
     public var failedRequestCount: Int
@@ -35,8 +35,8 @@ public struct QueueProgress: Sendable, Hashable {
     /// Seconds until the drain completes at the current throughput, or nil when unknown.
     public var estimatedTimeRemaining: TimeInterval?
 
-    /// Requests that reached a terminal state (finished, failed or cancelled).
-    public var completedRequestCount: Int {
+    /// Requests that ended in any way: finished, failed or cancelled.
+    public var endedRequestCount: Int {
         finishedRequestCount + failedRequestCount + cancelledRequestCount
     }
 

@@ -24,11 +24,11 @@ enum ResponseRules {
 
     /// The failure a response head means for a request with these rules, or nil when it is acceptable.
     static func check(
-        _ response: ResponseHead, url: URL?, acceptableStatusCodes: Range<Int>?,
+        _ response: ResponseHead, isAcceptableStatus: Bool,
         acceptableContentTypes: Set<String>?, maximumResponseSize: Int64?, expectedLength: Int64?
     ) -> NetworkQueueError? {
         let url: URL? = response.url
-        if let codes = acceptableStatusCodes, !codes.contains(response.statusCode) {
+        if !isAcceptableStatus {
             return .unacceptableStatus(code: response.statusCode, url: url)
         }
         if let types = acceptableContentTypes {

@@ -166,7 +166,7 @@ struct Scheduler {
     }
 
     /// Allows jobs to start.
-    mutating func resume() { isSuspended = false }
+    mutating func go() { isSuspended = false }
 
     /// Stops new starts; active jobs continue.
     mutating func suspend() { isSuspended = true }

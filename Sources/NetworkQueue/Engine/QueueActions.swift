@@ -62,19 +62,21 @@ enum QueueAction {
     struct Start {
         let slot: Int
         let token: UInt64
-        let lane: Scheduler.Lane
         let urlRequest: URLRequest
         let cell: TransferCell
-        /// The right to write the file destination (main lane only); nil for the memory destination.
-        let claim: DestinationClaim?
-        /// Whether the file may be continued from its part file (main lane, file destination only).
-        let resume: Bool
-        /// The request's acceptable statuses: only their bodies are written to the file.
-        let acceptableStatusCodes: Range<Int>?
-        /// The request whose body this is (main lane), for its checksum and digest settings; nil for a HEAD.
-        let verified: NetworkRequest?
+        /// What becomes of the response body.
+        let body: BodyPolicy
         /// Whether the transport is asked for the transfer's metrics.
         let collectsMetrics: Bool
+    }
+
+    /// What a started transfer's body is for: what its pipeline checks and where it writes.
+    enum BodyPolicy {
+        /// A HEAD preflight: no body, nothing checked, uncapped.
+        case preflight
+        /// A main transfer of `request`: its statuses, checksum and digests are checked; with a `file` claim
+        /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow.
+        case checked(NetworkRequest, file: DestinationClaim?, continuesPart: Bool)
     }
 }
 
@@ -107,8 +109,8 @@ enum Delivery {
     /// Requests that never moved a byte ended with this error (a bulk cancel): as `settle` for each.
     /// `observed`: at least one of them has a decoded value waiting.
     case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim], observed: Bool)
-    /// Resume this many `run()` callers, oldest first, with this progress.
-    case resumeRuns(Int, QueueProgress)
+    /// Wake this many `run()` callers, oldest first, with this progress.
+    case wakeRuns(Int, QueueProgress)
     /// Hand a record to the log handler.
     case log(NetworkQueueLogRecord)
 }

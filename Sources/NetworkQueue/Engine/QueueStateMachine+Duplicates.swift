@@ -23,7 +23,7 @@ extension QueueStateMachine {
     /// earlier request nor takes over the file of one it cancels.
     func needsOwnClaim(_ request: NetworkRequest) -> Bool {
         guard let leader = duplicateLeader(of: request) else { return true }
-        return duplicatePolicy == .cancelEarlier && table[leader].phase == .committing
+        return duplicatePolicy == .cancelEarlier && table[leader].state.holdings.committing
     }
 
     /// Applies the duplicate policy to a record about to be added. Returns true when the record was added
@@ -32,20 +32,22 @@ extension QueueStateMachine {
     mutating func admitDuplicate(_ record: RequestRecord, now: Double) -> Bool {
         guard duplicatePolicy != .allow else { return false }
         let key = Self.duplicateKey(of: record.request)
-        defer { if record.phase != .following { record.duplicateKey = key } }
-        guard let earlier = leaders[key] else { return false }
+        guard let earlier = leaders[key] else {
+            record.duplicateKey = key
+            return false
+        }
         switch duplicatePolicy {
         case .allow:
             return false
         case .coalesce:
-            record.phase = .following
-            record.leader = earlier
+            record.state.follow(earlier)
             // The leader's transfer carries the bytes: counted once.
             record.progress = ProgressLedger.Entry(expectedDownload: 0)
             return true
         case .cancelEarlier:
+            record.duplicateKey = key
             let replaced = table[earlier]
-            guard replaced.phase != .committing else { return false }
+            guard !replaced.state.holdings.committing else { return false }
             if record.claim == nil {
                 // The file passes to the new request; the earlier one's partial file is deleted first.
                 record.claim = replaced.claim
@@ -63,11 +65,10 @@ extension QueueStateMachine {
         guard !leader.followers.isEmpty else { return }
         let heirSlot = leader.followers.removeFirst()
         let heir = table[heirSlot]
-        heir.phase = .pending
-        heir.leader = -1
+        heir.state.inherit()
         heir.followers = leader.followers
         leader.followers = []
-        for follower in heir.followers { table[follower].leader = heirSlot }
+        for follower in heir.followers { table[follower].state = .following(leader: heirSlot) }
         heir.claim = leader.claim
         leader.claim = nil
         if let key = leader.duplicateKey {
@@ -93,15 +94,15 @@ extension QueueStateMachine {
         case .success: ran = true
         case .failure(let error): ran = record.hasStarted && !error.isCancellation
         }
+        // They show the leader's head as theirs.
+        let head = record.state.shownHead
         for follower in followers {
             let followerRecord = table[follower]
-            followerRecord.leader = -1
-            followerRecord.response = record.response
             if ran {
                 followerRecord.hasStarted = true
                 postEvent(.didStart(followerRecord.request))
             }
-            end(follower, result, now: now)
+            end(follower, result, endingHead: head, now: now)
         }
     }
 }

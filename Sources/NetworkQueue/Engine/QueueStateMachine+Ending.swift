@@ -9,50 +9,41 @@ extension QueueStateMachine {
     /// transport reported its completion), updates progress and posts its settlement, its final progress
     /// and its didFinish / didFail.
     mutating func end(
-        _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, now: Double
+        _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, endingHead: ResponseHead? = nil,
+        now: Double
     ) {
         if !transferEnded { measureStoppedAttempt(slot, now: now) }
         let record = table.remove(slot)
-        switch record.phase {
-        case .pending, .awaitingMain, .adaptingMain:
-            scheduler.remove(Job(id: slot, lane: .main))
-        case .awaitingPreflight, .adaptingPreflight:
-            scheduler.remove(Job(id: slot, lane: .preflight))
-            scheduler.remove(Job(id: slot, lane: .main))
-        case .preflighting:
-            scheduler.remove(Job(id: slot, lane: .preflight))
-            scheduler.remove(Job(id: slot, lane: .main))
-            if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        case .deciding, .paused:
-            break
-        case .waitingToRetry:
-            waitingRetries -= 1
-        case .running:
-            scheduler.remove(Job(id: slot, lane: .main))
-            if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        case .committing:
-            committingCount -= 1
-        case .following:
-            // A leader ending its followers has already left the table (and set `leader` to -1).
-            if record.leader >= 0 { table[record.leader].followers.removeAll { $0 == slot } }
-        }
+        release(record.state.holdings, slot: slot, transferEnded: transferEnded)
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
         }
         logEnd(record, result, now: now)
-        settle(record, result)
+        settle(record, result, endingHead: endingHead)
         if record.duplicateKey != nil { endFollowers(of: record, slot: slot, result, now: now) }
         if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
     }
 
+    /// Releases what a request held in the phase it leaves: its lanes, its transfer (unless `transferEnded`:
+    /// the transport reported its completion), the counts it was in, its place among its leader's followers.
+    mutating func release(_ held: RequestState.Holdings, slot: Int, transferEnded: Bool) {
+        if held.preflightLane { scheduler.remove(Job(id: slot, lane: .preflight)) }
+        if held.mainLane { scheduler.remove(Job(id: slot, lane: .main)) }
+        if !transferEnded, let transfer = held.transfer { actions.list.append(.cancel(transfer)) }
+        if held.retryWait { waitingRetries -= 1 }
+        if held.committing { committingCount -= 1 }
+        // A leader ending its followers has already left the table.
+        if let leader = held.leader, let record = table.record(at: leader) { record.followers.removeAll { $0 == slot } }
+    }
+
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
     /// the claim's end), its last progress, then its didFinish / didFail.
-    private mutating func settle(_ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>) {
+    private mutating func settle(_ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>, endingHead: ResponseHead?) {
         let request = record.request
-        let status = record.status(ending: result)
+        let status = record.status(ending: result, endingHead: endingHead)
         var sink: FileSink?
-        if case .failure = result, let failed = record.sink {
+        if case .failure = result, let failed = record.state.attempt?.sink {
             sink = failed
             actions.list.append(.discard(failed))
         }
@@ -69,8 +60,8 @@ extension QueueStateMachine {
             post(.downloadProgress(request, status.download))
         }
         switch result {
-        case .success(let response): postEvent(.didFinish(request, response))
-        case .failure(let error): postEvent(.didFail(request, error))
+        case .success(let response): postEvent(.didFinish(request, response: response))
+        case .failure(let error): postEvent(.didFail(request, error: error))
         }
     }
 
@@ -95,7 +86,7 @@ extension QueueStateMachine {
     /// requests waiting in the scheduler (preflight lane first, each lane oldest first). Those leave the
     /// scheduler, the ledger and the table in bulk, so this stays linear.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
-        let alone = table.records.filter { $0.record.phase.endsAlone }
+        let alone = table.records.filter { $0.record.state.endsAlone }
         for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // A follower may have ended with its leader already.
             if table.record(at: slot) === record { end(slot, .failure(error), now: now) }
@@ -114,7 +105,7 @@ extension QueueStateMachine {
         var isObserved = false
         for job in waiting {
             let record = table[job.id]
-            if job.lane == .main, record.phase == .awaitingPreflight { continue }
+            if job.lane == .main, record.state.holdings.preflightLane { continue }
             requests.append(record.request)
             if let claim = record.claim {
                 claims.append(claim)
@@ -130,7 +121,7 @@ extension QueueStateMachine {
         post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
         for request in requests {
             log(.warning, .cancelled, request, now: now) { error.description }
-            postEvent(.didFail(request, error))
+            postEvent(.didFail(request, error: error))
         }
         actions.list.append(.free(table.removeAll()))
         // The table is empty: no request leads a duplicate key any more.

@@ -11,20 +11,19 @@ extension QueueStateMachine {
         var metrics = reported
         metrics.attempt = record.attempts
         record.metrics.append(metrics)
-        postEvent(.didCollectMetrics(record.request, metrics))
+        postEvent(.didCollectMetrics(record.request, metrics: metrics))
     }
 
     /// The queue stops a running attempt itself (an unacceptable response, a timeout, a cancel, a sibling's
     /// failure): its transport will report nothing more, so the queue records what it saw on its own clock
     /// (time to the head, total time, the head's HTTP version). Only while metrics are collected.
     mutating func measureStoppedAttempt(_ slot: Int, now: Double) {
-        let record = table[slot]
-        guard collectsMetrics, record.phase == .running else { return }
-        let version = record.response?.httpVersion ?? ""
+        guard collectsMetrics, let attempt = table[slot].state.attempt else { return }
+        let version = attempt.head?.httpVersion ?? ""
         collect(
             TransferMetrics(
-                timeToFirstByte: record.headAt.map { max(0, $0 - record.transferStartedAt) },
-                totalDuration: max(0, now - record.transferStartedAt), httpVersion: version.isEmpty ? nil : version),
+                timeToFirstByte: attempt.headAt.map { max(0, $0 - attempt.startedAt) },
+                totalDuration: max(0, now - attempt.startedAt), httpVersion: version.isEmpty ? nil : version),
             slot: slot)
     }
 }

@@ -27,15 +27,15 @@ extension QueueStateMachine {
         let slot = table.insert(record)
         // Slots are reused: every new request sets its own.
         scheduler.setPriority(slot, request.initialPriority.rawValue)
-        if follows {
-            table[record.leader].followers.append(slot)
+        if case .following(let leader) = record.state {
+            table[leader].followers.append(slot)
         } else {
             if let key = record.duplicateKey { leaders[key] = slot }
             assignHost(slot, request)
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
-                record.phase = .awaitingPreflight
+                record.state.planPreflight()
                 scheduler.enqueue(Job(id: slot, lane: .preflight))
             }
             scheduler.enqueue(Job(id: slot, lane: .main))
@@ -53,14 +53,15 @@ extension QueueStateMachine {
     mutating func go(now: Double) -> QueueActions {
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = table.records.filter {
-                $0.record.phase == .pending && RequestRules.wantsPreflight($0.record.request.urlRequest)
+                guard case .pending = $0.record.state else { return false }
+                return RequestRules.wantsPreflight($0.record.request.urlRequest)
             }
             for (slot, _) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                table[slot].phase = .awaitingPreflight
+                table[slot].state.planPreflight()
                 scheduler.enqueue(Job(id: slot, lane: .preflight))
             }
         }
-        scheduler.resume()
+        scheduler.go()
         return finishEvent(now)
     }
 
@@ -92,7 +93,7 @@ extension QueueStateMachine {
 
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
-        guard let record = table.record(at: slot), record.request === request, record.phase != .committing else { return }
+        guard let record = table.record(at: slot), record.request === request, !record.state.holdings.committing else { return }
         handOver(from: slot)
         end(slot, .failure(.cancelled), now: now)
     }
@@ -122,7 +123,7 @@ extension QueueStateMachine {
     /// posted) when the queue holds no request.
     mutating func awaitDrain(now: Double) -> QueueActions {
         if table.isEmpty {
-            post(.resumeRuns(1, ledger.snapshot(at: now)))
+            post(.wakeRuns(1, ledger.snapshot(at: now)))
         } else {
             waitingRuns += 1
         }

@@ -31,13 +31,10 @@ extension QueueStateMachine {
     mutating func resume(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (resumed: [NetworkRequest], actions: QueueActions) {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
-            guard let record = table.record(at: slot), record.request === request, record.phase == .paused else { continue }
-            if record.resumesWithPreflight {
-                record.phase = .awaitingPreflight
-                scheduler.enqueue(Job(id: slot, lane: .preflight))
-            } else {
-                record.phase = .pending
+            guard let record = table.record(at: slot), record.request === request, let withPreflight = record.state.resume() else {
+                continue
             }
+            if withPreflight { scheduler.enqueue(Job(id: slot, lane: .preflight)) }
             scheduler.enqueue(Job(id: slot, lane: .main))
             actions.list.append(.publish(request, record.status()))
             postEvent(.didResume(request))
@@ -49,63 +46,35 @@ extension QueueStateMachine {
 
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard let record = table.record(at: slot), record.request === request else { return false }
-        let main = Job(id: slot, lane: .main)
-        let preflight = Job(id: slot, lane: .preflight)
-        record.resumesWithPreflight = false
-        switch record.phase {
-        case .committing, .following, .paused:
-            return false
-        case .pending, .awaitingMain:
-            scheduler.remove(main)
-        case .awaitingPreflight, .adaptingPreflight:
-            scheduler.remove(preflight)
-            scheduler.remove(main)
-            record.resumesWithPreflight = true
-        case .preflighting:
-            scheduler.remove(preflight)
-            scheduler.remove(main)
-            if let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-            record.resumesWithPreflight = true
-        case .adaptingMain:
-            scheduler.remove(main)
-            // The attempt never sent anything: the resumed one takes its place.
-            record.attempts -= 1
-        case .running:
-            stopForPause(slot, now: now)
-            // Interrupted, not failed: the resumed transfer continues this attempt.
-            record.attempts -= 1
-        case .deciding:
-            record.failure = nil
-        case .waitingToRetry:
-            waitingRetries -= 1
-            record.serverAskedWait = false
+        let wasAdaptingMain = if case .adaptingMain = record.state { true } else { false }
+        guard let (held, stopped) = record.state.pause() else { return false }
+        release(held, slot: slot, transferEnded: false)
+        if let stopped {
+            keepPart(of: stopped, slot: slot, now: now)
         }
-        record.phase = .paused
-        record.transfer = nil
-        // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale.
-        nextToken += 1
-        record.token = nextToken
+        if stopped != nil || wasAdaptingMain {
+            // Interrupted, not failed (or never sent): the resumed transfer continues this attempt.
+            record.attempts -= 1
+        }
+        // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
+        // phase holds no token.
         actions.list.append(.publish(request, record.status()))
         postEvent(.didPause(request))
         log(.info, .paused, request, now: now) {
-            record.resumeOffset > 0 || record.hasKeptPart ? "paused, keeping the partial file" : "paused"
+            (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart ? "paused, keeping the partial file" : "paused"
         }
         return true
     }
 
-    /// Stops a running transfer for a pause: the slot is freed, a file's part is kept for the resumed
-    /// transfer to continue, a memory body is dropped; the bytes stay counted until the resumed transfer's
-    /// response rebases them.
-    private mutating func stopForPause(_ slot: Int, now: Double) {
+    /// A running transfer was stopped for a pause: a file's part is kept for the resumed transfer to
+    /// continue, a memory body is dropped (with the attempt); the bytes stay counted until the resumed
+    /// transfer's response rebases them.
+    private mutating func keepPart(of stopped: Attempt, slot: Int, now: Double) {
         let record = table[slot]
-        scheduler.remove(Job(id: slot, lane: .main))
-        if let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        if let sink = record.sink {
-            record.hasKeptPart = record.request.resumesDownloads
+        if let sink = stopped.sink {
+            record.hasKeptPart = record.request.continuesPartialDownloads
             actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
-            record.sink = nil
         }
-        record.body = Data()
         record.downloadDirty = record.request.downloadProgressHandler != nil
         markProgressDirty(at: now)
     }

@@ -44,7 +44,7 @@ extension QueueStateMachine {
         dirtySlots.removeAll(keepingCapacity: true)
         if progressDirty, inDrain {
             progressDirty = false
-            postEvent(.progress(ledger.snapshot(at: now)))
+            postEvent(.didUpdateProgress(ledger.snapshot(at: now)))
         }
     }
 }

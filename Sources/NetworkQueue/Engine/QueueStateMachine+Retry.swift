@@ -15,93 +15,97 @@ extension QueueStateMachine {
     /// changes nothing. Only main attempts are retried: a preflight's failure is final.
     mutating func retryIfAllowed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool, now: Double) -> Bool {
         let record = table[slot]
-        guard record.phase == .running || record.phase == .adaptingMain else { return false }
+        let attempt: Attempt?
+        switch record.state {
+        case .running(let running): attempt = running
+        case .adaptingMain: attempt = nil
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry, .committing,
+            .following, .paused, .modifying:
+            return false
+        }
         let policy = policy(of: record)
         let verdict = RetryRules.verdict(
             policy: policy, error: error, method: record.request.urlRequest.httpMethod, attempts: record.attempts,
-            retryAfter: record.retryAfter)
+            retryAfter: attempt?.retryAfter)
         guard verdict != .fail else { return false }
-        leaveAttempt(slot, transferEnded: transferEnded, now: now)
+        leaveAttempt(slot, attempt, transferEnded: transferEnded, now: now)
+        nextToken += 1
         if verdict == .ask, let decide = policy.decide {
-            nextToken += 1
-            record.token = nextToken
-            record.phase = .deciding
-            record.failure = error
+            record.state.startDeciding(.init(token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head))
             record.lastActivity = now
             addTimeout(slot: slot, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
             actions.list.append(.publish(record.request, record.status()))
             actions.list.append(
                 .decide(.init(slot: slot, token: nextToken, request: record.request, error: error, attempts: record.attempts, decide: decide)))
         } else {
-            wait(slot, verdict, policy: policy, error: error, now: now)
+            wait(slot, verdict, policy: policy, error: error, lastHead: attempt?.head, now: now)
         }
         return true
     }
 
     /// The retry policy's closure answered about the attempt that failed in `slot`.
     mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token), table[slot].phase == .deciding, let error = table[slot].failure else {
-            return finishEvent(now)  // cancelled meanwhile
+        guard table.isCurrent(slot, token: token), case .deciding(let deciding) = table[slot].state else {
+            return finishEvent(now)  // cancelled or paused meanwhile
         }
         let record = table[slot]
-        record.failure = nil
         let policy = policy(of: record)
+        let error = deciding.failure
         let verdict = RetryRules.verdict(
-            after: decision, policy: policy, error: error, method: record.request.urlRequest.httpMethod, retryAfter: record.retryAfter)
+            after: decision, policy: policy, error: error, method: record.request.urlRequest.httpMethod, retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask {
             failFinally(slot, error, transferEnded: true, now: now)
         } else {
-            wait(slot, verdict, policy: policy, error: error, now: now)
+            nextToken += 1
+            wait(slot, verdict, policy: policy, error: error, lastHead: deciding.lastHead, now: now)
         }
         return finishEvent(now)
     }
 
-    /// Ends the current attempt: frees its slot, stops its transfer (unless the transport reported its
-    /// end), drops its partial file and body, and takes its bytes out of the progress (which holds still:
-    /// the expected total grows back instead).
-    private mutating func leaveAttempt(_ slot: Int, transferEnded: Bool, now: Double) {
+    /// Ends the current attempt (`attempt`; nil while adapting): frees its slot, stops its transfer (unless the
+    /// transport reported its end), drops or keeps its partial file, and takes its bytes out of the progress
+    /// (which holds still: the expected total grows back instead).
+    private mutating func leaveAttempt(_ slot: Int, _ attempt: Attempt?, transferEnded: Bool, now: Double) {
         if !transferEnded { measureStoppedAttempt(slot, now: now) }
         let record = table[slot]
         scheduler.remove(Job(id: slot, lane: .main))
-        if !transferEnded, let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        record.transfer = nil
+        if !transferEnded, let attempt { actions.list.append(.cancel(attempt.cell)) }
         var keepsPart = false
-        if let sink = record.sink {
+        if let sink = attempt?.sink {
             // The next attempt continues the part when it can (the sink keeps it only with a validator);
             // its bytes stay counted until that attempt's response says whether they still count.
-            keepsPart = record.request.resumesDownloads
+            keepsPart = record.request.continuesPartialDownloads
             record.hasKeptPart = keepsPart
             actions.list.append(keepsPart ? .keep(sink) : .discard(sink))
-            record.sink = nil
         }
-        record.body = Data()
         if !keepsPart { ledger.restart(&record.progress) }
-        if record.progress.expectedDown != record.expectedBeforeAttempt {
+        if let attempt, record.progress.expectedDown != attempt.expectedBefore {
             // The size came from this attempt's response (perhaps an error page's): back to what was known.
-            ledger.replaceExpectedDownload(&record.progress, record.expectedBeforeAttempt)
+            ledger.replaceExpectedDownload(&record.progress, attempt.expectedBefore)
         }
         record.downloadDirty = record.request.downloadProgressHandler != nil
         record.uploadDirty = record.request.uploadProgressHandler != nil
         markProgressDirty(at: now)
     }
 
-    /// Makes the request wait for its retry, as `verdict` says, and posts willRetry.
-    private mutating func wait(_ slot: Int, _ verdict: RetryVerdict, policy: RetryPolicy, error: NetworkQueueError, now: Double) {
+    /// Makes the request wait for its retry under the token just drawn, as `verdict` says, and posts willRetry.
+    private mutating func wait(
+        _ slot: Int, _ verdict: RetryVerdict, policy: RetryPolicy, error: NetworkQueueError, lastHead: ResponseHead?, now: Double
+    ) {
         let record = table[slot]
         let delay: Double
+        let serverAsked: Bool
         switch verdict {
         case .backoff:
             delay = policy.backoff.delay(forRetry: record.attempts, using: &jitter)
-            record.serverAskedWait = false
-        case .wait(let seconds, let serverAsked):
+            serverAsked = false
+        case .wait(let seconds, let asked):
             delay = seconds
-            record.serverAskedWait = serverAsked
+            serverAsked = asked
         case .fail, .ask:
             preconditionFailure("no wait for verdict \(verdict)")
         }
-        nextToken += 1
-        record.token = nextToken
-        record.phase = .waitingToRetry
+        record.state.startWaiting(.init(token: nextToken, serverAsked: serverAsked, lastHead: lastHead))
         waitingRetries += 1
         retryDeadlines.insert(.init(deadline: now + delay, id: slot, token: nextToken))
         actions.list.append(.publish(record.request, record.status()))
@@ -114,8 +118,7 @@ extension QueueStateMachine {
     /// A request's wait is over: it rejoins the pending requests, as if just added.
     private mutating func rejoin(_ slot: Int) {
         let record = table[slot]
-        record.phase = .pending
-        record.serverAskedWait = false
+        record.state.rejoin()
         waitingRetries -= 1
         scheduler.enqueue(Job(id: slot, lane: .main))
         actions.list.append(.publish(record.request, record.status()))
@@ -123,8 +126,8 @@ extension QueueStateMachine {
 
     /// Requests whose retry time has come rejoin the pending ones (called by the timer).
     mutating func expireRetryWaits(_ now: Double) {
-        for entry in retryDeadlines.popDue(at: now)
-        where table.isCurrent(entry.id, token: entry.token) && table[entry.id].phase == .waitingToRetry {
+        // Only a waiting request holds a retry deadline's token.
+        for entry in retryDeadlines.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             rejoin(entry.id)
         }
     }
@@ -134,8 +137,8 @@ extension QueueStateMachine {
     mutating func retryEarly(after request: NetworkRequest, now: Double) {
         guard let host = RequestRules.hostKey(request.url) else { return }
         let early = table.records.filter { _, record in
-            record.phase == .waitingToRetry && !record.serverAskedWait
-                && policy(of: record).retriesEarlyWhenHostRecovers
+            guard case .waitingToRetry(let wait) = record.state, !wait.serverAsked else { return false }
+            return policy(of: record).retriesEarlyWhenHostRecovers
                 && RequestRules.hostKey(record.request.url) == host
         }
         for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot) }
@@ -147,18 +150,26 @@ extension QueueStateMachine {
     mutating func adapted(
         slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
     ) -> QueueActions {
-        guard table.isCurrent(slot, token: token), table[slot].phase.isAdapting else {
-            return finishEvent(now)  // ended meanwhile
+        // The token is current only while the hooks run: a request ended or paused meanwhile holds another.
+        guard table.isCurrent(slot, token: token) else { return finishEvent(now) }
+        let preflight: Bool
+        switch table[slot].state {
+        case .adaptingPreflight: preflight = true
+        case .adaptingMain: preflight = false
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .running, .deciding, .waitingToRetry, .committing, .following,
+            .paused, .modifying:
+            preconditionFailure("adapt hooks answered for a request in phase \(table[slot].state.name)")
         }
-        let lane: Scheduler.Lane = table[slot].phase == .adaptingPreflight ? .preflight : .main
         switch outcome {
         case .failure(let error):
             fail(slot, .adaptationFailed(error), transferEnded: true, now: now)
         case .success(let urlRequest):
             if let problem = RequestRules.validate(urlRequest, destination: table[slot].request.destination) {
                 fail(slot, .invalidRequest(problem), transferEnded: true, now: now)
+            } else if preflight {
+                startPreflight(slot, urlRequest, now: now)
             } else {
-                startTransfer(slot, lane: lane, urlRequest, now: now)
+                startTransfer(slot, urlRequest, now: now)
             }
         }
         return finishEvent(now)

@@ -45,17 +45,25 @@ extension QueueStateMachine {
                 continue
             }
             if now - record.lastActivity >= timeout {
-                let error = URLError(.timedOut)
-                switch record.phase {
-                case .preflighting, .adaptingPreflight: fail(entry.id, .preflightFailed(error), transferEnded: record.phase.isAdapting, now: now)
-                case .adaptingMain: fail(entry.id, .transport(error), transferEnded: true, now: now)
-                // The closure deciding on a failed attempt never answered: no more attempts.
-                case .deciding: failFinally(entry.id, .transport(error), transferEnded: true, now: now)
-                default: fail(entry.id, .transport(error), now: now)
-                }
+                timeOut(entry.id, record.state, now: now)
             } else {
                 deadlines.insert(.init(deadline: record.lastActivity + timeout, id: entry.id, token: entry.token))
             }
+        }
+    }
+
+    /// Fails what waited in `slot` for its whole timeout, as its phase says.
+    private mutating func timeOut(_ slot: Int, _ state: RequestState, now: Double) {
+        let error = URLError(.timedOut)
+        switch state {
+        case .preflighting: fail(slot, .preflightFailed(error), now: now)
+        case .adaptingPreflight: fail(slot, .preflightFailed(error), transferEnded: true, now: now)
+        case .adaptingMain: fail(slot, .transport(error), transferEnded: true, now: now)
+        case .running: fail(slot, .transport(error), now: now)
+        // The closure deciding on a failed attempt never answered: no more attempts.
+        case .deciding: failFinally(slot, .transport(error), transferEnded: true, now: now)
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused, .modifying:
+            preconditionFailure("a timeout in phase \(state.name), which is not timed")
         }
     }
 

@@ -11,9 +11,12 @@ extension QueueStateMachine {
         let isCurrent = table.isCurrent(slot, token: token)
         if isCurrent {
             // The new attempt's file takes over the part (continuing or replacing it).
-            table[slot].hasKeptPart = false
-            table[slot].sink = sink
-            table[slot].resumeOffset = sink.resumeOffset
+            let record = table[slot]
+            record.hasKeptPart = false
+            record.state.withAttempt { attempt in
+                attempt.sink = sink
+                attempt.continuedFrom = sink.continuedFrom
+            }
         } else {
             actions.list.append(.discard(sink))
         }
@@ -23,20 +26,41 @@ extension QueueStateMachine {
     /// The file of a transfer could not be opened or written: the request fails, if that transfer is
     /// still its current one.
     mutating func fileFailed(slot: Int, token: UInt64, error: NetworkQueueError, now: Double) -> QueueActions {
-        if table.isCurrent(slot, token: token), table[slot].phase == .running { fail(slot, error, now: now) }
+        if table.isCurrent(slot, token: token), case .running = table[slot].state { fail(slot, error, now: now) }
         return finishEvent(now)
     }
 
-    /// Applies one transport event. Events of a transfer that is no longer current (ended, cancelled,
-    /// timed out) are dropped: the queue's own state is the truth, not the transport's.
+    /// Applies one transport event but a final head (see ``headReceived(_:slot:token:now:)``). Events of a
+    /// transfer that is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is
+    /// the truth, not the transport's.
     mutating func transferEvent(_ event: TransferEvent, slot: Int, token: UInt64, now: Double) -> QueueActions {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
-        table[slot].lastActivity = now
-        switch table[slot].phase {
-        case .preflighting: preflightEvent(event.normalized, slot: slot, now: now)
-        case .running: mainEvent(event.normalized, slot: slot, now: now)
+        let record = table[slot]
+        record.lastActivity = now
+        switch record.state {
+        case .preflighting: preflightEvent(event, slot: slot, now: now)
+        case .running: mainEvent(event, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
-        case let phase: preconditionFailure("a transfer event for a request in phase \(phase)")
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
+            .paused, .modifying:
+            // A current token is held only by the phases above and these; none of these runs a transfer.
+            preconditionFailure("a transfer event for a request in phase \(record.state.name)")
+        }
+        return finishEvent(now)
+    }
+
+    /// A transfer's final head arrived, as its pipeline read it.
+    mutating func headReceived(_ reading: HeadReading, slot: Int, token: UInt64, now: Double) -> QueueActions {
+        guard table.isCurrent(slot, token: token) else { return QueueActions() }
+        let record = table[slot]
+        record.lastActivity = now
+        switch record.state {
+        case .preflighting: preflightHead(reading.head, slot: slot, now: now)
+        case .running: receiveHead(reading, slot: slot, now: now)
+        case .committing: break  // the transport reported after completing: nothing can change now
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
+            .paused, .modifying:
+            preconditionFailure("a response head for a request in phase \(record.state.name)")
         }
         return finishEvent(now)
     }
@@ -45,9 +69,9 @@ extension QueueStateMachine {
     /// part is sent once more from byte 0 (the part may be what was wrong); any other fails, keeping
     /// nothing of the body.
     mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token), table[slot].phase == .running else { return QueueActions() }
+        guard table.isCurrent(slot, token: token), let attempt = table[slot].state.attempt else { return QueueActions() }
         log(.error, .checksumFailed, table[slot].request, now: now) { "expected \(expected), got \(actual)" }
-        if table[slot].resumeOffset > 0 {
+        if attempt.continuedFrom > 0 {
             restartWithoutRange(slot, now: now)
         } else {
             fail(slot, .integrityCheckFailed(expected: expected, actual: actual), transferEnded: true, now: now)
@@ -57,72 +81,59 @@ extension QueueStateMachine {
 
     /// The file of a finished transfer was moved into place (or could not be).
     mutating func fileCommitted(slot: Int, token: UInt64, error: NetworkQueueError?, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token), table[slot].phase == .committing else {
+        guard table.isCurrent(slot, token: token), case .committing(let attempt) = table[slot].state else {
             preconditionFailure("a commit for a request that is not committing")
         }
         if let error {
             fail(slot, error, transferEnded: true, now: now)
         } else {
             let record = table[slot]
-            let response = NetworkResponse(
-                head: record.response!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
+            let response = NetworkResponse(head: attempt.head!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
             end(slot, .success(response), transferEnded: true, now: now)
         }
         return finishEvent(now)
     }
 
+    private mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
+        guard !ResponseRules.isInterim(head) else { return }
+        let record = table[slot]
+        if (200..<300).contains(head.statusCode) {
+            ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
+            markProgressDirty(at: now)
+        }
+        if let file = record.existingFile, ExistingFileRules.isUnchanged(head, file: file) { record.state.keepUnchanged(head) }
+    }
+
     private mutating func preflightEvent(_ event: TransferEvent, slot: Int, now: Double) {
+        let record = table[slot]
+        guard case .preflighting(let preflight) = record.state else { preconditionFailure("not preflighting") }
         switch event {
-        case .head(let response) where ResponseRules.isInterim(response):
+        case .head(let head):
+            preflightHead(head, slot: slot, now: now)
+        case .data, .sent, .redirect, .metrics:
             break
-        case .head(let response):
-            if (200..<300).contains(response.statusCode) {
-                ledger.setExpectedDownload(&table[slot].progress, ResponseRules.knownLength(of: response))
-                markProgressDirty(at: now)
-            }
-            if let file = table[slot].existingFile, ExistingFileRules.isUnchanged(response, file: file) {
-                table[slot].unchangedHead = response
-            }
-        case .data, .sent, .response, .redirect, .metrics:  // a `.response` arrives as a `.head` (normalized)
-            break
-        case .completed(let error?) where table[slot].existingFile == nil:
+        case .completed(let error?) where record.existingFile == nil:
             fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
-        case .completed(nil) where table[slot].unchangedHead != nil:
+        case .completed(nil) where preflight.unchangedHead != nil:
             // The file on disk is the resource: kept as it is, no GET.
-            let record = table[slot]
             let response = NetworkResponse(
-                head: record.unchangedHead!, body: Data(), fileURL: record.claim?.url, keptExistingFile: true)
-            record.response = record.unchangedHead
+                head: preflight.unchangedHead!, body: Data(), fileURL: record.claim?.url, keptExistingFile: true)
             end(slot, .success(response), transferEnded: true, now: now)
         case .completed:
             // Done, or (checking an existing file) failed: the GET decides.
             scheduler.finish(Job(id: slot, lane: .preflight))
-            table[slot].phase = .awaitingMain
-            table[slot].transfer = nil
-            table[slot].token = 0
-            actions.list.append(.publish(table[slot].request, table[slot].status()))
+            record.state.finishPreflight()
+            actions.list.append(.publish(record.request, record.status()))
         }
     }
 
     private mutating func mainEvent(_ event: TransferEvent, slot: Int, now: Double) {
         switch event {
-        case .head(let response) where ResponseRules.isInterim(response):
-            // 100 Continue, 103 Early Hints: never the final response.
-            break
-        case .head(let response):
-            receiveHead(response, slot: slot, now: now)
-        case .response:  // arrives as a `.head` (normalized)
-            break
+        case .head(let head):
+            // A transport's head that came without a pipeline (tests drive the machine alone).
+            receiveHead(HeadReading(head, continuedFrom: 0, acceptableStatusCodes: table[slot].request.acceptableStatusCodes), slot: slot, now: now)
         case .data(let data):
-            let request = table[slot].request
-            if case .memory = request.destination { table[slot].body.append(data) }
-            ledger.receive(&table[slot].progress, bytes: Int64(data.count), at: now)
-            table[slot].meterDownload(Int64(data.count), at: now)
-            if let limit = request.maximumResponseSize, table[slot].progress.received > limit {
-                fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
-                return
-            }
-            noteProgress(slot, download: true, at: now)
+            receive(data, slot: slot, now: now)
         case .sent(let sent, let expected):
             ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
             listForFlush(slot)
@@ -138,93 +149,121 @@ extension QueueStateMachine {
         }
     }
 
-    private mutating func receiveHead(_ response: ResponseHead, slot: Int, now: Double) {
+    /// Body bytes of a main transfer arrived.
+    private mutating func receive(_ data: Data, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
-        record.headAt = now
-        log(.debug, .headReceived, request, now: now) { LogText.head(response) }
-        var resumedTotal: Int64?? = nil
-        if record.resumeOffset > 0 {
-            switch ResumeRules.outcome(of: response, offset: record.resumeOffset) {
-            case .append(let total):
-                log(.info, .resumedFromByte, request, now: now) { "resumed from byte \(record.resumeOffset)" }
-                // The part's bytes are done: counted once, as progress (never twice: see rebase).
-                resumedTotal = .some(total ?? ResponseRules.knownLength(of: response).map { $0 + record.resumeOffset })
-                ledger.rebase(&record.progress, received: record.resumeOffset)
-            case .restartWithoutRange:
-                log(.notice, .rangeRefused, request, now: now) {
-                    "the server refused to continue from byte \(record.resumeOffset) (\(response.statusCode)): sending again from byte 0"
-                }
-                return restartWithoutRange(slot, now: now)
-            case .startOver:
-                log(.notice, .rangeRefused, request, now: now) {
-                    "the server sent the whole body (200) instead of continuing from byte \(record.resumeOffset)"
-                }
-                fallthrough
-            case .unrelated:
-                record.resumeOffset = 0
-                ledger.rebase(&record.progress, received: 0)
-            }
-        } else if record.response != nil || record.progress.received > 0 {
-            // A second response means the transfer restarted, and a retry that kept its part but did not
-            // continue it starts over: the earlier bytes no longer count.
-            ledger.restart(&record.progress)
-            record.body = Data()
+        let startedAt = record.state.withAttempt { attempt in
+            if case .memory = request.destination { attempt.body.append(data) }
+            return attempt.startedAt
         }
-        let encoded = ResponseRules.isEncoded(response)
-        let length = resumedTotal ?? ResponseRules.knownLength(of: response, encoded: encoded)
-        table[slot].response = response
-        table[slot].announcedLength = length
-        // A 206 continuing the part stands for the whole resource's 200.
-        let acceptable = resumedTotal != nil ? nil : request.acceptableStatusCodes
+        ledger.receive(&record.progress, bytes: Int64(data.count), at: now)
+        record.meterDownload(Int64(data.count), startedAt: startedAt, at: now)
+        if let limit = request.maximumResponseSize, record.progress.received > limit {
+            return fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
+        }
+        noteProgress(slot, download: true, at: now)
+    }
+
+    /// The final head of a main transfer: what it means for the part, the progress and the request's rules.
+    private mutating func receiveHead(_ reading: HeadReading, slot: Int, now: Double) {
+        // 100 Continue, 103 Early Hints: never the final response.
+        guard !ResponseRules.isInterim(reading.head) else { return }
+        let record = table[slot]
+        let (head, request) = (reading.head, record.request)
+        log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+        guard let continuedTotal = continuation(reading, slot: slot, now: now) else {
+            return restartWithoutRange(slot, now: now)
+        }
+        let encoded = ResponseRules.isEncoded(head)
+        let length = continuedTotal ?? ResponseRules.knownLength(of: head, encoded: encoded)
         let problem = ResponseRules.check(
-            response, url: request.url, acceptableStatusCodes: acceptable,
-            acceptableContentTypes: request.acceptableContentTypes, maximumResponseSize: request.maximumResponseSize,
-            expectedLength: length)
+            head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
+            maximumResponseSize: request.maximumResponseSize, expectedLength: length)
+        var retryAfter: Double?
+        if case .unacceptableStatus? = problem { retryAfter = RetryRules.retryAfter(head, now: wallClock(at: now)) }
+        record.state.withAttempt { attempt in
+            attempt.head = head
+            attempt.headAt = now
+            attempt.announcedLength = length
+            // Read only for a failing status: a retry honours it.
+            attempt.retryAfter = retryAfter
+        }
         // An unacceptable response's length (an error page's) never describes the resource: a retry would
         // otherwise have counted the difference as progress.
-        if problem == nil, length != nil || encoded { ledger.setExpectedDownload(&table[slot].progress, length) }
+        if problem == nil, length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
         if hasListeners {
             // Shown before didReceiveHeaders is delivered.
-            actions.list.append(.publish(request, table[slot].status()))
+            actions.list.append(.publish(request, record.status()))
         } else {
             // Nobody hears the head arrive: it is shown with the next coalesced progress (or the end).
             noteProgress(slot, download: false, at: now)
         }
         markProgressDirty(at: now)
-        postEvent(.didReceiveHeaders(request, response))
-        if let problem {
-            if case .unacceptableStatus = problem {
-                // Read only for a failing status: a retry honours it.
-                table[slot].retryAfter = RetryRules.retryAfter(response, now: wallClock(at: now))
+        postEvent(.didReceiveHeaders(request, head: head))
+        if let problem { fail(slot, problem, now: now) }
+    }
+
+    /// What a final head means for the bytes counted so far. Returns the whole size a continuing 206 gives
+    /// (`.some(nil)`: unknown), `.some(nil)` for a head that starts the body over, or nil when the transfer must
+    /// be sent again without a range.
+    private mutating func continuation(_ reading: HeadReading, slot: Int, now: Double) -> Int64?? {
+        let record = table[slot]
+        let attempt = record.state.attempt!
+        let (head, offset) = (reading.head, attempt.continuedFrom)
+        switch reading.continuation {
+        case .append(let total)?:
+            log(.info, .continuedFromByte, record.request, now: now) { "continued from byte \(offset)" }
+            // The part's bytes are done: counted once, as progress (never twice: see rebase).
+            ledger.rebase(&record.progress, received: offset)
+            return .some(total ?? ResponseRules.knownLength(of: head).map { $0 + offset })
+        case .restartWithoutRange?:
+            log(.notice, .rangeRefused, record.request, now: now) {
+                "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
             }
-            fail(slot, problem, now: now)
+            return nil
+        case .startOver?:
+            log(.notice, .rangeRefused, record.request, now: now) {
+                "the server sent the whole body (200) instead of continuing from byte \(offset)"
+            }
+            fallthrough
+        case .unrelated?:
+            record.state.withAttempt { $0.continuedFrom = 0 }
+            ledger.rebase(&record.progress, received: 0)
+        case nil:
+            if attempt.head != nil || record.progress.received > 0 {
+                // A second head means the transfer restarted, and a retry that kept its part but did not
+                // continue it starts over: the earlier bytes no longer count.
+                ledger.restart(&record.progress)
+                record.state.withAttempt { $0.body = Data() }
+            }
         }
+        return .some(nil)
     }
 
     /// The transfer reported success: the request succeeds, or, for a file destination, its file is
     /// moved into place first (outside the lock) and ``fileCommitted(slot:token:error:now:)`` decides.
     private mutating func complete(_ slot: Int, now: Double) {
         let record = table[slot]
-        guard let response = record.response else {
+        let attempt = record.state.attempt!
+        guard let head = attempt.head else {
             return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
         }
-        let method = record.request.urlRequest.httpMethod
-        if ResponseRules.isShort(response, method: method, received: record.progress.received, knownLength: record.announcedLength) {
+        let method = attempt.sent.httpMethod
+        if ResponseRules.isShort(head, method: method, received: record.progress.received, knownLength: attempt.announcedLength) {
             return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
-        guard record.claim != nil else {
-            let success = NetworkResponse(head: response, body: record.body, metrics: record.requestMetrics)
+        guard let claim = record.claim else {
+            let success = NetworkResponse(head: head, body: attempt.body, metrics: record.requestMetrics)
             return end(slot, .success(success), transferEnded: true, now: now)
         }
-        guard let sink = record.sink else {
-            return fail(slot, .fileError(path: record.claim!.url.path, reason: "no file open"), transferEnded: true, now: now)
+        guard let sink = attempt.sink else {
+            return fail(slot, .fileError(path: claim.url.path, reason: "no file open"), transferEnded: true, now: now)
         }
         scheduler.finish(Job(id: slot, lane: .main))
-        table[slot].phase = .committing
-        table[slot].transfer = nil
+        _ = record.state.startCommit()
         committingCount += 1
-        actions.list.append(.commit(slot: slot, token: record.token, sink: sink))
+        actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
     }
 
     /// The server refused to continue the part (416, or a 206 for other bytes), or the continued file did
@@ -232,14 +271,12 @@ extension QueueStateMachine {
     /// new part file starts empty.
     private mutating func restartWithoutRange(_ slot: Int, now: Double) {
         let record = table[slot]
-        if let transfer = record.transfer { actions.list.append(.cancel(transfer)) }
-        record.transfer = nil
-        // The new attempt's file replaces this one (deleting it first); a late deletion of it is a no-op.
-        if let sink = record.sink { actions.list.append(.discard(sink)) }
-        record.sink = nil
+        let attempt = record.state.attempt!
+        actions.list.append(.cancel(attempt.cell))
+        // The new transfer's file replaces this one (deleting it first); a late deletion of it is a no-op.
+        if let sink = attempt.sink { actions.list.append(.discard(sink)) }
         ledger.rebase(&record.progress, received: 0)
         markProgressDirty(at: now)
-        record.refusedRange = true
-        startTransfer(slot, lane: .main, record.sentRequest ?? record.request.urlRequest, now: now)
+        startTransfer(slot, attempt.sent, withoutRange: true, now: now)
     }
 }

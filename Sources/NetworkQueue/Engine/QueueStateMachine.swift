@@ -13,7 +13,7 @@ import Foundation
 /// clock, takes no lock, does no I/O and calls no closure of the user; delegate events, handler calls
 /// and `run()` resumptions go into an ordered ``Outbox`` that the shell delivers.
 ///
-/// A request's phase (``RequestPhase``) says what it may do next; an impossible transition is a
+/// Each request's own state (``RequestState``) says what it may do next; an impossible transition is a
 /// precondition failure. Starts are computed in one pass at the end of each event, so no event method
 /// re-enters another.
 struct QueueStateMachine {
@@ -122,78 +122,73 @@ struct QueueStateMachine {
                 fail(job.id, .invalidRequest(problem), now: now)
                 continue
             }
-            switch (job.lane, record.phase) {
-            case (.preflight, .awaitingPreflight): break
-            case (.main, .pending), (.main, .awaitingMain): record.attempts += 1
-            default: preconditionFailure("cannot start \(job.lane) of a request in phase \(record.phase)")
-            }
+            if job.lane == .main { record.attempts += 1 }
             guard adapter == nil, record.request.adapt == nil else {
-                // Usually no hook: this path (and its array) only when there is one.
-                let hooks = [adapter, record.request.adapt].compactMap { $0 }
-                nextToken += 1
-                record.token = nextToken
-                record.phase = job.lane == .preflight ? .adaptingPreflight : .adaptingMain
-                record.lastActivity = now
-                addTimeout(slot: job.id, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
-                actions.list.append(.publish(record.request, record.status()))
-                actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
+                startAdapting(job, record, now: now)
                 continue
             }
-            startTransfer(job.id, lane: job.lane, record.request.urlRequest, now: now)
+            switch job.lane {
+            case .preflight: startPreflight(job.id, record.request.urlRequest, now: now)
+            case .main: startTransfer(job.id, record.request.urlRequest, now: now)
+            }
         }
     }
 
-    /// Starts the transfer of a request that holds a slot in `lane`, sending `urlRequest` (adapted, or the
-    /// request's own).
-    mutating func startTransfer(_ slot: Int, lane: Scheduler.Lane, _ urlRequest: URLRequest, now: Double) {
+    /// Runs the adapt hooks of a request that got its slot (usually there are none: this path, and its
+    /// array, only when there is one).
+    private mutating func startAdapting(_ job: Job, _ record: RequestRecord, now: Double) {
+        let hooks = [adapter, record.request.adapt].compactMap { $0 }
         nextToken += 1
-        let token = nextToken
-        let record = table[slot]
-        var urlRequest = urlRequest
-        switch lane {
-        case .preflight:
-            record.phase = .preflighting
-            urlRequest.httpMethod = "HEAD"
-            urlRequest.httpBody = nil
-        case .main:
-            record.phase = .running
-            if record.startedAt == nil { record.startedAt = now }
-            record.transferStartedAt = now
-            record.headAt = nil
-            record.response = nil
-            record.announcedLength = nil
-            record.retryAfter = nil
-            record.expectedBeforeAttempt = record.progress.expectedDown
-        }
-        record.token = token
+        record.state.startAdapting(preflight: job.lane == .preflight, token: nextToken)
         record.lastActivity = now
-        let cell = TransferCell()
-        record.transfer = cell
+        addTimeout(slot: job.id, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
         actions.list.append(.publish(record.request, record.status()))
-        if lane == .main, !record.hasStarted {
+        actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
+    }
+
+    /// Starts the HEAD of a request that holds a preflight slot, for `urlRequest` (adapted, or the request's
+    /// own).
+    mutating func startPreflight(_ slot: Int, _ urlRequest: URLRequest, now: Double) {
+        nextToken += 1
+        let record = table[slot]
+        var head = urlRequest
+        head.httpMethod = "HEAD"
+        head.httpBody = nil
+        let cell = TransferCell()
+        record.state.startPreflight(token: nextToken, cell: cell)
+        record.lastActivity = now
+        actions.list.append(.publish(record.request, record.status()))
+        addTimeout(slot: slot, token: nextToken, head.timeoutInterval, now: now)
+        log(.debug, .preflightStarted, record.request, now: now) { "HEAD \(Redaction.describe(head.url))" }
+        actions.list.append(.start(.init(slot: slot, token: nextToken, urlRequest: head, cell: cell, body: .preflight, collectsMetrics: false)))
+    }
+
+    /// Starts a main transfer of a request that holds a slot, sending `urlRequest` (adapted, or the
+    /// request's own) as a new attempt; `withoutRange`: the server refused to continue its part.
+    mutating func startTransfer(_ slot: Int, _ urlRequest: URLRequest, withoutRange: Bool = false, now: Double) {
+        nextToken += 1
+        let record = table[slot]
+        let cell = TransferCell()
+        if record.startedAt == nil { record.startedAt = now }
+        record.state.startAttempt(
+            Attempt(token: nextToken, cell: cell, sent: urlRequest, startedAt: now, expectedBefore: record.progress.expectedDown))
+        record.lastActivity = now
+        actions.list.append(.publish(record.request, record.status()))
+        if !record.hasStarted {
             // Once per request: a retry is not a new start to the delegate.
             record.hasStarted = true
             postEvent(.didStart(record.request))
         }
-        addTimeout(slot: slot, token: token, urlRequest.timeoutInterval, now: now)
-        if isLogging {
-            let target = "\(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
-            switch lane {
-            case .preflight: log(.debug, .preflightStarted, record.request, now: now) { target }
-            case .main: log(.debug, .attemptStarted, record.request, now: now) { "attempt \(record.attempts): \(target)" }
-            }
+        addTimeout(slot: slot, token: nextToken, urlRequest.timeoutInterval, now: now)
+        log(.debug, .attemptStarted, record.request, now: now) {
+            "attempt \(record.attempts): \(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
         }
-        let claim = lane == .main ? record.claim : nil
-        let resume = claim != nil && record.request.resumesDownloads && !record.refusedRange && ResumeRules.mayResume(urlRequest)
-        if lane == .main {
-            record.sentRequest = urlRequest
-            record.refusedRange = false
-            record.resumeOffset = 0
+        let file = record.claim.map { claim in
+            (claim, continuesPart: record.request.continuesPartialDownloads && !withoutRange && RangeRules.mayContinue(urlRequest))
         }
         actions.list.append(.start(.init(
-            slot: slot, token: token, lane: lane, urlRequest: urlRequest, cell: cell, claim: claim, resume: resume,
-            acceptableStatusCodes: record.request.acceptableStatusCodes, verified: lane == .main ? record.request : nil,
-            collectsMetrics: lane == .main && collectsMetrics)))
+            slot: slot, token: nextToken, urlRequest: urlRequest, cell: cell,
+            body: .checked(record.request, file: file?.0, continuesPart: file?.continuesPart ?? false), collectsMetrics: collectsMetrics)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
@@ -202,11 +197,11 @@ struct QueueStateMachine {
         // No slot holds a request: the numbering of servers starts over.
         hostNumbers.removeAll(keepingCapacity: true)
         let progress = ledger.snapshot(at: now)
-        postEvent(.progress(progress))
+        postEvent(.didUpdateProgress(progress))
         progressDirty = false
         postEvent(.queueDidFinish)
         if waitingRuns > 0 {
-            post(.resumeRuns(waitingRuns, progress))
+            post(.wakeRuns(waitingRuns, progress))
             waitingRuns = 0
         }
     }
@@ -223,7 +218,7 @@ struct QueueStateMachine {
             switch event {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
-            case .progress: break
+            case .didUpdateProgress: break
             case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .queueDidFinish: return
             }
         }

@@ -14,9 +14,9 @@ import Foundation
 /// place when it decides the request succeeded. Writes happen outside the queue's lock on the transfer's
 /// serial events; `commit()` and `discard()` come from the queue, hence the lock.
 ///
-/// Resuming: a part file left by an earlier attempt or run is continued when a validator file
-/// (`<destination>.part.validator`, see ``ResumeRules/Validator``) lies beside it; the transfer then asks
-/// for the bytes from ``resumeOffset`` on, and ``begin(_:)`` appends or starts over by the answer.
+/// Continuing: a part file left by an earlier attempt or run is continued when a validator file
+/// (`<destination>.part.validator`, see ``RangeRules/Validator``) lies beside it; the transfer then asks
+/// for the bytes from ``continuedFrom`` on, and ``begin(_:)`` appends or starts over by the answer.
 final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
@@ -39,20 +39,18 @@ final class FileSink: Sendable {
     /// The validator file beside the part.
     let validatorFile: URL
     /// The bytes already in the part file that the transfer continues after (0: a fresh start).
-    let resumeOffset: Int64
-    /// The validator the resumed request sends in `If-Range`, when ``resumeOffset`` is above 0.
-    let validator: ResumeRules.Validator?
-    private let acceptableStatusCodes: Range<Int>?
+    let continuedFrom: Int64
+    /// The validator the continuing request sends in `If-Range`, when ``continuedFrom`` is above 0.
+    let validator: RangeRules.Validator?
     private let claim: DestinationClaim
     private let state: Locked<State>
 
-    /// Opens the partial file: continues it when `resume` allows and a saved validator describes it, else
+    /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
-    init?(claim: DestinationClaim, resume: Bool, acceptableStatusCodes: Range<Int>?) throws(NetworkQueueError) {
+    init?(claim: DestinationClaim, continuing: Bool) throws(NetworkQueueError) {
         destination = claim.url
         partial = destination.appendingPathExtension("part")
         validatorFile = partial.appendingPathExtension("validator")
-        self.acceptableStatusCodes = acceptableStatusCodes
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw .fileError(path: destination.path, reason: "is a directory")
@@ -62,8 +60,8 @@ final class FileSink: Sendable {
         // A retry's earlier attempt may still have its file open (its closing waits on another thread):
         // close it now, keeping it for this attempt to continue, before this one opens the same path; its
         // own closing is then a no-op.
-        claim.replaceSink(with: nil)?.close(keeping: resume)
-        let saved = resume ? Self.savedValidator(validatorFile) : nil
+        claim.replaceSink(with: nil)?.close(keeping: continuing)
+        let saved = continuing ? Self.savedValidator(validatorFile) : nil
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file.
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (saved == nil ? O_TRUNC : 0)
         let fd = open(partial.path, flags, 0o644)
@@ -82,23 +80,23 @@ final class FileSink: Sendable {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
             unlink(validatorFile.path)
         }
-        resumeOffset = offset
+        continuedFrom = offset
         validator = offset > 0 ? saved : nil
         state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil))
         _ = claim.replaceSink(with: self)
     }
 
     /// The validator saved beside a part file, if one was written by us and reads back.
-    private static func savedValidator(_ file: URL) -> ResumeRules.Validator? {
+    private static func savedValidator(_ file: URL) -> RangeRules.Validator? {
         let fd = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         guard let data = try? handle.read(upToCount: 4096), data.count < 4096 else { return nil }
-        return ResumeRules.Validator(fileText: String(decoding: data, as: UTF8.self))
+        return RangeRules.Validator(fileText: String(decoding: data, as: UTF8.self))
     }
 
     /// Writes the validator file, never through a symbolic link planted at its path.
-    private func saveValidator(_ validator: ResumeRules.Validator) throws {
+    private func saveValidator(_ validator: RangeRules.Validator) throws {
         let fd = open(validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission) }
         try FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(contentsOf: Data(validator.fileText.utf8))
@@ -106,31 +104,26 @@ final class FileSink: Sendable {
 
     deinit { discard() }
 
-    /// The final response head arrived: decides what the body is to the file. A fresh or restarted
-    /// transfer starts the file over (saving the response's validator, so that a later attempt or run can
-    /// continue it); a 206 that continues the part appends; a response that is not the file's body (an
-    /// unacceptable status, a refused range) writes nothing and leaves the part as it was.
-    func begin(_ response: ResponseHead) -> NetworkQueueError? {
-        let status = response.statusCode
-        let outcome: ResumeRules.Outcome =
-            resumeOffset > 0 ? ResumeRules.outcome(of: response, offset: resumeOffset) : (status == 200 ? .startOver : .unrelated)
+    /// The final response head arrived, as its pipeline read it: decides what the body is to the file. A
+    /// fresh or restarted transfer starts the file over (saving the response's validator, so that a later
+    /// attempt or run can continue it); a 206 that continues the part appends; a response that is not the
+    /// file's body (an unacceptable status, a refused range) writes nothing and leaves the part as it was,
+    /// for a retry to continue (a final failure deletes it).
+    func begin(_ reading: HeadReading) -> NetworkQueueError? {
+        let response = reading.head
         return perform { state in
             state.buffer.removeAll(keepingCapacity: true)
             state.lastModified = response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
-            switch outcome {
-            case .append:
-                state.isAccepting = true
-            case .restartWithoutRange:
-                state.isAccepting = false
-            case .startOver, .unrelated:
-                // Not the body (an error page under the default statuses): the part stays as it was, for a
-                // retry to continue (a final failure deletes it).
-                state.isAccepting = acceptableStatusCodes.map { $0.contains(status) } ?? true
+            state.isAccepting = reading.isAcceptable
+            switch reading.continuation {
+            case .append?, .restartWithoutRange?:
+                break
+            case .startOver?, .unrelated?, nil:
                 guard state.isAccepting else { return }
                 try state.handle?.truncate(atOffset: 0)
                 unlink(validatorFile.path)
                 state.hasValidator = false
-                if let validator = ResumeRules.validator(of: response) {
+                if let validator = RangeRules.validator(of: response) {
                     try saveValidator(validator)
                     state.hasValidator = true
                 }
@@ -155,9 +148,9 @@ final class FileSink: Sendable {
         }
     }
 
-    /// Renames the partial file to the destination, atomically replacing a file there. Called by the
-    /// queue under its lock as it decides success, so that no cancel can come between the two. A
-    /// directory at the destination is never replaced.
+    /// Renames the partial file to the destination, atomically replacing a file there. Called on the
+    /// transfer's thread once the engine has moved the request to committing (no cancel can reach it any
+    /// more); the engine hears the outcome next. A directory at the destination is never replaced.
     func commit() -> NetworkQueueError? {
         let error: NetworkQueueError? = state.withLock { state in
             guard !state.isClosed else { return .fileError(path: partial.path, reason: "already closed") }

@@ -81,51 +81,39 @@ extension NetworkQueue {
         }
     }
 
-    /// ``send(_:)`` from one of the queue's own threads.
-    func send(inline: Bool, _ event: (inout QueueStateMachine, Double) -> QueueActions) {
-        let actions = core.withLock { event(&$0.machine, clock.now()) }
-        perform(actions, inline: inline)
-    }
-
-    /// Starts one transfer: opens its file (file destination), starts it on the transport and hands the
-    /// machine its handle. Runs outside the lock, on the launcher's or a transport's thread.
+    /// Starts one transfer: opens its file (file destination), starts it on the transport through its
+    /// pipeline and hands the machine its handle. Runs outside the lock, on the launcher's or a transport's
+    /// thread.
     func launch(_ start: QueueAction.Start) {
         let (slot, token) = (start.slot, start.token)
-        var sink: FileSink?
-        if let claim = start.claim {
-            do {
-                // Nil means the request ended while starting: nothing to open or send.
-                guard let opened = try FileSink(claim: claim, resume: start.resume, acceptableStatusCodes: start.acceptableStatusCodes)
-                else { return }
-                sink = opened
-            } catch let error {
-                return send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
-            }
-            let (isCurrent, actions) = core.withLock { $0.machine.fileOpened(slot: slot, token: token, sink: sink!) }
-            perform(actions, inline: true)
-            guard isCurrent else { return }
-        }
-        // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
         var urlRequest = start.urlRequest
-        if let sink, sink.resumeOffset > 0, let validator = sink.validator {
-            for (name, value) in ResumeRules.headers(offset: sink.resumeOffset, validator: validator) {
-                urlRequest.setValue(value, forHTTPHeaderField: name)
-            }
-        }
-        let verifier = start.verified.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
-        let options = TransferOptions(limiter: start.lane == .main ? limiter : nil, collectsMetrics: start.collectsMetrics)
-        let handle = transport.startTransfer(urlRequest, options: options) { [sink] event in
-            let event = event.normalized
-            // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
-            if let sink, let error = Self.write(event, to: sink) {
-                return self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
-            }
-            if let verifier, let (expected, actual) = Self.verify(event, with: verifier, sink: sink) {
-                return self.send(inline: true) {
-                    $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1)
+        let pipeline: TransferPipeline
+        switch start.body {
+        case .preflight:
+            pipeline = TransferPipeline(request: nil, sink: nil)
+        case .checked(let request, file: nil, continuesPart: _):
+            pipeline = TransferPipeline(request: request, sink: nil)
+        case .checked(let request, file: let claim?, let continuesPart):
+            guard let sink = openPart(claim, continuing: continuesPart, slot: slot, token: token) else { return }
+            if sink.continuedFrom > 0, let validator = sink.validator {
+                for (name, value) in RangeRules.headers(offset: sink.continuedFrom, validator: validator) {
+                    urlRequest.setValue(value, forHTTPHeaderField: name)
                 }
             }
-            self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+            pipeline = TransferPipeline(request: request, sink: sink)
+        }
+        let isMain = if case .checked = start.body { true } else { false }
+        let options = TransferOptions(rateCap: isMain ? rateCap : nil, collectsMetrics: start.collectsMetrics)
+        // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
+        let handle = transport.startTransfer(urlRequest, options: options) { event in
+            // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
+            switch pipeline.step(event) {
+            case .event(let event): self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+            case .head(let reading): self.send(inline: true) { $0.headReceived(reading, slot: slot, token: token, now: $1) }
+            case .fileFailed(let error): self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            case .integrityFailed(let expected, let actual):
+                self.send(inline: true) { $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1) }
+            }
         }
         if !start.cell.attach(handle) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
@@ -133,35 +121,21 @@ extension NetworkQueue {
         }
     }
 
-    /// Applies a transfer event to the body's hashes; at the end, returns the check that failed, if any.
-    private static func verify(_ event: TransferEvent, with verifier: BodyVerifier, sink: FileSink?) -> (Checksum, Checksum)? {
-        switch event {
-        case .head(let response) where !ResponseRules.isInterim(response):
-            // A 206 that continues the part: the whole-file checks hash the part's bytes first.
-            var part: (URL, Int64)?
-            if let sink, sink.resumeOffset > 0, case .append = ResumeRules.outcome(of: response, offset: sink.resumeOffset) {
-                part = (sink.partial, sink.resumeOffset)
-            }
-            verifier.begin(response, continuing: part)
-        case .data(let data): verifier.update(data)
-        case .completed(nil): return verifier.finish()
-        case .head, .response, .sent, .redirect, .metrics, .completed(.some): break
+    /// Opens the part file of a transfer about to start and tells the machine; nil when the transfer must not
+    /// start (the request ended meanwhile, or the file could not be opened: the machine was told).
+    private func openPart(_ claim: DestinationClaim, continuing: Bool, slot: Int, token: UInt64) -> FileSink? {
+        let sink: FileSink
+        do {
+            // Nil means the request ended while starting: nothing to open or send.
+            guard let opened = try FileSink(claim: claim, continuing: continuing) else { return nil }
+            sink = opened
+        } catch let error {
+            send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            return nil
         }
-        return nil
-    }
-
-    /// Applies a transfer event to its file; returns the error that must fail the request, if any.
-    private static func write(_ event: TransferEvent, to sink: FileSink) -> NetworkQueueError? {
-        switch event {
-        case .head(let response): ResponseRules.isInterim(response) ? nil : sink.begin(response)
-        case .response: nil  // arrives as a `.head` (normalized)
-        case .data(let data): sink.write(data)
-        case .sent, .redirect, .metrics: nil
-        case .completed(nil): sink.finishWriting()
-        case .completed(.some):
-            // The queue fails the request and discards the file.
-            nil
-        }
+        let (isCurrent, actions) = locked.withLock { $0.machine.fileOpened(slot: slot, token: token, sink: sink) }
+        perform(actions, inline: true)
+        return isCurrent ? sink : nil
     }
 }
 

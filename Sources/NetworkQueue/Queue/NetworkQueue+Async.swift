@@ -11,7 +11,7 @@ extension NetworkQueue {
     public func run() async -> QueueProgress {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let actions = core.withLock { core in
+                let actions = locked.withLock { core in
                     let now = clock.now()
                     var actions = core.machine.go(now: now)
                     // Counted by the machine, kept here: the machine says when to resume how many.
@@ -32,14 +32,14 @@ extension NetworkQueue {
     /// task is cancelled or the stream is dropped.
     public func events() -> AsyncStream<NetworkQueueEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkQueueEvent.self)
-        let key = core.withLock { core in
+        let key = locked.withLock { core in
             core.nextSubscriber += 1
             core.subscribers[core.nextSubscriber] = continuation
             core.updateListeners()
             return core.nextSubscriber
         }
         continuation.onTermination = { [weak self] _ in
-            self?.core.withLock { core in
+            self?.locked.withLock { core in
                 core.subscribers.removeValue(forKey: key)
                 core.updateListeners()
             }

@@ -13,7 +13,7 @@ extension NetworkQueue {
     /// the next request in ``order`` whose server has room starts. Takes effect at once; negative values
     /// are clamped to 0.
     public var maxConcurrentRequestsPerHost: Int {
-        get { core.withLock { $0.machine.perHostLimit } }
+        get { locked.withLock { $0.machine.perHostLimit } }
         set { send { $0.setPerHostLimit(newValue, now: $1) } }
     }
 
@@ -21,9 +21,9 @@ extension NetworkQueue {
     /// queue (pending, running or waiting to retry); default ``DuplicatePolicy/allow``. Applies to requests
     /// added after it is set.
     public var duplicatePolicy: DuplicatePolicy {
-        get { core.withLock { $0.machine.duplicatePolicy } }
+        get { locked.withLock { $0.machine.duplicatePolicy } }
         set {
-            core.withLock { core in
+            locked.withLock { core in
                 core.machine.duplicatePolicy = newValue
                 if newValue == .allow { core.machine.leaders.removeAll() }
             }
@@ -32,7 +32,7 @@ extension NetworkQueue {
 
     /// A cap on the queue's total receive rate, in bytes per second; nil (the default) for none.
     ///
-    /// The running transfers draw from one token bucket (``BandwidthLimiter``) from their first byte: a
+    /// The running transfers draw from one token bucket (``RateCap``) from their first byte: a
     /// transfer with no tokens stops reading until they return, so its server is slowed by TCP flow control,
     /// and an idle or slow transfer leaves its share to the others. The bucket holds a twentieth of a
     /// second's worth, so over any stretch of a batch the queue receives at most the cap × the time, plus
@@ -42,8 +42,8 @@ extension NetworkQueue {
     /// the delivery. A transport that cannot hold a transfer back (``URLSessionTransport``: Foundation has
     /// no such control) leaves its transfers uncapped. Zero or negative values mean no cap.
     public var maximumBytesPerSecond: Int? {
-        get { limiter.bytesPerSecond }
-        set { limiter.bytesPerSecond = newValue }
+        get { rateCap.maximumBytesPerSecond }
+        set { rateCap.maximumBytesPerSecond = newValue }
     }
 
     /// Pauses one request: it holds no slot until ``resume(_:)``, and the drain (``run()``,
@@ -116,13 +116,6 @@ extension NetworkQueue {
             return outcome.actions
         }
         return changed
-    }
-
-    /// The requests in the queue for which `predicate` is true, in the order they were added. The
-    /// predicate runs outside the queue's lock, on the caller's thread; the ``NetworkRequest/tag`` and
-    /// ``NetworkRequest/userInfo`` you set serve as groups.
-    public func requests(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
-        try requests.filter(predicate)
     }
 
     /// Cancels every request in the queue for which `predicate` is true (each ends with `.cancelled`, as

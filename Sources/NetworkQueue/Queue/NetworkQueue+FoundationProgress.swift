@@ -13,7 +13,7 @@ extension NetworkQueue {
         // The userInfo keys behind `fileTotalCount`, `throughput`, …: Linux's Progress has only the keys.
         let info: [ProgressUserInfoKey: Any?] = [
             .fileTotalCountKey: progress.totalRequestCount,
-            .fileCompletedCountKey: progress.completedRequestCount,
+            .fileCompletedCountKey: progress.endedRequestCount,
             .throughputKey: progress.throughput.map { Int($0) },
             .estimatedTimeRemainingKey: progress.estimatedTimeRemaining,
         ]

@@ -2,14 +2,14 @@ import Foundation
 
 extension NetworkQueue {
     /// Whether every request's metrics are collected (``NetworkRequest/metrics``,
-    /// ``NetworkResponse/metrics``), even when no delegate method or ``events()`` subscriber reads them.
-    /// Default false: metrics are collected only while a delegate that implements
-    /// ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:for:)`` is set or an ``events()`` stream is
-    /// open, so that a queue nobody asks costs nothing for them. Applies to transfers that start afterwards.
+    /// ``NetworkResponse/metrics``, and the delegate's
+    /// ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:metrics:)``). Default false: metrics are then
+    /// collected only while an ``events()`` stream is open, so that a queue nobody asks costs nothing for them.
+    /// A delegate that reads metrics sets this. Applies to transfers that start afterwards.
     public var collectsMetrics: Bool {
-        get { core.withLock { $0.collectsMetrics } }
+        get { locked.withLock { $0.collectsMetrics } }
         set {
-            core.withLock { core in
+            locked.withLock { core in
                 core.collectsMetrics = newValue
                 core.updateListeners()
             }
@@ -17,7 +17,7 @@ extension NetworkQueue {
     }
 
     /// Hears every decision the queue makes about its requests, as ``NetworkQueueLogRecord``s: added, attempt
-    /// started, head received, redirect followed or refused, retry scheduled, resumed from a byte or range
+    /// started, head received, redirect followed or refused, retry scheduled, continued from a byte or range
     /// refused, paused and resumed, checksum verified or failed, finished, failed, cancelled.
     ///
     /// Called serially and in order on the delegate executor (see ``init(transport:delegateQueue:clock:)``),
@@ -27,9 +27,9 @@ extension NetworkQueue {
     ///
     /// The article <doc:Observing> shows how to bridge it to swift-log without this package depending on it.
     public var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)? {
-        get { core.withLock { $0.logHandler } }
+        get { locked.withLock { $0.logHandler } }
         set {
-            core.withLock { core in
+            locked.withLock { core in
                 core.logHandler = newValue
                 core.updateListeners()
             }

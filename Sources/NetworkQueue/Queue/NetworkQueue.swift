@@ -19,13 +19,8 @@ import Foundation
 /// while it still holds pending requests (for example, never started) drops them without callbacks: call
 /// ``cancelAll()`` first to have each reported as cancelled.
 public final class NetworkQueue: Sendable {
-    /// Which of the head methods' default implementations ran during one delivery (delivery queue only, but
-    /// locked: the defaults run on the delegate's side of the call).
-    let headDefaultsRan = Locked((head: false, headers: false))
-    /// Whether the metrics method's default implementation ran during one delivery (as ``headDefaultsRan``).
-    let metricsDefaultRan = Locked(false)
-
-    let core: Locked<Core>
+    /// The engine and the shell's state beside it, under the queue's one lock.
+    let locked: Locked<LockedState>
     let transport: any Transport
     let clock: any QueueClock
     /// Serial; targets the caller's delegate queue, so delivery stays ordered even on a concurrent one.
@@ -33,7 +28,7 @@ public final class NetworkQueue: Sendable {
     /// Starts transfers off the caller's thread.
     let launcher: Launcher
     /// The cap on the queue's receive rate (``maximumBytesPerSecond``), which every main transfer draws from.
-    let limiter = BandwidthLimiter()
+    let rateCap = RateCap()
 
     /// A Foundation `Progress` that follows the queue's aggregate progress, for binding to
     /// `ProgressView(_:)` in SwiftUI, `UIProgressView.observedProgress` or `NSProgressIndicator`.
@@ -64,7 +59,7 @@ public final class NetworkQueue: Sendable {
         self.clock = clock
         var machine = QueueStateMachine(limit: 4, seed: UInt64.random(in: 1...UInt64.max))
         machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
-        self.core = Locked(Core(machine: machine))
+        self.locked = Locked(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()
@@ -105,12 +100,10 @@ public final class NetworkQueue: Sendable {
 
     /// Receives the queue's events; held weakly. Default nil.
     public var delegate: (any NetworkQueueDelegate)? {
-        get { core.withLock { $0.delegate } }
+        get { locked.withLock { $0.delegate } }
         set {
-            core.withLock { core in
+            locked.withLock { core in
                 core.delegate = newValue
-                core.delegateIgnoresHeads = false
-                core.delegateIgnoresMetrics = false
                 core.updateListeners()
             }
         }
@@ -121,7 +114,7 @@ public final class NetworkQueue: Sendable {
     /// Takes effect at once: raising it starts more pending requests, lowering it lets running ones finish.
     /// Negative values are clamped to 0 (unlimited), as `OperationQueue` treats -1.
     public var maxConcurrentRequestCount: Int {
-        get { core.withLock { $0.machine.limit } }
+        get { locked.withLock { $0.machine.limit } }
         set { send { $0.setLimit(newValue, now: $1) } }
     }
 
@@ -132,8 +125,8 @@ public final class NetworkQueue: Sendable {
     ///
     /// A request waiting to retry holds no slot; the policy is read when an attempt fails.
     public var retryPolicy: RetryPolicy {
-        get { core.withLock { $0.machine.retryPolicy } }
-        set { core.withLock { $0.machine.retryPolicy = newValue } }
+        get { locked.withLock { $0.machine.retryPolicy } }
+        set { locked.withLock { $0.machine.retryPolicy = newValue } }
     }
 
     /// Runs before every attempt of every request (and before each HEAD preflight), before the request's
@@ -142,33 +135,33 @@ public final class NetworkQueue: Sendable {
     /// ``NetworkQueueError/adaptationFailed(_:)`` (retried like any failure when the retry policy's
     /// closure says so). Changing it affects attempts that start afterwards. Default nil.
     public var adapter: (@Sendable (URLRequest) async throws -> URLRequest)? {
-        get { core.withLock { $0.machine.adapter } }
-        set { core.withLock { $0.machine.adapter = newValue } }
+        get { locked.withLock { $0.machine.adapter } }
+        set { locked.withLock { $0.machine.adapter = newValue } }
     }
 
     /// Which pending request starts next. Default ``SchedulingOrder/fifo``.
     public var order: SchedulingOrder {
-        get { core.withLock { $0.machine.order } }
-        set { core.withLock { $0.machine.setOrder(newValue) } }
+        get { locked.withLock { $0.machine.order } }
+        set { locked.withLock { $0.machine.setOrder(newValue) } }
     }
 
     /// When true, ``go()`` first sends a HEAD for every pending GET so the total download size is known
     /// before any body byte is counted. Default false.
     public var showsAccurateProgress: Bool {
-        get { core.withLock { $0.machine.showsAccurateProgress } }
-        set { core.withLock { $0.machine.showsAccurateProgress = newValue } }
+        get { locked.withLock { $0.machine.showsAccurateProgress } }
+        set { locked.withLock { $0.machine.showsAccurateProgress = newValue } }
     }
 
     /// When true, the first request that fails (for any reason but cancellation) makes every other
     /// pending and running request fail with ``NetworkQueueError/cancelledBecauseSiblingFailed(sibling:)``.
     /// Default true, as in ASINetworkQueue.
     public var cancelsAllOnFailure: Bool {
-        get { core.withLock { $0.machine.cancelsAllOnFailure } }
-        set { core.withLock { $0.machine.cancelsAllOnFailure = newValue } }
+        get { locked.withLock { $0.machine.cancelsAllOnFailure } }
+        set { locked.withLock { $0.machine.cancelsAllOnFailure = newValue } }
     }
 
     /// True while no new request may start: a new queue, or after ``suspend()`` or ``reset()``.
-    public var isSuspended: Bool { core.withLock { $0.machine.isSuspended } }
+    public var isSuspended: Bool { locked.withLock { $0.machine.isSuspended } }
 
     // MARK: Requests
 
@@ -192,7 +185,7 @@ public final class NetworkQueue: Sendable {
         // a file that has it: the size and the date cannot tell a wrong file from the right one).
         let existingFile =
             ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
-        let added = core.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
+        let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             // Claimed under the queue's lock: whether a claim is needed depends on the requests in the queue
             // (a coalesced duplicate shares its leader's file; a replacing one takes it over).
             var claim: DestinationClaim?
@@ -243,7 +236,7 @@ public final class NetworkQueue: Sendable {
     public func go() { send { $0.go(now: $1) } }
 
     /// Stops new requests from starting; running requests continue. ``go()`` resumes.
-    public func suspend() { core.withLock { $0.machine.suspend() } }
+    public func suspend() { locked.withLock { $0.machine.suspend() } }
 
     /// Cancels one request: it fails at once with ``NetworkQueueError/cancelled``. Does nothing if the
     /// request is not in this queue or has already ended, or if its body has fully arrived and its file
@@ -285,11 +278,11 @@ public final class NetworkQueue: Sendable {
     public func reset() { send { $0.reset(now: $1) } }
 
     /// The pending and running requests, in the order they were added.
-    public var requests: [NetworkRequest] { core.withLock { $0.machine.requests } }
+    public var requests: [NetworkRequest] { locked.withLock { $0.machine.requests } }
 
     /// The number of pending and running requests.
-    public var requestCount: Int { core.withLock { $0.machine.requestCount } }
+    public var requestCount: Int { locked.withLock { $0.machine.requestCount } }
 
     /// A snapshot of the current drain's aggregate progress.
-    public var progress: QueueProgress { core.withLock { $0.machine.progress(at: clock.now()) } }
+    public var progress: QueueProgress { locked.withLock { $0.machine.progress(at: clock.now()) } }
 }

@@ -19,20 +19,14 @@ import Foundation
 public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// A request's transfer started (not called for requests that never start, nor for HEAD preflights).
     func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest)
-    /// A request received its final response head (redirects are followed, not reported).
-    ///
-    /// The queue calls ``networkQueue(_:didReceiveHead:for:)``, whose default calls this method with the head
-    /// built as an `HTTPURLResponse`: implement that one instead to skip building it (on Linux Foundation
-    /// reads every field into a dictionary of its own, about as much work as the rest of a small request).
-    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest)
-    /// A request received its final response head, as received. The default calls
-    /// ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`.
-    func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest)
+    /// A request received its final response head (redirects are followed, not reported). Reading the head
+    /// costs nothing more than receiving it; its ``ResponseHead/httpURLResponse`` is built only when read.
+    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead)
     /// An attempt's transfer ended, with what it measured (see ``RequestMetrics`` for attempts the queue
     /// stopped itself): once per attempt that sent its request, after the attempt's didReceiveHeaders (if
-    /// any) and before its willRetry, didFinish or didFail. Implementing this method makes the queue collect
-    /// metrics (see ``NetworkQueue/collectsMetrics``).
-    func networkQueue(_ queue: NetworkQueue, didCollectMetrics metrics: TransferMetrics, for request: NetworkRequest)
+    /// any) and before its willRetry, didFinish or didFail. Called only while metrics are collected: set
+    /// ``NetworkQueue/collectsMetrics`` (or listen to ``NetworkQueue/events()``).
+    func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics)
     /// A request succeeded.
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse)
     /// A request failed or was cancelled (cancellation is a failure with a cancellation error). With
@@ -60,24 +54,9 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) {}
     /// Does nothing.
-    public func networkQueue(
-        _ queue: NetworkQueue, didReceiveHeaders response: HTTPURLResponse, for request: NetworkRequest
-    ) {
-        queue.headDefaultsRan.withLock { $0.headers = true }
-    }
-    /// Calls ``networkQueue(_:didReceiveHeaders:for:)`` with `head.httpURLResponse`. When that is the default
-    /// too (the delegate implements neither), the queue notices on the first head and calls neither again: no
-    /// `HTTPURLResponse` is built for a delegate that does not read one.
-    public func networkQueue(_ queue: NetworkQueue, didReceiveHead head: ResponseHead, for request: NetworkRequest) {
-        queue.headDefaultsRan.withLock { $0.head = true }
-        networkQueue(queue, didReceiveHeaders: head.httpURLResponse, for: request)
-    }
-    /// Does nothing. When this default runs, the queue notes that its delegate reads no metrics, and stops
-    /// collecting them for it (unless ``NetworkQueue/collectsMetrics`` or an ``NetworkQueue/events()``
-    /// subscriber asks for them).
-    public func networkQueue(_ queue: NetworkQueue, didCollectMetrics metrics: TransferMetrics, for request: NetworkRequest) {
-        queue.metricsDefaultRan.withLock { $0 = true }
-    }
+    public func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {}
+    /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {}
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {}
     /// Does nothing.
@@ -100,16 +79,14 @@ extension NetworkQueueDelegate {
 public enum NetworkQueueEvent: Sendable {
     /// See ``NetworkQueueDelegate/networkQueue(_:didStart:)``.
     case didStart(NetworkRequest)
-    /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHead:for:)``. The head is a ``ResponseHead`` (before
-    /// version 0.3 an `HTTPURLResponse`): it answers `statusCode`, `value(forHTTPHeaderField:)`, `mimeType` and
-    /// `expectedContentLength` as that did, and ``ResponseHead/httpURLResponse`` gives Foundation's type.
-    case didReceiveHeaders(NetworkRequest, ResponseHead)
-    /// See ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:for:)``.
-    case didCollectMetrics(NetworkRequest, TransferMetrics)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHeaders:head:)``.
+    case didReceiveHeaders(NetworkRequest, head: ResponseHead)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:metrics:)``.
+    case didCollectMetrics(NetworkRequest, metrics: TransferMetrics)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)``.
-    case didFinish(NetworkRequest, NetworkResponse)
+    case didFinish(NetworkRequest, response: NetworkResponse)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.
-    case didFail(NetworkRequest, NetworkQueueError)
+    case didFail(NetworkRequest, error: NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueue(_:willRetry:after:error:)``.
     case willRetry(NetworkRequest, after: TimeInterval, error: NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueue(_:didPause:)``.
@@ -117,7 +94,7 @@ public enum NetworkQueueEvent: Sendable {
     /// See ``NetworkQueueDelegate/networkQueue(_:didResume:)``.
     case didResume(NetworkRequest)
     /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
-    case progress(QueueProgress)
+    case didUpdateProgress(QueueProgress)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.
     case queueDidFinish
 }

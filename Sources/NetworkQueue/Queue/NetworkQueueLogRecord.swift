@@ -51,7 +51,7 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// A failed attempt will be sent again: after what delay, and why.
         case retryScheduled
         /// A download continues its partial file from a byte.
-        case resumedFromByte
+        case continuedFromByte
         /// The server would not continue the partial file: the download starts over from byte 0.
         case rangeRefused
         /// The request was paused.

@@ -6,7 +6,7 @@ import Foundation
 
 /// One HTTP request run by a ``NetworkQueue``, with its validation rules, handlers and observable state.
 ///
-/// Configuration is fixed at creation. The state properties (``state``, ``response``, ``result``, …)
+/// Configuration is fixed at creation. The state properties (``state``, ``head``, ``result``, …)
 /// may be read from any thread at any time. A request can be added to one queue, once.
 public final class NetworkRequest: Sendable, Identifiable {
     /// The life of a request.
@@ -76,23 +76,12 @@ public final class NetworkRequest: Sendable, Identifiable {
     public let urlRequest: URLRequest
     /// Where the response body goes. Default ``Destination-swift.enum/memory``.
     public let destination: Destination
-    /// Status codes that count as success; nil accepts every status (ASI's behaviour). Default `200..<300`.
-    public let acceptableStatusCodes: Range<Int>?
-    /// For a file destination: whether a `<file>.part` left by an earlier attempt (a retry) or an earlier
-    /// run is continued. The part is continued only when the validator saved beside it
-    /// (`<file>.part.validator`: the strong ETag, else the Last-Modified of the response that began it)
-    /// exists; the request then sends `Range: bytes=<part size>-` and `If-Range`. A 206 for exactly those
-    /// bytes is appended; a 200 starts the file over; a 416 or a 206 for other bytes sends the request
-    /// again once without a range. Only GETs without a `Range` header of their own are resumed; a
-    /// resumed request's response has status 206. Default true (set in the initializer).
-    public let resumesDownloads: Bool
-    /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
-    /// Default nil.
-    public let acceptableContentTypes: Set<String>?
-    /// The largest body accepted, in decoded bytes; a larger one fails with `.responseTooLarge` and its
-    /// transfer stops. Nil means no limit. Default (``ResponseSizeLimit/automatic``): 64 MiB for the memory
-    /// destination, none for a file destination.
-    public let maximumResponseSize: Int64?
+    /// What counts as a successful response (see ``Validation-swift.struct``).
+    public let validation: Validation
+    /// How the body is checked (see ``Integrity-swift.struct``).
+    public let integrity: Integrity
+    /// What a file destination does with what is on disk already (see ``FileOptions-swift.struct``).
+    public let fileOptions: FileOptions
     /// An integer for the caller's own use. Default 0.
     public let tag: Int
     /// Values for the caller's own use. Default empty.
@@ -100,25 +89,19 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// When and how soon a failed attempt is sent again; nil uses the queue's ``NetworkQueue/retryPolicy``.
     /// Default nil.
     public let retryPolicy: RetryPolicy?
-    /// Runs before every attempt (and before the HEAD preflight), after the queue's
-    /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh
-    /// token. A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
-    public let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
     /// The priority it was created with: the one it has when it is added (``NetworkQueue/setPriority(_:for:)``
     /// needs it added), read without the lock.
     let initialPriority: Priority
-    /// What happens when the file destination exists already; default ``ExistingFile/replace``.
-    public let existingFile: ExistingFile
-    /// The digest the whole body must have (for a file: the whole file, a resumed part included); a body
-    /// that hashes otherwise fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)`` and
-    /// nothing of it is kept. Hashed as it streams, with OpenSSL's libcrypto on Linux and CommonCrypto on
-    /// Apple platforms. Default nil.
-    public let checksum: Checksum?
-    /// Whether the server's own digests are verified when the response carries them: `Content-Digest`
-    /// (this response's bytes), `Repr-Digest` and `Digest: SHA-256=` (the whole file), SHA-256 and
-    /// SHA-512 only. A content-coded body (gzip, …) is not held to them: they cover the encoded bytes.
-    /// Default true.
-    public let verifiesServerDigests: Bool
+    /// Flat copies of the groups' values the engine reads on every request (the content types lowercased,
+    /// the size limit resolved for the destination).
+    let acceptableStatusCodes: Range<Int>?
+    let acceptableContentTypes: Set<String>?
+    let maximumResponseSize: Int64?
+    let checksum: Checksum?
+    let verifiesServerDigests: Bool
+    let continuesPartialDownloads: Bool
+    let existingFile: ExistingFile
+    let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     let invalidReason: NetworkQueueError.InvalidRequestReason?
@@ -133,7 +116,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     struct Status {
         var version: UInt64 = 0
         var state = State.pending
-        var response: ResponseHead?
+        var head: ResponseHead?
         var result: Result<NetworkResponse, NetworkQueueError>?
         var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
         var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
@@ -183,73 +166,58 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// Creates a request.
     ///
-    /// Handlers run on the queue's delegate executor, each just before the queue delegate's method for
-    /// the same event.
     /// - Parameters:
     ///   - urlRequest: what to send. Its `timeoutInterval` is enforced by the queue as an idle timeout
     ///     with sub-second precision: the request fails with `.timedOut` once no byte moved for that long.
     ///     Infinity, NaN and values of ``noTimeoutThreshold`` or more mean no timeout; zero or a negative
     ///     value makes the request invalid (``NetworkQueueError/InvalidRequestReason/invalidTimeout(_:)``).
-    ///   - destination: where the body goes; default `.memory`.
-    ///   - resumesDownloads: for a file destination, whether a `.part` file left by an earlier attempt or
-    ///     run is continued with a range request (see ``resumesDownloads``); default true.
-    ///   - acceptableStatusCodes: statuses that count as success; default `200..<300`; nil accepts all.
-    ///   - acceptableContentTypes: MIME types that count as success; default nil (any).
-    ///   - maximumResponseSize: the largest body accepted; default ``ResponseSizeLimit/automatic``
-    ///     (64 MiB in memory, no limit for a file); ``ResponseSizeLimit/unlimited`` for none.
-    ///   - tag: an integer for your own use; default 0.
-    ///   - userInfo: values for your own use; default empty.
-    ///   - onDownloadProgress: called with this request's download progress (coalesced).
-    ///   - onUploadProgress: called with this request's upload progress (coalesced).
-    ///   - onCompletion: called once with the result, before the delegate's didFinish or didFail.
+    ///   - destination: where the body goes; default ``Destination-swift.enum/memory``.
+    ///   - validation: what counts as success; default 2xx, any content type, 64 MiB in memory.
+    ///   - integrity: the checksum the body must have and whether server digests are verified; default no
+    ///     checksum, digests verified.
+    ///   - fileOptions: for a file destination, whether a part file is continued and what an existing file
+    ///     does; default continued, replaced.
     ///   - retryPolicy: replaces the queue's ``NetworkQueue/retryPolicy`` for this request; default nil
     ///     (the queue's).
-    ///   - adapt: changes the `URLRequest` before each attempt (see ``adapt``); default nil.
-    ///   - checksum: the digest the whole body must have (see ``checksum``); default nil.
-    ///   - verifiesServerDigests: whether digests the server sends are verified (see
-    ///     ``verifiesServerDigests``); default true.
     ///   - priority: which pending request starts first (see ``priority``); default ``Priority/normal``.
-    ///   - existingFile: what a file destination that exists already does (see ``existingFile``); default
-    ///     ``ExistingFile/replace``.
+    ///   - handlers: closures for this request's progress and end, and its adapt hook; default none.
+    ///   - tag: an integer for your own use; default 0.
+    ///   - userInfo: values for your own use; default empty.
     public init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
-        resumesDownloads: Bool = true,
-        acceptableStatusCodes: Range<Int>? = 200..<300,
-        acceptableContentTypes: Set<String>? = nil,
-        maximumResponseSize: ResponseSizeLimit = .automatic,
-        tag: Int = 0,
-        userInfo: [String: any Sendable] = [:],
-        onDownloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        onUploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil,
+        validation: Validation = Validation(),
+        integrity: Integrity = Integrity(),
+        fileOptions: FileOptions = FileOptions(),
         retryPolicy: RetryPolicy? = nil,
-        adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil,
-        checksum: Checksum? = nil,
-        verifiesServerDigests: Bool = true,
         priority: Priority = .normal,
-        existingFile: ExistingFile = .replace
+        handlers: Handlers = Handlers(),
+        tag: Int = 0,
+        userInfo: [String: any Sendable] = [:]
     ) {
-        self.existingFile = existingFile
-        self.initialPriority = priority
-        self.retryPolicy = retryPolicy
-        self.adapt = adapt
         self.urlRequest = urlRequest
         self.destination = destination
-        self.resumesDownloads = resumesDownloads
-        self.checksum = checksum
-        self.verifiesServerDigests = verifiesServerDigests
-        self.invalidReason =
-            RequestRules.validate(urlRequest, destination: destination)
-            ?? checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
-        self.acceptableStatusCodes = acceptableStatusCodes
-        self.acceptableContentTypes = acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
-        self.maximumResponseSize = RequestRules.maximumResponseSize(maximumResponseSize, destination: destination)
+        self.validation = validation
+        self.integrity = integrity
+        self.fileOptions = fileOptions
+        self.retryPolicy = retryPolicy
+        self.initialPriority = priority
         self.tag = tag
         self.userInfo = userInfo
-        self.downloadProgressHandler = onDownloadProgress
-        self.uploadProgressHandler = onUploadProgress
-        self.completionHandler = onCompletion
+        acceptableStatusCodes = validation.acceptableStatusCodes
+        acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
+        maximumResponseSize = RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination)
+        checksum = integrity.checksum
+        verifiesServerDigests = integrity.verifiesServerDigests
+        continuesPartialDownloads = fileOptions.continuesPartialDownloads
+        existingFile = fileOptions.existingFile
+        adapt = handlers.adapt
+        invalidReason =
+            RequestRules.validate(urlRequest, destination: destination)
+            ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
+        downloadProgressHandler = handlers.onDownloadProgress
+        uploadProgressHandler = handlers.onUploadProgress
+        completionHandler = handlers.onCompletion
         var shared = Shared()
         shared.priority = priority
         shared.status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
@@ -265,11 +233,11 @@ public final class NetworkRequest: Sendable, Identifiable {
     public var url: URL? { urlRequest.url }
     /// Where the request is in its life.
     public var state: State { shared.withLock { $0.status.state } }
-    /// The final response head as Foundation's type, once received (built on first read; see ``responseHead``).
-    public var response: HTTPURLResponse? { responseHead?.httpURLResponse }
-
-    /// The final response head, once received.
-    public var responseHead: ResponseHead? { shared.withLock { $0.status.response } }
+    /// The final response head, once received (its ``ResponseHead/httpURLResponse`` is built on first read).
+    public var head: ResponseHead? { shared.withLock { $0.status.head } }
+    /// The response of a request that finished: its head, its body or file, its metrics. Nil until then, and
+    /// for a request that failed (see ``result``).
+    public var response: NetworkResponse? { try? result?.get() }
     /// The outcome, once the request has ended.
     public var result: Result<NetworkResponse, NetworkQueueError>? { shared.withLock { $0.status.result } }
     /// Download progress of the current transfer.

@@ -7,13 +7,10 @@ import Foundation
 /// One event of a transfer, reported by a ``Transport``.
 public enum TransferEvent: Sendable {
     /// The final response head (redirects are followed, not reported). An interim 1xx head should not be
-    /// reported; the queue ignores one if it is. A second final head (`.head` or `.response`) for the same
-    /// transfer means it restarted: the bytes received so far no longer count.
+    /// reported; the queue ignores one if it is. A second final head for the same transfer means it
+    /// restarted: the bytes received so far no longer count. A transport holding an `HTTPURLResponse` reports
+    /// `.head(ResponseHead(response))`.
     case head(ResponseHead)
-    /// The final response head as Foundation's type, for transports that have one already (URLSession): the
-    /// queue treats it as `.head(ResponseHead(response))`. A transport that parses heads itself reports
-    /// ``head(_:)``, which costs no `HTTPURLResponse` unless one is read.
-    case response(HTTPURLResponse)
     /// A piece of the response body.
     case data(Data)
     /// Request body bytes sent so far, and the body's total size when known.
@@ -50,96 +47,62 @@ public struct TransferRedirect: Sendable, Hashable {
 /// How the queue wants one transfer run, beyond its `URLRequest`.
 public struct TransferOptions: Sendable {
     /// The cap the transfer's received bytes are drawn from; nil for none. Default nil.
-    public var limiter: BandwidthLimiter?
+    public var rateCap: RateCap?
     /// Whether the transfer reports ``TransferEvent/metrics(_:)`` before it completes. Default false: the
     /// queue asks only when someone will read them.
     public var collectsMetrics: Bool
 
     /// Creates options; the defaults are uncapped and without metrics.
-    public init(limiter: BandwidthLimiter? = nil, collectsMetrics: Bool = false) {
-        self.limiter = limiter
+    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false) {
+        self.rateCap = rateCap
         self.collectsMetrics = collectsMetrics
     }
 }
 
-/// A running transfer that can be cancelled, and, where the transport can, paused and throttled.
+/// A running transfer, as the queue holds it: it can be cancelled.
 public protocol TransferHandle: Sendable {
     /// Stops the transfer. The queue has already reported the cancellation; the transport may deliver
     /// further events for this transfer, and the queue ignores them.
     func cancel()
-
-    /// Stops (`true`) or resumes (`false`) reading the response body; the server is slowed by TCP flow
-    /// control meanwhile. Returns false when the transport cannot pause (the default implementation:
-    /// `URLSessionTransport` cannot, a Linux task restarts when suspended).
-    func setReceivingPaused(_ paused: Bool) -> Bool
-
-    /// Caps this transfer's receive rate in bytes per second (nil removes the cap), also while it runs.
-    /// Returns false when the transport cannot (the default implementation).
-    func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool
 }
 
-extension TransferHandle {
-    /// Not supported: returns false.
-    public func setReceivingPaused(_ paused: Bool) -> Bool { false }
+/// A running transfer whose reading can also be paused and capped while it runs (``CurlTransport``'s are; a
+/// URLSession task is not: on Linux a suspended task restarts). The queue itself never needs these: it
+/// pauses a request by stopping its transfer, and caps through ``TransferOptions/rateCap``.
+public protocol ThrottlableTransfer: TransferHandle {
+    /// Stops (`true`) or resumes (`false`) reading the response body; the server is slowed by TCP flow
+    /// control meanwhile.
+    func setReceivingPaused(_ paused: Bool)
 
-    /// Not supported: returns false.
-    public func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool { false }
+    /// Caps this transfer's receive rate in bytes per second (nil removes the cap), also while it runs.
+    func setMaximumBytesPerSecond(_ bytesPerSecond: Int?)
 }
 
 /// Moves bytes for a ``NetworkQueue``: starts one transfer per call and reports its events.
 ///
 /// Contract for conformers:
-/// - events of one transfer are delivered serially (never two at once) and in order: at most one
-///   `.response` before its `.data`, and exactly one `.completed`, last;
+/// - events of one transfer are delivered serially (never two at once) and in order: at most one final
+///   `.head` before its `.data`, and exactly one `.completed`, last;
 /// - `startTransfer` must not call `events` synchronously (deliver on another queue or thread);
 /// - the queue owns scheduling, timeouts, validation and progress, so a transport only transfers;
 /// - a redirect that changes scheme, host or port must not carry credentials along (see ``RedirectPolicy``);
 /// - back-pressure: the queue consumes each event before it returns (a file destination is written
 ///   inside the `.data` event), so a transport that reads no more of a transfer until its event returns
-///   (``CurlTransport`` on Linux) keeps memory flat however fast the server is. A transport that queues
-///   events instead can pause reading with ``TransferHandle/setReceivingPaused(_:)``.
+///   (``CurlTransport`` on Linux) keeps memory flat however fast the server is.
 public protocol Transport: Sendable {
-    /// Starts `request` and reports its events to `events`.
-    func startTransfer(
-        _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
-    ) -> any TransferHandle
-
-    /// Starts `request` with its received bytes drawn from `limiter` (nil: uncapped), and reports its events
-    /// to `events`. The queue calls this one, with its ``NetworkQueue/maximumBytesPerSecond`` limiter for
-    /// every main transfer. The default implementation ignores the limiter and calls
-    /// ``startTransfer(_:events:)``: such a transport's transfers are uncapped.
-    func startTransfer(
-        _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
-    ) -> any TransferHandle
-
-    /// Starts `request` as `options` say (its cap, whether it reports metrics), and reports its events to
-    /// `events`. The queue calls this one. The default implementation ignores ``TransferOptions/collectsMetrics``
-    /// and calls ``startTransfer(_:limiter:events:)``: such a transport reports no metrics.
+    /// Starts `request` as `options` say (its rate cap, whether it reports metrics) and reports its events
+    /// to `events`. A transport that cannot cap or measure ignores those options: its transfers are then
+    /// uncapped, and report no ``TransferEvent/metrics(_:)``.
     func startTransfer(
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle
 }
 
 extension Transport {
-    /// Ignores `limiter` (this transport cannot hold a transfer back) and calls ``startTransfer(_:events:)``.
+    /// Starts `request` with the default ``TransferOptions`` (uncapped, no metrics).
     public func startTransfer(
-        _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
+        _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
-        startTransfer(request, events: events)
-    }
-
-    /// Calls ``startTransfer(_:limiter:events:)`` with the options' limiter; reports no metrics.
-    public func startTransfer(
-        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
-    ) -> any TransferHandle {
-        startTransfer(request, limiter: options.limiter, events: events)
-    }
-}
-
-extension TransferEvent {
-    /// The event with a `.response` turned into a `.head`: what the queue's handlers see.
-    var normalized: TransferEvent {
-        if case .response(let response) = self { return .head(ResponseHead(response)) }
-        return self
+        startTransfer(request, options: TransferOptions(), events: events)
     }
 }

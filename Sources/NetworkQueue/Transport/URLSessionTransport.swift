@@ -84,14 +84,7 @@ public final class URLSessionTransport: Transport {
         session.invalidateAndCancel()
     }
 
-    /// Starts a data task for `request`.
-    public func startTransfer(
-        _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
-    ) -> any TransferHandle {
-        startTransfer(request, options: TransferOptions(), events: events)
-    }
-
-    /// Starts a data task for `request` (uncapped: `options.limiter` is ignored). With
+    /// Starts a data task for `request` (uncapped: `options.rateCap` is ignored). With
     /// `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it completes: from the
     /// platform's `URLSessionTaskMetrics` where they are delivered (Apple platforms), else what the transport
     /// measures itself (Linux: total time, time to first byte, redirects, body bytes; the rest nil).

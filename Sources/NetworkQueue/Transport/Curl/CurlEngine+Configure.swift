@@ -46,7 +46,7 @@
             // Bigger reads than libcurl's 16 KiB default (256 KiB, half libcurl's largest): a sixteenth as many
             // events (each a lock round trip in the queue) for a big body; small bodies do not notice. One
             // 200 MB body to a file went from 0.81–0.87x the raw libcurl loop at 64 KiB to 1.0–1.2x.
-            if let cap = transfer.limiter?.bytesPerSecond {
+            if let cap = transfer.rateCap?.maximumBytesPerSecond {
                 // Capped: smaller reads (a thirty-second of the cap, 4–64 KiB) draw in finer steps, and a
                 // new connection gets a small kernel receive buffer (see `curlSocketOptions`).
                 library.set(easy, .bufferSize, min(64 << 10, max(4 << 10, cap / 32)))
@@ -61,7 +61,7 @@
             library.set(easy, .readData, pointer: user)
             library.set(easy, .seekData, pointer: user)
             library.set(easy, .sockOptData, pointer: user)
-            let rate = transfer.shared.withLock({ $0.maximumReceiveRate })
+            let rate = transfer.shared.withLock({ $0.maximumBytesPerSecond })
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
             let method = (request.httpMethod ?? "GET").uppercased()
@@ -165,7 +165,7 @@
     /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap. CURL_SOCKOPT_OK is 0.
     private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = { user, socket, _ in
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
-        guard let cap = transfer.limiter?.bytesPerSecond else { return 0 }
+        guard let cap = transfer.rateCap?.maximumBytesPerSecond else { return 0 }
         var size = Int32(min(256 << 10, max(4 << 10, cap / 64)))
         _ = setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         return 0

@@ -20,13 +20,13 @@
                     starved.removeAll { $0 === transfer }
                     continue
                 }
-                guard let limiter = transfer.limiter else { continue }
+                guard let rateCap = transfer.rateCap else { continue }
                 if transfer.shared.withLock({ $0.isPaused }) {
-                    // Paused by its owner: it holds up nobody in the limiter's line.
-                    limiter.leave(transfer.consumer)
+                    // Paused by its owner: it holds up nobody in the rate cap's line.
+                    rateCap.leave(transfer.consumer)
                     continue
                 }
-                guard limiter.delayUntilAvailable(for: transfer.consumer) == 0 else { continue }
+                guard rateCap.delayUntilAvailable(for: transfer.consumer) == 0 else { continue }
                 starved.removeAll { $0 === transfer }
                 transfer.isStarved = false
                 // libcurl delivers the bytes it held from inside this call; the transfer may be refused again.
@@ -35,8 +35,8 @@
             // Those still held (or held again just now) say when the next tokens come.
             var wait = 0.1
             for transfer in starved {
-                guard let limiter = transfer.limiter, !transfer.shared.withLock({ $0.isPaused }) else { continue }
-                wait = min(wait, limiter.delayUntilAvailable(for: transfer.consumer))
+                guard let rateCap = transfer.rateCap, !transfer.shared.withLock({ $0.isPaused }) else { continue }
+                wait = min(wait, rateCap.delayUntilAvailable(for: transfer.consumer))
             }
             return max(wait, 0.001)
         }

@@ -44,7 +44,7 @@
         let cookieJar: Locked<CookieJar>?
         /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
         let sizes: TransferSizes?
-        /// Transfers held because their limiter had no tokens, in the order they were refused.
+        /// Transfers held because their rate cap had no tokens, in the order they were refused.
         var starved: [CurlTransfer] = []
         /// `Accept-Encoding: identity` alone: the header list of every request without headers of its own,
         /// made once (engine thread).
@@ -177,7 +177,7 @@
                 finish(transfer, easy: easy)
             case .update(let transfer):
                 guard let easy = transfer.easy, active[easy] != nil else { return }
-                let (paused, rate) = transfer.shared.withLock { ($0.isPaused, $0.maximumReceiveRate) }
+                let (paused, rate) = transfer.shared.withLock { ($0.isPaused, $0.maximumBytesPerSecond) }
                 library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
                 // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0. A transfer held for tokens stays held: the cap resumes it.
                 guard paused || !transfer.isStarved else { return }
@@ -232,7 +232,7 @@
                 starved.removeAll { $0 === transfer }
                 reusable = false
             }
-            transfer.limiter?.leave(transfer.consumer)
+            transfer.rateCap?.leave(transfer.consumer)
             // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's.
             library.set(easy, .httpHeader, pointer: nil)
             library.set(easy, .errorBuffer, pointer: nil)

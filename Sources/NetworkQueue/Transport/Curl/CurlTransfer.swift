@@ -8,11 +8,11 @@
     /// Two kinds of state: `shared` (cancelled, pause, rate cap) may be touched from any thread under its
     /// lock; everything else belongs to the engine's thread alone, which is the only one that runs
     /// libcurl's callbacks and the engine's loop — hence `@unchecked Sendable`.
-    final class CurlTransfer: TransferHandle, @unchecked Sendable {
+    final class CurlTransfer: ThrottlableTransfer, @unchecked Sendable {
         struct Shared {
             var isCancelled = false
             var isPaused = false
-            var maximumReceiveRate: Int?
+            var maximumBytesPerSecond: Int?
         }
 
         /// A request body, replayable when it is `Data`.
@@ -26,7 +26,7 @@
         let shared: Locked<Shared>
         private let engine: CurlEngine
         /// The shared cap its received bytes are drawn from, and its number there.
-        let limiter: BandwidthLimiter?
+        let rateCap: RateCap?
         let consumer: Int
 
         // The engine thread's state.
@@ -53,7 +53,7 @@
         var bytesSent: Int64 = 0
         /// Body bytes libcurl handed over in this run, before decoding (engine thread).
         var bytesReceived = 0
-        /// True while libcurl holds this transfer's bytes because the limiter had no tokens for them
+        /// True while libcurl holds this transfer's bytes because the rate cap had no tokens for them
         /// (``CurlEngine`` resumes it when it has).
         var isStarved = false
         /// Adds up what libcurl measured of each run, when the queue asked for metrics (engine thread).
@@ -62,7 +62,7 @@
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
 
         init(
-            request: URLRequest, url: URL, engine: CurlEngine, limiter: BandwidthLimiter? = nil, collectsMetrics: Bool = false,
+            request: URLRequest, url: URL, engine: CurlEngine, rateCap: RateCap? = nil, collectsMetrics: Bool = false,
             events: @escaping @Sendable (TransferEvent) -> Void
         ) {
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
@@ -70,9 +70,9 @@
             self.url = url
             self.engine = engine
             self.events = events
-            self.limiter = limiter
-            self.consumer = limiter?.makeConsumer() ?? 0
-            self.shared = Locked(Shared(maximumReceiveRate: engine.options.maximumReceiveRate))
+            self.rateCap = rateCap
+            self.consumer = rateCap?.makeConsumer() ?? 0
+            self.shared = Locked(Shared(maximumBytesPerSecond: engine.options.maximumBytesPerSecond))
             self.body = Self.body(of: request)
             errorBuffer.initialize(repeating: 0, count: 256)
         }
@@ -112,16 +112,14 @@
             if isFirst { engine.post(.cancel(self)) }
         }
 
-        func setReceivingPaused(_ paused: Bool) -> Bool {
+        func setReceivingPaused(_ paused: Bool) {
             shared.withLock { $0.isPaused = paused }
             engine.post(.update(self))
-            return true
         }
 
-        func setMaximumReceiveRate(_ bytesPerSecond: Int?) -> Bool {
-            shared.withLock { $0.maximumReceiveRate = bytesPerSecond.map { max(1, $0) } }
+        func setMaximumBytesPerSecond(_ bytesPerSecond: Int?) {
+            shared.withLock { $0.maximumBytesPerSecond = bytesPerSecond.map { max(1, $0) } }
             engine.post(.update(self))
-            return true
         }
 
         // MARK: libcurl callbacks (engine thread)
@@ -182,11 +180,11 @@
         static let redirectBodyDrainLimit: Int64 = 64 << 10
 
         /// Body bytes arrived; returns what libcurl expects (the count taken, 0 to abort, or
-        /// CURL_WRITEFUNC_PAUSE when the limiter has no tokens for them: libcurl keeps them until the engine
+        /// CURL_WRITEFUNC_PAUSE when the rate cap has no tokens for them: libcurl keeps them until the engine
         /// resumes the transfer, and delivers them again then).
         func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
             if isCancelled { return 0 }
-            if let limiter, !bytes.isEmpty, !limiter.draw(bytes.count, consumer: consumer) {
+            if let rateCap, !bytes.isEmpty, !rateCap.draw(bytes.count, consumer: consumer) {
                 isStarved = true
                 engine.starve(self)
                 return 0x1000_0001

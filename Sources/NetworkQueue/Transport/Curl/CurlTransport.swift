@@ -36,7 +36,7 @@ import Foundation
     /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
     ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
     ///   connection is closed; a length beside `Transfer-Encoding` is ignored and the connection closed.
-    /// - **Rate cap**: a transfer started with a ``BandwidthLimiter`` (the queue's
+    /// - **Rate cap**: a transfer started with a ``RateCap`` (the queue's
     ///   ``NetworkQueue/maximumBytesPerSecond``) draws from it before it hands bytes on and stops reading while
     ///   it has no tokens (`CURL_WRITEFUNC_PAUSE`, resumed with `curl_easy_pause` by its engine thread),
     ///   and its new connection gets a small kernel receive buffer: the cap holds from the first byte.
@@ -93,8 +93,8 @@ import Foundation
             /// in-memory file it opens by path (so its parsed store is reused, not rebuilt per transfer).
             public var additionalTrustedCertificates: URL?
             /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
-            /// own cap can be changed with ``TransferHandle/setMaximumReceiveRate(_:)``.
-            public var maximumReceiveRate: Int?
+            /// own cap can be changed with ``ThrottlableTransfer/setMaximumBytesPerSecond(_:)``.
+            public var maximumBytesPerSecond: Int?
             /// Idle connections kept open for reuse, by each engine thread; default 64.
             public var maximumCachedConnections = 64
             /// Threads that run transfers, each with its own libcurl multi handle and connections; default
@@ -171,26 +171,13 @@ import Foundation
             return chosen
         }
 
-        /// Starts `request` on one of the transport's engine threads.
-        public func startTransfer(
-            _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void
-        ) -> any TransferHandle {
-            startTransfer(request, limiter: nil, events: events)
-        }
-
-        /// Starts `request` on one of the transport's engine threads, its received bytes drawn from `limiter` from the first
-        /// (nil: uncapped). While the limiter has no tokens the transfer reads nothing, so its TCP window
-        /// closes; a connection opened for a capped transfer gets a small kernel receive buffer (a sixty-fourth
-        /// of the cap, 4–256 KiB) so that the wire, not just the delivery, follows the cap.
-        public func startTransfer(
-            _ request: URLRequest, limiter: BandwidthLimiter?, events: @escaping @Sendable (TransferEvent) -> Void
-        ) -> any TransferHandle {
-            startTransfer(request, options: TransferOptions(limiter: limiter), events: events)
-        }
-
-        /// Starts `request` as ``startTransfer(_:limiter:events:)`` does, with `options.limiter`; with
-        /// `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it completes, every field
-        /// filled from libcurl (a transfer that never reached libcurl, such as one with no URL, reports none).
+        /// Starts `request` on one of the transport's engine threads. Its received bytes are drawn from
+        /// `options.rateCap` from the first (nil: uncapped): while the rate cap has no tokens the transfer reads
+        /// nothing, so its TCP window closes, and a connection opened for a capped transfer gets a small kernel
+        /// receive buffer (a sixty-fourth of the cap, 4–256 KiB) so that the wire, not just the delivery,
+        /// follows the cap. With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
+        /// completes, every field filled from libcurl (a transfer that never reached libcurl, such as one with
+        /// no URL, reports none). The handle is a ``ThrottlableTransfer``.
         public func startTransfer(
             _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
@@ -201,7 +188,7 @@ import Foundation
                 return failed
             }
             let transfer = CurlTransfer(
-                request: request, url: url, engine: engine, limiter: options.limiter, collectsMetrics: options.collectsMetrics,
+                request: request, url: url, engine: engine, rateCap: options.rateCap, collectsMetrics: options.collectsMetrics,
                 events: events)
             engine.post(.start(transfer))
             return transfer

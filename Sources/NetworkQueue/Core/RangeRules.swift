@@ -4,9 +4,10 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Resuming a file download from its `.part` file: which validator is saved beside it, the headers a
-/// resumed request sends, and what the server's answer means. Pure functions of their arguments.
-enum ResumeRules {
+/// Continuing a file download from its `.part` file with a `Range` request: which validator is saved beside
+/// the part, the headers a continuing request sends, and what the server's answer means. Pure functions of
+/// their arguments.
+enum RangeRules {
     /// What identifies the version of the resource the partial file holds.
     enum Validator: Equatable, Sendable {
         /// A strong entity tag (a weak one may not be used in `If-Range`).
@@ -35,7 +36,7 @@ enum ResumeRules {
             guard lines.count >= 2, !lines[1].isEmpty, lines[1].allSatisfy({ $0.isASCII && !$0.isNewline }) else { return nil }
             let value = String(lines[1])
             switch lines[0] {
-            case "etag" where ResumeRules.isStrongEntityTag(value): self = .entityTag(value)
+            case "etag" where RangeRules.isStrongEntityTag(value): self = .entityTag(value)
             case "last-modified": self = .lastModified(value)
             default: return nil
             }
@@ -82,7 +83,7 @@ enum ResumeRules {
     }
 
     /// True when a request may be resumed at all: a GET that does not ask for a range of its own.
-    static func mayResume(_ request: URLRequest) -> Bool {
+    static func mayContinue(_ request: URLRequest) -> Bool {
         (request.httpMethod ?? "GET").uppercased() == "GET" && request.value(forHTTPHeaderField: "Range") == nil
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A receive-rate cap shared by many transfers: the token bucket behind
+/// The rate cap: a receive-rate cap shared by many transfers: the token bucket behind
 /// ``NetworkQueue/maximumBytesPerSecond``, handed to the transport with each transfer it starts.
 ///
 /// A transport that honours it (``CurlTransport``) asks ``draw(_:consumer:)`` before it hands on bytes it
@@ -9,7 +9,7 @@ import Foundation
 /// that draw share the rate between them: one that is idle or slow leaves its share to the others.
 ///
 /// Every method may be called from any thread.
-public final class BandwidthLimiter: Sendable {
+public final class RateCap: Sendable {
     private struct State {
         var bucket: TokenBucket?
         /// The cap as set (the bucket keeps it as a `Double`).
@@ -19,10 +19,10 @@ public final class BandwidthLimiter: Sendable {
 
     private let state: Locked<State>
 
-    /// A limiter with a cap of `bytesPerSecond` (nil, zero or negative: no cap, the default).
-    public init(bytesPerSecond: Int? = nil) {
+    /// A cap of `maximumBytesPerSecond` (nil, zero or negative: no cap, the default).
+    public init(maximumBytesPerSecond: Int? = nil) {
         state = Locked(State())
-        self.bytesPerSecond = bytesPerSecond
+        self.maximumBytesPerSecond = maximumBytesPerSecond
     }
 
     /// Seconds on a monotonic clock.
@@ -30,7 +30,7 @@ public final class BandwidthLimiter: Sendable {
 
     /// The cap in bytes per second, nil when there is none. Setting it takes effect at once for every
     /// transfer drawing from it; zero or negative values remove the cap.
-    public var bytesPerSecond: Int? {
+    public var maximumBytesPerSecond: Int? {
         get { state.withLock { $0.rate } }
         set {
             let rate = newValue.flatMap { $0 > 0 ? $0 : nil }

@@ -1,0 +1,42 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Everything that lives for one main transfer of a request: made new when the transfer starts, dropped
+/// when it ends. Nothing here is ever reset by hand: the next transfer is a new value.
+struct Attempt {
+    /// Identifies the transfer: events carrying another token are stale.
+    let token: UInt64
+    /// Where the running transfer's handle goes (filled in by the shell).
+    let cell: TransferCell
+    /// What the transfer sends (adapted, or the request's own): sent again as it is without a range.
+    let sent: URLRequest
+    /// When the transfer started (queue clock): where its rate and metrics are measured from.
+    let startedAt: Double
+    /// The expected download size before this attempt's response changed it (a HEAD's, or nil).
+    let expectedBefore: Int64?
+    /// The file the transfer writes to, once the shell opened it (file destination).
+    var sink: FileSink?
+    /// The bytes of the part file the transfer continues after (0: it starts from byte 0).
+    var continuedFrom: Int64 = 0
+    /// The final head, once it arrived.
+    var head: ResponseHead?
+    /// When the final head arrived (queue clock).
+    var headAt: Double?
+    /// The body size the final head announces in decoded bytes, when it announces one.
+    var announcedLength: Int64?
+    /// The body, for the memory destination.
+    var body = Data()
+    /// The delay the response asked for (`Retry-After`), in seconds, read only for a failing status.
+    var retryAfter: Double?
+
+    init(token: UInt64, cell: TransferCell, sent: URLRequest, startedAt: Double, expectedBefore: Int64?) {
+        self.token = token
+        self.cell = cell
+        self.sent = sent
+        self.startedAt = startedAt
+        self.expectedBefore = expectedBefore
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request's life inside the queue: a phase, carrying what only that phase has.
+///
+/// ```
+/// pending ───────────────────────────────────────────────┐
+///    │ go() with accurate progress                       ▼
+///    └─► awaitingPreflight ─► [adaptingPreflight] ─► preflighting ─► awaitingMain
+///                                                                         │
+///   ┌─────────────────────────────────────────────────────────────────────┘
+///   ▼
+/// [adaptingMain] ─► running ─► committing ─► (ended)
+///                      │ a failed attempt its retry policy allows again
+///                      ├─► [deciding] ─► waitingToRetry ─► pending (its turn again)
+/// ```
+/// Every phase but `committing`, `following` and `paused` may be paused; `paused` goes back to `pending`, or
+/// to `awaitingPreflight` when its HEAD had not finished. Every phase may end (the request leaves the table);
+/// ``holdings`` says what it must release then. `modifying` exists only inside ``withAttempt(_:)``.
+///
+/// Each transition is one method that switches over every phase: an illegal move is a precondition failure
+/// naming the phase. The coordinator (``QueueStateMachine``) owns the scheduler, ledger and actions; this type
+/// only says where the request is and what it holds.
+enum RequestState {
+    /// Waiting for a slot in the main lane; no HEAD planned. Next: adaptingMain, running, awaitingPreflight
+    /// (go() with accurate progress), following (added as a duplicate), paused.
+    case pending
+    /// Waiting for a slot in the preflight lane (and listed in the main lane too). Next: adaptingPreflight,
+    /// preflighting, paused.
+    case awaitingPreflight
+    /// Its HEAD request runs. Next: awaitingMain, paused.
+    case preflighting(Preflight)
+    /// Its HEAD finished; waiting for a slot for the transfer itself. Next: adaptingMain, running, paused.
+    case awaitingMain
+    /// Its adapt hooks run before its HEAD (holding the slot). Next: preflighting, paused.
+    case adaptingPreflight(token: UInt64)
+    /// Its adapt hooks run before its transfer (holding the slot). Next: running, deciding, waitingToRetry,
+    /// paused.
+    case adaptingMain(token: UInt64)
+    /// Its transfer runs. Next: running (sent again without a range), committing, deciding, waitingToRetry,
+    /// paused.
+    case running(Attempt)
+    /// An attempt failed; the retry policy's closure decides whether it is sent again. Next: waitingToRetry,
+    /// paused.
+    case deciding(Decision)
+    /// An attempt failed; it waits for its retry time (or an early retry), holding no slot. Next: pending,
+    /// paused.
+    case waitingToRetry(RetryWait)
+    /// Its transfer succeeded and its file is being moved into place: only its end follows.
+    case committing(Attempt)
+    /// A duplicate coalesced onto the request in the slot `leader`: it holds no slot and ends with the
+    /// leader's result, unless the leader is cancelled and hands it the work (next: pending).
+    case following(leader: Int)
+    /// Paused by the user: in no lane, holding no slot. Next: pending or awaitingPreflight.
+    case paused(withPreflight: Bool)
+    /// Transient, inside ``withAttempt(_:)`` only: the attempt is out for an in-place change.
+    case modifying
+
+    /// A HEAD preflight's own data.
+    struct Preflight {
+        let token: UInt64
+        let cell: TransferCell
+        /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
+        var unchangedHead: ResponseHead?
+    }
+
+    /// The retry closure's question about a failed attempt.
+    struct Decision {
+        let token: UInt64
+        let failure: NetworkQueueError
+        /// The failed attempt's `Retry-After`, in seconds.
+        let retryAfter: Double?
+        /// The failed attempt's final head, still shown.
+        let lastHead: ResponseHead?
+    }
+
+    /// A wait for the next attempt.
+    struct RetryWait {
+        let token: UInt64
+        /// True while waiting out a `Retry-After` (never cut short by an early retry).
+        let serverAsked: Bool
+        /// The failed attempt's final head, still shown.
+        let lastHead: ResponseHead?
+    }
+
+    /// What a phase holds: what leaving it (ending, pausing) must release.
+    struct Holdings {
+        /// Listed in, or holding a slot of, the scheduler's main lane.
+        var mainLane = false
+        /// Listed in, or holding a slot of, the preflight lane.
+        var preflightLane = false
+        /// The transfer running (preflight or main).
+        var transfer: TransferCell?
+        /// Counted among the requests waiting to retry.
+        var retryWait = false
+        /// Counted among the requests whose file is being moved into place.
+        var committing = false
+        /// The slot of the leader it follows.
+        var leader: Int?
+    }
+
+    // MARK: Queries
+
+    /// The phase's name, for precondition messages and tests.
+    var name: String {
+        switch self {
+        case .pending: "pending"
+        case .awaitingPreflight: "awaitingPreflight"
+        case .preflighting: "preflighting"
+        case .awaitingMain: "awaitingMain"
+        case .adaptingPreflight: "adaptingPreflight"
+        case .adaptingMain: "adaptingMain"
+        case .running: "running"
+        case .deciding: "deciding"
+        case .waitingToRetry: "waitingToRetry"
+        case .committing: "committing"
+        case .following: "following"
+        case .paused: "paused"
+        case .modifying: "modifying"
+        }
+    }
+
+    /// The token of what the request waits for now (a transfer, hooks, a decision, a retry time); events
+    /// carrying another token are stale.
+    var token: UInt64? {
+        switch self {
+        case .preflighting(let preflight): preflight.token
+        case .adaptingPreflight(let token), .adaptingMain(let token): token
+        case .running(let attempt), .committing(let attempt): attempt.token
+        case .deciding(let decision): decision.token
+        case .waitingToRetry(let wait): wait.token
+        case .pending, .awaitingPreflight, .awaitingMain, .following, .paused, .modifying: nil
+        }
+    }
+
+    /// True while the request's `timeoutInterval` bounds what it waits for: a transfer, its adapt hooks or
+    /// the retry policy's closure.
+    var isTimed: Bool {
+        switch self {
+        case .preflighting, .adaptingPreflight, .adaptingMain, .running, .deciding: true
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused, .modifying: false
+        }
+    }
+
+    /// True when the request is not merely waiting in the scheduler's lanes: a bulk end must end it one
+    /// by one (committing requests excepted: they end on their own).
+    var endsAlone: Bool {
+        switch self {
+        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following, .paused: true
+        case .pending, .awaitingPreflight, .awaitingMain, .committing, .modifying: false
+        }
+    }
+
+    /// The running attempt (nil in any other phase).
+    var attempt: Attempt? {
+        if case .running(let attempt) = self { return attempt }
+        return nil
+    }
+
+    /// The final head the public status shows: the current attempt's, or the failed one's while it waits.
+    var shownHead: ResponseHead? {
+        switch self {
+        case .running(let attempt), .committing(let attempt): attempt.head
+        case .deciding(let decision): decision.lastHead
+        case .waitingToRetry(let wait): wait.lastHead
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .following, .paused,
+            .modifying:
+            nil
+        }
+    }
+
+    /// The public state this phase shows.
+    var publicState: NetworkRequest.State {
+        switch self {
+        case .pending, .awaitingPreflight, .awaitingMain, .following: .pending
+        case .preflighting, .adaptingPreflight: .preflighting
+        case .running, .committing, .adaptingMain: .running
+        case .deciding, .waitingToRetry: .waitingToRetry
+        case .paused: .paused
+        case .modifying: preconditionFailure("the state of a request being modified was read")
+        }
+    }
+
+    /// What the phase holds (see ``Holdings``).
+    var holdings: Holdings {
+        switch self {
+        case .pending, .awaitingMain, .adaptingMain: Holdings(mainLane: true)
+        case .awaitingPreflight, .adaptingPreflight: Holdings(mainLane: true, preflightLane: true)
+        case .preflighting(let preflight): Holdings(mainLane: true, preflightLane: true, transfer: preflight.cell)
+        case .running(let attempt): Holdings(mainLane: true, transfer: attempt.cell)
+        case .waitingToRetry: Holdings(retryWait: true)
+        case .committing: Holdings(committing: true)
+        case .following(let leader): Holdings(leader: leader)
+        case .deciding, .paused: Holdings()
+        case .modifying: preconditionFailure("a request being modified cannot end")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A request's configuration, grouped by concern: each group has its defaults, and a new option joins the
+/// group it belongs to instead of the initializer.
+extension NetworkRequest {
+    /// What counts as a successful response.
+    public struct Validation: Sendable {
+        /// Status codes that count as success; nil accepts every status (ASI's behaviour). Default `200..<300`.
+        public var acceptableStatusCodes: Range<Int>?
+        /// MIME types (`type/subtype`, compared case-insensitively) that count as success; nil accepts any.
+        /// Default nil.
+        public var acceptableContentTypes: Set<String>?
+        /// The largest body accepted, in decoded bytes; a larger one fails with
+        /// ``NetworkQueueError/responseTooLarge(limit:url:)`` and its transfer stops. Default
+        /// ``ResponseSizeLimit/automatic`` (64 MiB in memory, no limit for a file).
+        public var maximumResponseSize: ResponseSizeLimit
+
+        /// Creates a validation; every parameter defaults as its property says.
+        public init(
+            acceptableStatusCodes: Range<Int>? = 200..<300, acceptableContentTypes: Set<String>? = nil,
+            maximumResponseSize: ResponseSizeLimit = .automatic
+        ) {
+            self.acceptableStatusCodes = acceptableStatusCodes
+            self.acceptableContentTypes = acceptableContentTypes
+            self.maximumResponseSize = maximumResponseSize
+        }
+    }
+
+    /// How the body is proven to be the bytes the server meant.
+    public struct Integrity: Sendable {
+        /// The digest the whole body must have (for a file: the whole file, a continued part included); a
+        /// body that hashes otherwise fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)``
+        /// and nothing of it is kept. Hashed as it streams, with OpenSSL's libcrypto on Linux and
+        /// CommonCrypto on Apple platforms. Default nil.
+        public var checksum: Checksum?
+        /// Whether the server's own digests are verified when the response carries them: `Content-Digest`
+        /// (this response's bytes), `Repr-Digest` and `Digest: SHA-256=` (the whole file), SHA-256 and
+        /// SHA-512 only. A content-coded body (gzip, …) is not held to them: they cover the encoded bytes.
+        /// Default true.
+        public var verifiesServerDigests: Bool
+
+        /// Creates an integrity setting; every parameter defaults as its property says.
+        public init(checksum: Checksum? = nil, verifiesServerDigests: Bool = true) {
+            self.checksum = checksum
+            self.verifiesServerDigests = verifiesServerDigests
+        }
+    }
+
+    /// What a file destination does with what is already on disk.
+    public struct FileOptions: Sendable {
+        /// Whether a `<file>.part` left by an earlier attempt (a retry, a pause) or an earlier run is
+        /// continued with a `Range` request. The part is continued only when the validator saved beside it
+        /// (`<file>.part.validator`: the strong ETag, else the Last-Modified of the response that began it)
+        /// exists; the request then sends `Range: bytes=<part size>-` and `If-Range`. A 206 for exactly those
+        /// bytes is appended; a 200 starts the file over; a 416 or a 206 for other bytes sends the request
+        /// again once without a range. Only GETs without a `Range` header of their own are continued; a
+        /// continued request's response has status 206. Default true.
+        public var continuesPartialDownloads: Bool
+        /// What happens when the destination file exists already. Default ``ExistingFile/replace``.
+        public var existingFile: ExistingFile
+
+        /// Creates file options; every parameter defaults as its property says.
+        public init(continuesPartialDownloads: Bool = true, existingFile: ExistingFile = .replace) {
+            self.continuesPartialDownloads = continuesPartialDownloads
+            self.existingFile = existingFile
+        }
+    }
+
+    /// The closures the queue calls for this one request, on its delegate executor, each just before the
+    /// delegate's method for the same event.
+    public struct Handlers: Sendable {
+        /// Called with the request's download progress (coalesced). Default nil.
+        public var onDownloadProgress: (@Sendable (TransferProgress) -> Void)?
+        /// Called with the request's upload progress (coalesced). Default nil.
+        public var onUploadProgress: (@Sendable (TransferProgress) -> Void)?
+        /// Called once with the result, before the delegate's didFinish or didFail. Default nil.
+        public var onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
+        /// Runs before every attempt (and before the HEAD preflight), after the queue's
+        /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh token.
+        /// A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
+        public var adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
+
+        /// Creates handlers; every one defaults to nil.
+        public init(
+            onDownloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+            onUploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+            onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? = nil,
+            adapt: (@Sendable (URLRequest) async throws -> URLRequest)? = nil
+        ) {
+            self.onDownloadProgress = onDownloadProgress
+            self.onUploadProgress = onUploadProgress
+            self.onCompletion = onCompletion
+            self.adapt = adapt
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One transfer's own pipeline between its transport and the engine: the file its body goes to and the
+/// verifier that hashes it. It reads the final head once (``HeadReading``: the `Range` outcome, whether the
+/// body is the resource's) and hands that one reading to the file, the verifier and the engine.
+///
+/// A transfer's events are serial, and the pipeline runs them outside the queue's lock (file writes and
+/// hashing happen here), then says what the engine must hear.
+struct TransferPipeline: Sendable {
+    /// What the engine hears about one transport event.
+    enum Step {
+        /// The event as it is.
+        case event(TransferEvent)
+        /// A final head, read.
+        case head(HeadReading)
+        /// The file could not be written: the request fails.
+        case fileFailed(NetworkQueueError)
+        /// The body did not hash as expected.
+        case integrityFailed(expected: Checksum, actual: Checksum)
+    }
+
+    /// The file the body goes to (file destination).
+    let sink: FileSink?
+    /// The checks the body is held to (nil when there are none, or for a HEAD).
+    private let verifier: BodyVerifier?
+    /// The request's acceptable statuses (nil: any); unused for a HEAD.
+    private let acceptableStatusCodes: Range<Int>?
+
+    /// A pipeline for a transfer of `request` (nil: a HEAD preflight) writing to `sink`.
+    init(request: NetworkRequest?, sink: FileSink?) {
+        self.sink = sink
+        verifier = request.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
+        acceptableStatusCodes = request?.acceptableStatusCodes
+    }
+
+    /// Applies one transport event to the file and the hashes, and returns what the engine must hear.
+    func step(_ event: TransferEvent) -> Step {
+        switch event {
+        case .head(let head) where !ResponseRules.isInterim(head):
+            let reading = HeadReading(head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
+            if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
+            if let verifier {
+                // A 206 that continues the part: the whole-file checks hash the part's bytes first.
+                var part: (URL, Int64)?
+                if let sink, case .append? = reading.continuation { part = (sink.partial, sink.continuedFrom) }
+                verifier.begin(head, continuing: part)
+            }
+            return .head(reading)
+        case .data(let data):
+            if let sink, let error = sink.write(data) { return .fileFailed(error) }
+            verifier?.update(data)
+        case .completed(nil):
+            if let sink, let error = sink.finishWriting() { return .fileFailed(error) }
+            if let (expected, actual) = verifier?.finish() { return .integrityFailed(expected: expected, actual: actual) }
+        case .head, .sent, .redirect, .metrics, .completed(.some):
+            // An interim head is the engine's to ignore; a failed transfer's file is discarded by the engine.
+            break
+        }
+        return .event(event)
+    }
+}
