@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite struct CookieJarTests {
+@Suite(.timeLimit(.minutes(5))) struct CookieJarTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
     let site = URL(string: "http://www.a.test/dir/page")!
 

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct CurlErrorTableTests {
+@Suite(.timeLimit(.minutes(5))) struct CurlErrorTableTests {
     @Test(arguments: [
         (Int32(0), URLError.Code?.none),
         (1, .badServerResponse),  // HTTP/0.9 from an http URL
@@ -70,7 +70,7 @@ import Testing
     }
 }
 
-@Suite struct ResponseHeadParserTests {
+@Suite(.timeLimit(.minutes(5))) struct ResponseHeadParserTests {
     func parse(_ lines: [String]) -> (heads: [ResponseHeadParser.Head], parser: ResponseHeadParser) {
         var parser = ResponseHeadParser()
         var heads: [ResponseHeadParser.Head] = []
@@ -138,7 +138,7 @@ import Testing
     }
 }
 
-@Suite struct RedirectRulesTests {
+@Suite(.timeLimit(.minutes(5))) struct RedirectRulesTests {
     let url = URL(string: "http://a.test/dir/page?q=1")!
 
     func request(_ method: String, body: Data? = Data("x=1".utf8)) -> URLRequest {
@@ -189,7 +189,7 @@ func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: 
     return (head, parser.violation)
 }
 
-@Suite struct StrictFramingTests {
+@Suite(.timeLimit(.minutes(5))) struct StrictFramingTests {
     @Test(arguments: [
         ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
         ("X-A: foo", "a header line not ended by LF"), ("Transfer-Encoding: chunked, gzip\r\n", "a transfer coding after chunked"),

@@ -5,7 +5,7 @@ import Testing
 
 /// RFC 9112's leniency where curl and browsers agree, and its limits where framing is at stake: what the
 /// head parser and the framing rules accept, refuse and how fast.
-@Suite struct HeadLeniencyTests {
+@Suite(.timeLimit(.minutes(5))) struct HeadLeniencyTests {
     @Test func linesEndedByABareLFAreLinesLikeAnyOther() {
         let (head, violation) = feedHead(["HTTP/1.1 200 OK\n", "Content-Length: 5\n", "Set-Cookie: a=1\r\n", "\n"])
         #expect(violation == nil)
@@ -63,7 +63,7 @@ import Testing
     }
 }
 
-@Suite struct TransferCodingRulesTests {
+@Suite(.timeLimit(.minutes(5))) struct TransferCodingRulesTests {
     @Test(arguments: [
         ("chunked", FramingRules.TransferCoding.valid(codings: [], isChunked: true)),
         ("gzip, chunked", .valid(codings: ["gzip"], isChunked: true)),
@@ -87,7 +87,7 @@ import Testing
     }
 }
 
-@Suite struct RedactionScrubTests {
+@Suite(.timeLimit(.minutes(5))) struct RedactionScrubTests {
     @Test func urlsInsideAThrownErrorsTextAreRedacted() {
         let text = "token refresh failed for https://user:pw@auth.test/t?key=SECRET#f (HTTP 500)"
         #expect(Redaction.scrub(text) == "token refresh failed for https://***@auth.test/t?key=***#*** (HTTP 500)")
@@ -108,7 +108,7 @@ import Testing
     }
 }
 
-@Suite struct CookieJarBoundsTests {
+@Suite(.timeLimit(.minutes(5))) struct CookieJarBoundsTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
 
     @Test func aRequestCarriesAtMostTheHeaderBound() {

@@ -33,7 +33,7 @@ struct MachineDriver {
     /// Retry decisions asked for, oldest first.
     var decisions: [QueueAction.Decide] = []
 
-    init(limit: Int, listening: Bool = true, retryPolicy: RetryPolicy = .none) {
+    init(limit: Int, listening: Bool = true, retryPolicy: RetryPolicy = .never) {
         machine = QueueStateMachine(limit: limit)
         machine.hasListeners = listening
         machine.retryPolicy = retryPolicy

@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite struct ProgressLedgerTests {
+@Suite(.timeLimit(.minutes(5))) struct ProgressLedgerTests {
     @Test func emptyLedgerIsZeroNotNaN() {
         let progress = KeyedLedger().snapshot(at: 0)
         #expect(progress.fractionCompleted == 0)
@@ -156,7 +156,7 @@ import Testing
     }
 }
 
-@Suite struct ProgressLedgerBulkTests {
+@Suite(.timeLimit(.minutes(5))) struct ProgressLedgerBulkTests {
     @Test func cancellingUnfinishedInBulkEqualsCancellingEachOne() {
         var rng = SeededGenerator(seed: 11)
         for _ in 0..<200 {

@@ -12,7 +12,7 @@ import Testing
 /// suspends, transfer events
 /// (successes, errors, bad statuses, cut bodies) and timer firings, checked after every step against the
 /// invariants every user relies on.
-@Suite struct QueueStateMachineModelTests {
+@Suite(.timeLimit(.minutes(5))) struct QueueStateMachineModelTests {
     /// Ten thousand sequences by default (see ``TestEnvironment/modelSeeds``).
     @Test func tenThousandRandomSequencesKeepTheInvariants() async {
         await forEachSeed(TestEnvironment.modelSeeds) { check(seed: $0) }
@@ -25,7 +25,7 @@ import Testing
         driver.machine.showsAccurateProgress = Int.random(in: 0..<4, using: &rng) == 0
         // Retries (some asking an async closure) and adapt hooks, answered by the sequence below.
         switch Int.random(in: 0..<4, using: &rng) {
-        case 0: driver.machine.retryPolicy = .none
+        case 0: driver.machine.retryPolicy = .never
         case 1: driver.machine.retryPolicy = RetryPolicy(maximumAttempts: 3, decide: { _, _, _ in .useDefault })
         default:
             driver.machine.retryPolicy = RetryPolicy(

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The engine alone: event sequences in, exact actions and deliveries out. Time is a parameter.
-@Suite struct QueueStateMachineTests {
+@Suite(.timeLimit(.minutes(5))) struct QueueStateMachineTests {
     typealias Driver = MachineDriver
 
     @Test func nothingStartsBeforeGoThenStartsUpToTheLimitInOrder() {

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// A request's own speed and time left, from the same meter as the queue's, with time passed in.
-@Suite struct RequestSpeedTests {
+@Suite(.timeLimit(.minutes(5))) struct RequestSpeedTests {
     @Test func aDownloadsSpeedAndTimeLeftFollowItsBytes() {
         var driver = MachineDriver(limit: 1)
         driver.add(1)

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct ResponseHeadTests {
+@Suite(.timeLimit(.minutes(5))) struct ResponseHeadTests {
     let url = URL(string: "http://a.test/f")!
 
     func head(_ fields: [(String, String)], status: Int = 200) -> ResponseHead {

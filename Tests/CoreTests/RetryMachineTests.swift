@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Retries and adapt hooks in the engine alone: exact deliveries, time as a parameter.
-@Suite struct RetryMachineTests {
+@Suite(.timeLimit(.minutes(5))) struct RetryMachineTests {
     typealias Driver = MachineDriver
 
     /// A policy whose backoff is exactly `delay` (no jitter), so sequences are exact.

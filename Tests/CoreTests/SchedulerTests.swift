@@ -16,7 +16,7 @@ extension Scheduler {
 func main(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .main) } }
 func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .preflight) } }
 
-@Suite struct SchedulerTests {
+@Suite(.timeLimit(.minutes(5))) struct SchedulerTests {
     @Test func newSchedulerIsSuspendedAndStartsNothing() {
         var scheduler = IntScheduler(limit: 2)
         for id in 1...3 { scheduler.enqueue(main(id)[0]) }
@@ -183,7 +183,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     }
 }
 
-@Suite struct PendingListTests {
+@Suite(.timeLimit(.minutes(5))) struct PendingListTests {
     @Test func popsFromBothEndsSkippingRemoved() {
         var list = PendingList()
         for id in 1...6 { list.append(id) }

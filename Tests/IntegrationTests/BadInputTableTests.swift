@@ -113,7 +113,7 @@ let badInputs: [BadInput] = [
     BadInput(name: "nobody listening", make: BadInput.raw { URLRequest(url: URL(string: "http://127.0.0.1:1/")!) }, outcome: { _ in .transport(.cannotConnectToHost) }),
 ]
 
-@Suite struct BadInputTableTests {
+@Suite(.timeLimit(.minutes(10))) struct BadInputTableTests {
     @Test(arguments: TransportKind.allCases, badInputs)
     func eachBadInputHasItsExactOutcome(_ transport: TransportKind, _ input: BadInput) async throws {
         if let only = input.only, only != transport { return }
@@ -121,8 +121,7 @@ let badInputs: [BadInput] = [
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = input.make(server, directory)
         try queue.add(request)
         await queue.run()

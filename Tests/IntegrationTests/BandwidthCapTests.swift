@@ -10,7 +10,7 @@ import Testing
 
 /// The queue's receive-rate cap over CurlTransport, judged by the loopback server's own count of bytes
 /// written in each second (bounds on the wire, not timings of the client).
-@Suite struct BandwidthCapTests {
+@Suite(.timeLimit(.minutes(10))) struct BandwidthCapTests {
     /// The most bytes a capped second may carry: the cap, its burst (a twentieth), and a read per transfer.
     static func ceiling(_ cap: Int, transfers: Int) -> Int { cap + cap / 20 + transfers * max(4 << 10, cap / 32) + cap / 10 }
 
@@ -63,14 +63,14 @@ import Testing
             let server = try LoopbackServer()
             let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
             queue.maximumBytesPerSecond = 300_000
-            let raised = Guarded(false)
+            let raised = Box(false)
             let events = queue.events()
             let request = NetworkRequest(
                 URLRequest(url: server.url("/bytes/4300000?sndbuf=32768")),
                 handlers: .init(onDownloadProgress: { progress in
                 // About a second in, the cap goes up tenfold.
                 guard progress.completedBytes >= 300_000 else { return }
-                let isFirst = raised.withLock { raised in
+                let isFirst = raised.with { raised in
                     defer { raised = true }
                     return !raised
                 }
@@ -82,7 +82,7 @@ import Testing
             queue.go()
             await first(events) { if case .queueDidFinish = $0 { true } else { false } }
             #expect(try request.result?.get().body.count == 4_300_000)
-            #expect(raised.withLock { $0 })
+            #expect(raised.with { $0 })
             let seconds = server.statistics.bytesPerSecond
             // At 300 kB/s the file would take 14 s; raised after about one, the other 4 MB take about one more.
             if TestEnvironment.checksCapLowerBounds { #expect(seconds.count <= 4, "\(seconds)") }

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Per-host limits and groups against two loopback servers (two ports: two hosts to the queue).
-@Suite struct BatchIntegrationTests {
+@Suite(.timeLimit(.minutes(10))) struct BatchIntegrationTests {
     @Test(arguments: TransportKind.allCases) func twoHostsWithTwoEachNeverMoreOnEitherWire(_ transport: TransportKind) async throws {
         let first = try LoopbackServer()
         let second = try LoopbackServer()

@@ -117,7 +117,7 @@ private final class MatrixDelegate: NetworkQueueDelegate {
         let key = "matrix-\(Self.keys.with { $0 += 1; return $0 })"
         let queue = NetworkQueue(transport: transport.make())
         queue.retryPolicy =
-            ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .none
+            ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never
         feature.configure(queue)
         let delegate = MatrixDelegate(cancelsAtHead: ending.action == .cancelAtHead)
         queue.delegate = delegate

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Pausing a real download and resuming it with a range request, over both transports.
-@Suite struct PauseIntegrationTests {
+@Suite(.timeLimit(.minutes(10))) struct PauseIntegrationTests {
     static let size = 20_000_000
 
     /// A queue over `transport` with a recorder, downloading `/bytes/<size>` (throttled to about a second) into
@@ -18,16 +18,15 @@ import Testing
         NetworkQueue, NetworkRequest, URL, Recorder
     ) {
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let file = try temporaryDirectory().appendingPathComponent("big.bin")
-        let paused = Guarded(false)
+        let paused = Box(false)
         let request = NetworkRequest(
             URLRequest(url: server.url("/bytes/\(size)?rate=20000000")),
             destination: .file(file),
             handlers: .init(onDownloadProgress: { [weak queue] progress in
                 guard progress.completedBytes >= Int64(size / 2), let queue else { return }
-                let isFirst = paused.withLock { paused in
+                let isFirst = paused.with { paused in
                     defer { paused = true }
                     return !paused
                 }

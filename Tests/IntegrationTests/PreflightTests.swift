@@ -34,14 +34,13 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
     let transport = SnapshotAtFirstGet(base: kind.make())
     let queue = NetworkQueue.oneAttempt(transport: transport)
     transport.queue.with { $0.queue = queue }
-    let recorder = Recorder()
-    queue.delegate = recorder
+    let recorder = queue.recording()
     queue.maxConcurrentRequestCount = limit
     queue.showsAccurateProgress = true
     return (queue, recorder, transport)
 }
 
-@Suite struct PreflightTests {
+@Suite(.timeLimit(.minutes(10))) struct PreflightTests {
     @Test(arguments: TransportKind.allCases) func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 4)

@@ -11,8 +11,7 @@ import Testing
 /// A queue over a real URLSessionTransport, with a recorder as its delegate.
 func makeQueue(_ transport: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder) {
     let queue = NetworkQueue.oneAttempt(transport: transport.make())
-    let recorder = Recorder()
-    queue.delegate = recorder
+    let recorder = queue.recording()
     queue.maxConcurrentRequestCount = limit
     return (queue, recorder)
 }
@@ -36,7 +35,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     for await event in stream where match(event) { return }
 }
 
-@Suite struct QueueIntegrationTests {
+@Suite(.timeLimit(.minutes(10))) struct QueueIntegrationTests {
     @Test(arguments: TransportKind.allCases) func eventsArriveInOrderAndTheQueueFinishesOnce(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)

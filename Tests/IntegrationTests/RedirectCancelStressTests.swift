@@ -11,14 +11,13 @@ import Testing
 /// Foundation on Linux traps when a redirect's answer reaches a task that a cancel has moved on. Before
 /// the fix these runs crashed the test process within a few dozen requests; passing means no crash and
 /// every request ended exactly once.
-@Suite struct RedirectCancelStressTests {
+@Suite(.timeLimit(.minutes(10))) struct RedirectCancelStressTests {
     @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.maxConcurrentRequestCount = 16
         queue.cancelsAllOnFailure = false
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         var generator = SystemRandomNumberGenerator()
         var requests: [NetworkRequest] = []
         for index in 0..<1_000 {
@@ -46,8 +45,7 @@ import Testing
         for round in 0..<10 {
             let queue = NetworkQueue.oneAttempt(transport: transport.make())
             queue.maxConcurrentRequestCount = 33
-            let recorder = Recorder()
-            queue.delegate = recorder
+            let recorder = queue.recording()
             for index in 0..<32 { try queue.add(request(server.url("/redirect/3?r=\(round)&i=\(index)"), tag: index)) }
             try queue.add(request(server.url("/status/500?r=\(round)"), tag: 99))
             await queue.run()

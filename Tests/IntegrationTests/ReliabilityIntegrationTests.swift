@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct CredentialRedirectTests {
+@Suite(.timeLimit(.minutes(10))) struct CredentialRedirectTests {
     static let credentials = [
         "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET", "Accept": "x/y",
     ]
@@ -72,7 +72,7 @@ import Testing
     }
 }
 
-@Suite struct CookieTests {
+@Suite(.timeLimit(.minutes(10))) struct CookieTests {
     @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
@@ -101,7 +101,7 @@ import Testing
     }
 }
 
-@Suite struct FileSafetyTests {
+@Suite(.timeLimit(.minutes(10))) struct FileSafetyTests {
     @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
@@ -161,7 +161,7 @@ import Testing
     }
 }
 
-@Suite struct ResponseLimitTests {
+@Suite(.timeLimit(.minutes(10))) struct ResponseLimitTests {
     @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
@@ -189,7 +189,7 @@ import Testing
     }
 }
 
-@Suite struct RedactionIntegrationTests {
+@Suite(.timeLimit(.minutes(10))) struct RedactionIntegrationTests {
     @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
@@ -205,7 +205,7 @@ import Testing
     }
 }
 
-@Suite struct TransportErrorRedactionTests {
+@Suite(.timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
     @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())

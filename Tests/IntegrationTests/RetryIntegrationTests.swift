@@ -10,13 +10,12 @@ import Testing
 
 /// Retries against the loopback server, over each transport: what reaches the server, and what the
 /// caller gets.
-@Suite struct RetryIntegrationTests {
+@Suite(.timeLimit(.minutes(10))) struct RetryIntegrationTests {
     /// A queue retrying at once (a backoff of 0), with a recorder.
     static func retryingQueue(_ transport: TransportKind, clock: any QueueClock = SystemQueueClock()) -> (NetworkQueue, Recorder) {
         let queue = NetworkQueue(transport: transport.make(), clock: clock)
         queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0))
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         return (queue, recorder)
     }
 

@@ -14,7 +14,7 @@ import Testing
 ///
 /// Short by default (for CI). The long run: `NQ_SOAK_REQUESTS=10000 NQ_SOAK_DRAINS=50 swift test -c release
 /// --filter SoakTests`; `NQ_SOAK_SEED=<n>` replays a run.
-@Suite struct SoakTests {
+@Suite(.timeLimit(.minutes(10))) struct SoakTests {
     /// What one soak request asks for, and what it may end as.
     enum Kind: CaseIterable {
         case bytes, file, chunked, gzip, redirect, drop, reset, serverError, timeout, corruptGzip
@@ -57,8 +57,7 @@ import Testing
             NetworkQueue(transport: transport.make(), delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent)),
         ]
         let recorders = queues.map { queue in
-            let recorder = Recorder()
-            queue.delegate = recorder
+            let recorder = queue.recording()
             // The default policy (3 attempts) with a short backoff: failing kinds retry under the chaos.
             queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0.005, maximumDelay: 0.02))
             return recorder

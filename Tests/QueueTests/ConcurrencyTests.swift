@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct ConcurrencyTests {
+@Suite(.timeLimit(.minutes(5))) struct ConcurrencyTests {
     @Test(.timeLimit(.minutes(1)))
     func hammeringFromEightThreadsLosesNothingAndDrainsOncePerDrain() async throws {
         // Given a queue whose transfers are instant, slow, or failing, at random
@@ -19,8 +19,7 @@ import Testing
             }
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let added = Box<[Int]>([])
         // When 8 threads each perform 1,000 random operations
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
@@ -87,8 +86,7 @@ import Testing
 
     @Test func cancellingTheTaskAwaitingRunCancelsTheQueue() async throws {
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: TransferGate()))
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let requests = (1...3).map { request($0) }
         for request in requests { try queue.add(request) }
         let task = Task { await queue.run() }
@@ -111,7 +109,7 @@ import Testing
     }
 }
 
-@Suite struct QueueProgressTests {
+@Suite(.timeLimit(.minutes(5))) struct QueueProgressTests {
     @Test func bytesComeFromContentLengthAndTheFractionByBytes() async throws {
         let sizes = [1_000, 2_000, 3_000]
         let gate = TransferGate()
@@ -123,8 +121,7 @@ import Testing
             ]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...3 { try queue.add(request(tag)) }
         let halfway = queue.events()
         queue.go()

@@ -7,12 +7,11 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct EventOrderTests {
+@Suite(.timeLimit(.minutes(5))) struct EventOrderTests {
     @Test func eachRequestGetsStartHeadersFinishInOrderThenOneQueueDidFinish() async throws {
         // Given a queue of three requests
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...3 { try queue.add(request(tag)) }
         // When it runs
         let progress = await queue.run()
@@ -47,8 +46,7 @@ import Testing
 
     @Test func queueDidFinishFiresOncePerDrainAndNeverForAnEmptyQueue() async throws {
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         await queue.run()
         #expect(recorder.entries.isEmpty)
         // run() left the queue running; suspend so both requests form one drain.
@@ -65,8 +63,7 @@ import Testing
 
     @Test func requestHandlersRunBeforeTheDelegateForTheSameEvent() async throws {
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok("x"))
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...4 { try queue.add(request(tag, recorder: recorder)) }
         await queue.run()
         let log = recorder.entries

@@ -6,7 +6,7 @@ import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-@Suite struct FailureTests {
+@Suite(.timeLimit(.minutes(5))) struct FailureTests {
     @Test(.timeLimit(.minutes(1)))
     func aFailureCancelsEveryOtherRequestByDefault() async throws {
         // The gate stays closed: request 2's transfer can only end by being cancelled.
@@ -14,8 +14,7 @@ import Testing
         let transport = transport(failing: 1, gate: gate)
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 2
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...5 { try queue.add(request(tag)) }
         await queue.run()
         let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: url(1))
@@ -39,8 +38,7 @@ import Testing
         gate.open()
         let queue = NetworkQueue.oneAttempt(transport: transport(failing: 2, status: 500, gate: gate))
         queue.cancelsAllOnFailure = false
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...4 { try queue.add(request(tag)) }
         let progress = await queue.run()
         #expect(recorder.events.contains(.fail(2, .unacceptableStatus(code: 500, url: url(2)))))
@@ -108,8 +106,7 @@ import Testing
         let transport = InMemoryTransport.ok()
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         var noURL = URLRequest(url: url(0))
         noURL.url = nil
         let cases: [(URLRequest, NetworkQueueError.InvalidRequestReason)] = [
@@ -132,8 +129,7 @@ import Testing
     @Test func severalInvalidRequestsWithCancelAllOnFailureEachGetExactlyOneTerminalEvent() async throws {
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         queue.maxConcurrentRequestCount = 4
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         for tag in 1...3 { try queue.add(NetworkRequest(URLRequest(url: URL(string: "ftp://x.test/\(tag)")!), tag: tag)) }
         for tag in 4...5 { try queue.add(request(tag)) }
         await queue.run()
@@ -186,8 +182,7 @@ import Testing
 
     @Test func resetCancelsEverythingAndTheQueueCanBeUsedAgain() async throws {
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: TransferGate()))
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let first = (1...3).map { request($0) }
         for request in first { try queue.add(request) }
         queue.go()
@@ -226,8 +221,7 @@ import Testing
     @Test func aCancelledRequestStaysCancelledWhenTheTransportLaterSucceeds() async throws {
         let transport = StubbornTransport()
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = request(1)
         try queue.add(request)
         queue.go()

@@ -9,21 +9,21 @@ import Testing
 
 /// A hook that never answers holds its request only for the request's `timeoutInterval`: the queue
 /// still drains. Time is the test's clock.
-@Suite struct HookTimeoutTests {
+@Suite(.timeLimit(.minutes(5))) struct HookTimeoutTests {
     /// Suspends until the test lets it go (at its end), then answers late: the answer must be ignored.
     final class Stall: Sendable {
-        private let waiting = Guarded<[CheckedContinuation<Void, Never>]>([])
-        private let arrivals = Guarded(0)
-        var count: Int { arrivals.withLock { $0 } }
+        private let waiting = Box<[CheckedContinuation<Void, Never>]>([])
+        private let arrivals = Box(0)
+        var count: Int { arrivals.with { $0 } }
 
         func wait() async {
             await withCheckedContinuation { continuation in
-                waiting.withLock { $0.append(continuation) }
-                arrivals.withLock { $0 += 1 }
+                waiting.with { $0.append(continuation) }
+                arrivals.with { $0 += 1 }
             }
         }
 
-        func release() { for continuation in waiting.withLock({ list in defer { list = [] }; return list }) { continuation.resume() } }
+        func release() { for continuation in waiting.with({ list in defer { list = [] }; return list }) { continuation.resume() } }
     }
 
     @Test func anAdaptHookThatNeverReturnsFailsTheRequestWithTimedOut() async throws {

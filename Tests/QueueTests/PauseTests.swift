@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Pausing and resuming single requests in every phase, over the in-memory transport.
-@Suite struct PauseTests {
+@Suite(.timeLimit(.minutes(5))) struct PauseTests {
     /// A transfer that sends a head and "abc", then waits at `gate` before "def".
     static func halfway(_ gate: TransferGate) -> InMemoryTransport {
         InMemoryTransport { _ in
@@ -54,8 +54,7 @@ import Testing
         let gate = TransferGate()
         let transport = Self.halfway(gate)
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = request(1)
         try queue.add(request)
         queue.go()
@@ -82,8 +81,7 @@ import Testing
         let clock = ManualClock()
         let transport = RetryQueueTests.counting { $0 == 1 ? [.respond(status: 503, headers: ["Retry-After": "30"])] : RetryQueueTests.okBody }
         let queue = NetworkQueue(transport: transport, clock: clock)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = request(1)
         try queue.add(request)
         queue.go()
@@ -104,18 +102,18 @@ import Testing
 
     @Test func aRequestWhoseRetryIsBeingDecidedPausedDropsTheDecisionAndRetriesWhenResumed() async throws {
         let answer = TransferGate()
-        let asked = Guarded(0)
+        let asked = Box(0)
         let transport = RetryQueueTests.counting { $0 == 1 ? [.respond(status: 503)] : RetryQueueTests.okBody }
         let queue = NetworkQueue(transport: transport)
         queue.retryPolicy = RetryPolicy(decide: { _, _, _ in
-            asked.withLock { $0 += 1 }
+            asked.with { $0 += 1 }
             await answer.wait()
             return .retryAfter(3_600)
         })
         let request = request(1)
         try queue.add(request)
         queue.go()
-        await eventually { asked.withLock { $0 } == 1 }
+        await eventually { asked.with { $0 } == 1 }
         #expect(request.state == .waitingToRetry)
         #expect(queue.pause(request))
         // The closure's answer (an hour's wait) comes after the pause: it is dropped.
@@ -125,15 +123,15 @@ import Testing
         await queue.run()
         #expect(request.state == .finished)
         #expect(request.attemptCount == 2)
-        #expect(asked.withLock { $0 } == 1)
+        #expect(asked.with { $0 } == 1)
     }
 
     @Test func aPreflightingRequestPausedSendsItsHeadAgainWhenResumed() async throws {
         let gate = TransferGate()
-        let heads = Guarded(0)
+        let heads = Box(0)
         let transport = InMemoryTransport { urlRequest in
             guard urlRequest.httpMethod == "HEAD" else { return RetryQueueTests.okBody }
-            let first = heads.withLock { count in
+            let first = heads.with { count in
                 count += 1
                 return count == 1
             }
@@ -141,8 +139,7 @@ import Testing
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = request(1)
         try queue.add(request)
         queue.go()
@@ -159,10 +156,10 @@ import Testing
 
     @Test func anAdaptingRequestPausedDropsTheHooksResultAndRunsThemAgain() async throws {
         let release = TransferGate()
-        let calls = Guarded(0)
+        let calls = Box(0)
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         queue.adapter = { urlRequest in
-            let call = calls.withLock { count in
+            let call = calls.with { count in
                 count += 1
                 return count
             }
@@ -172,14 +169,14 @@ import Testing
         let request = request(1)
         try queue.add(request)
         queue.go()
-        await eventually { calls.withLock { $0 } == 1 }
+        await eventually { calls.with { $0 } == 1 }
         #expect(queue.pause(request))
         release.open()
         #expect(request.state == .paused)
         #expect(queue.resume(request))
         await queue.run()
         #expect(request.state == .finished)
-        #expect(calls.withLock { $0 } == 2)
+        #expect(calls.with { $0 } == 2)
         #expect(request.attemptCount == 1)
     }
 

@@ -7,14 +7,13 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct ReliabilityTests {
+@Suite(.timeLimit(.minutes(5))) struct ReliabilityTests {
     @Test func anInterimHeadIsNeverTheFinalResponse() async throws {
         let transport = InMemoryTransport { _ in
             [.respond(status: 100), .respond(status: 200, headers: ["Content-Length": "3"]), .body(Data("abc".utf8))]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         // Validation off: before the fix the 100 was a second didReceiveHeaders (and with it on, a failure).
         let request = request(1, acceptable: nil)
         try queue.add(request)
@@ -70,8 +69,7 @@ import Testing
     func aNonPositiveTimeoutFailsTheRequestBeforeItIsSent(timeout: TimeInterval) async throws {
         let transport = InMemoryTransport.ok()
         let queue = NetworkQueue.oneAttempt(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let request = request(1, timeout: timeout)
         try queue.add(request)
         await queue.run()

@@ -9,12 +9,12 @@ import Testing
 
 /// Retries, adapt hooks and decoding through the whole queue, over the in-memory transport; waits are
 /// on an injected clock the test moves.
-@Suite struct RetryQueueTests {
+@Suite(.timeLimit(.minutes(5))) struct RetryQueueTests {
     /// A transport whose n-th transfer (1-based) follows `script(n)`.
     static func counting(_ script: @escaping @Sendable (Int) -> [InMemoryTransport.Step]) -> InMemoryTransport {
-        let count = Guarded(0)
+        let count = Box(0)
         return InMemoryTransport { _ in
-            script(count.withLock { count in
+            script(count.with { count in
                 count += 1
                 return count
             })
@@ -55,8 +55,7 @@ import Testing
         let clock = ManualClock()
         let transport = Self.counting { $0 == 1 ? [.respond(status: 503, headers: ["Retry-After": "2"])] : Self.okBody }
         let queue = NetworkQueue(transport: transport, clock: clock)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let events = queue.events()
         try queue.add(request(4))
         queue.go()
@@ -73,7 +72,7 @@ import Testing
     @Test func noRetryPolicyFailsAtOnce() async throws {
         let transport = Self.counting { _ in [.respond(status: 503)] }
         let queue = NetworkQueue(transport: transport)
-        queue.retryPolicy = .none
+        queue.retryPolicy = .never
         let request = request(1)
         try queue.add(request)
         await queue.run()
@@ -85,7 +84,7 @@ import Testing
     @Test func aRequestsOwnPolicyReplacesTheQueues() async throws {
         let transport = Self.counting { _ in [.fail(URLError(.networkConnectionLost))] }
         let queue = NetworkQueue(transport: transport)
-        queue.retryPolicy = .none
+        queue.retryPolicy = .never
         let request = NetworkRequest(
             URLRequest(url: url(1)),
             retryPolicy: RetryPolicy(maximumAttempts: 4, backoff: .init(initialDelay: 0)),
@@ -101,10 +100,10 @@ import Testing
         let transport = Self.counting { $0 < 3 ? [.fail(URLError(.networkConnectionLost))] : Self.okBody }
         let queue = NetworkQueue(transport: transport)
         queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0))
-        let calls = Guarded([String]())
+        let calls = Box([String]())
         queue.adapter = { urlRequest in
             var urlRequest = urlRequest
-            let n = calls.withLock { calls in
+            let n = calls.with { calls in
                 calls.append("queue")
                 return calls.count / 2 + 1
             }
@@ -115,7 +114,7 @@ import Testing
             URLRequest(url: url(1)),
             handlers: .init(adapt: { urlRequest in
                 var urlRequest = urlRequest
-                calls.withLock { $0.append("request") }
+                calls.with { $0.append("request") }
                 let token = urlRequest.value(forHTTPHeaderField: "Authorization") ?? "none"
                 urlRequest.setValue("\(token)+signed", forHTTPHeaderField: "Authorization")
                 return urlRequest
@@ -124,7 +123,7 @@ import Testing
         try queue.add(request)
         await queue.run()
         #expect(request.state == .finished)
-        #expect(calls.withLock { $0 } == ["queue", "request", "queue", "request", "queue", "request"])
+        #expect(calls.with { $0 } == ["queue", "request", "queue", "request", "queue", "request"])
         #expect(
             transport.startedRequests.map { $0.value(forHTTPHeaderField: "Authorization") }
                 == ["token-1+signed", "token-2+signed", "token-3+signed"])
@@ -134,8 +133,7 @@ import Testing
         struct TokenExpired: Error {}
         let transport = InMemoryTransport.ok()
         let queue = NetworkQueue(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         queue.adapter = { _ in throw TokenExpired() }
         let request = request(1)
         try queue.add(request)
@@ -159,8 +157,7 @@ import Testing
         let json = Data(#"{"name":"disk","count":3}"#.utf8)
         let transport = InMemoryTransport { _ in [.respond(status: 200), .body(json)] }
         let queue = NetworkQueue(transport: transport)
-        let recorder = Recorder()
-        queue.delegate = recorder
+        let recorder = queue.recording()
         let decoded = try queue.add(request(1), decoding: Item.self) { result in
             if case .success = result { recorder.append(.handler(1)) }
         }

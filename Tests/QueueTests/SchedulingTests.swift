@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct SchedulingTests {
+@Suite(.timeLimit(.minutes(5))) struct SchedulingTests {
     @Test(arguments: [1, 3, 8])
     func neverMoreThanTheLimitInFlight(limit: Int) async throws {
         let gate = TransferGate()
@@ -130,19 +130,19 @@ import Testing
 final class ThreadRecordingTransport: Transport {
     let inner = InMemoryTransport.ok(gate: TransferGate())
     /// The thread now inside a queue method, if any.
-    let callerInside = Guarded(UInt?.none)
-    let startsOnCaller = Guarded(0)
+    let callerInside = Box(UInt?.none)
+    let startsOnCaller = Box(0)
 
     func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
         let thread = currentThreadID()
-        if callerInside.withLock({ $0 == thread }) { startsOnCaller.withLock { $0 += 1 } }
+        if callerInside.with({ $0 == thread }) { startsOnCaller.with { $0 += 1 } }
         return inner.startTransfer(request, events: events)
     }
 
     /// Runs `body` marked as the caller's call.
     func asCaller(_ body: () throws -> Void) rethrows {
-        callerInside.withLock { $0 = currentThreadID() }
-        defer { callerInside.withLock { $0 = nil } }
+        callerInside.with { $0 = currentThreadID() }
+        defer { callerInside.with { $0 = nil } }
         try body()
     }
 }
@@ -155,7 +155,7 @@ func currentThreadID() -> UInt {
     #endif
 }
 
-@Suite struct CallerThreadTests {
+@Suite(.timeLimit(.minutes(5))) struct CallerThreadTests {
     @Test func goAddAndSetLimitNeverStartTransfersOnTheCallersThread() async throws {
         let transport = ThreadRecordingTransport()
         let queue = NetworkQueue.oneAttempt(transport: transport)
@@ -168,7 +168,7 @@ func currentThreadID() -> UInt {
         }
         await transport.inner.waitUntilStarted(5)
         #expect(transport.inner.statistics.started == 5)
-        #expect(transport.startsOnCaller.withLock { $0 } == 0)
+        #expect(transport.startsOnCaller.with { $0 } == 0)
         queue.cancelAll()
         await queue.run()
     }

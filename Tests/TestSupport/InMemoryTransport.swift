@@ -59,7 +59,7 @@ public final class InMemoryTransport: Transport {
         var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let counters = Guarded(Counters())
+    private let counters = Box(Counters())
 
     /// Creates a transport whose transfers follow the steps `responder` returns for each request.
     public init(responder: @escaping @Sendable (URLRequest) -> [Step]) {
@@ -71,11 +71,11 @@ public final class InMemoryTransport: Transport {
     /// Response heads are built once per URL and reused, so that benchmarks measure the queue rather than
     /// `HTTPURLResponse`'s initializer.
     public static func instant(status: Int = 200, body: Data = Data()) -> InMemoryTransport {
-        let cache = Guarded([URL: HTTPURLResponse]())
+        let cache = Box([URL: HTTPURLResponse]())
         let headers = ["Content-Length": "\(body.count)"]
         return InMemoryTransport { request in
             let url = request.url ?? URL(string: "memory://")!
-            let response = cache.withLock { cache in
+            let response = cache.with { cache in
                 if let response = cache[url] { return response }
                 let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
                 if cache.count < 1_024 { cache[url] = response }
@@ -86,14 +86,14 @@ public final class InMemoryTransport: Transport {
     }
 
     /// What has been counted so far.
-    public var statistics: Statistics { counters.withLock { $0.statistics } }
+    public var statistics: Statistics { counters.with { $0.statistics } }
 
     /// Returns once no transfer is in flight: each has completed or been cancelled. The queue cancels
     /// transfers off the caller's thread, so a transfer can still be in flight when a queue has already
     /// reported it cancelled.
     public func waitUntilIdle() async {
         await withCheckedContinuation { continuation in
-            let isIdle = counters.withLock { counters in
+            let isIdle = counters.with { counters in
                 if counters.statistics.inFlight > 0 { counters.idleWaiters.append(continuation) }
                 return counters.statistics.inFlight == 0
             }
@@ -105,7 +105,7 @@ public final class InMemoryTransport: Transport {
     /// thread, after `go()` or `add()` has returned.
     public func waitUntilStarted(_ count: Int) async {
         await withCheckedContinuation { continuation in
-            let isDone = counters.withLock { counters in
+            let isDone = counters.with { counters in
                 if counters.statistics.started < count { counters.startWaiters.append((count, continuation)) }
                 return counters.statistics.started >= count
             }
@@ -114,26 +114,26 @@ public final class InMemoryTransport: Transport {
     }
 
     /// Every request started, in start order.
-    public var startedRequests: [URLRequest] { counters.withLock { $0.requests } }
+    public var startedRequests: [URLRequest] { counters.with { $0.requests } }
 
     /// Every request whose transfer was cancelled before it completed, in cancellation order.
-    public var cancelledRequests: [URLRequest] { counters.withLock { $0.cancelledRequests } }
+    public var cancelledRequests: [URLRequest] { counters.with { $0.cancelledRequests } }
 
     /// Whether each transfer, in start order, was asked to report metrics.
-    public var metricsAsked: [Bool] { counters.withLock { $0.metricsAsked } }
+    public var metricsAsked: [Bool] { counters.with { $0.metricsAsked } }
 
     /// Notes whether metrics were asked for, then plays the script (which reports metrics only where it
     /// has a `.metrics` step).
     public func startTransfer(
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
-        counters.withLock { $0.metricsAsked.append(options.collectsMetrics) }
+        counters.with { $0.metricsAsked.append(options.collectsMetrics) }
         return play(request, events: events)
     }
 
     /// Starts playing the script for `request`.
     private func play(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
-        let reached = counters.withLock { counters in
+        let reached = counters.with { counters in
             counters.statistics.started += 1
             counters.statistics.inFlight += 1
             counters.statistics.maxInFlight = max(counters.statistics.maxInFlight, counters.statistics.inFlight)
@@ -145,7 +145,7 @@ public final class InMemoryTransport: Transport {
         }
         for waiter in reached { waiter.resume() }
         let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) { [weak self] cancelled in
-            let waiters = self?.counters.withLock { counters in
+            let waiters = self?.counters.with { counters in
                 counters.statistics.inFlight -= 1
                 if cancelled {
                     counters.statistics.cancelled += 1
@@ -164,14 +164,14 @@ public final class InMemoryTransport: Transport {
 
 /// A latch for ``InMemoryTransport/Step/hold(_:)``: transfers held by it continue once it is opened.
 public final class TransferGate: Sendable {
-    private let state = Guarded((isOpen: false, waiting: [@Sendable () -> Void]()))
+    private let state = Box((isOpen: false, waiting: [@Sendable () -> Void]()))
 
     /// Creates a closed gate.
     public init() {}
 
     /// Opens the gate for good, releasing every held transfer.
     public func open() {
-        let waiting = state.withLock { state in
+        let waiting = state.with { state in
             state.isOpen = true
             defer { state.waiting = [] }
             return state.waiting
@@ -185,7 +185,7 @@ public final class TransferGate: Sendable {
     }
 
     func whenOpen(_ resume: @escaping @Sendable () -> Void) {
-        let isOpen = state.withLock { state in
+        let isOpen = state.with { state in
             if !state.isOpen { state.waiting.append(resume) }
             return state.isOpen
         }
@@ -198,7 +198,7 @@ final class ScriptedTransfer: TransferHandle {
     private let request: URLRequest
     private let events: @Sendable (TransferEvent) -> Void
     private let onEnd: @Sendable (_ cancelled: Bool) -> Void
-    private let state: Guarded<(steps: ArraySlice<InMemoryTransport.Step>, ended: Bool)>
+    private let state: Box<(steps: ArraySlice<InMemoryTransport.Step>, ended: Bool)>
 
     init(
         request: URLRequest, steps: [InMemoryTransport.Step], events: @escaping @Sendable (TransferEvent) -> Void,
@@ -207,7 +207,7 @@ final class ScriptedTransfer: TransferHandle {
         self.request = request
         self.events = events
         self.onEnd = onEnd
-        self.state = Guarded((steps[...], false))
+        self.state = Box((steps[...], false))
     }
 
     func cancel() {
@@ -218,7 +218,7 @@ final class ScriptedTransfer: TransferHandle {
     /// holds this transfer, and the cycle would leak both if the gate never opens. Returns whether it
     /// had already ended.
     private func end() -> Bool {
-        state.withLock { state in
+        state.with { state in
             defer {
                 state.ended = true
                 state.steps = []
@@ -261,7 +261,7 @@ final class ScriptedTransfer: TransferHandle {
     }
 
     private func nextStep() -> InMemoryTransport.Step? {
-        state.withLock { $0.ended ? nil : $0.steps.popFirst() }
+        state.with { $0.ended ? nil : $0.steps.popFirst() }
     }
 
     private func finish(_ error: URLError?) {

@@ -9,17 +9,17 @@ public final class ManualClock: QueueClock {
         let action: @Sendable () -> Void
     }
 
-    private let state = Guarded((now: 1_000.0, timers: [Timer](), scheduled: 0))
+    private let state = Box((now: 1_000.0, timers: [Timer](), scheduled: 0))
 
     /// Creates a clock reading 1,000 s.
     public init() {}
 
     /// The time the clock shows.
-    public func now() -> Double { state.withLock { $0.now } }
+    public func now() -> Double { state.with { $0.now } }
 
     /// Remembers `action` until the clock is advanced to `deadline`.
     public func schedule(at deadline: Double, _ action: @escaping @Sendable () -> Void) {
-        state.withLock { state in
+        state.with { state in
             state.scheduled += 1
             state.timers.append(Timer(deadline: deadline, order: state.scheduled, action: action))
         }
@@ -30,11 +30,11 @@ public final class ManualClock: QueueClock {
     public func advance(by seconds: Double) {
         let target = now() + seconds
         while let timer = nextDue(before: target) { timer.action() }
-        state.withLock { $0.now = max($0.now, target) }
+        state.with { $0.now = max($0.now, target) }
     }
 
     private func nextDue(before target: Double) -> Timer? {
-        state.withLock { state in
+        state.with { state in
             let due = state.timers.filter { $0.deadline <= target }
             guard let first = due.min(by: { ($0.deadline, $0.order) < ($1.deadline, $1.order) }) else { return nil }
             state.timers.removeAll { $0.order == first.order }

@@ -5,20 +5,6 @@ import NetworkQueue
     import FoundationNetworking
 #endif
 
-/// A tiny lock for test bookkeeping (the tests use only the library's public API).
-/// `@unchecked Sendable` is safe: every access to `value` happens under `lock`.
-public final class Box<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    public init(_ value: Value) { self.value = value }
-    public func with<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-    public var current: Value { with { $0 } }
-}
-
 /// One thing a delegate or handler saw; requests are named by their tag.
 public enum Entry: Hashable, CustomStringConvertible, Sendable {
     case start(Int)
@@ -111,5 +97,15 @@ extension NetworkRequest {
     /// The `URLError` code of a transport failure, or nil for any other outcome.
     public var transportErrorCode: URLError.Code? {
         if case .transport(let error)? = failure { error.code } else { nil }
+    }
+}
+
+extension NetworkQueue {
+    /// Makes a ``Recorder`` this queue's delegate and returns it (the queue holds its delegate weakly: keep
+    /// the returned recorder for as long as the test needs its events).
+    public func recording() -> Recorder {
+        let recorder = Recorder()
+        delegate = recorder
+        return recorder
     }
 }

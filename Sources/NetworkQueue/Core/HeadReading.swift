@@ -7,7 +7,7 @@ struct HeadReading: Sendable {
     let head: ResponseHead
     /// What the head means for the part file the transfer continues; nil when it continues none.
     let continuation: RangeRules.Outcome?
-    /// True when the body is the resource's: an acceptable status (``NetworkRequest/acceptableStatusCodes``;
+    /// True when the body is the resource's: an acceptable status (``NetworkRequest/Validation-swift.struct/acceptableStatusCodes``;
     /// any status when that is nil), or a 206 that continues the part (standing for the whole resource's 200).
     let isAcceptable: Bool
 

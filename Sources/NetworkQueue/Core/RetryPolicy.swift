@@ -128,7 +128,7 @@ public struct RetryPolicy: Sendable {
     ]
 
     /// No retry: every request gets one attempt.
-    public static let none = RetryPolicy(maximumAttempts: 1)
+    public static let never = RetryPolicy(maximumAttempts: 1)
 
     /// The default policy (3 attempts in all).
     public static let `default` = RetryPolicy()

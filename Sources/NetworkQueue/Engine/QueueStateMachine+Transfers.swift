@@ -209,7 +209,7 @@ extension QueueStateMachine {
     /// be sent again without a range.
     private mutating func continuation(_ reading: HeadReading, slot: Int, now: Double) -> Int64?? {
         let record = table[slot]
-        let attempt = record.state.attempt!
+        guard case .running(let attempt) = record.state else { preconditionFailure("a head in phase \(record.state.name)") }
         let (head, offset) = (reading.head, attempt.continuedFrom)
         switch reading.continuation {
         case .append(let total)?:
@@ -245,7 +245,7 @@ extension QueueStateMachine {
     /// moved into place first (outside the lock) and ``fileCommitted(slot:token:error:now:)`` decides.
     private mutating func complete(_ slot: Int, now: Double) {
         let record = table[slot]
-        let attempt = record.state.attempt!
+        guard case .running(let attempt) = record.state else { preconditionFailure("completed in phase \(record.state.name)") }
         guard let head = attempt.head else {
             return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
         }

@@ -69,7 +69,7 @@ final class RequestRecord {
 
     var downloadProgress: TransferProgress {
         let rate = downloadMeter?.rate(at: lastActivity)
-        let announced = state.attempt?.announcedLength
+        let announced = state.announcedLength
         let remaining = announced.map { max(0, $0 - progress.received) }
         return TransferProgress(
             completedBytes: progress.received, expectedBytes: announced, throughput: rate,

@@ -160,6 +160,7 @@ extension RequestState {
     }
 
     /// Changes the running attempt in place (without copying its body) and returns `change`'s result.
+    @inline(__always)
     mutating func withAttempt<Result>(_ change: (inout Attempt) -> Result) -> Result {
         switch self {
         case .running(var attempt):

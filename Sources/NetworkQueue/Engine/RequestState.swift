@@ -160,6 +160,22 @@ enum RequestState {
         return nil
     }
 
+    /// The body size the running (or committing) attempt's head announced; read without copying the attempt.
+    var announcedLength: Int64? {
+        switch self {
+        case .running(let attempt), .committing(let attempt): attempt.announcedLength
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
+            .following, .paused, .modifying:
+            nil
+        }
+    }
+
+    /// The part file the running attempt writes, if any.
+    var sink: FileSink? {
+        if case .running(let attempt) = self { return attempt.sink }
+        return nil
+    }
+
     /// The final head the public status shows: the current attempt's, or the failed one's while it waits.
     var shownHead: ResponseHead? {
         switch self {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The digest a response body must have, as lowercase or uppercase hexadecimal: a request with one
-/// (``NetworkRequest/checksum``) fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)``
+/// (``NetworkRequest/Integrity-swift.struct/checksum``) fails with ``NetworkQueueError/integrityCheckFailed(expected:actual:)``
 /// unless the whole body hashes to it.
 public enum Checksum: Sendable, Hashable, CustomStringConvertible {
     /// SHA-256: 64 hexadecimal digits.

@@ -5,7 +5,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Holds one transfer's body to the request's ``NetworkRequest/checksum`` and the response's own digests
+/// Holds one transfer's body to the request's ``NetworkRequest/Integrity-swift.struct/checksum`` and the response's own digests
 /// (``DigestRules``), hashing it as it streams.
 ///
 /// Cheap when there is nothing to check (the common case: no checksum, no digest field): the hashing

@@ -121,7 +121,7 @@ public final class NetworkQueue: Sendable {
     /// When and how soon a failed request is sent again, for requests without a
     /// ``NetworkRequest/retryPolicy`` of their own. Default ``RetryPolicy/default``: 3 attempts in all,
     /// for idempotent requests that timed out, lost or could not make their connection, or got 408, 429,
-    /// 500, 502, 503 or 504; see ``RetryPolicy`` for the delays. ``RetryPolicy/none`` turns retries off.
+    /// 500, 502, 503 or 504; see ``RetryPolicy`` for the delays. ``RetryPolicy/never`` turns retries off.
     ///
     /// A request waiting to retry holds no slot; the policy is read when an attempt fails.
     public var retryPolicy: RetryPolicy {
@@ -130,7 +130,7 @@ public final class NetworkQueue: Sendable {
     }
 
     /// Runs before every attempt of every request (and before each HEAD preflight), before the request's
-    /// own ``NetworkRequest/adapt``, and returns the `URLRequest` to send: for example one with a fresh
+    /// own ``NetworkRequest/Handlers-swift.struct/adapt``, and returns the `URLRequest` to send: for example one with a fresh
     /// token. It runs while the request holds its slot; a throw fails the request with
     /// ``NetworkQueueError/adaptationFailed(_:)`` (retried like any failure when the retry policy's
     /// closure says so). Changing it affects attempts that start afterwards. Default nil.

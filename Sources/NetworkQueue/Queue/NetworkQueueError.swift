@@ -23,16 +23,16 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// - `.cannotConnectToHost`, `.cannotFindHost`, `.httpTooManyRedirects`, `.cancelled` (the transport
     ///   itself was stopped).
     case transport(URLError)
-    /// The response status is outside the request's ``NetworkRequest/acceptableStatusCodes``.
+    /// The response status is outside the request's ``NetworkRequest/Validation-swift.struct/acceptableStatusCodes``.
     case unacceptableStatus(code: Int, url: URL?)
-    /// The response `Content-Type` is not one of the request's ``NetworkRequest/acceptableContentTypes``.
+    /// The response `Content-Type` is not one of the request's ``NetworkRequest/Validation-swift.struct/acceptableContentTypes``.
     case unacceptableContentType(String?, url: URL?)
     /// The HEAD request sent for accurate progress failed at the transport level; the request itself was
     /// never sent.
     case preflightFailed(URLError)
     /// The request cannot be sent or added; the reason says why.
     case invalidRequest(InvalidRequestReason)
-    /// The response body is larger than the request's ``NetworkRequest/maximumResponseSize`` (decoded
+    /// The response body is larger than the request's ``NetworkRequest/Validation-swift.struct/maximumResponseSize`` (decoded
     /// bytes count). The transfer is stopped as soon as the limit is passed.
     case responseTooLarge(limit: Int64, url: URL?)
     /// Writing the response body to its file failed.
@@ -40,7 +40,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// An `adapt` hook (the queue's ``NetworkQueue/adapter`` or the request's) threw; the attempt was never
     /// sent. The error it threw is ``UnderlyingError/error``.
     case adaptationFailed(UnderlyingError)
-    /// The body did not hash to what was expected: the request's ``NetworkRequest/checksum``, or a digest
+    /// The body did not hash to what was expected: the request's ``NetworkRequest/Integrity-swift.struct/checksum``, or a digest
     /// the server sent with it (`Content-Digest`, `Repr-Digest`, `Digest`). Nothing of the body is kept:
     /// a file download's part and validator are deleted and the destination is left as it was. A download
     /// that had continued a part is first tried once more from byte 0 (the part may be what was wrong).
@@ -106,7 +106,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         case invalidTimeout(TimeInterval)
         /// The file destination is not a file URL naming a file (for example, a URL ending in `/`).
         case invalidDestination(URL)
-        /// The ``NetworkRequest/checksum`` is not hexadecimal of its algorithm's length.
+        /// The ``NetworkRequest/Integrity-swift.struct/checksum`` is not hexadecimal of its algorithm's length.
         case invalidChecksum(Checksum)
         /// Another pending or running request, in this or any queue of the process, writes to the same file.
         /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended.

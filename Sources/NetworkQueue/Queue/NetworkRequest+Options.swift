@@ -36,7 +36,7 @@ extension NetworkRequest {
         /// (``NetworkResponse/fileURL`` set, the HEAD's response, no GET). Otherwise, or when the HEAD fails
         /// or announces no size or no date, the GET runs as usual. The queue sets each file it writes to the
         /// `Last-Modified` of its response (as `curl -R` and `wget -N` do), so a rerun of the same batch
-        /// skips what it already has. With a ``NetworkRequest/checksum``, a file is kept only if it also
+        /// skips what it already has. With a ``NetworkRequest/Integrity-swift.struct/checksum``, a file is kept only if it also
         /// hashes to it (read once, when the request is added); one that does not is fetched with no HEAD.
         case skipIfUnchanged
     }

@@ -59,7 +59,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
         expectedContentLength = contentLength
     }
 
-    /// Wraps a response a transport built itself (``TransferEvent/response(_:)``); ``httpURLResponse`` returns
+    /// Wraps a response a transport built itself (URLSession's, reported as ``TransferEvent/head(_:)``); ``httpURLResponse`` returns
     /// it, the same object.
     public init(_ response: HTTPURLResponse) {
         url = response.url ?? URL(fileURLWithPath: "/")
