@@ -148,8 +148,8 @@ import Testing
         #expect(describe(state) == "pending main")
     }
 
-    @Test func changingTheAttemptInPlaceKeepsItsBodyUnshared() {
-        var state = RequestState.running(attempt(1))
+    @Test func changingTheAttemptInPlaceKeepsEveryChange() {
+        let state = RequestState.running(attempt(1))
         for _ in 0..<3 { state.withAttempt { $0.body.append(contentsOf: [1, 2, 3]) } }
         #expect(state.attempt?.body == Data([1, 2, 3, 1, 2, 3, 1, 2, 3]))
         #expect(state.name == "running")

@@ -20,7 +20,7 @@ extension QueueStateMachine {
         case .running(let running): attempt = running
         case .adaptingMain: attempt = nil
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry, .committing,
-            .following, .paused, .modifying:
+            .following, .paused:
             return false
         }
         let policy = policy(of: record)
@@ -157,7 +157,7 @@ extension QueueStateMachine {
         case .adaptingPreflight: preflight = true
         case .adaptingMain: preflight = false
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .running, .deciding, .waitingToRetry, .committing, .following,
-            .paused, .modifying:
+            .paused:
             preconditionFailure("adapt hooks answered for a request in phase \(table[slot].state.name)")
         }
         switch outcome {

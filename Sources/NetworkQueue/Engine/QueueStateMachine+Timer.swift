@@ -62,7 +62,7 @@ extension QueueStateMachine {
         case .running: fail(slot, .transport(error), now: now)
         // The closure deciding on a failed attempt never answered: no more attempts.
         case .deciding: failFinally(slot, .transport(error), transferEnded: true, now: now)
-        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused, .modifying:
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a timeout in phase \(state.name), which is not timed")
         }
     }

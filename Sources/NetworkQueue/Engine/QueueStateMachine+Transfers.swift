@@ -42,7 +42,7 @@ extension QueueStateMachine {
         case .running: mainEvent(event, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
-            .paused, .modifying:
+            .paused:
             // A current token is held only by the phases above and these; none of these runs a transfer.
             preconditionFailure("a transfer event for a request in phase \(record.state.name)")
         }
@@ -59,7 +59,7 @@ extension QueueStateMachine {
         case .running: receiveHead(reading, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
-            .paused, .modifying:
+            .paused:
             preconditionFailure("a response head for a request in phase \(record.state.name)")
         }
         return finishEvent(now)

@@ -6,7 +6,7 @@ extension RequestState {
         case .awaitingPreflight where preflight: self = .adaptingPreflight(token: token)
         case .pending where !preflight, .awaitingMain where !preflight: self = .adaptingMain(token: token)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
-            .waitingToRetry, .committing, .following, .paused, .modifying:
+            .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("cannot adapt \(preflight ? "a preflight" : "a transfer") in phase \(name)")
         }
     }
@@ -16,7 +16,7 @@ extension RequestState {
         switch self {
         case .awaitingPreflight, .adaptingPreflight: self = .preflighting(Preflight(token: token, cell: cell))
         case .pending, .preflighting, .awaitingMain, .adaptingMain, .running, .deciding, .waitingToRetry, .committing, .following,
-            .paused, .modifying:
+            .paused:
             preconditionFailure("cannot start a preflight in phase \(name)")
         }
     }
@@ -26,8 +26,7 @@ extension RequestState {
     mutating func startAttempt(_ attempt: Attempt) {
         switch self {
         case .pending, .awaitingMain, .adaptingMain, .running: self = .running(attempt)
-        case .awaitingPreflight, .preflighting, .adaptingPreflight, .deciding, .waitingToRetry, .committing, .following, .paused,
-            .modifying:
+        case .awaitingPreflight, .preflighting, .adaptingPreflight, .deciding, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("cannot start a transfer in phase \(name)")
         }
     }
@@ -39,7 +38,7 @@ extension RequestState {
             preflight.unchangedHead = head
             self = .preflighting(preflight)
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("a preflight head in phase \(name)")
         }
     }
@@ -49,7 +48,7 @@ extension RequestState {
         switch self {
         case .preflighting: self = .awaitingMain
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("cannot finish a preflight in phase \(name)")
         }
     }
@@ -61,7 +60,7 @@ extension RequestState {
             self = .committing(attempt)
             return attempt
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("cannot commit in phase \(name)")
         }
     }
@@ -71,7 +70,7 @@ extension RequestState {
         switch self {
         case .running, .adaptingMain: self = .deciding(decision)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry, .committing,
-            .following, .paused, .modifying:
+            .following, .paused:
             preconditionFailure("cannot decide on a retry in phase \(name)")
         }
     }
@@ -81,7 +80,7 @@ extension RequestState {
         switch self {
         case .running, .adaptingMain, .deciding: self = .waitingToRetry(wait)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .waitingToRetry, .committing, .following,
-            .paused, .modifying:
+            .paused:
             preconditionFailure("cannot wait to retry in phase \(name)")
         }
     }
@@ -91,7 +90,7 @@ extension RequestState {
         switch self {
         case .waitingToRetry: self = .pending
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("cannot rejoin in phase \(name)")
         }
     }
@@ -101,7 +100,7 @@ extension RequestState {
         switch self {
         case .pending: self = .awaitingPreflight
         case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("cannot plan a preflight in phase \(name)")
         }
     }
@@ -111,7 +110,7 @@ extension RequestState {
         switch self {
         case .pending: self = .following(leader: leader)
         case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("cannot follow in phase \(name)")
         }
     }
@@ -121,7 +120,7 @@ extension RequestState {
         switch self {
         case .following: self = .pending
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
-            .waitingToRetry, .committing, .paused, .modifying:
+            .waitingToRetry, .committing, .paused:
             preconditionFailure("cannot inherit a leader's work in phase \(name)")
         }
     }
@@ -133,7 +132,6 @@ extension RequestState {
         var stopped: Attempt?
         switch self {
         case .committing, .following, .paused: return nil
-        case .modifying: preconditionFailure("cannot pause in phase \(name)")
         case .awaitingPreflight, .adaptingPreflight, .preflighting: withPreflight = true
         case .running(let attempt):
             stopped = attempt
@@ -155,20 +153,15 @@ extension RequestState {
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
             .waitingToRetry, .committing, .following:
             return nil
-        case .modifying: preconditionFailure("cannot resume in phase \(name)")
         }
     }
 
-    /// Changes the running attempt in place (without copying its body) and returns `change`'s result.
-    @inline(__always)
-    mutating func withAttempt<Result>(_ change: (inout Attempt) -> Result) -> Result {
+    /// Changes the running attempt (an object: no copy is made) and returns `change`'s result.
+    func withAttempt<Result>(_ change: (Attempt) -> Result) -> Result {
         switch self {
-        case .running(var attempt):
-            self = .modifying
-            defer { self = .running(attempt) }
-            return change(&attempt)
+        case .running(let attempt): return change(attempt)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
-            .committing, .following, .paused, .modifying:
+            .committing, .following, .paused:
             preconditionFailure("no attempt runs in phase \(name)")
         }
     }

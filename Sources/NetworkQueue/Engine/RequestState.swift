@@ -19,7 +19,7 @@ import Foundation
 /// ```
 /// Every phase but `committing`, `following` and `paused` may be paused; `paused` goes back to `pending`, or
 /// to `awaitingPreflight` when its HEAD had not finished. Every phase may end (the request leaves the table);
-/// ``holdings`` says what it must release then. `modifying` exists only inside ``withAttempt(_:)``.
+/// ``holdings`` says what it must release then.
 ///
 /// Each transition is one method that switches over every phase: an illegal move is a precondition failure
 /// naming the phase. The coordinator (``QueueStateMachine``) owns the scheduler, ledger and actions; this type
@@ -56,8 +56,6 @@ enum RequestState {
     case following(leader: Int)
     /// Paused by the user: in no lane, holding no slot. Next: pending or awaitingPreflight.
     case paused(withPreflight: Bool)
-    /// Transient, inside ``withAttempt(_:)`` only: the attempt is out for an in-place change.
-    case modifying
 
     /// A HEAD preflight's own data.
     struct Preflight {
@@ -119,7 +117,6 @@ enum RequestState {
         case .committing: "committing"
         case .following: "following"
         case .paused: "paused"
-        case .modifying: "modifying"
         }
     }
 
@@ -132,7 +129,7 @@ enum RequestState {
         case .running(let attempt), .committing(let attempt): attempt.token
         case .deciding(let decision): decision.token
         case .waitingToRetry(let wait): wait.token
-        case .pending, .awaitingPreflight, .awaitingMain, .following, .paused, .modifying: nil
+        case .pending, .awaitingPreflight, .awaitingMain, .following, .paused: nil
         }
     }
 
@@ -141,7 +138,7 @@ enum RequestState {
     var isTimed: Bool {
         switch self {
         case .preflighting, .adaptingPreflight, .adaptingMain, .running, .deciding: true
-        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused, .modifying: false
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused: false
         }
     }
 
@@ -150,7 +147,7 @@ enum RequestState {
     var endsAlone: Bool {
         switch self {
         case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following, .paused: true
-        case .pending, .awaitingPreflight, .awaitingMain, .committing, .modifying: false
+        case .pending, .awaitingPreflight, .awaitingMain, .committing: false
         }
     }
 
@@ -165,7 +162,7 @@ enum RequestState {
         switch self {
         case .running(let attempt), .committing(let attempt): attempt.announcedLength
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
-            .following, .paused, .modifying:
+            .following, .paused:
             nil
         }
     }
@@ -182,8 +179,7 @@ enum RequestState {
         case .running(let attempt), .committing(let attempt): attempt.head
         case .deciding(let decision): decision.lastHead
         case .waitingToRetry(let wait): wait.lastHead
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .following, .paused,
-            .modifying:
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .following, .paused:
             nil
         }
     }
@@ -196,7 +192,6 @@ enum RequestState {
         case .running, .committing, .adaptingMain: .running
         case .deciding, .waitingToRetry: .waitingToRetry
         case .paused: .paused
-        case .modifying: preconditionFailure("the state of a request being modified was read")
         }
     }
 
@@ -211,7 +206,6 @@ enum RequestState {
         case .committing: Holdings(committing: true)
         case .following(let leader): Holdings(leader: leader)
         case .deciding, .paused: Holdings()
-        case .modifying: preconditionFailure("a request being modified cannot end")
         }
     }
 }
