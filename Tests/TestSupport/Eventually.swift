@@ -6,7 +6,7 @@ import Testing
 /// caller's line, so a wait that never ends fails the test there instead of letting a later assertion fail
 /// for a reason it cannot name.
 public func eventually(
-    within seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+    within seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
 ) async {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition(), Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
