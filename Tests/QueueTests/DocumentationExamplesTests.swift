@@ -173,7 +173,21 @@ private final class DocumentationContext: NetworkQueueDelegate {
         _ = progress
     }
 
+    // TrustworthyProgress.md
+    func accurateProgress() {
+        queue.showsAccurateProgress = true   // a HEAD before each GET: the total is known early
+        queue.go()
+    }
+
     // Observing.md
+    func metrics() async {
+        let urls = self.urls
+        queue.collectsMetrics = true
+        let requests = urls.map { queue.add(URLRequest(url: $0)) }
+        await queue.run()
+        for request in requests { print(request.metrics?.final?.timeToFirstByte ?? 0) }
+    }
+
     func observing() {
         queue.logHandler = { record in
             guard record.level >= .notice else { return }
@@ -198,6 +212,16 @@ private final class DocumentationContext: NetworkQueueDelegate {
                 _ = queue
             }
         #endif
+    }
+}
+
+// DelegateContract.md
+final class Watcher: NetworkQueueDelegate {
+    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
+        print(request.tag, head.statusCode, head.value(forHTTPHeaderField: "Content-Type") ?? "")
+    }
+    func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        print(request.tag, error.isCancellation ? "cancelled" : "failed: \(error)")
     }
 }
 

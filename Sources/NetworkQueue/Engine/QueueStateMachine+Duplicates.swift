@@ -14,7 +14,7 @@ extension QueueStateMachine {
     }
 
     /// The slot of the request a new `request` duplicates under the current policy, if any.
-    func duplicateLeader(of request: NetworkRequest) -> Int? {
+    private func duplicateLeader(of request: NetworkRequest) -> Int? {
         guard duplicatePolicy != .allow else { return nil }
         return leaders[Self.duplicateKey(of: request)]
     }

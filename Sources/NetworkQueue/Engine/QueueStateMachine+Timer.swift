@@ -26,7 +26,7 @@ extension QueueStateMachine {
     }
 
     /// Adds a transfer's idle deadline.
-    mutating func addDeadline(_ deadline: Double, slot: Int, token: UInt64) {
+    private mutating func addDeadline(_ deadline: Double, slot: Int, token: UInt64) {
         // Entries of ended transfers stay until they come due; drop them when they outnumber the live ones.
         if deadlines.count > 2 * scheduler.activeCount + 64 {
             let table = self.table

@@ -39,7 +39,7 @@ struct QueueStateMachine {
     var jitter: JitterSource
     /// When requests waiting to retry may rejoin the pending ones, served by the queue's one timer.
     var retryDeadlines = DeadlineHeap<Int>()
-    /// Requests in ``RequestPhase/waitingToRetry``.
+    /// Requests in ``RequestState/waitingToRetry(_:)``.
     var waitingRetries = 0
     /// The wall-clock time (seconds since 1970) at 0 on the queue's clock, set by the shell: it turns
     /// `now` into a date for an HTTP-date `Retry-After` that comes without a `Date` header.

@@ -31,13 +31,17 @@ final class RequestRecord {
     /// The slots of the duplicates coalesced onto this request, oldest first.
     var followers: [Int] = []
     /// When the request last moved a byte or changed phase (queue clock): its idle timeout counts from here.
-    var lastActivity: Double = 0
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var lastActivity: Double = 0
     /// True when the download handler has an update the next flush (or the end) must post.
-    var downloadDirty = false
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var downloadDirty = false
     /// True when the upload handler has an update the next flush (or the end) must post.
-    var uploadDirty = false
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var uploadDirty = false
     /// True while listed for the next progress flush.
-    var isListedDirty = false
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var isListedDirty = false
     /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
     var attempts = 0
     /// True once didStart was posted: once per request, not per attempt.
@@ -51,13 +55,17 @@ final class RequestRecord {
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     var startedAt: Double?
     /// The metrics each attempt reported, oldest first (only while someone reads metrics).
-    var metrics: [TransferMetrics] = []
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     /// The download's rate over the last seconds, made on its first body bytes.
-    var downloadMeter: RateWindow?
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var downloadMeter: RateWindow?
     /// Body bytes received over every attempt (never rebased: what the meter measures).
-    var bytesMoved: Int64 = 0
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var bytesMoved: Int64 = 0
     /// Bumped at every publication, so a late publication never overwrites a newer one.
-    var statusVersion: UInt64 = 0
+    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    @exclusivity(unchecked) var statusVersion: UInt64 = 0
 
     init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?, isObserved: Bool = false) {
         self.request = request
@@ -67,9 +75,12 @@ final class RequestRecord {
         progress = ProgressLedger.Entry(expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
     }
 
-    var downloadProgress: TransferProgress {
+    /// The download's progress now.
+    var downloadProgress: TransferProgress { downloadProgress(announced: state.shown.announcedLength) }
+
+    /// The download's progress, for a body announced to be `announced` bytes (nil: unknown).
+    func downloadProgress(announced: Int64?) -> TransferProgress {
         let rate = downloadMeter?.rate(at: lastActivity)
-        let announced = state.announcedLength
         let remaining = announced.map { max(0, $0 - progress.received) }
         return TransferProgress(
             completedBytes: progress.received, expectedBytes: announced, throughput: rate,
@@ -95,17 +106,18 @@ final class RequestRecord {
     /// own, or `endingHead` (a follower shows its leader's), or the phase's.
     func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil, endingHead: ResponseHead? = nil) -> NetworkRequest.Status {
         statusVersion += 1
+        let shown = self.state.shown
         let state: NetworkRequest.State
-        var head = endingHead ?? self.state.shownHead
+        var head = endingHead ?? shown.head
         switch result {
-        case nil: state = self.state.publicState
+        case nil: state = shown.state
         case .success(let response)?:
             state = .finished
             head = response.head
         case .failure(let error)?: state = error.isCancellation ? .cancelled : .failed
         }
         return NetworkRequest.Status(
-            version: result == nil ? statusVersion : .max, state: state, head: head, result: result, download: downloadProgress,
+            version: result == nil ? statusVersion : .max, state: state, head: head, result: result, download: downloadProgress(announced: shown.announcedLength),
             upload: uploadProgress, attemptCount: attempts, metrics: requestMetrics)
     }
 }

@@ -157,13 +157,17 @@ enum RequestState {
         return nil
     }
 
-    /// The body size the running (or committing) attempt's head announced; read without copying the attempt.
-    var announcedLength: Int64? {
+    /// What the public status shows of this phase, read in one pass: the state, the final head (the current
+    /// attempt's, or the failed one's while it waits) and the body size that head announced.
+    var shown: (state: NetworkRequest.State, head: ResponseHead?, announcedLength: Int64?) {
         switch self {
-        case .running(let attempt), .committing(let attempt): attempt.announcedLength
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
-            .following, .paused:
-            nil
+        case .running(let attempt), .committing(let attempt): (.running, attempt.head, attempt.announcedLength)
+        case .deciding(let decision): (.waitingToRetry, decision.lastHead, nil)
+        case .waitingToRetry(let wait): (.waitingToRetry, wait.lastHead, nil)
+        case .pending, .awaitingPreflight, .awaitingMain, .following: (.pending, nil, nil)
+        case .preflighting, .adaptingPreflight: (.preflighting, nil, nil)
+        case .adaptingMain: (.running, nil, nil)
+        case .paused: (.paused, nil, nil)
         }
     }
 
@@ -173,27 +177,11 @@ enum RequestState {
         return nil
     }
 
-    /// The final head the public status shows: the current attempt's, or the failed one's while it waits.
-    var shownHead: ResponseHead? {
-        switch self {
-        case .running(let attempt), .committing(let attempt): attempt.head
-        case .deciding(let decision): decision.lastHead
-        case .waitingToRetry(let wait): wait.lastHead
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .following, .paused:
-            nil
-        }
-    }
+    /// The final head the public status shows (see ``shown``).
+    var shownHead: ResponseHead? { shown.head }
 
-    /// The public state this phase shows.
-    var publicState: NetworkRequest.State {
-        switch self {
-        case .pending, .awaitingPreflight, .awaitingMain, .following: .pending
-        case .preflighting, .adaptingPreflight: .preflighting
-        case .running, .committing, .adaptingMain: .running
-        case .deciding, .waitingToRetry: .waitingToRetry
-        case .paused: .paused
-        }
-    }
+    /// The public state this phase shows (see ``shown``).
+    var publicState: NetworkRequest.State { shown.state }
 
     /// What the phase holds (see ``Holdings``).
     var holdings: Holdings {

@@ -108,7 +108,7 @@ extension NetworkQueue {
         let handle = transport.startTransfer(urlRequest, options: options) { event in
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             switch pipeline.step(event) {
-            case .event(let event): self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+            case .forward: self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
             case .head(let reading): self.send(inline: true) { $0.headReceived(reading, slot: slot, token: token, now: $1) }
             case .fileFailed(let error): self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
             case .integrityFailed(let expected, let actual):

@@ -13,8 +13,8 @@ import Foundation
 struct TransferPipeline: Sendable {
     /// What the engine hears about one transport event.
     enum Step {
-        /// The event as it is.
-        case event(TransferEvent)
+        /// The event as it is (not copied into the step: the caller still holds it).
+        case forward
         /// A final head, read.
         case head(HeadReading)
         /// The file could not be written: the request fails.
@@ -60,6 +60,6 @@ struct TransferPipeline: Sendable {
             // An interim head is the engine's to ignore; a failed transfer's file is discarded by the engine.
             break
         }
-        return .event(event)
+        return .forward
     }
 }
