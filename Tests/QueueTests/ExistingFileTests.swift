@@ -81,7 +81,7 @@ import Testing
         let response = try request.result!.get()
         #expect(response.fileURL == file)
         #expect(response.keptExistingFile)
-        #expect(response.httpResponse.value(forHTTPHeaderField: "Last-Modified") == Self.older)
+        #expect(response.httpURLResponse.value(forHTTPHeaderField: "Last-Modified") == Self.older)
         #expect(try Data(contentsOf: file) == Data("abcdefghij".utf8))
         #expect(recorder.events == [.finish(1), .queueFinished])
     }

@@ -41,8 +41,8 @@ import Testing
         #expect(request.head === response.head)
         #expect(!response.head.hasHTTPURLResponse)
         // Read once, it is built, kept and shared.
-        #expect(response.httpResponse.value(forHTTPHeaderField: "content-length") == "3")
-        #expect(request.head?.httpURLResponse === response.httpResponse)
+        #expect(response.httpURLResponse.value(forHTTPHeaderField: "content-length") == "3")
+        #expect(request.head?.httpURLResponse === response.httpURLResponse)
     }
 
     @Test func aDelegateOfHeadsGetsTheHeadAndNothingIsBuilt() async throws {
@@ -63,7 +63,7 @@ import Testing
         let listener = Listener()
         let response = try await response(to: "ab", delegate: listener)
         #expect(listener.responses.current.count == 1)
-        #expect(listener.responses.current.first === response.httpResponse)
+        #expect(listener.responses.current.first === response.httpURLResponse)
         #expect(listener.responses.current.first?.value(forHTTPHeaderField: "Content-Length") == "2")
     }
 
@@ -118,7 +118,7 @@ import Testing
         try queue.add(request)
         await queue.run()
         let response = try #require(try request.result?.get())
-        #expect(response.httpResponse === built)
+        #expect(response.httpURLResponse === built)
         #expect(response.body == Data("z".utf8))
     }
 }

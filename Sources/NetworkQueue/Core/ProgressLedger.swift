@@ -50,7 +50,7 @@ struct ProgressLedger {
     private var counts = (finished: 0, failed: 0, cancelled: 0)
     private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
     private var throughput = ThroughputMeter()
-    /// Bytes moved on the wire in this drain: only ever grows (a restart or a resumed part does not move it).
+    /// Bytes moved on the wire in this drain: only ever grows (a restart or a continued part does not move it).
     private var wire: Int64 = 0
 
     /// True when every request of the drain has ended.
@@ -104,7 +104,7 @@ struct ProgressLedger {
         }
     }
 
-    /// Sets the bytes a request has received to `received`: a resumed download's part file counts as done
+    /// Sets the bytes a request has received to `received`: a continued download's part file counts as done
     /// (the fraction advances), while fewer bytes than before (a part that could not be continued) leave
     /// the sums without moving the fraction, as ``restart(_:)`` does. Bytes moved on the wire (the
     /// throughput) are not touched.

@@ -43,7 +43,7 @@ enum RangeRules {
         }
     }
 
-    /// What the answer to a resumed request means for the partial file.
+    /// What the answer to a continuing request means for the partial file.
     enum Outcome: Equatable {
         /// 206 for exactly the bytes after the part: append them. `total` is the full size, when given.
         case append(total: Int64?)
@@ -82,12 +82,12 @@ enum RangeRules {
         ["Range": "bytes=\(offset)-", "If-Range": validator.headerValue]
     }
 
-    /// True when a request may be resumed at all: a GET that does not ask for a range of its own.
+    /// True when a request may continue a part at all: a GET that does not ask for a range of its own.
     static func mayContinue(_ request: URLRequest) -> Bool {
         (request.httpMethod ?? "GET").uppercased() == "GET" && request.value(forHTTPHeaderField: "Range") == nil
     }
 
-    /// What the final response to a request resumed at `offset` means.
+    /// What the final response to a request continuing from `offset` means.
     static func outcome(of response: ResponseHead, offset: Int64) -> Outcome {
         switch response.statusCode {
         case 206:

@@ -119,7 +119,7 @@ extension QueueStateMachine {
         return actions
     }
 
-    /// A `run()` caller waits for the drain to end; it is resumed at once (behind everything already
+    /// A `run()` caller waits for the drain to end; it is woken at once (behind everything already
     /// posted) when the queue holds no request.
     mutating func awaitDrain(now: Double) -> QueueActions {
         if table.isEmpty {

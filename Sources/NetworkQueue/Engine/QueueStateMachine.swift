@@ -11,7 +11,7 @@ import Foundation
 /// returns the ``QueueActions`` to perform once the queue's lock is released: transfers to start or
 /// cancel, statuses to publish, files to move or delete, a delivery pass, the timer to arm. It reads no
 /// clock, takes no lock, does no I/O and calls no closure of the user; delegate events, handler calls
-/// and `run()` resumptions go into an ordered ``Outbox`` that the shell delivers.
+/// and `run()` wake-ups go into an ordered ``Outbox`` that the shell delivers.
 ///
 /// Each request's own state (``RequestState``) says what it may do next; an impossible transition is a
 /// precondition failure. Starts are computed in one pass at the end of each event, so no event method

@@ -53,7 +53,7 @@ private final class Hashing: Sendable {
     /// One hash the body is checked against.
     private struct Check {
         var expected: Checksum
-        /// True: the part file's bytes come first (a resumed download's whole file).
+        /// True: the part file's bytes come first (a continued download's whole file).
         var includesPart: Bool
         var digest: any StreamingDigest
     }

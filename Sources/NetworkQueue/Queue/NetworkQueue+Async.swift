@@ -14,7 +14,7 @@ extension NetworkQueue {
                 let actions = locked.withLock { core in
                     let now = clock.now()
                     var actions = core.machine.go(now: now)
-                    // Counted by the machine, kept here: the machine says when to resume how many.
+                    // Counted by the machine, kept here: the machine says when to wake how many.
                     core.waiters.append(continuation)
                     actions.append(core.machine.awaitDrain(now: now))
                     return actions

@@ -88,7 +88,7 @@ extension NetworkQueue {
             return .success(try decode(body))
         } catch {
             let failure = NetworkQueueError.DecodingFailure(
-                statusCode: response.httpResponse.statusCode, url: response.httpResponse.url,
+                statusCode: response.httpURLResponse.statusCode, url: response.httpURLResponse.url,
                 bodyPrefix: Data(body.prefix(NetworkQueueError.DecodingFailure.prefixLength)), bodyLength: body.count,
                 underlying: .init(error))
             return .failure(.decodingFailed(failure))
@@ -105,7 +105,7 @@ final class Outcome<Value: Sendable>: Sendable {
 
     private let state = Locked(State())
 
-    /// Stores the result (the first one wins) and resumes every waiter.
+    /// Stores the result (the first one wins) and wakes every waiter.
     func resolve(_ result: Result<Value, NetworkQueueError>) {
         let waiters = state.withLock { state in
             guard state.result == nil else { return [CheckedContinuation<Result<Value, NetworkQueueError>, Never>]() }

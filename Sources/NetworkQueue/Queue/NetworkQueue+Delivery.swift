@@ -6,10 +6,10 @@ extension NetworkQueue {
     func deliver() {
         let (items, runs, delegate, subscribers, logHandler) = locked.withLock { core in
             let items = core.machine.takeDeliveries()
-            var resumed = 0
-            for case .wakeRuns(let count, _) in items { resumed += count }
-            let runs = Array(core.waiters.prefix(resumed))
-            core.waiters.removeFirst(resumed)
+            var woken = 0
+            for case .wakeRuns(let count, _) in items { woken += count }
+            let runs = Array(core.waiters.prefix(woken))
+            core.waiters.removeFirst(woken)
             return (items, runs, core.delegate, Array(core.subscribers.values), core.logHandler)
         }
         var nextRun = runs.startIndex

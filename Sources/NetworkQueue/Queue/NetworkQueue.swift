@@ -235,7 +235,7 @@ public final class NetworkQueue: Sendable {
     /// running queue does nothing. Transfers start on another thread: this call returns at once.
     public func go() { send { $0.go(now: $1) } }
 
-    /// Stops new requests from starting; running requests continue. ``go()`` resumes.
+    /// Stops new requests from starting; running requests continue. ``go()`` starts them again.
     public func suspend() { locked.withLock { $0.machine.suspend() } }
 
     /// Cancels one request: it fails at once with ``NetworkQueueError/cancelled``. Does nothing if the

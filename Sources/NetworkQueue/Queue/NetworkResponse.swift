@@ -21,13 +21,13 @@ public struct NetworkResponse: Sendable {
     public let metrics: RequestMetrics?
 
     /// Creates a response.
-    public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL? = nil) {
-        self.init(head: ResponseHead(httpResponse), body: body, fileURL: fileURL, keptExistingFile: false)
+    public init(httpURLResponse: HTTPURLResponse, body: Data, fileURL: URL? = nil) {
+        self.init(head: ResponseHead(httpURLResponse), body: body, fileURL: fileURL, keptExistingFile: false)
     }
 
     /// Creates a response; `keptExistingFile` as ``keptExistingFile``.
-    public init(httpResponse: HTTPURLResponse, body: Data, fileURL: URL?, keptExistingFile: Bool) {
-        self.init(head: ResponseHead(httpResponse), body: body, fileURL: fileURL, keptExistingFile: keptExistingFile)
+    public init(httpURLResponse: HTTPURLResponse, body: Data, fileURL: URL?, keptExistingFile: Bool) {
+        self.init(head: ResponseHead(httpURLResponse), body: body, fileURL: fileURL, keptExistingFile: keptExistingFile)
     }
 
     /// Creates a response from a head; `keptExistingFile` as ``keptExistingFile`` (default false), `metrics` as
@@ -44,7 +44,7 @@ public struct NetworkResponse: Sendable {
 
     /// The final response as Foundation's type: ``head``'s ``ResponseHead/httpURLResponse``, built on first
     /// read (reading ``head`` or ``statusCode`` costs none).
-    public var httpResponse: HTTPURLResponse { head.httpURLResponse }
+    public var httpURLResponse: HTTPURLResponse { head.httpURLResponse }
 
     /// The HTTP status code.
     public var statusCode: Int { head.statusCode }
