@@ -141,6 +141,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.pause(urgent)                              // holds no slot, keeps its part file
         queue.resume(urgent)
         queue.cancel { $0.userInfo["album"] as? Int == 7 }   // returns the requests it chose
+        queue.maximumBytesPerSecond = 2_000_000          // the whole queue's download rate; nil removes the cap
     }
 
     // RetriesResumeIntegrity.md
