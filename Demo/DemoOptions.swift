@@ -77,7 +77,7 @@ struct DemoOptions {
                             lost its connection or got 408, 429, 500, 502, 503 or 504
           --flaky           add a request that fails twice before it succeeds (offline set only)
           --output DIR      save each URL to DIR under its last path component (made safe; names that
-                            collide get -2, -3...); a .part left by an interrupted run is resumed, and
+                            collide get -2, -3...); a .part left by an interrupted run is continued, and
                             a file already there is kept when a HEAD finds the same size and a
                             Last-Modified no newer than the file's (saved files take their
                             Last-Modified), so running the same command again fetches only what is missing

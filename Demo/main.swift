@@ -145,7 +145,7 @@ interrupt.setEventHandler {
     let progress = queue.progress
     print(
         "\nInterrupted: \(progress.finishedRequestCount)/\(rows.count) done, \(Format.bytes(progress.bytesReceived)) received"
-            + (options.output == nil ? "" : "; partial files kept, run again to resume"))
+            + (options.output == nil ? "" : "; partial files kept, run again to continue them"))
     exit(130)
 }
 interrupt.resume()

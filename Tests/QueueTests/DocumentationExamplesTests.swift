@@ -144,6 +144,24 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.maximumBytesPerSecond = 2_000_000          // the whole queue's download rate; nil removes the cap
     }
 
+    func batchControlTasks() {
+        let url = self.url, fileURL = self.fileURL
+        let download = NetworkRequest(URLRequest(url: url), destination: .file(fileURL))   // continues by default
+        let fresh = NetworkRequest(URLRequest(url: url), destination: .file(fileURL),
+                                   fileOptions: .init(continuesPartialDownloads: false))
+        queue.maxConcurrentRequestsPerHost = 2           // 0 (the default): only the queue's limit
+        let rerun = NetworkRequest(URLRequest(url: url), destination: .file(fileURL),
+                                   fileOptions: .init(existingFile: .skipIfUnchanged))
+        _ = (download, fresh, rerun)
+    }
+
+    func checksums(hex: String) {
+        let url = self.url, fileURL = self.fileURL
+        let checksum = Checksum.sha256(hex)                  // or Checksum("sha256:…"), nil when malformed
+        let image = NetworkRequest(URLRequest(url: url), destination: .file(fileURL), integrity: .init(checksum: checksum))
+        _ = image
+    }
+
     // RetriesResumeIntegrity.md
     func retries() async throws {
         let request = self.request, tokens = self.tokens, releasesURL = self.releasesURL
