@@ -163,4 +163,31 @@ import Testing
                 expectedBefore: nil))
         }
     }
+
+    @Test func aCommittingRequestCannotGoBackToDeciding() async {
+        await #expect(processExitsWith: .failure) {
+            let attempt = Attempt(
+                token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
+                expectedBefore: nil)
+            var state = RequestState.committing(attempt)
+            state.startDeciding(.init(token: 2, failure: .cancelled, retryAfter: nil, lastHead: nil))
+        }
+    }
+
+    @Test func aPendingRequestHasNoPreflightToFinish() async {
+        await #expect(processExitsWith: .failure) {
+            var state = RequestState.pending
+            state.finishPreflight()
+        }
+    }
+
+    @Test func aRunningRequestCannotRejoinThePendingOnes() async {
+        await #expect(processExitsWith: .failure) {
+            let attempt = Attempt(
+                token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
+                expectedBefore: nil)
+            var state = RequestState.running(attempt)
+            state.rejoin()
+        }
+    }
 }
