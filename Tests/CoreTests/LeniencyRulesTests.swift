@@ -158,7 +158,7 @@ import Testing
 }
 
 #if os(Linux)
-    @Suite struct DecoderChainTests {
+    @Suite(.timeLimit(.minutes(5))) struct DecoderChainTests {
         @Test func moreThanFiveContentCodingsAreRefused() {
             #expect(throws: ContentDecoder.Failure.self) {
                 try ContentDecoder(contentEncoding: "gzip, gzip, gzip, gzip, gzip, gzip", library: .shared)

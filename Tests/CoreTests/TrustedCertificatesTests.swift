@@ -5,7 +5,7 @@
     @testable import NetworkQueue
 
     /// The CA bundle reaches libcurl as a path to an in-memory file, not as a blob copied into every transfer.
-    @Suite struct TrustedCertificatesTests {
+    @Suite(.timeLimit(.minutes(5))) struct TrustedCertificatesTests {
         @Test func theBundleIsAnInMemoryFileReadableByPath() throws {
             let pem = Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)
             let certificates = TrustedCertificates(pem: pem)
