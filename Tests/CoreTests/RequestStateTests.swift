@@ -16,6 +16,11 @@ import Testing
         Attempt(token: token, cell: TransferCell(), sent: sent, startedAt: 1, expectedBefore: nil)
     }
 
+    /// An attempt for the exit tests, whose bodies capture nothing.
+    static func anAttempt() -> Attempt {
+        Attempt(token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0, expectedBefore: nil)
+    }
+
     func head(_ status: Int) -> ResponseHead {
         ResponseHead(url: sent.url!, statusCode: status, httpVersion: "HTTP/1.1", fields: [])
     }
@@ -158,17 +163,13 @@ import Testing
     @Test func anIllegalMoveStopsTheProcessNamingThePhase() async {
         await #expect(processExitsWith: .failure) {
             var state = RequestState.paused(withPreflight: false)
-            state.startAttempt(Attempt(
-                token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
-                expectedBefore: nil))
+            state.startAttempt(RequestStateTests.anAttempt())
         }
     }
 
     @Test func aCommittingRequestCannotGoBackToDeciding() async {
         await #expect(processExitsWith: .failure) {
-            let attempt = Attempt(
-                token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
-                expectedBefore: nil)
+            let attempt = RequestStateTests.anAttempt()
             var state = RequestState.committing(attempt)
             state.startDeciding(.init(token: 2, failure: .cancelled, retryAfter: nil, lastHead: nil))
         }
@@ -183,9 +184,7 @@ import Testing
 
     @Test func aRunningRequestCannotRejoinThePendingOnes() async {
         await #expect(processExitsWith: .failure) {
-            let attempt = Attempt(
-                token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
-                expectedBefore: nil)
+            let attempt = RequestStateTests.anAttempt()
             var state = RequestState.running(attempt)
             state.rejoin()
         }
