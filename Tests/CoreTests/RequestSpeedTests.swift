@@ -49,3 +49,8 @@ import Testing
         #expect(ThroughputMeter.timeRemaining(nil, at: 5) == nil)
     }
 }
+
+extension RequestRecord {
+    /// The download's progress as the request's status would show it now.
+    fileprivate var downloadProgress: TransferProgress { downloadProgress(announced: state.shown.announcedLength) }
+}

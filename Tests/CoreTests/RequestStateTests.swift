@@ -41,17 +41,17 @@ import Testing
     @Test func aPlainRequestGoesPendingRunningCommitting() {
         var state = RequestState.pending
         #expect(describe(state) == "pending main")
-        #expect(state.token == nil && state.publicState == .pending)
+        #expect(state.token == nil && state.shown.state == .pending)
         state.startAttempt(attempt(7))
         #expect(describe(state) == "running main transfer")
-        #expect(state.token == 7 && state.isTimed && state.publicState == .running)
+        #expect(state.token == 7 && state.isTimed && state.shown.state == .running)
         state.withAttempt { $0.head = head(200) }
-        #expect(state.shownHead?.statusCode == 200)
+        #expect(state.shown.head?.statusCode == 200)
         let committed = state.startCommit()
         #expect(committed.token == 7)
         #expect(describe(state) == "committing committing")
         #expect(state.token == 7 && !state.isTimed && !state.endsAlone)
-        #expect(state.shownHead?.statusCode == 200)
+        #expect(state.shown.head?.statusCode == 200)
     }
 
     @Test func aPreflightedRequestHoldsBothLanesUntilItsHeadEnds() {
@@ -60,7 +60,7 @@ import Testing
         #expect(describe(state) == "awaitingPreflight main preflight")
         state.startAdapting(preflight: true, token: 3)
         #expect(describe(state) == "adaptingPreflight main preflight")
-        #expect(state.token == 3 && state.isTimed && state.publicState == .preflighting)
+        #expect(state.token == 3 && state.isTimed && state.shown.state == .preflighting)
         state.startPreflight(token: 4, cell: TransferCell())
         #expect(describe(state) == "preflighting main preflight transfer")
         state.keepUnchanged(head(200))
@@ -83,15 +83,15 @@ import Testing
         let failed = state.attempt!
         state.startDeciding(.init(token: 2, failure: .cancelled, retryAfter: 1.5, lastHead: failed.head))
         #expect(describe(state) == "deciding")
-        #expect(state.token == 2 && state.isTimed && state.publicState == .waitingToRetry)
-        #expect(state.shownHead?.statusCode == 503)
+        #expect(state.token == 2 && state.isTimed && state.shown.state == .waitingToRetry)
+        #expect(state.shown.head?.statusCode == 503)
         state.startWaiting(.init(token: 3, serverAsked: true, lastHead: failed.head))
         #expect(describe(state) == "waitingToRetry retryWait")
         #expect(state.token == 3 && !state.isTimed && state.endsAlone)
-        #expect(state.shownHead?.statusCode == 503)
+        #expect(state.shown.head?.statusCode == 503)
         state.rejoin()
         #expect(describe(state) == "pending main")
-        #expect(state.shownHead == nil)
+        #expect(state.shown.head == nil)
     }
 
     @Test func aRangeRefusedSendsTheSameAttemptAgainFromRunning() {
@@ -125,7 +125,7 @@ import Testing
             #expect(before == held)
             #expect(released.mainLane == start.holdings.mainLane && released.preflightLane == start.holdings.preflightLane)
             #expect((stopped != nil) == stopsAttempt, "\(held)")
-            #expect(state.name == "paused" && state.token == nil && state.publicState == .paused)
+            #expect(state.name == "paused" && state.token == nil && state.shown.state == .paused)
             #expect(state.resume() == withPreflight, "\(held)")
             #expect(state.name == (withPreflight ? "awaitingPreflight" : "pending"))
         }
@@ -148,7 +148,7 @@ import Testing
         var state = RequestState.pending
         state.follow(2)
         #expect(describe(state) == "following leader 2")
-        #expect(state.publicState == .pending && state.endsAlone)
+        #expect(state.shown.state == .pending && state.endsAlone)
         state.inherit()
         #expect(describe(state) == "pending main")
     }

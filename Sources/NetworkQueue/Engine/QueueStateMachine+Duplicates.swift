@@ -95,7 +95,7 @@ extension QueueStateMachine {
         case .failure(let error): ran = record.hasStarted && !error.isCancellation
         }
         // They show the leader's head as theirs.
-        let head = record.state.shownHead
+        let head = record.state.shown.head
         for follower in followers {
             let followerRecord = table[follower]
             if ran {

@@ -43,7 +43,7 @@ extension QueueStateMachine {
         let request = record.request
         let status = record.status(ending: result, endingHead: endingHead)
         var sink: FileSink?
-        if case .failure = result, let failed = record.state.sink {
+        if case .failure = result, let failed = record.state.attempt?.sink {
             sink = failed
             actions.list.append(.discard(failed))
         }

@@ -49,8 +49,12 @@ extension QueueStateMachine {
         let wasAdaptingMain = if case .adaptingMain = record.state { true } else { false }
         guard let (held, stopped) = record.state.pause() else { return false }
         release(held, slot: slot, transferEnded: false)
-        if let stopped {
-            keepPart(of: stopped, slot: slot, now: now)
+        if stopped != nil {
+            // Its bytes stay counted until the resumed transfer's response rebases them; a memory body is
+            // dropped with the attempt.
+            _ = closePart(of: stopped, slot: slot)
+            record.downloadDirty = request.downloadProgressHandler != nil
+            markProgressDirty(at: now)
         }
         if stopped != nil || wasAdaptingMain {
             // Interrupted, not failed (or never sent): the resumed transfer continues this attempt.
@@ -66,16 +70,4 @@ extension QueueStateMachine {
         return true
     }
 
-    /// A running transfer was stopped for a pause: a file's part is kept for the resumed transfer to
-    /// continue, a memory body is dropped (with the attempt); the bytes stay counted until the resumed
-    /// transfer's response rebases them.
-    private mutating func keepPart(of stopped: Attempt, slot: Int, now: Double) {
-        let record = table[slot]
-        if let sink = stopped.sink {
-            record.hasKeptPart = record.request.continuesPartialDownloads
-            actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
-        }
-        record.downloadDirty = record.request.downloadProgressHandler != nil
-        markProgressDirty(at: now)
-    }
 }

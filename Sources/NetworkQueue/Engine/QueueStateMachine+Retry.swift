@@ -29,8 +29,8 @@ extension QueueStateMachine {
             retryAfter: attempt?.retryAfter)
         guard verdict != .fail else { return false }
         leaveAttempt(slot, attempt, transferEnded: transferEnded, now: now)
-        nextToken += 1
         if verdict == .ask, let decide = policy.decide {
+            nextToken += 1
             record.state.startDeciding(.init(token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head))
             record.lastActivity = now
             addTimeout(slot: slot, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
@@ -56,7 +56,6 @@ extension QueueStateMachine {
         if verdict == .fail || verdict == .ask {
             failFinally(slot, error, transferEnded: true, now: now)
         } else {
-            nextToken += 1
             wait(slot, verdict, policy: policy, error: error, lastHead: deciding.lastHead, now: now)
         }
         return finishEvent(now)
@@ -70,15 +69,8 @@ extension QueueStateMachine {
         let record = table[slot]
         scheduler.remove(Job(id: slot, lane: .main))
         if !transferEnded, let attempt { actions.list.append(.cancel(attempt.cell)) }
-        var keepsPart = false
-        if let sink = attempt?.sink {
-            // The next attempt continues the part when it can (the sink keeps it only with a validator);
-            // its bytes stay counted until that attempt's response says whether they still count.
-            keepsPart = record.request.continuesPartialDownloads
-            record.hasKeptPart = keepsPart
-            actions.list.append(keepsPart ? .keep(sink) : .discard(sink))
-        }
-        if !keepsPart { ledger.restart(&record.progress) }
+        // A kept part's bytes stay counted until the next attempt's response says whether they still count.
+        if !closePart(of: attempt, slot: slot) { ledger.restart(&record.progress) }
         if let attempt, record.progress.expectedDown != attempt.expectedBefore {
             // The size came from this attempt's response (perhaps an error page's): back to what was known.
             ledger.replaceExpectedDownload(&record.progress, attempt.expectedBefore)
@@ -88,7 +80,18 @@ extension QueueStateMachine {
         markProgressDirty(at: now)
     }
 
-    /// Makes the request wait for its retry under the token just drawn, as `verdict` says, and posts willRetry.
+    /// Closes the part file of an attempt that was interrupted (a retry, a pause): kept for the next attempt to
+    /// continue when the request continues parts (the sink keeps it only with a validator), else deleted.
+    /// Returns whether it was kept.
+    mutating func closePart(of attempt: Attempt?, slot: Int) -> Bool {
+        guard let sink = attempt?.sink else { return false }
+        let record = table[slot]
+        record.hasKeptPart = record.request.continuesPartialDownloads
+        actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+        return record.hasKeptPart
+    }
+
+    /// Makes the request wait for its retry, as `verdict` says, and posts willRetry.
     private mutating func wait(
         _ slot: Int, _ verdict: RetryVerdict, policy: RetryPolicy, error: NetworkQueueError, lastHead: ResponseHead?, now: Double
     ) {
@@ -105,6 +108,7 @@ extension QueueStateMachine {
         case .fail, .ask:
             preconditionFailure("no wait for verdict \(verdict)")
         }
+        nextToken += 1
         record.state.startWaiting(.init(token: nextToken, serverAsked: serverAsked, lastHead: lastHead))
         waitingRetries += 1
         retryDeadlines.insert(.init(deadline: now + delay, id: slot, token: nextToken))

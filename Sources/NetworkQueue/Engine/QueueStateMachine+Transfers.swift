@@ -30,37 +30,23 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    /// Applies one transport event but a final head (see ``headReceived(_:slot:token:now:)``). Events of a
-    /// transfer that is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is
-    /// the truth, not the transport's.
-    mutating func transferEvent(_ event: TransferEvent, slot: Int, token: UInt64, now: Double) -> QueueActions {
+    /// Applies one transport event; a final head comes with its pipeline's `reading`. Events of a transfer
+    /// that is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is the truth,
+    /// not the transport's.
+    mutating func transferEvent(
+        _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
+    ) -> QueueActions {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
         let record = table[slot]
         record.lastActivity = now
         switch record.state {
         case .preflighting: preflightEvent(event, slot: slot, now: now)
-        case .running: mainEvent(event, slot: slot, now: now)
+        case .running: mainEvent(event, reading: reading, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
             .paused:
             // A current token is held only by the phases above and these; none of these runs a transfer.
             preconditionFailure("a transfer event for a request in phase \(record.state.name)")
-        }
-        return finishEvent(now)
-    }
-
-    /// A transfer's final head arrived, as its pipeline read it.
-    mutating func headReceived(_ reading: HeadReading, slot: Int, token: UInt64, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token) else { return QueueActions() }
-        let record = table[slot]
-        record.lastActivity = now
-        switch record.state {
-        case .preflighting: preflightHead(reading.head, slot: slot, now: now)
-        case .running: receiveHead(reading, slot: slot, now: now)
-        case .committing: break  // the transport reported after completing: nothing can change now
-        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
-            .paused:
-            preconditionFailure("a response head for a request in phase \(record.state.name)")
         }
         return finishEvent(now)
     }
@@ -127,11 +113,12 @@ extension QueueStateMachine {
         }
     }
 
-    private mutating func mainEvent(_ event: TransferEvent, slot: Int, now: Double) {
+    private mutating func mainEvent(_ event: TransferEvent, reading: HeadReading?, slot: Int, now: Double) {
         switch event {
         case .head(let head):
-            // A transport's head that came without a pipeline (tests drive the machine alone).
-            receiveHead(HeadReading(head, continuedFrom: 0, acceptableStatusCodes: table[slot].request.acceptableStatusCodes), slot: slot, now: now)
+            // Without a pipeline's reading (tests drive the machine alone) no part is continued: read it here.
+            let request = table[slot].request
+            receiveHead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: request.acceptableStatusCodes), slot: slot, now: now)
         case .data(let data):
             receive(data, slot: slot, now: now)
         case .sent(let sent, let expected):

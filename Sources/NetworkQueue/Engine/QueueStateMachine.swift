@@ -183,12 +183,11 @@ struct QueueStateMachine {
         log(.debug, .attemptStarted, record.request, now: now) {
             "attempt \(record.attempts): \(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
         }
-        let file = record.claim.map { claim in
-            (claim, continuesPart: record.request.continuesPartialDownloads && !withoutRange && RangeRules.mayContinue(urlRequest))
-        }
+        let continuesPart =
+            record.claim != nil && record.request.continuesPartialDownloads && !withoutRange && RangeRules.mayContinue(urlRequest)
         actions.list.append(.start(.init(
             slot: slot, token: nextToken, urlRequest: urlRequest, cell: cell,
-            body: .checked(record.request, file: file?.0, continuesPart: file?.continuesPart ?? false), collectsMetrics: collectsMetrics)))
+            body: .checked(record.request, file: record.claim, continuesPart: continuesPart), collectsMetrics: collectsMetrics)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.

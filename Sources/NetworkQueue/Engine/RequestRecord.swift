@@ -75,9 +75,6 @@ final class RequestRecord {
         progress = ProgressLedger.Entry(expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
     }
 
-    /// The download's progress now.
-    var downloadProgress: TransferProgress { downloadProgress(announced: state.shown.announcedLength) }
-
     /// The download's progress, for a body announced to be `announced` bytes (nil: unknown).
     func downloadProgress(announced: Int64?) -> TransferProgress {
         let rate = downloadMeter?.rate(at: lastActivity)

@@ -171,18 +171,6 @@ enum RequestState {
         }
     }
 
-    /// The part file the running attempt writes, if any.
-    var sink: FileSink? {
-        if case .running(let attempt) = self { return attempt.sink }
-        return nil
-    }
-
-    /// The final head the public status shows (see ``shown``).
-    var shownHead: ResponseHead? { shown.head }
-
-    /// The public state this phase shows (see ``shown``).
-    var publicState: NetworkRequest.State { shown.state }
-
     /// What the phase holds (see ``Holdings``).
     var holdings: Holdings {
         switch self {

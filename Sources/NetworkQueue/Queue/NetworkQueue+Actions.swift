@@ -88,28 +88,32 @@ extension NetworkQueue {
         let (slot, token) = (start.slot, start.token)
         var urlRequest = start.urlRequest
         let pipeline: TransferPipeline
+        var options = TransferOptions(collectsMetrics: start.collectsMetrics)
         switch start.body {
         case .preflight:
             pipeline = TransferPipeline(request: nil, sink: nil)
-        case .checked(let request, file: nil, continuesPart: _):
-            pipeline = TransferPipeline(request: request, sink: nil)
-        case .checked(let request, file: let claim?, let continuesPart):
-            guard let sink = openPart(claim, continuing: continuesPart, slot: slot, token: token) else { return }
-            if sink.continuedFrom > 0, let validator = sink.validator {
-                for (name, value) in RangeRules.headers(offset: sink.continuedFrom, validator: validator) {
-                    urlRequest.setValue(value, forHTTPHeaderField: name)
+        case .checked(let request, let claim, let continuesPart):
+            var sink: FileSink?
+            if let claim {
+                guard let opened = openPart(claim, continuing: continuesPart, slot: slot, token: token) else { return }
+                if opened.continuedFrom > 0, let validator = opened.validator {
+                    for (name, value) in RangeRules.headers(offset: opened.continuedFrom, validator: validator) {
+                        urlRequest.setValue(value, forHTTPHeaderField: name)
+                    }
                 }
+                sink = opened
             }
             pipeline = TransferPipeline(request: request, sink: sink)
+            // Main transfers draw from the queue's cap; a HEAD moves no body.
+            options.rateCap = rateCap
         }
-        let isMain = if case .checked = start.body { true } else { false }
-        let options = TransferOptions(rateCap: isMain ? rateCap : nil, collectsMetrics: start.collectsMetrics)
         // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
         let handle = transport.startTransfer(urlRequest, options: options) { event in
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
             switch pipeline.step(event) {
             case .forward: self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
-            case .head(let reading): self.send(inline: true) { $0.headReceived(reading, slot: slot, token: token, now: $1) }
+            case .head(let reading):
+                self.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
             case .fileFailed(let error): self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
             case .integrityFailed(let expected, let actual):
                 self.send(inline: true) { $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1) }

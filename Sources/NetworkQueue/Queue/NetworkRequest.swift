@@ -92,16 +92,18 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// The priority it was created with: the one it has when it is added (``NetworkQueue/setPriority(_:for:)``
     /// needs it added), read without the lock.
     let initialPriority: Priority
-    /// Flat copies of the groups' values the engine reads on every request (the content types lowercased,
-    /// the size limit resolved for the destination).
-    let acceptableStatusCodes: Range<Int>?
+    /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
     let acceptableContentTypes: Set<String>?
+    /// ``Validation-swift.struct/maximumResponseSize`` resolved for the destination (nil: no limit).
     let maximumResponseSize: Int64?
-    let checksum: Checksum?
-    let verifiesServerDigests: Bool
-    let continuesPartialDownloads: Bool
-    let existingFile: ExistingFile
+    /// ``Handlers-swift.struct/adapt``, the one handler the engine reads (the others go to delivery).
     let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
+    /// The groups' values the engine reads, by their short names.
+    var acceptableStatusCodes: Range<Int>? { validation.acceptableStatusCodes }
+    var checksum: Checksum? { integrity.checksum }
+    var verifiesServerDigests: Bool { integrity.verifiesServerDigests }
+    var continuesPartialDownloads: Bool { fileOptions.continuesPartialDownloads }
+    var existingFile: ExistingFile { fileOptions.existingFile }
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     let invalidReason: NetworkQueueError.InvalidRequestReason?
@@ -204,13 +206,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.initialPriority = priority
         self.tag = tag
         self.userInfo = userInfo
-        acceptableStatusCodes = validation.acceptableStatusCodes
         acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
         maximumResponseSize = RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination)
-        checksum = integrity.checksum
-        verifiesServerDigests = integrity.verifiesServerDigests
-        continuesPartialDownloads = fileOptions.continuesPartialDownloads
-        existingFile = fileOptions.existingFile
         adapt = handlers.adapt
         invalidReason =
             RequestRules.validate(urlRequest, destination: destination)
