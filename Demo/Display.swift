@@ -85,6 +85,8 @@ struct Display {
             update(request, .paused, plain: "paused    \(label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept")
         case .didResume(let request):
             update(request, .queued, plain: "resumed   \(label(request))")
+        case .sourceDidFail(let error):
+            complain("Demo: error: \(error.localizedDescription)")
         case .queueDidFinish:
             break
         }

@@ -52,6 +52,10 @@ if arguments.first == "--count-small", arguments.count >= 4, let url = URL(strin
     let trusted = arguments.count > 4 ? URL(fileURLWithPath: arguments[4]) : nil
     exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count, trusted: trusted) == 0 ? 0 : 1)
 }
+if arguments.first == "--scale-child", arguments.count == 3, let count = Int(arguments[2]) {
+    await ScaleBenchmark.child(side: arguments[1], count: count)
+    exit(0)
+}
 if let count = value(after: "--profile-scheduling").flatMap(Int.init) {
     // Blocking, not suspending, so that it runs under valgrind too (see `blocking`).
     print(blocking { await SchedulingBenchmark.queueRun(count: count) })
@@ -86,7 +90,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     exit(0)
 }
 if arguments.contains("--help") {
-    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions] [--server URL-of-a-1KB-resource]")
+    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions|scale] [--server URL-of-a-1KB-resource]")
     exit(0)
 }
 
@@ -122,6 +126,8 @@ if selected("batch") {
     results += try await BatchBenchmarks.rateCapSmallFiles(cap: 1_000_000, count: 5, size: quick ? 700_000 : 1_200_000)
     results.append(try await BatchBenchmarks.resume(size: quick ? 20_000_000 : 200_000_000))
 }
+
+if selected("scale") { results += try ScaleBenchmark.run(count: quick ? 100_000 : 1_000_000, runs: quick ? 1 : 3) }
 
 if selected("instructions") {
     // valgrind is a tool outside the project: when it fails, say so and go on with the other results.

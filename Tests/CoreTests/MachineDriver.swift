@@ -167,6 +167,8 @@ struct MachineDriver {
             case .decide(let decide):
                 decisions.append(decide)
                 lines.append("decide \(decide.request.tag)")
+            case .readSource(let id, let count): lines.append("read source \(id) \(count)")
+            case .stopSource(let id): lines.append("stop source \(id)")
             }
         }
         if actions.deliver { lines.append("deliver") }
@@ -187,6 +189,7 @@ struct MachineDriver {
         case .event(.didPause(let request)): "didPause \(request.tag)"
         case .event(.didResume(let request)): "didResume \(request.tag)"
         case .event(.didUpdateProgress(let progress)): "progress \(progress.fractionCompleted)"
+        case .event(.sourceDidFail(let error)): "sourceDidFail \(error)"
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
         case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"

@@ -111,6 +111,7 @@ import Testing
             case .willRetry(_, let delay, _): names.append("retry \(delay)")
             case .didPause(let request): names.append("pause \(request.tag)")
             case .didResume(let request): names.append("resume \(request.tag)")
+            case .sourceDidFail(let error): names.append("source failed \(error)")
             case .didUpdateProgress: continue
             case .queueDidFinish: names.append("done")
             }

@@ -72,6 +72,10 @@ struct PendingList {
     /// Removes and returns the oldest (`first`) or newest id for which `isEligible` is true, skipping the
     /// others, which stay in place. O(ids skipped).
     mutating func remove(first: Bool, where isEligible: (Int) -> Bool) -> Int? {
+        // Tombstones at the ends (left by earlier removals) are dropped first, so that a lane popped only this
+        // way does not scan them again on every pop.
+        while head < slots.count, slots[head] == Self.tombstone { head += 1 }
+        while slots.count > head, slots[slots.count - 1] == Self.tombstone { slots.removeLast() }
         var index = first ? head : slots.count - 1
         while index >= head && index < slots.count {
             let id = slots[index]

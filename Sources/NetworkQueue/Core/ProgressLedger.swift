@@ -4,7 +4,9 @@
 /// state (the one home of its bytes); every event passes the entry in, and the ledger keeps only sums.
 ///
 /// Each request weighs its expected upload bytes plus its expected download bytes, or one unit for a
-/// download of unknown size. The fraction advances by integrating completed work over *remaining* work:
+/// download of unknown size. A request whose size a coming HEAD will learn (``awaitSize(_:)``) weighs the
+/// mean of the sizes learned so far instead, so that a batch whose HEADs roll ahead of its transfers is not
+/// dominated by the few sizes known early. The fraction advances by integrating completed work over *remaining* work:
 /// when every size is known from the start it equals done / total, and when a late size joins the total,
 /// a transfer restarts, or a request fails, the fraction holds still instead of falling. Timestamps are
 /// passed in (seconds on any monotonic clock); the ledger reads no clock.
@@ -22,6 +24,9 @@ struct ProgressLedger {
         fileprivate(set) var expectedUp: Int64
         fileprivate(set) var sent: Int64 = 0
         fileprivate(set) var outcome: Outcome?
+        /// True while a coming HEAD will learn the size: the download weighs the mean learned size (counted
+        /// by the ledger, not in this entry's own weight).
+        fileprivate(set) var awaitsSize = false
 
         /// A request expecting `expectedDownload` bytes (nil: unknown) and sending `expectedUpload`.
         init(expectedDownload: Int64? = nil, expectedUpload: Int64 = 0) {
@@ -30,7 +35,7 @@ struct ProgressLedger {
         }
 
         /// How much this request weighs in the fraction.
-        var weight: Double { Double(expectedUp) + (expectedDown.map(Double.init) ?? 1) }
+        var weight: Double { Double(expectedUp) + (expectedDown.map(Double.init) ?? (awaitsSize ? 0 : 1)) }
 
         /// How much of its weight is done.
         var done: Double {
@@ -45,21 +50,83 @@ struct ProgressLedger {
 
     private var requestCount = 0
     private var fraction: Double = 0
+    /// The remaining work of every entry, those awaiting their size excepted (see ``awaitingSizes``).
     private var remaining: Double = 0
     private var unknownDownloads = 0
+    /// Entries whose size a coming HEAD will learn: each weighs ``meanLearnedSize``.
+    private var awaitingSizes = 0
+    /// Sources still being read (more requests may come): the total is not final.
+    private var openSources = 0
+    /// Requests that sources said are coming and that were not read yet: each weighs ``meanLearnedSize``.
+    private var announced = 0
     private var counts = (finished: 0, failed: 0, cancelled: 0)
     private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
     private var throughput = ThroughputMeter()
     /// Bytes moved on the wire in this drain: only ever grows (a restart or a continued part does not move it).
     private var wire: Int64 = 0
 
-    /// True when every request of the drain has ended.
-    var isComplete: Bool { counts.finished + counts.failed + counts.cancelled == requestCount }
+    /// True when every request of the drain has ended and no source may add more.
+    var isComplete: Bool { openSources == 0 && counts.finished + counts.failed + counts.cancelled == requestCount }
+
+    /// True when no source may add more requests to the drain.
+    var isTotalFinal: Bool { openSources == 0 }
+
+    /// The mean of the download sizes known so far (1 when none is).
+    private var meanLearnedSize: Double {
+        let known = requestCount - unknownDownloads
+        return known > 0 ? max(1, Double(bytes.expectedDown) / Double(known)) : 1
+    }
+
+    /// All remaining work: the entries' own, plus the mean size for each that awaits its size and each
+    /// announced request not read yet.
+    private var totalRemaining: Double { remaining + Double(awaitingSizes + announced) * meanLearnedSize }
+
+    /// An entry's share of ``totalRemaining``.
+    private func effectiveRemaining(_ entry: Entry) -> Double {
+        entry.remaining + (entry.awaitsSize && entry.outcome == nil ? meanLearnedSize : 0)
+    }
 
     // MARK: Events
 
     /// Starts a new drain: forgets every request and resets the fraction to 0.
     mutating func reset() { self = ProgressLedger() }
+
+    /// A source of requests opens, announcing `expected` requests to come (0: it did not say): the drain's
+    /// total is not final until it closes.
+    mutating func openSource(announcing expected: Int = 0) {
+        openSources += 1
+        announced += max(0, expected)
+    }
+
+    /// An announced request was read (it is added with ``add(_:)``).
+    mutating func readAnnounced() { if announced > 0 { announced -= 1 } }
+
+    /// A source closed (ended, failed or stopped); `unread`: the requests it announced and never gave.
+    mutating func closeSource(unread: Int = 0) {
+        openSources -= 1
+        announced = max(0, announced - unread)
+        // The last request may have ended while the source was still open.
+        if isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 { fraction = 1 }
+    }
+
+    /// A HEAD will learn the entry's size: until it does, the entry weighs the mean of the sizes learned.
+    mutating func awaitSize(_ entry: inout Entry) {
+        guard entry.outcome == nil, entry.expectedDown == nil, !entry.awaitsSize else { return }
+        let before = entry.remaining
+        entry.awaitsSize = true
+        awaitingSizes += 1
+        remaining = max(0, remaining + entry.remaining - before)
+    }
+
+    /// The HEAD is over without a size (or will not come): the entry weighs one unit again, as any download
+    /// of unknown size. The fraction does not move.
+    mutating func stopAwaitingSize(_ entry: inout Entry) {
+        guard entry.awaitsSize else { return }
+        let before = entry.remaining
+        entry.awaitsSize = false
+        awaitingSizes -= 1
+        remaining = max(0, remaining + entry.remaining - before)
+    }
 
     /// Adds a request with the sizes its entry holds.
     mutating func add(_ entry: Entry) {
@@ -88,6 +155,10 @@ struct ProgressLedger {
     /// fraction to the caller.
     private mutating func resize(_ entry: inout Entry, _ size: Int64?) {
         let size = size.flatMap { $0 >= 0 ? $0 : nil }
+        if size != nil, entry.awaitsSize {
+            entry.awaitsSize = false
+            awaitingSizes -= 1
+        }
         guard entry.expectedDown != size else { return }
         if let old = entry.expectedDown { bytes.expectedDown -= old } else { unknownDownloads -= 1 }
         if let new = size { bytes.expectedDown += new } else { unknownDownloads += 1 }
@@ -152,6 +223,11 @@ struct ProgressLedger {
     mutating func finish(_ entry: inout Entry, _ outcome: Outcome) {
         update(&entry) { entry, ledger in
             guard entry.outcome == nil else { return }
+            if entry.awaitsSize {
+                // Its estimate leaves the total: success completes the work it stood for.
+                entry.awaitsSize = false
+                ledger.awaitingSizes -= 1
+            }
             entry.outcome = outcome
             switch outcome {
             case .succeeded:
@@ -174,6 +250,7 @@ struct ProgressLedger {
         counts.cancelled = requestCount - counts.finished - counts.failed
         // Every unfinished request's remaining work leaves the total; cancellation never moves the fraction.
         remaining = 0
+        awaitingSizes = 0
     }
 
     // MARK: Snapshot
@@ -181,7 +258,12 @@ struct ProgressLedger {
     /// The progress now; `time` is used for the throughput window and the ETA.
     func snapshot(at time: Double) -> QueueProgress {
         let rate = throughput.rate(at: time)
-        let expectedDown: Int64? = unknownDownloads == 0 ? bytes.expectedDown : nil
+        let expectedDown: Int64? = unknownDownloads == 0 && isTotalFinal ? bytes.expectedDown : nil
+        let known = requestCount - unknownDownloads
+        // Sizes learned so far × requests known (read, or announced and not read yet).
+        let estimate: Int64? =
+            expectedDown
+            ?? (known > 0 ? bytes.expectedDown + Int64((Double(unknownDownloads + announced) * meanLearnedSize).rounded()) : nil)
         var eta: Double?
         if let expectedDown, let rate, rate > 0 {
             let left = (expectedDown - bytes.received) + (bytes.expectedUp - bytes.sent)
@@ -192,7 +274,9 @@ struct ProgressLedger {
             failedRequestCount: counts.failed, cancelledRequestCount: counts.cancelled,
             bytesReceived: bytes.received, bytesExpectedToReceive: expectedDown,
             bytesSent: bytes.sent, bytesExpectedToSend: bytes.expectedUp,
-            fractionCompleted: fraction, throughput: rate, estimatedTimeRemaining: eta)
+            fractionCompleted: fraction, throughput: rate, estimatedTimeRemaining: eta,
+            isTotalFinal: isTotalFinal, estimatedRequestCount: requestCount + announced,
+            estimatedBytesExpectedToReceive: estimate, isEstimated: expectedDown == nil)
     }
 
     // MARK: Fraction bookkeeping
@@ -202,20 +286,26 @@ struct ProgressLedger {
     @inline(__always)
     private mutating func update(_ entry: inout Entry, _ change: (inout Entry, inout ProgressLedger) -> Void) {
         let before = entry.remaining
-        let remainingBefore = remaining
+        let effectiveBefore = effectiveRemaining(entry)
+        let remainingBefore = totalRemaining
         change(&entry, &self)
         remaining += entry.remaining - before
         // Completed work is the drop in this request's remaining work: measured that way, a size learned
         // in the same step (an unknown size becoming the bytes received) is not mistaken for progress.
-        let completed = before - entry.remaining
+        let completed = effectiveBefore - effectiveRemaining(entry)
         if remaining < 0.5 { remaining = 0 }
+        let remainingAfter = totalRemaining
         if completed > 0, remainingBefore > 0, entry.outcome == nil || entry.outcome == .succeeded {
             // Completing all remaining work lands on exactly 1.0, not 1 - ε.
-            fraction = remaining == 0 ? 1 : fraction + (1 - fraction) * min(1, completed / remainingBefore)
+            fraction = remainingAfter < 0.5 ? 1 : fraction + (1 - fraction) * min(1, completed / remainingBefore)
         }
-        if remaining == 0, isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 {
+        if remainingAfter < 0.5, isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 {
             fraction = 1
         }
-        fraction = min(1, max(0, fraction))
+        // While a source may add more, the drain is not done, whatever the requests read so far say.
+        fraction = min(isTotalFinal ? 1 : Self.openFractionCap, max(0, fraction))
     }
+
+    /// The highest fraction while a source is still being read.
+    static let openFractionCap = 0.999
 }

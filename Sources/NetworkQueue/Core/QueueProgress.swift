@@ -5,7 +5,8 @@ import Foundation
 /// Counts and bytes cover the current *drain*: everything added since the queue was last idle. A new
 /// drain starts from zero when a request is added to an idle queue that has already finished one.
 public struct QueueProgress: Sendable, Hashable {
-    /// Requests added in this drain.
+    /// Requests added in this drain: the requests known so far. While a source added with
+    /// ``NetworkQueue/add(contentsOf:)`` is still being read (``isTotalFinal`` false), more may come.
     public var totalRequestCount: Int
     /// Requests that finished: succeeded, as ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)`` says.
     public var finishedRequestCount: Int
@@ -16,7 +17,8 @@ public struct QueueProgress: Sendable, Hashable {
 
     /// Response body bytes received so far (a restarted transfer's earlier bytes are not counted).
     public var bytesReceived: Int64
-    /// The total response bytes expected, or nil while any request's size is unknown.
+    /// The total response bytes expected, or nil while any request's size is unknown or more requests may
+    /// come (``isTotalFinal`` false); see ``estimatedBytesExpectedToReceive`` for an estimate meanwhile.
     public var bytesExpectedToReceive: Int64?
     /// Request body bytes sent so far.
     public var bytesSent: Int64
@@ -34,6 +36,18 @@ public struct QueueProgress: Sendable, Hashable {
     public var throughput: Double?
     /// Seconds until the drain completes at the current throughput, or nil when unknown.
     public var estimatedTimeRemaining: TimeInterval?
+    /// False while a source added with ``NetworkQueue/add(contentsOf:)`` is still being read: more requests
+    /// may join the drain, and ``fractionCompleted`` stays below 1.0 (at most 0.999). True otherwise.
+    public var isTotalFinal: Bool
+    /// The requests of the drain as far as they are known: ``totalRequestCount`` plus those that open sources
+    /// announced (``NetworkQueue/add(contentsOf:expectedCount:)``) and have not given yet.
+    public var estimatedRequestCount: Int
+    /// ``bytesExpectedToReceive`` when it is known; otherwise an estimate: the sizes learned so far, plus
+    /// their mean for each request whose size is not known yet (announced requests included). Nil before
+    /// any size is known.
+    public var estimatedBytesExpectedToReceive: Int64?
+    /// True when ``estimatedBytesExpectedToReceive`` is an estimate (``bytesExpectedToReceive`` is nil).
+    public var isEstimated: Bool
 
     /// Requests that ended in any way: finished, failed or cancelled.
     public var endedRequestCount: Int {
@@ -44,5 +58,6 @@ public struct QueueProgress: Sendable, Hashable {
     public static let zero = QueueProgress(
         totalRequestCount: 0, finishedRequestCount: 0, failedRequestCount: 0, cancelledRequestCount: 0,
         bytesReceived: 0, bytesExpectedToReceive: 0, bytesSent: 0, bytesExpectedToSend: 0,
-        fractionCompleted: 0, throughput: nil, estimatedTimeRemaining: nil)
+        fractionCompleted: 0, throughput: nil, estimatedTimeRemaining: nil, isTotalFinal: true, estimatedRequestCount: 0,
+        estimatedBytesExpectedToReceive: 0, isEstimated: false)
 }

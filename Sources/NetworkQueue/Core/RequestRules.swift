@@ -27,12 +27,22 @@ enum RequestRules {
         _ request: URLRequest, destination: NetworkRequest.Destination = .memory
     ) -> NetworkQueueError.InvalidRequestReason? {
         guard let url = request.url else { return .missingURL }
+        return validate(url: url, timeout: request.timeoutInterval, destination: destination)
+    }
+
+    /// `URLRequest`'s default `timeoutInterval`, which a request created from a URL has.
+    static let defaultTimeout: TimeInterval = 60
+
+    /// Why a request for `url` with `timeout` to `destination` cannot be sent, or nil.
+    static func validate(
+        url: URL, timeout: TimeInterval, destination: NetworkRequest.Destination = .memory
+    ) -> NetworkQueueError.InvalidRequestReason? {
         // Compared and checked without allocating or percent-decoding: this runs for every request added.
         let scheme = url.scheme
         guard let scheme, HeaderName.equal(scheme.utf8, "http".utf8) || HeaderName.equal(scheme.utf8, "https".utf8)
         else { return .unsupportedScheme(scheme) }
         guard let host = url.host(percentEncoded: true), !host.isEmpty else { return .missingHost(url) }
-        guard idleTimeout(request.timeoutInterval) != nil else { return .invalidTimeout(request.timeoutInterval) }
+        guard idleTimeout(timeout) != nil else { return .invalidTimeout(timeout) }
         if case .file(let file) = destination, !file.isFileURL || file.path.isEmpty || file.hasDirectoryPath {
             return .invalidDestination(file)
         }
@@ -43,6 +53,9 @@ enum RequestRules {
     static func wantsPreflight(_ request: URLRequest) -> Bool {
         (request.httpMethod ?? "GET").uppercased() == "GET"
     }
+
+    /// As ``wantsPreflight(_:)``, read without building the request's `URLRequest`.
+    static func wantsPreflight(_ request: NetworkRequest) -> Bool { request.method.uppercased() == "GET" }
 
     /// The largest body accepted for `limit` and `destination`, or nil for no limit.
     static func maximumResponseSize(

@@ -65,8 +65,8 @@ enum RetryRules {
     static func mayRetry(_ error: NetworkQueueError) -> Bool {
         switch error {
         case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed: true
-        case .cancelled, .cancelledBecauseSiblingFailed, .invalidRequest, .preflightFailed, .fileError, .decodingFailed,
-            .integrityCheckFailed:
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .invalidRequest, .preflightFailed, .fileError,
+            .decodingFailed, .integrityCheckFailed, .sourceFailed:
             false
         }
     }
@@ -87,8 +87,8 @@ enum RetryRules {
             guard let retryAfter else { return .backoff }
             // Asked to wait longer than the caller allows: fail now with the server's answer.
             return retryAfter <= policy.maximumRetryAfter ? .wait(retryAfter, serverAsked: true) : .fail
-        case .cancelled, .cancelledBecauseSiblingFailed, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed:
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .unacceptableContentType, .preflightFailed,
+            .invalidRequest, .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed:
             return .fail
         }
     }

@@ -5,8 +5,13 @@
 /// no locks, clocks or callbacks; the queue owns it under its lock and performs the starts afterwards.
 ///
 /// Two lanes of pending jobs share one concurrency limit. The preflight lane (HEAD requests) has strict
-/// priority, and the main lane is held back while any preflight job is pending or active, so that every
-/// size is known before the first main transfer starts.
+/// priority, and an id's main job never starts while its own preflight job is pending or active.
+///
+/// Without a ``preflightWindow`` (0), the main lane is held back while any preflight job is pending or active,
+/// so that every size is known before the first main transfer starts. With a window of `W`, at most `W` ids
+/// are *ahead*: their preflight started and their main job has not; after ``go()`` the main lane waits only for
+/// the first window (every preflight, when there are fewer than `W`), and from then on preflights roll ahead
+/// of the main jobs, `W` at most.
 ///
 /// Each id has a priority (``setPriority(_:_:)``, default 0): a lane starts its highest priority first,
 /// and ``order`` decides within one priority.
@@ -43,10 +48,25 @@ struct Scheduler {
     private var main = PriorityLane()
     /// `priorityOf[id]` is the id's priority (0 when never set).
     private var priorityOf: [Int] = []
-    /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job.
+    /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job, bit 2
+    /// (``aheadBit``) while the id is ahead, bit 3 (``outstandingBit``) while its preflight job is pending or active.
     private var activeLanes: [UInt8] = []
     private(set) var activeCount = 0
-    private var activePreflightCount = 0
+    private(set) var activePreflightCount = 0
+    /// Ids whose preflight started and whose main job has not (see ``preflightWindow``).
+    private(set) var preflightsAhead = 0
+    /// Ids whose preflight job is pending or active: their main job is not eligible.
+    private var outstandingPreflights = 0
+    /// True from ``go()`` until the main lane first may start (windowed preflights only).
+    private var mainWaitsForWindow = false
+    private static let aheadBit: UInt8 = 4
+    private static let outstandingBit: UInt8 = 8
+
+    /// The most ids ahead at once: preflights started whose main job has not; 0 (the default) means no
+    /// window: every preflight before any main job.
+    var preflightWindow = 0 {
+        didSet { if preflightWindow < 0 { preflightWindow = 0 } }
+    }
     /// `hostOf[id]` is the id's host, or -1 when it has none (never held back by a host limit).
     private var hostOf: [Int32] = []
     /// Active jobs per host.
@@ -73,17 +93,37 @@ struct Scheduler {
     }
 
     var pendingCount: Int { preflight.count + main.count }
+    /// Ids waiting for their main job to start (an id waiting for its preflight is listed here too).
+    var mainPendingCount: Int { main.count }
     /// True when nothing is pending or active.
     var isIdle: Bool { activeCount == 0 && preflight.isEmpty && main.isEmpty }
 
-    func isActive(_ job: Job) -> Bool {
-        job.id >= 0 && job.id < activeLanes.count && activeLanes[job.id] & Self.bit(job.lane) != 0
+    func isActive(_ job: Job) -> Bool { has(job.id, Self.bit(job.lane)) }
+
+    private func has(_ id: ID, _ bit: UInt8) -> Bool { id >= 0 && id < activeLanes.count && activeLanes[id] & bit != 0 }
+
+    private mutating func set(_ id: ID, _ bit: UInt8) {
+        if id >= activeLanes.count { activeLanes.append(contentsOf: repeatElement(0, count: id + 1 - activeLanes.count)) }
+        activeLanes[id] |= bit
     }
+
+    /// Clears `bit` of `id`; true when it was set.
+    private mutating func clear(_ id: ID, _ bit: UInt8) -> Bool {
+        guard has(id, bit) else { return false }
+        activeLanes[id] &= ~bit
+        return true
+    }
+
+    /// The id's preflight job left the lanes (done or removed): its main job is eligible.
+    private mutating func settlePreflight(_ id: ID) { if clear(id, Self.outstandingBit) { outstandingPreflights -= 1 } }
+
+    /// The id is no longer ahead: its main job started, or it left.
+    private mutating func leaveWindow(_ id: ID) { if clear(id, Self.aheadBit) { preflightsAhead -= 1 } }
 
     /// The active jobs (a scan: for tests and diagnostics).
     var active: Set<Job> {
         var jobs: Set<Job> = []
-        for (id, lanes) in activeLanes.enumerated() where lanes != 0 {
+        for (id, lanes) in activeLanes.enumerated() where lanes & 3 != 0 {
             for lane in Lane.allCases where lanes & Self.bit(lane) != 0 { jobs.insert(Job(id: id, lane: lane)) }
         }
         return jobs
@@ -92,12 +132,17 @@ struct Scheduler {
     private static func bit(_ lane: Lane) -> UInt8 { lane == .preflight ? 1 : 2 }
 
     private mutating func activate(_ job: Job) {
-        if job.id >= activeLanes.count {
-            activeLanes.append(contentsOf: repeatElement(0, count: job.id + 1 - activeLanes.count))
-        }
-        activeLanes[job.id] |= Self.bit(job.lane)
+        set(job.id, Self.bit(job.lane))
         activeCount += 1
-        if job.lane == .preflight { activePreflightCount += 1 }
+        if job.lane == .preflight {
+            activePreflightCount += 1
+            if !has(job.id, Self.aheadBit) {
+                set(job.id, Self.aheadBit)
+                preflightsAhead += 1
+            }
+        } else {
+            leaveWindow(job.id)
+        }
         if let host = host(of: job.id) { activePerHost[host] += 1 }
     }
 
@@ -108,7 +153,7 @@ struct Scheduler {
 
     /// Assigns the host of `id` (nil: none). The id must not be active: its host is counted while it is.
     mutating func setHost(_ id: ID, _ host: Int?) {
-        precondition(activeLanes.count <= id || activeLanes[id] == 0, "the host of an active job cannot change")
+        precondition(activeLanes.count <= id || activeLanes[id] & 3 == 0, "the host of an active job cannot change")
         guard host != nil || id < hostOf.count else { return }
         store(host, for: id)
     }
@@ -127,9 +172,9 @@ struct Scheduler {
     mutating func reassignHosts(_ hosts: [(id: ID, host: Int?)]) {
         for (id, host) in hosts { store(host, for: id) }
         for host in activePerHost.indices { activePerHost[host] = 0 }
-        for (id, lanes) in activeLanes.enumerated() where lanes != 0 {
+        for (id, lanes) in activeLanes.enumerated() where lanes & 3 != 0 {
             guard let host = host(of: id) else { continue }
-            activePerHost[host] += lanes.nonzeroBitCount
+            activePerHost[host] += (lanes & 3).nonzeroBitCount
         }
     }
 
@@ -160,13 +205,20 @@ struct Scheduler {
         guard !isActive(job) else { return false }
         let priority = priority(of: job.id)
         switch job.lane {
-        case .preflight: return preflight.append(job.id, priority: priority)
+        case .preflight:
+            guard preflight.append(job.id, priority: priority) else { return false }
+            set(job.id, Self.outstandingBit)
+            outstandingPreflights += 1
+            return true
         case .main: return main.append(job.id, priority: priority)
         }
     }
 
-    /// Allows jobs to start.
-    mutating func go() { isSuspended = false }
+    /// Allows jobs to start. Starting a suspended scheduler opens a new first window (see ``preflightWindow``).
+    mutating func go() {
+        if isSuspended { mainWaitsForWindow = true }
+        isSuspended = false
+    }
 
     /// Stops new starts; active jobs continue.
     mutating func suspend() { isSuspended = true }
@@ -177,7 +229,10 @@ struct Scheduler {
         guard isActive(job) else { return false }
         activeLanes[job.id] &= ~Self.bit(job.lane)
         activeCount -= 1
-        if job.lane == .preflight { activePreflightCount -= 1 }
+        if job.lane == .preflight {
+            activePreflightCount -= 1
+            settlePreflight(job.id)
+        }
         if let host = host(of: job.id) { activePerHost[host] -= 1 }
         return true
     }
@@ -185,10 +240,14 @@ struct Scheduler {
     /// Removes a job whether pending or active.
     @discardableResult
     mutating func remove(_ job: Job) -> Removal {
+        // Whatever it was, the id leaves the window: a removed job never starts the main job it was ahead of.
+        leaveWindow(job.id)
         if finish(job) { return .wasActive }
         let removed: Bool
         switch job.lane {
-        case .preflight: removed = preflight.remove(job.id, priority: priority(of: job.id))
+        case .preflight:
+            removed = preflight.remove(job.id, priority: priority(of: job.id))
+            if removed { settlePreflight(job.id) }
         case .main: removed = main.remove(job.id, priority: priority(of: job.id))
         }
         return removed ? .wasPending : .notFound
@@ -197,8 +256,11 @@ struct Scheduler {
     /// Removes every pending job (preflight first, each lane highest priority first, then oldest first),
     /// leaving active ones alone.
     mutating func removeAllPending() -> [Job] {
-        preflight.removeAll().map { Job(id: $0, lane: .preflight) }
-            + main.removeAll().map { Job(id: $0, lane: .main) }
+        let preflights = preflight.removeAll()
+        let mains = main.removeAll()
+        for id in preflights { settlePreflight(id) }
+        for id in mains { leaveWindow(id) }
+        return preflights.map { Job(id: $0, lane: .preflight) } + mains.map { Job(id: $0, lane: .main) }
     }
 
     // MARK: Actions
@@ -207,19 +269,26 @@ struct Scheduler {
     /// start now (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
     mutating func nextStart() -> Job? {
         guard !isSuspended, limit == 0 || activeCount < limit else { return nil }
-        if let id = pop(from: .preflight) {
+        if preflightWindow == 0 || preflightsAhead < preflightWindow, let id = pop(from: .preflight) {
             let job = Job(id: id, lane: .preflight)
             activate(job)
             return job
         }
-        guard activePreflightCount == 0, preflight.isEmpty, let id = pop(from: .main) else { return nil }
+        if preflightWindow == 0 {
+            guard activePreflightCount == 0, preflight.isEmpty else { return nil }
+        } else if mainWaitsForWindow {
+            // The first window: its sizes are known before any main job starts.
+            if activePreflightCount > 0 || (!preflight.isEmpty && preflightsAhead < preflightWindow) { return nil }
+            mainWaitsForWindow = false
+        }
+        guard let id = pop(from: .main) else { return nil }
         let job = Job(id: id, lane: .main)
         activate(job)
         return job
     }
 
     private mutating func pop(from lane: Lane) -> ID? {
-        if perHostLimit > 0 { return popEligible(from: lane) }
+        if perHostLimit > 0 || (lane == .main && outstandingPreflights > 0) { return popEligible(from: lane) }
         return switch lane {
         case .preflight: preflight.pop(order)
         case .main: main.pop(order)
@@ -229,8 +298,13 @@ struct Scheduler {
     /// The next job of `lane` in order whose host is under its limit, skipping (and keeping) the others.
     private mutating func popEligible(from lane: Lane) -> ID? {
         // Copies for the closure, which cannot read `self` while a lane is being mutated.
-        let (hostOf, activePerHost, perHostLimit) = (hostOf, activePerHost, perHostLimit)
-        let isEligible = { (id: ID) in id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < perHostLimit }
+        let (hostOf, activePerHost, perHostLimit, flags) = (hostOf, activePerHost, perHostLimit, activeLanes)
+        let checksPreflight = lane == .main && outstandingPreflights > 0
+        let isEligible = { (id: ID) in
+            // A main job waits for its own preflight.
+            if checksPreflight, id < flags.count, flags[id] & Self.outstandingBit != 0 { return false }
+            return perHostLimit == 0 || id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < perHostLimit
+        }
         return switch lane {
         case .preflight: preflight.pop(order, where: isEligible)
         case .main: main.pop(order, where: isEligible)

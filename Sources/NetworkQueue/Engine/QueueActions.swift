@@ -39,6 +39,10 @@ enum QueueAction {
     /// Ask the retry policy's closure about a failed attempt, then report
     /// ``QueueStateMachine/retryDecided(slot:token:_:now:)``.
     case decide(Decide)
+    /// Let the reader of this source, waiting for room, read up to `count` requests.
+    case readSource(Int, count: Int)
+    /// Stop the reader of this source: a waiting reader is told to stop, a reading one is cancelled.
+    case stopSource(Int)
 
     /// Adapt hooks to run before a transfer.
     struct Adapt {

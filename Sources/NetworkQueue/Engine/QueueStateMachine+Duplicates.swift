@@ -10,7 +10,7 @@ extension QueueStateMachine {
         }
         // A checksum is part of the key: a follower never takes a body its own checksum did not verify.
         let checksum = request.checksum.map { " " + $0.description.lowercased() } ?? ""
-        return "\(request.urlRequest.httpMethod ?? "GET") \(request.url?.absoluteString ?? "") \(destination)\(checksum)"
+        return "\(request.method) \(request.urlText) \(destination)\(checksum)"
     }
 
     /// The slot of the request a new `request` duplicates under the current policy, if any.

@@ -85,7 +85,9 @@ extension QueueStateMachine {
     /// requests adapting, deciding or waiting to retry) first, in the order they were added, then
     /// requests waiting in the scheduler (preflight lane first, each lane oldest first). Those leave the
     /// scheduler, the ledger and the table in bulk, so this stays linear.
+    /// Every source stops first: nothing read afterwards joins the queue.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
+        stopSources()
         let alone = table.records.filter { $0.record.state.endsAlone }
         for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // A follower may have ended with its leader already.

@@ -16,10 +16,21 @@ extension QueueStateMachine {
         _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
         existingFile: ExistingFileRules.FileState? = nil, now: Double
     ) -> (slot: Int, actions: QueueActions) {
-        if !inDrain {
-            inDrain = true
-            ledger.reset()
-        }
+        let slot = insert(request, claim: claim, isObserved: isObserved, existingFile: existingFile, source: nil, now: now)
+        return (slot, finishEvent(now))
+    }
+
+    /// Adds a request as ``add(_:claim:isObserved:existingFile:now:)`` does, without ending the event.
+    /// `source`: the id of the source it was read from (see ``sourceGave(_:)``); with accurate progress on a
+    /// running queue, such a request gets its HEAD too (an added one does not). `rejection`: why a request read
+    /// from a source cannot run (its file is another request's): it joins the drain and fails at once.
+    mutating func insert(
+        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
+        existingFile: ExistingFileRules.FileState? = nil, source: Int?,
+        rejection: NetworkQueueError.InvalidRequestReason? = nil, now: Double
+    ) -> Int {
+        beginDrainIfIdle()
+        if let source { sourceGave(source) }
         nextSequence += 1
         let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
         let follows = admitDuplicate(record, now: now)
@@ -35,17 +46,20 @@ extension QueueStateMachine {
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
-                record.state.planPreflight()
-                scheduler.enqueue(Job(id: slot, lane: .preflight))
+                planPreflight(slot, record)
+            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request) {
+                // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
+                planPreflight(slot, record)
             }
             scheduler.enqueue(Job(id: slot, lane: .main))
         }
         markProgressDirty(at: now)
         log(.info, .added, request, now: now) {
-            "\(request.urlRequest.httpMethod ?? "GET") \(Redaction.describe(request.url))"
+            "\(request.method) \(Redaction.describe(request.url))"
                 + (follows ? ", following an earlier duplicate" : "")
         }
-        return (slot, finishEvent(now))
+        if let rejection { failFinally(slot, .invalidRequest(rejection), now: now) }
+        return slot
     }
 
     /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
@@ -54,12 +68,9 @@ extension QueueStateMachine {
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = table.records.filter {
                 guard case .pending = $0.record.state else { return false }
-                return RequestRules.wantsPreflight($0.record.request.urlRequest)
+                return RequestRules.wantsPreflight($0.record.request)
             }
-            for (slot, _) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                table[slot].state.planPreflight()
-                scheduler.enqueue(Job(id: slot, lane: .preflight))
-            }
+            for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) { planPreflight(slot, record) }
         }
         scheduler.go()
         return finishEvent(now)
@@ -68,8 +79,17 @@ extension QueueStateMachine {
     /// Stops new starts; running transfers continue.
     mutating func suspend() { scheduler.suspend() }
 
+    /// Plans the HEAD of a pending request: it waits in the preflight lane (its main job, listed already or
+    /// next, waits for it), and weighs the mean learned size until the HEAD says its own.
+    mutating func planPreflight(_ slot: Int, _ record: RequestRecord) {
+        record.state.planPreflight()
+        scheduler.enqueue(Job(id: slot, lane: .preflight))
+        ledger.awaitSize(&record.progress)
+    }
+
     mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         scheduler.limit = limit
+        scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
         return finishEvent(now)
     }
 
@@ -104,7 +124,7 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    /// Cancels every request (see ``endAll(_:now:)``).
+    /// Cancels every request (see ``endAll(_:now:)``) and stops reading every source.
     mutating func cancelAll(now: Double) -> QueueActions {
         endAll(.cancelled, now: now)
         return finishEvent(now)
@@ -122,7 +142,7 @@ extension QueueStateMachine {
     /// A `run()` caller waits for the drain to end; it is woken at once (behind everything already
     /// posted) when the queue holds no request.
     mutating func awaitDrain(now: Double) -> QueueActions {
-        if table.isEmpty {
+        if table.isEmpty, sources.isEmpty {
             post(.wakeRuns(1, ledger.snapshot(at: now)))
         } else {
             waitingRuns += 1

@@ -25,7 +25,7 @@ extension QueueStateMachine {
         }
         let policy = policy(of: record)
         let verdict = RetryRules.verdict(
-            policy: policy, error: error, method: record.request.urlRequest.httpMethod, attempts: record.attempts,
+            policy: policy, error: error, method: record.request.method, attempts: record.attempts,
             retryAfter: attempt?.retryAfter)
         guard verdict != .fail else { return false }
         leaveAttempt(slot, attempt, transferEnded: transferEnded, now: now)
@@ -33,7 +33,7 @@ extension QueueStateMachine {
             nextToken += 1
             record.state.startDeciding(.init(token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head))
             record.lastActivity = now
-            addTimeout(slot: slot, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
+            addTimeout(slot: slot, token: nextToken, record.request.timeoutInterval, now: now)
             actions.list.append(.publish(record.request, record.status()))
             actions.list.append(
                 .decide(.init(slot: slot, token: nextToken, request: record.request, error: error, attempts: record.attempts, decide: decide)))
@@ -52,7 +52,7 @@ extension QueueStateMachine {
         let policy = policy(of: record)
         let error = deciding.failure
         let verdict = RetryRules.verdict(
-            after: decision, policy: policy, error: error, method: record.request.urlRequest.httpMethod, retryAfter: deciding.retryAfter)
+            after: decision, policy: policy, error: error, method: record.request.method, retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask {
             failFinally(slot, error, transferEnded: true, now: now)
         } else {

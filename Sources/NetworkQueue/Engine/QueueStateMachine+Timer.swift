@@ -41,7 +41,7 @@ extension QueueStateMachine {
     private mutating func expireDeadlines(_ now: Double) {
         for entry in deadlines.popDue(at: now) where table.isTimed(entry.id, token: entry.token) {
             let record = table[entry.id]
-            guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.urlRequest.timeoutInterval) else {
+            guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) else {
                 continue
             }
             if now - record.lastActivity >= timeout {

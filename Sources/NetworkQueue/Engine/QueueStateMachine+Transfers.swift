@@ -109,6 +109,8 @@ extension QueueStateMachine {
             // Done, or (checking an existing file) failed: the GET decides.
             scheduler.finish(Job(id: slot, lane: .preflight))
             record.state.finishPreflight()
+            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
             actions.list.append(.publish(record.request, record.status()))
         }
     }

@@ -46,6 +46,8 @@ struct QueueStateMachine {
     var wallClockOrigin: Double = 0
 
     var scheduler: Scheduler
+    /// The sources being read (``NetworkQueue/add(contentsOf:)``).
+    var sources = SourceBook()
     var ledger = ProgressLedger()
     var table = RequestTable()
     var outbox = Outbox()
@@ -79,6 +81,7 @@ struct QueueStateMachine {
     /// A machine with `limit` transfers at once; `seed` seeds the backoff's jitter.
     init(limit: Int, seed: UInt64 = 0x5EED) {
         scheduler = Scheduler(limit: limit)
+        scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
         jitter = JitterSource(seed: seed)
     }
 
@@ -100,9 +103,17 @@ struct QueueStateMachine {
     /// returns the event's actions.
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
-        if inDrain, table.isEmpty { endDrain(now) }
+        grantReads()
+        if inDrain, table.isEmpty, sources.isEmpty { endDrain(now) }
         armTimerIfNeeded()
         return takeActions()
+    }
+
+    /// The first request (or source) after idle begins a new drain, from zero.
+    mutating func beginDrainIfIdle() {
+        guard !inDrain else { return }
+        inDrain = true
+        ledger.reset()
     }
 
     /// Hands over the actions gathered so far (moved, not copied).
@@ -141,7 +152,7 @@ struct QueueStateMachine {
         nextToken += 1
         record.state.startAdapting(preflight: job.lane == .preflight, token: nextToken)
         record.lastActivity = now
-        addTimeout(slot: job.id, token: nextToken, record.request.urlRequest.timeoutInterval, now: now)
+        addTimeout(slot: job.id, token: nextToken, record.request.timeoutInterval, now: now)
         actions.list.append(.publish(record.request, record.status()))
         actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
     }
@@ -218,7 +229,8 @@ struct QueueStateMachine {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
             case .didUpdateProgress: break
-            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .queueDidFinish: return
+            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail, .queueDidFinish:
+                return
             }
         }
         post(.event(event))

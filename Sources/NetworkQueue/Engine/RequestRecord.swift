@@ -9,6 +9,10 @@ import Foundation
 ///
 /// A class owned by the machine's table (never shared outside the machine), so that reading or
 /// updating one field never copies the others.
+///
+/// Every request of a batch holds one while it waits, so it is kept small: what only some requests use
+/// (duplicates, an existing file, metrics) lives in ``Extras``, made on first use, and the rate meter is
+/// made with the first body bytes.
 final class RequestRecord {
     let request: NetworkRequest
     /// Order of addition.
@@ -26,10 +30,36 @@ final class RequestRecord {
     /// The right to write the file destination, held from `add` until the request ends (or handed to the
     /// request that replaces it under ``DuplicatePolicy/cancelEarlier``).
     var claim: DestinationClaim?
+    /// What only some requests have; nil until one of them is set.
+    private var extras: Extras?
+
+    /// The fields few requests use.
+    private final class Extras {
+        var duplicateKey: String?
+        var followers: [Int] = []
+        var existingFile: ExistingFileRules.FileState?
+        // Unchecked: as `state`, touched by every event of a request that collects metrics.
+        @exclusivity(unchecked) var metrics: [TransferMetrics] = []
+    }
+
+    /// The extras, made on first use.
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
     /// The request's key in the machine's duplicate index, while a duplicate policy is on.
-    var duplicateKey: String?
+    var duplicateKey: String? {
+        get { extras?.duplicateKey }
+        set { if newValue != nil || extras != nil { madeExtras.duplicateKey = newValue } }
+    }
     /// The slots of the duplicates coalesced onto this request, oldest first.
-    var followers: [Int] = []
+    var followers: [Int] {
+        get { extras?.followers ?? [] }
+        set { if !newValue.isEmpty || extras != nil { madeExtras.followers = newValue } }
+    }
     /// When the request last moved a byte or changed phase (queue clock): its idle timeout counts from here.
     // Unchecked: touched on every event, only under the queue's lock (as `state`).
     @exclusivity(unchecked) var lastActivity: Double = 0
@@ -48,18 +78,23 @@ final class RequestRecord {
     var hasStarted = false
     /// The destination file as it was when the request was added, for a request that may keep it
     /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): its HEAD decides.
-    var existingFile: ExistingFileRules.FileState?
+    var existingFile: ExistingFileRules.FileState? {
+        get { extras?.existingFile }
+        set { if newValue != nil || extras != nil { madeExtras.existingFile = newValue } }
+    }
     /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that
     /// ends before that attempt deletes it.
     var hasKeptPart = false
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     var startedAt: Double?
     /// The metrics each attempt reported, oldest first (only while someone reads metrics).
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
-    @exclusivity(unchecked) var metrics: [TransferMetrics] = []
+    var metrics: [TransferMetrics] {
+        get { extras?.metrics ?? [] }
+        set { if !newValue.isEmpty || extras != nil { madeExtras.metrics = newValue } }
+    }
     /// The download's rate over the last seconds, made on its first body bytes.
     // Unchecked: touched on every event, only under the queue's lock (as `state`).
-    @exclusivity(unchecked) var downloadMeter: RateWindow?
+    @exclusivity(unchecked) var downloadMeter: RateMeter?
     /// Body bytes received over every attempt (never rebased: what the meter measures).
     // Unchecked: touched on every event, only under the queue's lock (as `state`).
     @exclusivity(unchecked) var bytesMoved: Int64 = 0
@@ -72,12 +107,12 @@ final class RequestRecord {
         self.isObserved = isObserved
         self.sequence = sequence
         self.claim = claim
-        progress = ProgressLedger.Entry(expectedUpload: Int64(request.urlRequest.httpBody?.count ?? 0))
+        progress = ProgressLedger.Entry(expectedUpload: request.uploadSize)
     }
 
     /// The download's progress, for a body announced to be `announced` bytes (nil: unknown).
     func downloadProgress(announced: Int64?) -> TransferProgress {
-        let rate = downloadMeter?.rate(at: lastActivity)
+        let rate = downloadMeter?.window.rate(at: lastActivity)
         let remaining = announced.map { max(0, $0 - progress.received) }
         return TransferProgress(
             completedBytes: progress.received, expectedBytes: announced, throughput: rate,
@@ -91,8 +126,8 @@ final class RequestRecord {
     func meterDownload(_ count: Int64, startedAt: Double, at now: Double) {
         bytesMoved += count
         // Measured from the moment the transfer started, so that the first bytes already give a rate.
-        if downloadMeter == nil { downloadMeter = RateWindow(startingAt: min(startedAt, now)) }
-        downloadMeter?.record(total: bytesMoved, at: now)
+        if downloadMeter == nil { downloadMeter = RateMeter(RateWindow(startingAt: min(startedAt, now))) }
+        downloadMeter?.window.record(total: bytesMoved, at: now)
     }
 
     var uploadProgress: TransferProgress {
@@ -117,6 +152,13 @@ final class RequestRecord {
             version: result == nil ? statusVersion : .max, state: state, head: head, result: result, download: downloadProgress(announced: shown.announcedLength),
             upload: uploadProgress, attemptCount: attempts, metrics: requestMetrics)
     }
+}
+
+/// A request's download rate window, made with its first body bytes (a pending request holds none).
+final class RateMeter {
+    // Unchecked: updated on every body event, only under the queue's lock (as the record's `state`).
+    @exclusivity(unchecked) var window: RateWindow
+    init(_ window: RateWindow) { self.window = window }
 }
 
 /// The queue's requests in slots: lookups by slot are array reads, freed slots are reused.

@@ -34,9 +34,8 @@ extension RequestState {
     /// The HEAD said the existing file is unchanged: the request will end with `head`.
     mutating func keepUnchanged(_ head: ResponseHead) {
         switch self {
-        case .preflighting(var preflight):
+        case .preflighting(let preflight):
             preflight.unchangedHead = head
-            self = .preflighting(preflight)
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("a preflight head in phase \(name)")

@@ -57,31 +57,52 @@ enum RequestState {
     /// Paused by the user: in no lane, holding no slot. Next: pending or awaitingPreflight.
     case paused(withPreflight: Bool)
 
+    // The phases' data are objects, so that the state itself stays a tag and one word: every pending request
+    // of a batch of millions holds one.
+
     /// A HEAD preflight's own data.
-    struct Preflight {
+    final class Preflight {
         let token: UInt64
         let cell: TransferCell
         /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
         var unchangedHead: ResponseHead?
+
+        init(token: UInt64, cell: TransferCell) {
+            self.token = token
+            self.cell = cell
+        }
     }
 
     /// The retry closure's question about a failed attempt.
-    struct Decision {
+    final class Decision {
         let token: UInt64
         let failure: NetworkQueueError
         /// The failed attempt's `Retry-After`, in seconds.
         let retryAfter: Double?
         /// The failed attempt's final head, still shown.
         let lastHead: ResponseHead?
+
+        init(token: UInt64, failure: NetworkQueueError, retryAfter: Double?, lastHead: ResponseHead?) {
+            self.token = token
+            self.failure = failure
+            self.retryAfter = retryAfter
+            self.lastHead = lastHead
+        }
     }
 
     /// A wait for the next attempt.
-    struct RetryWait {
+    final class RetryWait {
         let token: UInt64
         /// True while waiting out a `Retry-After` (never cut short by an early retry).
         let serverAsked: Bool
         /// The failed attempt's final head, still shown.
         let lastHead: ResponseHead?
+
+        init(token: UInt64, serverAsked: Bool, lastHead: ResponseHead?) {
+            self.token = token
+            self.serverAsked = serverAsked
+            self.lastHead = lastHead
+        }
     }
 
     /// What a phase holds: what leaving it (ending, pausing) must release.

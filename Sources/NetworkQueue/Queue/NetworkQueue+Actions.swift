@@ -44,6 +44,12 @@ extension NetworkQueue {
                 DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
             case .adapt(let adapt):
                 runHooks(adapt)
+            case .readSource(let id, let count):
+                locked.withLock { $0.readers.removeValue(forKey: id) }?.resume(returning: count)
+            case .stopSource(let id):
+                let (reader, task) = locked.withLock { ($0.readers.removeValue(forKey: id), $0.readerTasks.removeValue(forKey: id)) }
+                reader?.resume(returning: 0)
+                task?.cancel()
             case .decide(let decide):
                 Task {
                     let decision = await decide.decide(decide.request, decide.error, decide.attempts)

@@ -68,6 +68,8 @@ extension NetworkQueue {
         case .didUpdateProgress(let progress):
             updateFoundationProgress(progress)
             delegate?.networkQueue(self, didUpdateProgress: progress)
+        case .sourceDidFail(let error):
+            delegate?.networkQueue(self, sourceDidFail: error)
         case .queueDidFinish:
             delegate?.networkQueueDidFinish(self)
         }

@@ -12,6 +12,10 @@ extension NetworkQueue {
         /// ``NetworkQueue/collectsMetrics`` as the user set it.
         var collectsMetrics = false
         var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)?
+        /// Source readers waiting for room, by source id (see ``QueueStateMachine/askToRead(_:)``).
+        var readers: [Int: CheckedContinuation<Int, Never>] = [:]
+        /// The task reading each open source, cancelled when the source is stopped.
+        var readerTasks: [Int: Task<Void, Never>] = [:]
 
         /// Tells the machine who listens: whether to post events, log records, and ask for metrics.
         mutating func updateListeners() {

@@ -212,7 +212,7 @@ public final class NetworkQueue: Sendable {
 
     /// The size and modification time of a file destination that exists as a regular file and, when
     /// `checksum` is given, hashes to it (read once, here); nil otherwise: the file is fetched again.
-    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
+    static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
         guard case .file(let url) = destination,
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
             attributes[.type] as? FileAttributeType == .typeRegular,

@@ -46,6 +46,11 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest)
     /// The queue's aggregate progress changed (coalesced to at most about 60 updates per second).
     func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress)
+    /// A source added with ``NetworkQueue/add(contentsOf:)`` threw (`error` is
+    /// ``NetworkQueueError/sourceFailed(_:)``): it is read no further. The requests it gave before run on, unless
+    /// ``NetworkQueue/cancelsAllOnFailure`` is on: then every request ends with
+    /// ``NetworkQueueError/cancelledBecauseSourceFailed`` and every other source stops.
+    func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError)
     /// Every request added since the queue was last idle has finished or failed. Called once per drain.
     func networkQueueDidFinish(_ queue: NetworkQueue)
 }
@@ -72,6 +77,8 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {}
     /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) {}
+    /// Does nothing.
     public func networkQueueDidFinish(_ queue: NetworkQueue) {}
 }
 
@@ -95,6 +102,8 @@ public enum NetworkQueueEvent: Sendable {
     case didResume(NetworkRequest)
     /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
     case didUpdateProgress(QueueProgress)
+    /// See ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``.
+    case sourceDidFail(error: NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.
     case queueDidFinish
 }

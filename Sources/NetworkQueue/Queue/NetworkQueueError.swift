@@ -11,6 +11,13 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// The request was cancelled because another request of the queue failed while
     /// ``NetworkQueue/cancelsAllOnFailure`` was on. `sibling` is the failed request's URL.
     case cancelledBecauseSiblingFailed(sibling: URL?)
+    /// The request was cancelled because a source added with ``NetworkQueue/add(contentsOf:)`` threw while
+    /// ``NetworkQueue/cancelsAllOnFailure`` is on.
+    case cancelledBecauseSourceFailed
+    /// A source added with ``NetworkQueue/add(contentsOf:)`` threw this error (or gave a request that was
+    /// added before, as ``InvalidRequestReason/alreadyAdded``): it is read no further. Reported with
+    /// ``NetworkQueueEvent/sourceDidFail(error:)``, never as a request's failure.
+    case sourceFailed(UnderlyingError)
     /// The transfer failed. Codes worth knowing:
     /// - `.timedOut`: no byte moved for the request's `timeoutInterval`;
     /// - `.networkConnectionLost`: the connection closed early, also when a body ended shorter than its
@@ -109,16 +116,17 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         /// The ``NetworkRequest/Integrity-swift.struct/checksum`` is not hexadecimal of its algorithm's length.
         case invalidChecksum(Checksum)
         /// Another pending or running request, in this or any queue of the process, writes to the same file.
-        /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended.
+        /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended. A
+        /// request read from a source (``NetworkQueue/add(contentsOf:)``) fails with it instead.
         case destinationInUse(URL)
     }
 
-    /// True for `.cancelled` and `.cancelledBecauseSiblingFailed`.
+    /// True for `.cancelled`, `.cancelledBecauseSiblingFailed` and `.cancelledBecauseSourceFailed`.
     public var isCancellation: Bool {
         switch self {
-        case .cancelled, .cancelledBecauseSiblingFailed: true
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed: true
         case .transport, .unacceptableStatus, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed:
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed:
             false
         }
     }
@@ -131,6 +139,8 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         switch self {
         case .cancelled: "cancelled"
         case .cancelledBecauseSiblingFailed(let url): "cancelled because \(Redaction.describe(url)) failed"
+        case .cancelledBecauseSourceFailed: "cancelled because a request source failed"
+        case .sourceFailed(let underlying): "the request source failed: \(Redaction.scrub(underlying.description))"
         case .transport(let error): "transfer failed: \(Self.describe(error))"
         case .unacceptableStatus(let code, let url): "HTTP status \(code) from \(Redaction.describe(url))"
         case .unacceptableContentType(let type, let url):

@@ -4,6 +4,12 @@ import Foundation
     import FoundationNetworking
 #endif
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One HTTP request run by a ``NetworkQueue``, with its validation rules, handlers and observable state.
 ///
 /// Configuration is fixed at creation. The state properties (``state``, ``head``, ``result``, …)
@@ -72,32 +78,97 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
     public static let noTimeoutThreshold: TimeInterval = RequestRules.noTimeoutThreshold
 
-    /// The request to send.
-    public let urlRequest: URLRequest
+    /// What is sent: the text of a URL to GET with `URLRequest`'s defaults (the compact form a waiting request
+    /// of a big batch keeps; its `URLRequest` is built when it starts), or a whole `URLRequest`.
+    private enum Target {
+        case get(String)
+        case request(URLRequest)
+    }
+
+    private let target: Target
     /// Where the response body goes. Default ``Destination-swift.enum/memory``.
     public let destination: Destination
-    /// What counts as a successful response (see ``Validation-swift.struct``).
-    public let validation: Validation
-    /// How the body is checked (see ``Integrity-swift.struct``).
-    public let integrity: Integrity
-    /// What a file destination does with what is on disk already (see ``FileOptions-swift.struct``).
-    public let fileOptions: FileOptions
     /// An integer for the caller's own use. Default 0.
     public let tag: Int
-    /// Values for the caller's own use. Default empty.
-    public let userInfo: [String: any Sendable]
-    /// When and how soon a failed attempt is sent again; nil uses the queue's ``NetworkQueue/retryPolicy``.
-    /// Default nil.
-    public let retryPolicy: RetryPolicy?
     /// The priority it was created with: the one it has when it is added (``NetworkQueue/setPriority(_:for:)``
     /// needs it added), read without the lock.
     let initialPriority: Priority
+    /// Everything else the request was created with; one shared instance when all of it is the default.
+    private let options: Options
+    /// What the queue publishes about the request, guarded by its lock in ``RequestLocks`` (see ``shared``).
+    nonisolated(unsafe) private var guarded: Shared
+
+    /// The request's settings other than its target, destination, tag and priority: one object, shared by
+    /// every request created with the defaults, so that a waiting request of a big batch stays small.
+    private final class Options: Sendable {
+        let validation: Validation
+        let integrity: Integrity
+        let fileOptions: FileOptions
+        let retryPolicy: RetryPolicy?
+        let handlers: Handlers
+        let userInfo: [String: any Sendable]
+        /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
+        let acceptableContentTypes: Set<String>?
+        /// Why the request cannot be sent, worked out once: the request is immutable.
+        let invalidReason: NetworkQueueError.InvalidRequestReason?
+
+        init(
+            validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, handlers: Handlers,
+            userInfo: [String: any Sendable], invalidReason: NetworkQueueError.InvalidRequestReason?
+        ) {
+            self.validation = validation
+            self.integrity = integrity
+            self.fileOptions = fileOptions
+            self.retryPolicy = retryPolicy
+            self.handlers = handlers
+            self.userInfo = userInfo
+            self.invalidReason = invalidReason
+            acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
+        }
+
+        /// The options of a valid request created with every default.
+        static let defaults = Options(
+            validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil, handlers: Handlers(),
+            userInfo: [:], invalidReason: nil)
+
+        /// True when these settings are all the defaults (so ``defaults`` may stand for them).
+        static func areDefaults(
+            _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?, _ handlers: Handlers,
+            _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
+        ) -> Bool {
+            validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
+                && validation.maximumResponseSize == .automatic && integrity.checksum == nil && integrity.verifiesServerDigests
+                && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
+                && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil && handlers.onCompletion == nil
+                && handlers.adapt == nil && userInfo.isEmpty && invalidReason == nil
+        }
+    }
+
+    /// The request to send. A request created with ``init(url:)`` builds it on each read (it keeps only the
+    /// URL's text until it starts).
+    public var urlRequest: URLRequest {
+        switch target {
+        case .request(let request): request
+        case .get(let text): URLRequest(url: URL(string: text)!)
+        }
+    }
+    /// What counts as a successful response (see ``Validation-swift.struct``).
+    public var validation: Validation { options.validation }
+    /// How the body is checked (see ``Integrity-swift.struct``).
+    public var integrity: Integrity { options.integrity }
+    /// What a file destination does with what is on disk already (see ``FileOptions-swift.struct``).
+    public var fileOptions: FileOptions { options.fileOptions }
+    /// Values for the caller's own use. Default empty.
+    public var userInfo: [String: any Sendable] { options.userInfo }
+    /// When and how soon a failed attempt is sent again; nil uses the queue's ``NetworkQueue/retryPolicy``.
+    /// Default nil.
+    public var retryPolicy: RetryPolicy? { options.retryPolicy }
     /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
-    let acceptableContentTypes: Set<String>?
+    var acceptableContentTypes: Set<String>? { options.acceptableContentTypes }
     /// ``Validation-swift.struct/maximumResponseSize`` resolved for the destination (nil: no limit).
-    let maximumResponseSize: Int64?
+    var maximumResponseSize: Int64? { RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination) }
     /// ``Handlers-swift.struct/adapt``, the one handler the engine reads (the others go to delivery).
-    let adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
+    var adapt: (@Sendable (URLRequest) async throws -> URLRequest)? { options.handlers.adapt }
     /// The groups' values the engine reads, by their short names.
     var acceptableStatusCodes: Range<Int>? { validation.acceptableStatusCodes }
     var checksum: Checksum? { integrity.checksum }
@@ -106,11 +177,59 @@ public final class NetworkRequest: Sendable, Identifiable {
     var existingFile: ExistingFile { fileOptions.existingFile }
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
-    let invalidReason: NetworkQueueError.InvalidRequestReason?
-    let completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
-    let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    let shared: Locked<Shared>
+    var invalidReason: NetworkQueueError.InvalidRequestReason? { options.invalidReason }
+    var completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? { options.handlers.onCompletion }
+    var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onDownloadProgress }
+    var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onUploadProgress }
+
+    /// The method sent, read without building the `URLRequest`.
+    var method: String {
+        switch target {
+        case .get: "GET"
+        case .request(let request): request.httpMethod ?? "GET"
+        }
+    }
+
+    /// The `timeoutInterval` sent, read without building the `URLRequest`.
+    var timeoutInterval: TimeInterval {
+        switch target {
+        case .get: RequestRules.defaultTimeout
+        case .request(let request): request.timeoutInterval
+        }
+    }
+
+    /// The size of the body sent, read without building the `URLRequest`.
+    var uploadSize: Int64 {
+        switch target {
+        case .get: 0
+        case .request(let request): Int64(request.httpBody?.count ?? 0)
+        }
+    }
+
+    /// The URL's text, read without building the `URLRequest` (empty without a URL).
+    var urlText: String {
+        switch target {
+        case .get(let text): text
+        case .request(let request): request.url?.absoluteString ?? ""
+        }
+    }
+
+    /// The request's shared state under its lock.
+    var shared: SharedState { SharedState(request: self) }
+
+    /// Access to a request's ``Shared`` under its lock, one of ``RequestLocks``' (a request has no lock of its
+    /// own: a waiting request of a big batch stays small).
+    struct SharedState {
+        let request: NetworkRequest
+
+        @inline(__always)
+        func withLock<Result, Failure: Error>(_ body: (inout Shared) throws(Failure) -> Result) throws(Failure) -> Result {
+            let lock = RequestLocks.lock(for: request)
+            pthread_mutex_lock(lock)
+            defer { pthread_mutex_unlock(lock) }
+            return try body(&request.guarded)
+        }
+    }
 
     /// What the queue publishes about the request. Versioned: a publication older than the one shown is
     /// dropped, so publications performed out of order never move the state backwards. A terminal
@@ -133,12 +252,29 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     struct Shared {
-        var status = Status()
+        /// The published status; nil while it is the initial one (a waiting request holds no copy).
+        private var published: PublishedStatus?
+        var status: Status {
+            get { published?.status ?? Status() }
+            set {
+                if let published {
+                    published.status = newValue
+                } else {
+                    published = PublishedStatus(newValue)
+                }
+            }
+        }
         var isAdded = false
         var priority = Priority.normal
         var membership: Membership?
         /// Called once with the result when the request's end is delivered (a decoded value waits for it).
         var endObserver: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
+    }
+
+    /// A status once published, updated in place by later publications.
+    final class PublishedStatus {
+        var status: Status
+        init(_ status: Status) { self.status = status }
     }
 
     /// Takes the end observer, so that it is called at most once.
@@ -185,7 +321,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///   - handlers: closures for this request's progress and end, and its adapt hook; default none.
     ///   - tag: an integer for your own use; default 0.
     ///   - userInfo: values for your own use; default empty.
-    public init(
+    public convenience init(
         _ urlRequest: URLRequest,
         destination: Destination = .memory,
         validation: Validation = Validation(),
@@ -197,37 +333,69 @@ public final class NetworkRequest: Sendable, Identifiable {
         tag: Int = 0,
         userInfo: [String: any Sendable] = [:]
     ) {
-        self.urlRequest = urlRequest
-        self.destination = destination
-        self.validation = validation
-        self.integrity = integrity
-        self.fileOptions = fileOptions
-        self.retryPolicy = retryPolicy
-        self.initialPriority = priority
-        self.tag = tag
-        self.userInfo = userInfo
-        acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
-        maximumResponseSize = RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination)
-        adapt = handlers.adapt
-        invalidReason =
-            RequestRules.validate(urlRequest, destination: destination)
-            ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
-        downloadProgressHandler = handlers.onDownloadProgress
-        uploadProgressHandler = handlers.onUploadProgress
-        completionHandler = handlers.onCompletion
-        var shared = Shared()
-        shared.priority = priority
-        shared.status.upload.expectedBytes = Int64(urlRequest.httpBody?.count ?? 0)
-        self.shared = Locked(shared)
+        self.init(
+            target: .request(urlRequest), invalidReason: RequestRules.validate(urlRequest, destination: destination), destination: destination,
+            validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority,
+            handlers: handlers, tag: tag, userInfo: userInfo)
     }
 
-    /// Creates a GET request for `url` with the default validation.
-    public convenience init(url: URL) {
-        self.init(URLRequest(url: url))
+    private init(
+        target: Target, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination, validation: Validation,
+        integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, priority: Priority, handlers: Handlers, tag: Int,
+        userInfo: [String: any Sendable]
+    ) {
+        self.target = target
+        self.destination = destination
+        self.initialPriority = priority
+        self.tag = tag
+        let invalidReason = invalidReason ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
+        options =
+            Options.areDefaults(validation, integrity, fileOptions, retryPolicy, handlers, userInfo, invalidReason)
+            ? Options.defaults
+            : Options(
+                validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, handlers: handlers,
+                userInfo: userInfo, invalidReason: invalidReason)
+        var shared = Shared()
+        shared.priority = priority
+        guarded = shared
+        let upload = uploadSize
+        if upload > 0 { guarded.status.upload.expectedBytes = upload }
+    }
+
+    /// Creates a GET request for `url` with `URLRequest`'s defaults (a 60-second timeout, the default cache policy,
+    /// no header of its own) and the other settings as ``init(_:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)``
+    /// takes them.
+    ///
+    /// The compact form for big batches: until it starts, the request keeps only the URL's text (its
+    /// ``urlRequest`` is built when it is read).
+    public convenience init(
+        url: URL,
+        destination: Destination = .memory,
+        validation: Validation = Validation(),
+        integrity: Integrity = Integrity(),
+        fileOptions: FileOptions = FileOptions(),
+        retryPolicy: RetryPolicy? = nil,
+        priority: Priority = .normal,
+        handlers: Handlers = Handlers(),
+        tag: Int = 0,
+        userInfo: [String: any Sendable] = [:]
+    ) {
+        let invalidReason = RequestRules.validate(url: url, timeout: RequestRules.defaultTimeout, destination: destination)
+        let text = url.absoluteString
+        // A URL whose text does not parse back to it (rare) is kept whole.
+        let target: Target = invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
+        self.init(
+            target: target, invalidReason: invalidReason, destination: destination, validation: validation, integrity: integrity,
+            fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority, handlers: handlers, tag: tag, userInfo: userInfo)
     }
 
     /// The URL of ``urlRequest``.
-    public var url: URL? { urlRequest.url }
+    public var url: URL? {
+        switch target {
+        case .get(let text): URL(string: text)
+        case .request(let request): request.url
+        }
+    }
     /// Where the request is in its life.
     public var state: State { shared.withLock { $0.status.state } }
     /// The final response head, once received (its ``ResponseHead/httpURLResponse`` is built on first read).

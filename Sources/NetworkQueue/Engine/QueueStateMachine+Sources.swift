@@ -1,0 +1,166 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The sources being read (``NetworkQueue/add(contentsOf:)``), by id.
+///
+/// A source is read in batches, and only while the queue has room: the requests waiting for their turn plus
+/// the reads granted stay within ``QueueStateMachine/readAhead``. Its reader asks before each batch
+/// (``QueueStateMachine/askToRead(_:)``) and is granted a number of reads; a reader told to wait is granted
+/// its batch later by an action.
+struct SourceBook {
+    struct Source {
+        /// True while its reader waits for room.
+        var isWaiting = false
+        /// Reads granted and not yet given back (by adding what was read).
+        var granted = 0
+        /// Requests it announced and has not given yet.
+        var unread: Int
+    }
+
+    var open: [Int: Source] = [:]
+    var nextID = 0
+    /// Readers told to wait.
+    var waitingCount = 0
+    /// Reads granted to every source and not given back: room the queue keeps for them.
+    var reserved = 0
+
+    var isEmpty: Bool { open.isEmpty }
+    func isOpen(_ id: Int) -> Bool { open[id] != nil }
+}
+
+extension QueueStateMachine {
+    /// What a source's reader does next.
+    enum ReadDecision: Equatable {
+        /// Read up to this many requests now, then add them.
+        case read(Int)
+        /// Wait: a `.readSource` action grants the reads when there is room.
+        case wait
+        /// Stop: the source was stopped (``NetworkQueue/cancelAll()``, ``NetworkQueue/reset()``, a failure
+        /// with cancel-all-on-failure). Its `next()` is never called again.
+        case stop
+    }
+
+    /// HEADs that may roll ahead of the transfers with accurate progress (see ``Scheduler/preflightWindow``):
+    /// 8 per slot, at least 64; 1,024 without a limit.
+    static func preflightWindow(limit: Int) -> Int { limit == 0 ? 1_024 : max(64, 8 * limit) }
+
+    /// The most requests read from sources and not yet started, reads granted included: four times the
+    /// preflight window (256 at the default limit of 4; 4,096 without a limit).
+    var readAhead: Int { 4 * Self.preflightWindow(limit: scheduler.limit) }
+
+    /// The most reads granted at once: half the look-ahead, so that a reader wakes once per batch.
+    private var readBatch: Int { max(1, readAhead / 2) }
+
+    /// How many reads may be granted now (0: none).
+    private var grantableReads: Int {
+        let pending = scheduler.mainPendingCount
+        let room = readAhead - pending - sources.reserved
+        // A full batch, or whatever room is left when the queue is about to run dry.
+        guard room >= readBatch || (room > 0 && pending < readBatch) else { return 0 }
+        return min(room, readBatch)
+    }
+
+    /// Opens a source that announced `expected` requests (0: unknown). Returns its id.
+    mutating func openSource(announcing expected: Int, now: Double) -> (id: Int, actions: QueueActions) {
+        beginDrainIfIdle()
+        let id = sources.nextID
+        sources.nextID += 1
+        // Its reader asks before its first read.
+        sources.open[id] = SourceBook.Source(unread: max(0, expected))
+        ledger.openSource(announcing: expected)
+        markProgressDirty(at: now)
+        return (id, finishEvent(now))
+    }
+
+    /// The reader of source `id` asks how many requests it may read.
+    mutating func askToRead(_ id: Int) -> ReadDecision {
+        guard var source = sources.open[id] else { return .stop }
+        if source.isWaiting {
+            source.isWaiting = false
+            sources.waitingCount -= 1
+        }
+        let count = grantableReads
+        if count > 0 {
+            grant(count, to: &source)
+        } else {
+            source.isWaiting = true
+            sources.waitingCount += 1
+        }
+        sources.open[id] = source
+        return count > 0 ? .read(count) : .wait
+    }
+
+    private mutating func grant(_ count: Int, to source: inout SourceBook.Source) {
+        source.granted += count
+        sources.reserved += count
+    }
+
+    /// Source `id` read its batch, which the caller adds now with
+    /// ``insert(_:claim:isObserved:existingFile:source:rejection:now:)``: its grant is given back.
+    mutating func sourceRead(_ id: Int) {
+        guard var source = sources.open[id] else { return }
+        sources.reserved -= source.granted
+        source.granted = 0
+        sources.open[id] = source
+    }
+
+    /// A request of source `id` joins the queue: an announced one is no longer to come.
+    mutating func sourceGave(_ id: Int) {
+        guard var source = sources.open[id], source.unread > 0 else { return }
+        source.unread -= 1
+        sources.open[id] = source
+        ledger.readAnnounced()
+    }
+
+    /// Source `id` ended: its sequence is over (`failure` nil) or it threw. A failure is reported with a
+    /// ``NetworkQueueEvent/sourceDidFail(error:)``, and with cancel-all-on-failure ends every request and
+    /// stops every other source.
+    mutating func sourceEnded(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) -> QueueActions {
+        closeSource(id, failure: failure, now: now)
+        return finishEvent(now)
+    }
+
+    /// Closes source `id` as ``sourceEnded(_:failure:now:)`` does, without ending the event.
+    mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
+        guard let source = sources.open.removeValue(forKey: id) else { return }
+        if source.isWaiting { sources.waitingCount -= 1 }
+        sources.reserved -= source.granted
+        ledger.closeSource(unread: source.unread)
+        markProgressDirty(at: now)
+        if let failure {
+            let error = NetworkQueueError.sourceFailed(failure)
+            postEvent(.sourceDidFail(error: error))
+            if cancelsAllOnFailure { endAll(.cancelledBecauseSourceFailed, now: now) }
+        }
+    }
+
+    /// Stops every source: waiting readers are told to stop, and a reader under way stops after its batch
+    /// (which is not added).
+    mutating func stopSources() {
+        for (id, source) in sources.open {
+            ledger.closeSource(unread: source.unread)
+            actions.list.append(.stopSource(id))
+        }
+        sources.open.removeAll()
+        sources.waitingCount = 0
+        sources.reserved = 0
+    }
+
+    /// Grants reads to waiting sources while there is room, oldest source first.
+    mutating func grantReads() {
+        guard sources.waitingCount > 0 else { return }
+        for id in sources.open.keys.sorted() {
+            let count = grantableReads
+            guard sources.waitingCount > 0, count > 0 else { return }
+            guard var source = sources.open[id], source.isWaiting else { continue }
+            source.isWaiting = false
+            sources.waitingCount -= 1
+            grant(count, to: &source)
+            sources.open[id] = source
+            actions.list.append(.readSource(id, count: count))
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Streamed sources: requests read only as the queue needs them, so that a batch of millions costs what its
+/// window costs.
+extension NetworkQueue {
+    /// Adds the requests of `source`, read only as the queue needs them: a batch of any length in the memory
+    /// of its window.
+    ///
+    /// The queue reads in batches while the requests waiting for their turn leave room within its
+    /// look-ahead: 32 per slot of ``maxConcurrentRequestCount`` and at least 256 (4,096 when the count is
+    /// unlimited). So at most that many requests are read and not yet started, whatever the source's length;
+    /// a batch is half of it at most, and the reader wakes once per batch. A request read from a source is added as
+    /// ``add(_:)-(NetworkRequest)`` adds it, and then behaves as any other: ``order`` and priorities apply to
+    /// the requests read so far, and with ``showsAccurateProgress`` on it gets its HEAD before its GET, also
+    /// when it is read after ``go()``.
+    ///
+    /// - The queue reads while suspended too (up to the look-ahead), so that ``go()`` finds work waiting.
+    /// - Several sources may be added, to one drain or over time; each is read by one task, one request at a
+    ///   time, and their requests interleave as they are read.
+    /// - The drain (``run()``, `queueDidFinish`) waits for every source to end. Until then
+    ///   ``QueueProgress/isTotalFinal`` is false and the fraction stays below 1.0; see
+    ///   ``add(contentsOf:expectedCount:)`` to have it count the requests still to come.
+    /// - A source that throws is read no further: the delegate hears ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``
+    ///   with ``NetworkQueueError/sourceFailed(_:)``, and with ``cancelsAllOnFailure`` on every request ends with
+    ///   ``NetworkQueueError/cancelledBecauseSourceFailed`` and the other sources stop. A request that was added
+    ///   before (`alreadyAdded`) fails the source the same way; one whose file another request is writing
+    ///   fails alone with ``NetworkQueueError/InvalidRequestReason/destinationInUse(_:)``.
+    /// - ``cancelAll()`` and ``reset()`` stop every source: its `next()` is not called again (a read under way
+    ///   is cancelled; the request it returns, if any, is not added and shows ``NetworkRequest/State/cancelled``).
+    /// - The queue holds the source until it ends or is stopped.
+    ///
+    /// ```swift
+    /// let lines = URL(fileURLWithPath: "urls.txt").lines
+    /// queue.add(contentsOf: lines.compactMap { URL(string: $0).map(NetworkRequest.init(url:)) })
+    /// queue.go()
+    /// await queue.run()
+    /// ```
+    public func add<Source: AsyncSequence & Sendable>(contentsOf source: Source) where Source.Element == NetworkRequest {
+        add(contentsOf: source, expectedCount: 0)
+    }
+
+    /// Adds the requests of `source` as ``add(contentsOf:)`` does, announcing that it will give about
+    /// `expectedCount` of them (the lines of a list counted beforehand, say).
+    ///
+    /// Until they are read, the announced requests count in ``QueueProgress/estimatedRequestCount`` and in the
+    /// fraction's remaining work (each weighing the mean size learned so far), so that the fraction of a long
+    /// source moves at the pace of the whole batch. The count is a hint: a source that gives more or fewer
+    /// is read to its end all the same. Zero or less announces nothing.
+    public func add<Source: AsyncSequence & Sendable>(contentsOf source: Source, expectedCount: Int)
+    where Source.Element == NetworkRequest {
+        var id = 0
+        send { machine, now in
+            let opened = machine.openSource(announcing: expectedCount, now: now)
+            id = opened.id
+            return opened.actions
+        }
+        let task = Task { await self.read(source, id: id) }
+        let isOpen = locked.withLock { core in
+            guard core.machine.sources.isOpen(id) else { return false }
+            core.readerTasks[id] = task
+            return true
+        }
+        // Stopped before the task was recorded: it stops at its first ask, or at once if it is reading.
+        if !isOpen { task.cancel() }
+    }
+
+    /// Adds the requests of a synchronous sequence as ``add(contentsOf:)`` adds an asynchronous one: read only
+    /// as the queue needs them (a lazy sequence makes each request when it is read).
+    public func add<Requests: Sequence & Sendable>(contentsOf requests: Requests) where Requests.Element == NetworkRequest {
+        add(contentsOf: SynchronousSource(base: requests), expectedCount: requests.underestimatedCount)
+    }
+
+    /// How a batch read from a source ended it, if it did.
+    private enum Ending {
+        case finished
+        case failed(any Error)
+    }
+
+    /// Reads `source` for the source `id`, a batch at a time, while the queue lets it.
+    private func read<Source: AsyncSequence & Sendable>(_ source: Source, id: Int) async where Source.Element == NetworkRequest {
+        var iterator = source.makeAsyncIterator()
+        while true {
+            let count = await grantedReads(id)
+            guard count > 0 else {
+                // Stopped: the machine has closed the source.
+                _ = locked.withLock { $0.readerTasks.removeValue(forKey: id) }
+                return
+            }
+            var batch: [NetworkRequest] = []
+            batch.reserveCapacity(count)
+            var ending: Ending?
+            while batch.count < count {
+                do {
+                    guard let request = try await iterator.next() else {
+                        ending = .finished
+                        break
+                    }
+                    batch.append(request)
+                } catch {
+                    ending = .failed(error)
+                    break
+                }
+            }
+            guard admit(batch, from: id, ending: ending), ending == nil else { return }
+        }
+    }
+
+    /// Waits until source `id` may read: returns how many requests, or 0 when it is stopped.
+    private func grantedReads(_ id: Int) async -> Int {
+        // Usually there is room: no continuation then.
+        switch locked.withLock({ $0.machine.askToRead(id) }) {
+        case .read(let count): return count
+        case .stop: return 0
+        case .wait: break
+        }
+        return await withCheckedContinuation { (reader: CheckedContinuation<Int, Never>) in
+            // Asked again with the continuation at hand: a grant made since the first ask found none.
+            let decision = locked.withLock { core in
+                let decision = core.machine.askToRead(id)
+                if decision == .wait { core.readers[id] = reader }
+                return decision
+            }
+            switch decision {
+            case .read(let count): reader.resume(returning: count)
+            case .stop: reader.resume(returning: 0)
+            case .wait: break
+            }
+        }
+    }
+
+    /// Adds a batch read from source `id`, in one event, and closes the source when the batch `ending` ended
+    /// it. Returns false when the source is over (stopped, or failed here).
+    private func admit(_ batch: [NetworkRequest], from id: Int, ending: Ending?) -> Bool {
+        var batch = batch
+        var ending = ending
+        // A request added before cannot join: the batch stops before it, and the source fails.
+        for (index, request) in batch.enumerated() {
+            do {
+                try markAdded(request)
+            } catch {
+                batch.removeSubrange(index...)
+                ending = .failed(error)
+                break
+            }
+        }
+        let existingFiles = batch.map { request in
+            ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
+        }
+        let added = locked.withLock { core -> (slots: [Int], actions: QueueActions)? in
+            guard core.machine.sources.isOpen(id) else { return nil }
+            let now = clock.now()
+            core.machine.sourceRead(id)
+            var slots: [Int] = []
+            slots.reserveCapacity(batch.count)
+            for (request, existingFile) in zip(batch, existingFiles) {
+                var claim: DestinationClaim?
+                var rejection: NetworkQueueError.InvalidRequestReason?
+                if case .file(let file) = request.destination, request.invalidReason == nil, core.machine.needsOwnClaim(request) {
+                    claim = DestinationClaim.claim(file)
+                    if claim == nil { rejection = .destinationInUse(file) }
+                }
+                slots.append(
+                    core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now))
+            }
+            switch ending {
+            case nil: break
+            case .finished?: core.machine.closeSource(id, failure: nil, now: now)
+            case .failed(let error)?: core.machine.closeSource(id, failure: .init(error), now: now)
+            }
+            if ending != nil { core.readerTasks[id] = nil }
+            return (slots, core.machine.finishEvent(now))
+        }
+        guard let (slots, actions) = added else {
+            // Read after the source was stopped: never added.
+            for request in batch { request.publishEnd(.cancelled) }
+            _ = locked.withLock { $0.readerTasks.removeValue(forKey: id) }
+            return false
+        }
+        for (request, slot) in zip(batch, slots) {
+            request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
+        }
+        perform(actions)
+        return true
+    }
+}
+
+/// A synchronous sequence read as an asynchronous one.
+struct SynchronousSource<Base: Sequence & Sendable>: AsyncSequence, Sendable {
+    let base: Base
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.Iterator
+        mutating func next() async -> Base.Element? { base.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeIterator()) }
+}
