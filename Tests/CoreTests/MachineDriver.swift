@@ -62,6 +62,58 @@ struct MachineDriver {
         return apply(actions)
     }
 
+    // MARK: Sources
+
+    /// Reads granted to each open source and not yet used, by source id (as a reader would hold them).
+    var grants: [Int: Int] = [:]
+    /// Grants made while the look-ahead was already full: must stay empty.
+    var grantsOverLookAhead = 0
+
+    /// Opens a source announcing `expected` requests; its reader asks at once, as a real one does.
+    @discardableResult
+    mutating func openSource(announcing expected: Int = 0) -> Int {
+        let (id, actions) = machine.openSource(announcing: expected, now: now)
+        grants[id] = 0
+        _ = apply(actions)
+        ask(id)
+        return id
+    }
+
+    /// The reader of source `id` asks for reads (after its last batch was added).
+    mutating func ask(_ id: Int) {
+        if case .read(let count) = machine.askToRead(id) { granted(count, to: id) }
+    }
+
+    private mutating func granted(_ count: Int, to id: Int) {
+        grants[id, default: 0] += count
+        if machine.scheduler.mainPendingCount + machine.sources.reserved > machine.readAhead { grantsOverLookAhead += 1 }
+    }
+
+    /// Source `id` gives `tags` (at most its grant), then ends (`ending` true) or throws (`failing` true), as
+    /// one batch; its reader asks again unless the source is over.
+    @discardableResult
+    mutating func read(_ tags: [Int], from id: Int, ending: Bool = false, failing: Bool = false) -> [String] {
+        precondition(tags.count <= grants[id] ?? 0, "read more than granted")
+        grants[id] = 0
+        guard machine.sources.isOpen(id) else {
+            grants[id] = nil
+            return []
+        }
+        machine.sourceRead(id)
+        for tag in tags {
+            let request = Self.request(tag)
+            requests[tag] = request
+            slots[tag] = machine.insert(request, claim: nil, source: id, now: now)
+        }
+        if ending || failing {
+            machine.closeSource(id, failure: failing ? .init(URLError(.cannotOpenFile)) : nil, now: now)
+            grants[id] = nil
+        }
+        let lines = apply(machine.finishEvent(now))
+        if !ending, !failing, machine.sources.isOpen(id) { ask(id) }
+        return lines
+    }
+
     @discardableResult
     mutating func go() -> [String] { apply(machine.go(now: now)) }
 
@@ -167,8 +219,12 @@ struct MachineDriver {
             case .decide(let decide):
                 decisions.append(decide)
                 lines.append("decide \(decide.request.tag)")
-            case .readSource(let id, let count): lines.append("read source \(id) \(count)")
-            case .stopSource(let id): lines.append("stop source \(id)")
+            case .readSource(let id, let count):
+                granted(count, to: id)
+                lines.append("read source \(id) \(count)")
+            case .stopSource(let id):
+                grants[id] = nil
+                lines.append("stop source \(id)")
             }
         }
         if actions.deliver { lines.append("deliver") }

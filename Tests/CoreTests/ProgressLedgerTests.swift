@@ -37,6 +37,69 @@ import Testing
         #expect(ledger.snapshot(at: 0).fractionCompleted == 0.5)
     }
 
+    @Test func aRequestAwaitingItsHeadWeighsTheMeanLearnedSize() {
+        var ledger = KeyedLedger()
+        for id in 1...4 {
+            ledger.add(id)
+            ledger.awaitSize(id)
+        }
+        // Two HEADs told 1,000 and 3,000: the other two weigh the mean, 2,000, in the estimate and the fraction.
+        ledger.setExpectedDownload(1, 1_000)
+        ledger.setExpectedDownload(2, 3_000)
+        var progress = ledger.snapshot(at: 0)
+        #expect(progress.bytesExpectedToReceive == nil)
+        #expect(progress.isEstimated)
+        #expect(progress.estimatedBytesExpectedToReceive == 8_000)
+        ledger.receive(1, bytes: 1_000, at: 0)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 1_000.0 / 8_000)
+        // A third HEAD says 6,000: the mean moves (estimate 1,000 + 3,000 + 6,000 + 10,000 / 3), the fraction does not.
+        let before = ledger.snapshot(at: 0).fractionCompleted
+        ledger.setExpectedDownload(3, 6_000)
+        progress = ledger.snapshot(at: 0)
+        #expect(progress.fractionCompleted == before)
+        #expect(progress.estimatedBytesExpectedToReceive == Int64(13_333))
+        // The last HEAD gives no size: it weighs one unit again; every size is then known, success is 1.0.
+        ledger.stopAwaitingSize(4)
+        #expect(ledger.snapshot(at: 0).bytesExpectedToReceive == nil)
+        for id in 1...4 { ledger.finish(id, .succeeded) }
+        progress = ledger.snapshot(at: 0)
+        #expect(progress.fractionCompleted == 1)
+        #expect(!progress.isEstimated)
+    }
+
+    @Test func anOpenSourceKeepsTheTotalOpenAndTheFractionBelowOne() {
+        var ledger = KeyedLedger()
+        ledger.ledger.openSource(announcing: 3)
+        ledger.ledger.readAnnounced()
+        ledger.add(1, expectedDownload: 100)
+        var progress = ledger.snapshot(at: 0)
+        #expect(!progress.isTotalFinal)
+        #expect(progress.estimatedRequestCount == 3)
+        #expect(progress.estimatedBytesExpectedToReceive == 300)
+        #expect(progress.bytesExpectedToReceive == nil)
+        ledger.receive(1, bytes: 100, at: 0)
+        ledger.finish(1, .succeeded)
+        // One of three announced done: a third; the two to come weigh the mean learned size.
+        #expect(abs(ledger.snapshot(at: 0).fractionCompleted - 1.0 / 3) < 1e-12)
+        // The source ends having given only one: every request of the drain succeeded.
+        ledger.ledger.closeSource(unread: 2)
+        progress = ledger.snapshot(at: 0)
+        #expect(progress.isTotalFinal)
+        #expect(progress.fractionCompleted == 1)
+        #expect(progress.bytesExpectedToReceive == 100)
+    }
+
+    @Test func withoutAnAnnouncedCountAnOpenSourceHoldsTheFractionBelowOne() {
+        var ledger = KeyedLedger()
+        ledger.ledger.openSource()
+        ledger.add(1, expectedDownload: 10)
+        ledger.receive(1, bytes: 10, at: 0)
+        ledger.finish(1, .succeeded)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == ProgressLedger.openFractionCap)
+        ledger.ledger.closeSource()
+        #expect(ledger.snapshot(at: 0).fractionCompleted == 1)
+    }
+
     @Test func everyRequestSucceedingEndsAtExactlyOne() {
         var ledger = KeyedLedger()
         ledger.add(1, expectedDownload: 130_050)
@@ -199,4 +262,6 @@ struct KeyedLedger {
     }
     mutating func finish(_ id: Int, _ outcome: ProgressLedger.Outcome) { ledger.finish(&entries[id]!, outcome) }
     mutating func cancelUnfinished() { ledger.cancelUnfinished() }
+    mutating func awaitSize(_ id: Int) { ledger.awaitSize(&entries[id]!) }
+    mutating func stopAwaitingSize(_ id: Int) { ledger.stopAwaitingSize(&entries[id]!) }
 }

@@ -77,6 +77,18 @@ import Testing
                 if let tag = added.randomElement(using: &rng) { driver.resume(tag) }
             case 70..<72:
                 if let tag = added.randomElement(using: &rng) { driver.setPriority(Int.random(in: -1...1, using: &rng), of: tag) }
+            case 72..<74:
+                // A streamed source, sometimes announcing how many it will give.
+                if !inDrain { (inDrain, lastFraction, drainHadFailure) = (true, 0, false) }
+                if driver.grants.count < 2 { driver.openSource(announcing: [0, 0, 5].randomElement(using: &rng)!) }
+            case 74..<80:
+                guard let (id, grant) = driver.grants.filter({ $0.value > 0 }).randomElement(using: &rng) else { break }
+                let given = Int.random(in: 0...min(grant, 3), using: &rng)
+                let tags = Array(nextTag..<nextTag + given)
+                nextTag += given
+                added.formUnion(tags)
+                let ending = Int.random(in: 0..<4, using: &rng)
+                driver.read(tags, from: id, ending: ending == 0 || given < min(grant, 3), failing: ending == 1)
             default:
                 guard let transfer = driver.transfers.randomElement(using: &rng) else { break }
                 driver.now += Double.random(in: 0...0.2, using: &rng)
@@ -87,6 +99,8 @@ import Testing
             let fraction = progress.fractionCompleted
             if fraction.isNaN || fraction < 0 || fraction > 1 { Issue.record("seed \(seed): fraction \(fraction)") }
             if fraction < lastFraction { Issue.record("seed \(seed): fraction fell from \(lastFraction) to \(fraction)") }
+            if !progress.isTotalFinal, fraction >= 1, lastFraction < 1 { Issue.record("seed \(seed): reached 1.0 while a source was open") }
+            if driver.grantsOverLookAhead > 0 { Issue.record("seed \(seed): a source was granted reads past the look-ahead") }
             lastFraction = fraction
             if limit > 0 {
                 // Counted by the driver from start, cancel and completion: never a start at or over the limit.
@@ -103,7 +117,9 @@ import Testing
                 tally(words, &ends, seed: seed)
             }
             // queueDidFinish exactly when the queue empties, once.
-            if inDrain != (driver.machine.requestCount > 0) { Issue.record("seed \(seed): queueDidFinish missing or early") }
+            if inDrain != (driver.machine.requestCount > 0 || !driver.machine.sources.isEmpty) {
+                Issue.record("seed \(seed): queueDidFinish missing or early")
+            }
         }
         // Cancel what is left: every request then has exactly one end.
         driver.cancelAll()
@@ -111,6 +127,7 @@ import Testing
         #expect(ends.keys.sorted() == added.sorted(), "seed \(seed): requests without an end")
         #expect(ends.values.allSatisfy { $0 == 1 }, "seed \(seed): a request ended twice")
         #expect(driver.machine.requestCount == 0)
+        #expect(driver.machine.sources.isEmpty, "seed \(seed): a source still open after cancelAll")
     }
 
     private func tally(_ words: [Substring], _ ends: inout [Int: Int], seed: UInt64) {

@@ -25,6 +25,37 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
         #expect(scheduler.pendingCount == 3)
     }
 
+    @Test func aPreflightWindowHoldsTheMainLaneForTheFirstWindowOnlyThenRollsAhead() {
+        var scheduler = IntScheduler(limit: 2)
+        scheduler.preflightWindow = 2
+        for id in 1...5 {
+            scheduler.enqueue(head(id)[0])
+            scheduler.enqueue(main(id)[0])
+        }
+        scheduler.go()
+        // The first window: two HEADs, and no main job until both are done.
+        #expect(scheduler.startAll() == head(1, 2))
+        scheduler.finish(head(1)[0])
+        #expect(scheduler.startAll().isEmpty)
+        scheduler.finish(head(2)[0])
+        // Two ahead (done, main not started): the window is full, so the first window is over. 1's main job
+        // starts, and HEADs keep their priority within the window: 3's takes the other slot.
+        #expect(scheduler.preflightsAhead == 2)
+        #expect(scheduler.startAll() == main(1) + head(3))
+        #expect(scheduler.preflightsAhead == 2)
+        scheduler.finish(main(1)[0])
+        #expect(scheduler.startAll() == main(2))
+        scheduler.finish(main(2)[0])
+        #expect(scheduler.startAll() == head(4))
+        scheduler.finish(head(4)[0])
+        // 3's HEAD still runs: its main job may not start; 4's may, though it is behind 3. No HEAD holds the
+        // main lane any more.
+        #expect(scheduler.startAll() == main(4))
+        scheduler.remove(head(3)[0])
+        #expect(scheduler.preflightsAhead == 0)
+        #expect(scheduler.startAll() == head(5))
+    }
+
     @Test func fifoStartsOldestFirstUpToTheLimit() {
         var scheduler = IntScheduler(limit: 2)
         for id in 1...5 { scheduler.enqueue(main(id)[0]) }

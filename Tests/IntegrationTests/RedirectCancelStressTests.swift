@@ -61,7 +61,7 @@ extension Entry {
         switch self {
         case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t), .requestProgress(let t, _),
             .pause(let t), .resume(let t): t
-        case .progress, .queueFinished: -1
+        case .progress, .sourceFailed, .queueFinished: -1
         }
     }
 }

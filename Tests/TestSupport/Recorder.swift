@@ -18,6 +18,8 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
     case resume(Int)
     case requestProgress(Int, Int64)
     case progress(Double)
+    /// sourceDidFail, with its error.
+    case sourceFailed(NetworkQueueError)
     case queueFinished
 
     public var description: String {
@@ -32,6 +34,7 @@ public enum Entry: Hashable, CustomStringConvertible, Sendable {
         case .resume(let t): "resume(\(t))"
         case .requestProgress(let t, let b): "requestProgress(\(t), \(b))"
         case .progress(let f): "progress(\(f))"
+        case .sourceFailed(let e): "sourceFailed(\(e))"
         case .queueFinished: "queueFinished"
         }
     }
@@ -84,6 +87,7 @@ public final class Recorder: NetworkQueueDelegate {
         progresses.with { $0.append(progress) }
         append(.progress(progress.fractionCompleted))
     }
+    public func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) { append(.sourceFailed(error)) }
     public func networkQueueDidFinish(_ queue: NetworkQueue) { append(.queueFinished) }
 }
 

@@ -105,8 +105,8 @@ struct ProgressLedger {
     mutating func closeSource(unread: Int = 0) {
         openSources -= 1
         announced = max(0, announced - unread)
-        // The last request may have ended while the source was still open.
-        if isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 { fraction = 1 }
+        // The last request may have ended while the source was still open (or the drain had none at all).
+        if isComplete, counts.failed + counts.cancelled == 0 { fraction = 1 }
     }
 
     /// A HEAD will learn the entry's size: until it does, the entry weighs the mean of the sizes learned.
@@ -286,6 +286,7 @@ struct ProgressLedger {
     @inline(__always)
     private mutating func update(_ entry: inout Entry, _ change: (inout Entry, inout ProgressLedger) -> Void) {
         let before = entry.remaining
+        let fractionBefore = fraction
         let effectiveBefore = effectiveRemaining(entry)
         let remainingBefore = totalRemaining
         change(&entry, &self)
@@ -302,8 +303,9 @@ struct ProgressLedger {
         if remainingAfter < 0.5, isComplete, counts.failed + counts.cancelled == 0, requestCount > 0 {
             fraction = 1
         }
-        // While a source may add more, the drain is not done, whatever the requests read so far say.
-        fraction = min(isTotalFinal ? 1 : Self.openFractionCap, max(0, fraction))
+        // While a source may add more, the drain is not done, whatever the requests read so far say (a fraction
+        // that reached 1.0 before the source opened stays: it never goes back).
+        fraction = min(isTotalFinal ? 1 : max(Self.openFractionCap, fractionBefore), max(0, fraction))
     }
 
     /// The highest fraction while a source is still being read.

@@ -12,8 +12,6 @@ import Foundation
 /// its batch later by an action.
 struct SourceBook {
     struct Source {
-        /// True while its reader waits for room.
-        var isWaiting = false
         /// Reads granted and not yet given back (by adding what was read).
         var granted = 0
         /// Requests it announced and has not given yet.
@@ -22,8 +20,9 @@ struct SourceBook {
 
     var open: [Int: Source] = [:]
     var nextID = 0
-    /// Readers told to wait.
-    var waitingCount = 0
+    /// Sources whose readers wait for room, first come first served: a source that read does not pass
+    /// one that waits.
+    var line: [Int] = []
     /// Reads granted to every source and not given back: room the queue keeps for them.
     var reserved = 0
 
@@ -75,22 +74,22 @@ extension QueueStateMachine {
         return (id, finishEvent(now))
     }
 
-    /// The reader of source `id` asks how many requests it may read.
+    /// The reader of source `id` asks how many requests it may read. It waits behind the sources waiting
+    /// already, so that several sources take turns.
     mutating func askToRead(_ id: Int) -> ReadDecision {
         guard var source = sources.open[id] else { return .stop }
-        if source.isWaiting {
-            source.isWaiting = false
-            sources.waitingCount -= 1
-        }
         let count = grantableReads
-        if count > 0 {
-            grant(count, to: &source)
-        } else {
-            source.isWaiting = true
-            sources.waitingCount += 1
+        if let place = sources.line.firstIndex(of: id) {
+            // Asked again while in line: its turn only at the head.
+            guard place == 0, count > 0 else { return .wait }
+            sources.line.removeFirst()
+        } else if !sources.line.isEmpty || count == 0 {
+            sources.line.append(id)
+            return .wait
         }
+        grant(count, to: &source)
         sources.open[id] = source
-        return count > 0 ? .read(count) : .wait
+        return .read(count)
     }
 
     private mutating func grant(_ count: Int, to source: inout SourceBook.Source) {
@@ -126,7 +125,7 @@ extension QueueStateMachine {
     /// Closes source `id` as ``sourceEnded(_:failure:now:)`` does, without ending the event.
     mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
         guard let source = sources.open.removeValue(forKey: id) else { return }
-        if source.isWaiting { sources.waitingCount -= 1 }
+        sources.line.removeAll { $0 == id }
         sources.reserved -= source.granted
         ledger.closeSource(unread: source.unread)
         markProgressDirty(at: now)
@@ -145,19 +144,17 @@ extension QueueStateMachine {
             actions.list.append(.stopSource(id))
         }
         sources.open.removeAll()
-        sources.waitingCount = 0
+        sources.line.removeAll()
         sources.reserved = 0
     }
 
-    /// Grants reads to waiting sources while there is room, oldest source first.
+    /// Grants reads to waiting sources while there is room, in the order they began to wait.
     mutating func grantReads() {
-        guard sources.waitingCount > 0 else { return }
-        for id in sources.open.keys.sorted() {
+        while let id = sources.line.first {
             let count = grantableReads
-            guard sources.waitingCount > 0, count > 0 else { return }
-            guard var source = sources.open[id], source.isWaiting else { continue }
-            source.isWaiting = false
-            sources.waitingCount -= 1
+            guard count > 0 else { return }
+            sources.line.removeFirst()
+            guard var source = sources.open[id] else { continue }
             grant(count, to: &source)
             sources.open[id] = source
             actions.list.append(.readSource(id, count: count))

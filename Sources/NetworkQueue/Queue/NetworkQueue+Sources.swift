@@ -93,7 +93,8 @@ extension NetworkQueue {
             var batch: [NetworkRequest] = []
             batch.reserveCapacity(count)
             var ending: Ending?
-            while batch.count < count {
+            // Stopped meanwhile (the task is cancelled then): no further `next()`.
+            while batch.count < count, !Task.isCancelled {
                 do {
                     guard let request = try await iterator.next() else {
                         ending = .finished
@@ -111,14 +112,8 @@ extension NetworkQueue {
 
     /// Waits until source `id` may read: returns how many requests, or 0 when it is stopped.
     private func grantedReads(_ id: Int) async -> Int {
-        // Usually there is room: no continuation then.
-        switch locked.withLock({ $0.machine.askToRead(id) }) {
-        case .read(let count): return count
-        case .stop: return 0
-        case .wait: break
-        }
-        return await withCheckedContinuation { (reader: CheckedContinuation<Int, Never>) in
-            // Asked again with the continuation at hand: a grant made since the first ask found none.
+        await withCheckedContinuation { (reader: CheckedContinuation<Int, Never>) in
+            // Stored under the lock that decides the wait: the grant (an action of a later event) finds it.
             let decision = locked.withLock { core in
                 let decision = core.machine.askToRead(id)
                 if decision == .wait { core.readers[id] = reader }

@@ -1,0 +1,98 @@
+import Foundation
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite(.timeLimit(.minutes(5))) struct RollingPreflightTests {
+    /// The preflight window at the default limit of 4: 8 per slot, at least 64.
+    static let window = 64
+
+    /// A transport answering HEAD and GET with `size` bytes (GET sends them), and the methods in start order.
+    static func sized(_ size: Int) -> InMemoryTransport {
+        let body = Data(repeating: 1, count: size)
+        return InMemoryTransport { request in
+            request.httpMethod == "HEAD"
+                ? [.respond(status: 200, headers: ["Content-Length": "\(size)"])]
+                : [.respond(status: 200, headers: ["Content-Length": "\(size)"]), .body(body)]
+        }
+    }
+
+    /// `(method, tag)` of every transfer started, in start order.
+    static func starts(_ transport: InMemoryTransport) -> [(method: String, tag: Int)] {
+        transport.startedRequests.map { ($0.httpMethod ?? "GET", Int($0.url!.lastPathComponent)!) }
+    }
+
+    @Test func aBigBatchRollsItsHeadsAheadOfItsGets() async throws {
+        let count = 1_000
+        let transport = Self.sized(500)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
+        queue.showsAccurateProgress = true
+        let recorder = queue.recording()
+        for tag in 1...count { try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag)) }
+        queue.go()
+        let progress = await queue.run()
+        let starts = Self.starts(transport)
+        #expect(starts.count == 2 * count)
+        // Every GET after its own HEAD, one HEAD each.
+        var headAt: [Int: Int] = [:]
+        for (index, start) in starts.enumerated() {
+            if start.method == "HEAD" {
+                #expect(headAt[start.tag] == nil)
+                headAt[start.tag] = index
+            } else {
+                #expect(headAt[start.tag].map { $0 < index } == true)
+            }
+        }
+        #expect(headAt.count == count)
+        // The first window's HEADs all come before the first GET; later ones roll, never more than the window ahead.
+        let firstGet = starts.firstIndex { $0.method == "GET" }!
+        #expect(firstGet == Self.window)
+        let lastHead = starts.lastIndex { $0.method == "HEAD" }!
+        #expect(firstGet < lastHead)
+        var ahead = 0
+        var mostAhead = 0
+        for start in starts {
+            ahead += start.method == "HEAD" ? 1 : -1
+            mostAhead = max(mostAhead, ahead)
+        }
+        #expect(mostAhead == Self.window)
+        // The total was an estimate while HEADs were still to come, then exact; the fraction never went back.
+        let updates = recorder.progresses.current
+        #expect(updates.contains { $0.isEstimated && $0.estimatedBytesExpectedToReceive == Int64(500 * count) })
+        for (earlier, later) in zip(updates, updates.dropFirst()) {
+            #expect(later.fractionCompleted >= earlier.fractionCompleted)
+        }
+        #expect(progress.fractionCompleted == 1.0)
+        #expect(progress.bytesExpectedToReceive == Int64(500 * count))
+        #expect(!progress.isEstimated)
+    }
+
+    @Test func aBatchWithinTheWindowLearnsEverySizeBeforeTheFirstGet() async throws {
+        let transport = Self.sized(100)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
+        queue.showsAccurateProgress = true
+        for tag in 1...Self.window { try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag)) }
+        queue.go()
+        await queue.run()
+        let methods = Self.starts(transport).map(\.method)
+        #expect(methods == Array(repeating: "HEAD", count: Self.window) + Array(repeating: "GET", count: Self.window))
+    }
+
+    @Test func requestsReadFromASourceAfterGoGetTheirHeadsToo() async throws {
+        let transport = Self.sized(10)
+        let queue = NetworkQueue.oneAttempt(transport: transport)
+        queue.showsAccurateProgress = true
+        queue.go()
+        queue.add(contentsOf: (1...300).map { NetworkRequest(url: URL(string: "http://rolling.test/\($0)")!, tag: $0) })
+        let progress = await queue.run()
+        let starts = Self.starts(transport)
+        #expect(starts.filter { $0.method == "HEAD" }.count == 300)
+        #expect(starts.filter { $0.method == "GET" }.count == 300)
+        #expect(progress.finishedRequestCount == 300)
+        #expect(progress.bytesExpectedToReceive == 3_000)
+    }
+}
