@@ -12,12 +12,15 @@ let package = Package(
         .target(name: "CurlShim"),
         .target(name: "NetworkQueue", dependencies: ["CurlShim"]),
         .target(name: "LoopbackServer"),
-        .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer"], path: "Demo"),
+        // The Demo's list handling (streamed input, file names, shards), a library so that tests can reach it.
+        .target(name: "DemoKit", dependencies: ["NetworkQueue"], path: "Demo/Kit"),
+        .executableTarget(name: "Demo", dependencies: ["NetworkQueue", "LoopbackServer", "DemoKit"], path: "Demo", exclude: ["Kit"]),
         .executableTarget(name: "Benchmarks", dependencies: ["NetworkQueue", "LoopbackServer", "CurlShim"]),
         .target(name: "TestSupport", dependencies: ["NetworkQueue"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "QueueTests", dependencies: ["NetworkQueue", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetworkQueue", "LoopbackServer", "TestSupport", "CurlShim"]),
+        .testTarget(name: "DemoTests", dependencies: ["DemoKit", "NetworkQueue", "LoopbackServer", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import DemoKit
 import Foundation
 import NetworkQueue
 
@@ -26,6 +27,10 @@ struct DemoOptions {
     var replace = false
     /// Print the queue's log and a `metrics` line after each request (one line per event, no redraw).
     var verbose = false
+    /// With `--output`: keep a file that exists already, sending no request for it.
+    var noClobber = false
+    /// The share of the `--input` list this run takes.
+    var shard = Shard.whole
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -46,6 +51,9 @@ struct DemoOptions {
         case badRetries(String)
         case badPerHost(String)
         case badRate(String)
+        case badShard(String)
+        case needsInput(String)
+        case needsOutput(String)
 
         var description: String {
             switch self {
@@ -57,6 +65,9 @@ struct DemoOptions {
             case .badRetries(let value): "--retries needs a whole number from 0 to 100, not '\(value)'"
             case .badPerHost(let value): "--per-host needs a whole number of 0 or more (0 = no limit), not '\(value)'"
             case .badRate(let value): "--limit-rate needs bytes per second above 0, like 500K or 2M, not '\(value)'"
+            case .badShard(let value): "--shard needs K/N with 0 <= K < N, like 0/4, not '\(value)'"
+            case .needsInput(let flag): "\(flag) works with --input FILE"
+            case .needsOutput(let flag): "\(flag) works with --output DIR"
             }
         }
     }
@@ -82,12 +93,23 @@ struct DemoOptions {
                             Last-Modified no newer than the file's (saved files take their
                             Last-Modified), so running the same command again fetches only what is missing
           --replace         with --output: download files that exist already again
+          --no-clobber      with --output: keep every file that exists already and send no request for
+                            it (files only appear complete, renamed into place, so one that exists is
+                            whole); the summary counts them. Fetches only what is missing
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --input FILE      read the requests from FILE (- for standard input), one a line:
                             URL [sha256:HEX|sha512:HEX]; blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a
-                            list runs as with --keep-going, so the other files are still fetched
+                            list runs as with --keep-going, so the other files are still fetched. The
+                            list is read as a stream (a FILE is checked whole first), so its length
+                            costs no memory; with --output, names are unique over the whole list (a
+                            URL gets the same name whether the list runs whole or in shards)
+          --shard K/N       with --input: take only share K of N (0 <= K < N) of the list, chosen by
+                            each URL, so that N runs on N machines split it with no coordinator and
+                            may share one --output folder. Under a Kubernetes Indexed Job (completions
+                            N): --shard $(JOB_COMPLETION_INDEX)/N; with GNU parallel:
+                            parallel swift run Demo --input list.txt --output out --shard {}/4 ::: 0 1 2 3
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers) and, after each request,
@@ -110,6 +132,11 @@ struct DemoOptions {
             case "--keep-going": options.keepGoing = true
             case "--flaky": options.flaky = true
             case "--replace": options.replace = true
+            case "--no-clobber": options.noClobber = true
+            case "--shard":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let shard = Shard(value) else { throw .badShard(value) }
+                options.shard = shard
             case "--verbose", "-v": options.verbose = true
             case "--retries":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
@@ -146,6 +173,8 @@ struct DemoOptions {
                 options.urls.append(try url(argument))
             }
         }
+        if options.shard != .whole, options.input == nil { throw .needsInput("--shard") }
+        if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
         return options
     }
 
@@ -169,10 +198,5 @@ struct DemoOptions {
     }
 
     /// `text` as an http(s) URL with a host, or nil.
-    static func webURL(_ text: String) -> URL? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty
-        else { return nil }
-        return url
-    }
+    static func webURL(_ text: String) -> URL? { InputList.webURL(text) }
 }

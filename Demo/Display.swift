@@ -7,6 +7,10 @@ import NetworkQueue
 
 /// Shows the queue: one overall bar and a status line per request. On a terminal it redraws in place at
 /// most ten times a second; otherwise it prints a line per event and a progress line at most every second.
+///
+/// A short batch (the demo set, URLs on the command line) shows a row for every request from the start. A
+/// list (`--input`) shows rows only for the requests under way, made when each starts and dropped when it
+/// ends: the display costs the window's memory, not the list's.
 struct Display {
     enum Status {
         case queued
@@ -29,7 +33,11 @@ struct Display {
     }
 
     private var rows: [Row]
-    private let index: [ObjectIdentifier: Int]
+    private var index: [ObjectIdentifier: Int]
+    /// True for a list: rows come and go with the requests under way.
+    private let showsLiveRowsOnly: Bool
+    /// The most rows a list shows at once.
+    private static let liveRowLimit = 20
     let isTerminal: Bool
     private var progress = QueueProgress.zero
     private var drawnLines = 0
@@ -40,11 +48,13 @@ struct Display {
     /// Prints a `metrics` line after each request (with `--verbose`, which also turns the redraw off).
     private let showsMetrics: Bool
 
-    init(rows: [(NetworkRequest, String)], isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
+    /// `rows`: every request of a short batch with its label; nil for a list (live rows only).
+    init(rows: [(NetworkRequest, String)]?, isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
         self.retries = retries
         self.showsMetrics = showsMetrics
-        self.rows = rows.map { Row(request: $0.0, label: $0.1) }
-        self.index = Dictionary(uniqueKeysWithValues: rows.enumerated().map { (ObjectIdentifier($1.0), $0) })
+        showsLiveRowsOnly = rows == nil
+        self.rows = (rows ?? []).map { Row(request: $0.0, label: $0.1) }
+        self.index = Dictionary(uniqueKeysWithValues: self.rows.enumerated().map { (ObjectIdentifier($1.request), $0) })
         self.isTerminal = isTerminal
         if isTerminal { print("\u{1B}[?25l", terminator: "") }
     }
@@ -53,6 +63,10 @@ struct Display {
     mutating func apply(_ event: NetworkQueueEvent) {
         switch event {
         case .didStart(let request):
+            if showsLiveRowsOnly, index[ObjectIdentifier(request)] == nil {
+                index[ObjectIdentifier(request)] = rows.count
+                rows.append(Row(request: request, label: Self.label(of: request)))
+            }
             update(request, .started, plain: "started   \(label(request))")
         case .didCollectMetrics:
             break
@@ -93,8 +107,9 @@ struct Display {
         if isTerminal, Date().timeIntervalSince(lastDraw) >= 0.1 { draw() }
     }
 
-    /// Draws the final state and prints the summary line. Returns true when every request succeeded.
-    mutating func finish() -> Bool {
+    /// Draws the final state and prints the summary line (`kept`: files `--no-clobber` kept without a
+    /// request). Returns true when every request succeeded.
+    mutating func finish(kept: Int = 0) -> Bool {
         if isTerminal {
             draw()
             print("\u{1B}[?25h", terminator: "")
@@ -104,9 +119,17 @@ struct Display {
         let rate = elapsed > 0 ? Format.bytes(Int64(Double(progress.bytesReceived) / elapsed)) + "/s" : "?"
         print(
             "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed, "
+                + (kept > 0 ? "\(kept) kept (already there), " : "")
                 + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
-                + Format.percent(progress.fractionCompleted))
-        return failed == 0 && progress.finishedRequestCount == rows.count
+                // Nothing to run (every file kept) is complete.
+                + Format.percent(progress.totalRequestCount == 0 && failed == 0 ? 1 : progress.fractionCompleted))
+        return failed == 0 && progress.finishedRequestCount == progress.totalRequestCount && progress.isTotalFinal
+    }
+
+    /// A list entry's label: its URL's last path component, or its host.
+    static func label(of request: NetworkRequest) -> String {
+        guard let url = request.url else { return "?" }
+        return url.lastPathComponent.isEmpty || url.lastPathComponent == "/" ? (url.host ?? url.absoluteString) : url.lastPathComponent
     }
 
     /// `metrics  movie.mp4  HTTP/1.1  reused  connect=0.2ms  first-byte=1.4ms  total=1702ms  20.0 MB`.
@@ -118,14 +141,29 @@ struct Display {
     }
 
     private func label(_ request: NetworkRequest) -> String {
-        index[ObjectIdentifier(request)].map { rows[$0].label } ?? request.url?.absoluteString ?? "?"
+        index[ObjectIdentifier(request)].map { rows[$0].label } ?? Self.label(of: request)
     }
 
     private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: String) {
-        if let row = index[ObjectIdentifier(request)] { rows[row].status = status }
+        if let row = index[ObjectIdentifier(request)] {
+            rows[row].status = status
+            if showsLiveRowsOnly, case .done = status { dropRow(row) }
+            if showsLiveRowsOnly, case .failed = status { dropRow(row) }
+            if showsLiveRowsOnly, case .unchanged = status { dropRow(row) }
+        }
         if !isTerminal {
             print(line)
             fflush(nil)
+        }
+    }
+
+    /// Drops a list's row once its request ended (the last row takes its place).
+    private mutating func dropRow(_ row: Int) {
+        index[ObjectIdentifier(rows[row].request)] = nil
+        let last = rows.removeLast()
+        if row < rows.count {
+            rows[row] = last
+            index[ObjectIdentifier(last.request)] = row
         }
     }
 
@@ -137,14 +175,18 @@ struct Display {
                 + "\(Format.percent(progress.fractionCompleted).padding(toLength: 4, withPad: " ", startingAt: 0))  "
                 + Format.summary(of: progress)
         ]
-        let width = min(32, rows.map(\.label.count).max() ?? 0)
-        for row in rows {
+        let shown = showsLiveRowsOnly ? Array(rows.prefix(Self.liveRowLimit)) : rows
+        let width = min(32, shown.map(\.label.count).max() ?? 0)
+        for row in shown {
             let name = row.label.padding(toLength: width, withPad: " ", startingAt: 0)
             lines.append("  \(Self.describe(row))  \(name)  \(detail(row))")
         }
+        if showsLiveRowsOnly, rows.count > shown.count { lines.append("  … and \(rows.count - shown.count) more under way") }
         if drawnLines > 0 { print("\u{1B}[\(drawnLines)A", terminator: "") }
         for line in lines { print("\u{1B}[2K" + line) }
-        drawnLines = lines.count
+        // A list's rows come and go: clear what the last drawing had below.
+        for _ in lines.count..<max(lines.count, drawnLines) { print("\u{1B}[2K") }
+        drawnLines = max(lines.count, drawnLines)
         fflush(nil)
     }
 

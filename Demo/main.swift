@@ -1,3 +1,4 @@
+import DemoKit
 import Foundation
 import LoopbackServer
 import NetworkQueue
@@ -30,29 +31,30 @@ if options.showHelp {
 }
 
 
-// The --input list, read and checked before anything starts: a malformed line is bad usage.
-var listed: [InputList.Entry] = []
-if let input = options.input {
+// The --input list is read as a stream while the queue runs. A file is checked whole first (a malformed line
+// is bad usage, before anything starts) and its entries counted; standard input can be read only once: a
+// malformed line there stops the run when it is reached.
+var listCount: Int?
+if let input = options.input, input != "-" {
     do {
-        listed = try InputList.parse(try InputList.read(input))
+        listCount = try InputList.check(input)
     } catch let problem as InputList.Problem {
-        complain("Demo: error: \(input == "-" ? "standard input" : input), \(problem)")
+        complain("Demo: error: \(input), \(problem)")
         exit(2)
     } catch {
         complain("Demo: error: cannot read \(input): \(error.localizedDescription)")
         exit(2)
     }
-}
-let requested = options.urls.map { InputList.Entry(url: $0, checksum: nil) } + listed
-if options.input != nil, requested.isEmpty {
-    print("Summary: the list names no request")
-    exit(0)
+    if listCount == 0 {
+        print("Summary: the list names no request")
+        exit(0)
+    }
 }
 
 // Offline by default: serve the built-in set from a local server.
 var server: LoopbackServer?
-var targets: [(URL, String)]
-if requested.isEmpty && options.input == nil {
+var targets: [(URL, String)] = []
+if options.urls.isEmpty && options.input == nil {
     do {
         let local = try LoopbackServer()
         server = local
@@ -62,7 +64,7 @@ if requested.isEmpty && options.input == nil {
         exit(1)
     }
 } else {
-    targets = requested.map { ($0.url, $0.url.lastPathComponent.isEmpty ? ($0.url.host ?? $0.url.absoluteString) : $0.url.lastPathComponent) }
+    targets = options.urls.map { ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent) }
 }
 
 let transport: any Transport
@@ -109,14 +111,22 @@ if let output = options.output {
         exit(1)
     }
 }
-let fileNames = FileNames.names(for: targets.map(\.0))
+let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .skipIfUnchanged
+// A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams.
+var namer = FileNamer()
 var rows: [(NetworkRequest, String)] = []
-for (index, ((url, label), name)) in zip(targets, fileNames).enumerated() {
-    let destination = options.output.map { NetworkRequest.Destination.file($0.appendingPathComponent(name)) } ?? .memory
-    let checksum = index < requested.count ? requested[index].checksum : nil
-    let request = NetworkRequest(
-        URLRequest(url: url), destination: destination, integrity: .init(checksum: checksum),
-        fileOptions: .init(existingFile: options.replace ? .replace : .skipIfUnchanged))
+var keptArguments = 0
+for (url, label) in targets {
+    var destination = NetworkRequest.Destination.memory
+    if let output = options.output {
+        let file = output.appendingPathComponent(namer.name(for: url))
+        if options.noClobber, FileManager.default.fileExists(atPath: file.path) {
+            keptArguments += 1
+            continue
+        }
+        destination = .file(file)
+    }
+    let request = NetworkRequest(url: url, destination: destination, fileOptions: .init(existingFile: existingFile))
     do {
         try queue.add(request)
     } catch {
@@ -125,18 +135,28 @@ for (index, ((url, label), name)) in zip(targets, fileNames).enumerated() {
     }
     rows.append((request, label))
 }
+let tally = ListSource.Tally()
+if let input = options.input {
+    let source = ListSource(
+        path: input, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
+    // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
+    // is about 1/N of them, and entries kept by --no-clobber give no request: the hint only shapes the estimate.)
+    queue.add(contentsOf: source, expectedCount: (listCount ?? 0) / options.shard.count)
+}
 
+let count = options.input == nil ? "\(rows.count) requests" : "\(listCount.map { "\($0) entries" } ?? "a list from standard input")"
 let mode = [
-    "\(rows.count) requests", options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
+    count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
+    options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
     options.order == .fifo ? "FIFO" : "LIFO", options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
     options.retries == 1 ? "1 retry" : "\(options.retries) retries",
 ] + (options.output.map { ["saving to \($0.path)"] } ?? []) + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
-    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
+    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? []) + (options.noClobber ? ["no clobber"] : [])
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
 // --verbose prints line by line: the log's lines would break a redrawn screen.
 var display = Display(
-    rows: rows, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose, retries: options.retries,
+    rows: options.input == nil ? rows : nil, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose, retries: options.retries,
     showsMetrics: options.verbose)
 // Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
 signal(SIGINT, SIG_IGN)
@@ -144,18 +164,34 @@ let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
 interrupt.setEventHandler {
     let progress = queue.progress
     print(
-        "\nInterrupted: \(progress.finishedRequestCount)/\(rows.count) done, \(Format.bytes(progress.bytesReceived)) received"
+        "\nInterrupted: \(progress.finishedRequestCount)/\(progress.totalRequestCount) done, \(Format.bytes(progress.bytesReceived)) received"
             + (options.output == nil ? "" : "; partial files kept, run again to continue them"))
     exit(130)
 }
 interrupt.resume()
+if rows.isEmpty, options.input == nil {
+    // Every file was there already (--no-clobber): nothing to run.
+    _ = display.finish(kept: keptArguments)
+    server?.stop()
+    exit(0)
+}
 let events = queue.events()
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()
+var sourceProblem: InputList.Problem?
 for await event in events {
+    if case .sourceDidFail(.sourceFailed(let underlying)) = event, let problem = underlying.error as? InputList.Problem {
+        sourceProblem = problem
+        continue
+    }
     display.apply(event)
     if case .queueDidFinish = event { break }
 }
-let succeeded = display.finish()
+let succeeded = display.finish(kept: keptArguments + tally.kept)
 server?.stop()
+if let problem = sourceProblem {
+    // A malformed line read from standard input: bad usage, reported when it was reached.
+    complain("Demo: error: standard input, \(problem)")
+    exit(2)
+}
 exit(succeeded ? 0 : 1)

@@ -1,0 +1,110 @@
+import Foundation
+
+/// File names for `--output`: taken from each URL's last path component only (never from a server's
+/// header), made safe, and made unique within the list.
+public enum FileNames {
+    /// A safe name for `url`: percent-decoded, without `/`, `\`, NUL or control characters, no `..`,
+    /// not starting with a dot, at most 200 bytes; "download" when nothing is left.
+    public static func safeName(for url: URL) -> String {
+        let component = url.lastPathComponent
+        let decoded = component.removingPercentEncoding ?? component
+        var name = String(decoded.unicodeScalars.map { scalar -> Character in
+            scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control ? "_" : Character(scalar)
+        })
+        while name.contains("..") { name = name.replacingOccurrences(of: "..", with: "_") }
+        while name.hasPrefix(".") { name.removeFirst() }
+        while name.utf8.count > 200 { name.removeLast() }
+        return name.isEmpty || name == "_" ? "download" : name
+    }
+
+    /// Safe names for `urls`, in order (see ``FileNamer``).
+    public static func names(for urls: [URL]) -> [String] {
+        var namer = FileNamer()
+        return urls.map { namer.name(for: $0) }
+    }
+}
+
+/// Names the URLs of a list in order, each unique: a name taken by an earlier URL (whatever the case) gets
+/// `-2`, `-3`… before its extension, the first of those not taken.
+///
+/// Constant time per URL: each base name remembers the next counter to try (a name once taken stays taken,
+/// so the counters below it need no second look), and the names taken are kept as 64-bit fingerprints of
+/// their lowercased text: 8 bytes each in an open-addressed table, about 13 bytes per line at most. Two
+/// different names with one fingerprint (about one chance in 10^12 for a million lines) would only give the
+/// second a `-2` it did not need: still unique, and still the same in every run and every shard, which name
+/// the whole list in the same order.
+public struct FileNamer {
+    private var taken = FingerprintSet()
+    /// For each base name that was taken twice or more: the next counter to try.
+    private var nextCounter: [String: Int] = [:]
+
+    public init() {}
+
+    /// The name of the next URL of the list.
+    public mutating func name(for url: URL) -> String { name(forBase: FileNames.safeName(for: url)) }
+
+    /// The name of the next entry whose safe base name is `base`.
+    public mutating func name(forBase base: String) -> String {
+        let key = base.lowercased()
+        if taken.insert(Fingerprint.of(key)) { return base }
+        let (stem, ext) = Self.split(base)
+        var counter = nextCounter[key] ?? 2
+        while true {
+            let candidate = ext.isEmpty ? "\(stem)-\(counter)" : "\(stem)-\(counter).\(ext)"
+            counter += 1
+            if taken.insert(Fingerprint.of(candidate.lowercased())) {
+                nextCounter[key] = counter
+                return candidate
+            }
+        }
+    }
+
+    /// `name` as its stem and extension (as `NSString`'s path extension rules: the part after the last dot,
+    /// when the name does not start with it).
+    private static func split(_ name: String) -> (stem: String, ext: String) {
+        let ns = name as NSString
+        return (ns.deletingPathExtension, ns.pathExtension)
+    }
+}
+
+/// FNV-1a, 64 bits: the same value for the same text in every process (unlike `Hasher`, seeded per process).
+public enum Fingerprint {
+    public static func of(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
+
+/// A set of 64-bit fingerprints in one open-addressed array (0 marks an empty slot; a fingerprint of 0 is
+/// stored as 1).
+struct FingerprintSet {
+    private var slots = [UInt64](repeating: 0, count: 1_024)
+    private(set) var count = 0
+
+    /// Inserts `fingerprint`; false when it was there already.
+    mutating func insert(_ fingerprint: UInt64) -> Bool {
+        if (count + 1) * 10 > slots.count * 7 { grow() }
+        let value = fingerprint == 0 ? 1 : fingerprint
+        let mask = slots.count - 1
+        // Mixed, so that fingerprints alike in their low bits spread over the table.
+        var index = Int(truncatingIfNeeded: (value &* 0x9E37_79B9_7F4A_7C15) >> 20) & mask
+        while slots[index] != 0 {
+            if slots[index] == value { return false }
+            index = (index + 1) & mask
+        }
+        slots[index] = value
+        count += 1
+        return true
+    }
+
+    private mutating func grow() {
+        let old = slots
+        slots = [UInt64](repeating: 0, count: old.count * 2)
+        count = 0
+        for value in old where value != 0 { _ = insert(value) }
+    }
+}

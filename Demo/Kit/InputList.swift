@@ -1,0 +1,139 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The `--input` list: one request per line, `URL [sha256:HEX|sha512:HEX]`; blank lines and lines that
+/// start with `#` are skipped. Read as a stream, a chunk at a time: a list of any length in constant memory.
+public enum InputList {
+    public struct Entry: Sendable {
+        public let url: URL
+        public let checksum: Checksum?
+        /// The 1-based number of its line.
+        public let line: Int
+    }
+
+    /// A line that is not `URL [checksum]`, by its 1-based number.
+    public struct Problem: Error, CustomStringConvertible, Sendable {
+        public let line: Int
+        public let reason: String
+        public var description: String { "line \(line): \(reason)" }
+    }
+
+    /// The entry on line `number` (1-based), or nil for a blank line or a comment.
+    public static func parse(_ rawLine: Substring, number: Int) throws(Problem) -> Entry? {
+        let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        if line.isEmpty || line.hasPrefix("#") { return nil }
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard fields.count <= 2 else {
+            throw Problem(line: number, reason: "expected 'URL [sha256:HEX]', found \(fields.count) fields")
+        }
+        guard let url = webURL(fields[0]) else {
+            throw Problem(line: number, reason: "'\(fields[0])' is not an http(s) URL with a host")
+        }
+        var checksum: Checksum?
+        if fields.count == 2 {
+            guard let parsed = Checksum(fields[1]) else {
+                throw Problem(line: number, reason: "'\(fields[1])' is not sha256:<64 hex digits> or sha512:<128 hex digits>")
+            }
+            checksum = parsed
+        }
+        return Entry(url: url, checksum: checksum, line: number)
+    }
+
+    /// Every entry of `text`, in order (for a list held in memory).
+    public static func parse(_ text: String) throws(Problem) -> [Entry] {
+        var entries: [Entry] = []
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if let entry = try parse(line, number: index + 1) { entries.append(entry) }
+        }
+        return entries
+    }
+
+    /// `text` as an http(s) URL with a host, or nil.
+    public static func webURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return nil }
+        return url
+    }
+
+    /// Reads the whole list at `path` once, checking every line: the number of entries, or the first bad
+    /// line. Constant memory.
+    public static func check(_ path: String) throws -> Int {
+        var reader = try LineReader(path: path)
+        defer { reader.finish() }
+        var count = 0
+        while let (line, number) = try reader.next() {
+            if try parse(line, number: number) != nil { count += 1 }
+        }
+        return count
+    }
+}
+
+/// The lines of a file (or of standard input for `-`), read a chunk at a time.
+public struct LineReader {
+    private let descriptor: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var isAtEnd = false
+    private var number = 0
+
+    /// Opens `path` (`-`: standard input).
+    public init(path: String) throws {
+        if path == "-" {
+            descriptor = STDIN_FILENO
+            ownsDescriptor = false
+        } else {
+            descriptor = open(path, O_RDONLY)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            ownsDescriptor = true
+        }
+    }
+
+    /// Closes the file (not standard input).
+    public func finish() { if ownsDescriptor { _ = close(descriptor) } }
+
+    /// The next line without its newline, with its 1-based number; nil at the end.
+    public mutating func next() throws -> (line: Substring, number: Int)? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[start..<newline], as: UTF8.self)
+                start = newline + 1
+                number += 1
+                return (Substring(line), number)
+            }
+            if isAtEnd {
+                guard start < buffer.count else { return nil }
+                let line = String(decoding: buffer[start...], as: UTF8.self)
+                start = buffer.count
+                number += 1
+                return (Substring(line), number)
+            }
+            try fill()
+        }
+    }
+
+    /// Reads the next chunk, keeping the unread part of the buffer.
+    private mutating func fill() throws {
+        if start > 0 {
+            buffer.removeSubrange(0..<start)
+            start = 0
+        }
+        let chunk = 1 << 16
+        let old = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: chunk))
+        var got = 0
+        repeat {
+            got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
+        } while got < 0 && errno == EINTR
+        guard got >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        buffer.removeLast(chunk - got)
+        if got == 0 { isAtEnd = true }
+    }
+}

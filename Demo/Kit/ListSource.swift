@@ -1,0 +1,90 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The `--input` list as a source of requests for `NetworkQueue.add(contentsOf:)`: read a chunk at a time
+/// as the queue asks, so that a list of any length runs in the memory of the queue's window.
+///
+/// With an output folder, every entry of the whole list is named in order (``FileNamer``), also those of
+/// other shards, so that a URL gets the same file name whether the list runs whole or in shards. An entry of
+/// another shard, or (with `noClobber`) whose file exists already, gives no request: ``Tally`` counts it.
+public struct ListSource: AsyncSequence, Sendable {
+    public typealias Element = NetworkRequest
+
+    /// What the list gave besides its requests.
+    public final class Tally: Sendable {
+        private let counts = DemoLocked((kept: 0, otherShards: 0))
+        public init() {}
+        /// Entries whose file was there already (`--no-clobber`): no request.
+        public var kept: Int { counts.value.kept }
+        /// Entries of other shards.
+        public var otherShards: Int { counts.value.otherShards }
+        func keep() { counts.update { $0.kept += 1 } }
+        func skip() { counts.update { $0.otherShards += 1 } }
+    }
+
+    public let path: String
+    public let output: URL?
+    public let shard: Shard
+    public let noClobber: Bool
+    /// What each request's file does when it exists (without `noClobber`).
+    public let existingFile: NetworkRequest.ExistingFile
+    public let tally: Tally
+
+    public init(path: String, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile, tally: Tally) {
+        self.path = path
+        self.output = output
+        self.shard = shard
+        self.noClobber = noClobber
+        self.existingFile = existingFile
+        self.tally = tally
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let source: ListSource
+        var reader: LineReader?
+        var namer = FileNamer()
+
+        public mutating func next() async throws -> NetworkRequest? {
+            if reader == nil { reader = try LineReader(path: source.path) }
+            while let (line, number) = try reader!.next() {
+                guard let entry = try InputList.parse(line, number: number) else { continue }
+                // Named before the shard is chosen: every shard names the whole list alike.
+                let name = source.output == nil ? nil : namer.name(for: entry.url)
+                guard source.shard.contains(entry.url) else {
+                    source.tally.skip()
+                    continue
+                }
+                var destination = NetworkRequest.Destination.memory
+                if let output = source.output, let name {
+                    let file = output.appendingPathComponent(name)
+                    // Files only appear complete (renamed into place), so one that exists is whole.
+                    if source.noClobber, FileManager.default.fileExists(atPath: file.path) {
+                        source.tally.keep()
+                        continue
+                    }
+                    destination = .file(file)
+                }
+                return NetworkRequest(
+                    url: entry.url, destination: destination, integrity: .init(checksum: entry.checksum),
+                    fileOptions: .init(existingFile: source.existingFile), tag: number)
+            }
+            reader?.finish()
+            return nil
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+}
+
+/// A value under a lock, for the Demo's counters.
+final class DemoLocked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import LoopbackServer
+import TestSupport
+import Testing
+
+/// The Demo executable, built beside this test bundle by `swift build` / `swift test`.
+private let demo: URL = {
+    let here = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+    var directory = here.deletingLastPathComponent()
+    // On Linux the tests run from `<build>/NetworkQueuePackageTests.xctest`; on Apple platforms from inside a bundle.
+    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Demo").path), directory.pathComponents.count > 1 {
+        directory.deleteLastPathComponent()
+    }
+    return directory.appendingPathComponent("Demo")
+}()
+
+/// Runs the Demo with `arguments` (standard input from `input`); returns its exit status and output.
+private func runDemo(_ arguments: [String], input: URL? = nil, in directory: URL) throws -> (status: Int32, output: String) {
+    let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
+    let status = try SpawnedProcess(demo.path, arguments, in: directory, input: input, output: output).waitForExit()
+    return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+}
+
+@Suite(.timeLimit(.minutes(10))) struct DemoProcessTests {
+    @Test func noClobberRerunSendsNothingAndAPipedListRuns() throws {
+        #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
+        let output = directory.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Sixty entries, twenty sharing one name.
+        let lines = (0..<60).map { $0 < 20 ? server.url("/bytes/300?i=\($0)").absoluteString : server.url("/bytes/200/f\($0).bin").absoluteString }
+        let list = directory.appendingPathComponent("list.txt")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: list)
+
+        // From a pipe (standard input): every file saved.
+        let first = try runDemo(["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("Summary: 60/60 succeeded, 0 failed"))
+        let files = try FileManager.default.contentsOfDirectory(atPath: output.path)
+        #expect(files.count == 60)
+        #expect(files.contains("300") && files.contains("300-20"))
+
+        // Again with --no-clobber: every file is there, so not one request reaches the server.
+        server.resetStatistics()
+        let again = try runDemo(["--input", list.path, "--output", output.path, "--no-clobber"], in: directory)
+        #expect(again.status == 0, "\(again.output)")
+        #expect(server.statistics.requests == 0)
+        #expect(again.output.contains("Summary: 0/0 succeeded, 0 failed, 60 kept (already there)"))
+
+        // One file gone: only it is fetched.
+        try FileManager.default.removeItem(at: output.appendingPathComponent("f33.bin"))
+        server.resetStatistics()
+        let missing = try runDemo(["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
+        #expect(missing.status == 0, "\(missing.output)")
+        #expect(server.statistics.log == ["GET /bytes/200/f33.bin"])
+    }
+
+    @Test func shardsOfARunShareOneFolder() throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
+        let output = directory.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let lines = (0..<40).map { server.url("/bytes/100?i=\($0)").absoluteString }
+        let list = directory.appendingPathComponent("list.txt")
+        try Data(lines.joined(separator: "\n").utf8).write(to: list)
+        var requests = 0
+        for index in 0..<3 {
+            server.resetStatistics()
+            let run = try runDemo(["--input", list.path, "--output", output.path, "--shard", "\(index)/3"], in: directory)
+            #expect(run.status == 0, "\(run.output)")
+            requests += server.statistics.log.filter { $0.hasPrefix("GET ") }.count
+        }
+        // Every entry fetched once by exactly one shard, under the name the whole list gives it.
+        #expect(requests == 40)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: output.path))
+        #expect(names == Set(["100"] + (2...40).map { "100-\($0)" }))
+    }
+
+    @Test func badShardAndNoClobberUsageIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory
+        for arguments in [["--shard", "4/4", "--input", "x"], ["--shard", "0/2"], ["--no-clobber"]] {
+            #expect(try runDemo(arguments, in: directory).status == 2, "\(arguments)")
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import DemoKit
+import Foundation
+import NetworkQueue
+import Testing
+
+/// The rule file names had before names took constant time: each URL tries its base name, then `-2`, `-3`…
+/// from 2 every time, the first not taken (compared without regard to case).
+private func referenceNames(_ bases: [String]) -> [String] {
+    var taken: Set<String> = []
+    return bases.map { base in
+        var name = base
+        var counter = 2
+        while taken.contains(name.lowercased()) {
+            let ext = (base as NSString).pathExtension
+            let stem = (base as NSString).deletingPathExtension
+            name = ext.isEmpty ? "\(stem)-\(counter)" : "\(stem)-\(counter).\(ext)"
+            counter += 1
+        }
+        taken.insert(name.lowercased())
+        return name
+    }
+}
+
+/// A list file of `lines` in a new folder; returns the file.
+private func listFile(_ lines: [String]) throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-list-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let file = directory.appendingPathComponent("list.txt")
+    try Data(lines.joined(separator: "\n").utf8).write(to: file)
+    return file
+}
+
+/// The requests a list source gives, as (line, file name or URL).
+private func read(_ source: ListSource) async throws -> [Int: String] {
+    var given: [Int: String] = [:]
+    for try await request in source {
+        if case .file(let file) = request.destination {
+            given[request.tag] = file.lastPathComponent
+        } else {
+            given[request.tag] = request.url!.absoluteString
+        }
+    }
+    return given
+}
+
+@Suite(.timeLimit(.minutes(5))) struct FileNameTests {
+    @Test func namesFollowTheSameRuleAsBefore() {
+        let bases = [
+            "a.bin", "a.bin", "A.BIN", "a-2.bin", "a.bin", "b", "b", "b-2", "b", "index.html", "INDEX.html", "index-2.html",
+            "index.html", ".tar.gz", "x.tar.gz", "x.tar.gz", "x.tar-2.gz",
+        ]
+        var namer = FileNamer()
+        #expect(bases.map { namer.name(forBase: $0) } == referenceNames(bases))
+    }
+
+    @Test func seededListsNameAsTheReferenceDoes() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            // Few distinct names, so that collisions (with generated names too) are the rule.
+            let pool = ["f.bin", "f-2.bin", "f-3.bin", "F.bin", "g", "g-2", "h.tar.gz", "h.tar-2.gz", "download"]
+            let bases = (0..<300).map { _ in pool.randomElement(using: &generator)! }
+            var namer = FileNamer()
+            #expect(bases.map { namer.name(forBase: $0) } == referenceNames(bases))
+        }
+    }
+
+    @Test func twentyThousandURLsWithOneNameGetTwentyThousandNames() {
+        let urls = (0..<20_000).map { URL(string: "http://files.test/file.bin?i=\($0)")! }
+        let names = FileNames.names(for: urls)
+        #expect(names.first == "file.bin")
+        #expect(names[1] == "file-2.bin")
+        #expect(names.last == "file-20000.bin")
+        #expect(Set(names).count == 20_000)
+    }
+}
+
+@Suite(.timeLimit(.minutes(5))) struct ShardTests {
+    @Test func fourShardsOfAThousandLinesAreDisjointCompleteAndBalanced() async throws {
+        let lines = (0..<1_000).map { "http://mirror.test/pool/\($0 % 97)/package-\($0).deb" }
+        let list = try listFile(lines)
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        var union: [Int: String] = [:]
+        for index in 0..<4 {
+            let tally = ListSource.Tally()
+            let source = ListSource(
+                path: list.path, output: nil, shard: Shard(index: index, count: 4), noClobber: false, existingFile: .replace, tally: tally)
+            let given = try await read(source)
+            #expect((150...350).contains(given.count), "shard \(index) has \(given.count) lines")
+            #expect(tally.otherShards == 1_000 - given.count)
+            for (line, url) in given {
+                #expect(union[line] == nil, "line \(line) is in two shards")
+                union[line] = url
+            }
+        }
+        #expect(union.count == 1_000)
+        #expect(union.keys.sorted() == Array(1...1_000))
+    }
+
+    @Test func aWholeRunAndItsShardsNameEveryURLAlike() async throws {
+        // Many URLs share a name: the -2, -3 of each depends on every line before it, in any shard.
+        let lines = ["# a list"] + (0..<600).map { "http://cdn.test/\($0 % 5)/image.jpg?id=\($0)" } + ["", "http://cdn.test/image-2.jpg"]
+        let list = try listFile(lines)
+        let output = list.deletingLastPathComponent().appendingPathComponent("out")
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        let whole = try await read(
+            ListSource(path: list.path, output: output, shard: .whole, noClobber: false, existingFile: .replace, tally: .init()))
+        #expect(whole.count == 601)
+        #expect(Set(whole.values).count == 601)
+        var sharded: [Int: String] = [:]
+        for index in 0..<3 {
+            let given = try await read(
+                ListSource(
+                    path: list.path, output: output, shard: Shard(index: index, count: 3), noClobber: false, existingFile: .replace,
+                    tally: .init()))
+            sharded.merge(given) { first, _ in first }
+        }
+        #expect(sharded == whole)
+    }
+
+    @Test func shardsParseAsKOfN() {
+        #expect(Shard("0/4") == Shard(index: 0, count: 4))
+        #expect(Shard("3/4") == Shard(index: 3, count: 4))
+        for bad in ["4/4", "-1/4", "1/0", "1", "a/b", "1/2/3", ""] { #expect(Shard(bad) == nil, "\(bad)") }
+    }
+
+    @Test func aMalformedLineIsReportedByNumber() throws {
+        let list = try listFile(["http://a.test/x", "# fine", "", "ftp://a.test/y"])
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        #expect(throws: InputList.Problem.self) { try InputList.check(list.path) }
+        do {
+            _ = try InputList.check(list.path)
+        } catch let problem as InputList.Problem {
+            #expect(problem.line == 4)
+        }
+    }
+}
