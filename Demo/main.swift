@@ -31,23 +31,16 @@ if options.showHelp {
 }
 
 
-// The --input list is read as a stream while the queue runs. A file is checked whole first (a malformed line
-// is bad usage, before anything starts) and its entries counted; standard input can be read only once: a
-// malformed line there stops the run when it is reached.
+// The --input list is read as a stream while the queue runs (as aria2's --deferred-input does): a file's
+// lines are counted first (newlines only, a fraction of a second for millions), and each line is checked when
+// it is read. A malformed line is bad usage: the run stops there (exit 2).
 var listCount: Int?
 if let input = options.input, input != "-" {
     do {
-        listCount = try InputList.check(input)
-    } catch let problem as InputList.Problem {
-        complain("Demo: error: \(input), \(problem)")
-        exit(2)
+        listCount = try InputList.countLines(input)
     } catch {
         complain("Demo: error: cannot read \(input): \(error.localizedDescription)")
         exit(2)
-    }
-    if listCount == 0 {
-        print("Summary: the list names no request")
-        exit(0)
     }
 }
 
@@ -140,11 +133,12 @@ if let input = options.input {
     let source = ListSource(
         path: input, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
-    // is about 1/N of them, and entries kept by --no-clobber give no request: the hint only shapes the estimate.)
+    // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
+    // shapes the estimate.)
     queue.add(contentsOf: source, expectedCount: (listCount ?? 0) / options.shard.count)
 }
 
-let count = options.input == nil ? "\(rows.count) requests" : "\(listCount.map { "\($0) entries" } ?? "a list from standard input")"
+let count = options.input == nil ? "\(rows.count) requests" : "\(listCount.map { "a list of \($0) lines" } ?? "a list from standard input")"
 let mode = [
     count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
     options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
@@ -180,8 +174,11 @@ if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()
 var sourceProblem: InputList.Problem?
 for await event in events {
-    if case .sourceDidFail(.sourceFailed(let underlying)) = event, let problem = underlying.error as? InputList.Problem {
-        sourceProblem = problem
+    if case .sourceDidFail(.sourceFailed(let underlying)) = event {
+        // The list could not be read on (a malformed line, a read error): nothing more starts.
+        if let problem = underlying.error as? InputList.Problem { sourceProblem = problem }
+        complain("Demo: error: \(options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list"), \(underlying)")
+        queue.cancelAll()
         continue
     }
     display.apply(event)
@@ -189,9 +186,6 @@ for await event in events {
 }
 let succeeded = display.finish(kept: keptArguments + tally.kept)
 server?.stop()
-if let problem = sourceProblem {
-    // A malformed line read from standard input: bad usage, reported when it was reached.
-    complain("Demo: error: standard input, \(problem)")
-    exit(2)
-}
+// A malformed line: bad usage (reported above when it was reached).
+if sourceProblem != nil { exit(2) }
 exit(succeeded ? 0 : 1)

@@ -62,16 +62,32 @@ public enum InputList {
         return url
     }
 
-    /// Reads the whole list at `path` once, checking every line: the number of entries, or the first bad
-    /// line. Constant memory.
-    public static func check(_ path: String) throws -> Int {
-        var reader = try LineReader(path: path)
-        defer { reader.finish() }
-        var count = 0
-        while let (line, number) = try reader.next() {
-            if try parse(line, number: number) != nil { count += 1 }
+    /// The number of lines of the file at `path` (blank lines and comments included): read a chunk at a time,
+    /// counting newlines, so that a list of millions is counted in a fraction of a second.
+    public static func countLines(_ path: String) throws -> Int {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { _ = close(descriptor) }
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        var lines = 0
+        var last: UInt8 = UInt8(ascii: "\n")
+        while true {
+            let got = read(descriptor, buffer, size)
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            if got == 0 { break }
+            var position = buffer
+            let end = buffer + got
+            while position < end, let found = memchr(position, Int32(UInt8(ascii: "\n")), end - position) {
+                lines += 1
+                position = found + 1
+            }
+            last = buffer.load(fromByteOffset: got - 1, as: UInt8.self)
         }
-        return count
+        // A last line without its newline counts too.
+        return last == UInt8(ascii: "\n") ? lines : lines + 1
     }
 }
 

@@ -58,13 +58,30 @@ import Testing
         progress = ledger.snapshot(at: 0)
         #expect(progress.fractionCompleted == before)
         #expect(progress.estimatedBytesExpectedToReceive == Int64(13_333))
-        // The last HEAD gives no size: it weighs one unit again; every size is then known, success is 1.0.
-        ledger.stopAwaitingSize(4)
-        #expect(ledger.snapshot(at: 0).bytesExpectedToReceive == nil)
+        // The last HEAD says 10, below the mean: not progress (nothing was received); every size is known now.
+        ledger.setExpectedDownload(4, 10)
+        #expect(ledger.snapshot(at: 0).fractionCompleted == before)
+        #expect(ledger.snapshot(at: 0).bytesExpectedToReceive == 10_010)
         for id in 1...4 { ledger.finish(id, .succeeded) }
         progress = ledger.snapshot(at: 0)
         #expect(progress.fractionCompleted == 1)
         #expect(!progress.isEstimated)
+    }
+
+    @Test func aHeadWithoutASizeLeavesTheRequestAtOneUnit() {
+        var ledger = KeyedLedger()
+        ledger.add(1)
+        ledger.awaitSize(1)
+        ledger.add(2, expectedDownload: 1_000)
+        #expect(ledger.snapshot(at: 0).estimatedBytesExpectedToReceive == 2_000)
+        ledger.stopAwaitingSize(1)
+        let progress = ledger.snapshot(at: 0)
+        #expect(progress.bytesExpectedToReceive == nil)
+        #expect(progress.estimatedBytesExpectedToReceive == 2_000)
+        #expect(progress.fractionCompleted == 0)
+        ledger.finish(1, .succeeded)
+        // One unit of 1,001.
+        #expect(abs(ledger.snapshot(at: 0).fractionCompleted - 1.0 / 1_001) < 1e-12)
     }
 
     @Test func anOpenSourceKeepsTheTotalOpenAndTheFractionBelowOne() {

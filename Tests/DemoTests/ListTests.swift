@@ -123,14 +123,18 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         for bad in ["4/4", "-1/4", "1/0", "1", "a/b", "1/2/3", ""] { #expect(Shard(bad) == nil, "\(bad)") }
     }
 
-    @Test func aMalformedLineIsReportedByNumber() throws {
-        let list = try listFile(["http://a.test/x", "# fine", "", "ftp://a.test/y"])
+    @Test func aMalformedLineStopsTheListWhereItIsAndTheCountIsOfLines() async throws {
+        let list = try listFile(["http://a.test/x", "# fine", "", "ftp://a.test/y", "http://a.test/z"])
         defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
-        #expect(throws: InputList.Problem.self) { try InputList.check(list.path) }
+        #expect(try InputList.countLines(list.path) == 5)
+        let source = ListSource(path: list.path, output: nil, shard: .whole, noClobber: false, existingFile: .replace, tally: .init())
+        var given: [Int] = []
         do {
-            _ = try InputList.check(list.path)
+            for try await request in source { given.append(request.tag) }
+            Issue.record("the malformed line was not reported")
         } catch let problem as InputList.Problem {
             #expect(problem.line == 4)
         }
+        #expect(given == [1])
     }
 }

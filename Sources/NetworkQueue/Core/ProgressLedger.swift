@@ -138,6 +138,13 @@ struct ProgressLedger {
 
     /// Records the download size learned from a HEAD or a response; nil or negative means unknown.
     mutating func setExpectedDownload(_ entry: inout Entry, _ size: Int64?) {
+        guard !entry.awaitsSize else {
+            // A HEAD's answer: its mean-sized estimate becomes its own size. Nothing was done, so nothing moves.
+            let before = entry.remaining
+            resize(&entry, size)
+            remaining = max(0, remaining + entry.remaining - before)
+            return
+        }
         update(&entry) { entry, ledger in ledger.resize(&entry, size) }
     }
 

@@ -107,6 +107,9 @@ extension NetworkQueue {
                 }
             }
             guard admit(batch, from: id, ending: ending), ending == nil else { return }
+            // A source that never suspends (a synchronous sequence, a file read in chunks) would hold its thread of
+            // the cooperative pool from batch to batch: other tasks, other sources' readers among them, get a turn.
+            await Task.yield()
         }
     }
 
