@@ -198,6 +198,14 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.go()
     }
 
+    // BatchesOfMillions.md
+    func batchesOfMillions() async {
+        // Made one at a time, as the queue reads them: a million requests never exist at once.
+        queue.add(contentsOf: (1...1_000_000).lazy.map { NetworkRequest(url: URL(string: "https://cdn.example/img/\($0).jpg")!) })
+        queue.go()
+        await queue.run()
+    }
+
     // Observing.md
     func metrics() async {
         let urls = self.urls
@@ -231,6 +239,18 @@ private final class DocumentationContext: NetworkQueueDelegate {
                 _ = queue
             }
         #endif
+    }
+}
+
+// BatchesOfMillions.md
+private final class EstimatedProgressContext: NetworkQueueDelegate {
+    let bar = DocumentationContext.Bar()
+    let label = DocumentationContext.Label()
+
+    func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
+        let total = progress.estimatedBytesExpectedToReceive.map { "\(progress.isEstimated ? "about " : "")\($0) bytes" } ?? "?"
+        label.text = "\(progress.totalRequestCount) of \(progress.estimatedRequestCount) requests, \(total)"
+        bar.fraction = progress.fractionCompleted
     }
 }
 

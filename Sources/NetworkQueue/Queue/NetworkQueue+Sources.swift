@@ -34,8 +34,8 @@ extension NetworkQueue {
     /// - The queue holds the source until it ends or is stopped.
     ///
     /// ```swift
-    /// let lines = URL(fileURLWithPath: "urls.txt").lines
-    /// queue.add(contentsOf: lines.compactMap { URL(string: $0).map(NetworkRequest.init(url:)) })
+    /// // Made one at a time, as the queue reads them: a million requests never exist at once.
+    /// queue.add(contentsOf: (1...1_000_000).lazy.map { NetworkRequest(url: URL(string: "https://cdn.example/img/\($0).jpg")!) })
     /// queue.go()
     /// await queue.run()
     /// ```

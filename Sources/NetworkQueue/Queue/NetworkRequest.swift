@@ -235,6 +235,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// dropped, so publications performed out of order never move the state backwards. A terminal
     /// status has the highest version: nothing replaces it.
     struct Status {
+        /// The status of a request nothing was published about yet.
+        static let initial = Status()
         var version: UInt64 = 0
         var state = State.pending
         var head: ResponseHead?
@@ -254,8 +256,11 @@ public final class NetworkRequest: Sendable, Identifiable {
     struct Shared {
         /// The published status; nil while it is the initial one (a waiting request holds no copy).
         private var published: PublishedStatus?
+        /// The status shown (read in place: a field read does not copy the whole status).
         var status: Status {
-            get { published?.status ?? Status() }
+            _read {
+                if let published { yield published.status } else { yield Status.initial }
+            }
             set {
                 if let published {
                     published.status = newValue
@@ -264,6 +269,16 @@ public final class NetworkRequest: Sendable, Identifiable {
                 }
             }
         }
+
+        /// Shows `status` unless a newer one is shown already.
+        mutating func publish(_ status: Status) {
+            if let published {
+                if status.version > published.status.version { published.status = status }
+            } else if status.version > 0 {
+                published = PublishedStatus(status)
+            }
+        }
+
         var isAdded = false
         var priority = Priority.normal
         var membership: Membership?
@@ -298,7 +313,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Shows `status` unless a newer one is shown already.
     func publish(_ status: Status) {
         shared.withLock { shared in
-            if status.version > shared.status.version { shared.status = status }
+            shared.publish(status)
         }
     }
 
