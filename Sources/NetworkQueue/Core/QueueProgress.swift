@@ -6,7 +6,7 @@ import Foundation
 /// drain starts from zero when a request is added to an idle queue that has already finished one.
 public struct QueueProgress: Sendable, Hashable {
     /// Requests added in this drain: the requests known so far. While a source added with
-    /// ``NetworkQueue/add(contentsOf:)`` is still being read (``isTotalFinal`` false), more may come.
+    /// ``NetworkQueue/add(contentsOf:)-(Source)`` is still being read (``isTotalFinal`` false), more may come.
     public var totalRequestCount: Int
     /// Requests that finished: succeeded, as ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)`` says.
     public var finishedRequestCount: Int
@@ -27,7 +27,9 @@ public struct QueueProgress: Sendable, Hashable {
 
     /// The completed share of the drain's work, in 0...1.
     ///
-    /// Weighted by bytes when sizes are known; a request of unknown size weighs one unit. Never NaN, never
+    /// Weighted by bytes when sizes are known; a request of unknown size weighs one unit, and one whose HEAD
+    /// is still to come (accurate progress) or announced by a source and not read yet weighs the mean size
+    /// learned so far. Never NaN, never
     /// above 1.0, never decreasing within a drain, and exactly 1.0 once every request of the drain has
     /// succeeded. A failed or cancelled request's unfinished work leaves the total without moving the
     /// fraction, so a drain with failures ends at 1.0 only if the work that still counted was completed.
@@ -36,7 +38,7 @@ public struct QueueProgress: Sendable, Hashable {
     public var throughput: Double?
     /// Seconds until the drain completes at the current throughput, or nil when unknown.
     public var estimatedTimeRemaining: TimeInterval?
-    /// False while a source added with ``NetworkQueue/add(contentsOf:)`` is still being read: more requests
+    /// False while a source added with ``NetworkQueue/add(contentsOf:)-(Source)`` is still being read: more requests
     /// may join the drain, and ``fractionCompleted`` stays below 1.0 (at most 0.999). True otherwise.
     public var isTotalFinal: Bool
     /// The requests of the drain as far as they are known: ``totalRequestCount`` plus those that open sources

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The sources being read (``NetworkQueue/add(contentsOf:)``), by id.
+/// The sources being read (``NetworkQueue/add(contentsOf:)-(Source)``), by id.
 ///
 /// A source is read in batches, and only while the queue has room: the requests waiting for their turn plus
 /// the reads granted stay within ``QueueStateMachine/readAhead``. Its reader asks before each batch

@@ -46,7 +46,7 @@ struct QueueStateMachine {
     var wallClockOrigin: Double = 0
 
     var scheduler: Scheduler
-    /// The sources being read (``NetworkQueue/add(contentsOf:)``).
+    /// The sources being read (``NetworkQueue/add(contentsOf:)-(Source)``).
     var sources = SourceBook()
     var ledger = ProgressLedger()
     var table = RequestTable()

@@ -43,7 +43,7 @@ extension NetworkQueue {
         add(contentsOf: source, expectedCount: 0)
     }
 
-    /// Adds the requests of `source` as ``add(contentsOf:)`` does, announcing that it will give about
+    /// Adds the requests of `source` as ``add(contentsOf:)-(Source)`` does, announcing that it will give about
     /// `expectedCount` of them (the lines of a list counted beforehand, say).
     ///
     /// Until they are read, the announced requests count in ``QueueProgress/estimatedRequestCount`` and in the
@@ -68,7 +68,7 @@ extension NetworkQueue {
         if !isOpen { task.cancel() }
     }
 
-    /// Adds the requests of a synchronous sequence as ``add(contentsOf:)`` adds an asynchronous one: read only
+    /// Adds the requests of a synchronous sequence as ``add(contentsOf:)-(Source)`` adds an asynchronous one: read only
     /// as the queue needs them (a lazy sequence makes each request when it is read).
     public func add<Requests: Sequence & Sendable>(contentsOf requests: Requests) where Requests.Element == NetworkRequest {
         add(contentsOf: SynchronousSource(base: requests), expectedCount: requests.underestimatedCount)

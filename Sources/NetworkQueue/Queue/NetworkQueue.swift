@@ -145,8 +145,13 @@ public final class NetworkQueue: Sendable {
         set { locked.withLock { $0.machine.setOrder(newValue) } }
     }
 
-    /// When true, ``go()`` first sends a HEAD for every pending GET so the total download size is known
-    /// before any body byte is counted. Default false.
+    /// When true, ``go()`` sends a HEAD before every pending GET (and every GET read from a source afterwards)
+    /// so that the total download size is known early. Default false.
+    ///
+    /// The HEADs roll ahead of the GETs in a window of 8 per slot of ``maxConcurrentRequestCount`` (at least
+    /// 64; 1,024 without a limit): the first window's HEADs all end before any GET starts, so a batch within the
+    /// window knows every size before its first GET; after that each GET waits only for its own HEAD. Meanwhile
+    /// the total is an estimate (``QueueProgress/isEstimated``). See <doc:BatchesOfMillions>.
     public var showsAccurateProgress: Bool {
         get { locked.withLock { $0.machine.showsAccurateProgress } }
         set { locked.withLock { $0.machine.showsAccurateProgress = newValue } }

@@ -46,7 +46,7 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest)
     /// The queue's aggregate progress changed (coalesced to at most about 60 updates per second).
     func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress)
-    /// A source added with ``NetworkQueue/add(contentsOf:)`` threw (`error` is
+    /// A source added with ``NetworkQueue/add(contentsOf:)-(Source)`` threw (`error` is
     /// ``NetworkQueueError/sourceFailed(_:)``): it is read no further. The requests it gave before run on, unless
     /// ``NetworkQueue/cancelsAllOnFailure`` is on: then every request ends with
     /// ``NetworkQueueError/cancelledBecauseSourceFailed`` and every other source stops.

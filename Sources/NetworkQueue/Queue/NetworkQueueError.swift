@@ -11,10 +11,10 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// The request was cancelled because another request of the queue failed while
     /// ``NetworkQueue/cancelsAllOnFailure`` was on. `sibling` is the failed request's URL.
     case cancelledBecauseSiblingFailed(sibling: URL?)
-    /// The request was cancelled because a source added with ``NetworkQueue/add(contentsOf:)`` threw while
+    /// The request was cancelled because a source added with ``NetworkQueue/add(contentsOf:)-(Source)`` threw while
     /// ``NetworkQueue/cancelsAllOnFailure`` is on.
     case cancelledBecauseSourceFailed
-    /// A source added with ``NetworkQueue/add(contentsOf:)`` threw this error (or gave a request that was
+    /// A source added with ``NetworkQueue/add(contentsOf:)-(Source)`` threw this error (or gave a request that was
     /// added before, as ``InvalidRequestReason/alreadyAdded``): it is read no further. Reported with
     /// ``NetworkQueueEvent/sourceDidFail(error:)``, never as a request's failure.
     case sourceFailed(UnderlyingError)
@@ -117,7 +117,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         case invalidChecksum(Checksum)
         /// Another pending or running request, in this or any queue of the process, writes to the same file.
         /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended. A
-        /// request read from a source (``NetworkQueue/add(contentsOf:)``) fails with it instead.
+        /// request read from a source (``NetworkQueue/add(contentsOf:)-(Source)``) fails with it instead.
         case destinationInUse(URL)
     }
 

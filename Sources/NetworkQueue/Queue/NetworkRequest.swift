@@ -144,7 +144,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         }
     }
 
-    /// The request to send. A request created with ``init(url:)`` builds it on each read (it keeps only the
+    /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
     /// URL's text until it starts).
     public var urlRequest: URLRequest {
         switch target {
