@@ -22,18 +22,35 @@ private func runDemo(_ arguments: [String], input: URL? = nil, in directory: URL
 }
 
 @Suite(.timeLimit(.minutes(10))) struct DemoProcessTests {
+    /// A loopback server, a new folder with an empty `out` folder, and a list file of the server's `paths`.
+    private struct Setup {
+        let server: LoopbackServer
+        let directory: URL
+        let output: URL
+        let list: URL
+
+        init(paths: [String]) throws {
+            server = try LoopbackServer()
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
+            output = directory.appendingPathComponent("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            list = directory.appendingPathComponent("list.txt")
+            let server = server
+            try Data((paths.map { server.url($0).absoluteString }.joined(separator: "\n") + "\n").utf8).write(to: list)
+        }
+
+        func tearDown() {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
     @Test func noClobberRerunSendsNothingAndAPipedListRuns() throws {
         #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
-        let server = try LoopbackServer()
-        defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
-        let output = directory.appendingPathComponent("out")
-        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         // Sixty entries, twenty sharing one name.
-        let lines = (0..<60).map { $0 < 20 ? server.url("/bytes/300?i=\($0)").absoluteString : server.url("/bytes/200/f\($0).bin").absoluteString }
-        let list = directory.appendingPathComponent("list.txt")
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: list)
+        let setup = try Setup(paths: (0..<60).map { $0 < 20 ? "/bytes/300?i=\($0)" : "/bytes/200/f\($0).bin" })
+        defer { setup.tearDown() }
+        let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
 
         // From a pipe (standard input): every file saved.
         let first = try runDemo(["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
@@ -59,15 +76,9 @@ private func runDemo(_ arguments: [String], input: URL? = nil, in directory: URL
     }
 
     @Test func shardsOfARunShareOneFolder() throws {
-        let server = try LoopbackServer()
-        defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
-        let output = directory.appendingPathComponent("out")
-        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let lines = (0..<40).map { server.url("/bytes/100?i=\($0)").absoluteString }
-        let list = directory.appendingPathComponent("list.txt")
-        try Data(lines.joined(separator: "\n").utf8).write(to: list)
+        let setup = try Setup(paths: (0..<40).map { "/bytes/100?i=\($0)" })
+        defer { setup.tearDown() }
+        let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
         var requests = 0
         for index in 0..<3 {
             server.resetStatistics()
