@@ -29,21 +29,10 @@ extension QueueStateMachine {
         existingFile: ExistingFileRules.FileState? = nil, source: Int?,
         rejection: NetworkQueueError.InvalidRequestReason? = nil, now: Double
     ) -> Int {
-        let record = RequestRecord(request: request, sequence: 0, claim: claim, isObserved: isObserved)
-        return insert(record, existingFile: existingFile, source: source, rejection: rejection, now: now)
-    }
-
-    /// Adds the request of a record made beforehand (outside the queue's lock, for a source's batch), its claim
-    /// already set, as ``insert(_:claim:isObserved:existingFile:source:rejection:now:)`` does.
-    mutating func insert(
-        _ record: RequestRecord, existingFile: ExistingFileRules.FileState? = nil, source: Int?,
-        rejection: NetworkQueueError.InvalidRequestReason? = nil, now: Double
-    ) -> Int {
-        let request = record.request
         beginDrainIfIdle()
         if let source { sourceGave(source) }
         nextSequence += 1
-        record.sequence = nextSequence
+        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
         let follows = admitDuplicate(record, now: now)
         ledger.add(record.progress)
         let slot = table.insert(record)

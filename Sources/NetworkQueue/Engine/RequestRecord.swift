@@ -16,8 +16,7 @@ import Foundation
 final class RequestRecord {
     let request: NetworkRequest
     /// Order of addition.
-    /// (Set when the record joins the table: a source's batch makes its records before taking the lock.)
-    var sequence: UInt64
+    let sequence: UInt64
     /// True when someone waits for the request's end through ``NetworkRequest/endObserver`` (a decoded
     /// value): its settlement is then delivered at once, even when nobody listens to events.
     let isObserved: Bool

@@ -148,22 +148,21 @@ extension NetworkQueue {
         let existingFiles = batch.map { request in
             ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
         }
-        // Made before the lock is taken: the engine waits for it less.
-        let records = batch.map { RequestRecord(request: $0, sequence: 0, claim: nil) }
         let added = locked.withLock { core -> (slots: [Int], actions: QueueActions)? in
             guard core.machine.sources.isOpen(id) else { return nil }
             let now = clock.now()
             core.machine.sourceRead(id)
             var slots: [Int] = []
             slots.reserveCapacity(batch.count)
-            for (record, existingFile) in zip(records, existingFiles) {
-                let request = record.request
+            for (request, existingFile) in zip(batch, existingFiles) {
+                var claim: DestinationClaim?
                 var rejection: NetworkQueueError.InvalidRequestReason?
                 if case .file(let file) = request.destination, request.invalidReason == nil, core.machine.needsOwnClaim(request) {
-                    record.claim = DestinationClaim.claim(file)
-                    if record.claim == nil { rejection = .destinationInUse(file) }
+                    claim = DestinationClaim.claim(file)
+                    if claim == nil { rejection = .destinationInUse(file) }
                 }
-                slots.append(core.machine.insert(record, existingFile: existingFile, source: id, rejection: rejection, now: now))
+                slots.append(
+                    core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now))
             }
             switch ending {
             case nil: break
