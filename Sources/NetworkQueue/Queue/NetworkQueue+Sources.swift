@@ -145,9 +145,7 @@ extension NetworkQueue {
                 break
             }
         }
-        let existingFiles = batch.map { request in
-            ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
-        }
+        let existingFiles = batch.map(Self.existingFile(of:))
         let added = locked.withLock { core -> (slots: [Int], actions: QueueActions)? in
             guard core.machine.sources.isOpen(id) else { return nil }
             let now = clock.now()
@@ -155,12 +153,8 @@ extension NetworkQueue {
             var slots: [Int] = []
             slots.reserveCapacity(batch.count)
             for (request, existingFile) in zip(batch, existingFiles) {
-                var claim: DestinationClaim?
-                var rejection: NetworkQueueError.InvalidRequestReason?
-                if case .file(let file) = request.destination, request.invalidReason == nil, core.machine.needsOwnClaim(request) {
-                    claim = DestinationClaim.claim(file)
-                    if claim == nil { rejection = .destinationInUse(file) }
-                }
+                // A file another request writes: the request joins and fails alone (an add would throw).
+                let (claim, rejection) = Self.claimDestination(of: request, in: core.machine)
                 slots.append(
                     core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now))
             }
@@ -178,9 +172,7 @@ extension NetworkQueue {
             _ = locked.withLock { $0.readerTasks.removeValue(forKey: id) }
             return false
         }
-        for (request, slot) in zip(batch, slots) {
-            request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
-        }
+        for (request, slot) in zip(batch, slots) { join(request, slot: slot) }
         perform(actions)
         return true
     }

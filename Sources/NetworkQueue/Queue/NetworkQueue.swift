@@ -186,24 +186,15 @@ public final class NetworkQueue: Sendable {
     ) throws(NetworkQueueError) {
         try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
-        // Read before the lock: a file to keep if the server says it is unchanged (and, with a checksum, only
-        // a file that has it: the size and the date cannot tell a wrong file from the right one).
-        let existingFile =
-            ExistingFileRules.checksExistingFile(request) ? Self.fileState(of: request.destination, checksum: request.checksum) : nil
+        let existingFile = Self.existingFile(of: request)
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
-            // Claimed under the queue's lock: whether a claim is needed depends on the requests in the queue
-            // (a coalesced duplicate shares its leader's file; a replacing one takes it over).
-            var claim: DestinationClaim?
-            if case .file(let file) = request.destination, request.invalidReason == nil, core.machine.needsOwnClaim(request) {
-                guard let claimed = DestinationClaim.claim(file) else { return .failure(.invalidRequest(.destinationInUse(file))) }
-                claim = claimed
-            }
-            return .success(
-                core.machine.add(request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
+            let (claim, refusal) = Self.claimDestination(of: request, in: core.machine)
+            if let refusal { return .failure(.invalidRequest(refusal)) }
+            return .success(core.machine.add(request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
         }
         switch added {
         case .success(let (slot, actions)):
-            request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
+            join(request, slot: slot)
             perform(actions)
         case .failure(let error):
             // Rejected, not added: the caller may add it again once the other request has ended.
@@ -215,9 +206,35 @@ public final class NetworkQueue: Sendable {
         }
     }
 
+    /// The file destination of a request that may keep it, as found now (read before the queue's lock); nil
+    /// when there is none to keep.
+    static func existingFile(of request: NetworkRequest) -> ExistingFileRules.FileState? {
+        // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
+        // size and the date cannot tell a wrong file from the right one).
+        ExistingFileRules.checksExistingFile(request) ? fileState(of: request.destination, checksum: request.checksum) : nil
+    }
+
+    /// The claim on `request`'s file destination, taken under the queue's lock: whether one is needed depends
+    /// on the requests in `machine` (a coalesced duplicate shares its leader's file; a replacing one takes it
+    /// over). Both nil when none is needed; `refusal` is `destinationInUse` when another request writes the file.
+    static func claimDestination(
+        of request: NetworkRequest, in machine: QueueStateMachine
+    ) -> (claim: DestinationClaim?, refusal: NetworkQueueError.InvalidRequestReason?) {
+        guard case .file(let file) = request.destination, request.invalidReason == nil, machine.needsOwnClaim(request) else {
+            return (nil, nil)
+        }
+        guard let claim = DestinationClaim.claim(file) else { return (nil, .destinationInUse(file)) }
+        return (claim, nil)
+    }
+
+    /// Records the slot `request` was given in this queue (where ``cancel(_:)`` and the others find it).
+    func join(_ request: NetworkRequest, slot: Int) {
+        request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
+    }
+
     /// The size and modification time of a file destination that exists as a regular file and, when
     /// `checksum` is given, hashes to it (read once, here); nil otherwise: the file is fetched again.
-    static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
+    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
         guard case .file(let url) = destination,
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
             attributes[.type] as? FileAttributeType == .typeRegular,

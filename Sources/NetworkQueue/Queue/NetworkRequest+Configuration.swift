@@ -97,4 +97,50 @@ extension NetworkRequest {
             self.adapt = adapt
         }
     }
+
+    /// The request's settings other than its target, destination, tag and priority: one object, shared by
+    /// every request created with the defaults, so that a waiting request of a big batch stays small.
+    final class Options: Sendable {
+        let validation: Validation
+        let integrity: Integrity
+        let fileOptions: FileOptions
+        let retryPolicy: RetryPolicy?
+        let handlers: Handlers
+        let userInfo: [String: any Sendable]
+        /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
+        let acceptableContentTypes: Set<String>?
+        /// Why the request cannot be sent, worked out once: the request is immutable.
+        let invalidReason: NetworkQueueError.InvalidRequestReason?
+
+        init(
+            validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, handlers: Handlers,
+            userInfo: [String: any Sendable], invalidReason: NetworkQueueError.InvalidRequestReason?
+        ) {
+            self.validation = validation
+            self.integrity = integrity
+            self.fileOptions = fileOptions
+            self.retryPolicy = retryPolicy
+            self.handlers = handlers
+            self.userInfo = userInfo
+            self.invalidReason = invalidReason
+            acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
+        }
+
+        /// The options of a valid request created with every default.
+        static let defaults = Options(
+            validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil, handlers: Handlers(),
+            userInfo: [:], invalidReason: nil)
+
+        /// True when these settings are all the defaults (so ``defaults`` may stand for them).
+        static func areDefaults(
+            _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?, _ handlers: Handlers,
+            _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
+        ) -> Bool {
+            validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
+                && validation.maximumResponseSize == .automatic && integrity.checksum == nil && integrity.verifiesServerDigests
+                && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
+                && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil && handlers.onCompletion == nil
+                && handlers.adapt == nil && userInfo.isEmpty && invalidReason == nil
+        }
+    }
 }

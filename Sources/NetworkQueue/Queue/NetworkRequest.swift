@@ -94,55 +94,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// needs it added), read without the lock.
     let initialPriority: Priority
     /// Everything else the request was created with; one shared instance when all of it is the default.
-    private let options: Options
+    let options: Options
     /// What the queue publishes about the request, guarded by its lock in ``RequestLocks`` (see ``shared``).
     nonisolated(unsafe) private var guarded: Shared
-
-    /// The request's settings other than its target, destination, tag and priority: one object, shared by
-    /// every request created with the defaults, so that a waiting request of a big batch stays small.
-    private final class Options: Sendable {
-        let validation: Validation
-        let integrity: Integrity
-        let fileOptions: FileOptions
-        let retryPolicy: RetryPolicy?
-        let handlers: Handlers
-        let userInfo: [String: any Sendable]
-        /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
-        let acceptableContentTypes: Set<String>?
-        /// Why the request cannot be sent, worked out once: the request is immutable.
-        let invalidReason: NetworkQueueError.InvalidRequestReason?
-
-        init(
-            validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, handlers: Handlers,
-            userInfo: [String: any Sendable], invalidReason: NetworkQueueError.InvalidRequestReason?
-        ) {
-            self.validation = validation
-            self.integrity = integrity
-            self.fileOptions = fileOptions
-            self.retryPolicy = retryPolicy
-            self.handlers = handlers
-            self.userInfo = userInfo
-            self.invalidReason = invalidReason
-            acceptableContentTypes = validation.acceptableContentTypes.map { Set($0.map { $0.lowercased() }) }
-        }
-
-        /// The options of a valid request created with every default.
-        static let defaults = Options(
-            validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil, handlers: Handlers(),
-            userInfo: [:], invalidReason: nil)
-
-        /// True when these settings are all the defaults (so ``defaults`` may stand for them).
-        static func areDefaults(
-            _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?, _ handlers: Handlers,
-            _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
-        ) -> Bool {
-            validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
-                && validation.maximumResponseSize == .automatic && integrity.checksum == nil && integrity.verifiesServerDigests
-                && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
-                && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil && handlers.onCompletion == nil
-                && handlers.adapt == nil && userInfo.isEmpty && invalidReason == nil
-        }
-    }
 
     /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
     /// URL's text until it starts).
@@ -228,92 +182,6 @@ public final class NetworkRequest: Sendable, Identifiable {
             pthread_mutex_lock(lock)
             defer { pthread_mutex_unlock(lock) }
             return try body(&request.guarded)
-        }
-    }
-
-    /// What the queue publishes about the request. Versioned: a publication older than the one shown is
-    /// dropped, so publications performed out of order never move the state backwards. A terminal
-    /// status has the highest version: nothing replaces it.
-    struct Status {
-        /// The status of a request nothing was published about yet.
-        static let initial = Status()
-        var version: UInt64 = 0
-        var state = State.pending
-        var head: ResponseHead?
-        var result: Result<NetworkResponse, NetworkQueueError>?
-        var download = TransferProgress(completedBytes: 0, expectedBytes: nil)
-        var upload = TransferProgress(completedBytes: 0, expectedBytes: 0)
-        var attemptCount = 0
-        var metrics: RequestMetrics?
-    }
-
-    /// The request's place in the queue it was added to, for `cancel(_:)`.
-    struct Membership {
-        let queue: ObjectIdentifier
-        let slot: Int
-    }
-
-    struct Shared {
-        /// The published status; nil while it is the initial one (a waiting request holds no copy).
-        private var published: PublishedStatus?
-        /// The status shown (read in place: a field read does not copy the whole status).
-        var status: Status {
-            _read {
-                if let published { yield published.status } else { yield Status.initial }
-            }
-            set {
-                if let published {
-                    published.status = newValue
-                } else {
-                    published = PublishedStatus(newValue)
-                }
-            }
-        }
-
-        /// Shows `status` unless a newer one is shown already.
-        mutating func publish(_ status: Status) {
-            if let published {
-                if status.version > published.status.version { published.status = status }
-            } else if status.version > 0 {
-                published = PublishedStatus(status)
-            }
-        }
-
-        var isAdded = false
-        var priority = Priority.normal
-        var membership: Membership?
-        /// Called once with the result when the request's end is delivered (a decoded value waits for it).
-        var endObserver: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
-    }
-
-    /// A status once published, updated in place by later publications.
-    final class PublishedStatus {
-        var status: Status
-        init(_ status: Status) { self.status = status }
-    }
-
-    /// Takes the end observer, so that it is called at most once.
-    func takeEndObserver() -> (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? {
-        shared.withLock { shared in
-            defer { shared.endObserver = nil }
-            return shared.endObserver
-        }
-    }
-
-    /// Shows the request ended with `error`, its byte counts unchanged (it never moved a byte).
-    func publishEnd(_ error: NetworkQueueError) {
-        shared.withLock { shared in
-            guard shared.status.version != .max else { return }
-            shared.status.version = .max
-            shared.status.state = error.isCancellation ? .cancelled : .failed
-            shared.status.result = .failure(error)
-        }
-    }
-
-    /// Shows `status` unless a newer one is shown already.
-    func publish(_ status: Status) {
-        shared.withLock { shared in
-            shared.publish(status)
         }
     }
 
@@ -411,27 +279,4 @@ public final class NetworkRequest: Sendable, Identifiable {
         case .request(let request): request.url
         }
     }
-    /// Where the request is in its life.
-    public var state: State { shared.withLock { $0.status.state } }
-    /// The final response head, once received (its ``ResponseHead/httpURLResponse`` is built on first read).
-    public var head: ResponseHead? { shared.withLock { $0.status.head } }
-    /// The response of a request that finished: its head, its body or file, its metrics. Nil until then, and
-    /// for a request that failed (see ``result``).
-    public var response: NetworkResponse? { try? result?.get() }
-    /// The outcome, once the request has ended.
-    public var result: Result<NetworkResponse, NetworkQueueError>? { shared.withLock { $0.status.result } }
-    /// Download progress of the current transfer.
-    public var downloadProgress: TransferProgress { shared.withLock { $0.status.download } }
-    /// Upload progress of the current transfer.
-    public var uploadProgress: TransferProgress { shared.withLock { $0.status.upload } }
-    /// Its priority: the one it was created with, or the last one ``NetworkQueue/setPriority(_:for:)`` gave it.
-    public var priority: Priority { shared.withLock { $0.priority } }
-    /// How many times its transfer was started, retries included (0 until it starts; the HEAD preflight
-    /// does not count).
-    public var attemptCount: Int { shared.withLock { $0.status.attemptCount } }
-
-    /// What the request's attempts measured so far, one ``TransferMetrics`` per ended attempt (see
-    /// ``RequestMetrics``); nil before one ended, or when its queue collects no metrics (see
-    /// ``NetworkQueue/collectsMetrics``). Final once the request has ended.
-    public var metrics: RequestMetrics? { shared.withLock { $0.status.metrics } }
 }
