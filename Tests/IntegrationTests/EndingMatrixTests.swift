@@ -19,6 +19,8 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     var headers: [String: String] = [:]
     var checksum = false
     var file = false
+    /// Added through a streamed source (`add(contentsOf:)`) rather than `add(_:)`.
+    var viaSource = false
     var configure: @Sendable (NetworkQueue) -> Void = { _ in }
     var testDescription: String { name }
 
@@ -39,6 +41,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
             }, headers: ["Accept-Encoding": "gzip"]),
         MatrixFeature(name: "rate cap", configure: { $0.maximumBytesPerSecond = 200_000_000 }),
         MatrixFeature(name: "metrics", configure: { $0.collectsMetrics = true }),
+        // A HEAD first (its window of the rolling preflights), then the GET.
+        MatrixFeature(name: "accurate progress", configure: { $0.showsAccurateProgress = true }),
+        MatrixFeature(name: "streamed source", file: true, viaSource: true),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }),
@@ -142,7 +147,7 @@ private final class MatrixDelegate: NetworkQueueDelegate {
                     if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
                 }
             }))
-        try queue.add(request)
+        if feature.viaSource { queue.add(contentsOf: [request]) } else { try queue.add(request) }
         switch ending.action {
         case .pauseThenResume, .pauseThenCancel:
             queue.go()
