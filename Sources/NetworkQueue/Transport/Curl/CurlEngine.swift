@@ -143,9 +143,12 @@
                         inbox.work.removeAll(keepingCapacity: true)
                         inbox.isWakePending = false
                     }
+                    // Closed in the same critical section as the last take: no work can be posted after it
+                    // and left in the inbox (work holds its transfer, which holds this engine: a cycle).
+                    if inbox.isStopping { inbox.isClosed = true }
                     return (inbox.work, inbox.isStopping)
                 }
-                if isStopping { return shutDown() }
+                if isStopping { return shutDown(leftover: work) }
                 var started = 0
                 for item in work {
                     if case .start = item { started += 1 }
@@ -246,8 +249,12 @@
             }
         }
 
-        private func shutDown() {
-            inbox.withLock { $0.isClosed = true }
+        /// Ends every transfer still here with `.cancelled` — those running and those posted but never begun
+        /// (`leftover`, the inbox's last take) — and frees libcurl's handles. The inbox is closed already.
+        private func shutDown(leftover: [Work]) {
+            for case .start(let transfer) in leftover where transfer.easy == nil {
+                transfer.emit(.completed(URLError(.cancelled)))
+            }
             for (easy, transfer) in active {
                 _ = library.multiRemove(multi, easy)
                 finish(transfer, easy: easy)

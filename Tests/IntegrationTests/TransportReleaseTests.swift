@@ -1,0 +1,49 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import LoopbackServer
+    import NetworkQueue
+    import TestSupport
+    import Testing
+
+    /// Releasing a ``CurlTransport`` is one more way for a transfer to end: whatever the engine thread was
+    /// doing at that moment — the transfer posted and not begun yet, running, or being throttled from another
+    /// thread — the transfer ends exactly once and nothing of it stays in memory.
+    @Suite(.timeLimit(.minutes(10))) struct TransportReleaseTests {
+        @Test func aTransportReleasedWhileWorkIsPostedEndsEachTransferOnceAndKeepsNothing() async throws {
+            let server = try LoopbackServer()
+            var options = CurlTransport.Options()
+            options.engineThreads = 1
+            var unreleased = 0
+            var endCounts: [Int: Int] = [:]
+            for round in 0..<200 {
+                let completions = Box(0)
+                weak var weakHandle: AnyObject?
+                do {
+                    var transport: CurlTransport? = try CurlTransport(options: options)
+                    // A slow body: the transfer is still running when the transport goes, unless it was never begun.
+                    let handle = transport!.startTransfer(URLRequest(url: server.url("/bytes/100000?rate=10000&r=\(round)"))) {
+                        event in
+                        if case .completed = event { completions.with { $0 += 1 } }
+                    }
+                    weakHandle = handle as AnyObject
+                    let throttled = try #require(handle as? any ThrottlableTransfer)
+                    // Work posted from another thread while the transport is released on this one.
+                    let poster = Thread {
+                        for rate in 1...50 { throttled.setMaximumBytesPerSecond(rate * 1_000) }
+                    }
+                    poster.start()
+                    if round.isMultiple(of: 2) { throttled.setMaximumBytesPerSecond(500) }
+                    transport = nil
+                    await eventually(within: 10) { completions.current == 1 }
+                    handle.cancel()
+                }
+                await eventually(within: 10) { weakHandle == nil }
+                if weakHandle != nil { unreleased += 1 }
+                endCounts[completions.current, default: 0] += 1
+            }
+            #expect(unreleased == 0)
+            #expect(endCounts == [1: 200])
+        }
+    }
+#endif
