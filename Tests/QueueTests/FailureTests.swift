@@ -9,13 +9,22 @@ import Testing
 @Suite(.timeLimit(.minutes(5))) struct FailureTests {
     @Test(.timeLimit(.minutes(1)))
     func aFailureCancelsEveryOtherRequestByDefault() async throws {
-        // The gate stays closed: request 2's transfer can only end by being cancelled.
+        // The gate stays closed: request 2's transfer can only end by being cancelled. Request 1 answers only
+        // once request 2's transfer has started (else its failure could come first and cancel 2 unstarted).
         let gate = TransferGate()
-        let transport = transport(failing: 1, gate: gate)
+        let bothStarted = TransferGate()
+        let transport = InMemoryTransport { urlRequest in
+            tag(of: urlRequest) == 1
+                ? [.hold(bothStarted), .respond(status: 404, headers: ["Content-Length": "0"])]
+                : [.respond(status: 200), .hold(gate), .body(Data("z".utf8))]
+        }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 2
         let recorder = queue.recording()
         for tag in 1...5 { try queue.add(request(tag)) }
+        queue.go()
+        await transport.waitUntilStarted(2)
+        bothStarted.open()
         await queue.run()
         let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: url(1))
         let terminal = recorder.events.filter {
