@@ -96,7 +96,8 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Everything else the request was created with; one shared instance when all of it is the default.
     let options: Options
     /// What the queue publishes about the request, guarded by its lock in ``RequestLocks`` (see ``shared``).
-    nonisolated(unsafe) private var guarded: Shared
+    /// Always reached under that lock: no dynamic exclusivity check.
+    @exclusivity(unchecked) nonisolated(unsafe) private var guarded: Shared
 
     /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
     /// URL's text until it starts).

@@ -37,18 +37,19 @@
         /// The extra CA certificates with the system's, when asked for.
         let certificates: TrustedCertificates?
 
-        // The engine thread's state (its extensions in other files touch it on that thread only).
-        var active: [OpaquePointer: CurlTransfer] = [:]
-        private var spareHandles: [OpaquePointer] = []
+        // The engine thread's state (its extensions in other files touch it on that thread only, so no dynamic
+        // exclusivity check).
+        @exclusivity(unchecked) var active: [OpaquePointer: CurlTransfer] = [:]
+        @exclusivity(unchecked) private var spareHandles: [OpaquePointer] = []
         /// The transport's cookie jar, shared by its engines (nil: cookies off).
         let cookieJar: Locked<CookieJar>?
         /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
         let sizes: TransferSizes?
         /// Transfers held because their rate cap had no tokens, in the order they were refused.
-        var starved: [CurlTransfer] = []
+        @exclusivity(unchecked) var starved: [CurlTransfer] = []
         /// `Accept-Encoding: identity` alone: the header list of every request without headers of its own,
         /// made once (engine thread).
-        private var plainHeaderList: OpaquePointer?
+        @exclusivity(unchecked) private var plainHeaderList: OpaquePointer?
         private static let maximumSpareHandles = 16
         /// CURLOPT_BUFFERSIZE of an uncapped transfer (see `configure`).
         static let receiveBufferSize = 256 << 10
@@ -101,7 +102,7 @@
         /// The engine thread's id, once it runs (0 before).
         private let threadID = Atomic<UInt>(0)
         /// Transfers this pass has taken out of the running set so far (engine thread only).
-        var leftThisPass = 0
+        @exclusivity(unchecked) var leftThisPass = 0
 
         /// Transfers posted to this engine and not ended yet (a hint: read without a lock). Asked on the
         /// engine's own thread (a transfer that ends there starts the next), those that ended in the current

@@ -29,35 +29,35 @@
         let rateCap: RateCap?
         let consumer: Int
 
-        // The engine thread's state.
-        var request: URLRequest
-        var url: URL
-        var easy: OpaquePointer?
-        var headerList: OpaquePointer?
-        var parser = ResponseHeadParser()
+        // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
+        @exclusivity(unchecked) var request: URLRequest
+        @exclusivity(unchecked) var url: URL
+        @exclusivity(unchecked) var easy: OpaquePointer?
+        @exclusivity(unchecked) var headerList: OpaquePointer?
+        @exclusivity(unchecked) var parser = ResponseHeadParser()
         /// Set when the final head of this run is a redirect to follow: its body is not reported.
-        var redirect: URLRequest?
+        @exclusivity(unchecked) var redirect: URLRequest?
         /// The status of the head that asked for ``redirect``.
-        var redirectStatus = 0
-        var redirectCount = 0
+        @exclusivity(unchecked) var redirectStatus = 0
+        @exclusivity(unchecked) var redirectCount = 0
         /// True when the run was aborted at a redirect's head, to follow it without reading its body.
-        var followsAtHead = false
-        var hasResponse = false
+        @exclusivity(unchecked) var followsAtHead = false
+        @exclusivity(unchecked) var hasResponse = false
         /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
         /// not check that a stream ended).
-        var decodesBody = false
-        var decoder: ContentDecoder?
+        @exclusivity(unchecked) var decodesBody = false
+        @exclusivity(unchecked) var decoder: ContentDecoder?
         /// Why this transport aborted the run itself, overriding libcurl's code.
-        var failure: URLError?
-        var body: Body
-        var bytesSent: Int64 = 0
+        @exclusivity(unchecked) var failure: URLError?
+        @exclusivity(unchecked) var body: Body
+        @exclusivity(unchecked) var bytesSent: Int64 = 0
         /// Body bytes libcurl handed over in this run, before decoding (engine thread).
-        var bytesReceived = 0
+        @exclusivity(unchecked) var bytesReceived = 0
         /// True while libcurl holds this transfer's bytes because the rate cap had no tokens for them
         /// (``CurlEngine`` resumes it when it has).
-        var isStarved = false
+        @exclusivity(unchecked) var isStarved = false
         /// Adds up what libcurl measured of each run, when the queue asked for metrics (engine thread).
-        var recorder: CurlMetricsRecorder?
+        @exclusivity(unchecked) var recorder: CurlMetricsRecorder?
         /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
 
