@@ -148,8 +148,8 @@
             // Only a head that passed every check stores its cookies.
             engine.storeCookies(head.setCookies, from: url)
             if head.closesConnection { engine.forbidReuse(of: self) }
-            if let next = RedirectRules.next(
-                    after: head.statusCode, location: head.value("Location"), request: request, url: url)
+            if RedirectRules.redirectStatuses.contains(head.statusCode),
+                let next = RedirectRules.next(after: head.statusCode, location: head.value("Location"), request: request, url: url)
             {
                 redirect = next
                 redirectStatus = head.statusCode
@@ -162,7 +162,7 @@
             }
             hasResponse = true
             emit(.head(ResponseHead(
-                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.responseFields,
+                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.fields,
                 contentLength: head.contentLength ?? -1)))
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }

@@ -27,8 +27,8 @@ struct ResponseHeadParser {
         /// As in the status line, e.g. `HTTP/1.1` or `HTTP/2`.
         var httpVersion: String
         /// Fields in order of first appearance; a repeated name's values are joined with ", " under the
-        /// spelling of its first appearance.
-        var fields: [(name: String, value: String)]
+        /// spelling of its first appearance. As a ``ResponseHead`` keeps them (handed over, not converted).
+        var fields: [ResponseHead.Field]
         /// Every `Set-Cookie` field's value on its own (joining them would be ambiguous).
         var setCookies: [String] = []
         /// True when the connection must not be reused after this response: it carried both
@@ -41,23 +41,38 @@ struct ResponseHeadParser {
         /// A transfer coding this library cannot decode, which fails any response with a body.
         var unsupportedTransferCoding: String?
 
+        init(statusCode: Int, httpVersion: String, fields: [ResponseHead.Field], setCookies: [String] = []) {
+            self.statusCode = statusCode
+            self.httpVersion = httpVersion
+            self.fields = fields
+            self.setCookies = setCookies
+        }
+
+        /// A head with `fields` given as pairs (tests).
+        init(statusCode: Int, httpVersion: String, fields: [(String, String)]) {
+            self.init(statusCode: statusCode, httpVersion: httpVersion, fields: fields.map { ResponseHead.Field(name: $0.0, value: $0.1) })
+        }
+
         static func == (lhs: Head, rhs: Head) -> Bool {
-            lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
-                && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+            lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion && lhs.fields == rhs.fields
         }
 
         /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
-            fields.first { HeaderName.equal($0.name.utf8, name.utf8) }?.value
+            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) { return fields[index].value }
+            return nil
         }
-
-        /// The fields as a ``ResponseHead`` keeps them.
-        var responseFields: [ResponseHead.Field] { fields.map { ResponseHead.Field(name: $0.name, value: $0.value) } }
     }
 
     private var statusCode: Int?
     private var httpVersion = ""
-    private var fields: [(name: String, value: String)] = []
+    private var fields: [ResponseHead.Field] = []
+    /// Bit `n % 64` is set when a field name of `n` bytes is in ``fields``: most lines name a field not seen
+    /// yet, and this tells so without comparing names.
+    private var nameLengths: UInt64 = 0
+    /// Where the framing fields are in ``fields``, once seen.
+    private var contentLengthIndex: Int?
+    private var transferEncodingIndex: Int?
     /// Lowercased name → index in `fields`, built once a head has more fields than a scan handles cheaply.
     private var fieldIndex: [String: Int]?
     private var setCookies: [String] = []
@@ -124,7 +139,7 @@ struct ResponseHeadParser {
             return fail("white space around a framing field's name")
         }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
-        if HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
+        if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
         if let index = existingField(nameBytes) {
             fields[index].value += ", " + value
             lastField = index
@@ -132,7 +147,13 @@ struct ResponseHeadParser {
             let name = String(decoding: nameBytes, as: UTF8.self)
             fieldIndex?[name.lowercased()] = fields.count
             lastField = fields.count
-            fields.append((name, value))
+            if nameBytes.count == Self.contentLengthKey.count, HeaderName.equal(nameBytes, Self.contentLengthKey) {
+                contentLengthIndex = fields.count
+            } else if nameBytes.count == Self.transferEncodingKey.count, HeaderName.equal(nameBytes, Self.transferEncodingKey) {
+                transferEncodingIndex = fields.count
+            }
+            nameLengths |= 1 << UInt64(nameBytes.count & 63)
+            fields.append(ResponseHead.Field(name: name, value: value))
         }
         return nil
     }
@@ -154,6 +175,9 @@ struct ResponseHeadParser {
         statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
         fields = []
         fields.reserveCapacity(12)
+        nameLengths = 0
+        contentLengthIndex = nil
+        transferEncodingIndex = nil
         fieldIndex = nil
         setCookies = []
         lastField = nil
@@ -163,7 +187,11 @@ struct ResponseHeadParser {
     /// The index of the field named `name` (any case), if it is already in the head.
     private mutating func existingField(_ name: Slice<UnsafeRawBufferPointer>) -> Int? {
         if let fieldIndex { return fieldIndex[String(decoding: name, as: UTF8.self).lowercased()] }
-        if fields.count < 32 { return fields.firstIndex { HeaderName.equal($0.name.utf8, name) } }
+        guard nameLengths & (1 << UInt64(name.count & 63)) != 0 else { return nil }
+        if fields.count < 32 {
+            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name) { return index }
+            return nil
+        }
         // Many fields: from now on, an index keeps each line's cost constant.
         var index: [String: Int] = [:]
         for (position, field) in fields.enumerated() { index[field.name.lowercased()] = index[field.name.lowercased()] ?? position }
@@ -184,15 +212,15 @@ struct ResponseHeadParser {
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
         var head = Head(statusCode: code, httpVersion: httpVersion, fields: fields, setCookies: setCookies)
-        if let coding = fields.first(where: { HeaderName.equal($0.name.utf8, Self.transferEncodingKey) }) {
-            switch FramingRules.transferCoding(coding.value) {
+        if let coding = transferEncodingIndex {
+            switch FramingRules.transferCoding(fields[coding].value) {
             case .valid(let codings, _): head.transferCodings = codings
             case .unsupported(let name): head.unsupportedTransferCoding = name
             case .invalid(let reason): return fail(reason)
             }
         }
-        if let index = fields.firstIndex(where: { HeaderName.equal($0.name.utf8, Self.contentLengthKey) }) {
-            if fields.contains(where: { HeaderName.equal($0.name.utf8, Self.transferEncodingKey) }) {
+        if let index = contentLengthIndex {
+            if transferEncodingIndex != nil {
                 head.fields.remove(at: index)
                 head.closesConnection = true
             } else {
