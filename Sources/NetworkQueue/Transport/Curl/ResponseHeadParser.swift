@@ -104,9 +104,11 @@ struct ResponseHeadParser {
         count -= 1
         if count > 0, rawLine[count - 1] == 13 { count -= 1 }
         let line = rawLine[..<count]
-        if let bad = line.first(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
-            return fail(bad == 0 ? "a NUL in a header line" : "a bare CR in a header line")
+        let nul = Self.find(0, in: line)
+        if let breaking = Self.find(13, in: line) ?? Self.find(10, in: line), nul.map({ breaking < $0 }) ?? true {
+            return fail("a bare CR in a header line")
         }
+        if nul != nil { return fail("a NUL in a header line") }
         guard let code = statusCode else {
             // Only a status line starts a head: "HTTP/1.1 200 OK", the version up to the first space, then the
             // code (three digits) after any spaces. Anything else before it is not ours (libcurl refuses it).
@@ -131,7 +133,7 @@ struct ResponseHeadParser {
             return nil
         }
         lastField = nil
-        guard let colon = line.firstIndex(of: 58) else { return nil }
+        guard let colon = Self.find(58, in: line) else { return nil }
         let nameBytes = Self.trimmed(line[..<colon])
         guard !nameBytes.isEmpty else { return nil }
         if nameBytes.endIndex != colon || nameBytes.startIndex != line.startIndex, isFramingField(nameBytes) {
@@ -245,6 +247,14 @@ struct ResponseHeadParser {
     private static let setCookieKey = Array("set-cookie".utf8)
     private static let contentLengthKey = Array("content-length".utf8)
     private static let transferEncodingKey = Array("transfer-encoding".utf8)
+
+    /// The index of the first `byte` in `bytes` (memchr: each header line is scanned for four bytes).
+    @inline(__always)
+    private static func find(_ byte: UInt8, in bytes: Slice<UnsafeRawBufferPointer>) -> Int? {
+        guard !bytes.isEmpty, let base = bytes.base.baseAddress else { return nil }
+        guard let found = memchr(base + bytes.startIndex, Int32(byte), bytes.count) else { return nil }
+        return bytes.startIndex + (UnsafeRawPointer(found) - base)
+    }
 
     /// `bytes` without leading and trailing spaces and tabs.
     private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
