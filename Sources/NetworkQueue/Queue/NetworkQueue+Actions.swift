@@ -14,8 +14,13 @@ extension NetworkQueue {
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
         var starts: [QueueAction.Start] = []
         var cancels: [any TransferHandle] = []
-        for action in actions.list {
-            switch action {
+        // Each action moved out of the list (reversed, then popped) rather than copied: a status or a start
+        // payload is handed on without a retain of each of its references.
+        var list: [QueueAction] = []
+        swap(&list, &actions.list)
+        list.reverse()
+        while let action = list.popLast() {
+            switch consume action {
             case .publish(let request, let status):
                 request.publish(status)
             case .publishEnd(let requests, let error):

@@ -45,12 +45,15 @@ extension NetworkRequest {
             }
         }
 
-        /// Shows `status` unless a newer one is shown already.
-        mutating func publish(_ status: Status) {
+        /// Shows `status` unless a newer one is shown already. The status is swapped in, not copied: `status`
+        /// is left holding the one replaced (or itself, when it was not newer), to be released by the caller
+        /// after the lock.
+        mutating func publish(_ status: inout Status) {
             if let published {
-                if status.version > published.status.version { published.status = status }
+                if status.version > published.status.version { swap(&published.status, &status) }
             } else if status.version > 0 {
-                published = PublishedStatus(status)
+                published = PublishedStatus(Status.initial)
+                swap(&published!.status, &status)
             }
         }
 
@@ -86,9 +89,10 @@ extension NetworkRequest {
     }
 
     /// Shows `status` unless a newer one is shown already.
-    func publish(_ status: Status) {
+    func publish(_ status: consuming Status) {
+        var status = status
         shared.withLock { shared in
-            shared.publish(status)
+            shared.publish(&status)
         }
     }
 
