@@ -143,7 +143,11 @@ extension QueueStateMachine {
         let record = table[slot]
         let request = record.request
         let startedAt = record.state.withAttempt { attempt in
-            if case .memory = request.destination { attempt.body.append(data) }
+            if case .memory = request.destination {
+                // The first piece is kept as it is (its buffer shared, not copied): most bodies are one piece. A
+                // slice is copied, so that a body's indices always start at 0.
+                if attempt.body.isEmpty, data.startIndex == 0 { attempt.body = data } else { attempt.body.append(data) }
+            }
             return attempt.startedAt
         }
         ledger.receive(&record.progress, bytes: Int64(data.count), at: now)
