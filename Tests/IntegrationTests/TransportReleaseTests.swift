@@ -6,9 +6,10 @@
     import TestSupport
     import Testing
 
-    /// Releasing a ``CurlTransport`` is one more way for a transfer to end: whatever the engine thread was
-    /// doing at that moment — the transfer posted and not begun yet, running, or being throttled from another
-    /// thread — the transfer ends exactly once and nothing of it stays in memory.
+    /// The lifetime of what a ``CurlTransport`` hands out. Releasing the transport is one more way for a
+    /// transfer to end: whatever the engine thread was doing at that moment — the transfer posted and not begun
+    /// yet, running, or being throttled from another thread — the transfer ends exactly once and nothing of it
+    /// stays in memory. A lent body piece lives only as long as its event.
     @Suite(.timeLimit(.minutes(10))) struct TransportReleaseTests {
         @Test func aTransportReleasedWhileWorkIsPostedEndsEachTransferOnceAndKeepsNothing() async throws {
             let server = try LoopbackServer()
@@ -44,6 +45,35 @@
             }
             #expect(unreleased == 0)
             #expect(endCounts == [1: 200])
+        }
+
+        /// A lent body piece is libcurl's own buffer for the length of its event: a handler that copies each
+        /// piece gets the body byte-exact, and pieces that are not lent stay valid after their event.
+        @Test func lentAndOwnedBodyPiecesBothGiveTheExactBody() async throws {
+            let server = try LoopbackServer()
+            let transport = try CurlTransport()
+            let expected = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0) })
+            for lends in [true, false] {
+                let copied = Box(Data())
+                let kept = Box([Data]())
+                let error = await withCheckedContinuation { (finished: CheckedContinuation<URLError?, Never>) in
+                    _ = transport.startTransfer(
+                        URLRequest(url: server.url("/bytes/3000000")), options: TransferOptions(lendsBodyPieces: lends)
+                    ) { event in
+                        switch event {
+                        case .data(let piece):
+                            copied.with { $0.append(piece) }
+                            if !lends { kept.with { $0.append(piece) } }
+                        case .completed(let error): finished.resume(returning: error)
+                        default: break
+                        }
+                    }
+                }
+                #expect(error == nil)
+                #expect(copied.current == expected)
+                // Owned pieces are still the body's bytes once every event is over.
+                #expect(kept.current.reduce(into: Data()) { $0.append($1) } == (lends ? Data() : expected))
+            }
         }
     }
 #endif

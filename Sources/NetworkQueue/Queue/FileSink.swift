@@ -131,13 +131,24 @@ final class FileSink: Sendable {
         }
     }
 
+    /// Writes a piece of the body: a small piece is gathered into a chunk, a piece of ``directWriteSize`` or
+    /// more is written where it is (after what was gathered), never copied. The piece may be lent by the
+    /// transport (valid only during this call): nothing of it is kept but a copy.
     func write(_ data: Data) -> NetworkQueueError? {
         perform { state in
             guard state.isAccepting else { return }
+            if data.count >= Self.directWriteSize {
+                try Self.flush(&state)
+                try state.handle?.write(contentsOf: data)
+                return
+            }
             state.buffer.append(data)
             if state.buffer.count >= Self.chunkSize { try Self.flush(&state) }
         }
     }
+
+    /// Pieces at least this big are written as they come, without gathering.
+    static let directWriteSize = 64 << 10
 
     /// Writes what is buffered and closes the file, outside the queue's lock; ``commit()`` renames it.
     func finishWriting() -> NetworkQueueError? {

@@ -113,6 +113,8 @@ extension NetworkQueue {
                     }
                 }
                 sink = opened
+                // The pipeline writes and hashes each piece before the handler returns: libcurl may lend it.
+                options.lendsBodyPieces = true
             }
             pipeline = TransferPipeline(request: request, sink: sink)
             // Main transfers draw from the queue's cap; a HEAD moves no body.

@@ -34,8 +34,19 @@ struct Workload {
         func memory(_ sample: Sample) -> Double { Double(sample.peakResidentBytes) / Double(1 << 20) }
         func row(_ label: String, _ measure: (Sample) -> Double, higherIsBetter: Bool, format: String) -> [String] {
             var cells = [label]
-            for side in sides { cells.append(String(format: format, median(samples[side, default: []].map(measure)))) }
+            for side in sides {
+                // A side that does not run this workload (AHC's streamed body, for bodies kept in memory).
+                guard let measured = samples[side], !measured.isEmpty else {
+                    cells.append("–")
+                    continue
+                }
+                cells.append(String(format: format, median(measured.map(measure))))
+            }
             for other in sides.dropFirst() {
+                guard samples[other]?.isEmpty == false else {
+                    cells.append("–")
+                    continue
+                }
                 let ratios = zip(samples[ours, default: []], samples[other, default: []]).map { mine, theirs in
                     higherIsBetter ? measure(mine) / measure(theirs) : measure(theirs) / measure(mine)
                 }
@@ -61,6 +72,8 @@ struct Side {
     var name: String
     var executable: URL
     var mode: [String]
+    /// Runs only the workloads whose bodies go to files.
+    var filesOnly = false
 
     func run(_ workload: Workload, nginx: Nginx) throws -> Sample {
         var directory: URL?

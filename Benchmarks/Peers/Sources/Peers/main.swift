@@ -1,8 +1,9 @@
 import Foundation
 
 // `swift run -c release Peers [--rounds N] [--quick] [--only NAME] [--benchmarks PATH]` (see ./run.sh): the four
-// workloads against one nginx, each side of each round in a child process, sides in a rotating order; prints
-// the medians and the same-round ratios as a table. `--child …` is the child's mode (see `Child`).
+// workloads against one nginx (for files, AsyncHTTPClient both with its file delegate and streaming its body
+// itself), each side of each round in a child process, sides in a rotating order; prints the medians and the
+// same-round ratios as a table. `--child …` is the child's mode (see `Child`).
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--child" {
@@ -50,6 +51,9 @@ let sides = [
     Side(name: "NetworkQueue", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "nq"]),
     Side(name: "AsyncHTTPClient", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "ahc"]),
     Side(name: "raw libcurl", executable: benchmarks, mode: ["--peer-child", "curl"]),
+    Side(
+        name: "AHC streamed", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "ahc-stream"],
+        filesOnly: true),
 ]
 
 print("Peers: \(rounds) round(s); nginx \(nginx.port) (HTTP/1.1) and \(nginx.securePort) (TLS, HTTP/2); \(ProcessInfo.processInfo.activeProcessorCount) cores")
@@ -59,6 +63,7 @@ for workload in workloads {
     for round in 0..<rounds {
         for offset in sides.indices {
             let side = sides[(round + offset) % sides.count]
+            if side.filesOnly, !workload.toFiles { continue }
             let sample = try side.run(workload, nginx: nginx)
             guard sample.failures == 0 else { throw PeerFailure("\(side.name): \(sample.failures) failures in \(workload.title)") }
             samples[side.name, default: []].append(sample)
@@ -66,4 +71,5 @@ for workload in workloads {
     }
     rows += workload.rows(samples, sides: sides.map(\.name))
 }
-printTable(["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "NQ / AHC", "NQ / raw"], rows)
+printTable(
+    ["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "AHC streamed", "NQ / AHC", "NQ / raw", "NQ / AHC streamed"], rows)

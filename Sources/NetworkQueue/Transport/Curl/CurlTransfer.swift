@@ -28,6 +28,8 @@
         /// The shared cap its received bytes are drawn from, and its number there.
         let rateCap: RateCap?
         let consumer: Int
+        /// Body pieces are lent from libcurl's buffer, valid during their event (see ``TransferOptions``).
+        let lendsBodyPieces: Bool
 
         // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
         @exclusivity(unchecked) var request: URLRequest
@@ -63,8 +65,9 @@
 
         init(
             request: URLRequest, url: URL, engine: CurlEngine, rateCap: RateCap? = nil, collectsMetrics: Bool = false,
-            events: @escaping @Sendable (TransferEvent) -> Void
+            lendsBodyPieces: Bool = false, events: @escaping @Sendable (TransferEvent) -> Void
         ) {
+            self.lendsBodyPieces = lendsBodyPieces
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
             self.url = url
@@ -193,7 +196,12 @@
             guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
             bytesReceived += bytes.count
             guard let decoder else {
-                events(.data(Data(bytes)))
+                if lendsBodyPieces, let base = bytes.baseAddress {
+                    // libcurl's own buffer, for the handler to write where it is: valid until it returns.
+                    events(.data(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)))
+                } else {
+                    events(.data(Data(bytes)))
+                }
                 return bytes.count
             }
             let decoded = decoder.decode(bytes) { piece in

@@ -175,7 +175,8 @@ import Foundation
         /// `options.rateCap` from the first (nil: uncapped): while the rate cap has no tokens the transfer reads
         /// nothing, so its TCP window closes, and a connection opened for a capped transfer gets a small kernel
         /// receive buffer (a sixty-fourth of the cap, 4–256 KiB) so that the wire, not just the delivery,
-        /// follows the cap. With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
+        /// follows the cap. With `options.lendsBodyPieces` each body piece is lent from libcurl's buffer (not
+        /// copied). With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
         /// completes, every field filled from libcurl (a transfer that never reached libcurl, such as one with
         /// no URL, reports none). The handle is a ``ThrottlableTransfer``.
         public func startTransfer(
@@ -189,7 +190,7 @@ import Foundation
             }
             let transfer = CurlTransfer(
                 request: request, url: url, engine: engine, rateCap: options.rateCap, collectsMetrics: options.collectsMetrics,
-                events: events)
+                lendsBodyPieces: options.lendsBodyPieces, events: events)
             engine.post(.start(transfer))
             return transfer
         }
