@@ -37,6 +37,9 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     public let httpVersion: String
     /// The fields in the order received.
     public let fields: [Field]
+    /// Bit `n % 64` is set when a field name of `n` bytes is present: a lookup of an absent field (most are:
+    /// `Content-Encoding`, the digest fields, `Location`) usually ends here without comparing names.
+    private let nameLengths: UInt64
     /// Guarded by `buildLock`.
     private var built: HTTPURLResponse?
     /// One lock for every head's ``built``: a head is read as Foundation's type rarely (and then once), so
@@ -50,13 +53,22 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
             contentLength: Self.contentLength(in: fields))
     }
 
-    /// Creates a head whose `Content-Length` a parser has read already (-1: none).
-    init(url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64) {
+    /// Creates a head whose `Content-Length` a parser has read already (-1: none), and the mask of its names'
+    /// lengths when the parser has it (nil: computed here).
+    init(url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64, nameLengths: UInt64? = nil) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
         self.fields = fields
         expectedContentLength = contentLength
+        self.nameLengths = nameLengths ?? Self.lengthMask(of: fields)
+    }
+
+    /// The mask of ``nameLengths`` for `fields`.
+    static func lengthMask(of fields: [Field]) -> UInt64 {
+        var mask: UInt64 = 0
+        for field in fields { mask |= 1 << UInt64(field.name.utf8.count & 63) }
+        return mask
     }
 
     /// Wraps a response a transport built itself (URLSession's, reported as ``TransferEvent/head(_:)``); ``httpURLResponse`` returns
@@ -70,6 +82,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
             return Field(name: name, value: value)
         }
         expectedContentLength = Self.contentLength(in: fields)
+        nameLengths = Self.lengthMask(of: fields)
         built = response
     }
 
@@ -83,7 +96,8 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
 
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
     public func value(forHTTPHeaderField name: String) -> String? {
-        for field in fields where HeaderName.equal(field.name.utf8, name.utf8) { return field.value }
+        guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
+        for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) { return fields[index].value }
         return nil
     }
 

@@ -166,7 +166,7 @@
             hasResponse = true
             emit(.head(ResponseHead(
                 url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.fields,
-                contentLength: head.contentLength ?? -1)))
+                contentLength: head.contentLength ?? -1, nameLengths: head.nameLengths)))
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {

@@ -40,12 +40,15 @@ struct ResponseHeadParser {
         var transferCodings: [String] = []
         /// A transfer coding this library cannot decode, which fails any response with a body.
         var unsupportedTransferCoding: String?
+        /// Bit `n % 64` set for each field name of `n` bytes (see ``ResponseHead``).
+        var nameLengths: UInt64 = 0
 
         init(statusCode: Int, httpVersion: String, fields: [ResponseHead.Field], setCookies: [String] = []) {
             self.statusCode = statusCode
             self.httpVersion = httpVersion
             self.fields = fields
             self.setCookies = setCookies
+            nameLengths = ResponseHead.lengthMask(of: fields)
         }
 
         /// A head with `fields` given as pairs (tests).
@@ -59,6 +62,7 @@ struct ResponseHeadParser {
 
         /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
+            guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
             for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) { return fields[index].value }
             return nil
         }
@@ -224,6 +228,7 @@ struct ResponseHeadParser {
         if let index = contentLengthIndex {
             if transferEncodingIndex != nil {
                 head.fields.remove(at: index)
+                head.nameLengths = ResponseHead.lengthMask(of: head.fields)
                 head.closesConnection = true
             } else {
                 switch FramingRules.contentLength(fields[index].value) {
