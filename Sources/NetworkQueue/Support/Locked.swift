@@ -8,31 +8,40 @@ import Foundation
 
 /// A value guarded by a lock: the only way to reach it is `withLock`.
 ///
-/// The lock is a `pthread_mutex_t` of its own, not an `NSLock`: one allocation fewer per instance and a
-/// direct call per lock and unlock (a request takes several on its way through the queue).
-/// `@unchecked Sendable` is safe because every access to `value` happens inside the lock, which is also
-/// why the property needs no dynamic exclusivity check.
-final class Locked<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @exclusivity(unchecked) private var value: Value
+/// The lock is a `pthread_mutex_t` of its own, not an `NSLock`, stored in the same allocation as the value
+/// (a `ManagedBuffer`'s element): one allocation per instance, and a direct call per lock and unlock (a
+/// request takes several on its way through the queue, and a transfer makes two of these). Copies share
+/// the one value and lock. `@unchecked Sendable` is safe because every access to the value happens inside
+/// the lock, which is also why it needs no dynamic exclusivity check.
+struct Locked<Value>: @unchecked Sendable {
+    private let storage: LockedStorage<Value>
 
     init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
+        storage = LockedStorage.make(value)
     }
 
     @inline(__always)
     func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
+}
+
+/// The value (header) and its mutex (the one element) of a ``Locked``, in one allocation.
+final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    static func make(_ value: Value) -> LockedStorage {
+        let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: LockedStorage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+        return storage
+    }
+
+    deinit {
+        _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
     }
 }
