@@ -57,6 +57,7 @@ struct Workload {
         if toFiles {
             return [
                 row(title + ", MB/s", rate, higherIsBetter: true, format: "%.0f"),
+                row(title + ", CPU s (ratio: theirs / ours)", \.cpuSeconds, higherIsBetter: false, format: "%.2f"),
                 row(title + ", peak RSS MiB (ratio: theirs / ours)", memory, higherIsBetter: false, format: "%.0f"),
             ]
         }
