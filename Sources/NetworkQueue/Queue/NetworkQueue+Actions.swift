@@ -14,12 +14,17 @@ extension NetworkQueue {
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
         var starts: [QueueAction.Start] = []
         var cancels: [any TransferHandle] = []
-        // Each action moved out of the list (reversed, then popped) rather than copied: a status or a start
-        // payload is handed on without a retain of each of its references.
+        // Each action is moved out of the list rather than copied (a status or a start payload is handed on
+        // without a retain of each of its references), a payload-free action left in its place so that the
+        // list is dropped without releasing anything twice.
         var list: [QueueAction] = []
         swap(&list, &actions.list)
-        list.reverse()
-        while let action = list.popLast() {
+        for index in list.indices {
+            let action = list.withUnsafeMutableBufferPointer { buffer in
+                let slot = buffer.baseAddress! + index
+                defer { slot.initialize(to: .stopSource(-1)) }
+                return slot.move()
+            }
             switch consume action {
             case .publish(let request, let status):
                 request.publish(status)
