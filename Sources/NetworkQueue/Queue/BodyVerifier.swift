@@ -9,11 +9,13 @@ import Foundation
 /// (``DigestRules``), hashing it as it streams.
 ///
 /// Cheap when there is nothing to check (the common case: no checksum, no digest field): the hashing
-/// machinery is made only once a head asks for it. Events of one transfer are serial.
-final class BodyVerifier: Sendable {
+/// machinery is made only once a head asks for it. Events of one transfer are serial, and only they call
+/// the verifier (``begin(_:continuing:)``, then ``update(_:)``, then ``finish()``), one after the other:
+/// hence `@unchecked Sendable` and no lock around ``hashing``.
+final class BodyVerifier: @unchecked Sendable {
     private let checksum: Checksum?
     private let verifiesServerDigests: Bool
-    private let hashing = Locked<Hashing?>(nil)
+    private var hashing: Hashing?
 
     /// A verifier for a request, or nil when it has nothing to check.
     init?(checksum: Checksum?, verifiesServerDigests: Bool) {
@@ -28,19 +30,18 @@ final class BodyVerifier: Sendable {
         var promises =
             verifiesServerDigests ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []
         if let checksum { promises.insert(.init(checksum: checksum, scope: .representation), at: 0) }
-        let hashing = promises.isEmpty ? nil : Hashing(promises, part: part)
-        self.hashing.withLock { $0 = hashing }
+        hashing = promises.isEmpty ? nil : Hashing(promises, part: part)
     }
 
     /// A piece of the body (as delivered: decoded).
     func update(_ data: Data) {
-        hashing.withLock { $0 }?.update(data)
+        hashing?.update(data)
     }
 
     /// The body ended: the first check that failed, as what was expected and what arrived; nil when every
     /// check passed (or there was none).
     func finish() -> (expected: Checksum, actual: Checksum)? {
-        hashing.withLock { $0 }?.finish()
+        hashing?.finish()
     }
 }
 
