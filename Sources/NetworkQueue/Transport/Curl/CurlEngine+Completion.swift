@@ -16,7 +16,9 @@
                 let easy = message.load(fromByteOffset: 8, as: OpaquePointer.self)
                 let code = message.load(fromByteOffset: 16, as: Int32.self)
                 _ = library.multiRemove(multi, easy)
-                guard let transfer = active.removeValue(forKey: easy) else { continue }
+                guard let user = library.privateData(easy),
+                    let transfer = Unmanaged<CurlHandle>.fromOpaque(user).takeUnretainedValue().transfer, removeActive(transfer)
+                else { continue }
                 leftThisPass += 1
                 complete(transfer, easy: easy, code: code)
             }

@@ -8,7 +8,14 @@
         /// Sets the options every run of this transport shares, once per easy handle: handles are kept
         /// configured between runs (never `curl_easy_reset`), and ``configure(_:for:isSecure:)`` sets each
         /// option a run may change, every time. The CA bundle is copied into libcurl here, once per handle.
-        func prepare(_ easy: OpaquePointer) {
+        func prepare(_ handle: CurlHandle) {
+            let easy = handle.easy
+            // Every callback finds its transfer through the handle, which outlives the handle's runs.
+            let user = UnsafeRawPointer(Unmanaged.passUnretained(handle).toOpaque())
+            for option in [CurlOption.writeData, .headerData, .readData, .seekData, .sockOptData, .privateData] {
+                library.set(easy, option, pointer: user)
+            }
+            library.set(easy, .errorBuffer, pointer: handle.errorBuffer)
             library.set(easy, .protocolsString, string: "http,https")
             library.set(easy, .redirectProtocolsString, string: "http,https")
             library.set(easy, .followLocation, 0)
@@ -37,7 +44,7 @@
         /// transfer owns until the run ends.
         func configure(_ easy: OpaquePointer, for transfer: CurlTransfer, isSecure: Bool) {
             let request = transfer.request
-            let user = UnsafeRawPointer(Unmanaged.passUnretained(transfer).toOpaque())
+            transfer.handle?.errorBuffer[0] = 0
             library.set(easy, .url, string: transfer.url.absoluteString)
             // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
             // it would hold a transfer until another's response arrives.
@@ -55,12 +62,6 @@
                 library.set(easy, .bufferSize, Self.receiveBufferSize)
                 library.set(easy, .sockOptFunction, pointer: nil)
             }
-            library.set(easy, .errorBuffer, pointer: transfer.errorBuffer)
-            library.set(easy, .writeData, pointer: user)
-            library.set(easy, .headerData, pointer: user)
-            library.set(easy, .readData, pointer: user)
-            library.set(easy, .seekData, pointer: user)
-            library.set(easy, .sockOptData, pointer: user)
             let rate = transfer.shared.withLock({ $0.maximumBytesPerSecond })
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
@@ -141,30 +142,30 @@
         }
     }
 
-    // MARK: libcurl callbacks: C functions that find their transfer through the user pointer.
+    // MARK: libcurl callbacks: C functions that find their transfer through the handle, the user pointer.
 
     private let curlWrite: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         data, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
     }
 
     private let curlHeader: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         data, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         return transfer.receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
     }
 
     private let curlRead: @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         buffer, size, count, user in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         return transfer.readBody(into: buffer!, capacity: size * count)
     }
 
     /// CURLOPT_SOCKOPTFUNCTION, for a capped transfer's new connection: a kernel receive buffer of a sixty-fourth
     /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap. CURL_SOCKOPT_OK is 0.
     private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = { user, socket, _ in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         guard let cap = transfer.rateCap?.maximumBytesPerSecond else { return 0 }
         var size = Int32(min(256 << 10, max(4 << 10, cap / 64)))
         _ = setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -173,7 +174,7 @@
 
     /// CURLOPT_SEEKFUNCTION: only a rewind to the start is ever needed (CURL_SEEKFUNC_OK 0, CANTSEEK 2).
     private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int32 = { user, offset, origin in
-        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+        let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         guard offset == 0, origin == SEEK_SET, transfer.rewindBody() else { return 2 }
         return 0
     }

@@ -39,8 +39,9 @@
 
         // The engine thread's state (its extensions in other files touch it on that thread only, so no dynamic
         // exclusivity check).
-        @exclusivity(unchecked) var active: [OpaquePointer: CurlTransfer] = [:]
-        @exclusivity(unchecked) private var spareHandles: [OpaquePointer] = []
+        /// The transfers whose run is in the multi handle, each knowing its index here (engine thread).
+        @exclusivity(unchecked) private(set) var active: [CurlTransfer] = []
+        @exclusivity(unchecked) private var spareHandles: [CurlHandle] = []
         /// The transport's cookie jar, shared by its engines (nil: cookies off).
         let cookieJar: Locked<CookieJar>?
         /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
@@ -176,11 +177,11 @@
                 begin(transfer)
             case .cancel(let transfer):
                 // Removing a transfer before its end closes its HTTP/1 connection (an HTTP/2 stream is reset).
-                guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+                guard let easy = transfer.easy, removeActive(transfer) else { return }
                 _ = library.multiRemove(multi, easy)
                 finish(transfer, easy: easy)
             case .update(let transfer):
-                guard let easy = transfer.easy, active[easy] != nil else { return }
+                guard let easy = transfer.easy, transfer.activeIndex != nil else { return }
                 let (paused, rate) = transfer.shared.withLock { ($0.isPaused, $0.maximumBytesPerSecond) }
                 library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
                 // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0. A transfer held for tokens stays held: the cap resumes it.
@@ -198,15 +199,19 @@
                     NSLocalizedDescriptionKey: "this libcurl (\(library.version)) was built without TLS support"
                 ])))
             }
-            guard let easy = spareHandles.popLast() ?? newHandle() else {
+            guard let handle = spareHandles.popLast() ?? newHandle() else {
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
+            let easy = handle.easy
             transfer.easy = easy
+            transfer.handle = handle
+            handle.transfer = transfer
             transfer.recorder?.runBegan(at: DispatchTime.now().uptimeNanoseconds)
             configure(easy, for: transfer, isSecure: isSecure)
-            active[easy] = transfer
+            transfer.activeIndex = active.count
+            active.append(transfer)
             guard library.multiAdd(multi, easy) == 0 else {
-                active[easy] = nil
+                _ = removeActive(transfer)
                 finish(transfer, easy: easy)
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
@@ -221,10 +226,23 @@
         }
 
         /// A new easy handle with the options every run shares.
-        private func newHandle() -> OpaquePointer? {
+        private func newHandle() -> CurlHandle? {
             guard let easy = library.easyInit() else { return nil }
-            prepare(easy)
-            return easy
+            let handle = CurlHandle(easy)
+            prepare(handle)
+            return handle
+        }
+
+        /// Takes `transfer` out of ``active`` (the last one takes its place); false when it was not there.
+        func removeActive(_ transfer: CurlTransfer) -> Bool {
+            guard let index = transfer.activeIndex else { return false }
+            let last = active.removeLast()
+            if last !== transfer {
+                active[index] = last
+                last.activeIndex = index
+            }
+            transfer.activeIndex = nil
+            return true
         }
 
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
@@ -239,12 +257,14 @@
             transfer.rateCap?.leave(transfer.consumer)
             // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's.
             library.set(easy, .httpHeader, pointer: nil)
-            library.set(easy, .errorBuffer, pointer: nil)
             library.slistFreeAll(transfer.headerList)
             transfer.headerList = nil
             transfer.easy = nil
+            guard let handle = transfer.handle else { return library.easyCleanup(easy) }
+            transfer.handle = nil
+            handle.transfer = nil
             if reusable, spareHandles.count < Self.maximumSpareHandles {
-                spareHandles.append(easy)
+                spareHandles.append(handle)
             } else {
                 library.easyCleanup(easy)
             }
@@ -256,18 +276,40 @@
             for case .start(let transfer) in leftover where transfer.easy == nil {
                 transfer.emit(.completed(URLError(.cancelled)))
             }
-            for (easy, transfer) in active {
+            let running = active
+            active = []
+            for transfer in running {
+                transfer.activeIndex = nil
+                guard let easy = transfer.easy else { continue }
                 _ = library.multiRemove(multi, easy)
                 finish(transfer, easy: easy)
                 transfer.emit(.completed(URLError(.cancelled)))
             }
-            active = [:]
-            for easy in spareHandles { library.easyCleanup(easy) }
+            for handle in spareHandles { library.easyCleanup(handle.easy) }
             library.slistFreeAll(plainHeaderList)
             plainHeaderList = nil
             spareHandles = []
             _ = library.multiCleanup(multi)
         }
+    }
+
+    /// One easy handle and what stays with it from run to run: the user pointer every callback gets (set once,
+    /// see ``CurlEngine/prepare(_:)``), the buffer libcurl writes its error text into, and the transfer whose run
+    /// it carries (engine thread only).
+    final class CurlHandle {
+        let easy: OpaquePointer
+        /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256); cleared for each run.
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+        /// The transfer of the current run; nil between runs. Not retained: the transfer holds its handle
+        /// while it runs, and the engine's active set holds the transfer.
+        unowned(unsafe) var transfer: CurlTransfer?
+
+        init(_ easy: OpaquePointer) {
+            self.easy = easy
+            errorBuffer.initialize(repeating: 0, count: 256)
+        }
+
+        deinit { errorBuffer.deallocate() }
     }
 #endif
 

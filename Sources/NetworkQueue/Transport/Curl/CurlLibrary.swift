@@ -164,6 +164,13 @@
             return String(cString: path)
         }
 
+        /// The pointer set with CURLOPT_PRIVATE (CURLINFO_PRIVATE is CURLINFO_STRING + 21).
+        func privateData(_ easy: Handle) -> UnsafeMutableRawPointer? {
+            var pointer: UnsafeMutableRawPointer?
+            guard nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x10_0000 + 21, &pointer) == 0 else { return nil }
+            return pointer
+        }
+
         /// libcurl's one-line text for a CURLcode.
         func message(for code: Int32) -> String {
             easyStrerror(code).map { String(cString: $0) } ?? "curl error \(code)"
@@ -173,6 +180,7 @@
     /// The `CURLoption` values used, from libcurl's documented option numbers (type base + number).
     enum CurlOption: Int32 {
         case writeData = 10_001
+        case privateData = 10_103
         case url = 10_002
         case proxy = 10_004
         case readData = 10_009

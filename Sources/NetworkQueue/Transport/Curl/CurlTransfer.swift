@@ -60,8 +60,10 @@
         @exclusivity(unchecked) var isStarved = false
         /// Adds up what libcurl measured of each run, when the queue asked for metrics (engine thread).
         @exclusivity(unchecked) var recorder: CurlMetricsRecorder?
-        /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256).
-        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+        /// The easy handle of the current run, and the transfer's index in its engine's active set (nil: not
+        /// in the multi handle).
+        @exclusivity(unchecked) var handle: CurlHandle?
+        @exclusivity(unchecked) var activeIndex: Int?
 
         init(
             request: URLRequest, url: URL, engine: CurlEngine, rateCap: RateCap? = nil, collectsMetrics: Bool = false,
@@ -77,10 +79,7 @@
             self.consumer = rateCap?.makeConsumer() ?? 0
             self.shared = Locked(Shared(maximumBytesPerSecond: engine.options.maximumBytesPerSecond))
             self.body = Self.body(of: request)
-            errorBuffer.initialize(repeating: 0, count: 256)
         }
-
-        deinit { errorBuffer.deallocate() }
 
         static func body(of request: URLRequest) -> Body {
             if let data = request.httpBody { return .data(data, offset: 0) }
@@ -258,7 +257,7 @@
 
         /// The error text libcurl left for the last run, or its generic message for `code`.
         func errorText(for code: Int32, library: CurlLibrary) -> String {
-            let detail = String(cString: errorBuffer)
+            let detail = handle.map { String(cString: $0.errorBuffer) } ?? ""
             return detail.isEmpty ? library.message(for: code) : detail
         }
 
@@ -275,7 +274,6 @@
             redirect = nil
             followsAtHead = false
             redirectCount += 1
-            errorBuffer[0] = 0
             return true
         }
     }
