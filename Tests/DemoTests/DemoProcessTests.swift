@@ -14,10 +14,14 @@ private let demo: URL = {
     return directory.appendingPathComponent("Demo")
 }()
 
-/// Runs the Demo with `arguments` (standard input from `input`); returns its exit status and output.
-private func runDemo(_ arguments: [String], input: URL? = nil, in directory: URL) throws -> (status: Int32, output: String) {
+/// Runs the Demo with `arguments` (standard input from `input`) and `environment` added to this process's
+/// (`NAME=value` each); returns its exit status and output.
+private func runDemo(
+    _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
+) throws -> (status: Int32, output: String) {
     let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
-    let status = try SpawnedProcess(demo.path, arguments, in: directory, input: input, output: output).waitForExit()
+    let (path, words) = environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
+    let status = try SpawnedProcess(path, words, in: directory, input: input, output: output).waitForExit()
     defer { try? FileManager.default.removeItem(at: output) }
     // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
     // by LeakSanitizer).
@@ -78,6 +82,31 @@ private func runDemo(_ arguments: [String], input: URL? = nil, in directory: URL
         let missing = try runDemo(["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
         #expect(missing.status == 0, "\(missing.output)")
         #expect(server.statistics.log == ["GET /bytes/200/f33.bin"])
+    }
+
+    /// libcurl's proxies come from the environment, read once when the transport is created: with
+    /// `http_proxy` naming the loopback server every request goes to it in absolute form, for the named host;
+    /// with that host in `no_proxy` the request goes straight to a host that does not resolve.
+    @Test func theEnvironmentsProxyCarriesTheRequestsAndNoProxyBypassesIt() throws {
+        let setup = try Setup(paths: [])
+        defer { setup.tearDown() }
+        let (server, directory) = (setup.server, setup.directory)
+        let list = directory.appendingPathComponent("proxied.txt")
+        try Data((0..<3).map { "http://proxied.invalid/bytes/100?i=\($0)\n" }.joined().utf8).write(to: list)
+        let proxy = "http_proxy=http://127.0.0.1:\(server.port)"
+        let through = try runDemo(
+            ["--input", list.path, "--no-accurate"], in: directory, environment: [proxy, "no_proxy=", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
+        #expect(through.status == 0, "\(through.output)")
+        #expect(through.output.contains("Summary: 3/3 succeeded, 0 failed"))
+        #expect(server.statistics.log.sorted() == (0..<3).map { "GET /bytes/100?i=\($0)" })
+        #expect(server.statistics.headers.map { $0["host"] } == Array(repeating: "proxied.invalid", count: 3))
+
+        server.resetStatistics()
+        let bypassed = try runDemo(
+            ["--input", list.path, "--no-accurate"], in: directory,
+            environment: [proxy, "no_proxy=proxied.invalid", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
+        #expect(bypassed.output.contains("Summary: 0/3 succeeded, 3 failed"), "\(bypassed.output)")
+        #expect(server.statistics.requests == 0)
     }
 
     @Test func shardsOfARunShareOneFolder() throws {

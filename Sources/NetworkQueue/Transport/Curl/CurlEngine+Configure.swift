@@ -16,6 +16,9 @@
                 library.set(easy, option, pointer: user)
             }
             library.set(easy, .errorBuffer, pointer: handle.errorBuffer)
+            // The environment's proxies as options (an empty one means none): libcurl reads no variable then.
+            library.set(easy, .noProxy, string: proxies.noProxy)
+            if proxies.http == proxies.https { library.set(easy, .proxy, string: proxies.http) }
             library.set(easy, .protocolsString, string: "http,https")
             library.set(easy, .redirectProtocolsString, string: "http,https")
             library.set(easy, .followLocation, 0)
@@ -46,6 +49,7 @@
             let request = transfer.request
             transfer.handle?.errorBuffer[0] = 0
             library.set(easy, .url, string: transfer.url.absoluteString)
+            if proxies.http != proxies.https { library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http) }
             // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
             // it would hold a transfer until another's response arrives.
             library.set(easy, .pipeWait, isSecure ? 1 : 0)

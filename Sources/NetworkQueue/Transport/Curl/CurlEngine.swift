@@ -36,6 +36,8 @@
         private let loadCount = Atomic<Int>(0)
         /// The extra CA certificates with the system's, when asked for.
         let certificates: TrustedCertificates?
+        /// The proxies the environment named when the transport was created.
+        let proxies: ProxyEnvironment
 
         // The engine thread's state (its extensions in other files touch it on that thread only, so no dynamic
         // exclusivity check).
@@ -58,8 +60,9 @@
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
             cookieJar: Locked<CookieJar>?,
-            sizes: TransferSizes?
+            sizes: TransferSizes?, proxies: ProxyEnvironment
         ) throws(CurlTransport.LoadError) {
+            self.proxies = proxies
             guard let multi = library.multiInit() else { throw .initializationFailed }
             self.library = library
             self.options = options

@@ -183,6 +183,7 @@
         case privateData = 10_103
         case url = 10_002
         case proxy = 10_004
+        case noProxy = 10_177
         case readData = 10_009
         case errorBuffer = 10_010
         case writeFunction = 20_011

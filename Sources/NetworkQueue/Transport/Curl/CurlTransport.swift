@@ -31,7 +31,7 @@ import Foundation
     ///   and the transport decodes the body itself: an encoded stream that does not end fails with
     ///   `.cannotDecodeContentData`. TLS peers are verified against the system's CA store (plus
     ///   ``Options/additionalTrustedCertificates``); proxies come from the environment (`http_proxy`,
-    ///   `https_proxy`, `no_proxy`) as curl reads them. A request body never gets a `Content-Type` or
+    ///   `https_proxy`, `all_proxy`, `no_proxy`) as curl reads them, read once when the transport is created. A request body never gets a `Content-Type` or
     ///   `Expect: 100-continue` the caller did not set.
     /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
     ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
@@ -141,11 +141,13 @@ import Foundation
             let cookieJar = options.cookies == .ephemeral ? Locked(CookieJar()) : nil
             let count = max(1, options.engineThreads)
             let sizes = count > 1 ? TransferSizes() : nil
+            let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
             var engines: [CurlEngine] = []
             for _ in 0..<count {
                 engines.append(
                     try CurlEngine(
-                        library: library, options: options, certificates: certificates, cookieJar: cookieJar, sizes: sizes))
+                        library: library, options: options, certificates: certificates, cookieJar: cookieJar, sizes: sizes,
+                        proxies: proxies))
             }
             self.engines = engines
             self.sizes = sizes
