@@ -35,7 +35,10 @@ struct Child {
     func run() async throws {
         let fetch: ([URL]) async throws -> Int
         switch side {
-        case "nq":
+        case "nq", "nq-sha256":
+            // The same, checking the body's SHA-256 (hex in NQ_SHA256) as it streams.
+            let checksum = side == "nq-sha256" ? ProcessInfo.processInfo.environment["NQ_SHA256"].flatMap { Checksum.sha256($0) } : nil
+            if side == "nq-sha256", checksum == nil { throw PeerFailure("nq-sha256 needs NQ_SHA256, the body's SHA-256 in hex") }
             var options = CurlTransport.Options()
             options.additionalTrustedCertificates = trusted
             // For comparing engine-thread counts: NQ_ENGINE_THREADS=N (default: the transport's own).
@@ -43,7 +46,9 @@ struct Child {
                 options.engineThreads = threads
             }
             let transport = try CurlTransport(options: options)
-            fetch = { urls in try await Self.fetchWithQueue(urls, transport: transport, window: window, directory: directory) }
+            fetch = { urls in
+                try await Self.fetchWithQueue(urls, transport: transport, window: window, directory: directory, checksum: checksum)
+            }
         case "ahc", "ahc-stream":
             let client = Self.makeClient(trusted: trusted, window: window)
             let streams = side == "ahc-stream"
@@ -68,13 +73,15 @@ struct Child {
         print("RESULT \(elapsed) \(cpuSeconds() - cpuBefore) \(peakResidentBytes()) \(failures)")
     }
 
-    private static func fetchWithQueue(_ urls: [URL], transport: CurlTransport, window: Int, directory: URL?) async throws -> Int {
+    private static func fetchWithQueue(
+        _ urls: [URL], transport: CurlTransport, window: Int, directory: URL?, checksum: Checksum?
+    ) async throws -> Int {
         let queue = NetworkQueue(transport: transport)
         queue.maxConcurrentRequestCount = window
         for (index, url) in urls.enumerated() {
             let destination: NetworkRequest.Destination =
                 directory.map { .file($0.appendingPathComponent("nq-\(index).bin")) } ?? .memory
-            try queue.add(NetworkRequest(URLRequest(url: url), destination: destination))
+            try queue.add(NetworkRequest(URLRequest(url: url), destination: destination, integrity: .init(checksum: checksum)))
         }
         let progress = await queue.run()
         return progress.totalRequestCount - progress.finishedRequestCount

@@ -25,7 +25,9 @@ struct Workload {
 
     /// The table's rows: throughput (requests or megabytes a second) and, for small bodies, CPU time per request,
     /// for big ones peak memory. Each ratio is the median of the rounds' own ratios (each round runs every side once).
-    func rows(_ samples: [String: [Sample]], sides: [String]) -> [[String]] {
+    /// `inverted`: sides whose ratio column is their figure over ours in every row (a variant of ours, such as
+    /// ours with a checksum: the share of our speed it keeps, the CPU it adds).
+    func rows(_ samples: [String: [Sample]], sides: [String], inverted: Set<String> = []) -> [[String]] {
         let ours = sides[0]
         func rate(_ sample: Sample) -> Double {
             toFiles ? Double(size * count) / sample.seconds / 1e6 : Double(count) / sample.seconds
@@ -48,7 +50,8 @@ struct Workload {
                     continue
                 }
                 let ratios = zip(samples[ours, default: []], samples[other, default: []]).map { mine, theirs in
-                    higherIsBetter ? measure(mine) / measure(theirs) : measure(theirs) / measure(mine)
+                    if inverted.contains(other) { return measure(theirs) / measure(mine) }
+                    return higherIsBetter ? measure(mine) / measure(theirs) : measure(theirs) / measure(mine)
                 }
                 cells.append(String(format: "%.2f", median(ratios)))
             }
@@ -75,6 +78,8 @@ struct Side {
     var mode: [String]
     /// Runs only the workloads whose bodies go to files.
     var filesOnly = false
+    /// Runs only the workload of this name (nil: any).
+    var onlyWorkload: String?
 
     func run(_ workload: Workload, nginx: Nginx) throws -> Sample {
         var directory: URL?

@@ -54,7 +54,13 @@ let sides = [
     Side(
         name: "AHC streamed", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "ahc-stream"],
         filesOnly: true),
+    // What a checksum costs, against nginx: the one big body with its SHA-256 checked as it streams.
+    Side(
+        name: "NQ + SHA-256", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "nq-sha256"],
+        filesOnly: true, onlyWorkload: "big"),
 ]
+// The children of the checksum side read the big file's SHA-256 from the environment.
+if let digest = try? sha256Hex(of: nginx.folder.appendingPathComponent("www/big.bin")) { setenv("NQ_SHA256", digest, 1) }
 
 print("Peers: \(rounds) round(s); nginx \(nginx.port) (HTTP/1.1) and \(nginx.securePort) (TLS, HTTP/2); \(ProcessInfo.processInfo.activeProcessorCount) cores")
 var rows: [[String]] = []
@@ -64,12 +70,28 @@ for workload in workloads {
         for offset in sides.indices {
             let side = sides[(round + offset) % sides.count]
             if side.filesOnly, !workload.toFiles { continue }
+            if let only = side.onlyWorkload, only != workload.name { continue }
             let sample = try side.run(workload, nginx: nginx)
             guard sample.failures == 0 else { throw PeerFailure("\(side.name): \(sample.failures) failures in \(workload.title)") }
             samples[side.name, default: []].append(sample)
         }
     }
-    rows += workload.rows(samples, sides: sides.map(\.name))
+    rows += workload.rows(samples, sides: sides.map(\.name), inverted: ["NQ + SHA-256"])
 }
 printTable(
-    ["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "AHC streamed", "NQ / AHC", "NQ / raw", "NQ / AHC streamed"], rows)
+    ["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "AHC streamed", "NQ + SHA-256", "NQ / AHC", "NQ / raw",
+     "NQ / AHC streamed", "NQ + SHA-256 / NQ"], rows)
+
+/// The SHA-256 of the file at `url`, in hex, by `sha256sum`.
+func sha256Hex(of url: URL) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    process.arguments = [url.path]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard let hex = text.split(separator: " ").first, hex.count == 64 else { throw PeerFailure("sha256sum failed: \(text)") }
+    return String(hex)
+}
