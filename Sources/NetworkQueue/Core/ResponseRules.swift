@@ -44,7 +44,12 @@ enum ResponseRules {
     /// Whether a response with `statusCode` to a request with `method` (nil: GET) has a body at all: a
     /// response to HEAD, a 204 and a 304 have none, whatever their fields announce (RFC 9110 §6.4.1).
     static func hasBody(statusCode: Int, method: String?) -> Bool {
-        statusCode != 204 && statusCode != 304 && (method ?? "GET").uppercased() != "HEAD"
+        hasBody(statusCode: statusCode, isHead: (method ?? "GET").uppercased() == "HEAD")
+    }
+
+    /// As ``hasBody(statusCode:method:)``, for a caller that knows whether the method is HEAD.
+    static func hasBody(statusCode: Int, isHead: Bool) -> Bool {
+        statusCode != 204 && statusCode != 304 && !isHead
     }
 
     /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)

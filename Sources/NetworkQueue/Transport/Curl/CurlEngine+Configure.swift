@@ -69,7 +69,7 @@
             let rate = transfer.shared.withLock({ $0.maximumBytesPerSecond })
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
-            let method = (request.httpMethod ?? "GET").uppercased()
+            let method = transfer.method
             var headers = request.allHTTPHeaderFields ?? [:]
             let cookies = cookieHeader(for: transfer.url)
             // The common case: only `Accept-Encoding: identity` is sent.

@@ -33,6 +33,8 @@
 
         // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
         @exclusivity(unchecked) var request: URLRequest
+        /// The request's method, uppercased (read once per run: `URLRequest` takes a lock for it).
+        @exclusivity(unchecked) var method: String
         @exclusivity(unchecked) var url: URL
         @exclusivity(unchecked) var easy: OpaquePointer?
         @exclusivity(unchecked) var headerList: OpaquePointer?
@@ -72,6 +74,7 @@
             self.lendsBodyPieces = lendsBodyPieces
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
+            self.method = (request.httpMethod ?? "GET").uppercased()
             self.url = url
             self.engine = engine
             self.events = events
@@ -140,7 +143,7 @@
                 failure = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
                 return false
             }
-            let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, method: request.httpMethod)
+            let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, isHead: method == "HEAD")
             if hasBody, let coding = head.unsupportedTransferCoding {
                 // RFC 9112 §6.1: a message whose transfer coding is not understood cannot be read.
                 failure = URLError(
@@ -266,6 +269,7 @@
             let keepsBody = next.httpBody != nil || next.httpBodyStream != nil
             if keepsBody, case .stream = body { return false }
             request = next
+            method = (next.httpMethod ?? "GET").uppercased()
             url = next.url ?? url
             body = Self.body(of: next)
             bytesSent = 0
