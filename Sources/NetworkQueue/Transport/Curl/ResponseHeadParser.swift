@@ -263,10 +263,12 @@ struct ResponseHeadParser {
 
     /// `bytes` without leading and trailing spaces and tabs.
     private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
-        var slice = bytes
-        while let first = slice.first, first == 32 || first == 9 { slice.removeFirst() }
-        while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
-        return slice
+        let base = bytes.base
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, base[start] == 32 || base[start] == 9 { start += 1 }
+        while end > start, base[end - 1] == 32 || base[end - 1] == 9 { end -= 1 }
+        return base[start..<end]
     }
 }
 
