@@ -91,6 +91,9 @@ struct ResponseHeadParser {
     /// Feeds one line (with its CRLF or LF); returns the head when this line completes the final one.
     mutating func feed(_ rawLine: Substring) -> Head? { feed(bytes: Array(rawLine.utf8)) }
 
+    /// Feeds one line where libcurl hands it over: bytes ending in LF, usually CRLF (libcurl splits lines at LF).
+    mutating func feed(bytes rawLine: UnsafeRawBufferPointer) -> Head? { feed(line: rawLine) }
+
     /// Feeds one line as libcurl hands it over: bytes ending in LF, usually CRLF (libcurl splits lines at LF).
     mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
         if let head = rawLine.withContiguousStorageIfAvailable({ feed(line: UnsafeRawBufferPointer($0)) }) { return head }
