@@ -33,8 +33,8 @@ struct MachineDriver {
     /// Retry decisions asked for, oldest first.
     var decisions: [QueueAction.Decide] = []
 
-    init(limit: Int, listening: Bool = true, retryPolicy: RetryPolicy = .never) {
-        machine = QueueStateMachine(limit: limit)
+    init(limit: Int, ceiling: Int = 4_096, listening: Bool = true, retryPolicy: RetryPolicy = .never) {
+        machine = QueueStateMachine(limit: limit, ceiling: ceiling)
         machine.hasListeners = listening
         machine.retryPolicy = retryPolicy
     }
@@ -99,7 +99,7 @@ struct MachineDriver {
             grants[id] = nil
             return []
         }
-        machine.sourceRead(id)
+        machine.sourceRead(id, count: .max)
         for tag in tags {
             let request = Self.request(tag)
             requests[tag] = request

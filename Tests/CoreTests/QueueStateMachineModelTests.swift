@@ -42,20 +42,27 @@ import Testing
         var lastFraction = 0.0
         var drainHadFailure = false
         var inDrain = false
+        // A drain ends only once it was started: it began on a running queue, or go() came since.
+        var isSuspended = true
+        var drainStarted = false
         var ends: [Int: Int] = [:]
 
         for _ in 0..<Int.random(in: 10...40, using: &rng) {
             let roll = Int.random(in: 0..<100, using: &rng)
             switch roll {
             case 0..<25:
-                if !inDrain { (inDrain, lastFraction, drainHadFailure) = (true, 0, false) }
+                if !inDrain { (inDrain, lastFraction, drainHadFailure, drainStarted) = (true, 0, false, !isSuspended) }
                 let url = sharedURLs && Bool.random(using: &rng)
                     ? "http://h\(Int.random(in: 0..<2, using: &rng)).test/\(Int.random(in: 0..<2, using: &rng))" : nil
                 driver.add(nextTag, timeout: [60, 1, 2.5].randomElement(using: &rng)!, url: url)
                 added.insert(nextTag)
                 nextTag += 1
-            case 25..<32: driver.go()
-            case 32..<35: driver.machine.suspend()
+            case 25..<32:
+                driver.go()
+                (isSuspended, drainStarted) = (false, true)
+            case 32..<35:
+                driver.machine.suspend()
+                isSuspended = true
             case 35..<40:
                 limit = Int.random(in: 0...4, using: &rng)
                 driver.setLimit(limit)
@@ -79,7 +86,7 @@ import Testing
                 if let tag = added.randomElement(using: &rng) { driver.setPriority(Int.random(in: -1...1, using: &rng), of: tag) }
             case 72..<74:
                 // A streamed source, sometimes announcing how many it will give.
-                if !inDrain { (inDrain, lastFraction, drainHadFailure) = (true, 0, false) }
+                if !inDrain { (inDrain, lastFraction, drainHadFailure, drainStarted) = (true, 0, false, !isSuspended) }
                 if driver.grants.count < 2 { driver.openSource(announcing: [0, 0, 5].randomElement(using: &rng)!) }
             case 74..<80:
                 guard let (id, grant) = driver.grants.filter({ $0.value > 0 }).randomElement(using: &rng) else { break }
@@ -116,13 +123,15 @@ import Testing
                 }
                 tally(words, &ends, seed: seed)
             }
-            // queueDidFinish exactly when the queue empties, once.
-            if inDrain != (driver.machine.requestCount > 0 || !driver.machine.sources.isEmpty) {
+            // queueDidFinish exactly when a started drain's queue empties, once; never before go().
+            let isEmpty = driver.machine.requestCount == 0 && driver.machine.sources.isEmpty
+            if inDrain ? isEmpty && drainStarted : !isEmpty {
                 Issue.record("seed \(seed): queueDidFinish missing or early")
             }
         }
-        // Cancel what is left: every request then has exactly one end.
+        // Cancel what is left: every request then has exactly one end (and a drain never started ends at go()).
         driver.cancelAll()
+        driver.go()
         for line in driver.takeDeliveries() { tally(line.split(separator: " "), &ends, seed: seed) }
         #expect(ends.keys.sorted() == added.sorted(), "seed \(seed): requests without an end")
         #expect(ends.values.allSatisfy { $0 == 1 }, "seed \(seed): a request ended twice")

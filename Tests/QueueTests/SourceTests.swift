@@ -276,9 +276,14 @@ private struct CountingSource: AsyncSequence, Sendable {
         try queue.add(added)
         let clash = NetworkRequest(url: URL(string: "http://source.test/clash")!, destination: .file(file), tag: 101)
         queue.add(contentsOf: [request(1), clash, request(2), added, request(3)])
+        // Read to its failure while suspended: nothing of it is heard before go(), so that a listener that
+        // subscribes now hears it all.
+        await eventually { queue.progress.isTotalFinal }
+        #expect(clash.state == .pending)
+        #expect(!recorder.events.contains { if case .sourceFailed = $0 { true } else { false } })
+        queue.go()
         await eventually { clash.state == .failed }
         #expect(clash.failure == .invalidRequest(.destinationInUse(file)))
-        queue.go()
         gate.open()
         let progress = await queue.run()
         // 1, 2 and the two added eagerly ran; 3 was never read past the request added before.

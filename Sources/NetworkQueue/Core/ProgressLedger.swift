@@ -95,8 +95,12 @@ struct ProgressLedger {
     /// total is not final until it closes.
     mutating func openSource(announcing expected: Int = 0) {
         openSources += 1
-        announced += max(0, expected)
+        // Clamped, so that announcements of any size add up (and into a Double) without overflowing.
+        announced = min(Self.mostAnnounced, announced + min(Self.mostAnnounced, max(0, expected)))
     }
+
+    /// The most requests the announcements count: 2^52, far beyond any batch, and exact as a Double.
+    static let mostAnnounced = 1 << 52
 
     /// An announced request was read (it is added with ``add(_:)``).
     mutating func readAnnounced() { if announced > 0 { announced -= 1 } }

@@ -35,13 +35,17 @@ extension QueueStateMachine {
         let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
         let follows = admitDuplicate(record, now: now)
         ledger.add(record.progress)
+        // Until its own head (or a HEAD) says, a download weighs the mean size learned so far, not one unit:
+        // a batch's first sizes would otherwise outweigh everything still to come and read as near 1.0.
+        ledger.awaitSize(&record.progress)
         let slot = table.insert(record)
         // Slots are reused: every new request sets its own.
         scheduler.setPriority(slot, request.initialPriority.rawValue)
         if case .following(let leader) = record.state {
             table[leader].followers.append(slot)
         } else {
-            if let key = record.duplicateKey { leaders[key] = slot }
+            // A request that will fail at its start leads no duplicate.
+            if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
             assignHost(slot, request)
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
@@ -58,13 +62,22 @@ extension QueueStateMachine {
             "\(request.method) \(Redaction.describe(request.url))"
                 + (follows ? ", following an earlier duplicate" : "")
         }
-        if let rejection { failFinally(slot, .invalidRequest(rejection), now: now) }
+        if let rejection {
+            // Before the drain runs it fails at its start, as an invalid request does: a listener that
+            // subscribes before `go()` hears it.
+            if drainHasRun { failFinally(slot, .invalidRequest(rejection), now: now) } else { record.rejection = rejection }
+        }
         return slot
     }
 
     /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
     /// running queue get no HEAD.
     mutating func go(now: Double) -> QueueActions {
+        if inDrain, !drainHasRun {
+            drainHasRun = true
+            // What the sources did before: a failure is heard now, and may end the batch before it starts.
+            releaseHeldFailures(now: now)
+        }
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = table.records.filter {
                 guard case .pending = $0.record.state else { return false }
@@ -87,8 +100,11 @@ extension QueueStateMachine {
         ledger.awaitSize(&record.progress)
     }
 
+    /// Sets the limit as ``NetworkQueue/maxConcurrentRequestCount`` takes it (negative: 0, unlimited); the
+    /// scheduler runs ``effectiveLimit(_:ceiling:)`` of it.
     mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
-        scheduler.limit = limit
+        self.limit = max(0, limit)
+        scheduler.limit = Self.effectiveLimit(limit, ceiling: ceiling)
         scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
         return finishEvent(now)
     }
@@ -133,6 +149,8 @@ extension QueueStateMachine {
     /// Cancels everything and suspends; the progress returns to zero once no request is left.
     mutating func reset(now: Double) -> QueueActions {
         scheduler.suspend()
+        // Forgotten with the rest: a source that failed before the drain was started is never heard.
+        sources.heldFailures.removeAll()
         endAll(.cancelled, now: now)
         let actions = finishEvent(now)
         if table.isEmpty { ledger.reset() }

@@ -25,8 +25,10 @@ struct SourceBook {
     var line: [Int] = []
     /// Reads granted to every source and not given back: room the queue keeps for them.
     var reserved = 0
+    /// Failures of sources that ended before the drain was started, in order: heard at ``QueueStateMachine/go(now:)``.
+    var heldFailures: [NetworkQueueError.UnderlyingError] = []
 
-    var isEmpty: Bool { open.isEmpty }
+    var isEmpty: Bool { open.isEmpty && heldFailures.isEmpty }
     func isOpen(_ id: Int) -> Bool { open[id] != nil }
 }
 
@@ -42,12 +44,20 @@ extension QueueStateMachine {
         case stop
     }
 
-    /// HEADs that may roll ahead of the transfers with accurate progress (see ``Scheduler/preflightWindow``):
-    /// 8 per slot, at least 64; 1,024 without a limit.
-    static func preflightWindow(limit: Int) -> Int { limit == 0 ? 1_024 : max(64, 8 * limit) }
+    /// The transfers the scheduler runs at once for a limit as set: `limit`, but never more than `ceiling`;
+    /// 0 (unlimited) and negative values mean `ceiling`.
+    static func effectiveLimit(_ limit: Int, ceiling: Int) -> Int { limit <= 0 ? ceiling : min(limit, ceiling) }
 
-    /// The most requests read from sources and not yet started, reads granted included: four times the
-    /// preflight window (256 at the default limit of 4; 4,096 without a limit).
+    /// HEADs that may roll ahead of the transfers with accurate progress (see ``Scheduler/preflightWindow``):
+    /// 8 per slot of the effective limit, at least 64 and at most 4,096 (saturating: any limit is safe).
+    static func preflightWindow(limit: Int) -> Int {
+        let (window, overflow) = max(1, limit).multipliedReportingOverflow(by: 8)
+        return overflow ? 4_096 : min(4_096, max(64, window))
+    }
+
+    /// The most requests read from sources and not yet ended, running ones and reads granted included: four
+    /// times the preflight window (256 at the default limit of 4, at most 16,384), so that a source is read
+    /// only as fast as its requests end, whatever the limit.
     var readAhead: Int { 4 * Self.preflightWindow(limit: scheduler.limit) }
 
     /// The most reads granted at once: half the look-ahead, so that a reader wakes once per batch.
@@ -56,7 +66,9 @@ extension QueueStateMachine {
     /// How many reads may be granted now (0: none).
     private var grantableReads: Int {
         let pending = scheduler.mainPendingCount
-        let room = readAhead - pending - sources.reserved
+        // Every request not ended counts (running, waiting to retry, paused): counting only those waiting for a
+        // slot, a queue that starts whatever it reads would read on without end.
+        let room = readAhead - table.count - sources.reserved
         // A full batch, or whatever room is left when the queue is about to run dry.
         guard room >= readBatch || (room > 0 && pending < readBatch) else { return 0 }
         return min(room, readBatch)
@@ -97,12 +109,13 @@ extension QueueStateMachine {
         sources.reserved += count
     }
 
-    /// Source `id` read its batch, which the caller adds now with
-    /// ``insert(_:claim:isObserved:existingFile:source:rejection:now:)``: its grant is given back.
-    mutating func sourceRead(_ id: Int) {
+    /// Source `id` read `count` of its granted requests, which the caller adds now with
+    /// ``insert(_:claim:isObserved:existingFile:source:rejection:now:)``: that much of its grant is given back.
+    mutating func sourceRead(_ id: Int, count: Int) {
         guard var source = sources.open[id] else { return }
-        sources.reserved -= source.granted
-        source.granted = 0
+        let given = min(count, source.granted)
+        sources.reserved -= given
+        source.granted -= given
         sources.open[id] = source
     }
 
@@ -130,10 +143,22 @@ extension QueueStateMachine {
         ledger.closeSource(unread: source.unread)
         markProgressDirty(at: now)
         if let failure {
-            let error = NetworkQueueError.sourceFailed(failure)
-            postEvent(.sourceDidFail(error: error))
-            if cancelsAllOnFailure { endAll(.cancelledBecauseSourceFailed, now: now) }
+            guard drainHasRun else { return sources.heldFailures.append(failure) }
+            reportSourceFailure(failure, now: now)
         }
+    }
+
+    /// Reports a source's failure, and with cancel-all-on-failure ends every request and stops every source.
+    private mutating func reportSourceFailure(_ failure: NetworkQueueError.UnderlyingError, now: Double) {
+        postEvent(.sourceDidFail(error: .sourceFailed(failure)))
+        if cancelsAllOnFailure { endAll(.cancelledBecauseSourceFailed, now: now) }
+    }
+
+    /// The drain starts: the failures of sources that ended before are reported, in order.
+    mutating func releaseHeldFailures(now: Double) {
+        let held = sources.heldFailures
+        sources.heldFailures.removeAll()
+        for failure in held { reportSourceFailure(failure, now: now) }
     }
 
     /// Stops every source: waiting readers are told to stop, and a reader under way stops after its batch

@@ -184,7 +184,11 @@ extension QueueStateMachine {
         }
         // An unacceptable response's length (an error page's) never describes the resource: a retry would
         // otherwise have counted the difference as progress.
-        if problem == nil, length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
+        if problem == nil {
+            if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
+            // No size: one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
+        }
         if hasListeners {
             // Shown before didReceiveHeaders is delivered.
             actions.list.append(.publish(request, record.status()))

@@ -63,6 +63,10 @@ struct QueueStateMachine {
     var armedTimer: Double?
     /// True from the first add after idle until the drain's queueDidFinish is posted.
     var inDrain = false
+    /// True once the drain was started: it began on a running queue, or ``go(now:)`` came since. Until then
+    /// it does not end, and what its sources did is held (see ``SourceBook/heldFailures``), so that a
+    /// listener that subscribes after adding, before `go()`, hears every event of the drain.
+    var drainHasRun = false
     /// `run()` callers waiting for the drain to end.
     var waitingRuns = 0
     /// Records whose file is being moved into place (they cannot be cancelled any more).
@@ -78,16 +82,23 @@ struct QueueStateMachine {
     /// The actions of the event being handled.
     var actions = QueueActions()
 
-    /// A machine with `limit` transfers at once; `seed` seeds the backoff's jitter.
-    init(limit: Int, seed: UInt64 = 0x5EED) {
-        scheduler = Scheduler(limit: limit)
+    /// The limit as set (see ``NetworkQueue/maxConcurrentRequestCount``): 0 means as many as `ceiling`.
+    var limit: Int
+    /// The most transfers in flight whatever the limit says (see ``NetworkQueue/concurrencyCeiling``).
+    private(set) var ceiling: Int
+
+    /// A machine with `limit` transfers at once (0: `ceiling`), never more than `ceiling`; `seed` seeds the
+    /// backoff's jitter.
+    init(limit: Int, ceiling: Int = 4_096, seed: UInt64 = 0x5EED) {
+        self.limit = max(0, limit)
+        self.ceiling = max(1, ceiling)
+        scheduler = Scheduler(limit: Self.effectiveLimit(limit, ceiling: ceiling))
         scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
         jitter = JitterSource(seed: seed)
     }
 
     // MARK: Queries
 
-    var limit: Int { scheduler.limit }
     var order: SchedulingOrder { scheduler.order }
     var isSuspended: Bool { scheduler.isSuspended }
     var requestCount: Int { table.count }
@@ -104,7 +115,7 @@ struct QueueStateMachine {
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
         grantReads()
-        if inDrain, table.isEmpty, sources.isEmpty { endDrain(now) }
+        if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
         armTimerIfNeeded()
         return takeActions()
     }
@@ -113,6 +124,7 @@ struct QueueStateMachine {
     mutating func beginDrainIfIdle() {
         guard !inDrain else { return }
         inDrain = true
+        drainHasRun = !scheduler.isSuspended
         ledger.reset()
     }
 
@@ -128,7 +140,7 @@ struct QueueStateMachine {
     private mutating func startReady(_ now: Double) {
         while let job = scheduler.nextStart() {
             let record = table[job.id]
-            if let problem = record.request.invalidReason {
+            if let problem = record.request.invalidReason ?? record.rejection {
                 scheduler.finish(job)
                 fail(job.id, .invalidRequest(problem), now: now)
                 continue

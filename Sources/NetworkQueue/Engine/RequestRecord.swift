@@ -38,6 +38,7 @@ final class RequestRecord {
         var duplicateKey: String?
         var followers: [Int] = []
         var existingFile: ExistingFileRules.FileState?
+        var rejection: NetworkQueueError.InvalidRequestReason?
         // Unchecked: as `state`, touched by every event of a request that collects metrics.
         @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     }
@@ -81,6 +82,12 @@ final class RequestRecord {
     var existingFile: ExistingFileRules.FileState? {
         get { extras?.existingFile }
         set { if newValue != nil || extras != nil { madeExtras.existingFile = newValue } }
+    }
+    /// Why the request, read from a source before the drain ran, cannot run (its file is another request's):
+    /// it fails when it would start.
+    var rejection: NetworkQueueError.InvalidRequestReason? {
+        get { extras?.rejection }
+        set { if newValue != nil || extras != nil { madeExtras.rejection = newValue } }
     }
     /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that
     /// ends before that attempt deletes it.

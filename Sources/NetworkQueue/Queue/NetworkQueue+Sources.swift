@@ -74,41 +74,42 @@ extension NetworkQueue {
         add(contentsOf: SynchronousSource(base: requests), expectedCount: requests.underestimatedCount)
     }
 
-    /// How a batch read from a source ended it, if it did.
+    /// How a source ended, if it did.
     private enum Ending {
         case finished
         case failed(any Error)
     }
 
-    /// Reads `source` for the source `id`, a batch at a time, while the queue lets it.
+    /// Reads `source` for the source `id` while the queue lets it: a grant of reads at a time, each request
+    /// added as soon as it is read, so that a slow source's requests start at once and none waits in the
+    /// reader for the rest of its grant.
     private func read<Source: AsyncSequence & Sendable>(_ source: Source, id: Int) async where Source.Element == NetworkRequest {
         var iterator = source.makeAsyncIterator()
         while true {
-            let count = await grantedReads(id)
+            var count = await grantedReads(id)
             guard count > 0 else {
                 // Stopped: the machine has closed the source.
                 _ = locked.withLock { $0.readerTasks.removeValue(forKey: id) }
                 return
             }
-            var batch: [NetworkRequest] = []
-            batch.reserveCapacity(count)
-            var ending: Ending?
             // Stopped meanwhile (the task is cancelled then): no further `next()`.
-            while batch.count < count, !Task.isCancelled {
+            while count > 0, !Task.isCancelled {
+                let request: NetworkRequest?
                 do {
-                    guard let request = try await iterator.next() else {
-                        ending = .finished
-                        break
-                    }
-                    batch.append(request)
+                    request = try await iterator.next()
                 } catch {
-                    ending = .failed(error)
-                    break
+                    _ = admit(nil, from: id, ending: .failed(error))
+                    return
                 }
+                guard let request else {
+                    _ = admit(nil, from: id, ending: .finished)
+                    return
+                }
+                guard admit(request, from: id, ending: nil) else { return }
+                count -= 1
             }
-            guard admit(batch, from: id, ending: ending), ending == nil else { return }
             // A source that never suspends (a synchronous sequence, a file read in chunks) would hold its thread of
-            // the cooperative pool from batch to batch: other tasks, other sources' readers among them, get a turn.
+            // the cooperative pool from grant to grant: other tasks, other sources' readers among them, get a turn.
             await Task.yield()
         }
     }
@@ -130,33 +131,30 @@ extension NetworkQueue {
         }
     }
 
-    /// Adds a batch read from source `id`, in one event, and closes the source when the batch `ending` ended
-    /// it. Returns false when the source is over (stopped, or failed here).
-    private func admit(_ batch: [NetworkRequest], from id: Int, ending: Ending?) -> Bool {
-        var batch = batch
+    /// Adds `request`, just read from source `id`, in one event, and closes the source when `ending` says it
+    /// ended. Returns false when the source is over (stopped, or failed here).
+    private func admit(_ request: NetworkRequest?, from id: Int, ending: Ending?) -> Bool {
+        var request = request
         var ending = ending
-        // A request added before cannot join: the batch stops before it, and the source fails.
-        for (index, request) in batch.enumerated() {
+        if let added = request {
             do {
-                try markAdded(request)
+                try markAdded(added)
             } catch {
-                batch.removeSubrange(index...)
+                // A request added before cannot join: the source fails before it.
+                request = nil
                 ending = .failed(error)
-                break
             }
         }
-        let existingFiles = batch.map(Self.existingFile(of:))
-        let added = locked.withLock { core -> (slots: [Int], actions: QueueActions)? in
+        let existingFile = request.flatMap(Self.existingFile(of:))
+        let added = locked.withLock { core -> (slot: Int?, actions: QueueActions)? in
             guard core.machine.sources.isOpen(id) else { return nil }
             let now = clock.now()
-            core.machine.sourceRead(id)
-            var slots: [Int] = []
-            slots.reserveCapacity(batch.count)
-            for (request, existingFile) in zip(batch, existingFiles) {
+            var slot: Int?
+            if let request {
+                core.machine.sourceRead(id, count: 1)
                 // A file another request writes: the request joins and fails alone (an add would throw).
                 let (claim, rejection) = Self.claimDestination(of: request, in: core.machine)
-                slots.append(
-                    core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now))
+                slot = core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now)
             }
             switch ending {
             case nil: break
@@ -164,17 +162,17 @@ extension NetworkQueue {
             case .failed(let error)?: core.machine.closeSource(id, failure: .init(error), now: now)
             }
             if ending != nil { core.readerTasks[id] = nil }
-            return (slots, core.machine.finishEvent(now))
+            return (slot, core.machine.finishEvent(now))
         }
-        guard let (slots, actions) = added else {
-            // Read after the source was stopped: never added.
-            for request in batch { request.publishEnd(.cancelled) }
+        guard let (slot, actions) = added else {
+            // Returned by a `next()` that was under way when the source was stopped: never added.
+            request?.publishEnd(.cancelled)
             _ = locked.withLock { $0.readerTasks.removeValue(forKey: id) }
             return false
         }
-        for (request, slot) in zip(batch, slots) { join(request, slot: slot) }
+        if let request, let slot { join(request, slot: slot) }
         perform(actions)
-        return true
+        return ending == nil
     }
 }
 

@@ -57,13 +57,31 @@ public final class NetworkQueue: Sendable {
     ) {
         self.transport = transport
         self.clock = clock
-        var machine = QueueStateMachine(limit: 4, seed: UInt64.random(in: 1...UInt64.max))
+        var machine = QueueStateMachine(limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
         machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
         self.locked = Locked(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()
     }
+
+    /// The most transfers any queue runs at once, whatever its ``maxConcurrentRequestCount``: half of the
+    /// process's open-file limit (`RLIMIT_NOFILE`, read once) less a reserve of 64 descriptors, at least 16 and
+    /// at most 4,096.
+    ///
+    /// A transfer may hold two descriptors (its connection and its part file), so a queue within this ceiling
+    /// never fails a request for want of one, and "unlimited" (0) never means opening every socket at once.
+    public static let concurrencyCeiling: Int = {
+        var limits = rlimit()
+        #if os(Linux)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limits) == 0 else { return 4_096 }
+        let open = limits.rlim_cur >= UInt64(Int.max) ? Int.max : Int(limits.rlim_cur)
+        return min(4_096, max(16, (open - 64) / 2))
+    }()
 
     /// The transport a queue gets by default: on Linux a new ``CurlTransport`` with default options, or a
     /// new ``URLSessionTransport`` when libcurl cannot be loaded (``CurlTransport/isAvailable`` says which);
@@ -112,7 +130,8 @@ public final class NetworkQueue: Sendable {
     /// The most transfers in flight at once (HEAD preflights count); 0 means unlimited. Default 4.
     ///
     /// Takes effect at once: raising it starts more pending requests, lowering it lets running ones finish.
-    /// Negative values are clamped to 0 (unlimited), as `OperationQueue` treats -1.
+    /// Negative values are clamped to 0 (unlimited), as `OperationQueue` treats -1. Unlimited, and any count
+    /// above it, runs at most ``concurrencyCeiling`` transfers at once (the value read back is the one set).
     public var maxConcurrentRequestCount: Int {
         get { locked.withLock { $0.machine.limit } }
         set { send { $0.setLimit(newValue, now: $1) } }
