@@ -50,6 +50,30 @@ private struct CountingSource: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self, release: Release(released)) }
 }
 
+/// A source that gives requests 1…`count`, then waits on `stall` (until its task is cancelled).
+private struct StallingSource: AsyncSequence, Sendable {
+    let count: Int
+    let stall: AsyncStream<Never>
+    /// The tags given so far.
+    let given = Box<[Int]>([])
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let source: StallingSource
+        mutating func next() async -> NetworkRequest? {
+            let tag = source.given.current.count + 1
+            guard tag <= source.count else {
+                var waiting = source.stall.makeAsyncIterator()
+                _ = await waiting.next()
+                return nil
+            }
+            source.given.with { $0.append(tag) }
+            return request(tag)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+}
+
 @Suite(.timeLimit(.minutes(5))) struct SourceTests {
     /// The look-ahead at the default limit of 4 (see `add(contentsOf:)`).
     static let lookAhead = 256
@@ -81,6 +105,94 @@ private struct CountingSource: AsyncSequence, Sendable {
         let finished = recorder.events.compactMap { entry -> Int? in if case .finish(let tag) = entry { tag } else { nil } }
         #expect(finished.count == count)
         #expect(Set(finished).count == count)
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    /// The form the docs show: a lazy map over a million numbers. Each request is made when the queue reads it,
+    /// so at most the look-ahead of them ever exist (an eager `map` would have made all of them inside `add`).
+    @Test func theDocumentedLazyFormMakesEachRequestWhenItIsRead() async throws {
+        let made = Box(0)
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
+        let recorder = queue.recording()
+        queue.add(contentsOf: (1...1_000_000).lazy.map { tag in
+            made.with { $0 += 1 }
+            return request(tag)
+        })
+        #expect(made.current <= Self.lookAhead)
+        #expect(queue.progress.estimatedRequestCount == 1_000_000)
+        await eventually { queue.requestCount == Self.lookAhead }
+        #expect(made.current == Self.lookAhead)
+        queue.cancelAll()
+        queue.go()
+        let progress = await queue.run()
+        #expect(made.current == Self.lookAhead)
+        #expect(progress.cancelledRequestCount == Self.lookAhead)
+        #expect(recorder.events.filter { if case .fail = $0 { true } else { false } }.count == Self.lookAhead)
+    }
+
+    /// A source that gives ten requests and then waits: they start and end while it waits, and the drain waits for
+    /// the source.
+    @Test func aSourceThatGivesTenThenWaitsRunsTheTen() async throws {
+        let (stream, continuation) = AsyncStream<NetworkRequest>.makeStream()
+        for tag in 1...10 { continuation.yield(request(tag)) }
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
+        let recorder = queue.recording()
+        queue.add(contentsOf: stream)
+        queue.go()
+        await eventually { queue.progress.finishedRequestCount == 10 }
+        #expect(recorder.queueFinishedCount == 0)
+        #expect(!queue.progress.isTotalFinal)
+        continuation.yield(request(11))
+        continuation.finish()
+        let progress = await queue.run()
+        #expect(progress.finishedRequestCount == 11)
+        #expect(recorder.queueFinishedCount == 1)
+    }
+
+    /// Every request a source gave ends with one event when cancelAll stops the source, also while the source
+    /// is in the middle of a grant (it gave ten, and waits in its eleventh `next()`).
+    @Test func cancelAllEndsEveryRequestReadWithAnEvent() async throws {
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: TransferGate()))
+        let recorder = queue.recording()
+        let (stall, holder) = AsyncStream<Never>.makeStream()
+        let source = StallingSource(count: 10, stall: stall)
+        queue.add(contentsOf: source)
+        queue.go()
+        await eventually { source.given.current.count == 10 }
+        queue.cancelAll()
+        await queue.run()
+        let failed = recorder.events.compactMap { entry -> Int? in if case .fail(let tag, _) = entry { tag } else { nil } }
+        #expect(failed.sorted() == Array(1...10))
+        #expect(recorder.queueFinishedCount == 1)
+        holder.finish()
+    }
+
+    /// A listener that subscribes after adding a source (before go()) hears all of it: the source's end is
+    /// never reported before go(), however fast it was read.
+    @Test(arguments: [0, 2])
+    func aListenerAfterAddingHearsTheEndOfASourceReadBeforeGo(count: Int) async throws {
+        for _ in 0..<50 {
+            let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
+            queue.add(contentsOf: (0..<count).map { request($0 + 1) })
+            await eventually { queue.progress.isTotalFinal }
+            let recorder = queue.recording()
+            queue.go()
+            let progress = await queue.run()
+            #expect(recorder.queueFinishedCount == 1)
+            #expect(progress.finishedRequestCount == count)
+            #expect(recorder.events.filter { if case .finish = $0 { true } else { false } }.count == count)
+        }
+    }
+
+    @Test func aListenerAfterAddingHearsASourceThatFailedBeforeGo() async throws {
+        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
+        queue.add(contentsOf: CountingSource(count: nil, throwsAfter: 2))
+        await eventually { queue.progress.isTotalFinal }
+        let recorder = queue.recording()
+        queue.go()
+        let progress = await queue.run()
+        #expect(recorder.events.filter { if case .sourceFailed = $0 { true } else { false } }.count == 1)
+        #expect(progress.cancelledRequestCount == 2)
         #expect(recorder.queueFinishedCount == 1)
     }
 

@@ -51,10 +51,8 @@ final class FileSink: Sendable {
         destination = claim.url
         partial = destination.appendingPathExtension("part")
         validatorFile = partial.appendingPathExtension("validator")
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw .fileError(path: destination.path, reason: "is a directory")
-        }
+        // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
+        if let reason = Self.refusal(at: destination, allowingLinks: true) { throw .fileError(path: destination.path, reason: reason) }
         guard claim.openFile() else { return nil }
         self.claim = claim
         // A retry's earlier attempt may still have its file open (its closing waits on another thread):
@@ -62,11 +60,12 @@ final class FileSink: Sendable {
         // own closing is then a no-op.
         claim.replaceSink(with: nil)?.close(keeping: continuing)
         let saved = continuing ? Self.savedValidator(validatorFile) : nil
-        // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file.
-        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (saved == nil ? O_TRUNC : 0)
-        let fd = open(partial.path, flags, 0o644)
+        // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
+        // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
+        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
+        let fd = Self.openRegular(partial.path, flags)
         guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = fd == Self.notRegular ? "is not a regular file" : String(cString: strerror(errno))
             claim.closeFile()
             throw .fileError(path: partial.path, reason: reason)
         }
@@ -86,9 +85,40 @@ final class FileSink: Sendable {
         _ = claim.replaceSink(with: self)
     }
 
+    /// Returned by ``openRegular(_:_:)`` for a path that is not a regular file.
+    private static let notRegular: Int32 = -2
+
+    /// Opens `path` with `flags` (which hold `O_NONBLOCK`, so that a FIFO never blocks the open) and returns the
+    /// descriptor in blocking mode if it is a regular file; -1 (errno set) when it cannot be opened, and
+    /// ``notRegular`` (closed again, nothing removed) when it is something else.
+    private static func openRegular(_ path: String, _ flags: Int32) -> Int32 {
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            closeDescriptor(fd)
+            return notRegular
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
+    }
+
+    /// Why the entry at `url` must not be written over, or nil when nothing is there or it may be: a regular
+    /// file (or, with `allowingLinks`, a symbolic link, which a rename replaces without touching its target).
+    static func refusal(at url: URL, allowingLinks: Bool) -> String? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFLNK where allowingLinks: return nil
+        case S_IFDIR: return "is a directory"
+        default: return "is not a regular file"
+        }
+    }
+
     /// The validator saved beside a part file, if one was written by us and reads back.
     private static func savedValidator(_ file: URL) -> RangeRules.Validator? {
-        let fd = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openRegular(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         guard let data = try? handle.read(upToCount: 4096), data.count < 4096 else { return nil }
@@ -97,7 +127,7 @@ final class FileSink: Sendable {
 
     /// Writes the validator file, never through a symbolic link planted at its path.
     private func saveValidator(_ validator: RangeRules.Validator) throws {
-        let fd = open(validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = Self.openRegular(validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission) }
         try FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(contentsOf: Data(validator.fileText.utf8))
     }
@@ -232,3 +262,6 @@ final class FileSink: Sendable {
         state.buffer.removeAll(keepingCapacity: true)
     }
 }
+
+/// Closes a descriptor (a free function: inside ``FileSink`` the name `close` is its own method's).
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

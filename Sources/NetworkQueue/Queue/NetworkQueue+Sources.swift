@@ -52,13 +52,34 @@ extension NetworkQueue {
     /// is read to its end all the same. Zero or less announces nothing.
     public func add<Source: AsyncSequence & Sendable>(contentsOf source: Source, expectedCount: Int)
     where Source.Element == NetworkRequest {
+        startReading(source, expectedCount: expectedCount)
+    }
+
+    /// Adds the requests of a synchronous sequence as ``add(contentsOf:)-(Source)`` adds an asynchronous one: read only
+    /// as the queue needs them.
+    ///
+    /// The sequence is handed over (`sending`), not required to be `Sendable`: a lazy sequence such as
+    /// `(1...n).lazy.map { … }`, whose closure makes each request, is read as it is, one request made per read.
+    /// (With a `Sendable` requirement Swift would pick the eager `map` for such a line, and build every request
+    /// before the call.) Its `underestimatedCount` is announced as ``add(contentsOf:expectedCount:)`` does.
+    public func add<Requests: Sequence>(contentsOf requests: sending Requests) where Requests.Element == NetworkRequest {
+        let expected = requests.underestimatedCount
+        startReading(SynchronousSource(base: requests), expectedCount: expected)
+    }
+
+    /// Opens a source in the machine and starts its reader task, which owns `source` from then on.
+    private func startReading<Source: AsyncSequence>(_ source: sending Source, expectedCount: Int)
+    where Source.Element == NetworkRequest {
         var id = 0
         send { machine, now in
             let opened = machine.openSource(announcing: expectedCount, now: now)
             id = opened.id
             return opened.actions
         }
-        let task = Task { await self.read(source, id: id) }
+        // Its type erased here, so that the task (which owns it from now on) captures no generic type.
+        var iterator = source.makeAsyncIterator()
+        let next: () async throws -> NetworkRequest? = { try await iterator.next() }
+        let task = Task { await self.read(next, id: id) }
         let isOpen = locked.withLock { core in
             guard core.machine.sources.isOpen(id) else { return false }
             core.readerTasks[id] = task
@@ -68,23 +89,16 @@ extension NetworkQueue {
         if !isOpen { task.cancel() }
     }
 
-    /// Adds the requests of a synchronous sequence as ``add(contentsOf:)-(Source)`` adds an asynchronous one: read only
-    /// as the queue needs them (a lazy sequence makes each request when it is read).
-    public func add<Requests: Sequence & Sendable>(contentsOf requests: Requests) where Requests.Element == NetworkRequest {
-        add(contentsOf: SynchronousSource(base: requests), expectedCount: requests.underestimatedCount)
-    }
-
     /// How a source ended, if it did.
     private enum Ending {
         case finished
         case failed(any Error)
     }
 
-    /// Reads `source` for the source `id` while the queue lets it: a grant of reads at a time, each request
+    /// Reads the source `id` (its `next()`) while the queue lets it: a grant of reads at a time, each request
     /// added as soon as it is read, so that a slow source's requests start at once and none waits in the
     /// reader for the rest of its grant.
-    private func read<Source: AsyncSequence & Sendable>(_ source: Source, id: Int) async where Source.Element == NetworkRequest {
-        var iterator = source.makeAsyncIterator()
+    private func read(_ next: () async throws -> NetworkRequest?, id: Int) async {
         while true {
             var count = await grantedReads(id)
             guard count > 0 else {
@@ -96,7 +110,7 @@ extension NetworkQueue {
             while count > 0, !Task.isCancelled {
                 let request: NetworkRequest?
                 do {
-                    request = try await iterator.next()
+                    request = try await next()
                 } catch {
                     _ = admit(nil, from: id, ending: .failed(error))
                     return
@@ -177,7 +191,7 @@ extension NetworkQueue {
 }
 
 /// A synchronous sequence read as an asynchronous one.
-struct SynchronousSource<Base: Sequence & Sendable>: AsyncSequence, Sendable {
+struct SynchronousSource<Base: Sequence>: AsyncSequence {
     let base: Base
 
     struct AsyncIterator: AsyncIteratorProtocol {
