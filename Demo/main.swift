@@ -31,15 +31,19 @@ if options.showHelp {
 }
 
 
-// The --input list is read as a stream while the queue runs (as aria2's --deferred-input does): a file's
-// lines are counted first (newlines only, a fraction of a second for millions), and each line is checked when
-// it is read. A malformed line is bad usage: the run stops there (exit 2).
+// The --input list is opened once and read as a stream while the queue runs (as aria2's --deferred-input
+// does): a regular file's lines are counted first on the same descriptor (newlines only, a fraction of a second
+// for millions); a pipe, a FIFO or `<(command)` is read once, as it comes, its length unknown. Each line is
+// checked when it is read: a malformed or overlong line is bad usage, and the run stops there (exit 2).
+var listReader: LineReader?
 var listCount: Int?
-if let input = options.input, input != "-" {
+if let input = options.input {
     do {
-        listCount = try InputList.countLines(input)
+        let reader = try LineReader(path: input)
+        listCount = try reader.countLines()
+        listReader = reader
     } catch {
-        complain("Demo: error: cannot read \(input): \(error.localizedDescription)")
+        complain("Demo: error: cannot read \(input == "-" ? "standard input" : input): \(error.localizedDescription)")
         exit(2)
     }
 }
@@ -113,7 +117,7 @@ for (url, label) in targets {
     var destination = NetworkRequest.Destination.memory
     if let output = options.output {
         let file = output.appendingPathComponent(namer.name(for: url))
-        if options.noClobber, FileManager.default.fileExists(atPath: file.path) {
+        if options.noClobber, FileNames.isRegularFile(file) {
             keptArguments += 1
             continue
         }
@@ -129,16 +133,19 @@ for (url, label) in targets {
     rows.append((request, label))
 }
 let tally = ListSource.Tally()
-if let input = options.input {
+if let input = options.input, let listReader {
     let source = ListSource(
-        path: input, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
+        reader: listReader, path: input, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)
     queue.add(contentsOf: source, expectedCount: (listCount ?? 0) / options.shard.count)
 }
 
-let count = options.input == nil ? "\(rows.count) requests" : "\(listCount.map { "a list of \($0) lines" } ?? "a list from standard input")"
+let count =
+    options.input == nil
+    ? "\(rows.count) requests"
+    : listCount.map { "a list of \($0) lines" } ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
 let mode = [
     count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
     options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",

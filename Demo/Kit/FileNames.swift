@@ -1,8 +1,20 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// File names for `--output`: taken from each URL's last path component only (never from a server's
 /// header), made safe, and made unique within the list.
 public enum FileNames {
+    /// True when a regular file is at `url` (a link to one counts): what `--no-clobber` keeps. A directory, a
+    /// FIFO or a device under a download's name is not a download.
+    public static func isRegularFile(_ url: URL) -> Bool {
+        var info = stat()
+        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
     /// A safe name for `url`: percent-decoded, without `/`, `\`, NUL or control characters, no `..`,
     /// not starting with a dot, at most 200 bytes; "download" when nothing is left.
     public static func safeName(for url: URL) -> String {

@@ -33,12 +33,12 @@ public enum InputList {
             throw Problem(line: number, reason: "expected 'URL [sha256:HEX]', found \(fields.count) fields")
         }
         guard let url = webURL(fields[0]) else {
-            throw Problem(line: number, reason: "'\(fields[0])' is not an http(s) URL with a host")
+            throw Problem(line: number, reason: "\(quoted(fields[0])) is not an http(s) URL with a host")
         }
         var checksum: Checksum?
         if fields.count == 2 {
             guard let parsed = Checksum(fields[1]) else {
-                throw Problem(line: number, reason: "'\(fields[1])' is not sha256:<64 hex digits> or sha512:<128 hex digits>")
+                throw Problem(line: number, reason: "\(quoted(fields[1])) is not sha256:<64 hex digits> or sha512:<128 hex digits>")
             }
             checksum = parsed
         }
@@ -62,41 +62,25 @@ public enum InputList {
         return url
     }
 
-    /// The number of lines of the file at `path` (blank lines and comments included): read a chunk at a time,
-    /// counting newlines, so that a list of millions is counted in a fraction of a second.
-    public static func countLines(_ path: String) throws -> Int {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { _ = close(descriptor) }
-        let size = 1 << 20
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        var lines = 0
-        var last: UInt8 = UInt8(ascii: "\n")
-        while true {
-            let got = read(descriptor, buffer, size)
-            if got < 0, errno == EINTR { continue }
-            guard got >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            if got == 0 { break }
-            var position = buffer
-            let end = buffer + got
-            while position < end, let found = memchr(position, Int32(UInt8(ascii: "\n")), end - position) {
-                lines += 1
-                position = found + 1
-            }
-            last = buffer.load(fromByteOffset: got - 1, as: UInt8.self)
-        }
-        // A last line without its newline counts too.
-        return last == UInt8(ascii: "\n") ? lines : lines + 1
+    /// The longest line a list may hold, in bytes without its newline: 65,536. A longer one (or a list that never
+    /// ends its line, such as `/dev/zero`) is refused with its number, as a malformed line is.
+    public static let longestLine = 65_536
+
+    /// `text` cut to at most 80 characters for a message, so that a long field is not echoed whole.
+    static func quoted(_ text: String) -> String {
+        text.count <= 80 ? "'\(text)'" : "'\(text.prefix(80))…' (\(text.utf8.count) bytes)"
     }
 }
 
-/// The lines of a file (or of standard input for `-`), read a chunk at a time.
-public struct LineReader {
+/// The lines of a file (or of standard input for `-`), read a chunk at a time, once: a pipe, a FIFO or a process
+/// substitution (`<(command)`) is read as it comes and never opened twice.
+public struct LineReader: Sendable {
     private let descriptor: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Bytes from `start` up to here hold no newline (so that a long line is scanned once, not once per chunk).
+    private var scanned = 0
     private var isAtEnd = false
     private var number = 0
 
@@ -106,7 +90,7 @@ public struct LineReader {
             descriptor = STDIN_FILENO
             ownsDescriptor = false
         } else {
-            descriptor = open(path, O_RDONLY)
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             ownsDescriptor = true
         }
@@ -115,19 +99,61 @@ public struct LineReader {
     /// Closes the file (not standard input).
     public func finish() { if ownsDescriptor { _ = close(descriptor) } }
 
-    /// The next line without its newline, with its 1-based number; nil at the end.
+    /// The number of lines (blank lines and comments included) of a regular file, counted from where reading
+    /// starts without moving it (newlines only: a fraction of a second for millions); nil for anything that
+    /// can be read only once (a pipe, a FIFO, a terminal), which is never read twice.
+    public func countLines() throws -> Int? {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var offset = lseek(descriptor, 0, SEEK_CUR)
+        guard offset >= 0 else { return nil }
+        let size = 1 << 20
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        defer { chunk.deallocate() }
+        var lines = 0
+        var last = UInt8(ascii: "\n")
+        while true {
+            let got = pread(descriptor, chunk, size, offset)
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            if got == 0 { break }
+            offset += off_t(got)
+            var position = chunk
+            let end = chunk + got
+            while position < end, let found = memchr(position, Int32(UInt8(ascii: "\n")), end - position) {
+                lines += 1
+                position = found + 1
+            }
+            last = chunk.load(fromByteOffset: got - 1, as: UInt8.self)
+        }
+        // A last line without its newline counts too.
+        return last == UInt8(ascii: "\n") ? lines : lines + 1
+    }
+
+    /// The next line without its newline, with its 1-based number; nil at the end. A line longer than
+    /// ``InputList/longestLine`` throws ``InputList/Problem`` with its number.
     public mutating func next() throws -> (line: Substring, number: Int)? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            let newline = buffer.withUnsafeBytes { bytes -> Int? in
+                guard scanned < bytes.count, let found = memchr(bytes.baseAddress! + scanned, Int32(UInt8(ascii: "\n")), bytes.count - scanned)
+                else { return nil }
+                return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+            }
+            if let newline {
+                try checkLength(newline - start)
                 let line = String(decoding: buffer[start..<newline], as: UTF8.self)
                 start = newline + 1
+                scanned = start
                 number += 1
                 return (Substring(line), number)
             }
+            scanned = buffer.count
+            try checkLength(buffer.count - start)
             if isAtEnd {
                 guard start < buffer.count else { return nil }
                 let line = String(decoding: buffer[start...], as: UTF8.self)
                 start = buffer.count
+                scanned = start
                 number += 1
                 return (Substring(line), number)
             }
@@ -135,10 +161,17 @@ public struct LineReader {
         }
     }
 
+    /// Refuses the line being read once it is longer than ``InputList/longestLine``.
+    private func checkLength(_ length: Int) throws {
+        guard length > InputList.longestLine else { return }
+        throw InputList.Problem(line: number + 1, reason: "longer than \(InputList.longestLine) bytes")
+    }
+
     /// Reads the next chunk, keeping the unread part of the buffer.
     private mutating func fill() throws {
         if start > 0 {
             buffer.removeSubrange(0..<start)
+            scanned -= start
             start = 0
         }
         let chunk = 1 << 16
@@ -148,7 +181,10 @@ public struct LineReader {
         repeat {
             got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
         } while got < 0 && errno == EINTR
-        guard got >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard got >= 0 else {
+            buffer.removeLast(chunk)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
         buffer.removeLast(chunk - got)
         if got == 0 { isAtEnd = true }
     }

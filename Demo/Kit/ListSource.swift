@@ -26,7 +26,10 @@ public struct ListSource: AsyncSequence, Sendable {
         func skip() { counts.update { $0.otherShards += 1 } }
     }
 
+    /// The list's path (`-`: standard input), opened at the first read unless it was opened already.
     public let path: String
+    /// The list opened already (to count its lines on the same descriptor: a list is opened and read once).
+    private let opened: LineReader?
     public let output: URL?
     public let shard: Shard
     public let noClobber: Bool
@@ -35,7 +38,23 @@ public struct ListSource: AsyncSequence, Sendable {
     public let tally: Tally
 
     public init(path: String, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile, tally: Tally) {
+        self.init(path: path, opened: nil, output: output, shard: shard, noClobber: noClobber, existingFile: existingFile, tally: tally)
+    }
+
+    /// The list `reader` opened at `path`: its lines are read from it, and it is not opened again.
+    public init(
+        reader: LineReader, path: String, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile,
+        tally: Tally
+    ) {
+        self.init(path: path, opened: reader, output: output, shard: shard, noClobber: noClobber, existingFile: existingFile, tally: tally)
+    }
+
+    private init(
+        path: String, opened: LineReader?, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile,
+        tally: Tally
+    ) {
         self.path = path
+        self.opened = opened
         self.output = output
         self.shard = shard
         self.noClobber = noClobber
@@ -49,7 +68,7 @@ public struct ListSource: AsyncSequence, Sendable {
         var namer = FileNamer()
 
         public mutating func next() async throws -> NetworkRequest? {
-            if reader == nil { reader = try LineReader(path: source.path) }
+            if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (line, number) = try reader!.next() {
                 guard let entry = try InputList.parse(line, number: number) else { continue }
                 // Named before the shard is chosen: every shard names the whole list alike.
@@ -61,8 +80,9 @@ public struct ListSource: AsyncSequence, Sendable {
                 var destination = NetworkRequest.Destination.memory
                 if let output = source.output, let name {
                     let file = output.appendingPathComponent(name)
-                    // Files only appear complete (renamed into place), so one that exists is whole.
-                    if source.noClobber, FileManager.default.fileExists(atPath: file.path) {
+                    // Files only appear complete (renamed into place), so a regular file there is whole. Anything
+                    // else (a directory, a FIFO) is not a download: the request runs and fails on it.
+                    if source.noClobber, FileNames.isRegularFile(file) {
                         source.tally.keep()
                         continue
                     }

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The Demo executable, built beside this test bundle by `swift build` / `swift test`.
-private let demo: URL = {
+let demo: URL = {
     let here = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
     var directory = here.deletingLastPathComponent()
     // On Linux the tests run from `<build>/NetworkQueuePackageTests.xctest`; on Apple platforms from inside a bundle.
@@ -16,7 +16,7 @@ private let demo: URL = {
 
 /// Runs the Demo with `arguments` (standard input from `input`) and `environment` added to this process's
 /// (`NAME=value` each); returns its exit status and output.
-private func runDemo(
+func runDemo(
     _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
 ) throws -> (status: Int32, output: String) {
     let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")

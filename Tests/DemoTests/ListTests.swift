@@ -126,7 +126,9 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
     @Test func aMalformedLineStopsTheListWhereItIsAndTheCountIsOfLines() async throws {
         let list = try listFile(["http://a.test/x", "# fine", "", "ftp://a.test/y", "http://a.test/z"])
         defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
-        #expect(try InputList.countLines(list.path) == 5)
+        let reader = try LineReader(path: list.path)
+        #expect(try reader.countLines() == 5)
+        reader.finish()
         let source = ListSource(path: list.path, output: nil, shard: .whole, noClobber: false, existingFile: .replace, tally: .init())
         var given: [Int] = []
         do {
@@ -136,5 +138,57 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
             #expect(problem.line == 4)
         }
         #expect(given == [1])
+    }
+
+    @Test func aLineLongerThanTheLimitIsRefusedWithItsNumber() async throws {
+        let long = "http://a.test/" + String(repeating: "x", count: InputList.longestLine)
+        let list = try listFile(["http://a.test/1", long, "http://a.test/3"])
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        var reader = try LineReader(path: list.path)
+        defer { reader.finish() }
+        #expect(try reader.next()?.number == 1)
+        #expect(throws: InputList.Problem.self) { try reader.next() }
+        do {
+            _ = try reader.next()
+        } catch let problem as InputList.Problem {
+            #expect(problem.line == 2)
+            #expect(problem.reason == "longer than 65536 bytes")
+        }
+    }
+
+    @Test func aLineOfExactlyTheLimitIsRead() throws {
+        let line = "http://a.test/" + String(repeating: "y", count: InputList.longestLine - 14)
+        let list = try listFile([line, "http://a.test/2"])
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        var reader = try LineReader(path: list.path)
+        defer { reader.finish() }
+        #expect(try reader.next()?.line.utf8.count == InputList.longestLine)
+        #expect(try reader.next()?.line == "http://a.test/2")
+        #expect(try reader.next() == nil)
+    }
+
+    /// A megabyte-long bad field is named in at most a line's worth of text.
+    @Test func aLongBadFieldIsNotEchoedWhole() {
+        let field = String(repeating: "z", count: 50_000)
+        #expect(throws: InputList.Problem.self) { try InputList.parse(Substring(field), number: 7) }
+        do {
+            _ = try InputList.parse(Substring(field), number: 7)
+        } catch {
+            #expect(error.description.count < 200)
+            #expect(error.description.hasPrefix("line 7: 'zzz"))
+        }
+    }
+
+    /// Lines are read in time linear in their length: a list of 60,000-byte lines (each scanned once, not once per
+    /// chunk read) gives every line, byte-exact.
+    @Test func longLinesAreReadWhole() throws {
+        let lines = (0..<40).map { "http://a.test/\($0)/" + String(repeating: "q", count: 60_000) }
+        let list = try listFile(lines)
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        var reader = try LineReader(path: list.path)
+        defer { reader.finish() }
+        var read: [String] = []
+        while let (line, _) = try reader.next() { read.append(String(line)) }
+        #expect(read == lines)
     }
 }

@@ -3,6 +3,12 @@ import NetworkQueue
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -134,5 +140,39 @@ import Testing
         await queue.run()
         #expect(transport.startedRequests.map { $0.httpMethod ?? "GET" } == ["GET"])
         #expect(try Data(contentsOf: file) == Data(Self.body.utf8))
+    }
+
+    /// Only a regular file is written over or opened: a FIFO or a directory at the destination, or a FIFO at the
+    /// `.part` path, fails the request with a file error at once (never waiting for a FIFO's reader) and is left
+    /// as it was, whatever the request's existing-file rule.
+    @Test(arguments: [NetworkRequest.ExistingFile.replace, .skipIfUnchanged])
+    func somethingThatIsNotARegularFileIsRefusedAndLeftAlone(rule: NetworkRequest.ExistingFile) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("fifo")
+        #expect(mkfifo(fifo.path, 0o644) == 0)
+        let folder = URL(fileURLWithPath: directory.appendingPathComponent("folder").path, isDirectory: false)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let partFIFO = directory.appendingPathComponent("plain")
+        #expect(mkfifo(partFIFO.path + ".part", 0o644) == 0)
+        let cases: [(URL, String, String)] = [
+            (fifo, fifo.path, "is not a regular file"), (folder, folder.path, "is a directory"),
+            (partFIFO, partFIFO.path + ".part", "is not a regular file"),
+        ]
+        for (destination, path, reason) in cases {
+            let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
+            let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(destination), fileOptions: .init(existingFile: rule))
+            try queue.add(request)
+            await queue.run()
+            #expect(request.failure == .fileError(path: path, reason: reason), "\(destination.lastPathComponent)")
+        }
+        func type(_ url: URL) -> FileAttributeType? {
+            try? FileManager.default.attributesOfItem(atPath: url.path)[.type] as? FileAttributeType
+        }
+        #expect(type(fifo) != nil && type(fifo) != .typeRegular)
+        #expect(type(folder) == .typeDirectory)
+        #expect(type(URL(fileURLWithPath: partFIFO.path + ".part")) != nil && type(URL(fileURLWithPath: partFIFO.path + ".part")) != .typeRegular)
+        #expect(type(partFIFO) == nil)
     }
 }

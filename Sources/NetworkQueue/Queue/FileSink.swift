@@ -93,7 +93,14 @@ final class FileSink: Sendable {
     /// ``notRegular`` (closed again, nothing removed) when it is something else.
     private static func openRegular(_ path: String, _ flags: Int32) -> Int32 {
         let fd = open(path, flags, 0o644)
-        guard fd >= 0 else { return -1 }
+        guard fd >= 0 else {
+            // A FIFO without a reader refuses a non-blocking writer (ENXIO), a link refuses O_NOFOLLOW: say what is there.
+            let error = errno
+            var info = stat()
+            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG { return notRegular }
+            errno = error
+            return -1
+        }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             closeDescriptor(fd)

@@ -189,7 +189,11 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .missingHost(let url): "no host in \(Redaction.describe(url))"
         case .alreadyAdded: "the request was already added to a queue"
         case .invalidTimeout(let interval): "timeoutInterval \(interval) is not positive"
-        case .invalidDestination(let url): "destination \(Redaction.describe(url)) is not a file URL"
+        case .invalidDestination(let url):
+            // A local path is no secret; any other URL is shown redacted.
+            url.isFileURL
+                ? "destination \(url.path) does not name a file (a directory, or a path ending in /)"
+                : "destination \(Redaction.describe(url)) is not a file URL"
         case .destinationInUse(let url): "another request is writing to \(url.path)"
         case .invalidChecksum(let checksum): "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
         }
