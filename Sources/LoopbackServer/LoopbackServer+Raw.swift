@@ -75,6 +75,10 @@ extension LoopbackServer {
         "http10-no-length": ("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello", true),
         "ce-none": ("HTTP/1.1 200 OK\r\nContent-Encoding: none\r\nContent-Length: 5\r\n\r\nhello", false),
         "location-empty": ("HTTP/1.1 302 Found\r\nLocation: \r\nContent-Length: 2\r\n\r\nok", false),
+        // Two Location fields: joined they would name "/bytes/4, /bytes/5", a place the server never sent.
+        "location-twice": ("HTTP/1.1 302 Found\r\nLocation: /bytes/4\r\nLocation: /bytes/5\r\nContent-Length: 2\r\n\r\nok", false),
+        // The same Location twice: one place, followed.
+        "location-repeated": ("HTTP/1.1 302 Found\r\nLocation: /bytes/4\r\nLocation: /bytes/4\r\nContent-Length: 2\r\n\r\nok", false),
         // A redirect whose body ends only when the connection closes, from a server that keeps it open.
         "redirect-close-body": ("HTTP/1.1 301 Moved Permanently\r\nLocation: /bytes/4\r\nConnection: close\r\n\r\nmoved", false),
         // A field line that looks like a status line is a field line (without a colon: ignored).

@@ -149,6 +149,10 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             from: response.url ?? task.currentRequest?.url, to: request, location: response.value(forHTTPHeaderField: "Location"))
         if FramingRules.violation(in: ResponseHead(response)) != nil {
             decision = .refuse(URLError(.badServerResponse))
+        } else if response.value(forHTTPHeaderField: "Location")?.contains(", ") == true {
+            // Foundation joins repeated fields with ", ", which no URL holds (a space is not allowed in one): two
+            // Location fields, naming two places. The redirect is refused, as the curl transport refuses it.
+            decision = .refuse(URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "more than one Location field in a redirect"]))
         } else if case .follow(var next) = decision {
             storeCookies(of: response)
             addCookies(to: &next, own: transfer.ownCookie(for: next.url))

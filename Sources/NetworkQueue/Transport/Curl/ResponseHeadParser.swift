@@ -150,6 +150,14 @@ struct ResponseHeadParser {
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
         if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
         if let index = existingField(nameBytes) {
+            if nameBytes.count == Self.locationKey.count, HeaderName.equal(nameBytes, Self.locationKey),
+                let code = statusCode, RedirectRules.redirectStatuses.contains(code)
+            {
+                // Joined, two targets would name a URL the server never sent: a redirect must say one place.
+                guard fields[index].value == value else { return fail("more than one Location field in a redirect") }
+                lastField = index
+                return nil
+            }
             fields[index].value += ", " + value
             lastField = index
         } else {
@@ -253,6 +261,7 @@ struct ResponseHeadParser {
 
     private static let httpPrefix = Array("HTTP/".utf8)
     private static let setCookieKey = Array("set-cookie".utf8)
+    private static let locationKey = Array("location".utf8)
     private static let contentLengthKey = Array("content-length".utf8)
     private static let transferEncodingKey = Array("transfer-encoding".utf8)
 
