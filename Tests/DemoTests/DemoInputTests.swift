@@ -141,4 +141,20 @@ import Testing
         #expect(type("part.bin") == nil)
         #expect(type("plain.bin") == .typeRegular)
     }
+
+    /// A malformed `http_proxy` holding a password: each request fails once (no retries: the setting is wrong,
+    /// not the network) with an error that names the variable, and the password is in no line, over both
+    /// transports.
+    @Test(arguments: ["curl", "urlsession"])
+    func anUnusableProxyFailsOnceAndNeverShowsItsPassword(transport: String) throws {
+        let setup = try Setup(paths: [])
+        defer { setup.tearDown() }
+        let script = #"env http_proxy='http://user:s3cretPW@[::1:80' no_proxy= NO_PROXY= all_proxy= ALL_PROXY= "$1" --verbose"#
+            + " --transport \(transport) --retries 2 http://example.invalid/x"
+        let result = try bash(script, in: setup.directory)
+        #expect(result.status == 1, "\(result.output)")
+        #expect(!result.output.contains("s3cretPW"), "\(result.output)")
+        #expect(result.output.contains("the proxy http_proxy names is not usable: http://***@[::1:80"), "\(result.output)")
+        #expect(!result.output.contains("retry "), "\(result.output)")
+    }
 }

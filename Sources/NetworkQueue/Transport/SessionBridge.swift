@@ -21,6 +21,10 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private let cookieJar: Locked<CookieJar>?
     static let maximumRedirects = 20
 
+    /// The proxies of the environment (Foundation's libcurl reads the same variables), to keep their credentials
+    /// out of every error and to tell an unusable proxy setting apart.
+    let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
+
     init(redirects: RedirectPolicy, cookieJar: CookieJar?) {
         self.redirects = redirects
         self.cookieJar = cookieJar.map { Locked($0) }
@@ -211,8 +215,15 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             start(transfer, on: session, request: replay)
         case .replay?, nil:
             let url = task.currentRequest?.url ?? transfer.request.url
-            ended(error.map { Self.urlError($0, afterResponse: midBody, url: url) })
+            ended(error.map { refined(Self.urlError($0, afterResponse: midBody, url: url), url: url) })
         }
+    }
+
+    /// `error` without proxy credentials in its text; a failure that Foundation left as `.unknown` and whose
+    /// words name a proxy is the proxy's (see ``ProxyEnvironment/refine(_:url:isProxyFailure:)``).
+    private func refined(_ error: URLError, url: URL?) -> URLError {
+        let words = (error.userInfo[NSLocalizedDescriptionKey] as? String)?.lowercased() ?? ""
+        return proxies.refine(error, url: url, isProxyFailure: error.code == .unknown && words.contains("proxy"))
     }
 
     /// Maps any session error of a transfer to `url` to a `URLError`, giving the codes Apple gives where

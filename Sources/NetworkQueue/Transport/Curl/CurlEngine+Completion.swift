@@ -54,9 +54,11 @@
         private func libcurlError(_ code: Int32, of transfer: CurlTransfer, easy: OpaquePointer) -> URLError? {
             guard code != 0 else { return nil }
             let osErrno = code == CurlErrorTable.receiveError ? library.osErrno(easy) : 0
-            return CurlErrorTable.error(
+            let error = CurlErrorTable.error(
                 for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url,
                 message: transfer.errorText(for: code, library: library), afterResponse: transfer.hasResponse, osErrno: osErrno)
+            // CURLE_COULDNT_RESOLVE_PROXY is also libcurl's answer to a proxy value it cannot parse.
+            return error.map { proxies.refine($0, url: transfer.url, isProxyFailure: code == CurlErrorTable.proxyUnresolved) }
         }
 
         /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may

@@ -9,6 +9,8 @@ import Foundation
 enum CurlErrorTable {
     /// CURLE_RECV_ERROR: a failed receive, or (libcurl 7.88) a chunked body or a head libcurl refused.
     static let receiveError: Int32 = 56
+    /// CURLE_COULDNT_RESOLVE_PROXY: the proxy's host did not resolve, or its value could not be parsed.
+    static let proxyUnresolved: Int32 = 5
 
     /// The code for a CURLcode, or nil for `CURLE_OK`. `scheme` is the transfer's URL scheme: curl reports
     /// a malformed status line ("HTTP/0.9 not allowed") as an unsupported protocol, which for an HTTP(S)
