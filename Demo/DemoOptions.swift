@@ -80,7 +80,8 @@ struct DemoOptions {
         With no URL, starts a local server and downloads a built-in demo set (about 55 MB, 5-10 s).
 
         Options:
-          --concurrency N   requests in flight at once (default 4; 0 = unlimited)
+          --concurrency N   requests in flight at once (default 4; 0 = unlimited, within the
+                            queue's ceiling: half the open-file limit, at most 4096)
           --lifo            start the newest pending request first (default: oldest first)
           --no-accurate     skip the HEAD preflight that learns every size up front
           --keep-going      do not cancel the other requests when one fails
@@ -102,9 +103,10 @@ struct DemoOptions {
                             URL [sha256:HEX|sha512:HEX]; blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a
                             list runs as with --keep-going, so the other files are still fetched. The
-                            list is read as a stream (a FILE is checked whole first), so its length
-                            costs no memory; with --output, names are unique over the whole list (a
-                            URL gets the same name whether the list runs whole or in shards)
+                            list is opened once and read as a stream (a pipe or <(command) too; a regular
+                            file's lines are counted first), so its length costs no memory; a line longer
+                            than 65536 bytes is refused (exit 2); with --output, names are unique over the
+                            whole list (a URL gets the same name whether the list runs whole or in shards)
           --shard K/N       with --input: take only share K of N (0 <= K < N) of the list, chosen by
                             each URL, so that N runs on N machines split it with no coordinator and
                             may share one --output folder. Under a Kubernetes Indexed Job (completions

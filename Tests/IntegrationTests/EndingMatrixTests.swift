@@ -21,6 +21,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     var file = false
     /// Added through a streamed source (`add(contentsOf:)`) rather than `add(_:)`.
     var viaSource = false
+    /// Added through a source that stays open while its request runs and ends only after it, as a list read
+    /// from a pipe does (an `AsyncStream` fed as lines come).
+    var viaOpenStream = false
     var configure: @Sendable (NetworkQueue) -> Void = { _ in }
     var testDescription: String { name }
 
@@ -44,6 +47,7 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         // A HEAD first (its window of the rolling preflights), then the GET.
         MatrixFeature(name: "accurate progress", configure: { $0.showsAccurateProgress = true }),
         MatrixFeature(name: "streamed source", file: true, viaSource: true),
+        MatrixFeature(name: "list from a pipe", file: true, viaOpenStream: true),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }),
@@ -131,12 +135,14 @@ private final class MatrixDelegate: NetworkQueueDelegate {
         for (name, value) in feature.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let controlled = Box(false)
         let action = ending.action
+        let (stream, feed) = AsyncStream<NetworkRequest>.makeStream()
         let request = NetworkRequest(
             urlRequest,
             destination: feature.file ? .file(file) : .memory,
             validation: .init(maximumResponseSize: ending.sizeCap.map { .bytes($0) } ?? .automatic),
             integrity: .init(checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil),
-            handlers: .init(onDownloadProgress: { [weak queue] progress in
+            handlers: .init(
+                onDownloadProgress: { [weak queue] progress in
                 guard progress.completedBytes > 0, let queue, action != .none, action != .cancelAtHead else { return }
                 let isFirst = controlled.with { done in
                     defer { done = true }
@@ -146,8 +152,18 @@ private final class MatrixDelegate: NetworkQueueDelegate {
                 for request in queue.requests {
                     if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
                 }
-            }))
-        if feature.viaSource { queue.add(contentsOf: [request]) } else { try queue.add(request) }
+                },
+                // The pipe's writer closes it once the request it gave has ended.
+                onCompletion: { _ in feed.finish() }))
+        if feature.viaOpenStream {
+            feed.yield(request)
+            queue.add(contentsOf: stream)
+        } else if feature.viaSource {
+            queue.add(contentsOf: [request])
+        } else {
+            feed.finish()
+            try queue.add(request)
+        }
         switch ending.action {
         case .pauseThenResume, .pauseThenCancel:
             queue.go()

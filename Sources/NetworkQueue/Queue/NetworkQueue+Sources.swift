@@ -10,10 +10,11 @@ extension NetworkQueue {
     /// Adds the requests of `source`, read only as the queue needs them: a batch of any length in the memory
     /// of its window.
     ///
-    /// The queue reads in batches while the requests waiting for their turn leave room within its
-    /// look-ahead: 32 per slot of ``maxConcurrentRequestCount`` and at least 256 (4,096 when the count is
-    /// unlimited). So at most that many requests are read and not yet started, whatever the source's length;
-    /// a batch is half of it at most, and the reader wakes once per batch. A request read from a source is added as
+    /// The queue reads while the requests not yet ended leave room within its look-ahead: 32 per slot of
+    /// ``maxConcurrentRequestCount``, at least 256 and at most 16,384. So at most that many requests are read and
+    /// not yet ended (running ones included), whatever the source's length and the limit. Reads are granted in
+    /// batches of up to half of it, and each request is added as soon as it is read, so a slow source's requests
+    /// start as they come. A request read from a source is added as
     /// ``add(_:)-(NetworkRequest)`` adds it, and then behaves as any other: ``order`` and priorities apply to
     /// the requests read so far, and with ``showsAccurateProgress`` on it gets its HEAD before its GET, also
     /// when it is read after ``go()``.
@@ -29,8 +30,12 @@ extension NetworkQueue {
     ///   ``NetworkQueueError/cancelledBecauseSourceFailed`` and the other sources stop. A request that was added
     ///   before (`alreadyAdded`) fails the source the same way; one whose file another request is writing
     ///   fails alone with ``NetworkQueueError/InvalidRequestReason/destinationInUse(_:)``.
-    /// - ``cancelAll()`` and ``reset()`` stop every source: its `next()` is not called again (a read under way
-    ///   is cancelled; the request it returns, if any, is not added and shows ``NetworkRequest/State/cancelled``).
+    /// - Nothing of a source is reported before the first ``go()`` of the drain: a source that ends or throws while
+    ///   the queue has not been started is heard at `go()` (its ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``,
+    ///   then `queueDidFinish`), so a listener that subscribes after adding hears every event.
+    /// - ``cancelAll()`` and ``reset()`` stop every source: its `next()` is not called again, and every request
+    ///   it gave ends with one event (a `next()` under way is cancelled; a request it still returns was never
+    ///   read by the queue: it is not added and shows ``NetworkRequest/State/cancelled``).
     /// - The queue holds the source until it ends or is stopped.
     ///
     /// ```swift

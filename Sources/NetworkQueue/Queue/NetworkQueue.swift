@@ -274,6 +274,10 @@ public final class NetworkQueue: Sendable {
 
     /// Starts the queue (with HEAD preflights first if ``showsAccurateProgress`` is on). Calling it on a
     /// running queue does nothing. Transfers start on another thread: this call returns at once.
+    ///
+    /// A drain that began on a suspended queue ends only after this call: `queueDidFinish` (and what its sources
+    /// did while the queue waited, such as ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``) comes after
+    /// `go()`, never before, so a listener may subscribe after adding.
     public func go() { send { $0.go(now: $1) } }
 
     /// Stops new requests from starting; running requests continue. ``go()`` starts them again.
