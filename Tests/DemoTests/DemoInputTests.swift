@@ -13,29 +13,6 @@ import Testing
 /// comment-only lists that must end, malformed and endless lines, any concurrency, and names taken by things
 /// that are not files.
 @Suite(.timeLimit(.minutes(10))) struct DemoInputTests {
-    /// A loopback server and a new folder holding `list.txt` (the server's `paths`, one per line) and `out/`.
-    private struct Setup {
-        let server: LoopbackServer
-        let directory: URL
-        let output: URL
-        let list: URL
-
-        init(paths: [String], extraLines: [String] = []) throws {
-            server = try LoopbackServer()
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-input-\(UUID().uuidString)")
-            output = directory.appendingPathComponent("out")
-            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-            list = directory.appendingPathComponent("list.txt")
-            let server = server
-            try Data((paths.map { server.url($0).absoluteString } + extraLines).map { $0 + "\n" }.joined().utf8).write(to: list)
-        }
-
-        func tearDown() {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
     /// Runs `script` with bash in `directory`, the Demo's path as `$1`; returns its exit status and its standard
     /// output and error together.
     private func bash(_ script: String, in directory: URL) throws -> (status: Int32, output: String) {
@@ -46,7 +23,7 @@ import Testing
     }
 
     @Test func aListFromAProcessSubstitutionOrAFIFOIsReadOnceAndRuns() throws {
-        let setup = try Setup(paths: (0..<5).map { "/bytes/100/f\($0).bin" })
+        let setup = try DemoSetup(paths: (0..<5).map { "/bytes/100/f\($0).bin" })
         defer { setup.tearDown() }
         let substituted = try bash(#""$1" --input <(cat list.txt) --output out --no-accurate"#, in: setup.directory)
         #expect(substituted.status == 0, "\(substituted.output)")
@@ -65,7 +42,7 @@ import Testing
     /// An empty list and a list of comments only end at once with exit 0, every time (they hung 2–3 runs in 10).
     @Test(arguments: ["", "# nothing here\n\n# at all\n"])
     func aListWithoutEntriesEndsEveryTime(text: String) throws {
-        let setup = try Setup(paths: [])
+        let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
         try Data(text.utf8).write(to: setup.list)
         for run in 0..<50 {
@@ -78,7 +55,7 @@ import Testing
     /// A malformed third line is bad usage (exit 2) every time, however fast the two lines before it ran: never an
     /// exit 0 that skipped the rest of the list.
     @Test func aMalformedThirdLineIsBadUsageEveryTime() throws {
-        let setup = try Setup(paths: ["/bytes/10", "/bytes/20"], extraLines: ["not a url", "http://127.0.0.1:1/late"])
+        let setup = try DemoSetup(paths: ["/bytes/10", "/bytes/20"], extraLines: ["not a url", "http://127.0.0.1:1/late"])
         defer { setup.tearDown() }
         for run in 0..<10 {
             let result = try bash(#""$1" --input list.txt --no-accurate"#, in: setup.directory)
@@ -90,7 +67,7 @@ import Testing
     /// A line without end (`/dev/zero`) and a megabyte-long line are refused with their number and exit 2, and the
     /// message does not echo the line.
     @Test func anEndlessOrOverlongLineIsRefused() throws {
-        let setup = try Setup(paths: [])
+        let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
         let endless = try bash(#""$1" --input /dev/zero"#, in: setup.directory)
         #expect(endless.status == 2, "\(endless.output)")
@@ -107,7 +84,7 @@ import Testing
     /// Any concurrency is safe: the largest Int runs (within the queue's ceiling), as does 0 (unlimited).
     @Test(arguments: ["9223372036854775807", "0", "1152921504606846977"])
     func anyConcurrencyRuns(concurrency: String) throws {
-        let setup = try Setup(paths: (0..<6).map { "/bytes/50?i=\($0)" })
+        let setup = try DemoSetup(paths: (0..<6).map { "/bytes/50?i=\($0)" })
         defer { setup.tearDown() }
         for accurate in [[], ["--no-accurate"]] {
             let result = try runDemo(["--input", "list.txt", "--concurrency", concurrency] + accurate, in: setup.directory)
@@ -120,7 +97,7 @@ import Testing
     /// a download. Those requests fail on it (exit 1) without waiting on the FIFO, and neither thing is touched;
     /// a FIFO at a `.part` path is refused the same way, and the other files are saved.
     @Test func aDirectoryOrAFIFOUnderADownloadsNameIsNeitherKeptNorTouched() throws {
-        let setup = try Setup(paths: ["/bytes/10/dir.bin", "/bytes/10/fifo.bin", "/bytes/10/part.bin", "/bytes/10/plain.bin"])
+        let setup = try DemoSetup(paths: ["/bytes/10/dir.bin", "/bytes/10/fifo.bin", "/bytes/10/part.bin", "/bytes/10/plain.bin"])
         defer { setup.tearDown() }
         let output = setup.output
         try FileManager.default.createDirectory(at: output.appendingPathComponent("dir.bin"), withIntermediateDirectories: false)
@@ -147,7 +124,7 @@ import Testing
     /// transports.
     @Test(arguments: ["curl", "urlsession"])
     func anUnusableProxyFailsOnceAndNeverShowsItsPassword(transport: String) throws {
-        let setup = try Setup(paths: [])
+        let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
         let script = #"env http_proxy='http://user:s3cretPW@[::1:80' no_proxy= NO_PROXY= all_proxy= ALL_PROXY= "$1" --verbose"#
             + " --transport \(transport) --retries 2 http://example.invalid/x"

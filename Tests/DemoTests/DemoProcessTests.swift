@@ -3,61 +3,11 @@ import LoopbackServer
 import TestSupport
 import Testing
 
-/// The Demo executable, built beside this test bundle by `swift build` / `swift test`.
-let demo: URL = {
-    let here = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-    var directory = here.deletingLastPathComponent()
-    // On Linux the tests run from `<build>/NetworkQueuePackageTests.xctest`; on Apple platforms from inside a bundle.
-    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Demo").path), directory.pathComponents.count > 1 {
-        directory.deleteLastPathComponent()
-    }
-    return directory.appendingPathComponent("Demo")
-}()
-
-/// Runs the Demo with `arguments` (standard input from `input`) and `environment` added to this process's
-/// (`NAME=value` each); returns its exit status and output.
-func runDemo(
-    _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
-) throws -> (status: Int32, output: String) {
-    let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
-    let (path, words) = environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
-    let status = try SpawnedProcess(path, words, in: directory, input: input, output: output).waitForExit()
-    defer { try? FileManager.default.removeItem(at: output) }
-    // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
-    // by LeakSanitizer).
-    let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0
-    guard size > 0 else { return (status, "") }
-    return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
-}
-
 @Suite(.timeLimit(.minutes(10))) struct DemoProcessTests {
-    /// A loopback server, a new folder with an empty `out` folder, and a list file of the server's `paths`.
-    private struct Setup {
-        let server: LoopbackServer
-        let directory: URL
-        let output: URL
-        let list: URL
-
-        init(paths: [String]) throws {
-            server = try LoopbackServer()
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
-            output = directory.appendingPathComponent("out")
-            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-            list = directory.appendingPathComponent("list.txt")
-            let server = server
-            try Data((paths.map { server.url($0).absoluteString }.joined(separator: "\n") + "\n").utf8).write(to: list)
-        }
-
-        func tearDown() {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
     @Test func noClobberRerunSendsNothingAndAPipedListRuns() throws {
         #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
         // Sixty entries, twenty sharing one name.
-        let setup = try Setup(paths: (0..<60).map { $0 < 20 ? "/bytes/300?i=\($0)" : "/bytes/200/f\($0).bin" })
+        let setup = try DemoSetup(paths: (0..<60).map { $0 < 20 ? "/bytes/300?i=\($0)" : "/bytes/200/f\($0).bin" })
         defer { setup.tearDown() }
         let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
 
@@ -88,7 +38,7 @@ func runDemo(
     /// `http_proxy` naming the loopback server every request goes to it in absolute form, for the named host;
     /// with that host in `no_proxy` the request goes straight to a host that does not resolve.
     @Test func theEnvironmentsProxyCarriesTheRequestsAndNoProxyBypassesIt() throws {
-        let setup = try Setup(paths: [])
+        let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
         let (server, directory) = (setup.server, setup.directory)
         let list = directory.appendingPathComponent("proxied.txt")
@@ -110,7 +60,7 @@ func runDemo(
     }
 
     @Test func shardsOfARunShareOneFolder() throws {
-        let setup = try Setup(paths: (0..<40).map { "/bytes/100?i=\($0)" })
+        let setup = try DemoSetup(paths: (0..<40).map { "/bytes/100?i=\($0)" })
         defer { setup.tearDown() }
         let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
         var requests = 0

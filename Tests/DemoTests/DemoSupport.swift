@@ -1,0 +1,54 @@
+import Foundation
+import LoopbackServer
+import TestSupport
+
+/// The Demo executable, built beside this test bundle by `swift build` / `swift test`.
+let demo: URL = {
+    let here = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+    var directory = here.deletingLastPathComponent()
+    // On Linux the tests run from `<build>/NetworkQueuePackageTests.xctest`; on Apple platforms from inside a bundle.
+    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Demo").path), directory.pathComponents.count > 1 {
+        directory.deleteLastPathComponent()
+    }
+    return directory.appendingPathComponent("Demo")
+}()
+
+/// Runs the Demo with `arguments` (standard input from `input`) and `environment` added to this process's
+/// (`NAME=value` each); returns its exit status and output.
+func runDemo(
+    _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
+) throws -> (status: Int32, output: String) {
+    let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
+    let (path, words) = environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
+    let status = try SpawnedProcess(path, words, in: directory, input: input, output: output).waitForExit()
+    defer { try? FileManager.default.removeItem(at: output) }
+    // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
+    // by LeakSanitizer).
+    let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0
+    guard size > 0 else { return (status, "") }
+    return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+}
+
+/// A loopback server and a new folder holding `list.txt` (the server's `paths`, then `extraLines`, one a line)
+/// and an empty `out` folder.
+struct DemoSetup {
+    let server: LoopbackServer
+    let directory: URL
+    let output: URL
+    let list: URL
+
+    init(paths: [String], extraLines: [String] = []) throws {
+        server = try LoopbackServer()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
+        output = directory.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        list = directory.appendingPathComponent("list.txt")
+        let server = server
+        try Data((paths.map { server.url($0).absoluteString } + extraLines).map { $0 + "\n" }.joined().utf8).write(to: list)
+    }
+
+    func tearDown() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
