@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(10))) struct DemoProcessTests {
-    @Test func noClobberRerunSendsNothingAndAPipedListRuns() throws {
+    @Test func noClobberRerunSendsNothingAndAPipedListRuns() async throws {
         #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
         // Sixty entries, twenty sharing one name.
         let setup = try DemoSetup(paths: (0..<60).map { $0 < 20 ? "/bytes/300?i=\($0)" : "/bytes/200/f\($0).bin" })
@@ -12,7 +12,7 @@ import Testing
         let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
 
         // From a pipe (standard input): every file saved.
-        let first = try runDemo(["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
+        let first = try await runDemo(["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
         #expect(first.status == 0, "\(first.output)")
         #expect(first.output.contains("Summary: 60/60 succeeded, 0 failed"))
         let files = try FileManager.default.contentsOfDirectory(atPath: output.path)
@@ -21,7 +21,7 @@ import Testing
 
         // Again with --no-clobber: every file is there, so not one request reaches the server.
         server.resetStatistics()
-        let again = try runDemo(["--input", list.path, "--output", output.path, "--no-clobber"], in: directory)
+        let again = try await runDemo(["--input", list.path, "--output", output.path, "--no-clobber"], in: directory)
         #expect(again.status == 0, "\(again.output)")
         #expect(server.statistics.requests == 0)
         #expect(again.output.contains("Summary: 0/0 succeeded, 0 failed, 60 kept (already there)"))
@@ -29,7 +29,7 @@ import Testing
         // One file gone: only it is fetched.
         try FileManager.default.removeItem(at: output.appendingPathComponent("f33.bin"))
         server.resetStatistics()
-        let missing = try runDemo(["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
+        let missing = try await runDemo(["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
         #expect(missing.status == 0, "\(missing.output)")
         #expect(server.statistics.log == ["GET /bytes/200/f33.bin"])
     }
@@ -37,14 +37,14 @@ import Testing
     /// libcurl's proxies come from the environment, read once when the transport is created: with
     /// `http_proxy` naming the loopback server every request goes to it in absolute form, for the named host;
     /// with that host in `no_proxy` the request goes straight to a host that does not resolve.
-    @Test func theEnvironmentsProxyCarriesTheRequestsAndNoProxyBypassesIt() throws {
+    @Test func theEnvironmentsProxyCarriesTheRequestsAndNoProxyBypassesIt() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
         let (server, directory) = (setup.server, setup.directory)
         let list = directory.appendingPathComponent("proxied.txt")
         try Data((0..<3).map { "http://proxied.invalid/bytes/100?i=\($0)\n" }.joined().utf8).write(to: list)
         let proxy = "http_proxy=http://127.0.0.1:\(server.port)"
-        let through = try runDemo(
+        let through = try await runDemo(
             ["--input", list.path, "--no-accurate"], in: directory, environment: [proxy, "no_proxy=", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
         #expect(through.status == 0, "\(through.output)")
         #expect(through.output.contains("Summary: 3/3 succeeded, 0 failed"))
@@ -52,21 +52,21 @@ import Testing
         #expect(server.statistics.headers.map { $0["host"] } == Array(repeating: "proxied.invalid", count: 3))
 
         server.resetStatistics()
-        let bypassed = try runDemo(
+        let bypassed = try await runDemo(
             ["--input", list.path, "--no-accurate"], in: directory,
             environment: [proxy, "no_proxy=proxied.invalid", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
         #expect(bypassed.output.contains("Summary: 0/3 succeeded, 3 failed"), "\(bypassed.output)")
         #expect(server.statistics.requests == 0)
     }
 
-    @Test func shardsOfARunShareOneFolder() throws {
+    @Test func shardsOfARunShareOneFolder() async throws {
         let setup = try DemoSetup(paths: (0..<40).map { "/bytes/100?i=\($0)" })
         defer { setup.tearDown() }
         let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
         var requests = 0
         for index in 0..<3 {
             server.resetStatistics()
-            let run = try runDemo(["--input", list.path, "--output", output.path, "--shard", "\(index)/3"], in: directory)
+            let run = try await runDemo(["--input", list.path, "--output", output.path, "--shard", "\(index)/3"], in: directory)
             #expect(run.status == 0, "\(run.output)")
             requests += server.statistics.log.filter { $0.hasPrefix("GET ") }.count
         }
@@ -76,10 +76,10 @@ import Testing
         #expect(names == Set(["100"] + (2...40).map { "100-\($0)" }))
     }
 
-    @Test func badShardAndNoClobberUsageIsRefused() throws {
+    @Test func badShardAndNoClobberUsageIsRefused() async throws {
         let directory = FileManager.default.temporaryDirectory
         for arguments in [["--shard", "4/4", "--input", "x"], ["--shard", "0/2"], ["--no-clobber"]] {
-            #expect(try runDemo(arguments, in: directory).status == 2, "\(arguments)")
+            #expect(try await runDemo(arguments, in: directory).status == 2, "\(arguments)")
         }
     }
 }

@@ -17,10 +17,10 @@ let demo: URL = {
 /// (`NAME=value` each); returns its exit status and output.
 func runDemo(
     _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
-) throws -> (status: Int32, output: String) {
+) async throws -> (status: Int32, output: String) {
     let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
     let (path, words) = environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
-    let status = try SpawnedProcess(path, words, in: directory, input: input, output: output).waitForExit()
+    let status = try await SpawnedProcess(path, words, in: directory, input: input, output: output).exitStatus()
     defer { try? FileManager.default.removeItem(at: output) }
     // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
     // by LeakSanitizer).

@@ -13,6 +13,10 @@ public enum TestEnvironment {
     /// a loaded sanitizer run (CI sets 0 there) does not promise.
     public static var checksCapLowerBounds: Bool { integer("NQ_CAP_LOWER_BOUNDS", default: 1) != 0 }
 
+    /// How many times a process test repeats a run that once failed by chance (`NQ_DEMO_REPEATS`, default 50;
+    /// fewer under the sanitizers, where each run of an instrumented Demo takes seconds).
+    public static var demoRepeats: Int { max(1, integer("NQ_DEMO_REPEATS", default: 50)) }
+
     /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 10,000.
     public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: 10_000)) }
 }

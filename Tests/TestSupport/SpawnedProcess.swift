@@ -43,6 +43,15 @@ public struct SpawnedProcess: Sendable {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
+    /// Waits for the process to end on a thread of its own, never on the cooperative pool (two threads on a
+    /// 2-core machine: tests that block them in `waitpid` starve every other test's tasks); returns its exit
+    /// status as ``waitForExit()`` does.
+    public func exitStatus() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: self.waitForExit()) }
+        }
+    }
+
     /// Sends SIGKILL.
     public func kill() { _ = Glibc.kill(pid, SIGKILL) }
 }
