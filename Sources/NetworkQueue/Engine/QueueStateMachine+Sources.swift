@@ -161,8 +161,8 @@ extension QueueStateMachine {
         for failure in held { reportSourceFailure(failure, now: now) }
     }
 
-    /// Stops every source: waiting readers are told to stop, and a reader under way stops after its batch
-    /// (which is not added).
+    /// Stops every source: waiting readers are told to stop, and a reader under way stops before its next
+    /// `next()` (a request a `next()` under way still returns is not added).
     mutating func stopSources() {
         for (id, source) in sources.open {
             ledger.closeSource(unread: source.unread)

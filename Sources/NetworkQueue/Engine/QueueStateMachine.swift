@@ -82,7 +82,8 @@ struct QueueStateMachine {
     /// The actions of the event being handled.
     var actions = QueueActions()
 
-    /// The limit as set (see ``NetworkQueue/maxConcurrentRequestCount``): 0 means as many as `ceiling`.
+    /// The limit as set (see ``NetworkQueue/maxConcurrentRequestCount``): 0 means as many as `ceiling`. Set it
+    /// with ``setLimit(_:now:)``, which gives the scheduler its effective limit.
     var limit: Int
     /// The most transfers in flight whatever the limit says (see ``NetworkQueue/concurrencyCeiling``).
     private(set) var ceiling: Int
@@ -92,7 +93,7 @@ struct QueueStateMachine {
     init(limit: Int, ceiling: Int = 4_096, seed: UInt64 = 0x5EED) {
         self.limit = max(0, limit)
         self.ceiling = max(1, ceiling)
-        scheduler = Scheduler(limit: Self.effectiveLimit(limit, ceiling: ceiling))
+        scheduler = Scheduler(limit: Self.effectiveLimit(limit, ceiling: self.ceiling))
         scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
         jitter = JitterSource(seed: seed)
     }
