@@ -135,7 +135,7 @@ for (url, label) in targets {
 let tally = ListSource.Tally()
 if let input = options.input, let listReader {
     let source = ListSource(
-        reader: listReader, path: input, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
+        path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)

@@ -37,24 +37,14 @@ public struct ListSource: AsyncSequence, Sendable {
     public let existingFile: NetworkRequest.ExistingFile
     public let tally: Tally
 
-    public init(path: String, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile, tally: Tally) {
-        self.init(path: path, opened: nil, output: output, shard: shard, noClobber: noClobber, existingFile: existingFile, tally: tally)
-    }
-
-    /// The list `reader` opened at `path`: its lines are read from it, and it is not opened again.
+    /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
+    /// descriptor: a list is opened and read once), else opened at the first read.
     public init(
-        reader: LineReader, path: String, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile,
-        tally: Tally
-    ) {
-        self.init(path: path, opened: reader, output: output, shard: shard, noClobber: noClobber, existingFile: existingFile, tally: tally)
-    }
-
-    private init(
-        path: String, opened: LineReader?, output: URL?, shard: Shard, noClobber: Bool, existingFile: NetworkRequest.ExistingFile,
-        tally: Tally
+        path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
+        existingFile: NetworkRequest.ExistingFile, tally: Tally
     ) {
         self.path = path
-        self.opened = opened
+        opened = reader
         self.output = output
         self.shard = shard
         self.noClobber = noClobber

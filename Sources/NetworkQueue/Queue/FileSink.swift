@@ -52,7 +52,7 @@ final class FileSink: Sendable {
         partial = destination.appendingPathExtension("part")
         validatorFile = partial.appendingPathExtension("validator")
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
-        if let reason = Self.refusal(at: destination, allowingLinks: true) { throw .fileError(path: destination.path, reason: reason) }
+        if let reason = Self.refusal(at: destination) { throw .fileError(path: destination.path, reason: reason) }
         guard claim.openFile() else { return nil }
         self.claim = claim
         // A retry's earlier attempt may still have its file open (its closing waits on another thread):
@@ -111,13 +111,12 @@ final class FileSink: Sendable {
     }
 
     /// Why the entry at `url` must not be written over, or nil when nothing is there or it may be: a regular
-    /// file (or, with `allowingLinks`, a symbolic link, which a rename replaces without touching its target).
-    static func refusal(at url: URL, allowingLinks: Bool) -> String? {
+    /// file, or a symbolic link (which a rename replaces without touching its target).
+    private static func refusal(at url: URL) -> String? {
         var info = stat()
         guard lstat(url.path, &info) == 0 else { return nil }
         switch info.st_mode & S_IFMT {
-        case S_IFREG: return nil
-        case S_IFLNK where allowingLinks: return nil
+        case S_IFREG, S_IFLNK: return nil
         case S_IFDIR: return "is a directory"
         default: return "is not a regular file"
         }

@@ -23,6 +23,8 @@ struct ProxyEnvironment: Equatable {
     /// The variables `http` and `https` came from (for messages).
     private(set) var httpSource = ""
     private(set) var httpsSource = ""
+    /// The credentials the proxies carry (see ``credentials(in:)``), kept out of every error's text.
+    private(set) var secrets: [String] = []
 
     /// The user-info key of an error's words about an unusable proxy (shown by ``NetworkQueueError``'s text).
     static let problemKey = "NetworkQueueProxyProblem"
@@ -39,10 +41,7 @@ struct ProxyEnvironment: Equatable {
         (http, httpSource) = value("http_proxy", "all_proxy", "ALL_PROXY")
         (https, httpsSource) = value("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
         (noProxy, _) = value("no_proxy", "NO_PROXY")
-    }
-
-    static func == (lhs: ProxyEnvironment, rhs: ProxyEnvironment) -> Bool {
-        lhs.http == rhs.http && lhs.https == rhs.https && lhs.noProxy == rhs.noProxy
+        secrets = [http, https].compactMap(Self.credentials(in:))
     }
 
     /// The proxy a URL of `scheme` goes through (before `no_proxy`), and the variable it came from.
@@ -78,11 +77,7 @@ struct ProxyEnvironment: Equatable {
     /// `text` with the credentials of every proxy named here replaced by `***`: libcurl's and Foundation's
     /// words for a proxy failure quote the proxy's value whole.
     func scrub(_ text: String) -> String {
-        var text = text
-        for value in [http, https] {
-            if let secret = Self.credentials(in: value) { text = text.replacingOccurrences(of: secret, with: "***") }
-        }
-        return text
+        secrets.reduce(text) { text, secret in text.replacingOccurrences(of: secret, with: "***") }
     }
 
     /// The error a transfer to `url` ends with, made fit to show: no proxy credentials in any text of it, and a
@@ -98,7 +93,7 @@ struct ProxyEnvironment: Equatable {
             info[Self.problemKey] = problem
             return URLError(.unsupportedURL, userInfo: info)
         }
-        guard !(Self.credentials(in: http) ?? "").isEmpty || !(Self.credentials(in: https) ?? "").isEmpty else { return error }
+        guard !secrets.isEmpty else { return error }
         for (key, entry) in info {
             if let text = entry as? String { info[key] = scrub(text) }
         }
