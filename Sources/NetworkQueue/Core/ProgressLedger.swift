@@ -48,20 +48,22 @@ struct ProgressLedger {
         var remaining: Double { outcome == nil ? max(0, weight - done) : 0 }
     }
 
-    private var requestCount = 0
-    private var fraction: Double = 0
+    // The sums below that are `private(set)` are read by the snapshot (ProgressLedger+Snapshot.swift) and
+    // written only by the events in this file.
+    private(set) var requestCount = 0
+    private(set) var fraction: Double = 0
     /// The remaining work of every entry, those awaiting their size excepted (see ``awaitingSizes``).
     private var remaining: Double = 0
-    private var unknownDownloads = 0
+    private(set) var unknownDownloads = 0
     /// Entries whose size a coming HEAD will learn: each weighs ``meanLearnedSize``.
     private var awaitingSizes = 0
     /// Sources still being read (more requests may come): the total is not final.
     private var openSources = 0
     /// Requests that sources said are coming and that were not read yet: each weighs ``meanLearnedSize``.
-    private var announced = 0
-    private var counts = (finished: 0, failed: 0, cancelled: 0)
-    private var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
-    private var throughput = ThroughputMeter()
+    private(set) var announced = 0
+    private(set) var counts = (finished: 0, failed: 0, cancelled: 0)
+    private(set) var bytes = (received: Int64(0), expectedDown: Int64(0), sent: Int64(0), expectedUp: Int64(0))
+    private(set) var throughput = ThroughputMeter()
     /// Bytes moved on the wire in this drain: only ever grows (a restart or a continued part does not move it).
     private var wire: Int64 = 0
 
@@ -72,7 +74,7 @@ struct ProgressLedger {
     var isTotalFinal: Bool { openSources == 0 }
 
     /// The mean of the download sizes known so far (1 when none is).
-    private var meanLearnedSize: Double {
+    var meanLearnedSize: Double {
         let known = requestCount - unknownDownloads
         return known > 0 ? max(1, Double(bytes.expectedDown) / Double(known)) : 1
     }
@@ -262,32 +264,6 @@ struct ProgressLedger {
         // Every unfinished request's remaining work leaves the total; cancellation never moves the fraction.
         remaining = 0
         awaitingSizes = 0
-    }
-
-    // MARK: Snapshot
-
-    /// The progress now; `time` is used for the throughput window and the ETA.
-    func snapshot(at time: Double) -> QueueProgress {
-        let rate = throughput.rate(at: time)
-        let expectedDown: Int64? = unknownDownloads == 0 && isTotalFinal ? bytes.expectedDown : nil
-        let known = requestCount - unknownDownloads
-        // Sizes learned so far × requests known (read, or announced and not read yet).
-        let estimate: Int64? =
-            expectedDown
-            ?? (known > 0 ? bytes.expectedDown + Int64((Double(unknownDownloads + announced) * meanLearnedSize).rounded()) : nil)
-        var eta: Double?
-        if let expectedDown, let rate, rate > 0 {
-            let left = (expectedDown - bytes.received) + (bytes.expectedUp - bytes.sent)
-            eta = isComplete ? 0 : ThroughputMeter.timeRemaining(max(0, left), at: rate)
-        }
-        return QueueProgress(
-            totalRequestCount: requestCount, finishedRequestCount: counts.finished,
-            failedRequestCount: counts.failed, cancelledRequestCount: counts.cancelled,
-            bytesReceived: bytes.received, bytesExpectedToReceive: expectedDown,
-            bytesSent: bytes.sent, bytesExpectedToSend: bytes.expectedUp,
-            fractionCompleted: fraction, throughput: rate, estimatedTimeRemaining: eta,
-            isTotalFinal: isTotalFinal, estimatedRequestCount: requestCount + announced,
-            estimatedBytesExpectedToReceive: estimate, isEstimated: expectedDown == nil)
     }
 
     // MARK: Fraction bookkeeping

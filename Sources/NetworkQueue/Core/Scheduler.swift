@@ -67,10 +67,8 @@ struct Scheduler {
     var preflightWindow = 0 {
         didSet { if preflightWindow < 0 { preflightWindow = 0 } }
     }
-    /// `hostOf[id]` is the id's host, or -1 when it has none (never held back by a host limit).
-    private var hostOf: [Int32] = []
-    /// Active jobs per host.
-    private var activePerHost: [Int] = []
+    /// The host of each id and the active jobs of each host, for ``perHostLimit``.
+    private var hosts = HostBook()
 
     /// The most active jobs of one host; 0 (the default) means only ``limit`` applies. Negative values
     /// are stored as 0.
@@ -143,39 +141,23 @@ struct Scheduler {
         } else {
             leaveWindow(job.id)
         }
-        if let host = host(of: job.id) { activePerHost[host] += 1 }
+        hosts.count(job.id, by: 1)
     }
 
     /// The host of `id`, if it has one.
-    func host(of id: ID) -> Int? {
-        id < hostOf.count && hostOf[id] >= 0 ? Int(hostOf[id]) : nil
-    }
+    func host(of id: ID) -> Int? { hosts.host(of: id) }
 
     /// Assigns the host of `id` (nil: none). The id must not be active: its host is counted while it is.
     mutating func setHost(_ id: ID, _ host: Int?) {
         precondition(activeLanes.count <= id || activeLanes[id] & 3 == 0, "the host of an active job cannot change")
-        guard host != nil || id < hostOf.count else { return }
-        store(host, for: id)
-    }
-
-    /// Records the host of `id`, growing the per-id and per-host arrays as needed.
-    private mutating func store(_ host: Int?, for id: ID) {
-        if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
-        hostOf[id] = Int32(host ?? -1)
-        if let host, host >= activePerHost.count {
-            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
-        }
+        hosts.assign(host, to: id)
     }
 
     /// Assigns the host of every id in `hosts` at once, active ones included, and counts the active jobs
     /// of each host again (a per-host limit set while jobs run).
     mutating func reassignHosts(_ hosts: [(id: ID, host: Int?)]) {
-        for (id, host) in hosts { store(host, for: id) }
-        for host in activePerHost.indices { activePerHost[host] = 0 }
-        for (id, lanes) in activeLanes.enumerated() where lanes & 3 != 0 {
-            guard let host = host(of: id) else { continue }
-            activePerHost[host] += (lanes & 3).nonzeroBitCount
-        }
+        for (id, host) in hosts { self.hosts.assign(host, to: id) }
+        self.hosts.recount(activeLanes)
     }
 
     /// The priority of `id` (0 unless set).
@@ -195,7 +177,7 @@ struct Scheduler {
     }
 
     /// The active jobs of `host`.
-    func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
+    func activeCount(ofHost host: Int) -> Int { hosts.activeCount(ofHost: host) }
 
     // MARK: Events
 
@@ -233,7 +215,7 @@ struct Scheduler {
             activePreflightCount -= 1
             settlePreflight(job.id)
         }
-        if let host = host(of: job.id) { activePerHost[host] -= 1 }
+        hosts.count(job.id, by: -1)
         return true
     }
 
@@ -298,12 +280,12 @@ struct Scheduler {
     /// The next job of `lane` in order whose host is under its limit, skipping (and keeping) the others.
     private mutating func popEligible(from lane: Lane) -> ID? {
         // Copies for the closure, which cannot read `self` while a lane is being mutated.
-        let (hostOf, activePerHost, perHostLimit, flags) = (hostOf, activePerHost, perHostLimit, activeLanes)
+        let (hosts, perHostLimit, flags) = (hosts, perHostLimit, activeLanes)
         let checksPreflight = lane == .main && outstandingPreflights > 0
         let isEligible = { (id: ID) in
             // A main job waits for its own preflight.
             if checksPreflight, id < flags.count, flags[id] & Self.outstandingBit != 0 { return false }
-            return perHostLimit == 0 || id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < perHostLimit
+            return hosts.allows(id, limit: perHostLimit)
         }
         return switch lane {
         case .preflight: preflight.pop(order, where: isEligible)

@@ -295,24 +295,4 @@
             _ = library.multiCleanup(multi)
         }
     }
-
-    /// One easy handle and what stays with it from run to run: the user pointer every callback gets (set once,
-    /// see ``CurlEngine/prepare(_:)``), the buffer libcurl writes its error text into, and the transfer whose run
-    /// it carries (engine thread only).
-    final class CurlHandle {
-        let easy: OpaquePointer
-        /// libcurl writes its detailed error text here (CURL_ERROR_SIZE is 256); cleared for each run.
-        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
-        /// The transfer of the current run; nil between runs. Not retained: the transfer holds its handle
-        /// while it runs, and the engine's active set holds the transfer.
-        unowned(unsafe) var transfer: CurlTransfer?
-
-        init(_ easy: OpaquePointer) {
-            self.easy = easy
-            errorBuffer.initialize(repeating: 0, count: 256)
-        }
-
-        deinit { errorBuffer.deallocate() }
-    }
 #endif
-

@@ -1,0 +1,46 @@
+/// The per-host limit's books for the ``Scheduler``: the host of each id (a small integer the caller assigns)
+/// and the active jobs of each host. Pure; ids and hosts index arrays, with no hashing.
+struct HostBook {
+    /// `hostOf[id]` is the id's host, or -1 when it has none (never held back by a host limit).
+    private var hostOf: [Int32] = []
+    /// Active jobs per host.
+    private var activePerHost: [Int] = []
+
+    /// The host of `id`, if it has one.
+    func host(of id: Int) -> Int? {
+        id < hostOf.count && hostOf[id] >= 0 ? Int(hostOf[id]) : nil
+    }
+
+    /// The active jobs of `host`.
+    func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
+
+    /// True when `id` may start under a limit of `limit` active jobs per host (0: no limit).
+    func allows(_ id: Int, limit: Int) -> Bool {
+        limit == 0 || id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < limit
+    }
+
+    /// Records the host of `id` (nil: none), growing the per-id and per-host arrays as needed.
+    mutating func assign(_ host: Int?, to id: Int) {
+        guard host != nil || id < hostOf.count else { return }
+        if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
+        hostOf[id] = Int32(host ?? -1)
+        if let host, host >= activePerHost.count {
+            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
+        }
+    }
+
+    /// A job of `id` became active (`by` 1) or left the active set (`by` -1).
+    mutating func count(_ id: Int, by change: Int) {
+        if let host = host(of: id) { activePerHost[host] += change }
+    }
+
+    /// Counts the active jobs of each host again from `activeLanes` (the scheduler's per-id bits: bit 0 and
+    /// bit 1 are an active job each).
+    mutating func recount(_ activeLanes: [UInt8]) {
+        for host in activePerHost.indices { activePerHost[host] = 0 }
+        for (id, lanes) in activeLanes.enumerated() where lanes & 3 != 0 {
+            guard let host = host(of: id) else { continue }
+            activePerHost[host] += (lanes & 3).nonzeroBitCount
+        }
+    }
+}
