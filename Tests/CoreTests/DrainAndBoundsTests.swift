@@ -100,6 +100,31 @@ import Testing
         #expect(driver.transfers.isEmpty)
     }
 
+    /// What the caller does is heard at once: a cancelAll that empties a queue never started ends its drain then,
+    /// with the failure its source had before.
+    @Test func aCancelAllThatEmptiesAQueueNeverStartedEndsItsDrainAtOnce() {
+        var driver = Driver(limit: 4)
+        driver.add(1)
+        let id = driver.openSource()
+        driver.read([2], from: id, failing: true)
+        _ = driver.takeDeliveries()
+        driver.cancelAll()
+        let heard = driver.takeDeliveries().filter { !$0.hasPrefix("progress") && !$0.hasPrefix("settle") }
+        #expect(heard.count == 4)
+        #expect(Array(heard.prefix(2)) == ["didFail 1 cancelled", "didFail 2 cancelled"])
+        #expect(heard.dropFirst(2).first?.hasPrefix("sourceDidFail") == true)
+        #expect(heard.last == "queueDidFinish")
+        #expect(driver.go() == [])
+        #expect(driver.takeDeliveries().isEmpty)
+    }
+
+    @Test func cancellingTheLastRequestOfAQueueNeverStartedEndsItsDrain() {
+        var driver = Driver(limit: 4)
+        driver.add(1)
+        driver.cancel(1)
+        #expect(driver.takeDeliveries().suffix(1) == ["queueDidFinish"])
+    }
+
     @Test func aDrainBegunOnASuspendedQueueWaitsForGoAgain() {
         var driver = Driver(limit: 4)
         driver.go()

@@ -124,6 +124,7 @@ extension QueueStateMachine {
     /// being moved into place is past cancelling: it ends on its own.
     mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
         cancelOne(request, slot: slot, now: now)
+        endIfEmptiedBeforeGo(now: now)
         return finishEvent(now)
     }
 
@@ -137,13 +138,24 @@ extension QueueStateMachine {
     /// Cancels each request of `targets` that its slot still holds, in one event.
     mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
         for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
+        endIfEmptiedBeforeGo(now: now)
         return finishEvent(now)
     }
 
     /// Cancels every request (see ``endAll(_:now:)``) and stops reading every source.
     mutating func cancelAll(now: Double) -> QueueActions {
         endAll(.cancelled, now: now)
+        endIfEmptiedBeforeGo(now: now)
         return finishEvent(now)
+    }
+
+    /// The caller emptied a drain that was never started (nothing left, no source open): it ends now, as a
+    /// started one would, with what its sources did before heard first. Only the queue's own reading is
+    /// held until `go()`; what the caller did to it is reported at once.
+    private mutating func endIfEmptiedBeforeGo(now: Double) {
+        guard inDrain, !drainHasRun, table.isEmpty, sources.open.isEmpty else { return }
+        drainHasRun = true
+        releaseHeldFailures(now: now)
     }
 
     /// Cancels everything and suspends; the progress returns to zero once no request is left.
@@ -152,6 +164,7 @@ extension QueueStateMachine {
         // Forgotten with the rest: a source that failed before the drain was started is never heard.
         sources.heldFailures.removeAll()
         endAll(.cancelled, now: now)
+        endIfEmptiedBeforeGo(now: now)
         let actions = finishEvent(now)
         if table.isEmpty { ledger.reset() }
         return actions

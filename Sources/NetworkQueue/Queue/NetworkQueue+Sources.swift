@@ -32,7 +32,8 @@ extension NetworkQueue {
     ///   fails alone with ``NetworkQueueError/InvalidRequestReason/destinationInUse(_:)``.
     /// - Nothing of a source is reported before the first ``go()`` of the drain: a source that ends or throws while
     ///   the queue has not been started is heard at `go()` (its ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``,
-    ///   then `queueDidFinish`), so a listener that subscribes after adding hears every event.
+    ///   then `queueDidFinish`), so a listener that subscribes after adding hears every event. (A ``cancelAll()``
+    ///   or ``reset()`` that empties the queue before then ends the drain at once, with those events.)
     /// - ``cancelAll()`` and ``reset()`` stop every source: its `next()` is not called again, and every request
     ///   it gave ends with one event (a `next()` under way is cancelled; a request it still returns was never
     ///   read by the queue: it is not added and shows ``NetworkRequest/State/cancelled``).

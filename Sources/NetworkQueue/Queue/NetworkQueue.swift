@@ -228,7 +228,8 @@ public final class NetworkQueue: Sendable {
     ///
     /// A drain that began on a suspended queue ends only after this call: `queueDidFinish` (and what its sources
     /// did while the queue waited, such as ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``) comes after
-    /// `go()`, never before, so a listener may subscribe after adding.
+    /// `go()`, so a listener may subscribe after adding. Only a ``cancel(_:)``, ``cancelAll()`` or ``reset()``
+    /// that empties the queue ends such a drain before, at once.
     public func go() { send { $0.go(now: $1) } }
 
     /// Stops new requests from starting; running requests continue. ``go()`` starts them again.
