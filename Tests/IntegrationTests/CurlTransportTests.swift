@@ -2,7 +2,7 @@
     import Foundation
     import FoundationNetworking
     import LoopbackServer
-    import NetworkQueue
+    @testable import NetworkQueue
     import TestSupport
     import Testing
 

@@ -2,7 +2,7 @@
     import Foundation
     import FoundationNetworking
     import LoopbackServer
-    import NetworkQueue
+    @testable import NetworkQueue
     import TestSupport
     import Testing
 
@@ -57,16 +57,22 @@
                 let copied = Box(Data())
                 let kept = Box([Data]())
                 let error = await withCheckedContinuation { (finished: CheckedContinuation<URLError?, Never>) in
-                    _ = transport.startTransfer(
-                        URLRequest(url: server.url("/bytes/3000000")), options: TransferOptions(lendsBodyPieces: lends)
-                    ) { event in
+                    let events: @Sendable (TransferEvent) -> Void = { event in
                         switch event {
                         case .data(let piece):
                             copied.with { $0.append(piece) }
-                            if !lends { kept.with { $0.append(piece) } }
+                            kept.with { $0.append(piece) }
                         case .completed(let error): finished.resume(returning: error)
                         default: break
                         }
+                    }
+                    let request = URLRequest(url: server.url("/bytes/3000000"))
+                    if lends {
+                        _ = transport.startTransfer(request, options: TransferOptions(), lendingBodyTo: { piece in
+                            piece.withUnsafeBytes { bytes in copied.with { $0.append(contentsOf: bytes) } }
+                        }, events: events)
+                    } else {
+                        _ = transport.startTransfer(request, options: TransferOptions(), events: events)
                     }
                 }
                 #expect(error == nil)

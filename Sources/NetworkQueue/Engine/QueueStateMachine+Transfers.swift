@@ -122,7 +122,7 @@ extension QueueStateMachine {
             let request = table[slot].request
             receiveHead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: request.acceptableStatusCodes), slot: slot, now: now)
         case .data(let data):
-            receive(data, slot: slot, now: now)
+            receive(data.count, keeping: data, slot: slot, now: now)
         case .sent(let sent, let expected):
             ledger.send(&table[slot].progress, totalSent: sent, expected: expected, at: now)
             listForFlush(slot)
@@ -138,20 +138,29 @@ extension QueueStateMachine {
         }
     }
 
-    /// Body bytes of a main transfer arrived.
-    private mutating func receive(_ data: Data, slot: Int, now: Double) {
+    /// `count` bytes of a file-bound body arrived, written and hashed already (lent by the transport: see
+    /// ``LendingTransport``). Dropped when the transfer is no longer current, as any transfer event.
+    mutating func bodyReceived(_ count: Int, slot: Int, token: UInt64, now: Double) -> QueueActions {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].state else { return QueueActions() }
+        table[slot].lastActivity = now
+        receive(count, keeping: nil, slot: slot, now: now)
+        return finishEvent(now)
+    }
+
+    /// `count` body bytes of a main transfer arrived: `data`, which a body in memory keeps.
+    private mutating func receive(_ count: Int, keeping data: Data?, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
         let startedAt = record.state.withAttempt { attempt in
-            if case .memory = request.destination {
+            if case .memory = request.destination, let data {
                 // The first piece is kept as it is (its buffer shared, not copied): most bodies are one piece. A
                 // slice is copied, so that a body's indices always start at 0.
                 if attempt.body.isEmpty, data.startIndex == 0 { attempt.body = data } else { attempt.body.append(data) }
             }
             return attempt.startedAt
         }
-        ledger.receive(&record.progress, bytes: Int64(data.count), at: now)
-        record.meterDownload(Int64(data.count), startedAt: startedAt, at: now)
+        ledger.receive(&record.progress, bytes: Int64(count), at: now)
+        record.meterDownload(Int64(count), startedAt: startedAt, at: now)
         if let limit = request.maximumResponseSize, record.progress.received > limit {
             return fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
         }

@@ -33,9 +33,9 @@ final class BodyVerifier: @unchecked Sendable {
         hashing = promises.isEmpty ? nil : Hashing(promises, part: part)
     }
 
-    /// A piece of the body (as delivered: decoded).
-    func update(_ data: Data) {
-        hashing?.update(data)
+    /// A piece of the body (as delivered: decoded), valid only during this call.
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        hashing?.update(bytes)
     }
 
     /// The body ended: the first check that failed, as what was expected and what arrived; nil when every
@@ -94,20 +94,18 @@ private final class Hashing: Sendable {
 
     deinit { storage.deallocate() }
 
-    /// Copies `data` into the buffers, handing each full one to the queue.
-    func update(_ data: Data) {
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let (index, count) = takeBuffer()
-                let copied = min(Self.bufferSize - count, bytes.count - offset)
-                (storage + index * Self.bufferSize + count).copyMemory(from: bytes.baseAddress! + offset, byteCount: copied)
-                offset += copied
-                if count + copied == Self.bufferSize {
-                    hand(index, count: Self.bufferSize)
-                } else {
-                    buffers.withLock { $0.count = count + copied }
-                }
+    /// Copies `bytes` into the buffers, handing each full one to the queue.
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let (index, count) = takeBuffer()
+            let copied = min(Self.bufferSize - count, bytes.count - offset)
+            (storage + index * Self.bufferSize + count).copyMemory(from: bytes.baseAddress! + offset, byteCount: copied)
+            offset += copied
+            if count + copied == Self.bufferSize {
+                hand(index, count: Self.bufferSize)
+            } else {
+                buffers.withLock { $0.count = count + copied }
             }
         }
     }

@@ -170,15 +170,15 @@ final class FileSink: Sendable {
     /// Writes a piece of the body: a small piece is gathered into a chunk, a piece of ``directWriteSize`` or
     /// more is written where it is (after what was gathered), never copied. The piece may be lent by the
     /// transport (valid only during this call): nothing of it is kept but a copy.
-    func write(_ data: Data) -> NetworkQueueError? {
+    func write(_ bytes: UnsafeRawBufferPointer) -> NetworkQueueError? {
         perform { state in
-            guard state.isAccepting else { return }
-            if data.count >= Self.directWriteSize {
+            guard state.isAccepting, let base = bytes.baseAddress else { return }
+            if bytes.count >= Self.directWriteSize {
                 try Self.flush(&state)
-                try state.handle?.write(contentsOf: data)
+                try state.handle?.write(contentsOf: bytes)
                 return
             }
-            state.buffer.append(data)
+            state.buffer.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
             if state.buffer.count >= Self.chunkSize { try Self.flush(&state) }
         }
     }

@@ -14,17 +14,13 @@ extension NetworkQueue {
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
         var starts: [QueueAction.Start] = []
         var cancels: [any TransferHandle] = []
-        // Each action is moved out of the list rather than copied (a status or a start payload is handed on
-        // without a retain of each of its references), a payload-free action left in its place so that the
-        // list is dropped without releasing anything twice.
+        // Each action is moved out of the list (popped from its end, the list reversed first so that they come
+        // in order) rather than copied: a status or a start payload is handed on without a retain of each of
+        // its references.
         var list: [QueueAction] = []
         swap(&list, &actions.list)
-        for index in list.indices {
-            let action = list.withUnsafeMutableBufferPointer { buffer in
-                let slot = buffer.baseAddress! + index
-                defer { slot.initialize(to: .stopSource(-1)) }
-                return slot.move()
-            }
+        list.reverse()
+        while let action = list.popLast() {
             switch consume action {
             case .publish(let request, let status):
                 request.publish(status)
@@ -118,28 +114,46 @@ extension NetworkQueue {
                     }
                 }
                 sink = opened
-                // The pipeline writes and hashes each piece before the handler returns: libcurl may lend it.
-                options.lendsBodyPieces = true
             }
             pipeline = TransferPipeline(request: request, sink: sink)
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
         }
-        // The closure holds the queue strongly: a queue stays alive while it has transfers in flight.
-        let handle = transport.startTransfer(urlRequest, options: options) { event in
+        // The closures hold the queue strongly: a queue stays alive while it has transfers in flight.
+        let events: @Sendable (TransferEvent) -> Void = { event in
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
-            switch pipeline.step(event) {
-            case .forward: self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
-            case .head(let reading):
-                self.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
-            case .fileFailed(let error): self.send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
-            case .integrityFailed(let expected, let actual):
-                self.send(inline: true) { $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1) }
-            }
+            self.pass(pipeline.step(event), event, slot: slot, token: token)
+        }
+        let handle: any TransferHandle
+        if pipeline.sink != nil, let lending = lender {
+            // The pipeline writes and hashes each piece before it returns: the transport may lend it.
+            handle = lending.startTransfer(urlRequest, options: options, lendingBodyTo: { piece in
+                let count = piece.count
+                switch pipeline.write(piece) {
+                case .forward: self.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+                case let step: self.pass(step, nil, slot: slot, token: token)
+                }
+            }, events: events)
+        } else {
+            handle = transport.startTransfer(urlRequest, options: options, events: events)
         }
         if !start.cell.attach(handle) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
+        }
+    }
+
+    /// Tells the machine what a transfer's pipeline made of `event` (nil: of a lent body piece).
+    private func pass(_ step: TransferPipeline.Step, _ event: TransferEvent?, slot: Int, token: UInt64) {
+        switch step {
+        case .forward:
+            if let event { send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) } }
+        case .head(let reading):
+            guard let event else { return }
+            send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
+        case .fileFailed(let error): send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+        case .integrityFailed(let expected, let actual):
+            send(inline: true) { $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1) }
         }
     }
 

@@ -22,6 +22,8 @@ public final class NetworkQueue: Sendable {
     /// The engine and the shell's state beside it, under the queue's one lock.
     let locked: Locked<LockedState>
     let transport: any Transport
+    /// The transport again when it can lend a file-bound body (see ``LendingTransport``), found once.
+    let lender: (any LendingTransport)?
     let clock: any QueueClock
     /// Serial; targets the caller's delegate queue, so delivery stays ordered even on a concurrent one.
     let deliveryQueue: DispatchQueue
@@ -56,6 +58,7 @@ public final class NetworkQueue: Sendable {
         clock: any QueueClock = SystemQueueClock()
     ) {
         self.transport = transport
+        lender = transport as? any LendingTransport
         self.clock = clock
         var machine = QueueStateMachine(limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
         machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()

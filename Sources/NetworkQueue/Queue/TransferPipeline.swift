@@ -51,8 +51,7 @@ struct TransferPipeline: Sendable {
             }
             return .head(reading)
         case .data(let data):
-            if let sink, let error = sink.write(data) { return .fileFailed(error) }
-            verifier?.update(data)
+            if let error = data.withUnsafeBytes({ take($0) }) { return error }
         case .completed(nil):
             if let sink, let error = sink.finishWriting() { return .fileFailed(error) }
             if let (expected, actual) = verifier?.finish() { return .integrityFailed(expected: expected, actual: actual) }
@@ -61,5 +60,18 @@ struct TransferPipeline: Sendable {
             break
         }
         return .forward
+    }
+
+    /// Writes and hashes a body piece lent by the transport (see ``LendingTransport``); returns what the
+    /// engine must hear (``Step/forward``: that `piece.count` bytes arrived).
+    func write(_ piece: borrowing LentBytes) -> Step {
+        piece.withUnsafeBytes { take($0) } ?? .forward
+    }
+
+    /// A body piece to the file and the hashes; nil when all is well.
+    private func take(_ bytes: UnsafeRawBufferPointer) -> Step? {
+        if let sink, let error = sink.write(bytes) { return .fileFailed(error) }
+        verifier?.update(bytes)
+        return nil
     }
 }

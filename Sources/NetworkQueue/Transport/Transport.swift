@@ -51,18 +51,11 @@ public struct TransferOptions: Sendable {
     /// Whether the transfer reports ``TransferEvent/metrics(_:)`` before it completes. Default false: the
     /// queue asks only when someone will read them.
     public var collectsMetrics: Bool
-    /// Whether the transport may lend each ``TransferEvent/data(_:)`` piece: a `Data` over the transport's own
-    /// buffer, valid only until the event handler returns (the handler copies what it keeps). Default false:
-    /// every piece is the handler's. The queue sets it for a body going to a file, which it writes (and hashes
-    /// into buffers of its own) before it returns, so that the bytes go from the transport's buffer to the
-    /// file with no copy between. A transport may ignore it.
-    public var lendsBodyPieces: Bool
 
-    /// Creates options; the defaults are uncapped, without metrics, and every body piece the handler's own.
-    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false, lendsBodyPieces: Bool = false) {
+    /// Creates options; the defaults are uncapped and without metrics.
+    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false) {
         self.rateCap = rateCap
         self.collectsMetrics = collectsMetrics
-        self.lendsBodyPieces = lendsBodyPieces
     }
 }
 
@@ -74,9 +67,9 @@ public protocol TransferHandle: Sendable {
 }
 
 /// A running transfer whose reading can also be paused and capped while it runs (``CurlTransport``'s are; a
-/// URLSession task is not: on Linux a suspended task restarts). The queue itself never needs these: it
-/// pauses a request by stopping its transfer, and caps through ``TransferOptions/rateCap``.
-public protocol ThrottlableTransfer: TransferHandle {
+/// URLSession task is not: on Linux a suspended task restarts). Internal: the queue pauses a request by
+/// stopping its transfer and caps through ``TransferOptions/rateCap``; only the transport's tests use it.
+protocol ThrottlableTransfer: TransferHandle {
     /// Stops (`true`) or resumes (`false`) reading the response body; the server is slowed by TCP flow
     /// control meanwhile.
     func setReceivingPaused(_ paused: Bool)

@@ -28,8 +28,8 @@
         /// The shared cap its received bytes are drawn from, and its number there.
         let rateCap: RateCap?
         let consumer: Int
-        /// Body pieces are lent from libcurl's buffer, valid during their event (see ``TransferOptions``).
-        let lendsBodyPieces: Bool
+        /// Where the body goes when it is lent from libcurl's buffer rather than reported as `.data` events.
+        let lentBody: LentBodyReceiver?
 
         // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
         @exclusivity(unchecked) var request: URLRequest
@@ -69,9 +69,9 @@
 
         init(
             request: URLRequest, url: URL, engine: CurlEngine, rateCap: RateCap? = nil, collectsMetrics: Bool = false,
-            lendsBodyPieces: Bool = false, events: @escaping @Sendable (TransferEvent) -> Void
+            lentBody: LentBodyReceiver? = nil, events: @escaping @Sendable (TransferEvent) -> Void
         ) {
-            self.lendsBodyPieces = lendsBodyPieces
+            self.lentBody = lentBody
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
             self.method = (request.httpMethod ?? "GET").uppercased()
@@ -198,17 +198,14 @@
             guard redirect == nil, hasResponse, !bytes.isEmpty else { return bytes.count }
             bytesReceived += bytes.count
             guard let decoder else {
-                if lendsBodyPieces, let base = bytes.baseAddress {
-                    // libcurl's own buffer, for the handler to write where it is: valid until it returns.
-                    events(.data(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)))
-                } else {
-                    events(.data(Data(bytes)))
-                }
+                // Lent: libcurl's own buffer, written where it is.
+                if let lentBody { lentBody(LentBytes(bytes)) } else { events(.data(Data(bytes))) }
                 return bytes.count
             }
             let decoded = decoder.decode(bytes) { piece in
                 guard !self.isCancelled else { return false }
-                self.events(.data(Data(piece)))
+                // Lent: the decoder's own buffer, valid until it decodes more.
+                if let lentBody = self.lentBody { lentBody(LentBytes(piece)) } else { self.events(.data(Data(piece))) }
                 return true
             }
             guard decoded else {

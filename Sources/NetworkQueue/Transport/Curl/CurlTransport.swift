@@ -93,7 +93,7 @@ import Foundation
             /// in-memory file it opens by path (so its parsed store is reused, not rebuilt per transfer).
             public var additionalTrustedCertificates: URL?
             /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
-            /// own cap can be changed with ``ThrottlableTransfer/setMaximumBytesPerSecond(_:)``.
+            /// own cap can be changed while it runs.
             public var maximumBytesPerSecond: Int?
             /// Idle connections kept open for reuse, by each engine thread; default 64.
             public var maximumCachedConnections = 64
@@ -177,12 +177,28 @@ import Foundation
         /// `options.rateCap` from the first (nil: uncapped): while the rate cap has no tokens the transfer reads
         /// nothing, so its TCP window closes, and a connection opened for a capped transfer gets a small kernel
         /// receive buffer (a sixty-fourth of the cap, 4–256 KiB) so that the wire, not just the delivery,
-        /// follows the cap. With `options.lendsBodyPieces` each body piece is lent from libcurl's buffer (not
-        /// copied). With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
+        /// follows the cap. With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
         /// completes, every field filled from libcurl (a transfer that never reached libcurl, such as one with
-        /// no URL, reports none). The handle is a ``ThrottlableTransfer``.
+        /// no URL, reports none). Its handle can also be paused and capped while it runs (internal:
+        /// ``ThrottlableTransfer``).
         public func startTransfer(
             _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
+            start(request, options: options, lentBody: nil, events: events)
+        }
+
+        /// As ``startTransfer(_:options:events:)``, but each body piece is lent to `body` from libcurl's (or the
+        /// decoder's) buffer instead of copied into a `.data` event.
+        func startTransfer(
+            _ request: URLRequest, options: TransferOptions, lendingBodyTo body: @escaping LentBodyReceiver,
+            events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
+            start(request, options: options, lentBody: body, events: events)
+        }
+
+        private func start(
+            _ request: URLRequest, options: TransferOptions, lentBody: LentBodyReceiver?,
+            events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
             let engine = leastLoadedEngine()
             guard let url = request.url else {
@@ -192,7 +208,7 @@ import Foundation
             }
             let transfer = CurlTransfer(
                 request: request, url: url, engine: engine, rateCap: options.rateCap, collectsMetrics: options.collectsMetrics,
-                lendsBodyPieces: options.lendsBodyPieces, events: events)
+                lentBody: lentBody, events: events)
             engine.post(.start(transfer))
             return transfer
         }
@@ -220,4 +236,6 @@ import Foundation
             return system + Data("\n".utf8) + added
         }
     }
+
+    extension CurlTransport: LendingTransport {}
 #endif

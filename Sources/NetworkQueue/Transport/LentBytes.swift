@@ -1,0 +1,41 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Body bytes lent from a transport's own buffer for the length of one call.
+///
+/// Noncopyable and handed over `borrowing`: whoever receives one can read it, but the compiler lets it
+/// neither copy nor keep it, so the bytes cannot outlive the buffer they live in. This is how a file-bound
+/// body goes from libcurl's buffer to the file (and the hashes) without a copy in between; a transfer that
+/// lends its body reports no ``TransferEvent/data(_:)`` for it.
+struct LentBytes: ~Copyable {
+    private let bytes: UnsafeRawBufferPointer
+
+    /// Lends `bytes`, which must stay valid until the call receiving this value returns.
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// The number of bytes.
+    var count: Int { bytes.count }
+
+    /// Calls `body` with the bytes; the pointer is valid only inside `body`.
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(bytes)
+    }
+}
+
+/// Receives a lent body: each piece in order, on the transfer's thread, between its head and its
+/// `.completed` event (never at once with another event of the transfer).
+typealias LentBodyReceiver = @Sendable (borrowing LentBytes) -> Void
+
+/// A transport that can lend a transfer's body (``CurlTransport`` on Linux): a private arrangement with the
+/// queue, which writes and hashes each piece before it returns.
+protocol LendingTransport: Transport {
+    /// Starts `request` as ``Transport/startTransfer(_:options:events:)`` does, but hands each body piece to
+    /// `body` instead of reporting it as ``TransferEvent/data(_:)``.
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, lendingBodyTo body: @escaping LentBodyReceiver,
+        events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle
+}
