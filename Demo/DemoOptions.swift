@@ -59,7 +59,8 @@ struct DemoOptions {
             switch self {
             case .unknownFlag(let flag): "unknown option '\(flag)'"
             case .missingValue(let flag): "option '\(flag)' needs a value"
-            case .badConcurrency(let value): "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
+            case .badConcurrency(let value):
+                "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
             case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
             case .badTransport(let value): "--transport needs curl or urlsession, not '\(value)'"
             case .badRetries(let value): "--retries needs a whole number from 0 to 100, not '\(value)'"

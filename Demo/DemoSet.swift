@@ -25,7 +25,9 @@ enum DemoSet {
         ]
         // A fixed Last-Modified: a second run with --output finds the saved files unchanged and keeps them.
         let modified = "Sun,%2006%20Nov%202022%2008:49:37%20GMT"
-        var items = files.map { Item(label: $0.0, path: "/bytes/\($0.1)?rate=\(bytesPerSecond)&lastModified=\(modified)") }
+        var items = files.map {
+            Item(label: $0.0, path: "/bytes/\($0.1)?rate=\(bytesPerSecond)&lastModified=\(modified)")
+        }
         items.insert(Item(label: "stream.log (chunked)", path: "/chunked/1500000?rate=\(bytesPerSecond / 2)"), at: 4)
         return items
     }()

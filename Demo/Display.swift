@@ -86,7 +86,11 @@ struct Display {
         case .willRetry(let request, let delay, let error):
             let retry = request.attemptCount
             let status = Status.retrying(retry: retry, at: Date().addingTimeInterval(delay))
-            update(request, status, plain: "retry     \(label(request))  \(Self.retryText(retry, of: retries, in: delay)): \(error.localizedDescription)")
+            update(
+                request, status,
+                plain:
+                    "retry     \(label(request))  \(Self.retryText(retry, of: retries, in: delay)): \(error.localizedDescription)"
+            )
         case .didUpdateProgress(let progress):
             self.progress = progress
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
@@ -96,7 +100,9 @@ struct Display {
                 fflush(nil)
             }
         case .didPause(let request):
-            update(request, .paused, plain: "paused    \(label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept")
+            update(
+                request, .paused,
+                plain: "paused    \(label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept")
         case .didResume(let request):
             update(request, .queued, plain: "resumed   \(label(request))")
         case .sourceDidFail(let error):
@@ -129,7 +135,8 @@ struct Display {
     /// A list entry's label: its URL's last path component, or its host.
     static func label(of request: NetworkRequest) -> String {
         guard let url = request.url else { return "?" }
-        return url.lastPathComponent.isEmpty || url.lastPathComponent == "/" ? (url.host ?? url.absoluteString) : url.lastPathComponent
+        return url.lastPathComponent.isEmpty || url.lastPathComponent == "/"
+            ? (url.host ?? url.absoluteString) : url.lastPathComponent
     }
 
     /// `metrics  movie.mp4  HTTP/1.1  reused  connect=0.2ms  first-byte=1.4ms  total=1702ms  20.0 MB`.
@@ -181,7 +188,9 @@ struct Display {
             let name = row.label.padding(toLength: width, withPad: " ", startingAt: 0)
             lines.append("  \(Self.describe(row))  \(name)  \(detail(row))")
         }
-        if showsLiveRowsOnly, rows.count > shown.count { lines.append("  … and \(rows.count - shown.count) more under way") }
+        if showsLiveRowsOnly, rows.count > shown.count {
+            lines.append("  … and \(rows.count - shown.count) more under way")
+        }
         if drawnLines > 0 { print("\u{1B}[\(drawnLines)A", terminator: "") }
         for line in lines { print("\u{1B}[2K" + line) }
         // A list's rows come and go: clear what the last drawing had below.
@@ -212,9 +221,11 @@ struct Display {
         case .receiving: return Format.transfer(transfer)
         case .done: return Format.bytes(transfer.completedBytes)
         case .unchanged: return "kept"
-        case .paused: return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
+        case .paused:
+            return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"
         case .failed(let reason): return reason
-        case .retrying(let retry, let at): return Self.retryText(retry, of: retries, in: max(0, at.timeIntervalSinceNow))
+        case .retrying(let retry, let at):
+            return Self.retryText(retry, of: retries, in: max(0, at.timeIntervalSinceNow))
         }
     }
 

@@ -25,11 +25,15 @@ enum Format {
     /// `25.3 MB / 53.6 MB  7.8 MB/s  ETA 4s  5/12 done` (`/ ~53.6 MB` while the total is an estimate)
     static func summary(of progress: QueueProgress) -> String {
         // While part of the batch is unknown (a list still being read, HEADs still to come): the estimate, as "~".
-        let total = progress.bytesExpectedToReceive.map(bytes) ?? progress.estimatedBytesExpectedToReceive.map { "~" + bytes($0) } ?? "?"
+        let total =
+            progress.bytesExpectedToReceive.map(bytes) ?? progress.estimatedBytesExpectedToReceive.map {
+                "~" + bytes($0)
+            } ?? "?"
         var parts = ["\(bytes(progress.bytesReceived)) / \(total)"]
         if let rate = progress.throughput { parts.append("\(bytes(Int64(rate)))/s") }
         if let eta = progress.estimatedTimeRemaining { parts.append("ETA \(duration(eta))") }
-        parts.append("\(progress.endedRequestCount)/\(max(progress.totalRequestCount, progress.estimatedRequestCount)) done")
+        parts.append(
+            "\(progress.endedRequestCount)/\(max(progress.totalRequestCount, progress.estimatedRequestCount)) done")
         return parts.joined(separator: "  ")
     }
 

@@ -30,7 +30,6 @@ if options.showHelp {
     exit(0)
 }
 
-
 // The --input list is opened once and read as a stream while the queue runs (as aria2's --deferred-input
 // does): a regular file's lines are counted first on the same descriptor (newlines only, a fraction of a second
 // for millions); a pipe, a FIFO or `<(command)` is read once, as it comes, its length unknown. Each line is
@@ -61,7 +60,9 @@ if options.urls.isEmpty && options.input == nil {
         exit(1)
     }
 } else {
-    targets = options.urls.map { ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent) }
+    targets = options.urls.map {
+        ($0, $0.lastPathComponent.isEmpty ? ($0.host ?? $0.absoluteString) : $0.lastPathComponent)
+    }
 }
 
 let transport: any Transport
@@ -135,7 +136,8 @@ for (url, label) in targets {
 let tally = ListSource.Tally()
 if let input = options.input, let listReader {
     let source = ListSource(
-        path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber, existingFile: existingFile, tally: tally)
+        path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
+        existingFile: existingFile, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)
@@ -145,19 +147,25 @@ if let input = options.input, let listReader {
 let count =
     options.input == nil
     ? "\(rows.count) requests"
-    : listCount.map { "a list of \($0) lines" } ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
-let mode = [
-    count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
-    options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
-    options.order == .fifo ? "FIFO" : "LIFO", options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
-    options.retries == 1 ? "1 retry" : "\(options.retries) retries",
-] + (options.output.map { ["saving to \($0.path)"] } ?? []) + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
-    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? []) + (options.noClobber ? ["no clobber"] : [])
+    : listCount.map { "a list of \($0) lines" }
+        ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
+let mode =
+    [
+        count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
+        options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
+        options.order == .fifo ? "FIFO" : "LIFO",
+        options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+        options.retries == 1 ? "1 retry" : "\(options.retries) retries",
+    ] + (options.output.map { ["saving to \($0.path)"] } ?? [])
+    + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
+    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
+    + (options.noClobber ? ["no clobber"] : [])
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
 // --verbose prints line by line: the log's lines would break a redrawn screen.
 var display = Display(
-    rows: options.input == nil ? rows : nil, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose, retries: options.retries,
+    rows: options.input == nil ? rows : nil, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose,
+    retries: options.retries,
     showsMetrics: options.verbose)
 // Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
 signal(SIGINT, SIG_IGN)

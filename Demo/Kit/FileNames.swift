@@ -20,9 +20,11 @@ public enum FileNames {
     public static func safeName(for url: URL) -> String {
         let component = url.lastPathComponent
         let decoded = component.removingPercentEncoding ?? component
-        var name = String(decoded.unicodeScalars.map { scalar -> Character in
-            scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control ? "_" : Character(scalar)
-        })
+        var name = String(
+            decoded.unicodeScalars.map { scalar -> Character in
+                scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control
+                    ? "_" : Character(scalar)
+            })
         while name.contains("..") { name = name.replacingOccurrences(of: "..", with: "_") }
         while name.hasPrefix(".") { name.removeFirst() }
         while name.utf8.count > 200 { name.removeLast() }

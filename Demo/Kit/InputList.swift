@@ -38,7 +38,9 @@ public enum InputList {
         var checksum: Checksum?
         if fields.count == 2 {
             guard let parsed = Checksum(fields[1]) else {
-                throw Problem(line: number, reason: "\(quoted(fields[1])) is not sha256:<64 hex digits> or sha512:<128 hex digits>")
+                throw Problem(
+                    line: number,
+                    reason: "\(quoted(fields[1])) is not sha256:<64 hex digits> or sha512:<128 hex digits>")
             }
             checksum = parsed
         }
@@ -135,7 +137,8 @@ public struct LineReader: Sendable {
     public mutating func next() throws -> (line: Substring, number: Int)? {
         while true {
             let newline = buffer.withUnsafeBytes { bytes -> Int? in
-                guard scanned < bytes.count, let found = memchr(bytes.baseAddress! + scanned, Int32(UInt8(ascii: "\n")), bytes.count - scanned)
+                guard scanned < bytes.count,
+                    let found = memchr(bytes.baseAddress! + scanned, Int32(UInt8(ascii: "\n")), bytes.count - scanned)
                 else { return nil }
                 return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
             }

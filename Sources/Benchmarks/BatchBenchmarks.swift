@@ -21,7 +21,8 @@ enum BatchBenchmarks {
         defer { try? FileManager.default.removeItem(at: directory) }
         for index in 0..<4 {
             let file = directory.appendingPathComponent("\(index).bin")
-            try queue.add(NetworkRequest(URLRequest(url: server.url("/bytes/\(size)?i=\(index)")), destination: .file(file)))
+            try queue.add(
+                NetworkRequest(URLRequest(url: server.url("/bytes/\(size)?i=\(index)")), destination: .file(file)))
         }
         // Measured from the first byte, so that connection set-up does not count.
         let began = Date()
@@ -39,7 +40,8 @@ enum BatchBenchmarks {
         let achieved = Double(end.1 - start.bytes) / end.0.timeIntervalSince(start.time)
         let ratio = achieved / Double(cap)
         return Result(
-            benchmark: "rate cap \(cap / 1_000_000) MB/s, 4 transfers, \(Int(duration)) s, curl", metric: "B/s", networkQueue: achieved,
+            benchmark: "rate cap \(cap / 1_000_000) MB/s, 4 transfers, \(Int(duration)) s, curl", metric: "B/s",
+            networkQueue: achieved,
             baselineName: "the cap", baseline: Double(cap), ratio: ratio, target: "0.9 <= ratio <= 1.1",
             met: (0.9...1.1).contains(ratio), runs: 1)
     }
@@ -66,10 +68,12 @@ enum BatchBenchmarks {
         return [
             Result(
                 benchmark: name + ": duration", metric: "s", networkQueue: elapsed, baselineName: "all bytes / cap",
-                baseline: ideal, ratio: ideal / elapsed, target: "0.9 <= ratio <= 1.1", met: (0.9...1.1).contains(ideal / elapsed),
+                baseline: ideal, ratio: ideal / elapsed, target: "0.9 <= ratio <= 1.1",
+                met: (0.9...1.1).contains(ideal / elapsed),
                 runs: 1),
             Result(
-                benchmark: name + ": busiest second", metric: "B", networkQueue: Double(busiest), baselineName: "the cap",
+                benchmark: name + ": busiest second", metric: "B", networkQueue: Double(busiest),
+                baselineName: "the cap",
                 baseline: Double(cap), ratio: Double(busiest) / Double(cap), target: "ratio <= 1.1",
                 met: Double(busiest) <= Double(cap) * 1.1, runs: 1),
         ]
@@ -94,7 +98,8 @@ enum BatchBenchmarks {
         let afterCut = Double(server.statistics.bytesWritten - size / 2)
         let ratio = Double(size) / afterCut
         return Result(
-            benchmark: "resume \(size / 1_000_000) MB cut at 50%, curl", metric: "bytes after cut", networkQueue: afterCut,
+            benchmark: "resume \(size / 1_000_000) MB cut at 50%, curl", metric: "bytes after cut",
+            networkQueue: afterCut,
             baselineName: "no resume (whole file)", baseline: Double(size), ratio: ratio, target: "ratio >= 1.9",
             met: ratio >= 1.9, runs: 1)
     }

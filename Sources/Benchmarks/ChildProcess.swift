@@ -17,7 +17,10 @@ final class ServerProcess {
         process.standardOutput = output
         try process.run()
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "PORT ", with: "")) else {
+        guard
+            let port = Int(
+                line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "PORT ", with: ""))
+        else {
             process.terminate()
             throw BenchmarkFailure("the server child said '\(line)'")
         }

@@ -24,7 +24,9 @@ final class InstantTransport: Transport {
         url: URL(string: "http://bench.invalid/r")!, statusCode: 200, httpVersion: "HTTP/1.1",
         fields: [.init(name: "Content-Length", value: "0")])
 
-    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         let mustSchedule = pending.with { pending in
             pending.events.append(events)
             defer { pending.isDraining = true }

@@ -14,7 +14,8 @@ enum InstructionBenchmark {
             print("instructions: skipped (needs valgrind and objcopy: apt-get install valgrind binutils)")
             return []
         }
-        let stripped = FileManager.default.temporaryDirectory.appendingPathComponent("nq-benchmarks-stripped-\(getpid())")
+        let stripped = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nq-benchmarks-stripped-\(getpid())")
         defer { try? FileManager.default.removeItem(at: stripped) }
         try runTool(objcopy, ["--strip-debug", selfExecutable.path, stripped.path])
         let url = server.url("/bytes/1024").absoluteString
@@ -28,8 +29,10 @@ enum InstructionBenchmark {
         let raw = perRequest["curl"] ?? .nan
         return [
             Result(
-                benchmark: "instructions per 1 KB request, marginal \(counts.0)→\(counts.1) (callgrind)", metric: "instr/req",
-                networkQueue: ours, baselineName: "raw libcurl", baseline: raw, ratio: raw / ours, target: "ratio >= 0.625 (1.6x)",
+                benchmark: "instructions per 1 KB request, marginal \(counts.0)→\(counts.1) (callgrind)",
+                metric: "instr/req",
+                networkQueue: ours, baselineName: "raw libcurl", baseline: raw, ratio: raw / ours,
+                target: "ratio >= 0.625 (1.6x)",
                 met: raw / ours >= 0.625, runs: 1)
         ]
     }
@@ -46,11 +49,14 @@ enum InstructionBenchmark {
     }
 
     /// The instructions callgrind collected in a run of `binary --count-small side url count`.
-    private static func instructions(_ valgrind: URL, _ binary: URL, side: String, url: String, count: Int) throws -> Int {
+    private static func instructions(_ valgrind: URL, _ binary: URL, side: String, url: String, count: Int) throws
+        -> Int
+    {
         let process = Process()
         process.executableURL = valgrind
         process.arguments = [
-            "--tool=callgrind", "--callgrind-out-file=/dev/null", binary.path, "--count-small", side, url, String(count),
+            "--tool=callgrind", "--callgrind-out-file=/dev/null", binary.path, "--count-small", side, url,
+            String(count),
         ]
         let errors = Pipe()
         process.standardError = errors

@@ -11,7 +11,8 @@ enum IntegrityBenchmark {
     /// Seconds for one download of `url` to `file`, with `checksum` when given; throws if it failed.
     static func once(_ url: URL, to file: URL, checksum: Checksum?) async throws -> Double {
         let queue = NetworkQueue(transport: try CurlTransport())
-        let request = NetworkRequest(URLRequest(url: url), destination: .file(file), integrity: .init(checksum: checksum))
+        let request = NetworkRequest(
+            URLRequest(url: url), destination: .file(file), integrity: .init(checksum: checksum))
         try queue.add(request)
         let elapsed = await seconds { await queue.run() }
         if case .failure(let error)? = request.result { throw error }
@@ -43,7 +44,8 @@ enum IntegrityBenchmark {
         let ratio = with / without
         return [
             Result(
-                benchmark: "\(size / 1_000_000) MB to a file with a SHA-256 checksum, curl", metric: "MB/s", networkQueue: with,
+                benchmark: "\(size / 1_000_000) MB to a file with a SHA-256 checksum, curl", metric: "MB/s",
+                networkQueue: with,
                 baselineName: "the same without a checksum", baseline: without, ratio: ratio, target: "ratio >= 0.85",
                 met: ratio >= 0.85, runs: runs)
         ]

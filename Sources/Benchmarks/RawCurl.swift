@@ -15,7 +15,8 @@
         private let multiAdd: @convention(c) (Handle?, Handle?) -> Int32
         private let multiRemove: @convention(c) (Handle?, Handle?) -> Int32
         private let multiPerform: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32
-        private let multiPoll: @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
+        private let multiPoll:
+            @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
         private let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
         private let setopt: UnsafeMutableRawPointer
 
@@ -44,12 +45,15 @@
             multiCleanup = try function("curl_multi_cleanup", (@convention(c) (Handle?) -> Int32).self)
             multiAdd = try function("curl_multi_add_handle", (@convention(c) (Handle?, Handle?) -> Int32).self)
             multiRemove = try function("curl_multi_remove_handle", (@convention(c) (Handle?, Handle?) -> Int32).self)
-            multiPerform = try function("curl_multi_perform", (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32).self)
+            multiPerform = try function(
+                "curl_multi_perform", (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32).self)
             multiPoll = try function(
                 "curl_multi_poll",
-                (@convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32).self)
+                (@convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) ->
+                    Int32).self)
             multiInfoRead = try function(
-                "curl_multi_info_read", (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self)
+                "curl_multi_info_read",
+                (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self)
             guard let symbol = dlsym(library, "curl_easy_setopt") else { throw BenchmarkFailure("no curl_easy_setopt") }
             setopt = symbol
         }

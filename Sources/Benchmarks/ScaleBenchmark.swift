@@ -29,23 +29,30 @@ enum ScaleBenchmark {
         let label = "\(count / 1_000)k requests, instant transport"
         return [
             Result(
-                benchmark: "scale \(label): bytes per pending request (eager)", metric: "B", networkQueue: bytesPerRequest,
-                baselineName: "target", baseline: 512, ratio: 512 / bytesPerRequest, target: "<= 512 B", met: bytesPerRequest <= 512,
+                benchmark: "scale \(label): bytes per pending request (eager)", metric: "B",
+                networkQueue: bytesPerRequest,
+                baselineName: "target", baseline: 512, ratio: 512 / bytesPerRequest, target: "<= 512 B",
+                met: bytesPerRequest <= 512,
                 runs: runs),
             Result(
-                benchmark: "scale \(label): adds per second (eager)", metric: "req/s", networkQueue: addRate, baselineName: "target",
+                benchmark: "scale \(label): adds per second (eager)", metric: "req/s", networkQueue: addRate,
+                baselineName: "target",
                 baseline: 500_000, ratio: addRate / 500_000, target: ">= 500k/s", met: addRate >= 500_000, runs: runs),
             Result(
-                benchmark: "scale \(label): requests per second, streamed vs eager", metric: "req/s", networkQueue: streamedRate,
-                baselineName: "eager (adds + drain)", baseline: eagerRate, ratio: streamedRate / eagerRate, target: "ratio >= 1.0",
+                benchmark: "scale \(label): requests per second, streamed vs eager", metric: "req/s",
+                networkQueue: streamedRate,
+                baselineName: "eager (adds + drain)", baseline: eagerRate, ratio: streamedRate / eagerRate,
+                target: "ratio >= 1.0",
                 met: streamedRate >= eagerRate, runs: runs),
             Result(
                 benchmark: "scale \(label): streamed requests per second vs the eager drain alone", metric: "req/s",
-                networkQueue: streamedRate, baselineName: "eager drain (adds excluded)", baseline: eagerDrain, ratio: streamedRate / eagerDrain,
+                networkQueue: streamedRate, baselineName: "eager drain (adds excluded)", baseline: eagerDrain,
+                ratio: streamedRate / eagerDrain,
                 target: "ratio >= 1.0", met: streamedRate >= eagerDrain, runs: runs),
             Result(
                 benchmark: "scale \(label): peak RSS growth, streamed", metric: "MiB", networkQueue: streamedPeak / mib,
-                baselineName: "eager", baseline: eagerPeak / mib, ratio: eagerPeak / max(streamedPeak, 1), target: "<= 64 MiB",
+                baselineName: "eager", baseline: eagerPeak / mib, ratio: eagerPeak / max(streamedPeak, 1),
+                target: "<= 64 MiB",
                 met: streamedPeak <= 64 * mib, runs: runs),
         ]
     }
@@ -74,14 +81,18 @@ enum ScaleBenchmark {
             bytesPerRequest = Double(currentRSS() - baseline) / Double(count)
             total = adding
         } else {
-            total = await seconds { queue.add(contentsOf: RequestCounter(count: count, url: URL(string: "http://bench.invalid/r")!)) }
+            total = await seconds {
+                queue.add(contentsOf: RequestCounter(count: count, url: URL(string: "http://bench.invalid/r")!))
+            }
         }
         let drain = await seconds {
             queue.go()
             await queue.run()
         }
         total += drain
-        print("RESULT \(bytesPerRequest) \(addRate) \(Double(count) / total) \(peakRSS() - baseline) \(Double(count) / drain)")
+        print(
+            "RESULT \(bytesPerRequest) \(addRate) \(Double(count) / total) \(peakRSS() - baseline) \(Double(count) / drain)"
+        )
     }
 }
 

@@ -78,10 +78,12 @@ enum SchedulingBenchmark {
         return [
             Result(
                 benchmark: "scheduling \(count)", metric: "req/s", networkQueue: rate, baselineName: "OperationQueue",
-                baseline: baseline, ratio: rate / baseline, target: ">= 3x (1M req/s long-term)", met: rate / baseline >= 3,
+                baseline: baseline, ratio: rate / baseline, target: ">= 3x (1M req/s long-term)",
+                met: rate / baseline >= 3,
                 runs: runs),
             Result(
-                benchmark: "cancel \(count) pending", metric: "ms", networkQueue: cancel, baselineName: "-", baseline: nil,
+                benchmark: "cancel \(count) pending", metric: "ms", networkQueue: cancel, baselineName: "-",
+                baseline: nil,
                 ratio: nil, target: "<= 50 ms", met: cancel <= 50, runs: runs),
             Result(
                 benchmark: "go() with 64 starts", metric: "µs", networkQueue: go, baselineName: "-", baseline: nil,
@@ -94,7 +96,9 @@ enum SchedulingBenchmark {
 final class SlowStartTransport: Transport {
     private let instant = InstantTransport()
 
-    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         let until = DispatchTime.now().uptimeNanoseconds + 200_000
         while DispatchTime.now().uptimeNanoseconds < until {}
         return instant.startTransfer(request, events: events)

@@ -54,7 +54,8 @@ enum Side: String, CaseIterable {
             return await RawClient(urls: urls, window: window, directory: directory).run()
         case .curl:
             #if os(Linux)
-                return (try? RawCurl())?.run(urls: urls, window: window, directory: directory, trusted: trusted) ?? urls.count
+                return (try? RawCurl())?.run(urls: urls, window: window, directory: directory, trusted: trusted)
+                    ?? urls.count
             #else
                 return urls.count
             #endif
@@ -98,22 +99,26 @@ enum SmallRequestsBenchmark {
                     baseline: rate(.urlSession), ratio: rate(.queue) / rate(.urlSession), target: "ratio >= 5",
                     met: rate(.queue) / rate(.urlSession) >= 5, runs: runs),
                 Result(
-                    benchmark: name + ", curl", metric: "req/s", networkQueue: rate(.queue), baselineName: "raw libcurl",
+                    benchmark: name + ", curl", metric: "req/s", networkQueue: rate(.queue),
+                    baselineName: "raw libcurl",
                     baseline: rate(.curl), ratio: rate(.queue) / rate(.curl), target: "ratio >= 0.7",
                     met: rate(.queue) / rate(.curl) >= 0.7, runs: runs),
                 Result(
-                    benchmark: name + ", curl, CPU", metric: "us/req", networkQueue: cpu(.queue), baselineName: "raw libcurl",
+                    benchmark: name + ", curl, CPU", metric: "us/req", networkQueue: cpu(.queue),
+                    baselineName: "raw libcurl",
                     baseline: cpu(.curl), ratio: cpu(.curl) / cpu(.queue), target: "-", met: nil, runs: runs),
             ]
         #endif
         let session: Side = Side.available.contains(.queueOverURLSession) ? .queueOverURLSession : .queue
         results += [
             Result(
-                benchmark: name + ", URLSession", metric: "req/s", networkQueue: rate(session), baselineName: "URLSession",
+                benchmark: name + ", URLSession", metric: "req/s", networkQueue: rate(session),
+                baselineName: "URLSession",
                 baseline: rate(.urlSession), ratio: rate(session) / rate(.urlSession), target: "ratio >= 0.95",
                 met: rate(session) / rate(.urlSession) >= 0.95, runs: runs),
             Result(
-                benchmark: name + ", URLSession, CPU", metric: "us/req", networkQueue: cpu(session), baselineName: "URLSession",
+                benchmark: name + ", URLSession, CPU", metric: "us/req", networkQueue: cpu(session),
+                baselineName: "URLSession",
                 baseline: cpu(.urlSession), ratio: cpu(.urlSession) / cpu(session), target: "-", met: nil, runs: runs),
         ]
         return results
@@ -150,28 +155,37 @@ enum BigBodyBenchmark {
         let bytes = Double(size * count)
         func throughput(_ side: Side) -> Double { bytes / median(samples[side, default: []].map { $0[0] }) / 1e6 }
         func rss(_ side: Side) -> Double { median(samples[side, default: []].map { $0[1] }) / 1_048_576 }
-        let name = count == 1 ? "big 1 x \(size / 1_000_000) MB" : "big \(count) x \(size / 1_000_000) MB, \(concurrency) at once"
+        let name =
+            count == 1
+            ? "big 1 x \(size / 1_000_000) MB" : "big \(count) x \(size / 1_000_000) MB, \(concurrency) at once"
         var results: [Result] = []
         #if os(Linux)
             results += [
                 Result(
-                    benchmark: name + ", curl", metric: "MB/s", networkQueue: throughput(.queue), baselineName: "raw libcurl",
+                    benchmark: name + ", curl", metric: "MB/s", networkQueue: throughput(.queue),
+                    baselineName: "raw libcurl",
                     baseline: throughput(.curl), ratio: throughput(.queue) / throughput(.curl),
-                    target: count == 1 ? "ratio >= 0.9" : "-", met: count == 1 ? throughput(.queue) / throughput(.curl) >= 0.9 : nil,
+                    target: count == 1 ? "ratio >= 0.9" : "-",
+                    met: count == 1 ? throughput(.queue) / throughput(.curl) >= 0.9 : nil,
                     runs: runs),
                 Result(
-                    benchmark: name + ", curl, peak RSS", metric: "MiB", networkQueue: rss(.queue), baselineName: "raw libcurl",
-                    baseline: rss(.curl), ratio: rss(.curl) / rss(.queue), target: "<= 64 MiB", met: rss(.queue) <= 64, runs: runs),
+                    benchmark: name + ", curl, peak RSS", metric: "MiB", networkQueue: rss(.queue),
+                    baselineName: "raw libcurl",
+                    baseline: rss(.curl), ratio: rss(.curl) / rss(.queue), target: "<= 64 MiB", met: rss(.queue) <= 64,
+                    runs: runs),
             ]
         #endif
         let session: Side = Side.available.contains(.queueOverURLSession) ? .queueOverURLSession : .queue
         results += [
             Result(
-                benchmark: name + ", URLSession", metric: "MB/s", networkQueue: throughput(session), baselineName: "URLSession",
-                baseline: throughput(.urlSession), ratio: throughput(session) / throughput(.urlSession), target: "-", met: nil,
+                benchmark: name + ", URLSession", metric: "MB/s", networkQueue: throughput(session),
+                baselineName: "URLSession",
+                baseline: throughput(.urlSession), ratio: throughput(session) / throughput(.urlSession), target: "-",
+                met: nil,
                 runs: runs),
             Result(
-                benchmark: name + ", URLSession, peak RSS", metric: "MiB", networkQueue: rss(session), baselineName: "URLSession",
+                benchmark: name + ", URLSession, peak RSS", metric: "MiB", networkQueue: rss(session),
+                baselineName: "URLSession",
                 baseline: rss(.urlSession), ratio: rss(.urlSession) / rss(session), target: "-", met: nil, runs: runs),
         ]
         return results
@@ -220,7 +234,8 @@ enum CancelLatencyBenchmark {
         return [
             Result(
                 benchmark: "cancel to didFail, median of \(count)", metric: "ms", networkQueue: ours,
-                baselineName: "over URLSession", baseline: session, ratio: session / ours, target: "< 5 ms", met: ours < 5,
+                baselineName: "over URLSession", baseline: session, ratio: session / ours, target: "< 5 ms",
+                met: ours < 5,
                 runs: count)
         ]
     }
@@ -251,7 +266,8 @@ enum AccurateProgressBenchmark {
         let ratio = median(with) / median(without)
         return [
             Result(
-                benchmark: "accurate progress, \(count) x \(size / 1_000_000) MB", metric: "s", networkQueue: median(with),
+                benchmark: "accurate progress, \(count) x \(size / 1_000_000) MB", metric: "s",
+                networkQueue: median(with),
                 baselineName: "without HEADs", baseline: median(without), ratio: ratio, target: "time ratio <= 1.10",
                 met: ratio <= 1.10, runs: runs)
         ]

@@ -35,11 +35,14 @@ if arguments.first == "--peer-child", arguments.count == 7, let url = URL(string
         let directory = arguments[5] == "-" ? nil : URL(fileURLWithPath: arguments[5])
         let trusted = arguments[6] == "-" ? nil : URL(fileURLWithPath: arguments[6])
         let client = try RawCurl()
-        if directory == nil { _ = client.run(urls: Array(repeating: url, count: min(200, count)), window: window, trusted: trusted) }
+        if directory == nil {
+            _ = client.run(urls: Array(repeating: url, count: min(200, count)), window: window, trusted: trusted)
+        }
         let cpuBefore = cpuSeconds()
         var failures = 0
         let elapsed = await seconds {
-            failures = client.run(urls: Array(repeating: url, count: count), window: window, directory: directory, trusted: trusted)
+            failures = client.run(
+                urls: Array(repeating: url, count: count), window: window, directory: directory, trusted: trusted)
         }
         print("RESULT \(elapsed) \(cpuSeconds() - cpuBefore) \(peakRSS()) \(failures)")
         exit(0)
@@ -48,7 +51,9 @@ if arguments.first == "--peer-child", arguments.count == 7, let url = URL(string
     #endif
 }
 // The instruction benchmark's child, run under callgrind: `--count-small SIDE URL COUNT [CAFILE]`.
-if arguments.first == "--count-small", arguments.count >= 4, let url = URL(string: arguments[2]), let count = Int(arguments[3]) {
+if arguments.first == "--count-small", arguments.count >= 4, let url = URL(string: arguments[2]),
+    let count = Int(arguments[3])
+{
     let trusted = arguments.count > 4 ? URL(fileURLWithPath: arguments[4]) : nil
     exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count, trusted: trusted) == 0 ? 0 : 1)
 }
@@ -71,7 +76,9 @@ if let side = value(after: "--profile-small"), value(after: "--url") == nil {
         _ = await RawClient(urls: Array(repeating: url, count: 2_000), window: 8).run()
     }
     let statistics = server.statistics
-    print("\(side): requests \(statistics.requests), connections \(statistics.connections), max in flight \(statistics.maxInFlight)")
+    print(
+        "\(side): requests \(statistics.requests), connections \(statistics.connections), max in flight \(statistics.maxInFlight)"
+    )
     exit(0)
 }
 if let side = value(after: "--profile-small"), let url = value(after: "--url").flatMap(URL.init(string:)) {
@@ -90,7 +97,9 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
     exit(0)
 }
 if arguments.contains("--help") {
-    print("Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions|scale] [--server URL-of-a-1KB-resource]")
+    print(
+        "Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions|scale] [--server URL-of-a-1KB-resource]"
+    )
     exit(0)
 }
 
@@ -116,7 +125,8 @@ if selected("big") {
 }
 if selected("cancel") { results += await CancelLatencyBenchmark.run(server: server, count: quick ? 5 : 21) }
 if selected("accurate") {
-    results += try await AccurateProgressBenchmark.run(server: server, count: quick ? 20 : 100, size: 1_000_000, runs: runs)
+    results += try await AccurateProgressBenchmark.run(
+        server: server, count: quick ? 20 : 100, size: 1_000_000, runs: runs)
 }
 if selected("integrity") {
     results += try await IntegrityBenchmark.run(server: server, size: quick ? 20_000_000 : 200_000_000, runs: runs)

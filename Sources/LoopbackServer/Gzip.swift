@@ -31,7 +31,10 @@ enum Gzip {
             a = (a + UInt32(byte)) % 65_521
             b = (b + a) % 65_521
         }
-        out += [UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a)]
+        out += [
+            UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b), UInt8(truncatingIfNeeded: a >> 8),
+            UInt8(truncatingIfNeeded: a),
+        ]
         return out
     }
 
@@ -41,7 +44,8 @@ enum Gzip {
         var offset = 0
         while offset < data.count {
             let length = min(size, data.count - offset)
-            out += Array("\(String(length, radix: 16))\r\n".utf8) + data[offset..<(offset + length)] + Array("\r\n".utf8)
+            out +=
+                Array("\(String(length, radix: 16))\r\n".utf8) + data[offset..<(offset + length)] + Array("\r\n".utf8)
             offset += length
         }
         return out + Array("0\r\n\(trailer)\r\n".utf8)

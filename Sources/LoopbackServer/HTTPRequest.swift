@@ -9,7 +9,10 @@ struct HTTPRequest {
     /// Header names lowercased.
     var headers: [String: String]
 
-    var target: String { query.isEmpty ? path : path + "?" + query.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: "&") }
+    var target: String {
+        query.isEmpty
+            ? path : path + "?" + query.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: "&")
+    }
     var wantsClose: Bool { headers["connection"]?.lowercased() == "close" }
     func int(_ name: String) -> Int? { query[name].flatMap { Int($0) } }
 }
@@ -66,7 +69,8 @@ struct RequestReader {
             var total = 0
             while true {
                 let line = try readLine()
-                guard let size = Int(line.split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16) else {
+                guard let size = Int(line.split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16)
+                else {
                     throw .malformed
                 }
                 if size == 0 {

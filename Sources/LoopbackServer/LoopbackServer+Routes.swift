@@ -27,8 +27,10 @@ extension LoopbackServer {
             guard request.method != "HEAD" else { return response.send(405, ["Allow": "GET"]) }
             return serveBytes(size, request, response)
         case ("chunked", let size?) where size >= 0:
-            guard response.head(200, ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]) else { return false }
-            return request.method == "HEAD" ? response.write([], isLast: true) : stream(size, from: 0, request, response, chunked: true)
+            guard response.head(200, ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"])
+            else { return false }
+            return request.method == "HEAD"
+                ? response.write([], isLast: true) : stream(size, from: 0, request, response, chunked: true)
         case ("status", let code?) where (100...999).contains(code) && code >= 200:
             return response.send(code, body: "status \(code)\n")
         case ("drop", let size?) where size >= 2:
@@ -51,7 +53,8 @@ extension LoopbackServer {
         case ("bighead", nil):
             return serveBigHead(request, response)
         case ("cookie", nil):
-            return response.send(200, ["Set-Cookie": "session=\(request.query["value"] ?? "secret"); Path=/"], body: "ok")
+            return response.send(
+                200, ["Set-Cookie": "session=\(request.query["value"] ?? "secret"); Path=/"], body: "ok")
         case ("upload", nil):
             return response.send(200, body: "\(bodyLength)")
         case ("redirect", let count?) where count >= 1:
@@ -131,7 +134,9 @@ extension LoopbackServer {
         var headers = ["Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
         if request.query["noetag"] != "1" { headers["ETag"] = etag }
         if let modified = request.query["lastModified"] { headers["Last-Modified"] = modified }
-        if request.method == "HEAD", let encoding = request.query["headEncoding"] { headers["Content-Encoding"] = encoding }
+        if request.method == "HEAD", let encoding = request.query["headEncoding"] {
+            headers["Content-Encoding"] = encoding
+        }
         if let extra = request.query["header"], let colon = extra.firstIndex(of: ":") {
             // header=Name:Value adds one field (a digest the test computed, say).
             headers[String(extra[..<colon])] = String(extra[extra.index(after: colon)...])
@@ -171,7 +176,9 @@ extension LoopbackServer {
     }
 
     /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given.
-    private func stream(_ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool) -> Bool {
+    private func stream(_ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool)
+        -> Bool
+    {
         let rate = request.int("rate").flatMap { $0 > 0 ? $0 : nil }
         if var size = request.int("sndbuf").map(Int32.init) {
             setsockopt(response.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))

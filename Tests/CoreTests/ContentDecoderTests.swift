@@ -19,7 +19,9 @@
 
         static func bytes(_ hex: String) -> [UInt8] {
             let digits = Array(hex.utf8)
-            return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+            return stride(from: 0, to: digits.count, by: 2).map {
+                UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)!
+            }
         }
 
         /// Decodes `input` in pieces of `piece` bytes; nil when the decoder reports corruption.
@@ -30,7 +32,10 @@
             while offset < input.count {
                 let end = min(input.count, offset + piece)
                 let ok = input[offset..<end].withUnsafeBytes { bytes in
-                    decoder.decode(bytes) { output.append(contentsOf: $0); return true }
+                    decoder.decode(bytes) {
+                        output.append(contentsOf: $0)
+                        return true
+                    }
                 }
                 if !ok { return nil }
                 offset = end
@@ -72,8 +77,12 @@
 
         @Test func codingsApplyInOrderAndUnknownOnesAreRefused() throws {
             #expect(try ContentDecoder(contentEncoding: "identity", library: .shared) == nil)
-            #expect(throws: ContentDecoder.Failure.self) { try ContentDecoder(contentEncoding: "zstd2", library: .shared) }
-            #expect(throws: ContentDecoder.Failure.self) { try ContentDecoder(contentEncoding: "gzip, compress", library: .shared) }
+            #expect(throws: ContentDecoder.Failure.self) {
+                try ContentDecoder(contentEncoding: "zstd2", library: .shared)
+            }
+            #expect(throws: ContentDecoder.Failure.self) {
+                try ContentDecoder(contentEncoding: "gzip, compress", library: .shared)
+            }
         }
 
         @Test func acceptEncodingKeepsOnlyWhatCanBeDecoded() {

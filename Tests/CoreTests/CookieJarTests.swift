@@ -40,7 +40,10 @@ import Testing
     }
 
     @Test func expiryByMaxAgeAndExpiresFollowsTheTimePassedIn() {
-        var jar = jar(["m=1; Max-Age=60; Path=/", "e=2; Expires=Wed, 18 May 2033 03:34:00 GMT; Path=/", "gone=3; Max-Age=0; Path=/"])
+        var jar = jar([
+            "m=1; Max-Age=60; Path=/", "e=2; Expires=Wed, 18 May 2033 03:34:00 GMT; Path=/",
+            "gone=3; Max-Age=0; Path=/",
+        ])
         let url = URL(string: "http://www.a.test/")!
         // Expires is 40 s after now, Max-Age 60 s.
         #expect(jar.header(for: url, now: now.addingTimeInterval(39)) == "m=1; e=2")
@@ -71,7 +74,10 @@ import Testing
 
     @Test(arguments: [
         ("a=1, b=2", ["a=1", "b=2"]),
-        ("a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT, b=2; Path=/", ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2; Path=/"]),
+        (
+            "a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT, b=2; Path=/",
+            ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2; Path=/"]
+        ),
         ("only=1", ["only=1"]),
     ])
     func joinedValuesSplitWhereANewCookieBegins(_ value: String, _ expected: [String]) {

@@ -8,27 +8,28 @@ import Testing
 #endif
 
 @Suite(.timeLimit(.minutes(5))) struct CurlErrorTableTests {
-    @Test(arguments: [
-        (Int32(0), URLError.Code?.none),
-        (1, .badServerResponse),  // HTTP/0.9 from an http URL
-        (3, .badURL),
-        (5, .cannotFindHost), (6, .cannotFindHost),
-        (7, .cannotConnectToHost), (97, .cannotConnectToHost),
-        (8, .badServerResponse),
-        (16, .networkConnectionLost), (92, .networkConnectionLost),
-        (18, .networkConnectionLost), (52, .networkConnectionLost), (55, .networkConnectionLost),
-        (25, .networkConnectionLost),
-        (26, .requestBodyStreamExhausted),
-        (28, .timedOut),
-        (35, .secureConnectionFailed), (59, .secureConnectionFailed), (77, .secureConnectionFailed),
-        (60, .serverCertificateUntrusted), (83, .serverCertificateUntrusted), (91, .serverCertificateUntrusted),
-        (58, .clientCertificateRejected), (98, .clientCertificateRequired),
-        (42, .cancelled),
-        (47, .httpTooManyRedirects),
-        (61, .cannotDecodeContentData),
-        (63, .dataLengthExceedsMaximum),
-        (99, .unknown), (1234, .unknown),
-    ] as [(Int32, URLError.Code?)])
+    @Test(
+        arguments: [
+            (Int32(0), URLError.Code?.none),
+            (1, .badServerResponse),  // HTTP/0.9 from an http URL
+            (3, .badURL),
+            (5, .cannotFindHost), (6, .cannotFindHost),
+            (7, .cannotConnectToHost), (97, .cannotConnectToHost),
+            (8, .badServerResponse),
+            (16, .networkConnectionLost), (92, .networkConnectionLost),
+            (18, .networkConnectionLost), (52, .networkConnectionLost), (55, .networkConnectionLost),
+            (25, .networkConnectionLost),
+            (26, .requestBodyStreamExhausted),
+            (28, .timedOut),
+            (35, .secureConnectionFailed), (59, .secureConnectionFailed), (77, .secureConnectionFailed),
+            (60, .serverCertificateUntrusted), (83, .serverCertificateUntrusted), (91, .serverCertificateUntrusted),
+            (58, .clientCertificateRejected), (98, .clientCertificateRequired),
+            (42, .cancelled),
+            (47, .httpTooManyRedirects),
+            (61, .cannotDecodeContentData),
+            (63, .dataLengthExceedsMaximum),
+            (99, .unknown), (1234, .unknown),
+        ] as [(Int32, URLError.Code?)])
     func eachCurlCodeHasItsURLErrorCode(curlCode: Int32, expected: URLError.Code?) {
         #expect(CurlErrorTable.code(for: curlCode, scheme: "http") == expected)
     }
@@ -36,7 +37,8 @@ import Testing
     @Test func aFailedReceiveIsALostConnectionOnlyWhenTheSystemSaysSo() {
         // CURLE_RECV_ERROR with ECONNRESET: the peer reset; with no system error: libcurl refused the bytes
         // (broken chunk framing, a head over its limit), which no retry mends.
-        #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 104) == .networkConnectionLost)
+        #expect(
+            CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 104) == .networkConnectionLost)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 0) == .badServerResponse)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: false, osErrno: 0) == .badServerResponse)
     }
@@ -79,9 +81,16 @@ import Testing
     }
 
     @Test func aHeadEndsAtTheBlankLine() {
-        let (heads, parser) = parse(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "Content-Type: text/plain\r\n", "\r\n"])
+        let (heads, parser) = parse([
+            "HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "Content-Type: text/plain\r\n", "\r\n",
+        ])
         #expect(parser.isComplete)
-        #expect(heads == [.init(statusCode: 200, httpVersion: "HTTP/1.1", fields: [("Content-Length", "5"), ("Content-Type", "text/plain")])])
+        #expect(
+            heads == [
+                .init(
+                    statusCode: 200, httpVersion: "HTTP/1.1",
+                    fields: [("Content-Length", "5"), ("Content-Type", "text/plain")])
+            ])
     }
 
     @Test func anInterimHeadIsDroppedAndTheFinalOneKept() {
@@ -156,7 +165,8 @@ import Testing
         (302, "DELETE", "DELETE", true), (307, "POST", "POST", true), (308, "PUT", "PUT", true),
     ])
     func methodAndBodyFollowTheBrowsersRules(status: Int, method: String, next: String, keepsBody: Bool) throws {
-        let followed = try #require(RedirectRules.next(after: status, location: "/other", request: request(method), url: url))
+        let followed = try #require(
+            RedirectRules.next(after: status, location: "/other", request: request(method), url: url))
         #expect(followed.httpMethod == next)
         #expect((followed.httpBody != nil) == keepsBody)
         #expect((followed.value(forHTTPHeaderField: "Content-Type") != nil) == keepsBody)
@@ -166,7 +176,8 @@ import Testing
 
     @Test func locationsResolveAgainstTheCurrentURL() {
         func target(_ location: String) -> String? {
-            RedirectRules.next(after: 302, location: location, request: request("GET", body: nil), url: url)?.url?.absoluteString
+            RedirectRules.next(after: 302, location: location, request: request("GET", body: nil), url: url)?.url?
+                .absoluteString
         }
         #expect(target("next") == "http://a.test/dir/next")
         #expect(target("//b.test/x") == "http://b.test/x")
@@ -192,11 +203,14 @@ func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: 
 @Suite(.timeLimit(.minutes(5))) struct StrictFramingTests {
     @Test(arguments: [
         ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
-        ("X-A: foo", "a header line not ended by LF"), ("Transfer-Encoding: chunked, gzip\r\n", "a transfer coding after chunked"),
+        ("X-A: foo", "a header line not ended by LF"),
+        ("Transfer-Encoding: chunked, gzip\r\n", "a transfer coding after chunked"),
         ("Transfer-Encoding : chunked\r\n", "white space around a framing field's name"),
         ("Content-Length\t: 5\r\n", "white space around a framing field's name"),
-        ("X-A: a\u{0}b\r\n", "a NUL in a header line"), ("Content-Length: 5, 10\r\n", "differing Content-Length values"),
-        ("Content-Length: -1\r\n", "a malformed Content-Length"), ("Content-Length: \r\n", "a malformed Content-Length"),
+        ("X-A: a\u{0}b\r\n", "a NUL in a header line"),
+        ("Content-Length: 5, 10\r\n", "differing Content-Length values"),
+        ("Content-Length: -1\r\n", "a malformed Content-Length"),
+        ("Content-Length: \r\n", "a malformed Content-Length"),
     ])
     func aBrokenHeadIsNeverCompleted(_ line: String, _ reason: String) {
         let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", line, "\r\n"])
@@ -205,25 +219,33 @@ func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: 
     }
 
     @Test func repeatedEqualLengthsAreOneLength() {
-        let (head, violation) = feedHead(["HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "content-length: 5, 5\r\n", "\r\n"])
+        let (head, violation) = feedHead([
+            "HTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n", "content-length: 5, 5\r\n", "\r\n",
+        ])
         #expect(violation == nil)
         #expect(head?.value("Content-Length") == "5")
         #expect(head?.closesConnection == false)
     }
 
     @Test func aLengthBesideATransferCodingIsDroppedAndTheConnectionClosed() {
-        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "\r\n"])
+        let (head, _) = feedHead([
+            "HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "\r\n",
+        ])
         #expect(head?.value("Content-Length") == nil)
         #expect(head?.closesConnection == true)
     }
 
     @Test func setCookieValuesStaySeparate() {
-        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n", "set-cookie: b=2\r\n", "\r\n"])
+        let (head, _) = feedHead([
+            "HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n", "set-cookie: b=2\r\n",
+            "\r\n",
+        ])
         #expect(head?.setCookies == ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2"])
     }
 
     @Test(arguments: [
-        ("5", FramingRules.ContentLength.valid(5)), (" 7 , 7 ", .valid(7)), ("5,10", .invalid("differing Content-Length values")),
+        ("5", FramingRules.ContentLength.valid(5)), (" 7 , 7 ", .valid(7)),
+        ("5,10", .invalid("differing Content-Length values")),
         ("5,", .invalid("a malformed Content-Length")), ("0x10", .invalid("a malformed Content-Length")),
         ("99999999999999999999", .invalid("a malformed Content-Length")),
         ("", .invalid("a malformed Content-Length")), ("1 2", .invalid("a malformed Content-Length")),

@@ -20,7 +20,12 @@ import Testing
 
     @Test func eachFieldPromisesItsScope() {
         let promises = DigestRules.promises(
-            of: response(200, ["content-digest": "sha-256=:\(Self.b256):", "Repr-Digest": "sha-512=:\(Self.b512):", "DIGEST": "SHA-256=\(Self.b256)"]),
+            of: response(
+                200,
+                [
+                    "content-digest": "sha-256=:\(Self.b256):", "Repr-Digest": "sha-512=:\(Self.b512):",
+                    "DIGEST": "SHA-256=\(Self.b256)",
+                ]),
             continuesPart: false, preferring: nil)
         #expect(promises.count == 3)
         #expect(promises.first == DigestRules.Promise(checksum: Self.s256, scope: .content))
@@ -30,21 +35,41 @@ import Testing
 
     @Test func oneAlgorithmAFieldPreferringTheChecksumsThenSHA256() {
         let both = ["Content-Digest": "sha-512=:\(Self.b512):, sha-256=:\(Self.b256):"]
-        #expect(DigestRules.promises(of: response(200, both), continuesPart: false, preferring: nil).map(\.checksum) == [Self.s256])
-        #expect(DigestRules.promises(of: response(200, both), continuesPart: false, preferring: .sha512).map(\.checksum) == [Self.s512])
+        #expect(
+            DigestRules.promises(of: response(200, both), continuesPart: false, preferring: nil).map(\.checksum) == [
+                Self.s256
+            ])
+        #expect(
+            DigestRules.promises(of: response(200, both), continuesPart: false, preferring: .sha512).map(\.checksum)
+                == [Self.s512])
     }
 
     @Test func unreadableOrUnknownDigestsPromiseNothing() {
-        for value in ["md5=:AAAAAAAAAAAAAAAAAAAAAA==:", "sha-256=:!!:", "sha-256=\(Self.b256)", "sha-256=:\(Self.b512):"] {
-            #expect(DigestRules.promises(of: response(200, ["Content-Digest": value]), continuesPart: false, preferring: nil).isEmpty, "\(value)")
+        for value in [
+            "md5=:AAAAAAAAAAAAAAAAAAAAAA==:", "sha-256=:!!:", "sha-256=\(Self.b256)", "sha-256=:\(Self.b512):",
+        ] {
+            #expect(
+                DigestRules.promises(
+                    of: response(200, ["Content-Digest": value]), continuesPart: false, preferring: nil
+                ).isEmpty, "\(value)")
         }
         #expect(DigestRules.promises(of: response(200, ["X": "1"]), continuesPart: false, preferring: nil).isEmpty)
     }
 
     @Test func anEncodedBodyOrARangeNotOursIsNotHeldToTheWholeFile() {
         let fields = ["Content-Digest": "sha-256=:\(Self.b256):", "Repr-Digest": "sha-256=:\(Self.b256):"]
-        #expect(DigestRules.promises(of: response(200, fields.merging(["Content-Encoding": "gzip"]) { $1 }), continuesPart: false, preferring: nil).isEmpty)
-        #expect(DigestRules.promises(of: response(206, fields), continuesPart: false, preferring: nil).map(\.scope) == [.content])
-        #expect(DigestRules.promises(of: response(206, fields), continuesPart: true, preferring: nil).map(\.scope) == [.content, .representation])
+        #expect(
+            DigestRules.promises(
+                of: response(200, fields.merging(["Content-Encoding": "gzip"]) { $1 }), continuesPart: false,
+                preferring: nil
+            ).isEmpty)
+        #expect(
+            DigestRules.promises(of: response(206, fields), continuesPart: false, preferring: nil).map(\.scope) == [
+                .content
+            ])
+        #expect(
+            DigestRules.promises(of: response(206, fields), continuesPart: true, preferring: nil).map(\.scope) == [
+                .content, .representation,
+            ])
     }
 }

@@ -50,10 +50,16 @@ import Testing
         // byte); the short messages whole and in pieces.
         let results = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(returning: Self.messages.map { _, message in
-                    let pieces = self.hash(engine, algorithm, message, pieces: [1, 63, 64, 65, 127, 129, 1000, 65_536])
-                    return (message.count > 1000 ? pieces : self.hash(engine, algorithm, message, pieces: [max(1, message.count)]), pieces)
-                })
+                continuation.resume(
+                    returning: Self.messages.map { _, message in
+                        let pieces = self.hash(
+                            engine, algorithm, message, pieces: [1, 63, 64, 65, 127, 129, 1000, 65_536])
+                        return (
+                            message.count > 1000
+                                ? pieces : self.hash(engine, algorithm, message, pieces: [max(1, message.count)]),
+                            pieces
+                        )
+                    })
             }
         }
         for (index, (name, _)) in Self.messages.enumerated() {

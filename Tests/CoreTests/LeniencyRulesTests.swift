@@ -14,13 +14,17 @@ import Testing
     }
 
     @Test func aFieldLineThatLooksLikeAStatusLineDoesNotRestartTheHead() {
-        let (head, _) = feedHead(["HTTP/1.1 401 Unauthorized\r\n", "X-A: 1\r\n", "HTTP/1.1 200 OK\r\n", "Location: /x\r\n", "\r\n"])
+        let (head, _) = feedHead([
+            "HTTP/1.1 401 Unauthorized\r\n", "X-A: 1\r\n", "HTTP/1.1 200 OK\r\n", "Location: /x\r\n", "\r\n",
+        ])
         #expect(head?.statusCode == 401)
         #expect(head?.value("location") == "/x")
     }
 
     @Test func anInterimHeadIsTheOnlyWayToASecondStatusLine() {
-        let (head, _) = feedHead(["HTTP/1.1 103 Early Hints\r\n", "Link: </a>\r\n", "\r\n", "HTTP/1.1 204 No Content\r\n", "\r\n"])
+        let (head, _) = feedHead([
+            "HTTP/1.1 103 Early Hints\r\n", "Link: </a>\r\n", "\r\n", "HTTP/1.1 204 No Content\r\n", "\r\n",
+        ])
         #expect(head?.statusCode == 204)
         #expect(head?.fields.isEmpty == true)
     }
@@ -35,7 +39,9 @@ import Testing
     }
 
     @Test func transferCodingsBeforeChunkedAreKeptToDecode() {
-        let (head, _) = feedHead(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: gzip\r\n", "transfer-encoding: chunked\r\n", "\r\n"])
+        let (head, _) = feedHead([
+            "HTTP/1.1 200 OK\r\n", "Transfer-Encoding: gzip\r\n", "transfer-encoding: chunked\r\n", "\r\n",
+        ])
         #expect(head?.transferCodings == ["gzip"])
         #expect(head?.unsupportedTransferCoding == nil)
         let unknown = feedHead(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: compress, chunked\r\n", "\r\n"]).head
@@ -45,7 +51,9 @@ import Testing
     @Test func manyFieldsParseInLinearTimeAndTooManyAreRefused() {
         // 1,000 distinct fields and 900 repeats of one: every line is looked up through the index.
         var lines = ["HTTP/1.1 200 OK\r\n"]
-        for index in 0..<ResponseHeadParser.maximumFieldLines { lines.append(index < 100 ? "X-\(index): v\r\n" : "X-Same: \(index)\r\n") }
+        for index in 0..<ResponseHeadParser.maximumFieldLines {
+            lines.append(index < 100 ? "X-\(index): v\r\n" : "X-Same: \(index)\r\n")
+        }
         let (head, violation) = feedHead(lines + ["\r\n"])
         #expect(violation == nil)
         #expect(head?.fields.count == 101)
@@ -164,14 +172,16 @@ import Testing
                 try ContentDecoder(contentEncoding: "gzip, gzip, gzip, gzip, gzip, gzip", library: .shared)
             }
             #expect(throws: ContentDecoder.Failure.self) {
-                try ContentDecoder(contentEncoding: Array(repeating: "gzip", count: 60_000).joined(separator: ","), library: .shared)
+                try ContentDecoder(
+                    contentEncoding: Array(repeating: "gzip", count: 60_000).joined(separator: ","), library: .shared)
             }
             #expect((try? ContentDecoder(contentEncoding: "gzip, gzip, gzip, gzip, gzip", library: .shared)) != nil)
         }
 
         @Test func noneAndIdentityAreNoCoding() throws {
             #expect(try ContentDecoder(contentEncoding: "none", library: .shared) == nil)
-            #expect(try ContentDecoder(contentCodings: ["identity", "none"], transferCodings: [], library: .shared) == nil)
+            #expect(
+                try ContentDecoder(contentCodings: ["identity", "none"], transferCodings: [], library: .shared) == nil)
         }
     }
 #endif

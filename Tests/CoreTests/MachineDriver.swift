@@ -86,7 +86,9 @@ struct MachineDriver {
 
     private mutating func granted(_ count: Int, to id: Int) {
         grants[id, default: 0] += count
-        if machine.scheduler.mainPendingCount + machine.sources.reserved > machine.readAhead { grantsOverLookAhead += 1 }
+        if machine.scheduler.mainPendingCount + machine.sources.reserved > machine.readAhead {
+            grantsOverLookAhead += 1
+        }
     }
 
     /// Source `id` gives `tags` (at most its grant), then ends (`ending` true) or throws (`failing` true), as
@@ -129,10 +131,14 @@ struct MachineDriver {
     mutating func cancelAll() -> [String] { apply(machine.cancelAll(now: now)) }
 
     @discardableResult
-    mutating func pause(_ tag: Int) -> [String] { apply(machine.pause([(requests[tag]!, slots[tag]!)], now: now).actions) }
+    mutating func pause(_ tag: Int) -> [String] {
+        apply(machine.pause([(requests[tag]!, slots[tag]!)], now: now).actions)
+    }
 
     @discardableResult
-    mutating func resume(_ tag: Int) -> [String] { apply(machine.resume([(requests[tag]!, slots[tag]!)], now: now).actions) }
+    mutating func resume(_ tag: Int) -> [String] {
+        apply(machine.resume([(requests[tag]!, slots[tag]!)], now: now).actions)
+    }
 
     @discardableResult
     mutating func setPriority(_ priority: Int, of tag: Int) -> [String] {
@@ -179,7 +185,9 @@ struct MachineDriver {
         if let length { headers["Content-Length"] = "\(length)" }
         return .head(
             ResponseHead(
-                HTTPURLResponse(url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
+                HTTPURLResponse(
+                    url: URL(string: "http://example.test/")!, statusCode: status, httpVersion: "HTTP/1.1",
+                    headerFields: headers)!))
     }
 
     // MARK: Describing
@@ -239,8 +247,10 @@ struct MachineDriver {
         case .event(.didReceiveHeaders(let request, let response)): "headers \(request.tag) \(response.statusCode)"
         case .event(.didCollectMetrics(let request, let metrics)): "metrics \(request.tag) \(metrics.attempt)"
         case .event(.didFinish(let request, _)): "didFinish \(request.tag)"
-        case .event(.didFail(let request, .transport(let error))): "didFail \(request.tag) transport \(error.code.rawValue)"
-        case .event(.didFail(let request, let error)): "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
+        case .event(.didFail(let request, .transport(let error))):
+            "didFail \(request.tag) transport \(error.code.rawValue)"
+        case .event(.didFail(let request, let error)):
+            "didFail \(request.tag) \(error.isCancellation ? "cancelled" : "\(error)")"
         case .event(.willRetry(let request, let delay, _)): "willRetry \(request.tag) \(delay)"
         case .event(.didPause(let request)): "didPause \(request.tag)"
         case .event(.didResume(let request)): "didResume \(request.tag)"

@@ -204,7 +204,8 @@ import Testing
             var time = 0.0
             let count = Int.random(in: 1...8, using: &rng)
             for id in 0..<count {
-                ledger.add(id, expectedDownload: Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
+                ledger.add(
+                    id, expectedDownload: Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
                 open.insert(id)
             }
             while let id = open.randomElement(using: &rng) {
@@ -215,7 +216,8 @@ import Testing
                     // A retry: its bytes stop counting and its size goes back to an earlier belief.
                     ledger.restart(id)
                     if Bool.random(using: &rng) {
-                        ledger.replaceExpectedDownload(id, Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
+                        ledger.replaceExpectedDownload(
+                            id, Bool.random(using: &rng) ? Int64.random(in: 0...5_000, using: &rng) : nil)
                     }
                 case 2...6: ledger.receive(id, bytes: Int64.random(in: 0...2_000, using: &rng), at: time)
                 case 7:
@@ -272,8 +274,12 @@ struct KeyedLedger {
 
     mutating func setExpectedDownload(_ id: Int, _ size: Int64?) { ledger.setExpectedDownload(&entries[id]!, size) }
     mutating func restart(_ id: Int) { ledger.restart(&entries[id]!) }
-    mutating func replaceExpectedDownload(_ id: Int, _ size: Int64?) { ledger.replaceExpectedDownload(&entries[id]!, size) }
-    mutating func receive(_ id: Int, bytes: Int64, at time: Double) { ledger.receive(&entries[id]!, bytes: bytes, at: time) }
+    mutating func replaceExpectedDownload(_ id: Int, _ size: Int64?) {
+        ledger.replaceExpectedDownload(&entries[id]!, size)
+    }
+    mutating func receive(_ id: Int, bytes: Int64, at time: Double) {
+        ledger.receive(&entries[id]!, bytes: bytes, at: time)
+    }
     mutating func send(_ id: Int, totalSent: Int64, expected: Int64?, at time: Double) {
         ledger.send(&entries[id]!, totalSent: totalSent, expected: expected, at: time)
     }

@@ -29,7 +29,8 @@ import Testing
         case 1: driver.machine.retryPolicy = RetryPolicy(maximumAttempts: 3, decide: { _, _, _ in .useDefault })
         default:
             driver.machine.retryPolicy = RetryPolicy(
-                maximumAttempts: Int.random(in: 2...4, using: &rng), backoff: .init(initialDelay: Double.random(in: 0...2, using: &rng)))
+                maximumAttempts: Int.random(in: 2...4, using: &rng),
+                backoff: .init(initialDelay: Double.random(in: 0...2, using: &rng)))
         }
         if Int.random(in: 0..<4, using: &rng) == 0 { driver.machine.adapter = { $0 } }
         // Duplicates and per-host limits: half the requests go to a few URLs on two hosts.
@@ -52,7 +53,8 @@ import Testing
             switch roll {
             case 0..<25:
                 if !inDrain { (inDrain, lastFraction, drainHadFailure, drainStarted) = (true, 0, false, !isSuspended) }
-                let url = sharedURLs && Bool.random(using: &rng)
+                let url =
+                    sharedURLs && Bool.random(using: &rng)
                     ? "http://h\(Int.random(in: 0..<2, using: &rng)).test/\(Int.random(in: 0..<2, using: &rng))" : nil
                 driver.add(nextTag, timeout: [60, 1, 2.5].randomElement(using: &rng)!, url: url)
                 added.insert(nextTag)
@@ -73,7 +75,9 @@ import Testing
             case 55..<62:
                 if !driver.adapts.isEmpty, Bool.random(using: &rng) {
                     let request = URLRequest(url: URL(string: "http://example.test/adapted")!)
-                    driver.answerAdapt(Int.random(in: 0..<8, using: &rng) == 0 ? .failure(.init(URLError(.userAuthenticationRequired))) : .success(request))
+                    driver.answerAdapt(
+                        Int.random(in: 0..<8, using: &rng) == 0
+                            ? .failure(.init(URLError(.userAuthenticationRequired))) : .success(request))
                 } else if !driver.decisions.isEmpty {
                     let answers: [RetryPolicy.Decision] = [.useDefault, .retry, .retryAfter(0.5), .doNotRetry]
                     driver.answerDecision(answers.randomElement(using: &rng)!)
@@ -83,7 +87,9 @@ import Testing
             case 66..<70:
                 if let tag = added.randomElement(using: &rng) { driver.resume(tag) }
             case 70..<72:
-                if let tag = added.randomElement(using: &rng) { driver.setPriority(Int.random(in: -1...1, using: &rng), of: tag) }
+                if let tag = added.randomElement(using: &rng) {
+                    driver.setPriority(Int.random(in: -1...1, using: &rng), of: tag)
+                }
             case 72..<74:
                 // A streamed source, sometimes announcing how many it will give.
                 if !inDrain { (inDrain, lastFraction, drainHadFailure, drainStarted) = (true, 0, false, !isSuspended) }
@@ -105,9 +111,15 @@ import Testing
             let progress = driver.machine.progress(at: driver.now)
             let fraction = progress.fractionCompleted
             if fraction.isNaN || fraction < 0 || fraction > 1 { Issue.record("seed \(seed): fraction \(fraction)") }
-            if fraction < lastFraction { Issue.record("seed \(seed): fraction fell from \(lastFraction) to \(fraction)") }
-            if !progress.isTotalFinal, fraction >= 1, lastFraction < 1 { Issue.record("seed \(seed): reached 1.0 while a source was open") }
-            if driver.grantsOverLookAhead > 0 { Issue.record("seed \(seed): a source was granted reads past the look-ahead") }
+            if fraction < lastFraction {
+                Issue.record("seed \(seed): fraction fell from \(lastFraction) to \(fraction)")
+            }
+            if !progress.isTotalFinal, fraction >= 1, lastFraction < 1 {
+                Issue.record("seed \(seed): reached 1.0 while a source was open")
+            }
+            if driver.grantsOverLookAhead > 0 {
+                Issue.record("seed \(seed): a source was granted reads past the look-ahead")
+            }
             lastFraction = fraction
             if limit > 0 {
                 // Counted by the driver from start, cancel and completion: never a start at or over the limit.
@@ -119,7 +131,9 @@ import Testing
                 if words[0] == "didFail" { drainHadFailure = true }
                 if line == "queueDidFinish" {
                     inDrain = false
-                    if !drainHadFailure, lastFraction != 1 { Issue.record("seed \(seed): a drain of successes ended at \(lastFraction)") }
+                    if !drainHadFailure, lastFraction != 1 {
+                        Issue.record("seed \(seed): a drain of successes ended at \(lastFraction)")
+                    }
                 }
                 tally(words, &ends, seed: seed)
             }
@@ -146,7 +160,9 @@ import Testing
 
     private func randomEvent(for transfer: MachineDriver.Transfer, using rng: inout SeededGenerator) -> TransferEvent {
         switch Int.random(in: 0..<10, using: &rng) {
-        case 0..<3: MachineDriver.head([200, 200, 200, 500].randomElement(using: &rng)!, length: [3, nil].randomElement(using: &rng)!)
+        case 0..<3:
+            MachineDriver.head(
+                [200, 200, 200, 500].randomElement(using: &rng)!, length: [3, nil].randomElement(using: &rng)!)
         case 3..<6: .data(Data(count: Int.random(in: 1...3, using: &rng)))
         case 6..<9: .completed(nil)
         default: .completed(URLError([.networkConnectionLost, .timedOut].randomElement(using: &rng)!))

@@ -29,13 +29,21 @@ import Testing
         // A listener hears the head, so the request shows its response before didReceiveHeaders.
         #expect(driver.send(Driver.head(), to: 1) == ["publish 1 running", "deliver"])
         #expect(driver.send(.data(Data("abc".utf8)), to: 1) == [])
-        #expect(driver.send(.completed(nil), to: 1) == ["publish 1 finished", "publish 2 running", "start 2 main", "deliver"])
-        #expect(driver.takeDeliveries() == ["didStart 1", "headers 1 200", "settle 1 finished", "didFinish 1", "didStart 2"])
+        #expect(
+            driver.send(.completed(nil), to: 1) == [
+                "publish 1 finished", "publish 2 running", "start 2 main", "deliver",
+            ])
+        #expect(
+            driver.takeDeliveries() == [
+                "didStart 1", "headers 1 200", "settle 1 finished", "didFinish 1", "didStart 2",
+            ])
         driver.send(Driver.head(), to: 2)
         driver.send(.data(Data("abc".utf8)), to: 2)
         #expect(driver.send(.completed(nil), to: 2) == ["publish 2 finished", "deliver"])
         #expect(
-            driver.takeDeliveries() == ["headers 2 200", "settle 2 finished", "didFinish 2", "progress 1.0", "queueDidFinish"])
+            driver.takeDeliveries() == [
+                "headers 2 200", "settle 2 finished", "didFinish 2", "progress 1.0", "queueDidFinish",
+            ])
         #expect(driver.machine.requestCount == 0)
     }
 
@@ -61,7 +69,10 @@ import Testing
         #expect(driver.cancel(1) == ["cancel 1", "publish 1 cancelled", "deliver"])
         #expect(driver.send(Driver.head(), to: transfer) == [])
         #expect(driver.send(.completed(nil), to: transfer) == [])
-        #expect(driver.takeDeliveries() == ["didStart 1", "settle 1 cancelled", "didFail 1 cancelled", "progress 0.0", "queueDidFinish"])
+        #expect(
+            driver.takeDeliveries() == [
+                "didStart 1", "settle 1 cancelled", "didFail 1 cancelled", "progress 0.0", "queueDidFinish",
+            ])
     }
 
     @Test func aFailureCancelsTheSiblingsRunningFirstThenWaitingInBulk() {
@@ -71,11 +82,15 @@ import Testing
         _ = driver.takeDeliveries()
         #expect(
             driver.send(Driver.head(500), to: 1)
-                == ["publish 1 running", "cancel 1", "publish 1 failed", "cancel 2", "publish 2 cancelled", "publishEnd [3, 4] cancelled", "free", "deliver"])
+                == [
+                    "publish 1 running", "cancel 1", "publish 1 failed", "cancel 2", "publish 2 cancelled",
+                    "publishEnd [3, 4] cancelled", "free", "deliver",
+                ])
         #expect(
             driver.takeDeliveries() == [
                 "headers 1 500", "settle 1 failed", "didFail 1 HTTP status 500 from http://example.test/",
-                "settle 2 cancelled", "didFail 2 cancelled", "settleAll [3, 4]", "didFail 3 cancelled", "didFail 4 cancelled",
+                "settle 2 cancelled", "didFail 2 cancelled", "settleAll [3, 4]", "didFail 3 cancelled",
+                "didFail 4 cancelled",
                 "progress 0.0", "queueDidFinish",
             ])
     }
@@ -91,7 +106,10 @@ import Testing
         #expect(driver.timer(at: 5) == ["deliver", "timer 8.0"])
         #expect(driver.machine.requestCount == 1)
         #expect(driver.timer(at: 8) == ["cancel 1", "publish 1 failed", "deliver"])
-        #expect(driver.takeDeliveries().suffix(4) == ["settle 1 failed", "didFail 1 transport -1001", "progress 0.0", "queueDidFinish"])
+        #expect(
+            driver.takeDeliveries().suffix(4) == [
+                "settle 1 failed", "didFail 1 transport -1001", "progress 0.0", "queueDidFinish",
+            ])
     }
 
     @Test func progressIsCoalescedToTheThrottleInterval() {
@@ -122,7 +140,8 @@ import Testing
         var driver = Driver(limit: 1)
         for tag in 1...4 { driver.add(tag) }
         driver.go()
-        #expect(driver.setLimit(3) == ["publish 2 running", "start 2 main", "publish 3 running", "start 3 main", "deliver"])
+        #expect(
+            driver.setLimit(3) == ["publish 2 running", "start 2 main", "publish 3 running", "start 3 main", "deliver"])
         #expect(driver.setLimit(1) == [])
         driver.send(Driver.head(), to: 1)
         driver.send(.data(Data("abc".utf8)), to: 1)
@@ -134,13 +153,19 @@ import Testing
         driver.machine.showsAccurateProgress = true
         driver.add(1)
         driver.add(2)
-        #expect(driver.go() == ["publish 1 preflighting", "start 1 preflight", "publish 2 preflighting", "start 2 preflight"])
+        #expect(
+            driver.go() == [
+                "publish 1 preflighting", "start 1 preflight", "publish 2 preflighting", "start 2 preflight",
+            ])
         driver.send(Driver.head(200, length: 100), to: 1)
         #expect(driver.send(.completed(nil), to: 1) == ["publish 1 pending"])
         driver.send(Driver.head(200, length: 300), to: 2)
         #expect(
             driver.send(.completed(nil), to: 2)
-                == ["publish 2 pending", "publish 1 running", "start 1 main", "publish 2 running", "start 2 main", "deliver"])
+                == [
+                    "publish 2 pending", "publish 1 running", "start 1 main", "publish 2 running", "start 2 main",
+                    "deliver",
+                ])
         #expect(driver.machine.progress(at: 0).bytesExpectedToReceive == 400)
     }
 }

@@ -73,9 +73,13 @@ import Testing
                 #expect(!text.contains("PASSWORD") && !text.contains("SECRET") && !text.contains("user"), "\(text)")
             }
         }
-        #expect(NetworkQueueError.unacceptableStatus(code: 500, url: secret).description == "HTTP status 500 from http://***@127.0.0.1:9/x?token=***")
+        #expect(
+            NetworkQueueError.unacceptableStatus(code: 500, url: secret).description
+                == "HTTP status 500 from http://***@127.0.0.1:9/x?token=***")
         // The URL itself stays available to code.
-        #expect(NetworkQueueError.cancelledBecauseSiblingFailed(sibling: secret) == .cancelledBecauseSiblingFailed(sibling: secret))
+        #expect(
+            NetworkQueueError.cancelledBecauseSiblingFailed(sibling: secret)
+                == .cancelledBecauseSiblingFailed(sibling: secret))
     }
 
     @Test func theShortBodyRuleCountsOnlyBodiesThatMustArriveWhole() {
@@ -88,7 +92,9 @@ import Testing
         #expect(!ResponseRules.isShort(plain, method: "GET", received: 10))
         #expect(!ResponseRules.isShort(plain, method: "HEAD", received: 0))
         #expect(!ResponseRules.isShort(response(304, ["Content-Length": "10"]), method: "GET", received: 0))
-        #expect(!ResponseRules.isShort(response(200, ["Content-Length": "10", "Content-Encoding": "gzip"]), method: nil, received: 3))
+        #expect(
+            !ResponseRules.isShort(
+                response(200, ["Content-Length": "10", "Content-Encoding": "gzip"]), method: nil, received: 3))
         #expect(!ResponseRules.isShort(response(200, [:]), method: nil, received: 0))
         #expect(ResponseRules.isInterim(response(100, [:])) && ResponseRules.isInterim(response(103, [:])))
         #expect(!ResponseRules.isInterim(response(200, [:])))
@@ -102,7 +108,10 @@ import Testing
         return request
     }
 
-    let credentials = ["Authorization": "Bearer T", "cookie": "s=1", "Proxy-Authorization": "Basic P", "X-Api-Key": "K", "Accept": "*/*"]
+    let credentials = [
+        "Authorization": "Bearer T", "cookie": "s=1", "Proxy-Authorization": "Basic P", "X-Api-Key": "K",
+        "Accept": "*/*",
+    ]
 
     @Test(arguments: [
         ("http://127.0.0.1:8000/a", "http://127.0.0.1:8000/b", false),
@@ -119,13 +128,19 @@ import Testing
             return
         }
         let kept = Set((next.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() })
-        let expected: Set<String> = strips ? ["x-api-key", "accept"] : ["authorization", "cookie", "proxy-authorization", "x-api-key", "accept"]
+        let expected: Set<String> =
+            strips
+            ? ["x-api-key", "accept"] : ["authorization", "cookie", "proxy-authorization", "x-api-key", "accept"]
         #expect(kept == expected)
     }
 
     @Test func customCredentialHeadersCanBeAdded() {
-        let policy = RedirectPolicy(crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(["X-API-KEY"]))
-        guard case .follow(let next) = policy.decide(from: URL(string: "http://a/"), to: request("http://b/", headers: credentials)) else {
+        let policy = RedirectPolicy(
+            crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(["X-API-KEY"]))
+        guard
+            case .follow(let next) = policy.decide(
+                from: URL(string: "http://a/"), to: request("http://b/", headers: credentials))
+        else {
             Issue.record("refused")
             return
         }
@@ -134,10 +149,18 @@ import Testing
 
     @Test func downgradesAndOtherSchemesAreRefused() {
         let policy = RedirectPolicy.default
-        #expect(policy.decide(from: URL(string: "https://a/"), to: request("http://a/", headers: [:])) == .refuse(URLError(.appTransportSecurityRequiresSecureConnection)))
-        #expect(policy.decide(from: URL(string: "http://a/"), to: request("ftp://a/", headers: [:])) == .refuse(URLError(.unsupportedURL)))
-        #expect(policy.decide(from: URL(string: "http://a/"), to: request("file:///etc/passwd", headers: [:])) == .refuse(URLError(.unsupportedURL)))
+        #expect(
+            policy.decide(from: URL(string: "https://a/"), to: request("http://a/", headers: [:]))
+                == .refuse(URLError(.appTransportSecurityRequiresSecureConnection)))
+        #expect(
+            policy.decide(from: URL(string: "http://a/"), to: request("ftp://a/", headers: [:]))
+                == .refuse(URLError(.unsupportedURL)))
+        #expect(
+            policy.decide(from: URL(string: "http://a/"), to: request("file:///etc/passwd", headers: [:]))
+                == .refuse(URLError(.unsupportedURL)))
         let lenient = RedirectPolicy(allowsHTTPSToHTTP: true)
-        #expect(lenient.decide(from: URL(string: "https://a/"), to: request("http://a/", headers: [:])) != .refuse(URLError(.appTransportSecurityRequiresSecureConnection)))
+        #expect(
+            lenient.decide(from: URL(string: "https://a/"), to: request("http://a/", headers: [:]))
+                != .refuse(URLError(.appTransportSecurityRequiresSecureConnection)))
     }
 }

@@ -18,7 +18,9 @@ import Testing
 
     /// An attempt for the exit tests, whose bodies capture nothing.
     static func anAttempt() -> Attempt {
-        Attempt(token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0, expectedBefore: nil)
+        Attempt(
+            token: 1, cell: TransferCell(), sent: URLRequest(url: URL(string: "http://example.test/")!), startedAt: 0,
+            expectedBefore: nil)
     }
 
     func head(_ status: Int) -> ResponseHead {
@@ -113,7 +115,10 @@ import Testing
             (.adaptingMain(token: 1), "adaptingMain main", false, false),
             (.running(attempt(1)), "running main transfer", false, true),
             (.deciding(.init(token: 1, failure: .cancelled, retryAfter: nil, lastHead: nil)), "deciding", false, false),
-            (.waitingToRetry(.init(token: 1, serverAsked: false, lastHead: nil)), "waitingToRetry retryWait", false, false),
+            (
+                .waitingToRetry(.init(token: 1, serverAsked: false, lastHead: nil)), "waitingToRetry retryWait", false,
+                false
+            ),
         ]
         for (start, held, withPreflight, stopsAttempt) in cases {
             var state = start
@@ -123,7 +128,8 @@ import Testing
                 continue
             }
             #expect(before == held)
-            #expect(released.mainLane == start.holdings.mainLane && released.preflightLane == start.holdings.preflightLane)
+            #expect(
+                released.mainLane == start.holdings.mainLane && released.preflightLane == start.holdings.preflightLane)
             #expect((stopped != nil) == stopsAttempt, "\(held)")
             #expect(state.name == "paused" && state.token == nil && state.shown.state == .paused)
             #expect(state.resume() == withPreflight, "\(held)")

@@ -11,7 +11,8 @@ import Testing
     let url = URL(string: "http://a.test/f")!
 
     func head(_ fields: [(String, String)], status: Int = 200) -> ResponseHead {
-        ResponseHead(url: url, statusCode: status, httpVersion: "HTTP/1.1", fields: fields.map { .init(name: $0, value: $1) })
+        ResponseHead(
+            url: url, statusCode: status, httpVersion: "HTTP/1.1", fields: fields.map { .init(name: $0, value: $1) })
     }
 
     @Test func fieldsAreFoundWhateverTheirCaseAndOnlyByTheirWholeName() {

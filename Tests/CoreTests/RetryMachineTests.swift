@@ -32,7 +32,10 @@ import Testing
         driver.add(1)
         driver.go()
         // The timer is armed already (for the first progress flush, at 0): no new arming yet.
-        #expect(driver.send(Driver.head(503, headers: ["Retry-After": "1"]), to: 1) == ["publish 1 running", "cancel 1", "publish 1 waitingToRetry", "deliver"])
+        #expect(
+            driver.send(Driver.head(503, headers: ["Retry-After": "1"]), to: 1) == [
+                "publish 1 running", "cancel 1", "publish 1 waitingToRetry", "deliver",
+            ])
         #expect(driver.takeDeliveries() == ["didStart 1", "headers 1 503", "willRetry 1 1.0"])
         // The flush fires; the next firing is the retry, 1 s after the 503.
         #expect(driver.timer(at: 0.999) == ["deliver", "timer 1.0"])
@@ -40,7 +43,10 @@ import Testing
         #expect(driver.timer(at: 1.0) == ["publish 1 pending", "publish 1 running", "start 1 main", "timer 60.0"])
         Self.succeed(1, &driver)
         // didStart is not repeated: one start per request.
-        #expect(driver.takeDeliveries() == ["progress 0.0", "headers 1 200", "settle 1 finished", "didFinish 1", "progress 1.0", "queueDidFinish"])
+        #expect(
+            driver.takeDeliveries() == [
+                "progress 0.0", "headers 1 200", "settle 1 finished", "didFinish 1", "progress 1.0", "queueDidFinish",
+            ])
         #expect(driver.machine.table.isEmpty)
     }
 
@@ -69,7 +75,8 @@ import Testing
         driver.send(.completed(URLError(.cannotConnectToHost)), to: 1)
         #expect(
             driver.takeDeliveries() == [
-                "progress 0.0", "settle 1 failed", "didFail 1 transport \(URLError.Code.cannotConnectToHost.rawValue)", "settleAll []",
+                "progress 0.0", "settle 1 failed", "didFail 1 transport \(URLError.Code.cannotConnectToHost.rawValue)",
+                "settleAll []",
                 "progress 0.0", "queueDidFinish",
             ])
         #expect(driver.machine.table.isEmpty)
@@ -84,7 +91,10 @@ import Testing
         driver.timer(at: 0)
         let last = driver.send(Driver.head(502), to: 1)
         #expect(last.contains("publish 1 failed"))
-        #expect(driver.takeDeliveries().suffix(4) == ["didFail 1 HTTP status 502 from http://example.test/", "settleAll []", "progress 0.0", "queueDidFinish"])
+        #expect(
+            driver.takeDeliveries().suffix(4) == [
+                "didFail 1 HTTP status 502 from http://example.test/", "settleAll []", "progress 0.0", "queueDidFinish",
+            ])
     }
 
     @Test func cancellingAWaitingRequestEndsItAtOnceAndItNeverStartsAgain() {
@@ -94,7 +104,8 @@ import Testing
         driver.send(.completed(URLError(.networkConnectionLost)), to: 1)
         _ = driver.takeDeliveries()
         #expect(driver.cancel(1) == ["publish 1 cancelled", "deliver"])
-        #expect(driver.takeDeliveries() == ["settle 1 cancelled", "didFail 1 cancelled", "progress 0.0", "queueDidFinish"])
+        #expect(
+            driver.takeDeliveries() == ["settle 1 cancelled", "didFail 1 cancelled", "progress 0.0", "queueDidFinish"])
         #expect(!driver.timer(at: 10).contains("start 1 main"))
         #expect(driver.transfers.isEmpty)
     }
@@ -111,7 +122,10 @@ import Testing
         driver.timer(at: 1)
         driver.send(Driver.head(503), to: 1)
         #expect(driver.machine.table.isEmpty)
-        #expect(driver.takeDeliveries().filter { $0.hasPrefix("didFail") } == ["didFail 1 HTTP status 503 from http://example.test/", "didFail 2 cancelled"])
+        #expect(
+            driver.takeDeliveries().filter { $0.hasPrefix("didFail") } == [
+                "didFail 1 HTTP status 503 from http://example.test/", "didFail 2 cancelled",
+            ])
     }
 
     @Test func queueDidFinishWaitsForPendingRetries() {
@@ -157,14 +171,17 @@ import Testing
     }
 
     @Test func tenAttemptsBackOffWithinTheJitterBoundsUpToTheCap() {
-        let policy = RetryPolicy(maximumAttempts: 10, backoff: .init(initialDelay: 0.5, multiplier: 2, maximumDelay: 10))
+        let policy = RetryPolicy(
+            maximumAttempts: 10, backoff: .init(initialDelay: 0.5, multiplier: 2, maximumDelay: 10))
         var driver = Driver(limit: 1, retryPolicy: policy)
         driver.add(1)
         driver.go()
         var delays: [Double] = []
         for _ in 1...9 {
             driver.send(.completed(URLError(.timedOut)), to: 1)
-            let delay = driver.takeDeliveries().compactMap { $0.hasPrefix("willRetry 1 ") ? Double($0.dropFirst(12)) : nil }
+            let delay = driver.takeDeliveries().compactMap {
+                $0.hasPrefix("willRetry 1 ") ? Double($0.dropFirst(12)) : nil
+            }
             #expect(delay.count == 1)
             delays += delay
             driver.timer(at: driver.now + (delay.first ?? 0))
@@ -196,7 +213,8 @@ import Testing
         driver.send(.completed(URLError(.cannotConnectToHost)), to: 3)
         let deliveries = driver.takeDeliveries()
         #expect(deliveries.contains("didFail 1 HTTP status 503 from http://example.test/"))
-        #expect(deliveries.filter { $0.hasPrefix("willRetry") }.map { $0.prefix(11) } == ["willRetry 2", "willRetry 3"])
+        #expect(
+            deliveries.filter { $0.hasPrefix("willRetry") }.map { $0.prefix(11) } == ["willRetry 2", "willRetry 3"])
     }
 
     @Test func aCutBodyRetriedCountsItsBytesOnceAndTheFractionNeverFalls() {
@@ -237,13 +255,17 @@ import Testing
         driver.add(1)
         driver.add(2)
         driver.go()
-        #expect(driver.send(Driver.head(404), to: 1) == ["publish 1 running", "cancel 1", "publish 1 waitingToRetry", "decide 1", "deliver"])
+        #expect(
+            driver.send(Driver.head(404), to: 1) == [
+                "publish 1 running", "cancel 1", "publish 1 waitingToRetry", "decide 1", "deliver",
+            ])
         #expect(driver.decisions.map(\.attempts) == [1])
         #expect(driver.answerDecision(.retryAfter(3)) == ["publish 1 waitingToRetry", "deliver"])
         #expect(driver.machine.retryDeadlines.earliest == 3.0)
         driver.send(Driver.head(503), to: 2)
         driver.answerDecision(.doNotRetry)
-        #expect(driver.takeDeliveries().filter { $0.hasPrefix("willRetry") || $0.hasPrefix("didFail") } == [
+        #expect(
+            driver.takeDeliveries().filter { $0.hasPrefix("willRetry") || $0.hasPrefix("didFail") } == [
                 "willRetry 1 3.0", "didFail 2 HTTP status 503 from http://example.test/",
                 // 2's final failure cancels the others, 1 waiting to retry included.
                 "didFail 1 cancelled",

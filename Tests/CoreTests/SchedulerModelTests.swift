@@ -79,7 +79,8 @@ struct ReferenceScheduler {
         for step in 0..<Int.random(in: 10...60, using: &rng) {
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<35:
-                let job = IntScheduler.Job(id: nextID, lane: Int.random(in: 0..<5, using: &rng) == 0 ? .preflight : .main)
+                let job = IntScheduler.Job(
+                    id: nextID, lane: Int.random(in: 0..<5, using: &rng) == 0 ? .preflight : .main)
                 nextID += 1
                 // Most jobs keep the default priority; some get one of four others.
                 if Int.random(in: 0..<3, using: &rng) == 0 {

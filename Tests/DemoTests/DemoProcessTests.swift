@@ -12,7 +12,8 @@ import Testing
         let (server, directory, output, list) = (setup.server, setup.directory, setup.output, setup.list)
 
         // From a pipe (standard input): every file saved.
-        let first = try await runDemo(["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
+        let first = try await runDemo(
+            ["--input", "-", "--output", output.path, "--concurrency", "8"], input: list, in: directory)
         #expect(first.status == 0, "\(first.output)")
         #expect(first.output.contains("Summary: 60/60 succeeded, 0 failed"))
         let files = try FileManager.default.contentsOfDirectory(atPath: output.path)
@@ -29,7 +30,8 @@ import Testing
         // One file gone: only it is fetched.
         try FileManager.default.removeItem(at: output.appendingPathComponent("f33.bin"))
         server.resetStatistics()
-        let missing = try await runDemo(["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
+        let missing = try await runDemo(
+            ["--input", list.path, "--output", output.path, "--no-clobber", "--no-accurate"], in: directory)
         #expect(missing.status == 0, "\(missing.output)")
         #expect(server.statistics.log == ["GET /bytes/200/f33.bin"])
     }
@@ -45,7 +47,8 @@ import Testing
         try Data((0..<3).map { "http://proxied.invalid/bytes/100?i=\($0)\n" }.joined().utf8).write(to: list)
         let proxy = "http_proxy=http://127.0.0.1:\(server.port)"
         let through = try await runDemo(
-            ["--input", list.path, "--no-accurate"], in: directory, environment: [proxy, "no_proxy=", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
+            ["--input", list.path, "--no-accurate"], in: directory,
+            environment: [proxy, "no_proxy=", "NO_PROXY=", "all_proxy=", "ALL_PROXY="])
         #expect(through.status == 0, "\(through.output)")
         #expect(through.output.contains("Summary: 3/3 succeeded, 0 failed"))
         #expect(server.statistics.log.sorted() == (0..<3).map { "GET /bytes/100?i=\($0)" })
@@ -66,7 +69,8 @@ import Testing
         var requests = 0
         for index in 0..<3 {
             server.resetStatistics()
-            let run = try await runDemo(["--input", list.path, "--output", output.path, "--shard", "\(index)/3"], in: directory)
+            let run = try await runDemo(
+                ["--input", list.path, "--output", output.path, "--shard", "\(index)/3"], in: directory)
             #expect(run.status == 0, "\(run.output)")
             requests += server.statistics.log.filter { $0.hasPrefix("GET ") }.count
         }

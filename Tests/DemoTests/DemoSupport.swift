@@ -7,7 +7,9 @@ let demo: URL = {
     let here = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
     var directory = here.deletingLastPathComponent()
     // On Linux the tests run from `<build>/NetworkQueuePackageTests.xctest`; on Apple platforms from inside a bundle.
-    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Demo").path), directory.pathComponents.count > 1 {
+    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Demo").path),
+        directory.pathComponents.count > 1
+    {
         directory.deleteLastPathComponent()
     }
     return directory.appendingPathComponent("Demo")
@@ -19,7 +21,8 @@ func runDemo(
     _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
 ) async throws -> (status: Int32, output: String) {
     let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
-    let (path, words) = environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
+    let (path, words) =
+        environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
     let status = try await SpawnedProcess(path, words, in: directory, input: input, output: output).exitStatus()
     defer { try? FileManager.default.removeItem(at: output) }
     // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
@@ -44,7 +47,8 @@ struct DemoSetup {
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
         list = directory.appendingPathComponent("list.txt")
         let server = server
-        try Data((paths.map { server.url($0).absoluteString } + extraLines).map { $0 + "\n" }.joined().utf8).write(to: list)
+        try Data((paths.map { server.url($0).absoluteString } + extraLines).map { $0 + "\n" }.joined().utf8).write(
+            to: list)
     }
 
     func tearDown() {

@@ -46,7 +46,8 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
 @Suite(.timeLimit(.minutes(5))) struct FileNameTests {
     @Test func namesFollowTheSameRuleAsBefore() {
         let bases = [
-            "a.bin", "a.bin", "A.BIN", "a-2.bin", "a.bin", "b", "b", "b-2", "b", "index.html", "INDEX.html", "index-2.html",
+            "a.bin", "a.bin", "A.BIN", "a-2.bin", "a.bin", "b", "b", "b-2", "b", "index.html", "INDEX.html",
+            "index-2.html",
             "index.html", ".tar.gz", "x.tar.gz", "x.tar.gz", "x.tar-2.gz",
         ]
         var namer = FileNamer()
@@ -83,7 +84,8 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         for index in 0..<4 {
             let tally = ListSource.Tally()
             let source = ListSource(
-                path: list.path, output: nil, shard: Shard(index: index, count: 4), noClobber: false, existingFile: .replace, tally: tally)
+                path: list.path, output: nil, shard: Shard(index: index, count: 4), noClobber: false,
+                existingFile: .replace, tally: tally)
             let given = try await read(source)
             #expect((150...350).contains(given.count), "shard \(index) has \(given.count) lines")
             #expect(tally.otherShards == 1_000 - given.count)
@@ -98,19 +100,25 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
 
     @Test func aWholeRunAndItsShardsNameEveryURLAlike() async throws {
         // Many URLs share a name: the -2, -3 of each depends on every line before it, in any shard.
-        let lines = ["# a list"] + (0..<600).map { "http://cdn.test/\($0 % 5)/image.jpg?id=\($0)" } + ["", "http://cdn.test/image-2.jpg"]
+        let lines =
+            ["# a list"] + (0..<600).map { "http://cdn.test/\($0 % 5)/image.jpg?id=\($0)" } + [
+                "", "http://cdn.test/image-2.jpg",
+            ]
         let list = try listFile(lines)
         let output = list.deletingLastPathComponent().appendingPathComponent("out")
         defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
         let whole = try await read(
-            ListSource(path: list.path, output: output, shard: .whole, noClobber: false, existingFile: .replace, tally: .init()))
+            ListSource(
+                path: list.path, output: output, shard: .whole, noClobber: false, existingFile: .replace, tally: .init()
+            ))
         #expect(whole.count == 601)
         #expect(Set(whole.values).count == 601)
         var sharded: [Int: String] = [:]
         for index in 0..<3 {
             let given = try await read(
                 ListSource(
-                    path: list.path, output: output, shard: Shard(index: index, count: 3), noClobber: false, existingFile: .replace,
+                    path: list.path, output: output, shard: Shard(index: index, count: 3), noClobber: false,
+                    existingFile: .replace,
                     tally: .init()))
             sharded.merge(given) { first, _ in first }
         }
@@ -129,7 +137,8 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         let reader = try LineReader(path: list.path)
         #expect(try reader.countLines() == 5)
         reader.finish()
-        let source = ListSource(path: list.path, output: nil, shard: .whole, noClobber: false, existingFile: .replace, tally: .init())
+        let source = ListSource(
+            path: list.path, output: nil, shard: .whole, noClobber: false, existingFile: .replace, tally: .init())
         var given: [Int] = []
         do {
             for try await request in source { given.append(request.tag) }

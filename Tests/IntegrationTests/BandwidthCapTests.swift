@@ -12,7 +12,9 @@ import Testing
 /// written in each second (bounds on the wire, not timings of the client).
 @Suite(.timeLimit(.minutes(10))) struct BandwidthCapTests {
     /// The most bytes a capped second may carry: the cap, its burst (a twentieth), and a read per transfer.
-    static func ceiling(_ cap: Int, transfers: Int) -> Int { cap + cap / 20 + transfers * max(4 << 10, cap / 32) + cap / 10 }
+    static func ceiling(_ cap: Int, transfers: Int) -> Int {
+        cap + cap / 20 + transfers * max(4 << 10, cap / 32) + cap / 10
+    }
 
     #if os(Linux)
         @Test func fiveSmallFilesNeverExceedTheCapInAnySecond() async throws {
@@ -55,7 +57,9 @@ import Testing
             // Every whole second after the first (the last is partial) within ±15% of the cap.
             for (second, bytes) in seconds.enumerated().dropFirst().dropLast() {
                 #expect(bytes <= cap * 115 / 100, "second \(second): \(seconds)")
-                if TestEnvironment.checksCapLowerBounds { #expect(bytes >= cap * 85 / 100, "second \(second): \(seconds)") }
+                if TestEnvironment.checksCapLowerBounds {
+                    #expect(bytes >= cap * 85 / 100, "second \(second): \(seconds)")
+                }
             }
         }
 
@@ -68,15 +72,15 @@ import Testing
             let request = NetworkRequest(
                 URLRequest(url: server.url("/bytes/4300000?sndbuf=32768")),
                 handlers: .init(onDownloadProgress: { progress in
-                // About a second in, the cap goes up tenfold.
-                guard progress.completedBytes >= 300_000 else { return }
-                let isFirst = raised.with { raised in
-                    defer { raised = true }
-                    return !raised
-                }
-                guard isFirst else { return }
-                queue.maximumBytesPerSecond = 4_000_000
-            }))
+                    // About a second in, the cap goes up tenfold.
+                    guard progress.completedBytes >= 300_000 else { return }
+                    let isFirst = raised.with { raised in
+                        defer { raised = true }
+                        return !raised
+                    }
+                    guard isFirst else { return }
+                    queue.maximumBytesPerSecond = 4_000_000
+                }))
             try queue.add(request)
             server.resetStatistics()
             queue.go()

@@ -10,7 +10,9 @@ import Testing
 
 /// Per-host limits and groups against two loopback servers (two ports: two hosts to the queue).
 @Suite(.timeLimit(.minutes(10))) struct BatchIntegrationTests {
-    @Test(arguments: TransportKind.allCases) func twoHostsWithTwoEachNeverMoreOnEitherWire(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func twoHostsWithTwoEachNeverMoreOnEitherWire(_ transport: TransportKind)
+        async throws
+    {
         let first = try LoopbackServer()
         let second = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 8)
@@ -26,7 +28,9 @@ import Testing
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func fiveIdenticalCoalescedRequestsAreOneGetOnTheWire(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func fiveIdenticalCoalescedRequestsAreOneGetOnTheWire(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)
         queue.duplicatePolicy = .coalesce

@@ -142,7 +142,9 @@
                             if remaining.with({ remaining in
                                 remaining -= 1
                                 return remaining
-                            }) == 0 { done.resume() }
+                            }) == 0 {
+                                done.resume()
+                            }
                         case .data, .sent, .redirect, .metrics: break
                         }
                     }
@@ -247,7 +249,8 @@
                 #expect(canceller.eventsAfterEnd.current == 0)
             }
             await eventually {
-                weakTransport == nil && server.statistics.openConnections == 0 && !Self.threadNames().contains(threadName)
+                weakTransport == nil && server.statistics.openConnections == 0
+                    && !Self.threadNames().contains(threadName)
             }
             #expect(weakTransport == nil)
             #expect(server.statistics.openConnections == 0)
@@ -257,10 +260,11 @@
         /// The names of this process's threads, from /proc.
         static func threadNames() -> Set<String> {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-            return Set(tasks.compactMap { task in
-                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                    .trimmingCharacters(in: .newlines)
-            })
+            return Set(
+                tasks.compactMap { task in
+                    (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                        .trimmingCharacters(in: .newlines)
+                })
         }
     }
 
@@ -366,27 +370,40 @@
         var caFile: URL { directory.appendingPathComponent("ca.pem") }
 
         private init() throws {
-            guard let openssl = ["/usr/bin/openssl", "/bin/openssl", "/usr/local/bin/openssl"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            }) else {
+            guard
+                let openssl = ["/usr/bin/openssl", "/bin/openssl", "/usr/local/bin/openssl"].first(where: {
+                    FileManager.default.isExecutableFile(atPath: $0)
+                })
+            else {
                 throw TestFailure("the TLS tests need the `openssl` command (apt-get install openssl)")
             }
             let directory = try temporaryDirectory()
             self.directory = directory
             func run(_ arguments: [String]) throws { try Self.run(openssl, arguments, in: directory) }
-            try run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-                     "-subj", "/CN=NetworkQueue Test CA"])
-            try run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-                     "-subj", "/CN=127.0.0.1"])
-            try "subjectAltName=IP:127.0.0.1\n".write(to: directory.appendingPathComponent("ext.cnf"), atomically: true, encoding: .utf8)
-            try run(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                     "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
+            try run([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+                "-subj", "/CN=NetworkQueue Test CA",
+            ])
+            try run([
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=127.0.0.1",
+            ])
+            try "subjectAltName=IP:127.0.0.1\n".write(
+                to: directory.appendingPathComponent("ext.cnf"), atomically: true, encoding: .utf8)
+            try run([
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf",
+            ])
             // The free port is only free when asked: another test's connection may take it (as its ephemeral
             // source port) before s_server binds it, and s_server then exits. So: another port, a few times.
             for _ in 0..<4 {
                 let port = try Self.freePort()
                 let process = try SpawnedProcess(
-                    openssl, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"],
+                    openssl,
+                    [
+                        "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "server.pem", "-key", "server.key", "-www",
+                        "-quiet",
+                    ],
                     in: directory)
                 // Ready once it accepts a connection (bounded: a server that never listens is tried again).
                 let deadline = Date().addingTimeInterval(5)
@@ -441,7 +458,9 @@
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
             }
             guard bound else { throw TestFailure("no free port") }
             return UInt16(bigEndian: address.sin_port)

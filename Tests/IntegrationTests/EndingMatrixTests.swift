@@ -15,7 +15,9 @@ import Testing
 struct MatrixFeature: Sendable, CustomTestStringConvertible {
     let name: String
     /// Changes the path an ending asks for (nil: the ending's own).
-    var path: @Sendable (_ ending: MatrixEnding, _ path: String, _ transport: TransportKind) -> String = { _, path, _ in path }
+    var path: @Sendable (_ ending: MatrixEnding, _ path: String, _ transport: TransportKind) -> String = { _, path, _ in
+        path
+    }
     var headers: [String: String] = [:]
     var checksum = false
     var file = false
@@ -32,7 +34,8 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     static let all: [MatrixFeature] = [
         MatrixFeature(name: "plain"),
         MatrixFeature(name: "checksum", checksum: true),
-        MatrixFeature(name: "server digest", path: { _, path, _ in IntegrityTests.path(path, header: "Repr-Digest", digest) }),
+        MatrixFeature(
+            name: "server digest", path: { _, path, _ in IntegrityTests.path(path, header: "Repr-Digest", digest) }),
         MatrixFeature(name: "file", file: true),
         MatrixFeature(name: "file + checksum", checksum: true, file: true),
         MatrixFeature(
@@ -50,7 +53,8 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         MatrixFeature(name: "list from a pipe", file: true, viaOpenStream: true),
         MatrixFeature(
             name: "redirect",
-            path: { _, path, _ in "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }),
+            path: { _, path, _ in "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            }),
     ]
 
     static let digest = "sha-256=:\(IntegrityTests.base64(IntegrityTests.sha256(0..<size))):"
@@ -79,16 +83,21 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(name: "success", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", end: .finished),
         MatrixEnding(name: "bad status", path: { _ in "/status/500" }, end: .failed),
         MatrixEnding(
-            name: "dropped mid-body", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" }, gzipPath: "/gzip/\(size)?fault=truncate",
+            name: "dropped mid-body", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" },
+            gzipPath: "/gzip/\(size)?fault=truncate",
             end: .failed),
-        MatrixEnding(name: "idle timeout", path: { _ in "/bytes/\(size)?stallAt=50&stall=1500" }, timeout: 0.4, end: .failed),
+        MatrixEnding(
+            name: "idle timeout", path: { _ in "/bytes/\(size)?stallAt=50&stall=1500" }, timeout: 0.4, end: .failed),
         MatrixEnding(name: "cancel at head", path: { _ in slow }, action: .cancelAtHead, end: .cancelled),
         MatrixEnding(name: "cancel mid-body", path: { _ in slow }, action: .cancelMidBody, end: .cancelled),
         MatrixEnding(name: "pause, resume", path: { _ in slow }, action: .pauseThenResume, end: .finished),
         MatrixEnding(name: "pause, cancel", path: { _ in slow }, action: .pauseThenCancel, end: .cancelled),
-        MatrixEnding(name: "retried, then success", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" }, retries: true, end: .finished),
         MatrixEnding(
-            name: "size cap", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", sizeCap: Int64(size / 2), end: .failed),
+            name: "retried, then success", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" }, retries: true,
+            end: .finished),
+        MatrixEnding(
+            name: "size cap", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", sizeCap: Int64(size / 2),
+            end: .failed),
     ]
 }
 
@@ -102,8 +111,12 @@ private final class MatrixDelegate: NetworkQueueDelegate {
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
         if cancelsAtHead { queue.cancel(request) }
     }
-    func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) { terminals.with { $0 += 1 } }
-    func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) { terminals.with { $0 += 1 } }
+    func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+        terminals.with { $0 += 1 }
+    }
+    func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        terminals.with { $0 += 1 }
+    }
     func networkQueueDidFinish(_ queue: NetworkQueue) { drains.with { $0 += 1 } }
 }
 
@@ -118,12 +131,18 @@ private final class MatrixDelegate: NetworkQueueDelegate {
         }
     }
 
-    private func run(_ feature: MatrixFeature, _ ending: MatrixEnding, _ transport: TransportKind, _ server: LoopbackServer) async throws {
+    private func run(
+        _ feature: MatrixFeature, _ ending: MatrixEnding, _ transport: TransportKind, _ server: LoopbackServer
+    ) async throws {
         let cell = "\(feature.name) × \(ending.name) over \(transport)"
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("f.bin")
-        let key = "matrix-\(Self.keys.with { $0 += 1; return $0 })"
+        let number = Self.keys.with {
+            $0 += 1
+            return $0
+        }
+        let key = "matrix-\(number)"
         let queue = NetworkQueue(transport: transport.make())
         queue.retryPolicy =
             ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never
@@ -143,15 +162,17 @@ private final class MatrixDelegate: NetworkQueueDelegate {
             integrity: .init(checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil),
             handlers: .init(
                 onDownloadProgress: { [weak queue] progress in
-                guard progress.completedBytes > 0, let queue, action != .none, action != .cancelAtHead else { return }
-                let isFirst = controlled.with { done in
-                    defer { done = true }
-                    return !done
-                }
-                guard isFirst else { return }
-                for request in queue.requests {
-                    if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
-                }
+                    guard progress.completedBytes > 0, let queue, action != .none, action != .cancelAtHead else {
+                        return
+                    }
+                    let isFirst = controlled.with { done in
+                        defer { done = true }
+                        return !done
+                    }
+                    guard isFirst else { return }
+                    for request in queue.requests {
+                        if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
+                    }
                 },
                 // The pipe's writer closes it once the request it gave has ended.
                 onCompletion: { _ in feed.finish() }))
@@ -169,7 +190,11 @@ private final class MatrixDelegate: NetworkQueueDelegate {
             queue.go()
             await eventually { request.state == .paused || request.state == .finished }
             if request.state == .paused {
-                if feature.file { #expect(FileManager.default.fileExists(atPath: file.path + ".part"), "\(cell): the part is kept while paused") }
+                if feature.file {
+                    #expect(
+                        FileManager.default.fileExists(atPath: file.path + ".part"),
+                        "\(cell): the part is kept while paused")
+                }
                 if ending.action == .pauseThenResume { queue.resume(request) } else { queue.cancel(request) }
             }
             await queue.run()
@@ -193,7 +218,8 @@ private final class MatrixDelegate: NetworkQueueDelegate {
                 #expect(try Data(contentsOf: file) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
             } else {
                 #expect(left.isEmpty, "\(cell): \(left)")
-                #expect((try? request.result?.get())?.body == pattern(0..<MatrixFeature.size), "\(cell): the body's bytes")
+                #expect(
+                    (try? request.result?.get())?.body == pattern(0..<MatrixFeature.size), "\(cell): the body's bytes")
             }
         } else {
             #expect(left.isEmpty, "\(cell): nothing left behind, found \(left)")

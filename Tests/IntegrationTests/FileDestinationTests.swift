@@ -20,7 +20,9 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
 }
 
 @Suite(.timeLimit(.minutes(10))) struct FileDestinationTests {
-    @Test(arguments: TransportKind.allCases) func theBodyIsStreamedToTheFileAndMovedIntoPlace(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func theBodyIsStreamedToTheFileAndMovedIntoPlace(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -53,12 +55,15 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
-    @Test(arguments: TransportKind.allCases) func aCancelledRequestLeavesNoPartialFile(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aCancelledRequestLeavesNoPartialFile(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (queue, _) = makeQueue(transport)
-        let request = fileRequest(server.url("/bytes/100000000?rate=1000000"), to: directory.appendingPathComponent("big.bin"))
+        let request = fileRequest(
+            server.url("/bytes/100000000?rate=1000000"), to: directory.appendingPathComponent("big.bin"))
         try queue.add(request)
         let stream = queue.events()
         queue.go()
@@ -69,7 +74,9 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
         await queue.run()
     }
 
-    @Test(arguments: TransportKind.allCases) func anUnwritableDestinationFailsClearlyAndIsNeverSent(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func anUnwritableDestinationFailsClearlyAndIsNeverSent(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)
         let file = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/body.bin")

@@ -25,7 +25,9 @@ import Testing
         return (hostile, server.statistics.headers.last?["cookie"], server.statistics.connections)
     }
 
-    @Test(arguments: TransportKind.allCases) func aWellFramedHeadStoresItsCookieAndKeepsItsConnection(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aWellFramedHeadStoresItsCookieAndKeepsItsConnection(
+        _ transport: TransportKind
+    ) async throws {
         let (first, cookie, connections) = try await twoRequests("/raw/cookie-ok", over: transport)
         #expect(first.state == .finished)
         #expect(cookie == "good=1")
@@ -50,27 +52,35 @@ import Testing
         #expect(connections == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func differingLengthsFailAndTheConnectionIsNotReused(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func differingLengthsFailAndTheConnectionIsNotReused(
+        _ transport: TransportKind
+    ) async throws {
         let (first, _, connections) = try await twoRequests("/raw/cl-conflict", over: transport)
         #expect(first.transportErrorCode == .badServerResponse)
         // URLSession's connection cache is Foundation's: it cannot be told to close one (see the README).
         if transport == .curl { #expect(connections == 2) }
     }
 
-    @Test(arguments: TransportKind.allCases) func aLengthBesideChunkedIsIgnoredAndTheConnectionClosed(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aLengthBesideChunkedIsIgnoredAndTheConnectionClosed(
+        _ transport: TransportKind
+    ) async throws {
         let (first, _, connections) = try await twoRequests("/raw/cl-chunked", over: transport)
         #expect((try? first.result?.get())?.body == Data("hello".utf8))
         if transport == .curl { #expect(connections == 2) }
     }
 
-    @Test(arguments: TransportKind.allCases) func aRejectedOversizedHeadStoresNoCookie(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aRejectedOversizedHeadStoresNoCookie(_ transport: TransportKind)
+        async throws
+    {
         // 50 cookies (5 KB), then a field past every client's limit.
         let (first, cookie, _) = try await twoRequests("/bighead?cookies=50&size=2000000", over: transport)
         #expect(first.state == .failed)
         #expect(cookie == nil)
     }
 
-    @Test(arguments: TransportKind.allCases) func anOversizedHeadIsFetchedOnceUnderTheDefaultPolicy(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func anOversizedHeadIsFetchedOnceUnderTheDefaultPolicy(
+        _ transport: TransportKind
+    ) async throws {
         // A deterministic failure, not a lost connection: the default retry policy does not send it again.
         let server = try LoopbackServer()
         let queue = NetworkQueue(transport: transport.make())
@@ -82,7 +92,9 @@ import Testing
         #expect(server.statistics.log.count == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func aHeadWithManyCookiesWithinLimitsStoresThem(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aHeadWithManyCookiesWithinLimitsStoresThem(_ transport: TransportKind)
+        async throws
+    {
         let (first, cookie, _) = try await twoRequests("/bighead?cookies=3&size=10", over: transport)
         #expect(first.state == .finished)
         #expect(cookie?.split(separator: ";").count == 3)

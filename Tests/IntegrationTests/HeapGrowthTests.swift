@@ -38,7 +38,9 @@
             let before = Self.heapInUse()
             for _ in 0..<5 { try await round(2_000) }
             let growth = Self.heapInUse() - before
-            #expect(growth <= 20 * 10_000, "the heap grew by \(growth) bytes over 10,000 requests (\(Double(growth) / 10_000) B each)")
+            #expect(
+                growth <= 20 * 10_000,
+                "the heap grew by \(growth) bytes over 10,000 requests (\(Double(growth) / 10_000) B each)")
             #expect(server.statistics.headers.isEmpty)
         }
     }

@@ -23,10 +23,12 @@ import Testing
     static func sha256(_ range: Range<Int>) -> Checksum { Checksum(hashing: pattern(range), .sha256) }
 
     static func base64(_ checksum: Checksum) -> String {
-        Data(stride(from: 0, to: checksum.hex.count, by: 2).map { offset -> UInt8 in
-            let start = checksum.hex.index(checksum.hex.startIndex, offsetBy: offset)
-            return UInt8(checksum.hex[start..<checksum.hex.index(start, offsetBy: 2)], radix: 16)!
-        }).base64EncodedString()
+        Data(
+            stride(from: 0, to: checksum.hex.count, by: 2).map { offset -> UInt8 in
+                let start = checksum.hex.index(checksum.hex.startIndex, offsetBy: offset)
+                return UInt8(checksum.hex[start..<checksum.hex.index(start, offsetBy: 2)], radix: 16)!
+            }
+        ).base64EncodedString()
     }
 
     /// A checksum that no body here has: the right one with its first digit changed.
@@ -37,32 +39,42 @@ import Testing
     }
 
     /// Runs one request on a one-attempt queue; returns it and the server's log.
-    static func run(_ request: NetworkRequest, on server: LoopbackServer, _ transport: TransportKind) async throws -> [String] {
+    static func run(_ request: NetworkRequest, on server: LoopbackServer, _ transport: TransportKind) async throws
+        -> [String]
+    {
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         try queue.add(request)
         await queue.run()
         return server.statistics.log
     }
 
-    @Test(arguments: TransportKind.allCases) func aLargeFileWithItsChecksumIsKept(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aLargeFileWithItsChecksumIsKept(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("big.bin")
         let checksum = Self.sha256(0..<Self.large)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), integrity: .init(checksum: checksum))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file),
+            integrity: .init(checksum: checksum))
         _ = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished)
         #expect(try Data(contentsOf: file) == pattern(0..<Self.large))
     }
 
-    @Test(arguments: TransportKind.allCases) func aLargeFileWithAWrongChecksumFailsAndLeavesNothing(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aLargeFileWithAWrongChecksumFailsAndLeavesNothing(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("big.bin")
         let right = Self.sha256(0..<Self.large)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file), integrity: .init(checksum: Self.wrong(right)))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(Self.large)")), destination: .file(file),
+            integrity: .init(checksum: Self.wrong(right)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
         #expect(log == ["GET /bytes/\(Self.large)"])
@@ -70,31 +82,38 @@ import Testing
     }
 
     @Test(arguments: TransportKind.allCases, Checksum.Algorithm.allCases)
-    func aMemoryBodyIsCheckedByEitherAlgorithm(_ transport: TransportKind, _ algorithm: Checksum.Algorithm) async throws {
+    func aMemoryBodyIsCheckedByEitherAlgorithm(_ transport: TransportKind, _ algorithm: Checksum.Algorithm) async throws
+    {
         let server = try LoopbackServer()
         let right = Checksum(hashing: pattern(0..<100_000), algorithm)
         let good = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), integrity: .init(checksum: right))
         _ = try await Self.run(good, on: server, transport)
         #expect((try? good.result?.get())?.body == pattern(0..<100_000))
-        let bad = NetworkRequest(URLRequest(url: server.url("/bytes/100000")), integrity: .init(checksum: Self.wrong(right)))
+        let bad = NetworkRequest(
+            URLRequest(url: server.url("/bytes/100000")), integrity: .init(checksum: Self.wrong(right)))
         _ = try await Self.run(bad, on: server, transport)
         #expect(bad.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
     }
 
     @Test func aMalformedChecksumMakesTheRequestInvalid() async throws {
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/1")), integrity: .init(checksum: .sha256("nothex")))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/1")), integrity: .init(checksum: .sha256("nothex")))
         let log = try await Self.run(request, on: server, .urlSession)
         #expect(request.failure == .invalidRequest(.invalidChecksum(.sha256("nothex"))))
         #expect(log.isEmpty)
     }
 
-    @Test(arguments: TransportKind.allCases) func aResumedDownloadHashesItsPartFirst(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aResumedDownloadHashesItsPartFirst(_ transport: TransportKind)
+        async throws
+    {
         let size = 300_000
         let (directory, file) = try ResumeIntegrationTests.partial(size / 2, validator: "etag\n\"bytes-\(size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.sha256(0..<size)))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file),
+            integrity: .init(checksum: Self.sha256(0..<size)))
         _ = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished)
         #expect(request.response?.statusCode == 206)
@@ -102,7 +121,9 @@ import Testing
         #expect(try Data(contentsOf: file) == pattern(0..<size))
     }
 
-    @Test(arguments: TransportKind.allCases) func aCorruptPartIsDroppedAndTheFileFetchedOnceMoreFromByteZero(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aCorruptPartIsDroppedAndTheFileFetchedOnceMoreFromByteZero(
+        _ transport: TransportKind
+    ) async throws {
         let size = 300_000
         let (directory, file) = try ResumeIntegrationTests.partial(size / 2, validator: "etag\n\"bytes-\(size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -111,7 +132,9 @@ import Testing
         part[1000] ^= 0xff
         try part.write(to: file.appendingPathExtension("part"))
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.sha256(0..<size)))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file),
+            integrity: .init(checksum: Self.sha256(0..<size)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.state == .finished, "\(String(describing: request.failure))")
         #expect(log == ["GET /bytes/\(size)", "GET /bytes/\(size)"])
@@ -121,13 +144,17 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["data.bin"])
     }
 
-    @Test(arguments: TransportKind.allCases) func aWrongChecksumAfterAResumeFailsAfterOneFreshTry(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aWrongChecksumAfterAResumeFailsAfterOneFreshTry(
+        _ transport: TransportKind
+    ) async throws {
         let size = 300_000
         let (directory, file) = try ResumeIntegrationTests.partial(size / 2, validator: "etag\n\"bytes-\(size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
         let right = Self.sha256(0..<size)
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file), integrity: .init(checksum: Self.wrong(right)))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(size)")), destination: .file(file),
+            integrity: .init(checksum: Self.wrong(right)))
         let log = try await Self.run(request, on: server, transport)
         #expect(request.failure == .integrityCheckFailed(expected: Self.wrong(right), actual: right))
         #expect(log.count == 2)
@@ -144,15 +171,32 @@ import Testing
     }
 
     static let digestCases: [DigestCase] = [
-        .init(name: "Content-Digest right", field: "Content-Digest", value: { s256, _ in "sha-256=:\(base64(s256)):" }, isRight: true),
-        .init(name: "Content-Digest wrong", field: "Content-Digest", value: { s256, _ in "sha-256=:\(base64(wrong(s256))):" }, isRight: false),
-        .init(name: "Content-Digest sha-512 wrong", field: "Content-Digest", value: { _, s512 in "sha-512=:\(base64(wrong(s512))):" }, isRight: false),
-        .init(name: "Repr-Digest right", field: "Repr-Digest", value: { _, s512 in "sha-512=:\(base64(s512)):, md5=:AAAA:" }, isRight: true),
-        .init(name: "Repr-Digest wrong", field: "Repr-Digest", value: { s256, _ in "sha-256=:\(base64(wrong(s256))):" }, isRight: false),
-        .init(name: "Digest SHA-256 right", field: "Digest", value: { s256, _ in "SHA-256=\(base64(s256))" }, isRight: true),
-        .init(name: "Digest SHA-256 wrong", field: "Digest", value: { s256, _ in "SHA-256=\(base64(wrong(s256)))" }, isRight: false),
-        .init(name: "unknown algorithm only", field: "Content-Digest", value: { _, _ in "md5=:AAAAAAAAAAAAAAAAAAAAAA==:" }, isRight: true),
-        .init(name: "malformed value", field: "Content-Digest", value: { _, _ in "sha-256=:not base64:" }, isRight: true),
+        .init(
+            name: "Content-Digest right", field: "Content-Digest", value: { s256, _ in "sha-256=:\(base64(s256)):" },
+            isRight: true),
+        .init(
+            name: "Content-Digest wrong", field: "Content-Digest",
+            value: { s256, _ in "sha-256=:\(base64(wrong(s256))):" }, isRight: false),
+        .init(
+            name: "Content-Digest sha-512 wrong", field: "Content-Digest",
+            value: { _, s512 in "sha-512=:\(base64(wrong(s512))):" }, isRight: false),
+        .init(
+            name: "Repr-Digest right", field: "Repr-Digest",
+            value: { _, s512 in "sha-512=:\(base64(s512)):, md5=:AAAA:" }, isRight: true),
+        .init(
+            name: "Repr-Digest wrong", field: "Repr-Digest", value: { s256, _ in "sha-256=:\(base64(wrong(s256))):" },
+            isRight: false),
+        .init(
+            name: "Digest SHA-256 right", field: "Digest", value: { s256, _ in "SHA-256=\(base64(s256))" },
+            isRight: true),
+        .init(
+            name: "Digest SHA-256 wrong", field: "Digest", value: { s256, _ in "SHA-256=\(base64(wrong(s256)))" },
+            isRight: false),
+        .init(
+            name: "unknown algorithm only", field: "Content-Digest",
+            value: { _, _ in "md5=:AAAAAAAAAAAAAAAAAAAAAA==:" }, isRight: true),
+        .init(
+            name: "malformed value", field: "Content-Digest", value: { _, _ in "sha-256=:not base64:" }, isRight: true),
     ]
 
     @Test(arguments: TransportKind.allCases, IntegrityTests.digestCases)
@@ -174,12 +218,15 @@ import Testing
             #expect(!expected.matches(actual))
         }
         // Turned off, a wrong digest is not looked at.
-        let unchecked = NetworkRequest(URLRequest(url: server.url(path)), integrity: .init(verifiesServerDigests: false))
+        let unchecked = NetworkRequest(
+            URLRequest(url: server.url(path)), integrity: .init(verifiesServerDigests: false))
         _ = try await Self.run(unchecked, on: server, transport)
         #expect(unchecked.state == .finished)
     }
 
-    @Test(arguments: TransportKind.allCases) func aResumedResponsesContentDigestCoversItsRangeAndReprDigestTheFile(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aResumedResponsesContentDigestCoversItsRangeAndReprDigestTheFile(
+        _ transport: TransportKind
+    ) async throws {
         let size = 300_000
         for (field, value, isRight) in [
             ("Content-Digest", "sha-256=:\(Self.base64(Self.sha256(150_000..<size))):", true),
@@ -189,7 +236,9 @@ import Testing
             let (directory, file) = try ResumeIntegrationTests.partial(size / 2, validator: "etag\n\"bytes-\(size)\"\n")
             defer { try? FileManager.default.removeItem(at: directory) }
             let server = try LoopbackServer()
-            let request = NetworkRequest(URLRequest(url: server.url(Self.path("/bytes/\(size)", header: field, value))), destination: .file(file))
+            let request = NetworkRequest(
+                URLRequest(url: server.url(Self.path("/bytes/\(size)", header: field, value))), destination: .file(file)
+            )
             _ = try await Self.run(request, on: server, transport)
             // A wrong digest of a continued part: tried once more from byte 0, where the 200's content is the whole file.
             #expect(request.state == .finished, "\(field) \(String(describing: request.failure))")

@@ -41,7 +41,8 @@ import Testing
         let (unsatisfiable, _, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=1000-"])
         #expect(unsatisfiable?.statusCode == 416)
         #expect(unsatisfiable?.value(forHTTPHeaderField: "Content-Range") == "bytes */1000")
-        let (stale, whole, _) = await fetch(server.url("/bytes/1000"), headers: ["Range": "bytes=0-9", "If-Range": "\"old\""])
+        let (stale, whole, _) = await fetch(
+            server.url("/bytes/1000"), headers: ["Range": "bytes=0-9", "If-Range": "\"old\""])
         #expect(stale?.statusCode == 200)
         #expect(whole.count == 1000)
     }
@@ -78,7 +79,9 @@ import Testing
         // Each request is held until all 64 have arrived: this only completes if they run at once.
         let statuses = await withTaskGroup(of: Int?.self) { group in
             for _ in 0..<64 {
-                group.addTask { await fetch(URLRequest(url: server.url("/barrier/100?n=64")), session: session).0?.statusCode }
+                group.addTask {
+                    await fetch(URLRequest(url: server.url("/barrier/100?n=64")), session: session).0?.statusCode
+                }
             }
             return await group.reduce(into: [Int?]()) { $0.append($1) }
         }

@@ -17,7 +17,9 @@ import Testing
         return queue
     }
 
-    @Test(arguments: TransportKind.allCases) func aReusedConnectionSaysSoOnTheSecondRequest(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aReusedConnectionSaysSoOnTheSecondRequest(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let queue = Self.measuringQueue(transport)
         let first = request(server.url("/bytes/1000"), tag: 1)
@@ -52,7 +54,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TransportKind.allCases) func redirectsAreCountedTimedAndLogged(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func redirectsAreCountedTimedAndLogged(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let queue = Self.measuringQueue(transport)
         let records = Box<[NetworkQueueLogRecord]>([])
@@ -85,7 +89,9 @@ import Testing
         #expect(sent >= 100_000 && sent < 101_000)
     }
 
-    @Test(arguments: TransportKind.allCases) func aQueueNobodyAsksKeepsNoMetrics(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aQueueNobodyAsksKeepsNoMetrics(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let plain = request(server.url("/bytes/100"), tag: 1)

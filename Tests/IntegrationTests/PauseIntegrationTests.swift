@@ -108,7 +108,9 @@ import Testing
         queue.go()
         await eventually { request.state == .paused }
         #expect(FileManager.default.fileExists(atPath: file.appendingPathExtension("part").path))
-        let other = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.size)?rate=2000000")), destination: .file(directory.appendingPathComponent("other.bin")))
+        let other = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(Self.size)?rate=2000000")),
+            destination: .file(directory.appendingPathComponent("other.bin")))
         try queue.add(other)
         await eventually { other.state == .running }
         #expect(queue.resume(request))

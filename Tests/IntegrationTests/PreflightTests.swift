@@ -20,7 +20,9 @@ final class SnapshotAtFirstGet: Transport {
 
     init(base: any Transport) { self.base = base }
 
-    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         if request.httpMethod == "GET", snapshot.current == nil, let queue = queue.current.queue {
             let progress = queue.progress
             snapshot.with { $0 = $0 ?? progress }
@@ -41,7 +43,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
 }
 
 @Suite(.timeLimit(.minutes(10))) struct PreflightTests {
-    @Test(arguments: TransportKind.allCases) func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 4)
         queue.showsAccurateProgress = true
@@ -63,7 +67,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(zip(fractions, fractions.dropFirst()).allSatisfy { $0 <= $1 })
     }
 
-    @Test(arguments: TransportKind.allCases) func theTotalIsKnownBeforeTheFirstTransferStarts(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func theTotalIsKnownBeforeTheFirstTransferStarts(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, _, snapshotting) = makePreflightQueue(transport, limit: 2)
         for tag in 1...5 { try queue.add(request(server.url("/bytes/\(tag * 10_000)"), tag: tag)) }
@@ -73,8 +79,12 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(atStart.fractionCompleted == 0)
     }
 
-    @Test(arguments: TransportKind.allCases, ["/nohead/5000", "/nohead/5000?headStatus=501", "/bytes/5000?headStatus=404",
-        "/bytes/5000?headStatus=500", "/bytes/5000?headEncoding=gzip", "/chunked/5000"])
+    @Test(
+        arguments: TransportKind.allCases,
+        [
+            "/nohead/5000", "/nohead/5000?headStatus=501", "/bytes/5000?headStatus=404",
+            "/bytes/5000?headStatus=500", "/bytes/5000?headEncoding=gzip", "/chunked/5000",
+        ])
     func aHeadWithoutAUsableLengthFallsBackToTheResponse(_ transport: TransportKind, path: String) async throws {
         let server = try LoopbackServer()
         let (queue, recorder, snapshotting) = makePreflightQueue(transport)
@@ -90,7 +100,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") }.count == 2)
     }
 
-    @Test(arguments: TransportKind.allCases) func aHeadThatFailsInTransportFailsItsRequestWhichIsNeverSent(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aHeadThatFailsInTransportFailsItsRequestWhichIsNeverSent(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)
         queue.showsAccurateProgress = true
@@ -108,7 +120,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(!server.statistics.log.contains("GET /bytes/5000?headDrop=1"))
     }
 
-    @Test(arguments: TransportKind.allCases) func headsRunWithinTheLimitAndCarryTheSameHeaders(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func headsRunWithinTheLimitAndCarryTheSameHeaders(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport, limit: 2)
         queue.showsAccurateProgress = true
@@ -124,12 +138,15 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(statistics.log.prefix(6).allSatisfy { $0.hasPrefix("HEAD") })
         #expect(statistics.log.count == 12)
         for (line, headers) in zip(statistics.log, statistics.headers) {
-            let tag = try #require(URLComponents(string: String(line.split(separator: " ")[1]))?.queryItems?.first { $0.name == "i" }?.value)
+            let tag = try #require(
+                URLComponents(string: String(line.split(separator: " ")[1]))?.queryItems?.first { $0.name == "i" }?
+                    .value)
             #expect(headers["authorization"] == "Bearer token-\(tag)")
         }
     }
 
-    @Test(arguments: TransportKind.allCases) func onlyGetRequestsArePreflighted(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func onlyGetRequestsArePreflighted(_ transport: TransportKind) async throws
+    {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         queue.showsAccurateProgress = true
@@ -139,7 +156,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") } == ["HEAD /bytes/10"])
     }
 
-    @Test(arguments: TransportKind.allCases) func uploadProgressIsAggregatedAcrossTheQueue(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func uploadProgressIsAggregatedAcrossTheQueue(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         for size in [100_000, 250_000, 650_000] { try queue.add(post(server.url("/upload"), bodySize: size)) }
@@ -149,7 +168,9 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
         #expect(progress.fractionCompleted == 1.0)
     }
 
-    @Test(arguments: TransportKind.allCases) func theFoundationProgressFollowsTheQueue(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func theFoundationProgressFollowsTheQueue(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         queue.showsAccurateProgress = true

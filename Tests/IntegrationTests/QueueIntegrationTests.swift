@@ -36,7 +36,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
 }
 
 @Suite(.timeLimit(.minutes(10))) struct QueueIntegrationTests {
-    @Test(arguments: TransportKind.allCases) func eventsArriveInOrderAndTheQueueFinishesOnce(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func eventsArriveInOrderAndTheQueueFinishesOnce(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)
         let requests = (1...5).map { request(server.url("/bytes/\($0 * 1000)"), tag: $0) }
@@ -54,7 +56,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(progress.fractionCompleted == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func aFailureCancelsTheOthersWhenOn(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aFailureCancelsTheOthersWhenOn(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 4)
         let failing = server.url("/status/404")
@@ -64,12 +68,16 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         await queue.run()
         let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: failing)
         let terminal = recorder.events.filter { if case .fail = $0 { true } else { $0 == .queueFinished } }
-        #expect(terminal == [.fail(0, .unacceptableStatus(code: 404, url: failing))] + (1...5).map { .fail($0, sibling) } + [.queueFinished])
+        #expect(
+            terminal == [.fail(0, .unacceptableStatus(code: 404, url: failing))] + (1...5).map { .fail($0, sibling) }
+                + [.queueFinished])
         // 4 and 5 were pending: they never reached the server.
         #expect(!server.statistics.log.contains { $0.contains("i=4") || $0.contains("i=5") })
     }
 
-    @Test(arguments: TransportKind.allCases) func aFailureLeavesTheOthersAloneWhenOff(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aFailureLeavesTheOthersAloneWhenOff(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport)
         queue.cancelsAllOnFailure = false
@@ -93,7 +101,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     }
 
     @Test(arguments: TransportKind.allCases, [(limit: 1, total: 6), (limit: 4, total: 24), (limit: 0, total: 24)])
-    func theLimitIsReachedButNeverExceededOnTheWire(_ transport: TransportKind, _ sizes: (limit: Int, total: Int)) async throws {
+    func theLimitIsReachedButNeverExceededOnTheWire(_ transport: TransportKind, _ sizes: (limit: Int, total: Int))
+        async throws
+    {
         let (limit, total) = sizes
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: limit)
@@ -106,7 +116,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func cancellingAPendingAndARunningRequest(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func cancellingAPendingAndARunningRequest(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 1)
         let running = request(server.url("/bytes/50000000?rate=100000"), tag: 1)
@@ -127,7 +139,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(recorder.events.contains(.fail(1, .cancelled)))
     }
 
-    @Test(arguments: TransportKind.allCases) func aDroppedConnectionFailsAsConnectionLost(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aDroppedConnectionFailsAsConnectionLost(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         let dropped = request(server.url("/drop/200000"), tag: 1)
@@ -141,7 +155,11 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         let (queue, recorder) = makeQueue(transport)
         try queue.add(request(server.url("/status/404"), tag: 1))
         await queue.run()
-        #expect(recorder.events == [.start(1), .headers(1, 404), .fail(1, .unacceptableStatus(code: 404, url: server.url("/status/404"))), .queueFinished])
+        #expect(
+            recorder.events == [
+                .start(1), .headers(1, 404), .fail(1, .unacceptableStatus(code: 404, url: server.url("/status/404"))),
+                .queueFinished,
+            ])
     }
 
     @Test(arguments: TransportKind.allCases) func aSubSecondTimeoutFires(_ transport: TransportKind) async throws {
@@ -153,7 +171,8 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(slow.transportErrorCode == .timedOut)
     }
 
-    @Test(arguments: TransportKind.allCases) func twoHundredRequestsInOneQueue(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func twoHundredRequestsInOneQueue(_ transport: TransportKind) async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = makeQueue(transport, limit: 8)
         let requests = (1...200).map { request(server.url("/bytes/1024?i=\($0)"), tag: $0) }
@@ -181,7 +200,9 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         #expect(progress.bytesExpectedToSend == 1_048_576)
     }
 
-    @Test(arguments: TransportKind.allCases) func aBodyStreamedFromAFileIsSentWhole(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aBodyStreamedFromAFileIsSentWhole(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -211,10 +232,15 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
         try queue.add(redirected)
         await queue.run()
         #expect(try redirected.result?.get().body == Data("5000".utf8))
-        #expect(server.statistics.log == ["POST /redirect/2?code=307&to=/upload", "POST /redirect/1?code=307&to=/upload", "POST /upload"])
+        #expect(
+            server.statistics.log == [
+                "POST /redirect/2?code=307&to=/upload", "POST /redirect/1?code=307&to=/upload", "POST /upload",
+            ])
     }
 
-    @Test(arguments: TransportKind.allCases) func aRefusedConnectionFailsClearly(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aRefusedConnectionFailsClearly(_ transport: TransportKind)
+        async throws
+    {
         // Port 1: privileged, so nobody listens there. A stopped server's port could be taken meanwhile by a
         // server of a test running beside this one.
         let url = URL(string: "http://127.0.0.1:1/bytes/10")!

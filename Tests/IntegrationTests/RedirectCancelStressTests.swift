@@ -12,7 +12,9 @@ import Testing
 /// the fix these runs crashed the test process within a few dozen requests; passing means no crash and
 /// every request ended exactly once.
 @Suite(.timeLimit(.minutes(10))) struct RedirectCancelStressTests {
-    @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.maxConcurrentRequestCount = 16
@@ -33,14 +35,18 @@ import Testing
             queue.cancel(request)
         }
         await queue.run()
-        let terminal = recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }
+        let terminal = recorder.events.filter {
+            if case .fail = $0 { true } else if case .finish = $0 { true } else { false }
+        }
         #expect(terminal.count == 1_000)
         #expect(Set(terminal.map(\.tag)).count == 1_000)
         #expect(requests.allSatisfy { $0.state.isTerminal })
         #expect(recorder.queueFinishedCount == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func redirectingSiblingsCancelledByAFailure(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func redirectingSiblingsCancelledByAFailure(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         for round in 0..<10 {
             let queue = NetworkQueue.oneAttempt(transport: transport.make())
@@ -49,7 +55,9 @@ import Testing
             for index in 0..<32 { try queue.add(request(server.url("/redirect/3?r=\(round)&i=\(index)"), tag: index)) }
             try queue.add(request(server.url("/status/500?r=\(round)"), tag: 99))
             await queue.run()
-            #expect(recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }.count == 33)
+            #expect(
+                recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }
+                    .count == 33)
             #expect(recorder.queueFinishedCount == 1)
         }
     }
@@ -59,8 +67,10 @@ extension Entry {
     /// The request tag of a per-request entry (-1 for queue entries).
     var tag: Int {
         switch self {
-        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t), .requestProgress(let t, _),
-            .pause(let t), .resume(let t): t
+        case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .handler(let t),
+            .requestProgress(let t, _),
+            .pause(let t), .resume(let t):
+            t
         case .progress, .sourceFailed, .queueFinished: -1
         }
     }

@@ -10,10 +10,13 @@ import Testing
 
 @Suite(.timeLimit(.minutes(10))) struct CredentialRedirectTests {
     static let credentials = [
-        "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET", "Accept": "x/y",
+        "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET",
+        "Accept": "x/y",
     ]
 
-    func redirected(from a: LoopbackServer, to target: String, code: Int, method: String = "GET", body: Data? = nil) -> NetworkRequest {
+    func redirected(from a: LoopbackServer, to target: String, code: Int, method: String = "GET", body: Data? = nil)
+        -> NetworkRequest
+    {
         let location = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
         var urlRequest = URLRequest(url: a.url("/redirect/1?code=\(code)&to=\(location)"))
         urlRequest.httpMethod = method
@@ -36,16 +39,20 @@ import Testing
         let seen = b.statistics.headers
         #expect(seen.count == 2)
         for headers in seen {
-            #expect(headers["authorization"] == nil && headers["cookie"] == nil && headers["proxy-authorization"] == nil)
+            #expect(
+                headers["authorization"] == nil && headers["cookie"] == nil && headers["proxy-authorization"] == nil)
             #expect(headers["accept"] == "x/y")
         }
     }
 
-    @Test(arguments: TransportKind.allCases) func theBodyReplayOf307StripsCredentialsToo(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func theBodyReplayOf307StripsCredentialsToo(_ transport: TransportKind)
+        async throws
+    {
         let a = try LoopbackServer()
         let b = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
-        let request = redirected(from: a, to: "http://localhost:\(b.port)/upload", code: 307, method: "POST", body: Data(count: 1_000))
+        let request = redirected(
+            from: a, to: "http://localhost:\(b.port)/upload", code: 307, method: "POST", body: Data(count: 1_000))
         try queue.add(request)
         await queue.run()
         #expect(try request.result?.get().body == Data("1000".utf8))
@@ -53,7 +60,9 @@ import Testing
         #expect(b.statistics.headers.first?["authorization"] == nil && b.statistics.headers.first?["cookie"] == nil)
     }
 
-    @Test(arguments: TransportKind.allCases) func credentialsStayOnTheSameOrigin(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func credentialsStayOnTheSameOrigin(_ transport: TransportKind)
+        async throws
+    {
         let a = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         try queue.add(redirected(from: a, to: "/bytes/16", code: 302))
@@ -62,7 +71,9 @@ import Testing
         #expect(a.statistics.headers.last?["cookie"] == "sid=SECRET")
     }
 
-    @Test(arguments: TransportKind.allCases) func aRedirectToAnotherSchemeIsRefused(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aRedirectToAnotherSchemeIsRefused(_ transport: TransportKind)
+        async throws
+    {
         let a = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let request = redirected(from: a, to: "ftp://127.0.0.1/file", code: 302)
@@ -73,7 +84,9 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(10))) struct CookieTests {
-    @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         try queue.add(request(server.url("/cookie?value=SECRET123"), tag: 1))
@@ -102,7 +115,9 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(10))) struct FileSafetyTests {
-    @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -124,7 +139,9 @@ import Testing
     }
 
     /// Before the fix about 5% of random cancels left a complete file at a cancelled request's destination.
-    @Test(arguments: TransportKind.allCases) func aCancelledRequestNeverLeavesAFileAndAFinishedOneAlways(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aCancelledRequestNeverLeavesAFileAndAFinishedOneAlways(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -132,7 +149,8 @@ import Testing
         queue.maxConcurrentRequestCount = 8
         queue.cancelsAllOnFailure = false
         let requests = (0..<300).map { index in
-            fileRequest(server.url("/bytes/\(1_000 + index)"), to: directory.appendingPathComponent("f\(index)"), tag: index)
+            fileRequest(
+                server.url("/bytes/\(1_000 + index)"), to: directory.appendingPathComponent("f\(index)"), tag: index)
         }
         for request in requests { try queue.add(request) }
         // Cancels aimed at the race: at a request's head its small body is about to complete, and the
@@ -162,7 +180,9 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(10))) struct ResponseLimitTests {
-    @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         // Chunked, no length: only the count of decoded bytes can stop it. Linux URLSession reads ahead of
@@ -174,8 +194,8 @@ import Testing
             URLRequest(url: url),
             validation: .init(maximumResponseSize: .bytes(4 << 20)),
             handlers: .init(onCompletion: { _ in
-            writtenAtFailure.with { $0 = server.statistics.bytesWritten }
-        }))
+                writtenAtFailure.with { $0 = server.statistics.bytesWritten }
+            }))
         try queue.add(request)
         await queue.run()
         #expect(request.failure == .responseTooLarge(limit: 4 << 20, url: url))
@@ -190,7 +210,9 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(10))) struct RedactionIntegrationTests {
-    @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, _) = makeQueue(transport)
         let secret = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/status/500?token=SECRET")!
@@ -206,7 +228,9 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
-    @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         let secret = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/drop/400000?token=SECRET#FRAGMENT")!
@@ -218,7 +242,9 @@ import Testing
             return
         }
         #expect(error.code == .networkConnectionLost)
-        for text in [String(describing: error), String(reflecting: error), "\(error.userInfo)", error.localizedDescription] {
+        for text in [
+            String(describing: error), String(reflecting: error), "\(error.userInfo)", error.localizedDescription,
+        ] {
             #expect(!text.contains("PASSWORD") && !text.contains("SECRET") && !text.contains("FRAGMENT"), "\(text)")
         }
         #expect(error.failingURL?.absoluteString == "http://***@127.0.0.1:\(server.port)/drop/400000?token=***#***")

@@ -92,13 +92,16 @@ let responseCorpus: [CorpusRow] = [
         let outcome: CorpusRow.Outcome
         switch request.result {
         case .success(let response)?:
-            outcome = response.body == Data(LoopbackServer.corpusText.utf8) ? .corpusBody : .body(response.body.prefix(64))
+            outcome =
+                response.body == Data(LoopbackServer.corpusText.utf8) ? .corpusBody : .body(response.body.prefix(64))
         case .failure(.transport(let error))?: outcome = .transport(error.code)
         case .failure(.unacceptableStatus(let code, _))?: outcome = .status(code)
         case let other: outcome = .notRun("unexpected \(String(describing: other))")
         }
         #expect(outcome == expected)
-        #expect(recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }.count == 1)
+        #expect(
+            recorder.events.filter { if case .fail = $0 { true } else if case .finish = $0 { true } else { false } }
+                .count == 1)
         #expect(recorder.queueFinishedCount == 1)
     }
 }

@@ -19,7 +19,9 @@ import Testing
         let directory = try temporaryDirectory()
         let file = directory.appendingPathComponent("data.bin")
         try pattern(0..<count).write(to: file.appendingPathExtension("part"))
-        if let validator { try Data(validator.utf8).write(to: file.appendingPathExtension("part").appendingPathExtension("validator")) }
+        if let validator {
+            try Data(validator.utf8).write(to: file.appendingPathExtension("part").appendingPathExtension("validator"))
+        }
         return (directory, file)
     }
 
@@ -39,7 +41,9 @@ import Testing
         return progress
     }
 
-    @Test(arguments: TransportKind.allCases) func aTransferCutAt60PercentIsRetriedFromThere(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aTransferCutAt60PercentIsRetriedFromThere(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -57,35 +61,44 @@ import Testing
         #expect(progress.bytesReceived == Int64(Self.size))
     }
 
-    @Test(arguments: TransportKind.allCases) func aPartFromAnEarlierRunIsContinued(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aPartFromAnEarlierRunIsContinued(_ transport: TransportKind)
+        async throws
+    {
         let (directory, file) = try Self.partial(Self.size / 2, validator: "etag\n\"bytes-\(Self.size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let progress = try await Self.run(fileRequest(server.url("/bytes/\(Self.size)"), to: file), transport, file: file)
+        let progress = try await Self.run(
+            fileRequest(server.url("/bytes/\(Self.size)"), to: file), transport, file: file)
         #expect(server.statistics.headers.map { $0["range"] } == ["bytes=\(Self.size / 2)-"])
         // Half on the wire (plus the head); the part's half counted as done.
         #expect(server.statistics.bytesWritten < Self.size / 2 + 1000)
         #expect(progress.bytesReceived == Int64(Self.size))
     }
 
-    @Test(arguments: TransportKind.allCases) func aLastModifiedValidatorIsUsedWithoutAnETag(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aLastModifiedValidatorIsUsedWithoutAnETag(_ transport: TransportKind)
+        async throws
+    {
         let date = "Sun, 22 Nov 2026 10:00:00 GMT"
         let (directory, file) = try Self.partial(1000, validator: "last-modified\n\(date)\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let url = server.url("/bytes/\(Self.size)?noetag=1&lastModified=\(date.replacingOccurrences(of: " ", with: "%20"))")
+        let url = server.url(
+            "/bytes/\(Self.size)?noetag=1&lastModified=\(date.replacingOccurrences(of: " ", with: "%20"))")
         _ = try await Self.run(fileRequest(url, to: file), transport, file: file)
         #expect(server.statistics.headers.map { $0["if-range"] } == [date])
         #expect(server.statistics.headers.map { $0["range"] } == ["bytes=1000-"])
     }
 
-    @Test(arguments: TransportKind.allCases) func aServerIgnoringTheRangeStartsTheFileOver(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aServerIgnoringTheRangeStartsTheFileOver(_ transport: TransportKind)
+        async throws
+    {
         // The part holds wrong bytes: only a full rewrite gives the right file.
         let (directory, file) = try Self.partial(0, validator: "etag\n\"bytes-\(Self.size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data(repeating: 0xEE, count: 5000).write(to: file.appendingPathExtension("part"))
         let server = try LoopbackServer()
-        let progress = try await Self.run(fileRequest(server.url("/bytes/\(Self.size)?ignoreRange=1"), to: file), transport, file: file)
+        let progress = try await Self.run(
+            fileRequest(server.url("/bytes/\(Self.size)?ignoreRange=1"), to: file), transport, file: file)
         #expect(server.statistics.requests == 1)
         #expect(server.statistics.headers[0]["range"] == "bytes=5000-")
         #expect(progress.bytesReceived == Int64(Self.size))
@@ -113,7 +126,9 @@ import Testing
         #expect(request.attemptCount == 1)
     }
 
-    @Test(arguments: TransportKind.allCases) func aPartWithoutValidatorStartsOver(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aPartWithoutValidatorStartsOver(_ transport: TransportKind)
+        async throws
+    {
         let (directory, file) = try Self.partial(0, validator: nil)
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data(repeating: 0xEE, count: 5000).write(to: file.appendingPathExtension("part"))
@@ -122,11 +137,15 @@ import Testing
         #expect(server.statistics.headers.map { $0["range"] } == [nil])
     }
 
-    @Test(arguments: TransportKind.allCases) func resumingCanBeTurnedOffPerRequest(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func resumingCanBeTurnedOffPerRequest(_ transport: TransportKind)
+        async throws
+    {
         let (directory, file) = try Self.partial(5000, validator: "etag\n\"bytes-\(Self.size)\"\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try LoopbackServer()
-        let request = NetworkRequest(URLRequest(url: server.url("/bytes/\(Self.size)")), destination: .file(file), fileOptions: .init(continuesPartialDownloads: false))
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/\(Self.size)")), destination: .file(file),
+            fileOptions: .init(continuesPartialDownloads: false))
         _ = try await Self.run(request, transport, file: file)
         #expect(server.statistics.headers.map { $0["range"] } == [nil])
     }

@@ -12,16 +12,22 @@ import Testing
 /// caller gets.
 @Suite(.timeLimit(.minutes(10))) struct RetryIntegrationTests {
     /// A queue retrying at once (a backoff of 0), with a recorder.
-    static func retryingQueue(_ transport: TransportKind, clock: any QueueClock = SystemQueueClock()) -> (NetworkQueue, Recorder) {
+    static func retryingQueue(_ transport: TransportKind, clock: any QueueClock = SystemQueueClock()) -> (
+        NetworkQueue, Recorder
+    ) {
         let queue = NetworkQueue(transport: transport.make(), clock: clock)
         queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0))
         let recorder = queue.recording()
         return (queue, recorder)
     }
 
-    static func retries(_ recorder: Recorder) -> Int { recorder.events.filter { if case .retry = $0 { true } else { false } }.count }
+    static func retries(_ recorder: Recorder) -> Int {
+        recorder.events.filter { if case .retry = $0 { true } else { false } }.count
+    }
 
-    @Test(arguments: TransportKind.allCases) func aBodyCutMidwayIsRetriedAndArrivesWholeCountedOnce(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aBodyCutMidwayIsRetriedAndArrivesWholeCountedOnce(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -29,7 +35,8 @@ import Testing
         let size = 400_000
         let file = directory.appendingPathComponent("cut.bin")
         let inMemory = request(server.url("/flaky/\(size)?key=memory&mode=drop"), tag: 1)
-        let toFile = NetworkRequest(URLRequest(url: server.url("/flaky/\(size)?key=file&mode=drop")), destination: .file(file), tag: 2)
+        let toFile = NetworkRequest(
+            URLRequest(url: server.url("/flaky/\(size)?key=file&mode=drop")), destination: .file(file), tag: 2)
         try queue.add(inMemory)
         try queue.add(toFile)
         let progress = await queue.run()
@@ -48,7 +55,8 @@ import Testing
         #expect(fractions == fractions.sorted(), "\(fractions)")
     }
 
-    @Test(arguments: TransportKind.allCases) func a503IsRetriedUntilItSucceeds(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func a503IsRetriedUntilItSucceeds(_ transport: TransportKind) async throws
+    {
         let server = try LoopbackServer()
         let (queue, recorder) = Self.retryingQueue(transport)
         let flaky = request(server.url("/flaky/1000?key=a&failures=2&retryAfter=0"), tag: 1)
@@ -66,7 +74,9 @@ import Testing
             ])
     }
 
-    @Test(arguments: TransportKind.allCases) func aPostIsRetriedOnlyWhenItOptsIn(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aPostIsRetriedOnlyWhenItOptsIn(_ transport: TransportKind)
+        async throws
+    {
         let server = try LoopbackServer()
         let (queue, _) = Self.retryingQueue(transport)
         queue.cancelsAllOnFailure = false
@@ -76,7 +86,9 @@ import Testing
         var optedIn = plain
         optedIn.url = server.url("/flaky/10?key=opted&failures=9")
         let once = NetworkRequest(plain, tag: 1)
-        let thrice = NetworkRequest(optedIn, retryPolicy: RetryPolicy(retriesNonIdempotentMethods: true, backoff: .init(initialDelay: 0)), tag: 2)
+        let thrice = NetworkRequest(
+            optedIn, retryPolicy: RetryPolicy(retriesNonIdempotentMethods: true, backoff: .init(initialDelay: 0)),
+            tag: 2)
         try queue.add(once)
         try queue.add(thrice)
         await queue.run()
@@ -87,7 +99,9 @@ import Testing
         #expect(thrice.failure == .unacceptableStatus(code: 503, url: optedIn.url))
     }
 
-    @Test(arguments: TransportKind.allCases) func aRetryAfterOverTheCapFailsAtOnceWithTheServersAnswer(_ transport: TransportKind) async throws {
+    @Test(arguments: TransportKind.allCases) func aRetryAfterOverTheCapFailsAtOnceWithTheServersAnswer(
+        _ transport: TransportKind
+    ) async throws {
         let server = try LoopbackServer()
         let (queue, recorder) = Self.retryingQueue(transport)
         let busy = request(server.url("/flaky/10?key=b&failures=1&retryAfter=3600"), tag: 1)

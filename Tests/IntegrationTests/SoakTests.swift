@@ -54,7 +54,9 @@ import Testing
         var random = SeededGenerator(seed: seed)
         let queues = [
             NetworkQueue(transport: transport.make()),
-            NetworkQueue(transport: transport.make(), delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent)),
+            NetworkQueue(
+                transport: transport.make(),
+                delegateQueue: DispatchQueue(label: "soak.concurrent", attributes: .concurrent)),
         ]
         let recorders = queues.map { queue in
             let recorder = queue.recording()
@@ -109,7 +111,9 @@ import Testing
                 + "\(String(format: "%.1f", seconds)) s, peak RSS \(peakResidentMiB()) MiB")
         #expect(report.violations.isEmpty, "seed \(seed): \(report.violations.prefix(20))")
         #expect(report.requests == drains * (totalRequests / drains))
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasSuffix(".part")
+        }
         #expect(leftovers.isEmpty, "partial files left: \(leftovers.prefix(5))")
     }
 
@@ -156,15 +160,21 @@ struct SoakReport {
 
     mutating func check(drain: Int, planned: [SoakTests.Planned], recorder: Recorder) {
         let entries = recorder.entries
-        if recorder.queueFinishedCount != 1 { violations.append("drain \(drain): queueDidFinish \(recorder.queueFinishedCount) times") }
+        if recorder.queueFinishedCount != 1 {
+            violations.append("drain \(drain): queueDidFinish \(recorder.queueFinishedCount) times")
+        }
         if entries.last != .queueFinished { violations.append("drain \(drain): an event after queueDidFinish") }
         var last = 0.0
         for case .progress(let fraction) in entries {
-            if fraction.isNaN || fraction > 1 || fraction < last { violations.append("drain \(drain): progress \(last) → \(fraction)") }
+            if fraction.isNaN || fraction > 1 || fraction < last {
+                violations.append("drain \(drain): progress \(last) → \(fraction)")
+            }
             last = fraction.isNaN ? last : fraction
         }
         var perRequest: [Int: [Entry]] = [:]
-        for entry in entries where !entry.isProgress && entry != .queueFinished { perRequest[entry.tag, default: []].append(entry) }
+        for entry in entries where !entry.isProgress && entry != .queueFinished {
+            perRequest[entry.tag, default: []].append(entry)
+        }
         for item in planned {
             requests += 1
             let tag = item.request.tag
@@ -197,7 +207,9 @@ struct SoakReport {
                 if item.kind.mustFail { violations.append("request \(tag) (\(item.kind)) finished") }
                 let expected = pattern(0..<(item.kind == .serverError ? 0 : item.size))
                 if let file = item.file {
-                    if (try? Data(contentsOf: file)) != expected { violations.append("request \(tag): file not byte-exact") }
+                    if (try? Data(contentsOf: file)) != expected {
+                        violations.append("request \(tag): file not byte-exact")
+                    }
                 } else if (try? item.request.result?.get().body) != expected {
                     violations.append("request \(tag) (\(item.kind)): body not byte-exact")
                 }

@@ -23,7 +23,9 @@
                 do {
                     var transport: CurlTransport? = try CurlTransport(options: options)
                     // A slow body: the transfer is still running when the transport goes, unless it was never begun.
-                    let handle = transport!.startTransfer(URLRequest(url: server.url("/bytes/100000?rate=10000&r=\(round)"))) {
+                    let handle = transport!.startTransfer(
+                        URLRequest(url: server.url("/bytes/100000?rate=10000&r=\(round)"))
+                    ) {
                         event in
                         if case .completed = event { completions.with { $0 += 1 } }
                     }
@@ -68,9 +70,11 @@
                     }
                     let request = URLRequest(url: server.url("/bytes/3000000"))
                     if lends {
-                        _ = transport.startTransfer(request, options: TransferOptions(), lendingBodyTo: { piece in
-                            piece.withUnsafeBytes { bytes in copied.with { $0.append(contentsOf: bytes) } }
-                        }, events: events)
+                        _ = transport.startTransfer(
+                            request, options: TransferOptions(),
+                            lendingBodyTo: { piece in
+                                piece.withUnsafeBytes { bytes in copied.with { $0.append(contentsOf: bytes) } }
+                            }, events: events)
                     } else {
                         _ = transport.startTransfer(request, options: TransferOptions(), events: events)
                     }

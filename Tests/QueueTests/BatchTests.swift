@@ -70,7 +70,8 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
         queue.delegate = recorder
         // Album 7 is tags 1, 3, 5 and 7 (one of them running when cancelled); the rest are album 8.
         let requests = (1...8).map {
-            NetworkRequest(URLRequest(url: URL(string: "http://x.test/\($0)")!), tag: $0, userInfo: ["album": $0 % 2 == 1 ? 7 : 8])
+            NetworkRequest(
+                URLRequest(url: URL(string: "http://x.test/\($0)")!), tag: $0, userInfo: ["album": $0 % 2 == 1 ? 7 : 8])
         }
         for request in requests { try queue.add(request) }
         queue.go()

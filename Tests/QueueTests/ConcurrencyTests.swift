@@ -148,7 +148,8 @@ import Testing
     @Test func unknownSizesCountByRequest() async throws {
         let gate = TransferGate()
         let transport = InMemoryTransport { urlRequest in
-            tag(of: urlRequest) == 1 ? [.respond(status: 200), .body(Data(count: 5))] : [.hold(gate), .respond(status: 200)]
+            tag(of: urlRequest) == 1
+                ? [.respond(status: 200), .body(Data(count: 5))] : [.hold(gate), .respond(status: 200)]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.maxConcurrentRequestCount = 0

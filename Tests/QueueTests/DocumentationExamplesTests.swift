@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (Not formatted: its examples are the documentation's own text, compared character for character.)
 import Dispatch
 import Foundation
 import NetworkQueue

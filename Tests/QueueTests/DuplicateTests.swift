@@ -16,7 +16,9 @@ private func same(_ tag: Int, path: String = "same", method: String = "GET") -> 
 
 @Suite(.timeLimit(.minutes(5))) struct DuplicateTests {
     /// A gated queue with the policy, a recorder as delegate and `limit`.
-    private func makeQueue(_ policy: DuplicatePolicy, limit: Int = 4) -> (NetworkQueue, InMemoryTransport, TransferGate, Recorder) {
+    private func makeQueue(_ policy: DuplicatePolicy, limit: Int = 4) -> (
+        NetworkQueue, InMemoryTransport, TransferGate, Recorder
+    ) {
         let gate = TransferGate()
         let transport = InMemoryTransport.ok("abc", gate: gate)
         let queue = NetworkQueue.oneAttempt(transport: transport)
@@ -47,9 +49,11 @@ private func same(_ tag: Int, path: String = "same", method: String = "GET") -> 
         let ends = recorder.events.filter { if case .finish = $0 { true } else { false } }
         #expect(ends == (1...5).map { .finish($0) })
         // Each follower hears didStart right before its didFinish.
-        #expect(Array(recorder.events.suffix(10)) == [
-            .finish(1), .start(2), .finish(2), .start(3), .finish(3), .start(4), .finish(4), .start(5), .finish(5), .queueFinished,
-        ])
+        #expect(
+            Array(recorder.events.suffix(10)) == [
+                .finish(1), .start(2), .finish(2), .start(3), .finish(3), .start(4), .finish(4), .start(5), .finish(5),
+                .queueFinished,
+            ])
     }
 
     @Test func differentMethodsOrURLsAreNotDuplicates() async throws {
@@ -92,7 +96,8 @@ private func same(_ tag: Int, path: String = "same", method: String = "GET") -> 
         await queue.run()
         #expect(requests.map(\.state) == [.cancelled, .finished, .finished])
         #expect(transport.statistics.started == 2)
-        #expect(recorder.events.filter { if case .start = $0 { true } else { false } } == [.start(1), .start(2), .start(3)])
+        #expect(
+            recorder.events.filter { if case .start = $0 { true } else { false } } == [.start(1), .start(2), .start(3)])
         // Adding the same again after the drain: a new leader, a new transfer.
         try queue.add(same(4))
         await queue.run()

@@ -25,7 +25,8 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("file")
         try Data("abcdefghij".utf8).write(to: file)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 946_684_800)], ofItemAtPath: file.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 946_684_800)], ofItemAtPath: file.path)
         return file
     }
 
@@ -33,17 +34,24 @@ import Testing
     static func transport(head: [InMemoryTransport.Step]) -> InMemoryTransport {
         InMemoryTransport { urlRequest in
             guard urlRequest.httpMethod == "HEAD" else {
-                return [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": older]), .body(Data(body.utf8))]
+                return [
+                    .respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": older]),
+                    .body(Data(body.utf8)),
+                ]
             }
             return head
         }
     }
 
     /// Runs one skip-if-unchanged request for `file` over `transport`; returns the request and the methods sent.
-    static func run(_ file: URL, _ transport: InMemoryTransport, recorder: Recorder = Recorder()) async throws -> (NetworkRequest, [String]) {
+    static func run(_ file: URL, _ transport: InMemoryTransport, recorder: Recorder = Recorder()) async throws -> (
+        NetworkRequest, [String]
+    ) {
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.delegate = recorder
-        let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(file), fileOptions: .init(existingFile: .skipIfUnchanged), tag: 1)
+        let request = NetworkRequest(
+            URLRequest(url: url(1)), destination: .file(file), fileOptions: .init(existingFile: .skipIfUnchanged),
+            tag: 1)
         try queue.add(request)
         await queue.run()
         return (request, transport.startedRequests.map { $0.httpMethod ?? "GET" })
@@ -54,8 +62,13 @@ import Testing
         // with no HEAD (nothing the server says could keep it).
         let file = try Self.existingFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let head: [InMemoryTransport.Step] = [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])]
-        for (checksum, kept) in [(Checksum(hashing: Data(Self.body.utf8), .sha256), false), (Checksum(hashing: Data("abcdefghij".utf8), .sha256), true)] {
+        let head: [InMemoryTransport.Step] = [
+            .respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])
+        ]
+        for (checksum, kept) in [
+            (Checksum(hashing: Data(Self.body.utf8), .sha256), false),
+            (Checksum(hashing: Data("abcdefghij".utf8), .sha256), true),
+        ] {
             let transport = Self.transport(head: head)
             let queue = NetworkQueue.oneAttempt(transport: transport)
             let request = NetworkRequest(
@@ -72,7 +85,8 @@ import Testing
             #expect(try Data(contentsOf: file) == Data((kept ? "abcdefghij" : Self.body).utf8))
             // The next round's file is the right one, dated as before.
             try Data("abcdefghij".utf8).write(to: file)
-            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 946_684_800)], ofItemAtPath: file.path)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSince1970: 946_684_800)], ofItemAtPath: file.path)
         }
     }
 
@@ -80,7 +94,9 @@ import Testing
         let file = try Self.existingFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let recorder = Recorder()
-        let transport = Self.transport(head: [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])])
+        let transport = Self.transport(head: [
+            .respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])
+        ])
         let (request, methods) = try await Self.run(file, transport, recorder: recorder)
         #expect(methods == ["HEAD"])
         #expect(request.state == .finished)
@@ -93,12 +109,33 @@ import Testing
     }
 
     @Test(arguments: [
-        ("another size", [InMemoryTransport.Step.respond(status: 200, headers: ["Content-Length": "11", "Last-Modified": ExistingFileTests.older])]),
-        ("a newer date", [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": ExistingFileTests.newer])]),
+        (
+            "another size",
+            [
+                InMemoryTransport.Step.respond(
+                    status: 200, headers: ["Content-Length": "11", "Last-Modified": ExistingFileTests.older])
+            ]
+        ),
+        (
+            "a newer date",
+            [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": ExistingFileTests.newer])]
+        ),
         ("no date", [.respond(status: 200, headers: ["Content-Length": "10"])]),
         ("no size", [.respond(status: 200, headers: ["Last-Modified": ExistingFileTests.older])]),
-        ("an encoded size", [.respond(status: 200, headers: ["Content-Length": "10", "Content-Encoding": "gzip", "Last-Modified": ExistingFileTests.older])]),
-        ("a 405", [.respond(status: 405, headers: ["Content-Length": "10", "Last-Modified": ExistingFileTests.older])]),
+        (
+            "an encoded size",
+            [
+                .respond(
+                    status: 200,
+                    headers: [
+                        "Content-Length": "10", "Content-Encoding": "gzip", "Last-Modified": ExistingFileTests.older,
+                    ])
+            ]
+        ),
+        (
+            "a 405",
+            [.respond(status: 405, headers: ["Content-Length": "10", "Last-Modified": ExistingFileTests.older])]
+        ),
         ("a failed HEAD", [.fail(URLError(.networkConnectionLost))]),
     ])
     func anythingElseRunsTheGetAndReplacesTheFile(_ case: String, head: [InMemoryTransport.Step]) async throws {
@@ -118,7 +155,9 @@ import Testing
         let file = try Self.existingFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         try FileManager.default.removeItem(at: file)
-        let head: [InMemoryTransport.Step] = [.respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])]
+        let head: [InMemoryTransport.Step] = [
+            .respond(status: 200, headers: ["Content-Length": "10", "Last-Modified": Self.older])
+        ]
         let (first, methods) = try await Self.run(file, Self.transport(head: head))
         #expect(methods == ["GET"])
         #expect(first.state == .finished)
@@ -162,7 +201,8 @@ import Testing
         ]
         for (destination, path, reason) in cases {
             let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
-            let request = NetworkRequest(URLRequest(url: url(1)), destination: .file(destination), fileOptions: .init(existingFile: rule))
+            let request = NetworkRequest(
+                URLRequest(url: url(1)), destination: .file(destination), fileOptions: .init(existingFile: rule))
             try queue.add(request)
             await queue.run()
             #expect(request.failure == .fileError(path: path, reason: reason), "\(destination.lastPathComponent)")
@@ -172,7 +212,9 @@ import Testing
         }
         #expect(type(fifo) != nil && type(fifo) != .typeRegular)
         #expect(type(folder) == .typeDirectory)
-        #expect(type(URL(fileURLWithPath: partFIFO.path + ".part")) != nil && type(URL(fileURLWithPath: partFIFO.path + ".part")) != .typeRegular)
+        #expect(
+            type(URL(fileURLWithPath: partFIFO.path + ".part")) != nil
+                && type(URL(fileURLWithPath: partFIFO.path + ".part")) != .typeRegular)
         #expect(type(partFIFO) == nil)
     }
 }

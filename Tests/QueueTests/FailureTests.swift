@@ -86,12 +86,16 @@ import Testing
     @Test func contentTypeValidationComparesTheMimeTypeOnly() async throws {
         let transport = InMemoryTransport { urlRequest in
             let type = tag(of: urlRequest) == 1 ? "Application/JSON; charset=utf-8" : "text/html"
-            return [.respond(status: 200, headers: ["Content-Type": type, "Content-Length": "2"]), .body(Data("{}".utf8))]
+            return [
+                .respond(status: 200, headers: ["Content-Type": type, "Content-Length": "2"]), .body(Data("{}".utf8)),
+            ]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.cancelsAllOnFailure = false
-        let json = NetworkRequest(URLRequest(url: url(1)), validation: .init(acceptableContentTypes: ["application/json"]))
-        let html = NetworkRequest(URLRequest(url: url(2)), validation: .init(acceptableContentTypes: ["application/json"]))
+        let json = NetworkRequest(
+            URLRequest(url: url(1)), validation: .init(acceptableContentTypes: ["application/json"]))
+        let html = NetworkRequest(
+            URLRequest(url: url(2)), validation: .init(acceptableContentTypes: ["application/json"]))
         try queue.add(json)
         try queue.add(html)
         await queue.run()
@@ -101,7 +105,10 @@ import Testing
 
     @Test func aContentLengthOverTheLimitFailsBeforeAnyBody() async throws {
         let transport = InMemoryTransport { _ in
-            [.respond(status: 200, headers: ["Content-Length": "1000000"]), .hold(TransferGate()), .body(Data(count: 10))]
+            [
+                .respond(status: 200, headers: ["Content-Length": "1000000"]), .hold(TransferGate()),
+                .body(Data(count: 10)),
+            ]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         let large = NetworkRequest(URLRequest(url: url(1)), validation: .init(maximumResponseSize: 1_000))
@@ -129,7 +136,10 @@ import Testing
         try queue.add(request(99))
         await queue.run()
         for (tag, (_, reason)) in cases.enumerated() {
-            #expect(recorder.events.filter { $0 == .start(tag) || $0 == .fail(tag, .invalidRequest(reason)) } == [.fail(tag, .invalidRequest(reason))])
+            #expect(
+                recorder.events.filter { $0 == .start(tag) || $0 == .fail(tag, .invalidRequest(reason)) } == [
+                    .fail(tag, .invalidRequest(reason))
+                ])
         }
         #expect(recorder.events.contains(.finish(99)))
         #expect(transport.startedRequests.map(tag(of:)) == [99])
@@ -139,7 +149,9 @@ import Testing
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())
         queue.maxConcurrentRequestCount = 4
         let recorder = queue.recording()
-        for tag in 1...3 { try queue.add(NetworkRequest(URLRequest(url: URL(string: "ftp://x.test/\(tag)")!), tag: tag)) }
+        for tag in 1...3 {
+            try queue.add(NetworkRequest(URLRequest(url: URL(string: "ftp://x.test/\(tag)")!), tag: tag))
+        }
         for tag in 4...5 { try queue.add(request(tag)) }
         await queue.run()
         let terminals = recorder.events.compactMap { entry -> Int? in
@@ -151,7 +163,8 @@ import Testing
         // Request 1 fails first; the others are cancelled before any of them starts.
         let sibling = NetworkQueueError.cancelledBecauseSiblingFailed(sibling: URL(string: "ftp://x.test/1"))
         #expect(
-            recorder.events == [.fail(1, .invalidRequest(.unsupportedScheme("ftp")))] + (2...5).map { .fail($0, sibling) }
+            recorder.events == [.fail(1, .invalidRequest(.unsupportedScheme("ftp")))]
+                + (2...5).map { .fail($0, sibling) }
                 + [.queueFinished])
         #expect(terminals.sorted() == [1, 2, 3, 4, 5])
         #expect(queue.requestCount == 0)

@@ -23,7 +23,12 @@ import Testing
             }
         }
 
-        func release() { for continuation in waiting.with({ list in defer { list = [] }; return list }) { continuation.resume() } }
+        func release() {
+            for continuation in waiting.with({ list in
+                defer { list = [] }
+                return list
+            }) { continuation.resume() }
+        }
     }
 
     @Test func anAdaptHookThatNeverReturnsFailsTheRequestWithTimedOut() async throws {

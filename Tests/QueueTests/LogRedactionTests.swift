@@ -10,25 +10,59 @@ import Testing
 /// No secret a request carries, in its URL or its headers, or a response carries in Set-Cookie, reaches a
 /// log record, whatever the path: success, retry, redirect followed or refused, failure, cancel.
 @Suite(.timeLimit(.minutes(5))) struct LogRedactionTests {
-    static let secrets = ["pa55word", "T0K3N", "FRAGSECRET", "AUTHSECRET", "COOKIESECRET", "PROXYSECRET", "SETCOOKIESECRET", "REDIRPASS", "REDIRSIG"]
+    static let secrets = [
+        "pa55word", "T0K3N", "FRAGSECRET", "AUTHSECRET", "COOKIESECRET", "PROXYSECRET", "SETCOOKIESECRET", "REDIRPASS",
+        "REDIRSIG",
+    ]
 
     /// Each path: what the transport does for attempt 1 and later attempts.
     static let table: [(name: String, steps: @Sendable (Int) -> [InMemoryTransport.Step])] = [
-        ("success", { _ in [.respond(status: 200, headers: ["Set-Cookie": "s=SETCOOKIESECRET", "Content-Length": "0"])] }),
-        ("retry then success", { attempt in
-            attempt == 1 ? [.respond(status: 503, headers: ["Content-Length": "0"])] : [.respond(status: 200, headers: ["Content-Length": "0"])]
-        }),
-        ("redirect followed", { _ in
-            [.redirect(TransferRedirect(statusCode: 302, from: secretURL, to: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!)),
-             .respond(status: 200, headers: ["Content-Length": "0"])]
-        }),
-        ("redirect refused", { _ in
-            let refusal = URLError(.unsupportedURL, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!])
-            return [.redirect(TransferRedirect(statusCode: 302, from: secretURL, to: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!, refusal: refusal)),
-                    .fail(refusal)]
-        }),
+        (
+            "success",
+            { _ in [.respond(status: 200, headers: ["Set-Cookie": "s=SETCOOKIESECRET", "Content-Length": "0"])] }
+        ),
+        (
+            "retry then success",
+            { attempt in
+                attempt == 1
+                    ? [.respond(status: 503, headers: ["Content-Length": "0"])]
+                    : [.respond(status: 200, headers: ["Content-Length": "0"])]
+            }
+        ),
+        (
+            "redirect followed",
+            { _ in
+                [
+                    .redirect(
+                        TransferRedirect(
+                            statusCode: 302, from: secretURL,
+                            to: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!)),
+                    .respond(status: 200, headers: ["Content-Length": "0"]),
+                ]
+            }
+        ),
+        (
+            "redirect refused",
+            { _ in
+                let refusal = URLError(
+                    .unsupportedURL,
+                    userInfo: [
+                        NSURLErrorFailingURLErrorKey: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!
+                    ])
+                return [
+                    .redirect(
+                        TransferRedirect(
+                            statusCode: 302, from: secretURL,
+                            to: URL(string: "http://u2:REDIRPASS@other.test/?sig=REDIRSIG")!, refusal: refusal)),
+                    .fail(refusal),
+                ]
+            }
+        ),
         ("status failure", { _ in [.respond(status: 404, headers: ["Content-Length": "0"])] }),
-        ("transport failure", { _ in [.fail(URLError(.networkConnectionLost, userInfo: [NSURLErrorFailingURLErrorKey: secretURL]))] }),
+        (
+            "transport failure",
+            { _ in [.fail(URLError(.networkConnectionLost, userInfo: [NSURLErrorFailingURLErrorKey: secretURL]))] }
+        ),
     ]
 
     static let secretURL = URL(string: "http://user:pa55word@example.test/1?token=T0K3N&x=1#FRAGSECRET")!
@@ -36,7 +70,13 @@ import Testing
     @Test(arguments: 0..<table.count) func noRecordCarriesASecret(_ index: Int) async throws {
         let attempts = Box(0)
         let steps = Self.table[index].steps
-        let transport = InMemoryTransport { _ in steps(attempts.with { $0 += 1; return $0 }) }
+        let transport = InMemoryTransport { _ in
+            steps(
+                attempts.with {
+                    $0 += 1
+                    return $0
+                })
+        }
         let queue = NetworkQueue(transport: transport)
         queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0, jitter: false))
         let records = Box<[NetworkQueueLogRecord]>([])

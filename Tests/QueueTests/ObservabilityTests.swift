@@ -10,7 +10,9 @@ import Testing
 /// The debug log, metrics delivery and their cost when unused, with the in-memory transport.
 @Suite(.timeLimit(.minutes(5))) struct ObservabilityTests {
     /// A queue logging into the returned box (retrying at once, when `retries`).
-    static func loggingQueue(_ transport: InMemoryTransport, retries: Bool = false) -> (NetworkQueue, Box<[NetworkQueueLogRecord]>) {
+    static func loggingQueue(_ transport: InMemoryTransport, retries: Bool = false) -> (
+        NetworkQueue, Box<[NetworkQueueLogRecord]>
+    ) {
         let queue = retries ? NetworkQueue(transport: transport) : NetworkQueue.oneAttempt(transport: transport)
         if retries { queue.retryPolicy = RetryPolicy(backoff: .init(initialDelay: 0, jitter: false)) }
         let records = Box<[NetworkQueueLogRecord]>([])
@@ -18,7 +20,9 @@ import Testing
         return (queue, records)
     }
 
-    static func events(_ records: Box<[NetworkQueueLogRecord]>) -> [NetworkQueueLogRecord.Event] { records.current.map(\.event) }
+    static func events(_ records: Box<[NetworkQueueLogRecord]>) -> [NetworkQueueLogRecord.Event] {
+        records.current.map(\.event)
+    }
 
     @Test func aSuccessLogsEachDecisionInOrder() async throws {
         let (queue, records) = Self.loggingQueue(InMemoryTransport.ok("hello"))
@@ -27,7 +31,10 @@ import Testing
         await queue.run()
         #expect(Self.events(records) == [.added, .attemptStarted, .headReceived, .finished])
         #expect(records.current.map(\.level) == [.info, .debug, .debug, .info])
-        #expect(records.current.map(\.message).prefix(3) == ["GET http://example.test/1", "attempt 1: GET http://example.test/1", "200, 5 bytes"])
+        #expect(
+            records.current.map(\.message).prefix(3) == [
+                "GET http://example.test/1", "attempt 1: GET http://example.test/1", "200, 5 bytes",
+            ])
         #expect(records.current[3].message.hasPrefix("200, 5 bytes in "))
         #expect(records.current.allSatisfy { $0.request === request })
         #expect(records.current.map(\.timestamp) == records.current.map(\.timestamp).sorted())
@@ -36,16 +43,20 @@ import Testing
     @Test func aRetryIsLoggedWithItsDelayAndReason() async throws {
         let attempts = Box(0)
         let transport = InMemoryTransport { _ in
-            attempts.with { $0 += 1; return $0 } == 1
+            attempts.with {
+                $0 += 1
+                return $0
+            } == 1
                 ? [.respond(status: 503, headers: ["Content-Length": "0"])]
                 : [.respond(status: 200, headers: ["Content-Length": "2"]), .body(Data("ok".utf8))]
         }
         let (queue, records) = Self.loggingQueue(transport, retries: true)
         try queue.add(request(1))
         await queue.run()
-        #expect(Self.events(records) == [
-            .added, .attemptStarted, .headReceived, .retryScheduled, .attemptStarted, .headReceived, .finished,
-        ])
+        #expect(
+            Self.events(records) == [
+                .added, .attemptStarted, .headReceived, .retryScheduled, .attemptStarted, .headReceived, .finished,
+            ])
         #expect(records.current[3].message == "retry 2/3 in 0.00 s: HTTP status 503 from http://example.test/1")
         #expect(records.current[3].level == .notice)
         #expect(records.current[4].message == "attempt 2: GET http://example.test/1")
@@ -57,12 +68,15 @@ import Testing
             let from = urlRequest.url!
             if tag(of: urlRequest) == 1 {
                 return [
-                    .redirect(TransferRedirect(statusCode: 301, from: from, to: URL(string: "http://example.test/moved")!)),
+                    .redirect(
+                        TransferRedirect(statusCode: 301, from: from, to: URL(string: "http://example.test/moved")!)),
                     .respond(status: 200, headers: ["Content-Length": "0"]),
                 ]
             }
             return [
-                .redirect(TransferRedirect(statusCode: 302, from: from, to: URL(string: "http://plain.test/x")!, refusal: refusal)),
+                .redirect(
+                    TransferRedirect(
+                        statusCode: 302, from: from, to: URL(string: "http://plain.test/x")!, refusal: refusal)),
                 .fail(refusal),
             ]
         }
@@ -77,7 +91,10 @@ import Testing
         #expect(first.map(\.event) == [.added, .attemptStarted, .redirectFollowed, .headReceived, .finished])
         #expect(first[2].message == "301 redirect followed to http://example.test/moved")
         #expect(second.map(\.event) == [.added, .attemptStarted, .redirectRefused, .failed])
-        #expect(second[2].message == "302 redirect to http://plain.test/x refused: transfer failed: refused a redirect from https to http")
+        #expect(
+            second[2].message
+                == "302 redirect to http://plain.test/x refused: transfer failed: refused a redirect from https to http"
+        )
         #expect(second[2].level == .warning)
         #expect(second[3].message == "after 1 attempt: transfer failed: refused a redirect from https to http")
         #expect(second[3].level == .error)
@@ -86,7 +103,8 @@ import Testing
     @Test func pauseResumeAndCancelAreLogged() async throws {
         let gate = TransferGate()
         // Held before its head: the pause stops a transfer that has reported nothing yet.
-        let transport = InMemoryTransport { _ in [.hold(gate), .respond(status: 200, headers: ["Content-Length": "0"])] }
+        let transport = InMemoryTransport { _ in [.hold(gate), .respond(status: 200, headers: ["Content-Length": "0"])]
+        }
         let (queue, records) = Self.loggingQueue(transport)
         let request = request(1)
         try queue.add(request)
@@ -112,8 +130,14 @@ import Testing
         try queue.add(NetworkRequest(URLRequest(url: url(1)), integrity: .init(checksum: good), tag: 1))
         try queue.add(NetworkRequest(URLRequest(url: url(2)), integrity: .init(checksum: bad), tag: 2))
         await queue.run()
-        #expect(records.current.filter { $0.request.tag == 1 }.map(\.event) == [.added, .attemptStarted, .headReceived, .checksumVerified, .finished])
-        #expect(records.current.filter { $0.request.tag == 2 }.map(\.event) == [.added, .attemptStarted, .headReceived, .checksumFailed, .failed])
+        #expect(
+            records.current.filter { $0.request.tag == 1 }.map(\.event) == [
+                .added, .attemptStarted, .headReceived, .checksumVerified, .finished,
+            ])
+        #expect(
+            records.current.filter { $0.request.tag == 2 }.map(\.event) == [
+                .added, .attemptStarted, .headReceived, .checksumFailed, .failed,
+            ])
         #expect(records.current.first { $0.event == .checksumVerified }?.message == "checksum verified (sha256)")
     }
 
@@ -137,7 +161,10 @@ import Testing
         func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {
             seen.with { $0.append("metrics \(request.tag) \(metrics.attempt)") }
         }
-        func networkQueue(_ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError) {
+        func networkQueue(
+            _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval,
+            error: NetworkQueueError
+        ) {
             seen.with { $0.append("retry \(request.tag)") }
         }
         func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
@@ -149,8 +176,12 @@ import Testing
     static func flakyMeasuringTransport() -> InMemoryTransport {
         let attempts = Box(0)
         return InMemoryTransport { _ in
-            let attempt = attempts.with { $0 += 1; return $0 }
-            let metrics = TransferMetrics(totalDuration: Double(attempt), httpVersion: "HTTP/1.1", isReusedConnection: attempt > 1)
+            let attempt = attempts.with {
+                $0 += 1
+                return $0
+            }
+            let metrics = TransferMetrics(
+                totalDuration: Double(attempt), httpVersion: "HTTP/1.1", isReusedConnection: attempt > 1)
             return attempt == 1
                 ? [.respond(status: 503, headers: ["Content-Length": "0"]), .metrics(metrics)]
                 : [.respond(status: 200, headers: ["Content-Length": "2"]), .body(Data("ok".utf8)), .metrics(metrics)]
@@ -177,7 +208,9 @@ import Testing
         #expect(stopped.httpVersion == "HTTP/1.1")
         #expect(stopped.timeToFirstByte != nil && stopped.timeToFirstByte! <= stopped.totalDuration)
         #expect(stopped.bytesReceived == nil && stopped.isReusedConnection == nil)
-        #expect(metrics.final == TransferMetrics(attempt: 2, totalDuration: 2, httpVersion: "HTTP/1.1", isReusedConnection: true))
+        #expect(
+            metrics.final
+                == TransferMetrics(attempt: 2, totalDuration: 2, httpVersion: "HTTP/1.1", isReusedConnection: true))
         #expect(try request.result?.get().metrics == metrics)
     }
 
@@ -224,7 +257,8 @@ import Testing
         var names: [String] = []
         for await event in stream {
             switch event {
-            case .didCollectMetrics(let request, let metrics): names.append("metrics \(request.tag) \(metrics.attempt) \(metrics.totalDuration)")
+            case .didCollectMetrics(let request, let metrics):
+                names.append("metrics \(request.tag) \(metrics.attempt) \(metrics.totalDuration)")
             case .didFinish(let request, _): names.append("finish \(request.tag)")
             case .queueDidFinish: names.append("done")
             default: continue

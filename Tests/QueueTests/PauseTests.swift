@@ -12,7 +12,10 @@ import Testing
     /// A transfer that sends a head and "abc", then waits at `gate` before "def".
     static func halfway(_ gate: TransferGate) -> InMemoryTransport {
         InMemoryTransport { _ in
-            [.respond(status: 200, headers: ["Content-Length": "6"]), .body(Data("abc".utf8)), .hold(gate), .body(Data("def".utf8))]
+            [
+                .respond(status: 200, headers: ["Content-Length": "6"]), .body(Data("abc".utf8)), .hold(gate),
+                .body(Data("def".utf8)),
+            ]
         }
     }
 
@@ -20,7 +23,9 @@ import Testing
     static func events(of tag: Int, _ recorder: Recorder) -> [Entry] {
         recorder.events.filter {
             switch $0 {
-            case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .pause(let t), .resume(let t): t == tag
+            case .start(let t), .headers(let t, _), .finish(let t), .fail(let t, _), .retry(let t, _, _), .pause(let t),
+                .resume(let t):
+                t == tag
             default: false
             }
         }
@@ -71,7 +76,10 @@ import Testing
         #expect(try request.result?.get().body == Data("abcdef".utf8))
         #expect(request.attemptCount == 1)
         #expect(transport.statistics.started == 2)
-        #expect(Self.events(of: 1, recorder) == [.start(1), .headers(1, 200), .pause(1), .resume(1), .headers(1, 200), .finish(1)])
+        #expect(
+            Self.events(of: 1, recorder) == [
+                .start(1), .headers(1, 200), .pause(1), .resume(1), .headers(1, 200), .finish(1),
+            ])
         let fractions = recorder.progresses.current.map(\.fractionCompleted)
         #expect(fractions == fractions.sorted())
         #expect(fractions.last == 1)
@@ -79,7 +87,9 @@ import Testing
 
     @Test func aRequestWaitingToRetryPausedStopsWaitingAndRetriesAtOnceWhenResumed() async throws {
         let clock = ManualClock()
-        let transport = RetryQueueTests.counting { $0 == 1 ? [.respond(status: 503, headers: ["Retry-After": "30"])] : RetryQueueTests.okBody }
+        let transport = RetryQueueTests.counting {
+            $0 == 1 ? [.respond(status: 503, headers: ["Retry-After": "30"])] : RetryQueueTests.okBody
+        }
         let queue = NetworkQueue(transport: transport, clock: clock)
         let recorder = queue.recording()
         let request = request(1)
@@ -135,7 +145,9 @@ import Testing
                 count += 1
                 return count == 1
             }
-            return first ? [.hold(gate), .respond(status: 200, headers: ["Content-Length": "3"])] : [.respond(status: 200, headers: ["Content-Length": "3"])]
+            return first
+                ? [.hold(gate), .respond(status: 200, headers: ["Content-Length": "3"])]
+                : [.respond(status: 200, headers: ["Content-Length": "3"])]
         }
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true

@@ -97,7 +97,8 @@ import Testing
         let first = NetworkRequest(URLRequest(url: url(1)), destination: .file(file))
         let second = NetworkRequest(URLRequest(url: url(2)), destination: .file(file))
         // The same path spelled differently is the same file.
-        let third = NetworkRequest(URLRequest(url: url(3)), destination: .file(directory.appendingPathComponent("x/../same.bin")))
+        let third = NetworkRequest(
+            URLRequest(url: url(3)), destination: .file(directory.appendingPathComponent("x/../same.bin")))
         try queue.add(first)
         #expect(throws: NetworkQueueError.invalidRequest(.destinationInUse(file))) { try queue.add(second) }
         #expect(throws: NetworkQueueError.self) { try other.add(third) }

@@ -112,7 +112,8 @@ import Testing
 
     @Test func aTransportsHTTPURLResponseIsKeptAsItCame() async throws {
         let built = try #require(
-            HTTPURLResponse(url: url(1), statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "1"]))
+            HTTPURLResponse(
+                url: url(1), statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "1"]))
         let queue = NetworkQueue(transport: InMemoryTransport { _ in [.respondWith(built), .body(Data("z".utf8))] })
         let request = request(1)
         try queue.add(request)

@@ -14,14 +14,17 @@ import Testing
     static func counting(_ script: @escaping @Sendable (Int) -> [InMemoryTransport.Step]) -> InMemoryTransport {
         let count = Box(0)
         return InMemoryTransport { _ in
-            script(count.with { count in
-                count += 1
-                return count
-            })
+            script(
+                count.with { count in
+                    count += 1
+                    return count
+                })
         }
     }
 
-    static let okBody: [InMemoryTransport.Step] = [.respond(status: 200, headers: ["Content-Length": "3"]), .body(Data("abc".utf8))]
+    static let okBody: [InMemoryTransport.Step] = [
+        .respond(status: 200, headers: ["Content-Length": "3"]), .body(Data("abc".utf8)),
+    ]
 
     /// Waits for the first willRetry of `stream`.
     static func nextRetry(_ stream: AsyncStream<NetworkQueueEvent>) async -> TimeInterval? {
@@ -64,7 +67,8 @@ import Testing
         await queue.run()
         #expect(
             recorder.events == [
-                .start(4), .headers(4, 503), .retry(4, 2, .unacceptableStatus(code: 503, url: url(4))), .headers(4, 200), .finish(4),
+                .start(4), .headers(4, 503), .retry(4, 2, .unacceptableStatus(code: 503, url: url(4))),
+                .headers(4, 200), .finish(4),
                 .queueFinished,
             ])
     }
@@ -195,7 +199,9 @@ import Testing
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport { _ in [.respond(status: 404)] })
         let decoded = try queue.add(request(2), decoding: Item.self)
         queue.go()
-        await #expect(throws: NetworkQueueError.unacceptableStatus(code: 404, url: url(2))) { try await decoded.value() }
+        await #expect(throws: NetworkQueueError.unacceptableStatus(code: 404, url: url(2))) {
+            try await decoded.value()
+        }
     }
 
     @Test func cancellingTheTaskAwaitingAValueCancelsItsRequest() async throws {

@@ -32,7 +32,9 @@ import Testing
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true
         let recorder = queue.recording()
-        for tag in 1...count { try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag)) }
+        for tag in 1...count {
+            try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag))
+        }
         queue.go()
         let progress = await queue.run()
         let starts = Self.starts(transport)
@@ -75,7 +77,9 @@ import Testing
         let transport = Self.sized(100)
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true
-        for tag in 1...Self.window { try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag)) }
+        for tag in 1...Self.window {
+            try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag))
+        }
         queue.go()
         await queue.run()
         let methods = Self.starts(transport).map(\.method)

@@ -80,7 +80,9 @@ import Testing
 
     @Test func suspendStopsNewStartsButRunningRequestsFinish() async throws {
         let gated = try GatedQueue(limit: 2, count: 4)
-        let (queue, transport, gate, recorder, requests) = (gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests)
+        let (queue, transport, gate, recorder, requests) = (
+            gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests
+        )
         queue.go()
         queue.suspend()
         #expect(queue.isSuspended)
@@ -100,7 +102,9 @@ import Testing
 
     @Test func cancelledPendingRequestNeverStartsAndGetsOnlyDidFail() async throws {
         let gated = try GatedQueue(limit: 1, count: 3)
-        let (queue, transport, gate, recorder, requests) = (gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests)
+        let (queue, transport, gate, recorder, requests) = (
+            gated.queue, gated.transport, gated.gate, gated.recorder, gated.requests
+        )
         queue.go()
         queue.cancel(requests[1])
         #expect(requests[1].state == .cancelled)
@@ -133,7 +137,9 @@ final class ThreadRecordingTransport: Transport {
     let callerInside = Box(UInt?.none)
     let startsOnCaller = Box(0)
 
-    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         let thread = currentThreadID()
         if callerInside.with({ $0 == thread }) { startsOnCaller.with { $0 += 1 } }
         return inner.startTransfer(request, events: events)

@@ -102,7 +102,9 @@ private struct StallingSource: AsyncSequence, Sendable {
         #expect(progress.isTotalFinal)
         #expect(progress.fractionCompleted == 1.0)
         // Every request exactly one ending.
-        let finished = recorder.events.compactMap { entry -> Int? in if case .finish(let tag) = entry { tag } else { nil } }
+        let finished = recorder.events.compactMap { entry -> Int? in
+            if case .finish(let tag) = entry { tag } else { nil }
+        }
         #expect(finished.count == count)
         #expect(Set(finished).count == count)
         #expect(recorder.queueFinishedCount == 1)
@@ -114,10 +116,11 @@ private struct StallingSource: AsyncSequence, Sendable {
         let made = Box(0)
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
         let recorder = queue.recording()
-        queue.add(contentsOf: (1...1_000_000).lazy.map { tag in
-            made.with { $0 += 1 }
-            return request(tag)
-        })
+        queue.add(
+            contentsOf: (1...1_000_000).lazy.map { tag in
+                made.with { $0 += 1 }
+                return request(tag)
+            })
         #expect(made.current <= Self.lookAhead)
         #expect(queue.progress.estimatedRequestCount == 1_000_000)
         await eventually { queue.requestCount == Self.lookAhead }
@@ -161,7 +164,9 @@ private struct StallingSource: AsyncSequence, Sendable {
         await eventually { source.given.current.count == 10 }
         queue.cancelAll()
         await queue.run()
-        let failed = recorder.events.compactMap { entry -> Int? in if case .fail(let tag, _) = entry { tag } else { nil } }
+        let failed = recorder.events.compactMap { entry -> Int? in
+            if case .fail(let tag, _) = entry { tag } else { nil }
+        }
         #expect(failed.sorted() == Array(1...10))
         #expect(recorder.queueFinishedCount == 1)
         holder.finish()
@@ -276,7 +281,9 @@ private struct StallingSource: AsyncSequence, Sendable {
         #expect(progress.totalRequestCount == 5)
         #expect(progress.isTotalFinal)
         #expect(progress.fractionCompleted == 1.0)
-        let failures = recorder.events.compactMap { entry -> NetworkQueueError? in if case .sourceFailed(let error) = entry { error } else { nil } }
+        let failures = recorder.events.compactMap { entry -> NetworkQueueError? in
+            if case .sourceFailed(let error) = entry { error } else { nil }
+        }
         #expect(failures.count == 1)
         guard case .sourceFailed(let underlying)? = failures.first else {
             Issue.record("no sourceDidFail")
@@ -401,7 +408,9 @@ private struct StallingSource: AsyncSequence, Sendable {
         // 1, 2 and the two added eagerly ran; 3 was never read past the request added before.
         #expect(progress.finishedRequestCount == 4)
         #expect(progress.failedRequestCount == 1)
-        let failures = recorder.events.compactMap { entry -> NetworkQueueError? in if case .sourceFailed(let error) = entry { error } else { nil } }
+        let failures = recorder.events.compactMap { entry -> NetworkQueueError? in
+            if case .sourceFailed(let error) = entry { error } else { nil }
+        }
         #expect(failures == [.sourceFailed(.init(NetworkQueueError.invalidRequest(.alreadyAdded)))])
     }
 }

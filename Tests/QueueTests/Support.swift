@@ -65,7 +65,6 @@ struct GatedQueue {
     }
 }
 
-
 /// A transport that ignores cancel and lets the test deliver bytes and success later anyway, as URLSession
 /// on Linux can after a lost cancel.
 final class StubbornTransport: Transport {
@@ -73,9 +72,14 @@ final class StubbornTransport: Transport {
     let pending = Box<[(URL, @Sendable (TransferEvent) -> Void)]>([])
     private let startWaiters = Box<[CheckedContinuation<Void, Never>]>([])
 
-    func startTransfer(_ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    func startTransfer(
+        _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
+    ) -> any TransferHandle {
         pending.with { $0.append((request.url!, events)) }
-        for waiter in startWaiters.with({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume() }
+        for waiter in startWaiters.with({ waiters in
+            defer { waiters = [] }
+            return waiters
+        }) { waiter.resume() }
         return Handle()
     }
 
@@ -85,7 +89,10 @@ final class StubbornTransport: Transport {
             // The check and the registration happen under the waiters' lock; a start appends before it drains
             // the waiters under that lock, so it either is seen by the check or finds the waiter.
             let started = startWaiters.with { waiters in
-                if pending.current.isEmpty { waiters.append(continuation); return false }
+                if pending.current.isEmpty {
+                    waiters.append(continuation)
+                    return false
+                }
                 return true
             }
             if started { continuation.resume() }
@@ -95,7 +102,11 @@ final class StubbornTransport: Transport {
     /// Delivers a complete success for every transfer started, on the caller's thread.
     func deliverLateSuccess() {
         for (url, events) in pending.current {
-            events(.head(ResponseHead(HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!)))
+            events(
+                .head(
+                    ResponseHead(
+                        HTTPURLResponse(
+                            url: url, statusCode: 200, httpVersion: nil, headerFields: ["Content-Length": "2"])!)))
             events(.data(Data("ok".utf8)))
             events(.completed(nil))
         }
@@ -110,4 +121,3 @@ func transport(failing: Int, status: Int = 404, gate: TransferGate) -> InMemoryT
             : [.respond(status: 200), .hold(gate), .body(Data("z".utf8))]
     }
 }
-

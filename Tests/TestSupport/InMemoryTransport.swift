@@ -77,7 +77,8 @@ public final class InMemoryTransport: Transport {
             let url = request.url ?? URL(string: "memory://")!
             let response = cache.with { cache in
                 if let response = cache[url] { return response }
-                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+                let response = HTTPURLResponse(
+                    url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
                 if cache.count < 1_024 { cache[url] = response }
                 return response
             }
@@ -132,7 +133,8 @@ public final class InMemoryTransport: Transport {
     }
 
     /// Starts playing the script for `request`.
-    private func play(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle {
+    private func play(_ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) -> any TransferHandle
+    {
         let reached = counters.with { counters in
             counters.statistics.started += 1
             counters.statistics.inFlight += 1
@@ -144,7 +146,8 @@ public final class InMemoryTransport: Transport {
             return reached
         }
         for waiter in reached { waiter.resume() }
-        let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) { [weak self] cancelled in
+        let transfer = ScriptedTransfer(request: request, steps: responder(request), events: events) {
+            [weak self] cancelled in
             let waiters = self?.counters.with { counters in
                 counters.statistics.inFlight -= 1
                 if cancelled {
@@ -181,7 +184,9 @@ public final class TransferGate: Sendable {
 
     /// Returns once the gate is open.
     public func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in whenOpen { continuation.resume() } }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            whenOpen { continuation.resume() }
+        }
     }
 
     func whenOpen(_ resume: @escaping @Sendable () -> Void) {

@@ -87,10 +87,11 @@ public final class Recorder: NetworkQueueDelegate {
         progresses.with { $0.append(progress) }
         append(.progress(progress.fractionCompleted))
     }
-    public func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) { append(.sourceFailed(error)) }
+    public func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) {
+        append(.sourceFailed(error))
+    }
     public func networkQueueDidFinish(_ queue: NetworkQueue) { append(.queueFinished) }
 }
-
 
 extension NetworkRequest {
     /// The error this request failed with, or nil if it has not failed.

@@ -16,7 +16,8 @@ public struct SpawnedProcess: Sendable {
 
     /// Starts `path` with `arguments` in `directory`; its standard input is read from `input` (default
     /// /dev/null) and its standard output written to `output` (default /dev/null).
-    public init(_ path: String, _ arguments: [String], in directory: URL, input: URL? = nil, output: URL? = nil) throws {
+    public init(_ path: String, _ arguments: [String], in directory: URL, input: URL? = nil, output: URL? = nil) throws
+    {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -169,7 +169,9 @@ struct CookieJar {
             name: name, value: value, domain: domain ?? host, isHostOnly: isHostOnly,
             path: path ?? Self.defaultPath(requestPath), isSecure: isSecure, expires: expires, serial: nextSerial)
         nextSerial += 1
-        if let index = cookies.firstIndex(where: { $0.name == name && $0.domain == cookie.domain && $0.path == cookie.path }) {
+        if let index = cookies.firstIndex(where: {
+            $0.name == name && $0.domain == cookie.domain && $0.path == cookie.path
+        }) {
             cookie.serial = cookies[index].serial
             cookies.remove(at: index)
         }
@@ -227,7 +229,8 @@ struct CookieJar {
     /// `text` without leading and trailing spaces and tabs, found on its UTF-8 bytes.
     private static func trimmed(_ text: Substring) -> String {
         let bytes = text.utf8
-        guard let first = bytes.firstIndex(where: { $0 != 32 && $0 != 9 }), let last = bytes.lastIndex(where: { $0 != 32 && $0 != 9 })
+        guard let first = bytes.firstIndex(where: { $0 != 32 && $0 != 9 }),
+            let last = bytes.lastIndex(where: { $0 != 32 && $0 != 9 })
         else { return "" }
         return String(text[first...last])
     }

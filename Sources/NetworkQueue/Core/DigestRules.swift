@@ -25,11 +25,15 @@ enum DigestRules {
     /// content-coded (the digests cover the encoded bytes, which a transport has decoded), and no
     /// representation digest for a 206 that does not continue a part of ours (those bytes are not all here).
     /// `preferring` picks, among several algorithms of one field, the one a checksum computes anyway.
-    static func promises(of response: ResponseHead, continuesPart: Bool, preferring preferred: Checksum.Algorithm?) -> [Promise] {
+    static func promises(of response: ResponseHead, continuesPart: Bool, preferring preferred: Checksum.Algorithm?)
+        -> [Promise]
+    {
         // Three lookups: most responses carry no digest (measured on Linux: 0.5 µs for the three, where one
         // walk over `allHeaderFields`, which boxes every field, costs 1.9 µs).
         let found = Self.fields.compactMap { field in
-            response.value(forHTTPHeaderField: field.name).map { (value: $0, scope: field.scope, structured: field.structured) }
+            response.value(forHTTPHeaderField: field.name).map {
+                (value: $0, scope: field.scope, structured: field.structured)
+            }
         }
         guard !found.isEmpty, !ResponseRules.isEncoded(response) else { return [] }
         let wholeIsHere = response.statusCode != 206 || continuesPart
@@ -65,7 +69,9 @@ enum DigestRules {
         value.split(separator: ",").compactMap { member in
             let parts = member.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else { return nil }
-            return checksum(algorithm: parts[0].trimmingCharacters(in: .whitespaces).lowercased(), base64: parts[1].trimmingCharacters(in: .whitespaces))
+            return checksum(
+                algorithm: parts[0].trimmingCharacters(in: .whitespaces).lowercased(),
+                base64: parts[1].trimmingCharacters(in: .whitespaces))
         }
     }
 

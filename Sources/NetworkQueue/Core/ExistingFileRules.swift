@@ -19,7 +19,8 @@ enum ExistingFileRules {
     /// (an unencoded length: an encoded one counts other bytes) and a `Last-Modified` no newer than the
     /// file's modification time. A missing size or date means the file may have changed.
     static func isUnchanged(_ head: ResponseHead, file: FileState) -> Bool {
-        guard (200..<300).contains(head.statusCode), let length = ResponseRules.knownLength(of: head), length == file.size,
+        guard (200..<300).contains(head.statusCode), let length = ResponseRules.knownLength(of: head),
+            length == file.size,
             let lastModified = head.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
         else { return false }
         return lastModified <= file.modified
@@ -28,7 +29,8 @@ enum ExistingFileRules {
     /// Whether a request is checked against its existing file: a GET (without a `Range` of its own) to a
     /// file destination that asks for it.
     static func checksExistingFile(_ request: NetworkRequest) -> Bool {
-        guard request.existingFile == .skipIfUnchanged, case .file = request.destination, request.invalidReason == nil else { return false }
+        guard request.existingFile == .skipIfUnchanged, case .file = request.destination, request.invalidReason == nil
+        else { return false }
         return RangeRules.mayContinue(request.urlRequest)
     }
 }

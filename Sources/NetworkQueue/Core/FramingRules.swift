@@ -102,12 +102,17 @@ enum FramingRules {
             case .valid: return nil
             case .unsupported(let name):
                 guard hasBody else { return nil }
-                return URLError(.cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(name)"])
+                return URLError(
+                    .cannotDecodeContentData,
+                    userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(name)"])
             case .invalid(let reason):
-                return URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(reason)"])
+                return URLError(
+                    .badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(reason)"])
             }
         }
-        guard let value = response.value(forHTTPHeaderField: "Content-Length"), case .invalid(let reason) = contentLength(value) else {
+        guard let value = response.value(forHTTPHeaderField: "Content-Length"),
+            case .invalid(let reason) = contentLength(value)
+        else {
             return nil
         }
         return URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(reason)"])

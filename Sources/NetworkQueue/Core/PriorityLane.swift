@@ -38,7 +38,9 @@ struct PriorityLane {
     /// Removes `id`, which was added with `priority`; false when it is not there.
     @discardableResult
     mutating func remove(_ id: Int, priority: Int) -> Bool {
-        guard let index = levels.firstIndex(where: { $0.priority == priority }), levels[index].list.remove(id) else { return false }
+        guard let index = levels.firstIndex(where: { $0.priority == priority }), levels[index].list.remove(id) else {
+            return false
+        }
         count -= 1
         return true
     }

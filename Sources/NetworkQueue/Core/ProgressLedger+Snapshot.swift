@@ -8,7 +8,8 @@ extension ProgressLedger {
         // Sizes learned so far × requests known (read, or announced and not read yet).
         let estimate: Int64? =
             expectedDown
-            ?? (known > 0 ? bytes.expectedDown + Int64((Double(unknownDownloads + announced) * meanLearnedSize).rounded()) : nil)
+            ?? (known > 0
+                ? bytes.expectedDown + Int64((Double(unknownDownloads + announced) * meanLearnedSize).rounded()) : nil)
         var eta: Double?
         if let expectedDown, let rate, rate > 0 {
             let left = (expectedDown - bytes.received) + (bytes.expectedUp - bytes.sent)

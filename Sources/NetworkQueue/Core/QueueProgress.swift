@@ -60,6 +60,7 @@ public struct QueueProgress: Sendable, Hashable {
     public static let zero = QueueProgress(
         totalRequestCount: 0, finishedRequestCount: 0, failedRequestCount: 0, cancelledRequestCount: 0,
         bytesReceived: 0, bytesExpectedToReceive: 0, bytesSent: 0, bytesExpectedToSend: 0,
-        fractionCompleted: 0, throughput: nil, estimatedTimeRemaining: nil, isTotalFinal: true, estimatedRequestCount: 0,
+        fractionCompleted: 0, throughput: nil, estimatedTimeRemaining: nil, isTotalFinal: true,
+        estimatedRequestCount: 0,
         estimatedBytesExpectedToReceive: 0, isEstimated: false)
 }

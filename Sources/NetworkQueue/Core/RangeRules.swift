@@ -33,7 +33,9 @@ enum RangeRules {
         /// Reads what ``fileText`` wrote; nil for anything else (a file we did not write is never trusted).
         init?(fileText: String) {
             let lines = fileText.split(separator: "\n", omittingEmptySubsequences: false)
-            guard lines.count >= 2, !lines[1].isEmpty, lines[1].allSatisfy({ $0.isASCII && !$0.isNewline }) else { return nil }
+            guard lines.count >= 2, !lines[1].isEmpty, lines[1].allSatisfy({ $0.isASCII && !$0.isNewline }) else {
+                return nil
+            }
             let value = String(lines[1])
             switch lines[0] {
             case "etag" where RangeRules.isStrongEntityTag(value): self = .entityTag(value)
@@ -61,7 +63,9 @@ enum RangeRules {
     /// a strong ETag first, else Last-Modified.
     static func validator(of response: ResponseHead) -> Validator? {
         guard response.statusCode == 200, !ResponseRules.isEncoded(response) else { return nil }
-        if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces), isStrongEntityTag(tag) {
+        if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+            isStrongEntityTag(tag)
+        {
             return .entityTag(tag)
         }
         if let date = response.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces),
@@ -103,12 +107,15 @@ enum RangeRules {
 
     /// Parses `bytes first-last/total` (total may be `*`); nil when malformed or inconsistent.
     static func contentRange(_ value: String?) -> (first: Int64, last: Int64, total: Int64?)? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), value.lowercased().hasPrefix("bytes ") else { return nil }
+        guard let value = value?.trimmingCharacters(in: .whitespaces), value.lowercased().hasPrefix("bytes ") else {
+            return nil
+        }
         let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
         let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first else {
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first
+        else {
             return nil
         }
         if halves[1] == "*" { return (first, last, nil) }

@@ -42,7 +42,8 @@ extension Redaction {
         while let separator = rest.range(of: "://") {
             var start = separator.lowerBound
             while start > rest.startIndex, let previous = rest[rest.index(before: start)].unicodeScalars.first,
-                previous.properties.isAlphabetic || "+-.".unicodeScalars.contains(previous) || ("0"..."9").contains(previous)
+                previous.properties.isAlphabetic || "+-.".unicodeScalars.contains(previous)
+                    || ("0"..."9").contains(previous)
             {
                 start = rest.index(before: start)
             }
@@ -62,7 +63,9 @@ extension Redaction {
         return String(String.UnicodeScalarView(text.unicodeScalars.map { isControl($0) ? "?" : $0 }))
     }
 
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7f..<0xa0).contains(scalar.value) }
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7f..<0xa0).contains(scalar.value)
+    }
 
     /// `error` with its failing URL redacted (as ``describe(_:)`` does) wherever its user info holds one, so
     /// that `String(describing:)` of it shows no secret. An underlying error (which may hold the URL again)

@@ -68,7 +68,6 @@ enum RequestRules {
         }
     }
 
-
     /// The key of the server a request talks to: lowercased scheme and host, and the port (explicit or
     /// the scheme's default).
     static func hostKey(_ url: URL?) -> String? {

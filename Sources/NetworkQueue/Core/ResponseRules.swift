@@ -55,7 +55,8 @@ enum ResponseRules {
     /// True when a transfer that reported success delivered fewer body bytes than its (unencoded)
     /// Content-Length announced. HEAD responses and 204/304 announce a length but carry no body.
     /// `knownLength` is the response's ``knownLength(of:encoded:)``, when the caller has it already.
-    static func isShort(_ response: ResponseHead, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool {
+    static func isShort(_ response: ResponseHead, method: String?, received: Int64, knownLength: Int64?? = nil) -> Bool
+    {
         guard let length = knownLength ?? Self.knownLength(of: response), received < length,
             hasBody(statusCode: response.statusCode, method: method)
         else { return false }

@@ -51,7 +51,9 @@ public struct RetryPolicy: Sendable {
         public var jitter: Bool
 
         /// Creates a backoff; every value is clamped to be finite and not negative (the multiplier to at least 1).
-        public init(initialDelay: TimeInterval = 1, multiplier: Double = 2, maximumDelay: TimeInterval = 30, jitter: Bool = true) {
+        public init(
+            initialDelay: TimeInterval = 1, multiplier: Double = 2, maximumDelay: TimeInterval = 30, jitter: Bool = true
+        ) {
             self.initialDelay = RetryRules.clampedSeconds(initialDelay)
             self.multiplier = multiplier.isFinite ? max(1, multiplier) : 1
             self.maximumDelay = RetryRules.clampedSeconds(maximumDelay)

@@ -42,7 +42,8 @@ enum RetryRules {
         policy: RetryPolicy, error: NetworkQueueError, method: String?, attempts: Int, retryAfter: TimeInterval?
     ) -> RetryVerdict {
         guard attempts < policy.maximumAttempts, mayRetry(error) else { return .fail }
-        return policy.decide == nil ? defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter) : .ask
+        return policy.decide == nil
+            ? defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter) : .ask
     }
 
     /// The verdict once ``RetryPolicy/decide`` has answered `decision`.
@@ -65,7 +66,8 @@ enum RetryRules {
     static func mayRetry(_ error: NetworkQueueError) -> Bool {
         switch error {
         case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed: true
-        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .invalidRequest, .preflightFailed, .fileError,
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .invalidRequest,
+            .preflightFailed, .fileError,
             .decodingFailed, .integrityCheckFailed, .sourceFailed:
             false
         }
@@ -78,7 +80,8 @@ enum RetryRules {
         let idempotent = policy.retriesNonIdempotentMethods || isIdempotent(method)
         switch error {
         case .transport(let failure):
-            guard policy.retryableErrors.contains(failure.code), idempotent || neverSentErrors.contains(failure.code) else {
+            guard policy.retryableErrors.contains(failure.code), idempotent || neverSentErrors.contains(failure.code)
+            else {
                 return .fail
             }
             return .backoff
@@ -87,8 +90,10 @@ enum RetryRules {
             guard let retryAfter else { return .backoff }
             // Asked to wait longer than the caller allows: fail now with the server's answer.
             return retryAfter <= policy.maximumRetryAfter ? .wait(retryAfter, serverAsked: true) : .fail
-        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .unacceptableContentType, .preflightFailed,
-            .invalidRequest, .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed:
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .unacceptableContentType,
+            .preflightFailed,
+            .invalidRequest, .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed,
+            .sourceFailed:
             return .fail
         }
     }

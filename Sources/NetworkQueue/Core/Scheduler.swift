@@ -101,7 +101,9 @@ struct Scheduler {
     private func has(_ id: ID, _ bit: UInt8) -> Bool { id >= 0 && id < activeLanes.count && activeLanes[id] & bit != 0 }
 
     private mutating func set(_ id: ID, _ bit: UInt8) {
-        if id >= activeLanes.count { activeLanes.append(contentsOf: repeatElement(0, count: id + 1 - activeLanes.count)) }
+        if id >= activeLanes.count {
+            activeLanes.append(contentsOf: repeatElement(0, count: id + 1 - activeLanes.count))
+        }
         activeLanes[id] |= bit
     }
 

@@ -48,9 +48,12 @@ public struct TransferMetrics: Sendable, Hashable {
     /// (nil), with no redirect, and `attempt` 0 (the queue numbers it).
     public init(
         attempt: Int = 0, domainLookupDuration: TimeInterval? = nil, connectDuration: TimeInterval? = nil,
-        secureConnectionDuration: TimeInterval? = nil, timeToFirstByte: TimeInterval? = nil, totalDuration: TimeInterval,
-        redirectDuration: TimeInterval = 0, redirectCount: Int = 0, bytesSent: Int64? = nil, bytesReceived: Int64? = nil,
-        httpVersion: String? = nil, isReusedConnection: Bool? = nil, remoteAddress: String? = nil, remotePort: Int? = nil
+        secureConnectionDuration: TimeInterval? = nil, timeToFirstByte: TimeInterval? = nil,
+        totalDuration: TimeInterval,
+        redirectDuration: TimeInterval = 0, redirectCount: Int = 0, bytesSent: Int64? = nil,
+        bytesReceived: Int64? = nil,
+        httpVersion: String? = nil, isReusedConnection: Bool? = nil, remoteAddress: String? = nil,
+        remotePort: Int? = nil
     ) {
         self.attempt = attempt
         self.domainLookupDuration = domainLookupDuration

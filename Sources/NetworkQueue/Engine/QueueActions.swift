@@ -145,4 +145,3 @@ struct Outbox {
         return items
     }
 }
-

@@ -84,7 +84,9 @@ extension QueueStateMachine {
 
     /// A leader ended: its key is free, and each follower ends with the same result (after a didStart of
     /// its own when the shared transfer ran and did not end by cancellation).
-    mutating func endFollowers(of record: RequestRecord, slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, now: Double) {
+    mutating func endFollowers(
+        of record: RequestRecord, slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, now: Double
+    ) {
         if let key = record.duplicateKey, leaders[key] == slot { leaders[key] = nil }
         guard !record.followers.isEmpty else { return }
         let followers = record.followers

@@ -9,7 +9,8 @@ extension QueueStateMachine {
     /// transport reported its completion), updates progress and posts its settlement, its final progress
     /// and its didFinish / didFail.
     mutating func end(
-        _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false, endingHead: ResponseHead? = nil,
+        _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
+        endingHead: ResponseHead? = nil,
         now: Double
     ) {
         if !transferEnded { measureStoppedAttempt(slot, now: now) }
@@ -39,7 +40,9 @@ extension QueueStateMachine {
 
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
     /// the claim's end), its last progress, then its didFinish / didFail.
-    private mutating func settle(_ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>, endingHead: ResponseHead?) {
+    private mutating func settle(
+        _ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>, endingHead: ResponseHead?
+    ) {
         let request = record.request
         let status = record.status(ending: result, endingHead: endingHead)
         var sink: FileSink?

@@ -13,7 +13,10 @@ extension QueueStateMachine {
         now: Double, _ message: () -> String
     ) {
         guard isLogging else { return }
-        post(.log(NetworkQueueLogRecord(level: level, event: event, message: message(), request: request, timestamp: wallClock(at: now))))
+        post(
+            .log(
+                NetworkQueueLogRecord(
+                    level: level, event: event, message: message(), request: request, timestamp: wallClock(at: now))))
     }
 
     /// The end of a request: finished (status, bytes, time), cancelled, or failed (attempts, error).
@@ -22,7 +25,9 @@ extension QueueStateMachine {
         switch result {
         case .success(let response):
             if let checksum = record.request.checksum {
-                log(.info, .checksumVerified, record.request, now: now) { "checksum verified (\(checksum.algorithm.rawValue))" }
+                log(.info, .checksumVerified, record.request, now: now) {
+                    "checksum verified (\(checksum.algorithm.rawValue))"
+                }
             }
             log(.info, .finished, record.request, now: now) {
                 let took = record.startedAt.map { " in " + LogText.duration(now - $0) } ?? ""

@@ -16,7 +16,8 @@ extension QueueStateMachine {
         _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
         existingFile: ExistingFileRules.FileState? = nil, now: Double
     ) -> (slot: Int, actions: QueueActions) {
-        let slot = insert(request, claim: claim, isObserved: isObserved, existingFile: existingFile, source: nil, now: now)
+        let slot = insert(
+            request, claim: claim, isObserved: isObserved, existingFile: existingFile, source: nil, now: now)
         return (slot, finishEvent(now))
     }
 
@@ -51,7 +52,8 @@ extension QueueStateMachine {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
                 planPreflight(slot, record)
-            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request) {
+            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request)
+            {
                 // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
                 planPreflight(slot, record)
             }
@@ -65,7 +67,11 @@ extension QueueStateMachine {
         if let rejection {
             // Before the drain runs it fails at its start, as an invalid request does: a listener that
             // subscribes before `go()` hears it.
-            if drainHasRun { failFinally(slot, .invalidRequest(rejection), now: now) } else { record.rejection = rejection }
+            if drainHasRun {
+                failFinally(slot, .invalidRequest(rejection), now: now)
+            } else {
+                record.rejection = rejection
+            }
         }
         return slot
     }
@@ -83,7 +89,9 @@ extension QueueStateMachine {
                 guard case .pending = $0.record.state else { return false }
                 return RequestRules.wantsPreflight($0.record.request)
             }
-            for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) { planPreflight(slot, record) }
+            for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+                planPreflight(slot, record)
+            }
         }
         scheduler.go()
         return finishEvent(now)
@@ -114,7 +122,9 @@ extension QueueStateMachine {
     /// Gives `request` (if `slot` still holds it) a new priority: pending, it moves behind the other pending
     /// requests of that priority; otherwise the priority applies when it next waits for a slot (a retry, a
     /// resume). Returns false when the request is not in the queue any more.
-    mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (changed: Bool, actions: QueueActions) {
+    mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (
+        changed: Bool, actions: QueueActions
+    ) {
         guard let record = table.record(at: slot), record.request === request else { return (false, QueueActions()) }
         scheduler.setPriority(slot, priority)
         return (true, finishEvent(now))
@@ -130,7 +140,9 @@ extension QueueStateMachine {
 
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
-        guard let record = table.record(at: slot), record.request === request, !record.state.holdings.committing else { return }
+        guard let record = table.record(at: slot), record.request === request, !record.state.holdings.committing else {
+            return
+        }
         handOver(from: slot)
         end(slot, .failure(.cancelled), now: now)
     }

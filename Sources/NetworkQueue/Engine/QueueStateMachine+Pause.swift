@@ -20,7 +20,9 @@ import Foundation
 extension QueueStateMachine {
     /// Pauses each request of `targets` that its slot still holds and that can be paused, in one event.
     /// Returns the requests paused.
-    mutating func pause(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (paused: [NetworkRequest], actions: QueueActions) {
+    mutating func pause(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        paused: [NetworkRequest], actions: QueueActions
+    ) {
         var paused: [NetworkRequest] = []
         for (request, slot) in targets where pauseOne(request, slot: slot, now: now) { paused.append(request) }
         return (paused, finishEvent(now))
@@ -28,10 +30,14 @@ extension QueueStateMachine {
 
     /// Resumes each paused request of `targets` that its slot still holds, in one event. Returns the
     /// requests resumed.
-    mutating func resume(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (resumed: [NetworkRequest], actions: QueueActions) {
+    mutating func resume(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        resumed: [NetworkRequest], actions: QueueActions
+    ) {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
-            guard let record = table.record(at: slot), record.request === request, let withPreflight = record.state.resume() else {
+            guard let record = table.record(at: slot), record.request === request,
+                let withPreflight = record.state.resume()
+            else {
                 continue
             }
             if withPreflight { scheduler.enqueue(Job(id: slot, lane: .preflight)) }

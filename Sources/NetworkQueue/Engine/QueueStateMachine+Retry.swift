@@ -19,7 +19,8 @@ extension QueueStateMachine {
         switch record.state {
         case .running(let running): attempt = running
         case .adaptingMain: attempt = nil
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry, .committing,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry,
+            .committing,
             .following, .paused:
             return false
         }
@@ -31,12 +32,16 @@ extension QueueStateMachine {
         leaveAttempt(slot, attempt, transferEnded: transferEnded, now: now)
         if verdict == .ask, let decide = policy.decide {
             nextToken += 1
-            record.state.startDeciding(.init(token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head))
+            record.state.startDeciding(
+                .init(token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head))
             record.lastActivity = now
             addTimeout(slot: slot, token: nextToken, record.request.timeoutInterval, now: now)
             actions.list.append(.publish(record.request, record.status()))
             actions.list.append(
-                .decide(.init(slot: slot, token: nextToken, request: record.request, error: error, attempts: record.attempts, decide: decide)))
+                .decide(
+                    .init(
+                        slot: slot, token: nextToken, request: record.request, error: error, attempts: record.attempts,
+                        decide: decide)))
         } else {
             wait(slot, verdict, policy: policy, error: error, lastHead: attempt?.head, now: now)
         }
@@ -44,7 +49,8 @@ extension QueueStateMachine {
     }
 
     /// The retry policy's closure answered about the attempt that failed in `slot`.
-    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions {
+    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions
+    {
         guard table.isCurrent(slot, token: token), case .deciding(let deciding) = table[slot].state else {
             return finishEvent(now)  // cancelled or paused meanwhile
         }
@@ -52,7 +58,8 @@ extension QueueStateMachine {
         let policy = policy(of: record)
         let error = deciding.failure
         let verdict = RetryRules.verdict(
-            after: decision, policy: policy, error: error, method: record.request.method, retryAfter: deciding.retryAfter)
+            after: decision, policy: policy, error: error, method: record.request.method,
+            retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask {
             failFinally(slot, error, transferEnded: true, now: now)
         } else {
@@ -93,7 +100,8 @@ extension QueueStateMachine {
 
     /// Makes the request wait for its retry, as `verdict` says, and posts willRetry.
     private mutating func wait(
-        _ slot: Int, _ verdict: RetryVerdict, policy: RetryPolicy, error: NetworkQueueError, lastHead: ResponseHead?, now: Double
+        _ slot: Int, _ verdict: RetryVerdict, policy: RetryPolicy, error: NetworkQueueError, lastHead: ResponseHead?,
+        now: Double
     ) {
         let record = table[slot]
         let delay: Double
@@ -160,7 +168,8 @@ extension QueueStateMachine {
         switch table[slot].state {
         case .adaptingPreflight: preflight = true
         case .adaptingMain: preflight = false
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .running, .deciding, .waitingToRetry, .committing, .following,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .running, .deciding, .waitingToRetry,
+            .committing, .following,
             .paused:
             preconditionFailure("adapt hooks answered for a request in phase \(table[slot].state.name)")
         }

@@ -43,7 +43,8 @@ extension QueueStateMachine {
         case .preflighting: preflightEvent(event, slot: slot, now: now)
         case .running: mainEvent(event, reading: reading, slot: slot, now: now)
         case .committing: break  // the transport reported after completing: nothing can change now
-        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
+            .following,
             .paused:
             // A current token is held only by the phases above and these; none of these runs a transfer.
             preconditionFailure("a transfer event for a request in phase \(record.state.name)")
@@ -54,8 +55,12 @@ extension QueueStateMachine {
     /// A transfer reported success but its body did not hash as expected. A download that continued a
     /// part is sent once more from byte 0 (the part may be what was wrong); any other fails, keeping
     /// nothing of the body.
-    mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token), let attempt = table[slot].state.attempt else { return QueueActions() }
+    mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double)
+        -> QueueActions
+    {
+        guard table.isCurrent(slot, token: token), let attempt = table[slot].state.attempt else {
+            return QueueActions()
+        }
         log(.error, .checksumFailed, table[slot].request, now: now) { "expected \(expected), got \(actual)" }
         if attempt.continuedFrom > 0 {
             restartWithoutRange(slot, now: now)
@@ -74,7 +79,8 @@ extension QueueStateMachine {
             fail(slot, error, transferEnded: true, now: now)
         } else {
             let record = table[slot]
-            let response = NetworkResponse(head: attempt.head!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
+            let response = NetworkResponse(
+                head: attempt.head!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
             end(slot, .success(response), transferEnded: true, now: now)
         }
         return finishEvent(now)
@@ -87,7 +93,9 @@ extension QueueStateMachine {
             ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
             markProgressDirty(at: now)
         }
-        if let file = record.existingFile, ExistingFileRules.isUnchanged(head, file: file) { record.state.keepUnchanged(head) }
+        if let file = record.existingFile, ExistingFileRules.isUnchanged(head, file: file) {
+            record.state.keepUnchanged(head)
+        }
     }
 
     private mutating func preflightEvent(_ event: TransferEvent, slot: Int, now: Double) {
@@ -120,7 +128,9 @@ extension QueueStateMachine {
         case .head(let head):
             // Without a pipeline's reading (tests drive the machine alone) no part is continued: read it here.
             let request = table[slot].request
-            receiveHead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: request.acceptableStatusCodes), slot: slot, now: now)
+            receiveHead(
+                reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: request.acceptableStatusCodes),
+                slot: slot, now: now)
         case .data(let data):
             receive(data.count, keeping: data, slot: slot, now: now)
         case .sent(let sent, let expected):
@@ -215,7 +225,9 @@ extension QueueStateMachine {
     /// be sent again without a range.
     private mutating func continuation(_ reading: HeadReading, slot: Int, now: Double) -> Int64?? {
         let record = table[slot]
-        guard case .running(let attempt) = record.state else { preconditionFailure("a head in phase \(record.state.name)") }
+        guard case .running(let attempt) = record.state else {
+            preconditionFailure("a head in phase \(record.state.name)")
+        }
         let (head, offset) = (reading.head, attempt.continuedFrom)
         switch reading.continuation {
         case .append(let total)?:
@@ -251,12 +263,16 @@ extension QueueStateMachine {
     /// moved into place first (outside the lock) and ``fileCommitted(slot:token:error:now:)`` decides.
     private mutating func complete(_ slot: Int, now: Double) {
         let record = table[slot]
-        guard case .running(let attempt) = record.state else { preconditionFailure("completed in phase \(record.state.name)") }
+        guard case .running(let attempt) = record.state else {
+            preconditionFailure("completed in phase \(record.state.name)")
+        }
         guard let head = attempt.head else {
             return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
         }
         let method = attempt.sent.httpMethod
-        if ResponseRules.isShort(head, method: method, received: record.progress.received, knownLength: attempt.announcedLength) {
+        if ResponseRules.isShort(
+            head, method: method, received: record.progress.received, knownLength: attempt.announcedLength)
+        {
             return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
         guard let claim = record.claim else {

@@ -167,7 +167,8 @@ struct QueueStateMachine {
         record.lastActivity = now
         addTimeout(slot: job.id, token: nextToken, record.request.timeoutInterval, now: now)
         actions.list.append(.publish(record.request, record.status()))
-        actions.list.append(.adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
+        actions.list.append(
+            .adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
     }
 
     /// Starts the HEAD of a request that holds a preflight slot, for `urlRequest` (adapted, or the request's
@@ -184,7 +185,11 @@ struct QueueStateMachine {
         actions.list.append(.publish(record.request, record.status()))
         addTimeout(slot: slot, token: nextToken, head.timeoutInterval, now: now)
         log(.debug, .preflightStarted, record.request, now: now) { "HEAD \(Redaction.describe(head.url))" }
-        actions.list.append(.start(.init(slot: slot, token: nextToken, urlRequest: head, cell: cell, body: .preflight, collectsMetrics: false)))
+        actions.list.append(
+            .start(
+                .init(
+                    slot: slot, token: nextToken, urlRequest: head, cell: cell, body: .preflight, collectsMetrics: false
+                )))
     }
 
     /// Starts a main transfer of a request that holds a slot, sending `urlRequest` (adapted, or the
@@ -195,7 +200,9 @@ struct QueueStateMachine {
         let cell = TransferCell()
         if record.startedAt == nil { record.startedAt = now }
         record.state.startAttempt(
-            Attempt(token: nextToken, cell: cell, sent: urlRequest, startedAt: now, expectedBefore: record.progress.expectedDown))
+            Attempt(
+                token: nextToken, cell: cell, sent: urlRequest, startedAt: now,
+                expectedBefore: record.progress.expectedDown))
         record.lastActivity = now
         actions.list.append(.publish(record.request, record.status()))
         if !record.hasStarted {
@@ -208,10 +215,14 @@ struct QueueStateMachine {
             "attempt \(record.attempts): \(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
         }
         let continuesPart =
-            record.claim != nil && record.request.continuesPartialDownloads && !withoutRange && RangeRules.mayContinue(urlRequest)
-        actions.list.append(.start(.init(
-            slot: slot, token: nextToken, urlRequest: urlRequest, cell: cell,
-            body: .checked(record.request, file: record.claim, continuesPart: continuesPart), collectsMetrics: collectsMetrics)))
+            record.claim != nil && record.request.continuesPartialDownloads && !withoutRange
+            && RangeRules.mayContinue(urlRequest)
+        actions.list.append(
+            .start(
+                .init(
+                    slot: slot, token: nextToken, urlRequest: urlRequest, cell: cell,
+                    body: .checked(record.request, file: record.claim, continuesPart: continuesPart),
+                    collectsMetrics: collectsMetrics)))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
@@ -242,7 +253,8 @@ struct QueueStateMachine {
             case .didFinish(let request, _), .didFail(let request, _):
                 guard request.completionHandler != nil else { return }
             case .didUpdateProgress: break
-            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail, .queueDidFinish:
+            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail,
+                .queueDidFinish:
                 return
             }
         }

@@ -143,7 +143,9 @@ final class RequestRecord {
 
     /// The status to publish now, with a new version. An ending shows the head it ended with: a success's
     /// own, or `endingHead` (a follower shows its leader's), or the phase's.
-    func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil, endingHead: ResponseHead? = nil) -> NetworkRequest.Status {
+    func status(ending result: Result<NetworkResponse, NetworkQueueError>? = nil, endingHead: ResponseHead? = nil)
+        -> NetworkRequest.Status
+    {
         statusVersion += 1
         let shown = self.state.shown
         let state: NetworkRequest.State
@@ -156,7 +158,8 @@ final class RequestRecord {
         case .failure(let error)?: state = error.isCancellation ? .cancelled : .failed
         }
         return NetworkRequest.Status(
-            version: result == nil ? statusVersion : .max, state: state, head: head, result: result, download: downloadProgress(announced: shown.announcedLength),
+            version: result == nil ? statusVersion : .max, state: state, head: head, result: result,
+            download: downloadProgress(announced: shown.announcedLength),
             upload: uploadProgress, attemptCount: attempts, metrics: requestMetrics)
     }
 }
@@ -192,7 +195,6 @@ struct RequestTable {
 
     /// The record in `slot`, if any.
     func record(at slot: Int) -> RequestRecord? { slot >= 0 && slot < slots.count ? slots[slot] : nil }
-
 
     /// True when `slot` holds a record.
     func isOccupied(_ slot: Int) -> Bool { record(at: slot) != nil }

@@ -5,7 +5,8 @@ extension RequestState {
         switch self {
         case .awaitingPreflight where preflight: self = .adaptingPreflight(token: token)
         case .pending where !preflight, .awaitingMain where !preflight: self = .adaptingMain(token: token)
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding,
             .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("cannot adapt \(preflight ? "a preflight" : "a transfer") in phase \(name)")
         }
@@ -15,7 +16,8 @@ extension RequestState {
     mutating func startPreflight(token: UInt64, cell: TransferCell) {
         switch self {
         case .awaitingPreflight, .adaptingPreflight: self = .preflighting(Preflight(token: token, cell: cell))
-        case .pending, .preflighting, .awaitingMain, .adaptingMain, .running, .deciding, .waitingToRetry, .committing, .following,
+        case .pending, .preflighting, .awaitingMain, .adaptingMain, .running, .deciding, .waitingToRetry, .committing,
+            .following,
             .paused:
             preconditionFailure("cannot start a preflight in phase \(name)")
         }
@@ -26,7 +28,8 @@ extension RequestState {
     mutating func startAttempt(_ attempt: Attempt) {
         switch self {
         case .pending, .awaitingMain, .adaptingMain, .running: self = .running(attempt)
-        case .awaitingPreflight, .preflighting, .adaptingPreflight, .deciding, .waitingToRetry, .committing, .following, .paused:
+        case .awaitingPreflight, .preflighting, .adaptingPreflight, .deciding, .waitingToRetry, .committing, .following,
+            .paused:
             preconditionFailure("cannot start a transfer in phase \(name)")
         }
     }
@@ -36,7 +39,8 @@ extension RequestState {
         switch self {
         case .preflighting(let preflight):
             preflight.unchangedHead = head
-        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("a preflight head in phase \(name)")
         }
@@ -46,7 +50,8 @@ extension RequestState {
     mutating func finishPreflight() {
         switch self {
         case .preflighting: self = .awaitingMain
-        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("cannot finish a preflight in phase \(name)")
         }
@@ -58,7 +63,8 @@ extension RequestState {
         case .running(let attempt):
             self = .committing(attempt)
             return attempt
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("cannot commit in phase \(name)")
         }
@@ -68,7 +74,8 @@ extension RequestState {
     mutating func startDeciding(_ decision: Decision) {
         switch self {
         case .running, .adaptingMain: self = .deciding(decision)
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry, .committing,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .deciding, .waitingToRetry,
+            .committing,
             .following, .paused:
             preconditionFailure("cannot decide on a retry in phase \(name)")
         }
@@ -78,7 +85,8 @@ extension RequestState {
     mutating func startWaiting(_ wait: RetryWait) {
         switch self {
         case .running, .adaptingMain, .deciding: self = .waitingToRetry(wait)
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .waitingToRetry, .committing, .following,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .waitingToRetry,
+            .committing, .following,
             .paused:
             preconditionFailure("cannot wait to retry in phase \(name)")
         }
@@ -88,7 +96,8 @@ extension RequestState {
     mutating func rejoin() {
         switch self {
         case .waitingToRetry: self = .pending
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding,
             .committing, .following, .paused:
             preconditionFailure("cannot rejoin in phase \(name)")
         }
@@ -98,7 +107,8 @@ extension RequestState {
     mutating func planPreflight() {
         switch self {
         case .pending: self = .awaitingPreflight
-        case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
+        case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("cannot plan a preflight in phase \(name)")
         }
@@ -108,7 +118,8 @@ extension RequestState {
     mutating func follow(_ leader: Int) {
         switch self {
         case .pending: self = .following(leader: leader)
-        case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding, .waitingToRetry,
+        case .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("cannot follow in phase \(name)")
         }
@@ -118,7 +129,8 @@ extension RequestState {
     mutating func inherit() {
         switch self {
         case .following: self = .pending
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding,
             .waitingToRetry, .committing, .paused:
             preconditionFailure("cannot inherit a leader's work in phase \(name)")
         }
@@ -149,7 +161,8 @@ extension RequestState {
         case .paused(let withPreflight):
             self = withPreflight ? .awaitingPreflight : .pending
             return withPreflight
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running, .deciding,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding,
             .waitingToRetry, .committing, .following:
             return nil
         }
@@ -159,7 +172,8 @@ extension RequestState {
     func withAttempt<Result>(_ change: (Attempt) -> Result) -> Result {
         switch self {
         case .running(let attempt): return change(attempt)
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry,
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry,
             .committing, .following, .paused:
             preconditionFailure("no attempt runs in phase \(name)")
         }

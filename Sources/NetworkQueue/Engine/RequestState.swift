@@ -167,7 +167,9 @@ enum RequestState {
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
         switch self {
-        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following, .paused: true
+        case .running, .preflighting, .adaptingPreflight, .adaptingMain, .deciding, .waitingToRetry, .following,
+            .paused:
+            true
         case .pending, .awaitingPreflight, .awaitingMain, .committing: false
         }
     }

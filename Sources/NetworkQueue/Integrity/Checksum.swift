@@ -22,8 +22,10 @@ public enum Checksum: Sendable, Hashable, CustomStringConvertible {
 
     /// The checksum of `algorithm` with these digest bytes.
     public init(_ algorithm: Algorithm, digest: some Sequence<UInt8>) {
-        let hex = digest.map { byte in String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
-            .joined()
+        let hex = digest.map { byte in
+            String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }
+        .joined()
         self = algorithm == .sha256 ? .sha256(hex) : .sha512(hex)
     }
 
@@ -64,18 +66,23 @@ public enum Checksum: Sendable, Hashable, CustomStringConvertible {
 
     /// True when ``hex`` is hexadecimal of the algorithm's length.
     public var isWellFormed: Bool {
-        hex.utf8.count == algorithm.byteCount * 2 && hex.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0 | 0x20) }
+        hex.utf8.count == algorithm.byteCount * 2
+            && hex.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0 | 0x20) }
     }
 
     /// The digest's bytes, when ``isWellFormed``.
     var bytes: [UInt8]? {
         guard isWellFormed else { return nil }
         let digits = Array(hex.utf8)
-        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)!
+        }
     }
 
     /// Whether two checksums name the same digest (hexadecimal compared without regard to case).
-    public func matches(_ other: Checksum) -> Bool { algorithm == other.algorithm && bytes != nil && bytes == other.bytes }
+    public func matches(_ other: Checksum) -> Bool {
+        algorithm == other.algorithm && bytes != nil && bytes == other.bytes
+    }
 }
 
 extension Checksum {

@@ -45,7 +45,9 @@ enum DigestEngine: String, CaseIterable {
     func make(_ algorithm: Checksum.Algorithm) -> any StreamingDigest {
         switch self {
         case .libcrypto:
-            if let library = Libcrypto.shared, let digest = LibcryptoDigest(algorithm, library: library) { return digest }
+            if let library = Libcrypto.shared, let digest = LibcryptoDigest(algorithm, library: library) {
+                return digest
+            }
         case .commonCrypto:
             #if canImport(CommonCrypto)
                 return CommonCryptoDigest(algorithm)
@@ -76,7 +78,8 @@ final class Libcrypto: @unchecked Sendable {
     typealias Method = @convention(c) () -> OpaquePointer?
     typealias Initialize = @convention(c) (OpaquePointer?, OpaquePointer?, OpaquePointer?) -> Int32
     typealias Update = @convention(c) (OpaquePointer?, UnsafeRawPointer?, Int) -> Int32
-    typealias Final = @convention(c) (OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt32>?) -> Int32
+    typealias Final =
+        @convention(c) (OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt32>?) -> Int32
 
     let newContext: NewContext
     let freeContext: FreeContext
@@ -91,7 +94,8 @@ final class Libcrypto: @unchecked Sendable {
 
     private init?() {
         #if os(Linux)
-            guard let library = SharedLibrary.open(["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"]), let newContext = dlsym(library, "EVP_MD_CTX_new"),
+            guard let library = SharedLibrary.open(["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"]),
+                let newContext = dlsym(library, "EVP_MD_CTX_new"),
                 let freeContext = dlsym(library, "EVP_MD_CTX_free"), let sha256 = dlsym(library, "EVP_sha256"),
                 let sha512 = dlsym(library, "EVP_sha512"), let initialize = dlsym(library, "EVP_DigestInit_ex"),
                 let update = dlsym(library, "EVP_DigestUpdate"), let final = dlsym(library, "EVP_DigestFinal_ex")
@@ -160,14 +164,22 @@ final class LibcryptoDigest: StreamingDigest {
             while offset < bytes.count {
                 let count = min(1 << 30, bytes.count - offset)
                 let base = bytes.baseAddress! + offset
-                if algorithm == .sha256 { CC_SHA256_Update(&context256, base, CC_LONG(count)) } else { CC_SHA512_Update(&context512, base, CC_LONG(count)) }
+                if algorithm == .sha256 {
+                    CC_SHA256_Update(&context256, base, CC_LONG(count))
+                } else {
+                    CC_SHA512_Update(&context512, base, CC_LONG(count))
+                }
                 offset += count
             }
         }
 
         func finalize() -> [UInt8] {
             var digest = [UInt8](repeating: 0, count: algorithm.byteCount)
-            if algorithm == .sha256 { CC_SHA256_Final(&digest, &context256) } else { CC_SHA512_Final(&digest, &context512) }
+            if algorithm == .sha256 {
+                CC_SHA256_Final(&digest, &context256)
+            } else {
+                CC_SHA512_Final(&digest, &context512)
+            }
             return digest
         }
     }

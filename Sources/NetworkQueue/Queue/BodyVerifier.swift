@@ -28,7 +28,8 @@ final class BodyVerifier: @unchecked Sendable {
     /// first `length` bytes are hashed first, for the checks that cover the whole file).
     func begin(_ response: ResponseHead, continuing part: (url: URL, length: Int64)?) {
         var promises =
-            verifiesServerDigests ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []
+            verifiesServerDigests
+            ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []
         if let checksum { promises.insert(.init(checksum: checksum, scope: .representation), at: 0) }
         hashing = promises.isEmpty ? nil : Hashing(promises, part: part)
     }
@@ -85,11 +86,15 @@ private final class Hashing: Sendable {
     init(_ promises: [DigestRules.Promise], part: (url: URL, length: Int64)?) {
         let engine = DigestEngine.preferred
         let checks = promises.map {
-            Check(expected: $0.checksum, includesPart: part != nil && $0.scope == .representation, digest: engine.make($0.checksum.algorithm))
+            Check(
+                expected: $0.checksum, includesPart: part != nil && $0.scope == .representation,
+                digest: engine.make($0.checksum.algorithm))
         }
         self.checks = Locked(checks)
         for _ in 0..<Self.bufferCount { freeBuffers.signal() }
-        if let part, checks.contains(where: \.includesPart) { queue.async { self.hashPart(part.url, length: part.length) } }
+        if let part, checks.contains(where: \.includesPart) {
+            queue.async { self.hashPart(part.url, length: part.length) }
+        }
     }
 
     deinit { storage.deallocate() }
@@ -137,7 +142,9 @@ private final class Hashing: Sendable {
     }
 
     func finish() -> (expected: Checksum, actual: Checksum)? {
-        if let (index, count) = buffers.withLock({ buffers in buffers.filling.map { ($0, buffers.count) } }) { hand(index, count: count) }
+        if let (index, count) = buffers.withLock({ buffers in buffers.filling.map { ($0, buffers.count) } }) {
+            hand(index, count: count)
+        }
         return queue.sync {
             checks.withLock { checks in
                 for check in checks {

@@ -81,7 +81,8 @@ final class FileSink: Sendable {
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil
-        state = Locked(State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil))
+        state = Locked(
+            State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil))
         _ = claim.replaceSink(with: self)
     }
 
@@ -133,7 +134,8 @@ final class FileSink: Sendable {
 
     /// Writes the validator file, never through a symbolic link planted at its path.
     private func saveValidator(_ validator: RangeRules.Validator) throws {
-        let fd = Self.openRegular(validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        let fd = Self.openRegular(
+            validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission) }
         try FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(contentsOf: Data(validator.fileText.utf8))
     }

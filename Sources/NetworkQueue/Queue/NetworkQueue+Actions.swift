@@ -53,19 +53,24 @@ extension NetworkQueue {
             case .readSource(let id, let count):
                 locked.withLock { $0.readers.removeValue(forKey: id) }?.resume(returning: count)
             case .stopSource(let id):
-                let (reader, task) = locked.withLock { ($0.readers.removeValue(forKey: id), $0.readerTasks.removeValue(forKey: id)) }
+                let (reader, task) = locked.withLock {
+                    ($0.readers.removeValue(forKey: id), $0.readerTasks.removeValue(forKey: id))
+                }
                 reader?.resume(returning: 0)
                 task?.cancel()
             case .decide(let decide):
                 Task {
                     let decision = await decide.decide(decide.request, decide.error, decide.attempts)
-                    self.send(inline: true) { $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1) }
+                    self.send(inline: true) {
+                        $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1)
+                    }
                 }
             }
         }
         if !cancels.isEmpty {
             // URLSession's cancel can block for a while on Linux: never on the caller's thread.
-            DispatchQueue.global(qos: .userInitiated).async { [cancels] in for transfer in cancels { transfer.cancel() } }
+            DispatchQueue.global(qos: .userInitiated).async { [cancels] in for transfer in cancels { transfer.cancel() }
+            }
         }
         if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
             for start in starts { launch(start) }
@@ -127,13 +132,15 @@ extension NetworkQueue {
         let handle: any TransferHandle
         if pipeline.sink != nil, let lending = lender {
             // The pipeline writes and hashes each piece before it returns: the transport may lend it.
-            handle = lending.startTransfer(urlRequest, options: options, lendingBodyTo: { piece in
-                let count = piece.count
-                switch pipeline.write(piece) {
-                case .forward: self.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-                case let step: self.pass(step, nil, slot: slot, token: token)
-                }
-            }, events: events)
+            handle = lending.startTransfer(
+                urlRequest, options: options,
+                lendingBodyTo: { piece in
+                    let count = piece.count
+                    switch pipeline.write(piece) {
+                    case .forward: self.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+                    case let step: self.pass(step, nil, slot: slot, token: token)
+                    }
+                }, events: events)
         } else {
             handle = transport.startTransfer(urlRequest, options: options, events: events)
         }
@@ -151,9 +158,12 @@ extension NetworkQueue {
         case .head(let reading):
             guard let event else { return }
             send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
-        case .fileFailed(let error): send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+        case .fileFailed(let error):
+            send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
         case .integrityFailed(let expected, let actual):
-            send(inline: true) { $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1) }
+            send(inline: true) {
+                $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1)
+            }
         }
     }
 

@@ -105,7 +105,9 @@ extension NetworkQueue {
     /// Sends `event` for the requests of `chosen` in this queue, in one step; returns those it changed.
     private func apply(
         _ chosen: [NetworkRequest],
-        _ event: (inout QueueStateMachine, [(request: NetworkRequest, slot: Int)], Double) -> (changed: [NetworkRequest], actions: QueueActions)
+        _ event: (inout QueueStateMachine, [(request: NetworkRequest, slot: Int)], Double) -> (
+            changed: [NetworkRequest], actions: QueueActions
+        )
     ) -> [NetworkRequest] {
         let targets = targets(chosen)
         guard !targets.isEmpty else { return [] }

@@ -45,7 +45,8 @@ extension NetworkQueue {
     /// queue.go()
     /// await queue.run()
     /// ```
-    public func add<Source: AsyncSequence & Sendable>(contentsOf source: Source) where Source.Element == NetworkRequest {
+    public func add<Source: AsyncSequence & Sendable>(contentsOf source: Source)
+    where Source.Element == NetworkRequest {
         add(contentsOf: source, expectedCount: 0)
     }
 
@@ -68,7 +69,8 @@ extension NetworkQueue {
     /// `(1...n).lazy.map { … }`, whose closure makes each request, is read as it is, one request made per read.
     /// (With a `Sendable` requirement Swift would pick the eager `map` for such a line, and build every request
     /// before the call.) Its `underestimatedCount` is announced as ``add(contentsOf:expectedCount:)`` does.
-    public func add<Requests: Sequence>(contentsOf requests: sending Requests) where Requests.Element == NetworkRequest {
+    public func add<Requests: Sequence>(contentsOf requests: sending Requests)
+    where Requests.Element == NetworkRequest {
         let expected = requests.underestimatedCount
         startReading(SynchronousSource(base: requests), expectedCount: expected)
     }
@@ -174,7 +176,8 @@ extension NetworkQueue {
                 core.machine.sourceRead(id, count: 1)
                 // A file another request writes: the request joins and fails alone (an add would throw).
                 let (claim, rejection) = Self.claimDestination(of: request, in: core.machine)
-                slot = core.machine.insert(request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now)
+                slot = core.machine.insert(
+                    request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now)
             }
             switch ending {
             case nil: break

@@ -60,7 +60,8 @@ public final class NetworkQueue: Sendable {
         self.transport = transport
         lender = transport as? any LendingTransport
         self.clock = clock
-        var machine = QueueStateMachine(limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
+        var machine = QueueStateMachine(
+            limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
         machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
         self.locked = Locked(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
@@ -163,7 +164,9 @@ public final class NetworkQueue: Sendable {
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             let (claim, refusal) = Self.claimDestination(of: request, in: core.machine)
             if let refusal { return .failure(.invalidRequest(refusal)) }
-            return .success(core.machine.add(request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
+            return .success(
+                core.machine.add(
+                    request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
         }
         switch added {
         case .success(let (slot, actions)):
@@ -184,7 +187,8 @@ public final class NetworkQueue: Sendable {
     static func existingFile(of request: NetworkRequest) -> ExistingFileRules.FileState? {
         // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
         // size and the date cannot tell a wrong file from the right one).
-        ExistingFileRules.checksExistingFile(request) ? fileState(of: request.destination, checksum: request.checksum) : nil
+        ExistingFileRules.checksExistingFile(request)
+            ? fileState(of: request.destination, checksum: request.checksum) : nil
     }
 
     /// The claim on `request`'s file destination, taken under the queue's lock: whether one is needed depends
@@ -193,7 +197,8 @@ public final class NetworkQueue: Sendable {
     static func claimDestination(
         of request: NetworkRequest, in machine: QueueStateMachine
     ) -> (claim: DestinationClaim?, refusal: NetworkQueueError.InvalidRequestReason?) {
-        guard case .file(let file) = request.destination, request.invalidReason == nil, machine.needsOwnClaim(request) else {
+        guard case .file(let file) = request.destination, request.invalidReason == nil, machine.needsOwnClaim(request)
+        else {
             return (nil, nil)
         }
         guard let claim = DestinationClaim.claim(file) else { return (nil, .destinationInUse(file)) }
@@ -207,11 +212,14 @@ public final class NetworkQueue: Sendable {
 
     /// The size and modification time of a file destination that exists as a regular file and, when
     /// `checksum` is given, hashes to it (read once, here); nil otherwise: the file is fetched again.
-    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules.FileState? {
+    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules
+        .FileState?
+    {
         guard case .file(let url) = destination,
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
             attributes[.type] as? FileAttributeType == .typeRegular,
-            let size = (attributes[.size] as? NSNumber)?.int64Value, let modified = attributes[.modificationDate] as? Date
+            let size = (attributes[.size] as? NSNumber)?.int64Value,
+            let modified = attributes[.modificationDate] as? Date
         else { return nil }
         if let checksum, !checksum.matches(file: url) { return nil }
         return ExistingFileRules.FileState(size: size, modified: modified)
@@ -266,7 +274,9 @@ public final class NetworkQueue: Sendable {
 
     /// The slot `request` was given when it was added to this queue; nil when it was added to another.
     func slot(of request: NetworkRequest) -> Int? {
-        guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else { return nil }
+        guard let place = request.shared.withLock({ $0.membership }), place.queue == ObjectIdentifier(self) else {
+            return nil
+        }
         return place.slot
     }
 

@@ -36,7 +36,8 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// An attempt of `request` failed with `error` and it will be sent again in `delay` seconds (sooner
     /// if another request to its host succeeds meanwhile; see ``RetryPolicy``). Its slot is free while it
     /// waits. Comes after the attempt's didReceiveHeaders, if it had one; didStart is not repeated.
-    func networkQueue(_ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError)
+    func networkQueue(
+        _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError)
     /// A request was paused by ``NetworkQueue/pause(_:)`` (or ``NetworkQueue/pause(where:)``): its transfer,
     /// if one ran, was stopped, and it holds no slot until it is resumed.
     func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest)
@@ -61,7 +62,8 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {}
     /// Does nothing.
-    public func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {}
+    public func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics)
+    {}
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {}
     /// Does nothing.

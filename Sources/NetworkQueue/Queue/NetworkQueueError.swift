@@ -147,10 +147,13 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             "unacceptable content type \(type.map(Redaction.printable) ?? "(none)") from \(Redaction.describe(url))"
         case .preflightFailed(let error): "HEAD preflight failed: \(Self.describe(error))"
         case .invalidRequest(let reason): "invalid request: \(Self.describe(reason))"
-        case .responseTooLarge(let limit, let url): "response from \(Redaction.describe(url)) larger than \(limit) bytes"
+        case .responseTooLarge(let limit, let url):
+            "response from \(Redaction.describe(url)) larger than \(limit) bytes"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
-        case .adaptationFailed(let underlying): "adapting the request failed: \(Redaction.scrub(underlying.description))"
-        case .integrityCheckFailed(let expected, let actual): "integrity check failed: expected \(expected), got \(actual)"
+        case .adaptationFailed(let underlying):
+            "adapting the request failed: \(Redaction.scrub(underlying.description))"
+        case .integrityCheckFailed(let expected, let actual):
+            "integrity check failed: expected \(expected), got \(actual)"
         case .decodingFailed(let failure):
             "could not decode the body of \(Redaction.describe(failure.url)) (HTTP \(failure.statusCode), "
                 + "\(failure.bodyLength) bytes): \(Redaction.scrub(failure.underlying.description))"
@@ -195,7 +198,8 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
                 ? "destination \(url.path) does not name a file (a directory, or a path ending in /)"
                 : "destination \(Redaction.describe(url)) is not a file URL"
         case .destinationInUse(let url): "another request is writing to \(url.path)"
-        case .invalidChecksum(let checksum): "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
+        case .invalidChecksum(let checksum):
+            "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
         }
     }
 }

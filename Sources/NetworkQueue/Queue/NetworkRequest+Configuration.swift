@@ -113,7 +113,8 @@ extension NetworkRequest {
         let invalidReason: NetworkQueueError.InvalidRequestReason?
 
         init(
-            validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, handlers: Handlers,
+            validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?,
+            handlers: Handlers,
             userInfo: [String: any Sendable], invalidReason: NetworkQueueError.InvalidRequestReason?
         ) {
             self.validation = validation
@@ -128,18 +129,22 @@ extension NetworkRequest {
 
         /// The options of a valid request created with every default.
         static let defaults = Options(
-            validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil, handlers: Handlers(),
+            validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil,
+            handlers: Handlers(),
             userInfo: [:], invalidReason: nil)
 
         /// True when these settings are all the defaults (so ``defaults`` may stand for them).
         static func areDefaults(
-            _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?, _ handlers: Handlers,
+            _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?,
+            _ handlers: Handlers,
             _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
         ) -> Bool {
             validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
-                && validation.maximumResponseSize == .automatic && integrity.checksum == nil && integrity.verifiesServerDigests
+                && validation.maximumResponseSize == .automatic && integrity.checksum == nil
+                && integrity.verifiesServerDigests
                 && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
-                && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil && handlers.onCompletion == nil
+                && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil
+                && handlers.onCompletion == nil
                 && handlers.adapt == nil && userInfo.isEmpty && invalidReason == nil
         }
     }

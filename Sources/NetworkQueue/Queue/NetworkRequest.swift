@@ -121,7 +121,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
     var acceptableContentTypes: Set<String>? { options.acceptableContentTypes }
     /// ``Validation-swift.struct/maximumResponseSize`` resolved for the destination (nil: no limit).
-    var maximumResponseSize: Int64? { RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination) }
+    var maximumResponseSize: Int64? {
+        RequestRules.maximumResponseSize(validation.maximumResponseSize, destination: destination)
+    }
     /// ``Handlers-swift.struct/adapt``, the one handler the engine reads (the others go to delivery).
     var adapt: (@Sendable (URLRequest) async throws -> URLRequest)? { options.handlers.adapt }
     /// The groups' values the engine reads, by their short names.
@@ -133,7 +135,9 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     var invalidReason: NetworkQueueError.InvalidRequestReason? { options.invalidReason }
-    var completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? { options.handlers.onCompletion }
+    var completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? {
+        options.handlers.onCompletion
+    }
     var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onDownloadProgress }
     var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onUploadProgress }
 
@@ -178,7 +182,9 @@ public final class NetworkRequest: Sendable, Identifiable {
         let request: NetworkRequest
 
         @inline(__always)
-        func withLock<Result, Failure: Error>(_ body: (inout Shared) throws(Failure) -> Result) throws(Failure) -> Result {
+        func withLock<Result, Failure: Error>(_ body: (inout Shared) throws(Failure) -> Result) throws(Failure)
+            -> Result
+        {
             let lock = RequestLocks.lock(for: request)
             pthread_mutex_lock(lock)
             defer { pthread_mutex_unlock(lock) }
@@ -218,14 +224,18 @@ public final class NetworkRequest: Sendable, Identifiable {
         userInfo: [String: any Sendable] = [:]
     ) {
         self.init(
-            target: .request(urlRequest), invalidReason: RequestRules.validate(urlRequest, destination: destination), destination: destination,
-            validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority,
+            target: .request(urlRequest), invalidReason: RequestRules.validate(urlRequest, destination: destination),
+            destination: destination,
+            validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy,
+            priority: priority,
             handlers: handlers, tag: tag, userInfo: userInfo)
     }
 
     private init(
-        target: Target, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination, validation: Validation,
-        integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, priority: Priority, handlers: Handlers, tag: Int,
+        target: Target, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination,
+        validation: Validation,
+        integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, priority: Priority,
+        handlers: Handlers, tag: Int,
         userInfo: [String: any Sendable]
     ) {
         self.target = target
@@ -237,7 +247,8 @@ public final class NetworkRequest: Sendable, Identifiable {
             Options.areDefaults(validation, integrity, fileOptions, retryPolicy, handlers, userInfo, invalidReason)
             ? Options.defaults
             : Options(
-                validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, handlers: handlers,
+                validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy,
+                handlers: handlers,
                 userInfo: userInfo, invalidReason: invalidReason)
         var shared = Shared()
         shared.priority = priority
@@ -264,13 +275,16 @@ public final class NetworkRequest: Sendable, Identifiable {
         tag: Int = 0,
         userInfo: [String: any Sendable] = [:]
     ) {
-        let invalidReason = RequestRules.validate(url: url, timeout: RequestRules.defaultTimeout, destination: destination)
+        let invalidReason = RequestRules.validate(
+            url: url, timeout: RequestRules.defaultTimeout, destination: destination)
         let text = url.absoluteString
         // A URL whose text does not parse back to it (rare) is kept whole.
         let target: Target = invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
         self.init(
-            target: target, invalidReason: invalidReason, destination: destination, validation: validation, integrity: integrity,
-            fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority, handlers: handlers, tag: tag, userInfo: userInfo)
+            target: target, invalidReason: invalidReason, destination: destination, validation: validation,
+            integrity: integrity,
+            fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority, handlers: handlers, tag: tag,
+            userInfo: userInfo)
     }
 
     /// The URL of ``urlRequest``.

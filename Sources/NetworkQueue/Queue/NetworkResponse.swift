@@ -33,7 +33,8 @@ public struct NetworkResponse: Sendable {
     /// Creates a response from a head; `keptExistingFile` as ``keptExistingFile`` (default false), `metrics` as
     /// ``metrics`` (default nil).
     public init(
-        head: ResponseHead, body: Data, fileURL: URL? = nil, keptExistingFile: Bool = false, metrics: RequestMetrics? = nil
+        head: ResponseHead, body: Data, fileURL: URL? = nil, keptExistingFile: Bool = false,
+        metrics: RequestMetrics? = nil
     ) {
         self.head = head
         self.body = body
@@ -65,7 +66,8 @@ public struct TransferProgress: Sendable, Hashable {
 
     /// Creates a progress value; `throughput` and `estimatedTimeRemaining` default to nil (unknown).
     public init(
-        completedBytes: Int64, expectedBytes: Int64?, throughput: Double? = nil, estimatedTimeRemaining: TimeInterval? = nil
+        completedBytes: Int64, expectedBytes: Int64?, throughput: Double? = nil,
+        estimatedTimeRemaining: TimeInterval? = nil
     ) {
         self.completedBytes = completedBytes
         self.expectedBytes = expectedBytes

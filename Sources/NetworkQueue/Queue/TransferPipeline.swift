@@ -33,7 +33,9 @@ struct TransferPipeline: Sendable {
     /// A pipeline for a transfer of `request` (nil: a HEAD preflight) writing to `sink`.
     init(request: NetworkRequest?, sink: FileSink?) {
         self.sink = sink
-        verifier = request.flatMap { BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests) }
+        verifier = request.flatMap {
+            BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests)
+        }
         acceptableStatusCodes = request?.acceptableStatusCodes
     }
 
@@ -41,7 +43,8 @@ struct TransferPipeline: Sendable {
     func step(_ event: TransferEvent) -> Step {
         switch event {
         case .head(let head) where !ResponseRules.isInterim(head):
-            let reading = HeadReading(head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
+            let reading = HeadReading(
+                head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
             if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
             if let verifier {
                 // A 206 that continues the part: the whole-file checks hash the part's bytes first.
@@ -54,7 +57,9 @@ struct TransferPipeline: Sendable {
             if let error = data.withUnsafeBytes({ take($0) }) { return error }
         case .completed(nil):
             if let sink, let error = sink.finishWriting() { return .fileFailed(error) }
-            if let (expected, actual) = verifier?.finish() { return .integrityFailed(expected: expected, actual: actual) }
+            if let (expected, actual) = verifier?.finish() {
+                return .integrityFailed(expected: expected, actual: actual)
+            }
         case .head, .sent, .redirect, .metrics, .completed(.some):
             // An interim head is the engine's to ignore; a failed transfer's file is discarded by the engine.
             break

@@ -54,7 +54,8 @@ struct ProxyEnvironment: Equatable {
     static func isUsable(_ value: String) -> Bool {
         let text = value.contains("://") ? value : "http://" + value
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            proxySchemes.contains(scheme), let host = components.host, !host.isEmpty, components.port.map({ $0 > 0 && $0 < 65_536 }) ?? true
+            proxySchemes.contains(scheme), let host = components.host, !host.isEmpty,
+            components.port.map({ $0 > 0 && $0 < 65_536 }) ?? true
         else { return false }
         return true
     }

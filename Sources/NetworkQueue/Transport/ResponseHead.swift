@@ -55,7 +55,10 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
 
     /// Creates a head whose `Content-Length` a parser has read already (-1: none), and the mask of its names'
     /// lengths when the parser has it (nil: computed here).
-    init(url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64, nameLengths: UInt64? = nil) {
+    init(
+        url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64,
+        nameLengths: UInt64? = nil
+    ) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
@@ -97,7 +100,9 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
     public func value(forHTTPHeaderField name: String) -> String? {
         guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
-        for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) { return fields[index].value }
+        for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) {
+            return fields[index].value
+        }
         return nil
     }
 

@@ -32,14 +32,17 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// Adds the jar's cookies for the request's URL to `request`, after any `Cookie` header of its own.
     private func addCookies(to request: inout URLRequest, own: String?) {
-        guard let cookieJar, let url = request.url, let cookies = cookieJar.withLock({ $0.header(for: url, now: Date()) })
+        guard let cookieJar, let url = request.url,
+            let cookies = cookieJar.withLock({ $0.header(for: url, now: Date()) })
         else { return request.setValue(own, forHTTPHeaderField: "Cookie") }
         request.setValue(own.map { "\($0); \(cookies)" } ?? cookies, forHTTPHeaderField: "Cookie")
     }
 
     /// Stores the cookies of a response head that passed every check.
     private func storeCookies(of response: HTTPURLResponse) {
-        guard let cookieJar, let url = response.url, let value = response.value(forHTTPHeaderField: "Set-Cookie") else { return }
+        guard let cookieJar, let url = response.url, let value = response.value(forHTTPHeaderField: "Set-Cookie") else {
+            return
+        }
         cookieJar.withLock { $0.store(CookieJar.splitJoined(value), from: url, now: Date()) }
     }
 
@@ -104,7 +107,8 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // A head framed two ways (differing lengths) or by a transfer coding that cannot be read is refused
         // before anything of it is reported.
         let violation = FramingRules.violation(
-            in: head, hasBody: ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
+            in: head,
+            hasBody: ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }
@@ -133,7 +137,10 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     ) {
         guard let transfer = transfer(for: task) else { return }
         transfer.state.withLock { $0.measure?.bodySent = totalBytesSent }
-        transfer.events(.sent(totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil))
+        transfer.events(
+            .sent(
+                totalBytesSent: totalBytesSent,
+                totalBytesExpectedToSend: totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil))
     }
 
     /// Answers exactly once, and never once the transfer is cancelled: Foundation on Linux traps when an
@@ -150,13 +157,17 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return
         }
         var decision = redirects.decide(
-            from: response.url ?? task.currentRequest?.url, to: request, location: response.value(forHTTPHeaderField: "Location"))
+            from: response.url ?? task.currentRequest?.url, to: request,
+            location: response.value(forHTTPHeaderField: "Location"))
         if FramingRules.violation(in: ResponseHead(response)) != nil {
             decision = .refuse(URLError(.badServerResponse))
         } else if response.value(forHTTPHeaderField: "Location")?.contains(", ") == true {
             // Foundation joins repeated fields with ", ", which no URL holds (a space is not allowed in one): two
             // Location fields, naming two places. The redirect is refused, as the curl transport refuses it.
-            decision = .refuse(URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "more than one Location field in a redirect"]))
+            decision = .refuse(
+                URLError(
+                    .badServerResponse,
+                    userInfo: [NSLocalizedDescriptionKey: "more than one Location field in a redirect"]))
         } else if case .follow(var next) = decision {
             storeCookies(of: response)
             addCookies(to: &next, own: transfer.ownCookie(for: next.url))
@@ -169,7 +180,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             case .refuse(let error):
                 state.interruption = .refused(error)
                 completionHandler(nil)
-                return from.map { TransferRedirect(statusCode: response.statusCode, from: $0, to: request.url, refusal: error) }
+                return from.map {
+                    TransferRedirect(statusCode: response.statusCode, from: $0, to: request.url, refusal: error)
+                }
             case .follow(var next):
                 state.measure?.redirects += 1
                 // Linux keeps the method of a 307/308 but drops the body: stop here and replay with it.

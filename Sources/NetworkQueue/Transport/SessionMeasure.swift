@@ -54,9 +54,15 @@ struct SessionMeasure {
         let start = transactions.first?.fetchStartDate ?? platform.taskInterval.start
         if let firstByte = span(start, final.responseStartDate) { metrics.timeToFirstByte = firstByte }
         metrics.redirectCount = max(metrics.redirectCount, platform.redirectCount)
-        if transactions.count > 1, let redirects = span(start, final.fetchStartDate) { metrics.redirectDuration = redirects }
-        let sent = transactions.reduce(Int64(0)) { $0 + $1.countOfRequestHeaderBytesSent + $1.countOfRequestBodyBytesSent }
-        let received = transactions.reduce(Int64(0)) { $0 + $1.countOfResponseHeaderBytesReceived + $1.countOfResponseBodyBytesReceived }
+        if transactions.count > 1, let redirects = span(start, final.fetchStartDate) {
+            metrics.redirectDuration = redirects
+        }
+        let sent = transactions.reduce(Int64(0)) {
+            $0 + $1.countOfRequestHeaderBytesSent + $1.countOfRequestBodyBytesSent
+        }
+        let received = transactions.reduce(Int64(0)) {
+            $0 + $1.countOfResponseHeaderBytesReceived + $1.countOfResponseBodyBytesReceived
+        }
         if sent > 0 { metrics.bytesSent = sent }
         if received > 0 { metrics.bytesReceived = received }
         metrics.httpVersion = final.networkProtocolName.flatMap(versionName)

@@ -9,12 +9,16 @@
     /// Immutable once loaded (function pointers only), hence `@unchecked Sendable`.
     final class DecoderLibrary: @unchecked Sendable {
         typealias Inflate = @convention(c) (UnsafeMutablePointer<nq_z_stream>?, Int32) -> Int32
-        typealias InflateInit = @convention(c) (UnsafeMutablePointer<nq_z_stream>?, Int32, UnsafePointer<CChar>?, Int32) -> Int32
-        typealias BrotliCreate = @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> OpaquePointer?
-        typealias BrotliDecompress = @convention(c) (
-            OpaquePointer?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
-            UnsafeMutablePointer<Int>?, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?, UnsafeMutablePointer<Int>?
-        ) -> Int32
+        typealias InflateInit =
+            @convention(c) (UnsafeMutablePointer<nq_z_stream>?, Int32, UnsafePointer<CChar>?, Int32) -> Int32
+        typealias BrotliCreate =
+            @convention(c) (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) -> OpaquePointer?
+        typealias BrotliDecompress =
+            @convention(c) (
+                OpaquePointer?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+                UnsafeMutablePointer<Int>?, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+                UnsafeMutablePointer<Int>?
+            ) -> Int32
         typealias BrotliDestroy = @convention(c) (OpaquePointer?) -> Void
 
         struct Zlib {
@@ -42,12 +46,16 @@
                 guard let initialize = dlsym(handle, "inflateInit2_"), let inflate = dlsym(handle, "inflate"),
                     let end = dlsym(handle, "inflateEnd"), let reset = dlsym(handle, "inflateReset"),
                     let versionFunction = dlsym(handle, "zlibVersion"),
-                    let version = unsafeBitCast(versionFunction, to: (@convention(c) () -> UnsafePointer<CChar>?).self)()
+                    let version = unsafeBitCast(
+                        versionFunction, to: (@convention(c) () -> UnsafePointer<CChar>?).self)()
                 else { return nil }
                 return Zlib(
-                    inflateInit: unsafeBitCast(initialize, to: InflateInit.self), inflate: unsafeBitCast(inflate, to: Inflate.self),
-                    inflateEnd: unsafeBitCast(end, to: (@convention(c) (UnsafeMutablePointer<nq_z_stream>?) -> Int32).self),
-                    inflateReset: unsafeBitCast(reset, to: (@convention(c) (UnsafeMutablePointer<nq_z_stream>?) -> Int32).self),
+                    inflateInit: unsafeBitCast(initialize, to: InflateInit.self),
+                    inflate: unsafeBitCast(inflate, to: Inflate.self),
+                    inflateEnd: unsafeBitCast(
+                        end, to: (@convention(c) (UnsafeMutablePointer<nq_z_stream>?) -> Int32).self),
+                    inflateReset: unsafeBitCast(
+                        reset, to: (@convention(c) (UnsafeMutablePointer<nq_z_stream>?) -> Int32).self),
                     version: version)
             }
             brotli = SharedLibrary.open(["libbrotlidec.so.1", "libbrotlidec.so"]).flatMap { handle in
@@ -56,7 +64,8 @@
                     let destroy = dlsym(handle, "BrotliDecoderDestroyInstance")
                 else { return nil }
                 return Brotli(
-                    create: unsafeBitCast(create, to: BrotliCreate.self), decompress: unsafeBitCast(decompress, to: BrotliDecompress.self),
+                    create: unsafeBitCast(create, to: BrotliCreate.self),
+                    decompress: unsafeBitCast(decompress, to: BrotliDecompress.self),
                     destroy: unsafeBitCast(destroy, to: BrotliDestroy.self))
             }
         }
@@ -74,10 +83,13 @@
         func acceptEncoding(_ value: String) -> String {
             let supported = supportedCodings
             let kept = value.split(separator: ",").filter { element in
-                let coding = element.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                let coding = element.split(separator: ";").first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                }
                 return coding.map(supported.contains) ?? false
             }
-            return kept.isEmpty ? "identity" : kept.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+            return kept.isEmpty
+                ? "identity" : kept.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         }
     }
 
@@ -103,7 +115,8 @@
         /// ``FramingRules/maximumCodings`` (each coding is a stage with buffers of its own).
         init?(contentCodings: [String], transferCodings: [String], library: DecoderLibrary) throws(Failure) {
             let content = contentCodings.filter { $0 != "identity" && $0 != "none" }
-            guard content.count <= FramingRules.maximumCodings, transferCodings.count <= FramingRules.maximumCodings else {
+            guard content.count <= FramingRules.maximumCodings, transferCodings.count <= FramingRules.maximumCodings
+            else {
                 throw Failure()
             }
             let codings = content + transferCodings
@@ -140,7 +153,9 @@
 
         /// Each stage hands its output to the next one: the nesting is as deep as the stages, which the
         /// initializer caps (2 × ``FramingRules/maximumCodings``), whatever the server lists.
-        private func feed(stage index: Int, _ bytes: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+        private func feed(stage index: Int, _ bytes: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Bool)
+            -> Bool
+        {
             guard index < stages.count else { return output(bytes) }
             return stages[index].feed(bytes) { self.feed(stage: index + 1, $0, output: output) }
         }
@@ -188,7 +203,9 @@
                 guard isGzip || lead.count >= 2 else { return true }
                 let isZlib = !isGzip && lead[0] & 0x0f == 8 && (Int(lead[0]) << 8 | Int(lead[1])) % 31 == 0
                 let bits: Int32 = isGzip ? 16 + 15 : (isZlib ? 15 : -15)
-                guard zlib.inflateInit(stream, bits, zlib.version, Int32(MemoryLayout<nq_z_stream>.size)) == 0 else { return false }
+                guard zlib.inflateInit(stream, bits, zlib.version, Int32(MemoryLayout<nq_z_stream>.size)) == 0 else {
+                    return false
+                }
                 isInitialized = true
                 let bytes = lead
                 lead = []

@@ -17,7 +17,8 @@
                 let code = message.load(fromByteOffset: 16, as: Int32.self)
                 _ = library.multiRemove(multi, easy)
                 guard let user = library.privateData(easy),
-                    let transfer = Unmanaged<CurlHandle>.fromOpaque(user).takeUnretainedValue().transfer, removeActive(transfer)
+                    let transfer = Unmanaged<CurlHandle>.fromOpaque(user).takeUnretainedValue().transfer,
+                    removeActive(transfer)
                 else { continue }
                 leftThisPass += 1
                 complete(transfer, easy: easy, code: code)
@@ -44,7 +45,10 @@
         /// Reports a transfer's end: its metrics first, when they were asked for, then its completion.
         private func end(_ transfer: CurlTransfer, _ error: URLError?) {
             if let recorder = transfer.recorder {
-                transfer.emit(.metrics(recorder.metrics(endedAt: DispatchTime.now().uptimeNanoseconds, redirectCount: transfer.redirectCount)))
+                transfer.emit(
+                    .metrics(
+                        recorder.metrics(
+                            endedAt: DispatchTime.now().uptimeNanoseconds, redirectCount: transfer.redirectCount)))
             }
             transfer.emit(.completed(error))
         }
@@ -56,9 +60,12 @@
             let osErrno = code == CurlErrorTable.receiveError ? library.osErrno(easy) : 0
             let error = CurlErrorTable.error(
                 for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url,
-                message: transfer.errorText(for: code, library: library), afterResponse: transfer.hasResponse, osErrno: osErrno)
+                message: transfer.errorText(for: code, library: library), afterResponse: transfer.hasResponse,
+                osErrno: osErrno)
             // CURLE_COULDNT_RESOLVE_PROXY is also libcurl's answer to a proxy value it cannot parse.
-            return error.map { proxies.refine($0, url: transfer.url, isProxyFailure: code == CurlErrorTable.proxyUnresolved) }
+            return error.map {
+                proxies.refine($0, url: transfer.url, isProxyFailure: code == CurlErrorTable.proxyUnresolved)
+            }
         }
 
         /// Starts the next run of a transfer whose response was a redirect, or ends it when the redirect may
@@ -67,7 +74,8 @@
             let status = transfer.redirectStatus
             switch options.redirects.decide(from: transfer.url, to: next) {
             case .refuse(let error):
-                transfer.emit(.redirect(TransferRedirect(statusCode: status, from: transfer.url, to: next.url, refusal: error)))
+                transfer.emit(
+                    .redirect(TransferRedirect(statusCode: status, from: transfer.url, to: next.url, refusal: error)))
                 end(transfer, error)
             case .follow(let followed):
                 let from = transfer.url

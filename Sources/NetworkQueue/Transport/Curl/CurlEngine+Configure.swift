@@ -49,7 +49,9 @@
             let request = transfer.request
             transfer.handle?.errorBuffer[0] = 0
             library.set(easy, .url, string: transfer.url.absoluteString)
-            if proxies.http != proxies.https { library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http) }
+            if proxies.http != proxies.https {
+                library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http)
+            }
             // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
             // it would hold a transfer until another's response arrives.
             library.set(easy, .pipeWait, isSecure ? 1 : 0)
@@ -61,7 +63,8 @@
                 // Capped: smaller reads (a thirty-second of the cap, 4–64 KiB) draw in finer steps, and a
                 // new connection gets a small kernel receive buffer (see `curlSocketOptions`).
                 library.set(easy, .bufferSize, min(64 << 10, max(4 << 10, cap / 32)))
-                library.set(easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
+                library.set(
+                    easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
             } else {
                 library.set(easy, .bufferSize, Self.receiveBufferSize)
                 library.set(easy, .sockOptFunction, pointer: nil)
@@ -73,7 +76,8 @@
             var headers = request.allHTTPHeaderFields ?? [:]
             let cookies = cookieHeader(for: transfer.url)
             // The common case: only `Accept-Encoding: identity` is sent.
-            let isPlain = headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
+            let isPlain =
+                headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
             // A GET without a custom method, then what this run needs: a used handle may carry a HEAD's or a
             // POST's settings.
             library.set(easy, .httpGet, 1)
@@ -168,7 +172,8 @@
 
     /// CURLOPT_SOCKOPTFUNCTION, for a capped transfer's new connection: a kernel receive buffer of a sixty-fourth
     /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap. CURL_SOCKOPT_OK is 0.
-    private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = { user, socket, _ in
+    private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = {
+        user, socket, _ in
         let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
         guard let cap = transfer.rateCap?.maximumBytesPerSecond else { return 0 }
         var size = Int32(min(256 << 10, max(4 << 10, cap / 64)))

@@ -198,9 +198,14 @@
             let isSecure = transfer.url.scheme?.lowercased() == "https"
             if !library.supportsTLS, isSecure {
                 // A libcurl without TLS would call this an unsupported protocol: say it plainly.
-                return transfer.emit(.completed(URLError(.secureConnectionFailed, userInfo: [
-                    NSLocalizedDescriptionKey: "this libcurl (\(library.version)) was built without TLS support"
-                ])))
+                return transfer.emit(
+                    .completed(
+                        URLError(
+                            .secureConnectionFailed,
+                            userInfo: [
+                                NSLocalizedDescriptionKey:
+                                    "this libcurl (\(library.version)) was built without TLS support"
+                            ])))
             }
             guard let handle = spareHandles.popLast() ?? newHandle() else {
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))

@@ -19,7 +19,9 @@ enum CurlErrorTable {
     /// so libcurl refused the bytes themselves (broken chunk framing, a head over its size limit).
     /// What each code means for a retry follows from the `URLError.Code` (see ``RetryPolicy``): a response
     /// that cannot be framed or decoded is never a lost connection.
-    static func code(for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0) -> URLError.Code? {
+    static func code(for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0) -> URLError
+        .Code?
+    {
         switch curlCode {
         case 0: nil
         case 1: scheme == "http" || scheme == "https" ? .badServerResponse : .unsupportedURL  // UNSUPPORTED_PROTOCOL
@@ -52,7 +54,9 @@ enum CurlErrorTable {
     static func error(
         for curlCode: Int32, scheme: String?, url: URL?, message: String, afterResponse: Bool = false, osErrno: Int = 0
     ) -> URLError? {
-        guard let code = code(for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno) else { return nil }
+        guard let code = code(for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno) else {
+            return nil
+        }
         var info: [String: Any] = [NSLocalizedDescriptionKey: message, curlCodeKey: Int(curlCode)]
         if let url { info[NSURLErrorFailingURLErrorKey] = url }
         return URLError(code, userInfo: info)

@@ -22,7 +22,8 @@
         let multiAdd: @convention(c) (Handle?, Handle?) -> Int32
         let multiRemove: @convention(c) (Handle?, Handle?) -> Int32
         let multiPerform: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32
-        let multiPoll: @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
+        let multiPoll:
+            @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
         let multiWakeup: @convention(c) (Handle?) -> Int32
         let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
         private let easySetopt: UnsafeMutableRawPointer
@@ -75,19 +76,23 @@
             easyCleanup = try function("curl_easy_cleanup", as: (@convention(c) (Handle?) -> Void).self)
             easyReset = try function("curl_easy_reset", as: (@convention(c) (Handle?) -> Void).self)
             easyPause = try function("curl_easy_pause", as: (@convention(c) (Handle?, Int32) -> Int32).self)
-            easyStrerror = try function("curl_easy_strerror", as: (@convention(c) (Int32) -> UnsafePointer<CChar>?).self)
+            easyStrerror = try function(
+                "curl_easy_strerror", as: (@convention(c) (Int32) -> UnsafePointer<CChar>?).self)
             slistAppend = try function(
-                "curl_slist_append", as: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> OpaquePointer?).self)
+                "curl_slist_append", as: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> OpaquePointer?).self
+            )
             slistFreeAll = try function("curl_slist_free_all", as: (@convention(c) (OpaquePointer?) -> Void).self)
             multiInit = try function("curl_multi_init", as: (@convention(c) () -> Handle?).self)
             multiCleanup = try function("curl_multi_cleanup", as: (@convention(c) (Handle?) -> Int32).self)
             multiAdd = try function("curl_multi_add_handle", as: (@convention(c) (Handle?, Handle?) -> Int32).self)
-            multiRemove = try function("curl_multi_remove_handle", as: (@convention(c) (Handle?, Handle?) -> Int32).self)
+            multiRemove = try function(
+                "curl_multi_remove_handle", as: (@convention(c) (Handle?, Handle?) -> Int32).self)
             multiPerform = try function(
                 "curl_multi_perform", as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32).self)
             multiPoll = try function(
                 "curl_multi_poll",
-                as: (@convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32)
+                as: (@convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) ->
+                    Int32)
                     .self)
             multiWakeup = try function("curl_multi_wakeup", as: (@convention(c) (Handle?) -> Int32).self)
             multiInfoRead = try function(
@@ -167,7 +172,9 @@
         /// The pointer set with CURLOPT_PRIVATE (CURLINFO_PRIVATE is CURLINFO_STRING + 21).
         func privateData(_ easy: Handle) -> UnsafeMutableRawPointer? {
             var pointer: UnsafeMutableRawPointer?
-            guard nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x10_0000 + 21, &pointer) == 0 else { return nil }
+            guard nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x10_0000 + 21, &pointer) == 0 else {
+                return nil
+            }
             return pointer
         }
 

@@ -66,8 +66,10 @@ struct CurlMetricsRecorder {
             secureConnectionDuration: handshake.map(microseconds), timeToFirstByte: firstByte,
             totalDuration: seconds(max(time, startedAt) - startedAt),
             redirectDuration: redirectCount > 0 ? seconds(lastBegan - (firstRunAt ?? lastBegan)) : 0,
-            redirectCount: redirectCount, bytesSent: last == nil ? nil : sent, bytesReceived: last == nil ? nil : received,
-            httpVersion: last.flatMap { Self.versionName($0.httpVersion) }, isReusedConnection: last.map { $0.connections == 0 },
+            redirectCount: redirectCount, bytesSent: last == nil ? nil : sent,
+            bytesReceived: last == nil ? nil : received,
+            httpVersion: last.flatMap { Self.versionName($0.httpVersion) },
+            isReusedConnection: last.map { $0.connections == 0 },
             remoteAddress: last?.remoteAddress, remotePort: last.flatMap { $0.remotePort > 0 ? $0.remotePort : nil })
     }
 

@@ -140,42 +140,52 @@
         func receivedHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
             guard let head = parser.feed(bytes: bytes) else {
                 guard let violation = parser.violation else { return true }
-                failure = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
+                failure = URLError(
+                    .badServerResponse, userInfo: [NSLocalizedDescriptionKey: "invalid response head: \(violation)"])
                 return false
             }
             let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, isHead: method == "HEAD")
             if hasBody, let coding = head.unsupportedTransferCoding {
                 // RFC 9112 §6.1: a message whose transfer coding is not understood cannot be read.
                 failure = URLError(
-                    .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(coding)"])
+                    .cannotDecodeContentData,
+                    userInfo: [NSLocalizedDescriptionKey: "unsupported Transfer-Encoding \(coding)"])
                 return false
             }
             // Only a head that passed every check stores its cookies.
             engine.storeCookies(head.setCookies, from: url)
             if head.closesConnection { engine.forbidReuse(of: self) }
             if RedirectRules.redirectStatuses.contains(head.statusCode),
-                let next = RedirectRules.next(after: head.statusCode, location: head.value("Location"), request: request, url: url)
+                let next = RedirectRules.next(
+                    after: head.statusCode, location: head.value("Location"), request: request, url: url)
             {
                 redirect = next
                 redirectStatus = head.statusCode
                 // Follow at once, as curl does, unless a short body with a known length can be read to keep the
                 // connection: a body framed by the connection's close may never end.
-                let drains = !hasBody || (head.contentLength.map { $0 <= Self.redirectBodyDrainLimit } == true
-                    && head.value("Connection").map { !$0.lowercased().contains("close") } != false)
+                let drains =
+                    !hasBody
+                    || (head.contentLength.map { $0 <= Self.redirectBodyDrainLimit } == true
+                        && head.value("Connection").map { !$0.lowercased().contains("close") } != false)
                 if !drains { followsAtHead = true }
                 return drains
             }
             hasResponse = true
-            emit(.head(ResponseHead(
-                url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.fields,
-                contentLength: head.contentLength ?? -1, nameLengths: head.nameLengths)))
+            emit(
+                .head(
+                    ResponseHead(
+                        url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.fields,
+                        contentLength: head.contentLength ?? -1, nameLengths: head.nameLengths)))
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {
-                decoder = try ContentDecoder(contentCodings: contentCodings, transferCodings: head.transferCodings, library: .shared)
+                decoder = try ContentDecoder(
+                    contentCodings: contentCodings, transferCodings: head.transferCodings, library: .shared)
             } catch {
                 let codings = (contentCodings + head.transferCodings).joined(separator: ", ")
-                failure = URLError(.cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "cannot decode the codings \(codings)"])
+                failure = URLError(
+                    .cannotDecodeContentData,
+                    userInfo: [NSLocalizedDescriptionKey: "cannot decode the codings \(codings)"])
                 return false
             }
             return true
@@ -219,7 +229,8 @@
         var incompleteBodyError: URLError? {
             guard let decoder, !decoder.isComplete else { return nil }
             return URLError(
-                .cannotDecodeContentData, userInfo: [NSLocalizedDescriptionKey: "the encoded body ended before its stream did"])
+                .cannotDecodeContentData,
+                userInfo: [NSLocalizedDescriptionKey: "the encoded body ended before its stream did"])
         }
 
         /// libcurl wants up to `capacity` bytes of the request body; returns the count written, 0 at the

@@ -146,7 +146,8 @@ import Foundation
             for _ in 0..<count {
                 engines.append(
                     try CurlEngine(
-                        library: library, options: options, certificates: certificates, cookieJar: cookieJar, sizes: sizes,
+                        library: library, options: options, certificates: certificates, cookieJar: cookieJar,
+                        sizes: sizes,
                         proxies: proxies))
             }
             self.engines = engines
@@ -202,12 +203,14 @@ import Foundation
         ) -> any TransferHandle {
             let engine = leastLoadedEngine()
             guard let url = request.url else {
-                let failed = CurlTransfer(request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
+                let failed = CurlTransfer(
+                    request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
                 DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
                 return failed
             }
             let transfer = CurlTransfer(
-                request: request, url: url, engine: engine, rateCap: options.rateCap, collectsMetrics: options.collectsMetrics,
+                request: request, url: url, engine: engine, rateCap: options.rateCap,
+                collectsMetrics: options.collectsMetrics,
                 lentBody: lentBody, events: events)
             engine.post(.start(transfer))
             return transfer
@@ -222,7 +225,9 @@ import Foundation
                 throw .unreadableCertificates(path: extra.path, reason: error.localizedDescription)
             }
             var system = Data()
-            var candidates = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
+            var candidates = [
+                "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem",
+            ]
             if let easy = library.easyInit() {
                 if let path = library.defaultCABundle(easy) { candidates.insert(path, at: 0) }
                 library.easyCleanup(easy)

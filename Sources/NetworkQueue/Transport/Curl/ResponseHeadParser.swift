@@ -53,7 +53,9 @@ struct ResponseHeadParser {
 
         /// A head with `fields` given as pairs (tests).
         init(statusCode: Int, httpVersion: String, fields: [(String, String)]) {
-            self.init(statusCode: statusCode, httpVersion: httpVersion, fields: fields.map { ResponseHead.Field(name: $0.0, value: $0.1) })
+            self.init(
+                statusCode: statusCode, httpVersion: httpVersion,
+                fields: fields.map { ResponseHead.Field(name: $0.0, value: $0.1) })
         }
 
         static func == (lhs: Head, rhs: Head) -> Bool {
@@ -63,7 +65,9 @@ struct ResponseHeadParser {
         /// The value of the field `name`, compared case-insensitively (ASCII).
         func value(_ name: String) -> String? {
             guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
-            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) { return fields[index].value }
+            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) {
+                return fields[index].value
+            }
             return nil
         }
     }
@@ -96,7 +100,9 @@ struct ResponseHeadParser {
 
     /// Feeds one line as libcurl hands it over: bytes ending in LF, usually CRLF (libcurl splits lines at LF).
     mutating func feed<Bytes: Collection<UInt8>>(bytes rawLine: Bytes) -> Head? {
-        if let head = rawLine.withContiguousStorageIfAvailable({ feed(line: UnsafeRawBufferPointer($0)) }) { return head }
+        if let head = rawLine.withContiguousStorageIfAvailable({ feed(line: UnsafeRawBufferPointer($0)) }) {
+            return head
+        }
         return Array(rawLine).withUnsafeBytes { feed(line: $0) }
     }
 
@@ -105,7 +111,9 @@ struct ResponseHeadParser {
     private mutating func feed(line rawLine: UnsafeRawBufferPointer) -> Head? {
         guard !isComplete, violation == nil else { return nil }
         headBytes += rawLine.count
-        guard headBytes <= Self.maximumHeadBytes else { return fail("a response head over \(Self.maximumHeadBytes) bytes") }
+        guard headBytes <= Self.maximumHeadBytes else {
+            return fail("a response head over \(Self.maximumHeadBytes) bytes")
+        }
         var count = rawLine.count
         guard count >= 1, rawLine[count - 1] == 10 else { return fail("a header line not ended by LF") }
         count -= 1
@@ -130,7 +138,9 @@ struct ResponseHeadParser {
             return completeHead(code)
         }
         fieldLines += 1
-        guard fieldLines <= Self.maximumFieldLines else { return fail("a response head over \(Self.maximumFieldLines) fields") }
+        guard fieldLines <= Self.maximumFieldLines else {
+            return fail("a response head over \(Self.maximumFieldLines) fields")
+        }
         if line[line.startIndex] == 32 || line[line.startIndex] == 9 {
             // Obsolete line folding: the line continues the previous field's value, read as one space.
             guard let last = lastField else { return nil }
@@ -148,7 +158,9 @@ struct ResponseHeadParser {
             return fail("white space around a framing field's name")
         }
         let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
-        if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) { setCookies.append(value) }
+        if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) {
+            setCookies.append(value)
+        }
         if let index = existingField(nameBytes) {
             if nameBytes.count == Self.locationKey.count, HeaderName.equal(nameBytes, Self.locationKey),
                 let code = statusCode, RedirectRules.redirectStatuses.contains(code)
@@ -166,7 +178,9 @@ struct ResponseHeadParser {
             lastField = fields.count
             if nameBytes.count == Self.contentLengthKey.count, HeaderName.equal(nameBytes, Self.contentLengthKey) {
                 contentLengthIndex = fields.count
-            } else if nameBytes.count == Self.transferEncodingKey.count, HeaderName.equal(nameBytes, Self.transferEncodingKey) {
+            } else if nameBytes.count == Self.transferEncodingKey.count,
+                HeaderName.equal(nameBytes, Self.transferEncodingKey)
+            {
                 transferEncodingIndex = fields.count
             }
             nameLengths |= 1 << UInt64(nameBytes.count & 63)
@@ -211,7 +225,9 @@ struct ResponseHeadParser {
         }
         // Many fields: from now on, an index keeps each line's cost constant.
         var index: [String: Int] = [:]
-        for (position, field) in fields.enumerated() { index[field.name.lowercased()] = index[field.name.lowercased()] ?? position }
+        for (position, field) in fields.enumerated() {
+            index[field.name.lowercased()] = index[field.name.lowercased()] ?? position
+        }
         fieldIndex = index
         return index[String(decoding: name, as: UTF8.self).lowercased()]
     }
@@ -246,7 +262,9 @@ struct ResponseHeadParser {
                 case .valid(let length):
                     head.contentLength = length
                     // Repeated or padded values (" 7 , 7 ") become the one number.
-                    if !fields[index].value.utf8.allSatisfy({ (48...57).contains($0) }) || fields[index].value.utf8.first == 48 {
+                    if !fields[index].value.utf8.allSatisfy({ (48...57).contains($0) })
+                        || fields[index].value.utf8.first == 48
+                    {
                         head.fields[index].value = String(length)
                     }
                 case .invalid(let reason):
