@@ -83,9 +83,12 @@ public final class LoopbackServer: Sendable {
     private let listener: Int32
     let state = Protected(State())
 
-    /// Starts a server on 127.0.0.1 at a free port.
+    /// Starts a server on 127.0.0.1 at a free port. The first server of a process raises its soft limit of open
+    /// files to the hard limit (at most 65,536): a test run holds hundreds of servers and thousands of
+    /// connections at once, past the 1,024 many systems start a process with.
     /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound.
     public init() throws {
+        _ = Self.raisedDescriptorLimit
         (listener, port) = try Socket.listen()
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "LoopbackServer.accept"
@@ -93,6 +96,23 @@ public final class LoopbackServer: Sendable {
     }
 
     deinit { stop() }
+
+    /// The soft limit of open files after raising it (once per process; unchanged if it cannot be raised).
+    private static let raisedDescriptorLimit: UInt64 = {
+        var limits = rlimit()
+        #if os(Linux)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limits) == 0 else { return 0 }
+        let wanted = min(UInt64(limits.rlim_max), 65_536)
+        if UInt64(limits.rlim_cur) < wanted {
+            limits.rlim_cur = rlim_t(wanted)
+            if setrlimit(resource, &limits) == 0 { return wanted }
+        }
+        return UInt64(limits.rlim_cur)
+    }()
 
     /// `http://127.0.0.1:<port>`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
