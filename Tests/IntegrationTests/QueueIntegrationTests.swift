@@ -8,7 +8,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// A queue over a real URLSessionTransport, with a recorder as its delegate.
+/// A queue of one attempt per request over `transport` (libcurl's or URLSession's), limited to `limit` at once,
+/// with a recorder as its delegate.
 func makeQueue(_ transport: TransportKind, limit: Int = 4) -> (NetworkQueue, Recorder) {
     let queue = NetworkQueue.oneAttempt(transport: transport.make())
     let recorder = queue.recording()

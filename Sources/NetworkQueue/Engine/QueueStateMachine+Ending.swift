@@ -69,14 +69,14 @@ extension QueueStateMachine {
     }
 
     /// An attempt failed: the request waits to be sent again when its retry policy says so, else it ends
-    /// with the failure (see ``failFinally(_:_:transferEnded:now:)``).
-    mutating func fail(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+    /// with the failure (see ``fail(_:_:transferEnded:now:)``).
+    mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
         if retryIfAllowed(slot, error, transferEnded: transferEnded, now: now) { return }
-        failFinally(slot, error, transferEnded: transferEnded, now: now)
+        fail(slot, error, transferEnded: transferEnded, now: now)
     }
 
     /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
-    mutating func failFinally(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+    mutating func fail(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
         let url = table[slot].request.url
         end(slot, .failure(error), transferEnded: transferEnded, now: now)
         if cancelsAllOnFailure, !error.isCancellation {

@@ -68,7 +68,7 @@ extension QueueStateMachine {
             // Before the drain runs it fails at its start, as an invalid request does: a listener that
             // subscribes before `go()` hears it.
             if drainHasRun {
-                failFinally(slot, .invalidRequest(rejection), now: now)
+                fail(slot, .invalidRequest(rejection), now: now)
             } else {
                 record.rejection = rejection
             }

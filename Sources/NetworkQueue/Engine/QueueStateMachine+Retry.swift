@@ -61,7 +61,7 @@ extension QueueStateMachine {
             after: decision, policy: policy, error: error, method: record.request.method,
             retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask {
-            failFinally(slot, error, transferEnded: true, now: now)
+            fail(slot, error, transferEnded: true, now: now)
         } else {
             wait(slot, verdict, policy: policy, error: error, lastHead: deciding.lastHead, now: now)
         }
@@ -175,10 +175,10 @@ extension QueueStateMachine {
         }
         switch outcome {
         case .failure(let error):
-            fail(slot, .adaptationFailed(error), transferEnded: true, now: now)
+            attemptFailed(slot, .adaptationFailed(error), transferEnded: true, now: now)
         case .success(let urlRequest):
             if let problem = RequestRules.validate(urlRequest, destination: table[slot].request.destination) {
-                fail(slot, .invalidRequest(problem), transferEnded: true, now: now)
+                attemptFailed(slot, .invalidRequest(problem), transferEnded: true, now: now)
             } else if preflight {
                 startPreflight(slot, urlRequest, now: now)
             } else {

@@ -56,12 +56,12 @@ extension QueueStateMachine {
     private mutating func timeOut(_ slot: Int, _ state: RequestState, now: Double) {
         let error = URLError(.timedOut)
         switch state {
-        case .preflighting: fail(slot, .preflightFailed(error), now: now)
-        case .adaptingPreflight: fail(slot, .preflightFailed(error), transferEnded: true, now: now)
-        case .adaptingMain: fail(slot, .transport(error), transferEnded: true, now: now)
-        case .running: fail(slot, .transport(error), now: now)
+        case .preflighting: attemptFailed(slot, .preflightFailed(error), now: now)
+        case .adaptingPreflight: attemptFailed(slot, .preflightFailed(error), transferEnded: true, now: now)
+        case .adaptingMain: attemptFailed(slot, .transport(error), transferEnded: true, now: now)
+        case .running: attemptFailed(slot, .transport(error), now: now)
         // The closure deciding on a failed attempt never answered: no more attempts.
-        case .deciding: failFinally(slot, .transport(error), transferEnded: true, now: now)
+        case .deciding: fail(slot, .transport(error), transferEnded: true, now: now)
         case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a timeout in phase \(state.name), which is not timed")
         }

@@ -26,7 +26,9 @@ extension QueueStateMachine {
     /// The file of a transfer could not be opened or written: the request fails, if that transfer is
     /// still its current one.
     mutating func fileFailed(slot: Int, token: UInt64, error: NetworkQueueError, now: Double) -> QueueActions {
-        if table.isCurrent(slot, token: token), case .running = table[slot].state { fail(slot, error, now: now) }
+        if table.isCurrent(slot, token: token), case .running = table[slot].state {
+            attemptFailed(slot, error, now: now)
+        }
         return finishEvent(now)
     }
 
@@ -65,7 +67,8 @@ extension QueueStateMachine {
         if attempt.continuedFrom > 0 {
             restartWithoutRange(slot, now: now)
         } else {
-            fail(slot, .integrityCheckFailed(expected: expected, actual: actual), transferEnded: true, now: now)
+            attemptFailed(
+                slot, .integrityCheckFailed(expected: expected, actual: actual), transferEnded: true, now: now)
         }
         return finishEvent(now)
     }
@@ -76,7 +79,7 @@ extension QueueStateMachine {
             preconditionFailure("a commit for a request that is not committing")
         }
         if let error {
-            fail(slot, error, transferEnded: true, now: now)
+            attemptFailed(slot, error, transferEnded: true, now: now)
         } else {
             let record = table[slot]
             let response = NetworkResponse(
@@ -107,7 +110,7 @@ extension QueueStateMachine {
         case .data, .sent, .redirect, .metrics:
             break
         case .completed(let error?) where record.existingFile == nil:
-            fail(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
+            attemptFailed(slot, .preflightFailed(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil) where preflight.unchangedHead != nil:
             // The file on disk is the resource: kept as it is, no GET.
             let response = NetworkResponse(
@@ -142,7 +145,7 @@ extension QueueStateMachine {
             // Reported unasked (a transport that always measures): nobody reads them.
             if collectsMetrics { collect(metrics, slot: slot) }
         case .completed(let error?):
-            fail(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
+            attemptFailed(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
         case .completed(nil):
             complete(slot, now: now)
         }
@@ -172,7 +175,7 @@ extension QueueStateMachine {
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
         record.meterDownload(Int64(count), startedAt: startedAt, at: now)
         if let limit = request.maximumResponseSize, record.progress.received > limit {
-            return fail(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
+            return attemptFailed(slot, .responseTooLarge(limit: limit, url: request.url), now: now)
         }
         noteProgress(slot, download: true, at: now)
     }
@@ -217,7 +220,7 @@ extension QueueStateMachine {
         }
         markProgressDirty(at: now)
         postEvent(.didReceiveHeaders(request, head: head))
-        if let problem { fail(slot, problem, now: now) }
+        if let problem { attemptFailed(slot, problem, now: now) }
     }
 
     /// What a final head means for the bytes counted so far. Returns the whole size a continuing 206 gives
@@ -267,20 +270,21 @@ extension QueueStateMachine {
             preconditionFailure("completed in phase \(record.state.name)")
         }
         guard let head = attempt.head else {
-            return fail(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
+            return attemptFailed(slot, .transport(URLError(.badServerResponse)), transferEnded: true, now: now)
         }
         let method = attempt.sent.httpMethod
         if ResponseRules.isShort(
             head, method: method, received: record.progress.received, knownLength: attempt.announcedLength)
         {
-            return fail(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
+            return attemptFailed(slot, .transport(URLError(.networkConnectionLost)), transferEnded: true, now: now)
         }
         guard let claim = record.claim else {
             let success = NetworkResponse(head: head, body: attempt.body, metrics: record.requestMetrics)
             return end(slot, .success(success), transferEnded: true, now: now)
         }
         guard let sink = attempt.sink else {
-            return fail(slot, .fileError(path: claim.url.path, reason: "no file open"), transferEnded: true, now: now)
+            return attemptFailed(
+                slot, .fileError(path: claim.url.path, reason: "no file open"), transferEnded: true, now: now)
         }
         scheduler.finish(Job(id: slot, lane: .main))
         _ = record.state.startCommit()

@@ -143,7 +143,7 @@ struct QueueStateMachine {
             let record = table[job.id]
             if let problem = record.request.invalidReason ?? record.rejection {
                 scheduler.finish(job)
-                fail(job.id, .invalidRequest(problem), now: now)
+                attemptFailed(job.id, .invalidRequest(problem), now: now)
                 continue
             }
             if job.lane == .main { record.attempts += 1 }

@@ -22,8 +22,9 @@ import Foundation
     /// - **Events** are delivered on the transfer's engine thread, one transfer's in order, and libcurl reads
     ///   no more of a transfer until its event returns: a slow consumer (a file written inside the event)
     ///   slows the server down instead of filling memory (back-pressure). Keep event handlers short.
-    /// - **Semantics** as ``URLSessionTransport``: one `.response` for the final head (never a 1xx or a
-    ///   redirect's), `.data`, `.sent`, exactly one `.completed` last. Redirects are followed by the
+    /// - **Semantics** as ``URLSessionTransport``: one ``TransferEvent/head(_:)`` for the final head (never a
+    ///   1xx or a redirect's; a second one only when the transfer restarted), `.data` (a body going to a file is
+    ///   lent to the queue instead), `.sent`, exactly one `.completed` last. Redirects are followed by the
     ///   transport itself (at most ``Options/maximumRedirects``): 303 → GET, 301/302 turn POST into GET,
     ///   307/308 keep method and body, and the ``RedirectPolicy`` keeps credentials on their origin.
     ///   Without an `Accept-Encoding` header a request is sent with `Accept-Encoding: identity`; with one,
