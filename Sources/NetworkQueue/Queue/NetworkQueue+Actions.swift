@@ -127,7 +127,12 @@ extension NetworkQueue {
         // The closures hold the queue strongly: a queue stays alive while it has transfers in flight.
         let events: @Sendable (TransferEvent) -> Void = { event in
             // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
-            self.pass(pipeline.step(event), event, slot: slot, token: token)
+            switch pipeline.step(event) {
+            case .forward: self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+            case .head(let reading):
+                self.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
+            case let failed: self.pass(failed, slot: slot, token: token)
+            }
         }
         let handle: any TransferHandle
         if pipeline.sink != nil, let lending = lender {
@@ -138,7 +143,7 @@ extension NetworkQueue {
                     let count = piece.count
                     switch pipeline.write(piece) {
                     case .forward: self.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-                    case let step: self.pass(step, nil, slot: slot, token: token)
+                    case let failed: self.pass(failed, slot: slot, token: token)
                     }
                 }, events: events)
         } else {
@@ -150,20 +155,16 @@ extension NetworkQueue {
         }
     }
 
-    /// Tells the machine what a transfer's pipeline made of `event` (nil: of a lent body piece).
-    private func pass(_ step: TransferPipeline.Step, _ event: TransferEvent?, slot: Int, token: UInt64) {
-        switch step {
-        case .forward:
-            if let event { send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) } }
-        case .head(let reading):
-            guard let event else { return }
-            send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
+    /// Tells the machine that a transfer's file or checks failed (the steps that forward nothing).
+    private func pass(_ failed: TransferPipeline.Step, slot: Int, token: UInt64) {
+        switch failed {
         case .fileFailed(let error):
             send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
         case .integrityFailed(let expected, let actual):
             send(inline: true) {
                 $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1)
             }
+        case .forward, .head: break
         }
     }
 

@@ -53,8 +53,10 @@ struct TransferPipeline: Sendable {
                 verifier.begin(head, continuing: part)
             }
             return .head(reading)
-        case .data(let data):
+        case .data(let data) where sink != nil || verifier != nil:
             if let error = data.withUnsafeBytes({ take($0) }) { return error }
+        case .data:
+            break
         case .completed(nil):
             if let sink, let error = sink.finishWriting() { return .fileFailed(error) }
             if let (expected, actual) = verifier?.finish() {

@@ -181,8 +181,7 @@ import Foundation
         /// receive buffer (a sixty-fourth of the cap, 4–256 KiB) so that the wire, not just the delivery,
         /// follows the cap. With `options.collectsMetrics` it reports ``TransferEvent/metrics(_:)`` before it
         /// completes, every field filled from libcurl (a transfer that never reached libcurl, such as one with
-        /// no URL, reports none). Its handle can also be paused and capped while it runs (internal:
-        /// ``ThrottlableTransfer``).
+        /// no URL, reports none).
         public func startTransfer(
             _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
