@@ -5,33 +5,6 @@ import Foundation
 #endif
 
 extension QueueStateMachine {
-    /// The shell opened the file of a transfer about to start. Returns false when the request ended
-    /// meanwhile: the actions then discard the file, and the caller must not start the transfer.
-    mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> (isCurrent: Bool, actions: QueueActions) {
-        let isCurrent = table.isCurrent(slot, token: token)
-        if isCurrent {
-            // The new attempt's file takes over the part (continuing or replacing it).
-            let record = table[slot]
-            record.hasKeptPart = false
-            record.state.withAttempt { attempt in
-                attempt.sink = sink
-                attempt.continuedFrom = sink.continuedFrom
-            }
-        } else {
-            actions.list.append(.discard(sink))
-        }
-        return (isCurrent, takeActions())
-    }
-
-    /// The file of a transfer could not be opened or written: the request fails, if that transfer is
-    /// still its current one.
-    mutating func fileFailed(slot: Int, token: UInt64, error: NetworkQueueError, now: Double) -> QueueActions {
-        if table.isCurrent(slot, token: token), case .running = table[slot].state {
-            attemptFailed(slot, error, now: now)
-        }
-        return finishEvent(now)
-    }
-
     /// Applies one transport event; a final head comes with its pipeline's `reading`. Events of a transfer
     /// that is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is the truth,
     /// not the transport's.
@@ -69,22 +42,6 @@ extension QueueStateMachine {
         } else {
             attemptFailed(
                 slot, .integrityCheckFailed(expected: expected, actual: actual), transferEnded: true, now: now)
-        }
-        return finishEvent(now)
-    }
-
-    /// The file of a finished transfer was moved into place (or could not be).
-    mutating func fileCommitted(slot: Int, token: UInt64, error: NetworkQueueError?, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token), case .committing(let attempt) = table[slot].state else {
-            preconditionFailure("a commit for a request that is not committing")
-        }
-        if let error {
-            attemptFailed(slot, error, transferEnded: true, now: now)
-        } else {
-            let record = table[slot]
-            let response = NetworkResponse(
-                head: attempt.head!, body: Data(), fileURL: record.claim?.url, metrics: record.requestMetrics)
-            end(slot, .success(response), transferEnded: true, now: now)
         }
         return finishEvent(now)
     }

@@ -11,6 +11,7 @@
     /// Only the engine's thread calls libcurl; other threads only post to the inbox. The engine-thread
     /// state below is touched by that thread alone, hence `@unchecked Sendable`.
     final class CurlEngine: @unchecked Sendable {
+        /// What another thread posts to the engine's thread.
         enum Work {
             case start(CurlTransfer)
             case cancel(CurlTransfer)
@@ -59,8 +60,7 @@
 
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
-            cookieJar: Locked<CookieJar>?,
-            sizes: TransferSizes?, proxies: ProxyEnvironment
+            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyEnvironment
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
             guard let multi = library.multiInit() else { throw .initializationFailed }
@@ -198,14 +198,9 @@
             let isSecure = transfer.url.scheme?.lowercased() == "https"
             if !library.supportsTLS, isSecure {
                 // A libcurl without TLS would call this an unsupported protocol: say it plainly.
+                let reason = "this libcurl (\(library.version)) was built without TLS support"
                 return transfer.emit(
-                    .completed(
-                        URLError(
-                            .secureConnectionFailed,
-                            userInfo: [
-                                NSLocalizedDescriptionKey:
-                                    "this libcurl (\(library.version)) was built without TLS support"
-                            ])))
+                    .completed(URLError(.secureConnectionFailed, userInfo: [NSLocalizedDescriptionKey: reason])))
             }
             guard let handle = spareHandles.popLast() ?? newHandle() else {
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
