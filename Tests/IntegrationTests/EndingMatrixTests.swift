@@ -53,7 +53,8 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         MatrixFeature(name: "list from a pipe", file: true, viaOpenStream: true),
         MatrixFeature(
             name: "redirect",
-            path: { _, path, _ in "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            path: { _, path, _ in
+                "/redirect/1?to=" + path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             }),
     ]
 

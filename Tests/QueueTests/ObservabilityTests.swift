@@ -103,7 +103,8 @@ import Testing
     @Test func pauseResumeAndCancelAreLogged() async throws {
         let gate = TransferGate()
         // Held before its head: the pause stops a transfer that has reported nothing yet.
-        let transport = InMemoryTransport { _ in [.hold(gate), .respond(status: 200, headers: ["Content-Length": "0"])]
+        let transport = InMemoryTransport { _ in
+            [.hold(gate), .respond(status: 200, headers: ["Content-Length": "0"])]
         }
         let (queue, records) = Self.loggingQueue(transport)
         let request = request(1)

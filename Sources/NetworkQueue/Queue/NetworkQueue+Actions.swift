@@ -69,7 +69,8 @@ extension NetworkQueue {
         }
         if !cancels.isEmpty {
             // URLSession's cancel can block for a while on Linux: never on the caller's thread.
-            DispatchQueue.global(qos: .userInitiated).async { [cancels] in for transfer in cancels { transfer.cancel() }
+            DispatchQueue.global(qos: .userInitiated).async { [cancels] in
+                for transfer in cancels { transfer.cancel() }
             }
         }
         if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
