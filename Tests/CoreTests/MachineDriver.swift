@@ -220,7 +220,7 @@ struct MachineDriver {
             case .adapt(let adapt):
                 // The slot is taken here, before the hooks run: slots held are transfers plus adapting requests
                 // (each adapt of this event counted once, itself excluded).
-                let adapting = machine.table.records.filter { $0.record.state.name.hasPrefix("adapting") }.count
+                let adapting = machine.table.records.filter { $0.record.machine.phase.name.hasPrefix("adapting") }.count
                 inFlightAtStarts.append(transfers.count + adapting - 1)
                 adapts.append(adapt)
                 lines.append("adapt \(tag(machine.table[adapt.slot].request))")

@@ -155,7 +155,7 @@ import Testing
         #expect(driver.transfers.map(\.tag) == [2])
         Self.succeed(2, &driver)
         #expect(driver.transfers.map(\.tag) == [1])
-        #expect(driver.machine.table.records.filter { $0.record.state.name == "waitingToRetry" }.count == 2)
+        #expect(driver.machine.table.records.filter { $0.record.machine.phase.name == "waitingToRetry" }.count == 2)
     }
 
     @Test func earlyRetryCanBeTurnedOff() {
@@ -296,7 +296,7 @@ import Testing
         adapted.setValue("token-2", forHTTPHeaderField: "Authorization")
         driver.answerAdapt(.success(adapted))
         #expect(driver.transfers[0].start.urlRequest.value(forHTTPHeaderField: "Authorization") == "token-2")
-        #expect(driver.machine.table[driver.slots[1]!].attempts == 2)
+        #expect(driver.machine.table[driver.slots[1]!].machine.attempts == 2)
     }
 
     @Test func aThrowingAdaptFailsTheRequestWhichNeverStarts() {

@@ -13,8 +13,10 @@ import Foundation
 final class Attempt {
     /// Identifies the transfer: events carrying another token are stale.
     let token: UInt64
-    /// Where the running transfer's handle goes (filled in by the shell).
-    let cell: TransferCell
+    /// The attempt's transfers (one today: see ``Transfers``).
+    let transfers: Transfers
+    /// Where the attempt's first transfer's handle goes (filled in by the shell).
+    var cell: TransferCell { transfers.first! }
     /// What the transfer sends (adapted, or the request's own): sent again as it is without a range.
     let sent: URLRequest
     /// When the transfer started (queue clock): where its rate and metrics are measured from.
@@ -38,7 +40,7 @@ final class Attempt {
 
     init(token: UInt64, cell: TransferCell, sent: URLRequest, startedAt: Double, expectedBefore: Int64?) {
         self.token = token
-        self.cell = cell
+        transfers = Transfers(cell)
         self.sent = sent
         self.startedAt = startedAt
         self.expectedBefore = expectedBefore

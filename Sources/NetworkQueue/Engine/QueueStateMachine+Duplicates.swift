@@ -23,7 +23,7 @@ extension QueueStateMachine {
     /// earlier request nor takes over the file of one it cancels.
     func needsOwnClaim(_ request: NetworkRequest) -> Bool {
         guard let leader = duplicateLeader(of: request) else { return true }
-        return duplicatePolicy == .cancelEarlier && table[leader].state.holdings.committing
+        return duplicatePolicy == .cancelEarlier && table[leader].machine.phase.holdings.committing
     }
 
     /// Applies the duplicate policy to a record about to be added. Returns true when the record was added
@@ -40,14 +40,15 @@ extension QueueStateMachine {
         case .allow:
             return false
         case .coalesce:
-            record.state.follow(earlier)
+            // Listed among the leader's followers once it has a slot (see insert).
+            _ = record.machine.follow(earlier)
             // The leader's transfer carries the bytes: counted once.
             record.progress = ProgressLedger.Entry(expectedDownload: 0)
             return true
         case .cancelEarlier:
             record.duplicateKey = key
             let replaced = table[earlier]
-            guard !replaced.state.holdings.committing else { return false }
+            guard !replaced.machine.phase.holdings.committing else { return false }
             if record.claim == nil {
                 // The file passes to the new request; the earlier one's partial file is deleted first.
                 record.claim = replaced.claim
@@ -65,10 +66,19 @@ extension QueueStateMachine {
         guard !leader.followers.isEmpty else { return }
         let heirSlot = leader.followers.removeFirst()
         let heir = table[heirSlot]
-        heir.state.inherit()
-        heir.followers = leader.followers
+        // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
+        assignHost(heirSlot, heir.request)
+        let before = heir.machine.phase.holdings
+        _ = heir.machine.follow(nil)
+        move(heirSlot, from: before)
+        let others = leader.followers
         leader.followers = []
-        for follower in heir.followers { table[follower].state = .following(leader: heirSlot) }
+        for follower in others {
+            let record = table[follower]
+            let held = record.machine.phase.holdings
+            _ = record.machine.follow(heirSlot)
+            move(follower, from: held)
+        }
         heir.claim = leader.claim
         leader.claim = nil
         if let key = leader.duplicateKey {
@@ -78,8 +88,6 @@ extension QueueStateMachine {
         }
         // It now carries the transfer: it weighs what the leader was expected to download.
         ledger.replaceExpectedDownload(&heir.progress, leader.progress.expectedDown)
-        assignHost(heirSlot, heir.request)
-        scheduler.enqueue(Job(id: heirSlot, lane: .main))
     }
 
     /// A leader ended: its key is free, and each follower ends with the same result (after a didStart of
@@ -94,16 +102,13 @@ extension QueueStateMachine {
         let ran: Bool
         switch result {
         case .success: ran = true
-        case .failure(let error): ran = record.hasStarted && !error.isCancellation
+        case .failure(let error): ran = record.machine.hasStarted && !error.isCancellation
         }
         // They show the leader's head as theirs.
-        let head = record.state.shown.head
+        let head = record.machine.phase.shown.head
         for follower in followers {
             let followerRecord = table[follower]
-            if ran {
-                followerRecord.hasStarted = true
-                postEvent(.didStart(followerRecord.request))
-            }
+            if ran { postEvent(.didStart(followerRecord.request)) }
             end(follower, result, endingHead: head, now: now)
         }
     }

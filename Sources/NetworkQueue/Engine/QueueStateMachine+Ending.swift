@@ -13,9 +13,9 @@ extension QueueStateMachine {
         endingHead: ResponseHead? = nil,
         now: Double
     ) {
-        if !transferEnded { measureStoppedAttempt(slot, now: now) }
+        if !transferEnded, let attempt = table[slot].machine.phase.attempt { measure(attempt, slot: slot, now: now) }
         let record = table.remove(slot)
-        release(record.state.holdings, slot: slot, transferEnded: transferEnded)
+        move(slot, from: record.machine.phase.holdings, to: RequestState.Holdings(), transferEnded: transferEnded)
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
@@ -26,18 +26,6 @@ extension QueueStateMachine {
         if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
     }
 
-    /// Releases what a request held in the phase it leaves: its lanes, its transfer (unless `transferEnded`:
-    /// the transport reported its completion), the counts it was in, its place among its leader's followers.
-    mutating func release(_ held: RequestState.Holdings, slot: Int, transferEnded: Bool) {
-        if held.preflightLane { scheduler.remove(Job(id: slot, lane: .preflight)) }
-        if held.mainLane { scheduler.remove(Job(id: slot, lane: .main)) }
-        if !transferEnded, let transfer = held.transfer { actions.list.append(.cancel(transfer)) }
-        if held.retryWait { waitingRetries -= 1 }
-        if held.committing { committingCount -= 1 }
-        // A leader ending its followers has already left the table.
-        if let leader = held.leader, let record = table.record(at: leader) { record.followers.removeAll { $0 == slot } }
-    }
-
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
     /// the claim's end), its last progress, then its didFinish / didFail.
     private mutating func settle(
@@ -46,11 +34,11 @@ extension QueueStateMachine {
         let request = record.request
         let status = record.status(ending: result, endingHead: endingHead)
         var sink: FileSink?
-        if case .failure = result, let failed = record.state.attempt?.sink {
+        if case .failure = result, let failed = record.machine.phase.attempt?.sink {
             sink = failed
             actions.list.append(.discard(failed))
         }
-        if case .failure = result, record.hasKeptPart, let claim = record.claim {
+        if case .failure = result, record.machine.hasKeptPart, let claim = record.claim {
             // The part an earlier attempt (or a pause) kept for the next: none is coming.
             actions.list.append(.discardPart(claim))
         }
@@ -66,13 +54,6 @@ extension QueueStateMachine {
         case .success(let response): postEvent(.didFinish(request, response: response))
         case .failure(let error): postEvent(.didFail(request, error: error))
         }
-    }
-
-    /// An attempt failed: the request waits to be sent again when its retry policy says so, else it ends
-    /// with the failure (see ``fail(_:_:transferEnded:now:)``).
-    mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
-        if retryIfAllowed(slot, error, transferEnded: transferEnded, now: now) { return }
-        fail(slot, error, transferEnded: transferEnded, now: now)
     }
 
     /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
@@ -91,7 +72,7 @@ extension QueueStateMachine {
     /// Every source stops first: nothing read afterwards joins the queue.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
         stopSources()
-        let alone = table.records.filter { $0.record.state.endsAlone }
+        let alone = table.records.filter { $0.record.machine.phase.endsAlone }
         for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // A follower may have ended with its leader already.
             if table.record(at: slot) === record { end(slot, .failure(error), now: now) }
@@ -110,13 +91,13 @@ extension QueueStateMachine {
         var isObserved = false
         for job in waiting {
             let record = table[job.id]
-            if job.lane == .main, record.state.holdings.preflightLane { continue }
+            if job.lane == .main, record.machine.phase.holdings.preflightLane { continue }
             requests.append(record.request)
             if let claim = record.claim {
                 claims.append(claim)
                 // A part an earlier attempt or a pause kept for the next attempt (back in the pending list
                 // to be resumed or retried early): none is coming.
-                if record.hasKeptPart { actions.list.append(.discardPart(claim)) }
+                if record.machine.hasKeptPart { actions.list.append(.discardPart(claim)) }
             }
             isObserved = isObserved || record.isObserved
         }
@@ -131,5 +112,17 @@ extension QueueStateMachine {
         actions.list.append(.free(table.removeAll()))
         // The table is empty: no request leads a duplicate key any more.
         leaders.removeAll()
+    }
+
+    /// `request` succeeded: requests to its server waiting out a backoff (not a `Retry-After`) are
+    /// retried now, when their policy allows it.
+    private mutating func retryEarly(after request: NetworkRequest, now: Double) {
+        guard let host = RequestRules.hostKey(request.url) else { return }
+        let early = table.records.filter { _, record in
+            guard case .waitingToRetry(let wait) = record.machine.phase, !wait.serverAsked else { return false }
+            return policy(of: record).retriesEarlyWhenHostRecovers
+                && RequestRules.hostKey(record.request.url) == host
+        }
+        for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot, now: now) }
     }
 }

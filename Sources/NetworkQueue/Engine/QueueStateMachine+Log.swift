@@ -30,7 +30,7 @@ extension QueueStateMachine {
                 }
             }
             log(.info, .finished, record.request, now: now) {
-                let took = record.startedAt.map { " in " + LogText.duration(now - $0) } ?? ""
+                let took = record.machine.startedAt.map { " in " + LogText.duration(now - $0) } ?? ""
                 if response.keptExistingFile { return "\(response.statusCode), existing file unchanged\(took)" }
                 return "\(response.statusCode), \(record.progress.received) bytes\(took)"
             }
@@ -38,7 +38,7 @@ extension QueueStateMachine {
             log(.warning, .cancelled, record.request, now: now) { error.description }
         case .failure(let error):
             log(.error, .failed, record.request, now: now) {
-                "after \(record.attempts) attempt\(record.attempts == 1 ? "" : "s"): \(error)"
+                "after \(record.machine.attempts) attempt\(record.machine.attempts == 1 ? "" : "s"): \(error)"
             }
         }
     }

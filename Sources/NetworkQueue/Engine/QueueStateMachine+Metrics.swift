@@ -9,16 +9,16 @@ extension QueueStateMachine {
     mutating func collect(_ reported: TransferMetrics, slot: Int) {
         let record = table[slot]
         var metrics = reported
-        metrics.attempt = record.attempts
+        metrics.attempt = record.machine.attempts
         record.metrics.append(metrics)
         postEvent(.didCollectMetrics(record.request, metrics: metrics))
     }
 
-    /// The queue stops a running attempt itself (an unacceptable response, a timeout, a cancel, a sibling's
-    /// failure): its transport will report nothing more, so the queue records what it saw on its own clock
-    /// (time to the head, total time, the head's HTTP version). Only while metrics are collected.
-    mutating func measureStoppedAttempt(_ slot: Int, now: Double) {
-        guard collectsMetrics, let attempt = table[slot].state.attempt else { return }
+    /// The queue stopped the running `attempt` itself (an unacceptable response, a timeout, a cancel, a
+    /// sibling's failure): its transport will report nothing more, so the queue records what it saw on its own
+    /// clock (time to the head, total time, the head's HTTP version). Only while metrics are collected.
+    mutating func measure(_ attempt: Attempt, slot: Int, now: Double) {
+        guard collectsMetrics else { return }
         let version = attempt.head?.httpVersion ?? ""
         collect(
             TransferMetrics(

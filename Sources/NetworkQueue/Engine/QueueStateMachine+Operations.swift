@@ -42,23 +42,22 @@ extension QueueStateMachine {
         let slot = table.insert(record)
         // Slots are reused: every new request sets its own.
         scheduler.setPriority(slot, request.initialPriority.rawValue)
-        if case .following(let leader) = record.state {
-            table[leader].followers.append(slot)
-        } else {
+        if !follows {
             // A request that will fail at its start leads no duplicate.
             if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
             assignHost(slot, request)
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
-                planPreflight(slot, record)
+                planPreflight(record)
             } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request)
             {
                 // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
-                planPreflight(slot, record)
+                planPreflight(record)
             }
-            scheduler.enqueue(Job(id: slot, lane: .main))
         }
+        // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
+        move(slot, from: RequestState.Holdings())
         markProgressDirty(at: now)
         log(.info, .added, request, now: now) {
             "\(request.method) \(Redaction.describe(request.url))"
@@ -86,11 +85,13 @@ extension QueueStateMachine {
         }
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = table.records.filter {
-                guard case .pending = $0.record.state else { return false }
+                guard case .pending = $0.record.machine.phase else { return false }
                 return RequestRules.wantsPreflight($0.record.request)
             }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                planPreflight(slot, record)
+                let before = record.machine.phase.holdings
+                planPreflight(record)
+                move(slot, from: before)
             }
         }
         scheduler.go()
@@ -100,11 +101,10 @@ extension QueueStateMachine {
     /// Stops new starts; running transfers continue.
     mutating func suspend() { scheduler.suspend() }
 
-    /// Plans the HEAD of a pending request: it waits in the preflight lane (its main job, listed already or
-    /// next, waits for it), and weighs the mean learned size until the HEAD says its own.
-    mutating func planPreflight(_ slot: Int, _ record: RequestRecord) {
-        record.state.planPreflight()
-        scheduler.enqueue(Job(id: slot, lane: .preflight))
+    /// Plans the HEAD of a pending request: it will wait in the preflight lane (its main job waits for it), and
+    /// weighs the mean learned size until the HEAD says its own.
+    private mutating func planPreflight(_ record: RequestRecord) {
+        _ = record.machine.planPreflight()
         ledger.awaitSize(&record.progress)
     }
 
@@ -140,11 +140,11 @@ extension QueueStateMachine {
 
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
-        guard let record = table.record(at: slot), record.request === request, !record.state.holdings.committing else {
-            return
-        }
+        guard let record = table.record(at: slot), record.request === request else { return }
+        let action = record.machine.cancel()
+        guard case .end = action else { return }
         handOver(from: slot)
-        end(slot, .failure(.cancelled), now: now)
+        perform(action, slot, now: now)
     }
 
     /// Cancels each request of `targets` that its slot still holds, in one event.

@@ -35,14 +35,12 @@ extension QueueStateMachine {
     ) {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
-            guard let record = table.record(at: slot), record.request === request,
-                let withPreflight = record.state.resume()
-            else {
-                continue
-            }
-            if withPreflight { scheduler.enqueue(Job(id: slot, lane: .preflight)) }
-            scheduler.enqueue(Job(id: slot, lane: .main))
-            actions.list.append(.publish(request, record.status()))
+            guard let record = table.record(at: slot), record.request === request else { continue }
+            let before = record.machine.phase.holdings
+            let action = record.machine.resume()
+            guard case .resumed = action else { continue }
+            move(slot, from: before)
+            perform(action, slot, now: now)
             postEvent(.didResume(request))
             log(.info, .resumed, request, now: now) { "resumed" }
             resumed.append(request)
@@ -52,28 +50,18 @@ extension QueueStateMachine {
 
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard let record = table.record(at: slot), record.request === request else { return false }
-        let wasAdaptingMain = if case .adaptingMain = record.state { true } else { false }
-        guard let (held, stopped) = record.state.pause() else { return false }
-        release(held, slot: slot, transferEnded: false)
-        if stopped != nil {
-            // Its bytes stay counted until the resumed transfer's response rebases them; a memory body is
-            // dropped with the attempt.
-            _ = closePart(of: stopped, slot: slot)
-            record.downloadDirty = request.downloadProgressHandler != nil
-            markProgressDirty(at: now)
-        }
-        if stopped != nil || wasAdaptingMain {
-            // Interrupted, not failed (or never sent): the resumed transfer continues this attempt.
-            record.attempts -= 1
-        }
+        let before = record.machine.phase.holdings
+        let action = record.machine.pause(continuesParts: request.continuesPartialDownloads)
+        guard case .paused(let stopped) = action else { return false }
         // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
         // phase holds no token.
-        actions.list.append(.publish(request, record.status()))
+        move(slot, from: before)
+        perform(action, slot, now: now)
         postEvent(.didPause(request))
         log(.info, .paused, request, now: now) {
-            (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart ? "paused, keeping the partial file" : "paused"
+            (stopped?.continuedFrom ?? 0) > 0 || record.machine.hasKeptPart
+                ? "paused, keeping the partial file" : "paused"
         }
         return true
     }
-
 }

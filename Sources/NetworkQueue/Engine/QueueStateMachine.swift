@@ -13,9 +13,9 @@ import Foundation
 /// clock, takes no lock, does no I/O and calls no closure of the user; delegate events, handler calls
 /// and `run()` wake-ups go into an ordered ``Outbox`` that the shell delivers.
 ///
-/// Each request's own state (``RequestState``) says what it may do next; an impossible transition is a
-/// precondition failure. Starts are computed in one pass at the end of each event, so no event method
-/// re-enters another.
+/// It coordinates what requests share — the scheduler's lanes, the ledger, the deadlines, the outbox, the
+/// sources and the duplicates — and leaves each request's life to its ``RequestMachine``, doing what its events
+/// return. Starts are computed in one pass at the end of each event, so no event method re-enters another.
 struct QueueStateMachine {
     typealias Job = Scheduler.Job
 
@@ -111,16 +111,6 @@ struct QueueStateMachine {
 
     // MARK: Steps shared by every event
 
-    /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
-    /// returns the event's actions.
-    mutating func finishEvent(_ now: Double) -> QueueActions {
-        startReady(now)
-        grantReads()
-        if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
-        armTimerIfNeeded()
-        return takeActions()
-    }
-
     /// The first request (or source) after idle begins a new drain, from zero.
     mutating func beginDrainIfIdle() {
         guard !inDrain else { return }
@@ -136,97 +126,8 @@ struct QueueStateMachine {
         return taken
     }
 
-    /// Starts every job the scheduler allows now: the adapt hooks first when there are any, else the
-    /// transfer. An invalid request fails instead of starting.
-    private mutating func startReady(_ now: Double) {
-        while let job = scheduler.nextStart() {
-            let record = table[job.id]
-            if let problem = record.request.invalidReason ?? record.rejection {
-                scheduler.finish(job)
-                attemptFailed(job.id, .invalidRequest(problem), now: now)
-                continue
-            }
-            if job.lane == .main { record.attempts += 1 }
-            guard adapter == nil, record.request.adapt == nil else {
-                startAdapting(job, record, now: now)
-                continue
-            }
-            switch job.lane {
-            case .preflight: startPreflight(job.id, record.request.urlRequest, now: now)
-            case .main: startTransfer(job.id, record.request.urlRequest, now: now)
-            }
-        }
-    }
-
-    /// Runs the adapt hooks of a request that got its slot (usually there are none: this path, and its
-    /// array, only when there is one).
-    private mutating func startAdapting(_ job: Job, _ record: RequestRecord, now: Double) {
-        let hooks = [adapter, record.request.adapt].compactMap { $0 }
-        nextToken += 1
-        record.state.startAdapting(preflight: job.lane == .preflight, token: nextToken)
-        record.lastActivity = now
-        addTimeout(slot: job.id, token: nextToken, record.request.timeoutInterval, now: now)
-        actions.list.append(.publish(record.request, record.status()))
-        actions.list.append(
-            .adapt(.init(slot: job.id, token: nextToken, urlRequest: record.request.urlRequest, hooks: hooks)))
-    }
-
-    /// Starts the HEAD of a request that holds a preflight slot, for `urlRequest` (adapted, or the request's
-    /// own).
-    mutating func startPreflight(_ slot: Int, _ urlRequest: URLRequest, now: Double) {
-        nextToken += 1
-        let record = table[slot]
-        var head = urlRequest
-        head.httpMethod = "HEAD"
-        head.httpBody = nil
-        let cell = TransferCell()
-        record.state.startPreflight(token: nextToken, cell: cell)
-        record.lastActivity = now
-        actions.list.append(.publish(record.request, record.status()))
-        addTimeout(slot: slot, token: nextToken, head.timeoutInterval, now: now)
-        log(.debug, .preflightStarted, record.request, now: now) { "HEAD \(Redaction.describe(head.url))" }
-        actions.list.append(
-            .start(
-                .init(
-                    slot: slot, token: nextToken, urlRequest: head, cell: cell, body: .preflight, collectsMetrics: false
-                )))
-    }
-
-    /// Starts a main transfer of a request that holds a slot, sending `urlRequest` (adapted, or the
-    /// request's own) as a new attempt; `withoutRange`: the server refused to continue its part.
-    mutating func startTransfer(_ slot: Int, _ urlRequest: URLRequest, withoutRange: Bool = false, now: Double) {
-        nextToken += 1
-        let record = table[slot]
-        let cell = TransferCell()
-        if record.startedAt == nil { record.startedAt = now }
-        record.state.startAttempt(
-            Attempt(
-                token: nextToken, cell: cell, sent: urlRequest, startedAt: now,
-                expectedBefore: record.progress.expectedDown))
-        record.lastActivity = now
-        actions.list.append(.publish(record.request, record.status()))
-        if !record.hasStarted {
-            // Once per request: a retry is not a new start to the delegate.
-            record.hasStarted = true
-            postEvent(.didStart(record.request))
-        }
-        addTimeout(slot: slot, token: nextToken, urlRequest.timeoutInterval, now: now)
-        log(.debug, .attemptStarted, record.request, now: now) {
-            "attempt \(record.attempts): \(urlRequest.httpMethod ?? "GET") \(Redaction.describe(urlRequest.url))"
-        }
-        let continuesPart =
-            record.claim != nil && record.request.continuesPartialDownloads && !withoutRange
-            && RangeRules.mayContinue(urlRequest)
-        actions.list.append(
-            .start(
-                .init(
-                    slot: slot, token: nextToken, urlRequest: urlRequest, cell: cell,
-                    body: .checked(record.request, file: record.claim, continuesPart: continuesPart),
-                    collectsMetrics: collectsMetrics)))
-    }
-
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
-    private mutating func endDrain(_ now: Double) {
+    mutating func endDrain(_ now: Double) {
         inDrain = false
         // No slot holds a request: the numbering of servers starts over.
         hostNumbers.removeAll(keepingCapacity: true)
@@ -259,5 +160,10 @@ struct QueueStateMachine {
             }
         }
         post(.event(event))
+    }
+
+    /// Publishes the request's status now.
+    mutating func publish(_ record: RequestRecord) {
+        actions.list.append(.publish(record.request, record.status()))
     }
 }

@@ -20,10 +20,10 @@ final class RequestRecord {
     /// True when someone waits for the request's end through ``NetworkRequest/endObserver`` (a decoded
     /// value): its settlement is then delivered at once, even when nobody listens to events.
     let isObserved: Bool
-    /// Where the request is, with what only that phase has (see ``RequestState``).
-    // Unchecked: read and written on every transfer event, only by the machine, which is only ever used under
+    /// The request's life: its phase and what lives for the whole request (see ``RequestMachine``).
+    // Unchecked: read and written on every transfer event, only by the coordinator, which is only ever used under
     // the queue's lock (no overlapping access can exist); the dynamic check would cost on each of them.
-    @exclusivity(unchecked) var state = RequestState.pending
+    @exclusivity(unchecked) var machine = RequestMachine()
     /// Byte counts and outcome, as the ledger sees them.
     // Unchecked: as `state`, updated on every body event.
     @exclusivity(unchecked) var progress: ProgressLedger.Entry
@@ -61,22 +61,15 @@ final class RequestRecord {
         get { extras?.followers ?? [] }
         set { if !newValue.isEmpty || extras != nil { madeExtras.followers = newValue } }
     }
-    /// When the request last moved a byte or changed phase (queue clock): its idle timeout counts from here.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
-    @exclusivity(unchecked) var lastActivity: Double = 0
     /// True when the download handler has an update the next flush (or the end) must post.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var downloadDirty = false
     /// True when the upload handler has an update the next flush (or the end) must post.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var uploadDirty = false
     /// True while listed for the next progress flush.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var isListedDirty = false
-    /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
-    var attempts = 0
-    /// True once didStart was posted: once per request, not per attempt.
-    var hasStarted = false
     /// The destination file as it was when the request was added, for a request that may keep it
     /// (``NetworkRequest/ExistingFile/skipIfUnchanged``): its HEAD decides.
     var existingFile: ExistingFileRules.FileState? {
@@ -89,24 +82,19 @@ final class RequestRecord {
         get { extras?.rejection }
         set { if newValue != nil || extras != nil { madeExtras.rejection = newValue } }
     }
-    /// True when an attempt ended (a pause, a retry) keeping the part file for the next one: a request that
-    /// ends before that attempt deletes it.
-    var hasKeptPart = false
-    /// When the request's first transfer started (queue clock), for the log's "finished in".
-    var startedAt: Double?
     /// The metrics each attempt reported, oldest first (only while someone reads metrics).
     var metrics: [TransferMetrics] {
         get { extras?.metrics ?? [] }
         set { if !newValue.isEmpty || extras != nil { madeExtras.metrics = newValue } }
     }
     /// The download's rate over the last seconds, made on its first body bytes.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var downloadMeter: RateMeter?
     /// Body bytes received over every attempt (never rebased: what the meter measures).
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var bytesMoved: Int64 = 0
     /// Bumped at every publication, so a late publication never overwrites a newer one.
-    // Unchecked: touched on every event, only under the queue's lock (as `state`).
+    // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var statusVersion: UInt64 = 0
 
     init(request: NetworkRequest, sequence: UInt64, claim: DestinationClaim?, isObserved: Bool = false) {
@@ -119,7 +107,7 @@ final class RequestRecord {
 
     /// The download's progress, for a body announced to be `announced` bytes (nil: unknown).
     func downloadProgress(announced: Int64?) -> TransferProgress {
-        let rate = downloadMeter?.window.rate(at: lastActivity)
+        let rate = downloadMeter?.window.rate(at: machine.lastActivity)
         let remaining = announced.map { max(0, $0 - progress.received) }
         return TransferProgress(
             completedBytes: progress.received, expectedBytes: announced, throughput: rate,
@@ -147,7 +135,7 @@ final class RequestRecord {
         -> NetworkRequest.Status
     {
         statusVersion += 1
-        let shown = self.state.shown
+        let shown = machine.phase.shown
         let state: NetworkRequest.State
         var head = endingHead ?? shown.head
         switch result {
@@ -160,7 +148,7 @@ final class RequestRecord {
         return NetworkRequest.Status(
             version: result == nil ? statusVersion : .max, state: state, head: head, result: result,
             download: downloadProgress(announced: shown.announcedLength),
-            upload: uploadProgress, attemptCount: attempts, metrics: requestMetrics)
+            upload: uploadProgress, attemptCount: machine.attempts, metrics: requestMetrics)
     }
 }
 
@@ -200,11 +188,11 @@ struct RequestTable {
     func isOccupied(_ slot: Int) -> Bool { record(at: slot) != nil }
 
     /// True when `slot` holds a record whose current transfer (or hooks, decision, retry wait) is `token`.
-    func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.state.token == token }
+    func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.machine.phase.token == token }
 
     /// True when `token` is what `slot` waits for now under its timeout (see ``RequestState/isTimed``).
     func isTimed(_ slot: Int, token: UInt64) -> Bool {
-        guard let state = record(at: slot)?.state, state.token == token else { return false }
+        guard let state = record(at: slot)?.machine.phase, state.token == token else { return false }
         return state.isTimed
     }
 

@@ -21,9 +21,8 @@ import Foundation
 /// to `awaitingPreflight` when its HEAD had not finished. Every phase may end (the request leaves the table);
 /// ``holdings`` says what it must release then.
 ///
-/// Each transition is one method that switches over every phase: an illegal move is a precondition failure
-/// naming the phase. The coordinator (``QueueStateMachine``) owns the scheduler, ledger and actions; this type
-/// only says where the request is and what it holds.
+/// Only a request's ``RequestMachine`` moves it from one phase to another, each event switching over every
+/// phase; the coordinator (``QueueStateMachine``) reads what a phase holds to keep its lanes and counts in step.
 enum RequestState {
     /// Waiting for a slot in the main lane; no HEAD planned. Next: adaptingMain, running, awaitingPreflight
     /// (go() with accurate progress), following (added as a duplicate), paused.
@@ -111,8 +110,8 @@ enum RequestState {
         var mainLane = false
         /// Listed in, or holding a slot of, the preflight lane.
         var preflightLane = false
-        /// The transfer running (preflight or main).
-        var transfer: TransferCell?
+        /// The transfers running (the HEAD, or the attempt's).
+        var transfers = Transfers()
         /// Counted among the requests waiting to retry.
         var retryWait = false
         /// Counted among the requests whose file is being moved into place.
@@ -199,8 +198,9 @@ enum RequestState {
         switch self {
         case .pending, .awaitingMain, .adaptingMain: Holdings(mainLane: true)
         case .awaitingPreflight, .adaptingPreflight: Holdings(mainLane: true, preflightLane: true)
-        case .preflighting(let preflight): Holdings(mainLane: true, preflightLane: true, transfer: preflight.cell)
-        case .running(let attempt): Holdings(mainLane: true, transfer: attempt.cell)
+        case .preflighting(let preflight):
+            Holdings(mainLane: true, preflightLane: true, transfers: Transfers(preflight.cell))
+        case .running(let attempt): Holdings(mainLane: true, transfers: attempt.transfers)
         case .waitingToRetry: Holdings(retryWait: true)
         case .committing: Holdings(committing: true)
         case .following(let leader): Holdings(leader: leader)

@@ -1,0 +1,305 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The coordinator's side of a request's life: it hands each event to the request's ``RequestMachine``, moves
+/// the request's lanes and counts with its holdings (``move(_:from:transferEnded:)``), and does what the machine's
+/// ``RequestMachine/Action`` asks (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`, this file
+/// holds a request's whole path from its slot to its retry and back.
+extension QueueStateMachine {
+    /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
+    /// returns the event's actions.
+    mutating func finishEvent(_ now: Double) -> QueueActions {
+        startReady(now)
+        grantReads()
+        if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
+        armTimerIfNeeded()
+        return takeActions()
+    }
+
+    /// Gives each job the scheduler allows now its slot; an invalid request fails instead.
+    private mutating func startReady(_ now: Double) {
+        while let job = scheduler.nextStart() {
+            let record = table[job.id]
+            if let problem = record.request.invalidReason ?? record.rejection {
+                scheduler.finish(job)
+                attemptFailed(job.id, .invalidRequest(problem), now: now)
+                continue
+            }
+            let before = record.machine.phase.holdings
+            let action = record.machine.granted(
+                job.lane, hooks: adapter != nil || record.request.adapt != nil, sending: record.request.urlRequest,
+                expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
+            move(job.id, from: before)
+            perform(action, job.id, now: now)
+        }
+    }
+
+    /// The one place a request joins or leaves a lane or a count: from what the request in `slot` held `before`
+    /// to what it holds now (or `to`: none, leaving the table). A finished HEAD keeps its place ahead of the
+    /// window; a transfer no longer held is stopped, unless the transport reported its end (`transferEnded`).
+    mutating func move(
+        _ slot: Int, from before: RequestState.Holdings, to after: RequestState.Holdings? = nil,
+        transferEnded: Bool = false
+    ) {
+        let after = after ?? table[slot].machine.phase.holdings
+        if before.preflightLane != after.preflightLane {
+            let job = Job(id: slot, lane: .preflight)
+            if after.preflightLane {
+                scheduler.enqueue(job)
+            } else if after.mainLane {
+                _ = scheduler.finish(job)
+            } else {
+                _ = scheduler.remove(job)
+            }
+        }
+        if before.mainLane != after.mainLane {
+            let job = Job(id: slot, lane: .main)
+            if after.mainLane { scheduler.enqueue(job) } else { _ = scheduler.remove(job) }
+        }
+        if !transferEnded {
+            for cell in before.transfers where !after.transfers.contains(cell) { actions.list.append(.cancel(cell)) }
+        }
+        if before.retryWait != after.retryWait { waitingRetries += after.retryWait ? 1 : -1 }
+        if before.committing != after.committing { committingCount += after.committing ? 1 : -1 }
+        if before.leader != after.leader {
+            // A leader ending its followers has already left the table.
+            if let leader = before.leader, let record = table.record(at: leader) {
+                record.followers.removeAll { $0 == slot }
+            }
+            if let leader = after.leader { table[leader].followers.append(slot) }
+        }
+    }
+
+    /// Does what the machine of the request in `slot` asked (`transferEnded`: the transport reported the end).
+    mutating func perform(_ action: RequestMachine.Action, _ slot: Int, transferEnded: Bool = false, now: Double) {
+        let record = table[slot]
+        let request = record.request
+        switch action {
+        case .none:
+            break
+        case .adapt(let token):
+            addTimeout(slot: slot, token: token, request.timeoutInterval, now: now)
+            publish(record)
+            let hooks = [adapter, request.adapt].compactMap { $0 }
+            actions.list.append(
+                .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
+        case .startPreflight(let preflight, let sent):
+            startPreflight(preflight, sending: sent, slot: slot, now: now)
+        case .startTransfer(let attempt, let first, let replacing):
+            if let replacing {
+                // The new transfer's file replaces the refused one's (deleting it first).
+                if let sink = replacing.sink { actions.list.append(.discard(sink)) }
+                ledger.rebase(&record.progress, received: 0)
+                markProgressDirty(at: now)
+            }
+            publish(record)
+            if first { postEvent(.didStart(request)) }
+            let sent = attempt.sent
+            addTimeout(slot: slot, token: attempt.token, sent.timeoutInterval, now: now)
+            log(.debug, .attemptStarted, request, now: now) {
+                "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
+            }
+            let continuesPart =
+                record.claim != nil && request.continuesPartialDownloads && replacing == nil
+                && RangeRules.mayContinue(sent)
+            actions.list.append(
+                .start(
+                    .init(
+                        slot: slot, token: attempt.token, urlRequest: sent, cell: attempt.cell,
+                        body: .checked(request, file: record.claim, continuesPart: continuesPart),
+                        collectsMetrics: collectsMetrics)))
+        case .attemptFailed(let error):
+            attemptFailed(slot, error, transferEnded: transferEnded, now: now)
+        case .askRetry(let decision, _):
+            addTimeout(slot: slot, token: decision.token, request.timeoutInterval, now: now)
+            publish(record)
+            actions.list.append(
+                .decide(
+                    .init(
+                        slot: slot, token: decision.token, request: request, error: decision.failure,
+                        attempts: record.machine.attempts, decide: policy(of: record).decide!)))
+        case .waitToRetry(let wait, let delay, let error, _):
+            retryDeadlines.insert(.init(deadline: now + delay, id: slot, token: wait.token))
+            publish(record)
+            postEvent(.willRetry(request, after: delay, error: error))
+            let (next, maximum) = (record.machine.attempts + 1, policy(of: record).maximumAttempts)
+            log(.notice, .retryScheduled, request, now: now) {
+                "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
+            }
+        case .commit(let attempt, let sink):
+            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
+        case .end(.success(let response)):
+            end(slot, .success(response), transferEnded: transferEnded, now: now)
+        case .end(.failure(let error)):
+            fail(slot, error, transferEnded: transferEnded, now: now)
+        case .rejoin, .resumed:
+            publish(record)
+        case .preflightDone:
+            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
+            publish(record)
+        case .waitUntil(let deadline, let token):
+            deadlines.insert(.init(deadline: deadline, id: slot, token: token))
+        case .paused(let stopped):
+            // Its bytes stay counted until the resumed transfer's response rebases them.
+            if let stopped {
+                _ = closePart(of: stopped, record)
+                record.downloadDirty = request.downloadProgressHandler != nil
+                markProgressDirty(at: now)
+            }
+            publish(record)
+        }
+    }
+
+    /// Applies one transport event; a final head comes with its pipeline's `reading`. Events of a transfer that
+    /// is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is the truth.
+    mutating func transferEvent(
+        _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
+    ) -> QueueActions {
+        guard table.isCurrent(slot, token: token) else { return QueueActions() }
+        let record = table[slot]
+        _ = record.machine.heard(at: now)
+        switch record.machine.phase {
+        case .preflighting: preflightEvent(event, slot: slot, now: now)
+        case .running:
+            switch event {
+            case .head(let head):
+                // Without a pipeline's reading (tests drive the machine alone) no part is continued.
+                let acceptable = record.request.acceptableStatusCodes
+                headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
+            case .data(let data): receive(data.count, keeping: data, slot: slot, now: now)
+            case .sent(let sent, let expected):
+                ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
+                listForFlush(slot)
+            case .redirect(let redirect): logRedirect(redirect, of: record.request, now: now)
+            // Reported unasked (a transport that always measures): nobody reads them.
+            case .metrics(let metrics): if collectsMetrics { collect(metrics, slot: slot) }
+            case .completed(let error?):
+                attemptFailed(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
+            case .completed(nil):
+                let before = record.machine.phase.holdings
+                let action = record.machine.transferSucceeded(
+                    received: record.progress.received, file: record.claim?.url, metrics: record.requestMetrics)
+                move(slot, from: before, transferEnded: true)
+                perform(action, slot, transferEnded: true, now: now)
+            }
+        case .committing: break  // the transport reported after completing: nothing can change now
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .following, .paused:
+            // A current token is held only by the phases above and these; none of these runs a transfer.
+            preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
+        }
+        return finishEvent(now)
+    }
+
+    /// The final head of a main transfer: what it means for the part, the progress and the request's rules.
+    private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
+        let record = table[slot]
+        let (head, request) = (reading.head, record.request)
+        let read = record.machine.headRead(
+            reading, of: request, received: record.progress.received, wallClock: wallClock(at: now), now: now)
+        guard case .read(let continuation, let length, let encoded, let problem) = read else {
+            guard case .refusedRange(let offset) = read else { return }  // interim
+            log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+            log(.notice, .rangeRefused, request, now: now) {
+                "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
+            }
+            return restartWithoutRange(slot, now: now)
+        }
+        log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+        switch continuation {
+        case .fresh: break
+        case .appended(let offset):
+            log(.info, .continuedFromByte, request, now: now) { "continued from byte \(offset)" }
+            // The part's bytes are done: counted once, as progress (never twice: see rebase).
+            ledger.rebase(&record.progress, received: offset)
+        case .startedOver(let offset):
+            log(.notice, .rangeRefused, request, now: now) {
+                "the server sent the whole body (200) instead of continuing from byte \(offset)"
+            }
+            ledger.rebase(&record.progress, received: 0)
+        case .unrelated: ledger.rebase(&record.progress, received: 0)
+        // The earlier bytes no longer count.
+        case .restarted: ledger.restart(&record.progress)
+        }
+        // An unacceptable response's length (an error page's) never describes the resource: a retry would
+        // otherwise have counted the difference as progress.
+        if problem == nil {
+            if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
+            // No size: one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
+        }
+        // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
+        if hasListeners { publish(record) } else { noteProgress(slot, download: false, at: now) }
+        markProgressDirty(at: now)
+        postEvent(.didReceiveHeaders(request, head: head))
+        if let problem { attemptFailed(slot, problem, now: now) }
+    }
+
+    /// An attempt failed: the request's machine asks its retry policy; the request leaves the attempt and waits
+    /// (or asks the policy's closure), or ends with the failure.
+    mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+        let record = table[slot]
+        let before = record.machine.phase.holdings
+        let action = record.machine.attemptEnded(
+            error, policy: policy(of: record), method: record.request.method,
+            continuesParts: record.request.continuesPartialDownloads, nextToken: &nextToken, jitter: &jitter, now: now)
+        switch action {
+        case .askRetry(_, let left), .waitToRetry(_, _, _, let left):
+            if !transferEnded, let left { measure(left, slot: slot, now: now) }
+            move(slot, from: before, transferEnded: transferEnded)
+            // A kept part's bytes stay counted until the next attempt's response says whether they still count.
+            if !closePart(of: left, record) { ledger.restart(&record.progress) }
+            if let left, record.progress.expectedDown != left.expectedBefore {
+                // The size came from this attempt's response (perhaps an error page's): back to what was known.
+                ledger.replaceExpectedDownload(&record.progress, left.expectedBefore)
+            }
+            record.downloadDirty = record.request.downloadProgressHandler != nil
+            record.uploadDirty = record.request.uploadProgressHandler != nil
+            markProgressDirty(at: now)
+        case .none, .adapt, .startPreflight, .startTransfer, .attemptFailed, .commit, .end, .rejoin, .waitUntil,
+            .preflightDone, .paused, .resumed:
+            break
+        }
+        perform(action, slot, transferEnded: transferEnded, now: now)
+    }
+
+    /// Closes the part file of an attempt left (a retry, a pause): kept for the next attempt when the machine
+    /// says so (the sink keeps it only with a validator), else deleted. Returns whether it was kept.
+    private mutating func closePart(of attempt: Attempt?, _ record: RequestRecord) -> Bool {
+        guard let sink = attempt?.sink else { return false }
+        actions.list.append(record.machine.hasKeptPart ? .keep(sink) : .discard(sink))
+        return record.machine.hasKeptPart
+    }
+
+    /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle
+    /// deadline to its request's machine, and lets requests whose retry time has come rejoin the pending ones.
+    mutating func timerFired(now: Double) -> QueueActions {
+        if let armed = armedTimer, now >= armed { armedTimer = nil }
+        if let due = flushDue, now >= due { flushProgress(at: now) }
+        for entry in deadlines.popDue(at: now) where table.isTimed(entry.id, token: entry.token) {
+            let record = table[entry.id]
+            guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) else {
+                continue
+            }
+            perform(record.machine.timerFired(timeout: timeout, now: now), entry.id, now: now)
+        }
+        // Only a waiting request holds a retry deadline's token.
+        for entry in retryDeadlines.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
+            rejoin(entry.id, now: now)
+        }
+        return finishEvent(now)
+    }
+
+    /// A request's wait is over: it rejoins the pending requests, as if just added.
+    mutating func rejoin(_ slot: Int, now: Double) {
+        let record = table[slot]
+        let before = record.machine.phase.holdings
+        let action = record.machine.retryTimeCame()
+        move(slot, from: before)
+        perform(action, slot, now: now)
+    }
+}

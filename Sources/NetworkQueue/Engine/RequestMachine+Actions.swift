@@ -1,0 +1,66 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a ``RequestMachine`` event asks of the coordinator.
+extension RequestMachine {
+    /// What the coordinator must do after an event.
+    enum Action {
+        /// Nothing beyond what the phase's holdings say.
+        case none
+        /// Run the adapt hooks; their answer comes back under `token` (see ``adapted(_:preflight:nextToken:now:)``).
+        case adapt(token: UInt64)
+        /// Start the HEAD preflight.
+        case startPreflight(RequestState.Preflight, sending: URLRequest)
+        /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
+        /// `replacing`: the attempt sent again without a range, whose file is to be discarded.
+        case startTransfer(Attempt, first: Bool, replacing: Attempt?)
+        /// The attempt failed: the coordinator asks the retry verdict (``attemptEnded(_:policy:method:nextToken:jitter:now:)``).
+        case attemptFailed(NetworkQueueError)
+        /// Ask the retry policy's closure about `left`'s failure.
+        case askRetry(RequestState.Decision, left: Attempt?)
+        /// Wait `delay` seconds, then rejoin the pending requests.
+        case waitToRetry(RequestState.RetryWait, delay: Double, error: NetworkQueueError, left: Attempt?)
+        /// Move the finished attempt's file into place.
+        case commit(Attempt, FileSink)
+        /// The request ends with this result.
+        case end(Result<NetworkResponse, NetworkQueueError>)
+        /// The request waits for a slot again (its retry time came).
+        case rejoin
+        /// Check again at this time (the request was active since its deadline was set).
+        case waitUntil(Double, token: UInt64)
+        /// Its HEAD ended without ending the request: it waits for a slot for its transfer.
+        case preflightDone
+        /// Paused (`stopped`: the attempt it stopped, whose part is kept when the request continues parts).
+        case paused(stopped: Attempt?)
+        /// Resumed: it waits for a slot again (for its HEAD first when `withPreflight`).
+        case resumed(withPreflight: Bool)
+    }
+
+    /// What a final head means to the coordinator: the bytes counted so far, the size, the response's problem.
+    enum HeadAction {
+        /// An interim head (100 Continue, 103 Early Hints): never the final response.
+        case interim
+        /// The server refused to continue the part from byte `offset`: send again without a range.
+        case refusedRange(offset: Int64)
+        /// The head was read. `continuation` says what becomes of the bytes counted so far; `length` is the
+        /// body's decoded size when known; `problem` fails the attempt.
+        case read(Continuation, length: Int64?, encoded: Bool, problem: NetworkQueueError?)
+    }
+
+    /// What a final head did to the part or the bytes before it.
+    enum Continuation: Equatable {
+        /// A first head of a fresh transfer.
+        case fresh
+        /// A 206 continued the part after `offset` bytes.
+        case appended(offset: Int64)
+        /// A 200 sent the whole body instead of continuing from `offset`.
+        case startedOver(offset: Int64)
+        /// A part that did not describe this response: its bytes no longer count.
+        case unrelated
+        /// A second head (the transfer restarted) or an attempt that kept its part and did not continue it.
+        case restarted
+    }
+}
