@@ -52,5 +52,7 @@ import Testing
 
 extension RequestRecord {
     /// The download's progress as the request's status would show it now.
-    fileprivate var downloadProgress: TransferProgress { downloadProgress(announced: machine.phase.shown.announcedLength) }
+    fileprivate var downloadProgress: TransferProgress {
+        downloadProgress(announced: machine.phase.shown.announcedLength)
+    }
 }

@@ -17,3 +17,17 @@ public enum DuplicatePolicy: Sendable, Hashable {
     /// destination. A request whose file is already being moved into place is past cancelling: it stays.
     case cancelEarlier
 }
+
+extension DuplicatePolicy {
+    /// The key two requests are duplicates by.
+    static func key(of request: NetworkRequest) -> String {
+        let destination: String
+        switch request.destination {
+        case .memory: destination = "memory"
+        case .file(let url): destination = "file:" + url.standardizedFileURL.path
+        }
+        // A checksum is part of the key: a follower never takes a body its own checksum did not verify.
+        let checksum = request.checksum.map { " " + $0.description.lowercased() } ?? ""
+        return "\(request.method) \(request.urlText) \(destination)\(checksum)"
+    }
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The per-host limit's books for the ``Scheduler``: the host of each id (a small integer the caller assigns)
 /// and the active jobs of each host. Pure; ids and hosts index arrays, with no hashing.
 struct HostBook {
@@ -43,4 +45,22 @@ struct HostBook {
             activePerHost[host] += (lanes & 3).nonzeroBitCount
         }
     }
+}
+
+/// The servers (scheme, host and port) seen while a per-host limit is on, numbered in the order they were met:
+/// the small integers ``HostBook`` counts active jobs by.
+struct ServerNumbers {
+    private var numbers: [String: Int] = [:]
+
+    /// The number of `url`'s server; nil for a URL without a host (failed as invalid at its turn).
+    mutating func number(of url: URL?) -> Int? {
+        guard let key = RequestRules.hostKey(url) else { return nil }
+        if let number = numbers[key] { return number }
+        let number = numbers.count
+        numbers[key] = number
+        return number
+    }
+
+    /// Forgets every server: no slot holds a request, so the numbering starts over.
+    mutating func removeAll() { numbers.removeAll(keepingCapacity: true) }
 }

@@ -45,4 +45,68 @@ final class Attempt {
         self.startedAt = startedAt
         self.expectedBefore = expectedBefore
     }
+
+    /// Reads this attempt's final head (`received`: the bytes counted so far): what it does to the part or the
+    /// bytes before it, the body's size, and the problem that fails the attempt.
+    func read(_ reading: HeadReading, of request: NetworkRequest, received: Int64, wallClock: Date, now: Double)
+        -> RequestMachine.HeadAction
+    {
+        let head = reading.head
+        guard !ResponseRules.isInterim(head) else { return .interim }
+        var continuation = RequestMachine.Continuation.fresh
+        var continuedTotal: Int64?
+        switch reading.continuation {
+        case .append(let total)?:
+            continuation = .appended(offset: continuedFrom)
+            continuedTotal = total ?? ResponseRules.knownLength(of: head).map { $0 + continuedFrom }
+        case .restartWithoutRange?:
+            return .refusedRange(offset: continuedFrom, restart: .none)
+        case .startOver?:
+            continuation = .startedOver(offset: continuedFrom)
+            continuedFrom = 0
+        case .unrelated?:
+            continuation = .unrelated
+            continuedFrom = 0
+        case nil:
+            if self.head != nil || received > 0 {
+                continuation = .restarted
+                body = Data()
+            }
+        }
+        let encoded = ResponseRules.isEncoded(head)
+        let length = continuedTotal ?? ResponseRules.knownLength(of: head, encoded: encoded)
+        let problem = ResponseRules.check(
+            head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
+            maximumResponseSize: request.maximumResponseSize, expectedLength: length)
+        self.head = head
+        headAt = now
+        announcedLength = length
+        // Read only for a failing status: a retry honours it.
+        retryAfter = nil
+        if case .unacceptableStatus? = problem { retryAfter = RetryRules.retryAfter(head, now: wallClock) }
+        return .read(continuation, length: length, encoded: encoded, problem: problem)
+    }
+
+    /// What this attempt's transfer ending as `outcome` means (`received` body bytes): success, a file to move
+    /// into place first (`file`: the claimed destination), a failure, or (a continued part that did not verify)
+    /// the attempt sent again without a range.
+    func ended(_ outcome: RequestMachine.TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?)
+        -> RequestMachine.Action
+    {
+        switch outcome {
+        case .failed(let error): return .attemptFailed(.transport(Redaction.redacted(error)))
+        // The part may be what was wrong: once more from byte 0.
+        case .checksumMismatch where continuedFrom > 0: return .sendAgainWithoutRange
+        case .checksumMismatch(let expected, let actual):
+            return .attemptFailed(.integrityCheckFailed(expected: expected, actual: actual))
+        case .succeeded: break
+        }
+        guard let head else { return .attemptFailed(.transport(URLError(.badServerResponse))) }
+        if ResponseRules.isShort(head, method: sent.httpMethod, received: received, knownLength: announcedLength) {
+            return .attemptFailed(.transport(URLError(.networkConnectionLost)))
+        }
+        guard let file else { return .end(.success(NetworkResponse(head: head, body: body, metrics: metrics))) }
+        guard let sink else { return .attemptFailed(.fileError(path: file.path, reason: "no file open")) }
+        return .commit(self, sink)
+    }
 }

@@ -118,30 +118,3 @@ enum Delivery {
     /// Hand a record to the log handler.
     case log(NetworkQueueLogRecord)
 }
-
-/// The ordered outbox: the machine's lock order is the delivery order.
-///
-/// An item that someone is waiting for is *urgent* and gets a delivery pass at once; others (a
-/// settlement nobody hears about) wait for the next pass, or for the outbox to hold ``batchSize`` items.
-struct Outbox {
-    /// Items that make a pass due even when none is urgent.
-    static let batchSize = 4_096
-
-    private(set) var items: [Delivery] = []
-    private var isScheduled = false
-
-    /// Appends an item; returns true when a delivery pass must be scheduled.
-    mutating func post(_ item: Delivery, urgent: Bool = true) -> Bool {
-        items.append(item)
-        guard !isScheduled, urgent || items.count >= Self.batchSize else { return false }
-        isScheduled = true
-        return true
-    }
-
-    /// Takes everything posted so far, for one delivery pass.
-    mutating func take() -> [Delivery] {
-        isScheduled = false
-        defer { items = [] }
-        return items
-    }
-}

@@ -1,22 +1,10 @@
 /// Duplicate requests (same method, URL, destination and checksum) under a ``DuplicatePolicy``: the index of the
 /// request each key leads to, coalesced followers, and the hand-over when a leader is cancelled.
 extension QueueStateMachine {
-    /// The key two requests are duplicates by.
-    static func duplicateKey(of request: NetworkRequest) -> String {
-        let destination: String
-        switch request.destination {
-        case .memory: destination = "memory"
-        case .file(let url): destination = "file:" + url.standardizedFileURL.path
-        }
-        // A checksum is part of the key: a follower never takes a body its own checksum did not verify.
-        let checksum = request.checksum.map { " " + $0.description.lowercased() } ?? ""
-        return "\(request.method) \(request.urlText) \(destination)\(checksum)"
-    }
-
     /// The slot of the request a new `request` duplicates under the current policy, if any.
     private func duplicateLeader(of request: NetworkRequest) -> Int? {
         guard duplicatePolicy != .allow else { return nil }
-        return leaders[Self.duplicateKey(of: request)]
+        return leaders[DuplicatePolicy.key(of: request)]
     }
 
     /// True when adding `request` needs a claim of its own on its file destination: it neither joins an
@@ -31,7 +19,7 @@ extension QueueStateMachine {
     /// key from now on.
     mutating func admitDuplicate(_ record: RequestRecord, now: Double) -> Bool {
         guard duplicatePolicy != .allow else { return false }
-        let key = Self.duplicateKey(of: record.request)
+        let key = DuplicatePolicy.key(of: record.request)
         guard let earlier = leaders[key] else {
             record.duplicateKey = key
             return false
@@ -67,7 +55,7 @@ extension QueueStateMachine {
         let heirSlot = leader.followers.removeFirst()
         let heir = table[heirSlot]
         // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
-        assignHost(heirSlot, heir.request)
+        scheduler.setHost(heirSlot, scheduler.perHostLimit > 0 ? servers.number(of: heir.request.url) : nil)
         let before = heir.machine.phase.holdings
         _ = heir.machine.follow(nil)
         move(heirSlot, from: before)
@@ -108,7 +96,7 @@ extension QueueStateMachine {
         let head = record.machine.phase.shown.head
         for follower in followers {
             let followerRecord = table[follower]
-            if ran { postEvent(.didStart(followerRecord.request)) }
+            if ran { outbox.post(.didStart(followerRecord.request)) }
             end(follower, result, endingHead: head, now: now)
         }
     }

@@ -45,14 +45,17 @@ extension QueueStateMachine {
         if let claim = record.claim { actions.list.append(.release(claim)) }
         actions.list.append(.publish(request, status))
         // Not urgent by itself (the events below are, when someone hears them), unless a value waits for it.
-        post(.settle(status, request, sink, record.claim, observed: record.isObserved), urgent: record.isObserved)
-        if record.uploadDirty, request.uploadProgressHandler != nil { post(.uploadProgress(request, status.upload)) }
+        outbox.post(
+            .settle(status, request, sink, record.claim, observed: record.isObserved), urgent: record.isObserved)
+        if record.uploadDirty, request.uploadProgressHandler != nil {
+            outbox.post(.uploadProgress(request, status.upload))
+        }
         if record.downloadDirty, request.downloadProgressHandler != nil {
-            post(.downloadProgress(request, status.download))
+            outbox.post(.downloadProgress(request, status.download))
         }
         switch result {
-        case .success(let response): postEvent(.didFinish(request, response: response))
-        case .failure(let error): postEvent(.didFail(request, error: error))
+        case .success(let response): outbox.post(.didFinish(request, response: response))
+        case .failure(let error): outbox.post(.didFail(request, error: error))
         }
     }
 
@@ -104,10 +107,10 @@ extension QueueStateMachine {
         // Waiting requests have moved no byte in this attempt: their end changes only their state and result.
         actions.list.append(.publishEnd(requests, error))
         for claim in claims { actions.list.append(.release(claim)) }
-        post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
+        outbox.post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
         for request in requests {
-            log(.warning, .cancelled, request, now: now) { error.description }
-            postEvent(.didFail(request, error: error))
+            outbox.log(.warning, .cancelled, request, now: now) { error.description }
+            outbox.post(.didFail(request, error: error))
         }
         actions.list.append(.free(table.removeAll()))
         // The table is empty: no request leads a duplicate key any more.
@@ -124,5 +127,31 @@ extension QueueStateMachine {
                 && RequestRules.hostKey(record.request.url) == host
         }
         for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot, now: now) }
+    }
+
+    /// The end of a request: finished (status, bytes, time), cancelled, or failed (attempts, error).
+    private mutating func logEnd(
+        _ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>, now: Double
+    ) {
+        guard outbox.isLogging else { return }
+        switch result {
+        case .success(let response):
+            if let checksum = record.request.checksum {
+                outbox.log(.info, .checksumVerified, record.request, now: now) {
+                    "checksum verified (\(checksum.algorithm.rawValue))"
+                }
+            }
+            outbox.log(.info, .finished, record.request, now: now) {
+                let took = record.machine.startedAt.map { " in " + LogText.duration(now - $0) } ?? ""
+                if response.keptExistingFile { return "\(response.statusCode), existing file unchanged\(took)" }
+                return "\(response.statusCode), \(record.progress.received) bytes\(took)"
+            }
+        case .failure(let error) where error.isCancellation:
+            outbox.log(.warning, .cancelled, record.request, now: now) { error.description }
+        case .failure(let error):
+            outbox.log(.error, .failed, record.request, now: now) {
+                "after \(record.machine.attempts) attempt\(record.machine.attempts == 1 ? "" : "s"): \(error)"
+            }
+        }
     }
 }

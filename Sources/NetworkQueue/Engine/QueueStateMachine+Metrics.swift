@@ -11,7 +11,7 @@ extension QueueStateMachine {
         var metrics = reported
         metrics.attempt = record.machine.attempts
         record.metrics.append(metrics)
-        postEvent(.didCollectMetrics(record.request, metrics: metrics))
+        outbox.post(.didCollectMetrics(record.request, metrics: metrics))
     }
 
     /// The queue stopped the running `attempt` itself (an unacceptable response, a timeout, a cancel, a

@@ -45,7 +45,7 @@ extension QueueStateMachine {
         if !follows {
             // A request that will fail at its start leads no duplicate.
             if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
-            assignHost(slot, request)
+            scheduler.setHost(slot, scheduler.perHostLimit > 0 ? servers.number(of: request.url) : nil)
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
@@ -58,8 +58,8 @@ extension QueueStateMachine {
         }
         // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
         move(slot, from: RequestState.Holdings())
-        markProgressDirty(at: now)
-        log(.info, .added, request, now: now) {
+        flush.markChanged(at: now)
+        outbox.log(.info, .added, request, now: now) {
             "\(request.method) \(Redaction.describe(request.url))"
                 + (follows ? ", following an earlier duplicate" : "")
         }
@@ -98,9 +98,6 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    /// Stops new starts; running transfers continue.
-    mutating func suspend() { scheduler.suspend() }
-
     /// Plans the HEAD of a pending request: it will wait in the preflight lane (its main job waits for it), and
     /// weighs the mean learned size until the HEAD says its own.
     private mutating func planPreflight(_ record: RequestRecord) {
@@ -112,12 +109,10 @@ extension QueueStateMachine {
     /// scheduler runs ``effectiveLimit(_:ceiling:)`` of it.
     mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         self.limit = max(0, limit)
-        scheduler.limit = Self.effectiveLimit(limit, ceiling: ceiling)
-        scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
+        scheduler.limit = Scheduler.effectiveLimit(limit, ceiling: ceiling)
+        scheduler.preflightWindow = Scheduler.preflightWindow(limit: scheduler.limit)
         return finishEvent(now)
     }
-
-    mutating func setOrder(_ order: SchedulingOrder) { scheduler.order = order }
 
     /// Gives `request` (if `slot` still holds it) a new priority: pending, it moves behind the other pending
     /// requests of that priority; otherwise the priority applies when it next waits for a slot (a retry, a
@@ -186,13 +181,11 @@ extension QueueStateMachine {
     /// posted) when the queue holds no request.
     mutating func awaitDrain(now: Double) -> QueueActions {
         if table.isEmpty, sources.isEmpty {
-            post(.wakeRuns(1, ledger.snapshot(at: now)))
+            outbox.post(.wakeRuns(1, ledger.snapshot(at: now)))
         } else {
             waitingRuns += 1
         }
         return finishEvent(now)
     }
 
-    /// Everything posted so far, for one delivery pass.
-    mutating func takeDeliveries() -> [Delivery] { outbox.take() }
 }

@@ -41,8 +41,8 @@ extension QueueStateMachine {
             guard case .resumed = action else { continue }
             move(slot, from: before)
             perform(action, slot, now: now)
-            postEvent(.didResume(request))
-            log(.info, .resumed, request, now: now) { "resumed" }
+            outbox.post(.didResume(request))
+            outbox.log(.info, .resumed, request, now: now) { "resumed" }
             resumed.append(request)
         }
         return (resumed, finishEvent(now))
@@ -57,8 +57,8 @@ extension QueueStateMachine {
         // phase holds no token.
         move(slot, from: before)
         perform(action, slot, now: now)
-        postEvent(.didPause(request))
-        log(.info, .paused, request, now: now) {
+        outbox.post(.didPause(request))
+        outbox.log(.info, .paused, request, now: now) {
             (stopped?.continuedFrom ?? 0) > 0 || record.machine.hasKeptPart
                 ? "paused, keeping the partial file" : "paused"
         }

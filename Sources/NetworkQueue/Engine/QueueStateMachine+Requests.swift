@@ -15,7 +15,12 @@ extension QueueStateMachine {
         startReady(now)
         grantReads()
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
-        armTimerIfNeeded()
+        if timer.retries.count > 2 * waitingRetries + 64 {
+            // Waits that ended early (cancelled, retried early) stay until they come due: drop them.
+            let table = self.table
+            timer.retries.removeAll { !table.isCurrent($0.id, token: $0.token) }
+        }
+        if let time = timer.arm(flushDue: flush.due) { actions.armTimer = time }
         return takeActions()
     }
 
@@ -80,26 +85,37 @@ extension QueueStateMachine {
         switch action {
         case .none:
             break
+        case .sendAgainWithoutRange:
+            preconditionFailure("the machine sends an attempt again itself")
         case .adapt(let token):
-            addTimeout(slot: slot, token: token, request.timeoutInterval, now: now)
+            addTimeout(request.timeoutInterval, slot: slot, token: token, now: now)
             publish(record)
             let hooks = [adapter, request.adapt].compactMap { $0 }
             actions.list.append(
                 .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
         case .startPreflight(let preflight, let sent):
-            startPreflight(preflight, sending: sent, slot: slot, now: now)
+            var head = sent
+            head.httpMethod = "HEAD"
+            head.httpBody = nil
+            publish(record)
+            addTimeout(head.timeoutInterval, slot: slot, token: preflight.token, now: now)
+            outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
+            let start = QueueAction.Start(
+                slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
+                collectsMetrics: false)
+            actions.list.append(.start(start))
         case .startTransfer(let attempt, let first, let replacing):
             if let replacing {
                 // The new transfer's file replaces the refused one's (deleting it first).
                 if let sink = replacing.sink { actions.list.append(.discard(sink)) }
                 ledger.rebase(&record.progress, received: 0)
-                markProgressDirty(at: now)
+                flush.markChanged(at: now)
             }
             publish(record)
-            if first { postEvent(.didStart(request)) }
+            if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
-            addTimeout(slot: slot, token: attempt.token, sent.timeoutInterval, now: now)
-            log(.debug, .attemptStarted, request, now: now) {
+            addTimeout(sent.timeoutInterval, slot: slot, token: attempt.token, now: now)
+            outbox.log(.debug, .attemptStarted, request, now: now) {
                 "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
             }
             let continuesPart =
@@ -114,7 +130,7 @@ extension QueueStateMachine {
         case .attemptFailed(let error):
             attemptFailed(slot, error, transferEnded: transferEnded, now: now)
         case .askRetry(let decision, _):
-            addTimeout(slot: slot, token: decision.token, request.timeoutInterval, now: now)
+            addTimeout(request.timeoutInterval, slot: slot, token: decision.token, now: now)
             publish(record)
             actions.list.append(
                 .decide(
@@ -122,11 +138,11 @@ extension QueueStateMachine {
                         slot: slot, token: decision.token, request: request, error: decision.failure,
                         attempts: record.machine.attempts, decide: policy(of: record).decide!)))
         case .waitToRetry(let wait, let delay, let error, _):
-            retryDeadlines.insert(.init(deadline: now + delay, id: slot, token: wait.token))
+            timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
             publish(record)
-            postEvent(.willRetry(request, after: delay, error: error))
+            outbox.post(.willRetry(request, after: delay, error: error))
             let (next, maximum) = (record.machine.attempts + 1, policy(of: record).maximumAttempts)
-            log(.notice, .retryScheduled, request, now: now) {
+            outbox.log(.notice, .retryScheduled, request, now: now) {
                 "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
             }
         case .commit(let attempt, let sink):
@@ -142,13 +158,13 @@ extension QueueStateMachine {
             ledger.stopAwaitingSize(&record.progress)
             publish(record)
         case .waitUntil(let deadline, let token):
-            deadlines.insert(.init(deadline: deadline, id: slot, token: token))
+            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
         case .paused(let stopped):
             // Its bytes stay counted until the resumed transfer's response rebases them.
             if let stopped {
                 _ = closePart(of: stopped, record)
                 record.downloadDirty = request.downloadProgressHandler != nil
-                markProgressDirty(at: now)
+                flush.markChanged(at: now)
             }
             publish(record)
         }
@@ -161,82 +177,121 @@ extension QueueStateMachine {
     ) -> QueueActions {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
         let record = table[slot]
-        _ = record.machine.heard(at: now)
+        record.machine.lastActivity = now
+        let preflight: Bool
         switch record.machine.phase {
-        case .preflighting: preflightEvent(event, slot: slot, now: now)
-        case .running:
-            switch event {
-            case .head(let head):
-                // Without a pipeline's reading (tests drive the machine alone) no part is continued.
-                let acceptable = record.request.acceptableStatusCodes
-                headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
-            case .data(let data): receive(data.count, keeping: data, slot: slot, now: now)
-            case .sent(let sent, let expected):
-                ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
-                listForFlush(slot)
-            case .redirect(let redirect): logRedirect(redirect, of: record.request, now: now)
-            // Reported unasked (a transport that always measures): nobody reads them.
-            case .metrics(let metrics): if collectsMetrics { collect(metrics, slot: slot) }
-            case .completed(let error?):
-                attemptFailed(slot, .transport(Redaction.redacted(error)), transferEnded: true, now: now)
-            case .completed(nil):
-                let before = record.machine.phase.holdings
-                let action = record.machine.transferSucceeded(
-                    received: record.progress.received, file: record.claim?.url, metrics: record.requestMetrics)
-                move(slot, from: before, transferEnded: true)
-                perform(action, slot, transferEnded: true, now: now)
-            }
-        case .committing: break  // the transport reported after completing: nothing can change now
+        case .preflighting: preflight = true
+        case .running: preflight = false
+        case .committing: return finishEvent(now)  // the transport reported after completing: nothing can change
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .following, .paused:
             // A current token is held only by the phases above and these; none of these runs a transfer.
             preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
         }
+        switch event {
+        case .head(let head):
+            // Without a pipeline's reading (tests drive the machine alone) no part is continued.
+            let acceptable = record.request.acceptableStatusCodes
+            headRead(
+                reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), preflight, slot, now)
+        case .data(let data): if !preflight { receive(data.count, keeping: data, slot: slot, now: now) }
+        case .sent(let sent, let expected) where !preflight:
+            ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
+            flush.list(slot, isListed: &record.isListedDirty)
+        case .redirect(let redirect) where !preflight: outbox.log(redirect, of: record.request, now: now)
+        // Reported unasked (a transport that always measures): nobody reads them.
+        case .metrics(let metrics) where !preflight: if collectsMetrics { collect(metrics, slot: slot) }
+        case .sent, .redirect, .metrics: break
+        case .completed(let error): transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
+        }
         return finishEvent(now)
     }
 
-    /// The final head of a main transfer: what it means for the part, the progress and the request's rules.
-    private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
+    /// A final head: what it means for the part, the progress and the request's rules. A HEAD's tells the size.
+    private mutating func headRead(_ reading: HeadReading, _ preflight: Bool, _ slot: Int, _ now: Double) {
         let record = table[slot]
         let (head, request) = (reading.head, record.request)
+        if preflight {
+            guard !ResponseRules.isInterim(head) else { return }
+            if (200..<300).contains(head.statusCode) {
+                ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
+                flush.markChanged(at: now)
+            }
+        }
         let read = record.machine.headRead(
-            reading, of: request, received: record.progress.received, wallClock: wallClock(at: now), now: now)
-        guard case .read(let continuation, let length, let encoded, let problem) = read else {
-            guard case .refusedRange(let offset) = read else { return }  // interim
-            log(.debug, .headReceived, request, now: now) { LogText.head(head) }
-            log(.notice, .rangeRefused, request, now: now) {
+            reading, of: request, received: record.progress.received, existingFile: record.existingFile,
+            expectedBefore: record.progress.expectedDown, wallClock: outbox.wallClock(at: now), nextToken: &nextToken,
+            now: now)
+        switch read {
+        case .interim: return
+        case .refusedRange(let offset, let restart):
+            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+            outbox.log(.notice, .rangeRefused, request, now: now) {
                 "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
             }
-            return restartWithoutRange(slot, now: now)
-        }
-        log(.debug, .headReceived, request, now: now) { LogText.head(head) }
-        switch continuation {
-        case .fresh: break
-        case .appended(let offset):
-            log(.info, .continuedFromByte, request, now: now) { "continued from byte \(offset)" }
-            // The part's bytes are done: counted once, as progress (never twice: see rebase).
-            ledger.rebase(&record.progress, received: offset)
-        case .startedOver(let offset):
-            log(.notice, .rangeRefused, request, now: now) {
-                "the server sent the whole body (200) instead of continuing from byte \(offset)"
+            guard case .startTransfer(_, _, let refused?) = restart else { preconditionFailure("no restart") }
+            move(slot, from: RequestState.running(refused).holdings)
+            return perform(restart, slot, now: now)
+        case .read(let continuation, let length, let encoded, let problem):
+            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+            switch continuation {
+            case .fresh: break
+            case .appended(let offset):
+                outbox.log(.info, .continuedFromByte, request, now: now) { "continued from byte \(offset)" }
+                // The part's bytes are done: counted once, as progress (never twice: see rebase).
+                ledger.rebase(&record.progress, received: offset)
+            case .startedOver(let offset):
+                outbox.log(.notice, .rangeRefused, request, now: now) {
+                    "the server sent the whole body (200) instead of continuing from byte \(offset)"
+                }
+                ledger.rebase(&record.progress, received: 0)
+            case .unrelated: ledger.rebase(&record.progress, received: 0)
+            // The earlier bytes no longer count.
+            case .restarted: ledger.restart(&record.progress)
             }
-            ledger.rebase(&record.progress, received: 0)
-        case .unrelated: ledger.rebase(&record.progress, received: 0)
-        // The earlier bytes no longer count.
-        case .restarted: ledger.restart(&record.progress)
+            // An unacceptable response's length (an error page's) never describes the resource: a retry would
+            // otherwise have counted the difference as progress.
+            if problem == nil {
+                if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
+                // No size: one unit, as any download of unknown size.
+                ledger.stopAwaitingSize(&record.progress)
+            }
+            // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
+            if outbox.hasListeners {
+                publish(record)
+            } else {
+                flush.list(slot, isListed: &record.isListedDirty)
+                record.uploadDirty = true
+            }
+            flush.markChanged(at: now)
+            outbox.post(.didReceiveHeaders(request, head: head))
+            if let problem { attemptFailed(slot, problem, now: now) }
         }
-        // An unacceptable response's length (an error page's) never describes the resource: a retry would
-        // otherwise have counted the difference as progress.
-        if problem == nil {
-            if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
-            // No size: one unit, as any download of unknown size.
-            ledger.stopAwaitingSize(&record.progress)
+    }
+
+    /// The current transfer ended as `outcome` says: the request succeeds, commits its file, fails the attempt,
+    /// or (a continued part that did not verify) sends it again without a range.
+    mutating func transferEnded(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
+        let record = table[slot]
+        let before = record.machine.phase.holdings
+        let action = record.machine.transferEnded(
+            outcome, received: record.progress.received, file: record.claim?.url,
+            checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
+            expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
+        // A transfer sent again replaces one the queue stops itself.
+        let replaced = if case .startTransfer = action { true } else { false }
+        move(slot, from: before, transferEnded: !replaced)
+        perform(action, slot, transferEnded: true, now: now)
+    }
+
+    /// Adds the idle deadline of what `token` waits for in `slot`, when `interval` is a timeout.
+    private mutating func addTimeout(_ interval: TimeInterval, slot: Int, token: UInt64, now: Double) {
+        if timer.idle.count > 2 * scheduler.activeCount + 64 {
+            // Entries of ended waits stay until they come due: drop them once they outnumber the live ones.
+            let table = self.table
+            timer.idle.removeAll { !table.isCurrent($0.id, token: $0.token) || !table[$0.id].machine.phase.isTimed }
         }
-        // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
-        if hasListeners { publish(record) } else { noteProgress(slot, download: false, at: now) }
-        markProgressDirty(at: now)
-        postEvent(.didReceiveHeaders(request, head: head))
-        if let problem { attemptFailed(slot, problem, now: now) }
+        timer.addTimeout(interval, slot: slot, token: token, now: now)
     }
 
     /// An attempt failed: the request's machine asks its retry policy; the request leaves the attempt and waits
@@ -259,9 +314,9 @@ extension QueueStateMachine {
             }
             record.downloadDirty = record.request.downloadProgressHandler != nil
             record.uploadDirty = record.request.uploadProgressHandler != nil
-            markProgressDirty(at: now)
+            flush.markChanged(at: now)
         case .none, .adapt, .startPreflight, .startTransfer, .attemptFailed, .commit, .end, .rejoin, .waitUntil,
-            .preflightDone, .paused, .resumed:
+            .preflightDone, .paused, .resumed, .sendAgainWithoutRange:
             break
         }
         perform(action, slot, transferEnded: transferEnded, now: now)
@@ -278,17 +333,18 @@ extension QueueStateMachine {
     /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle
     /// deadline to its request's machine, and lets requests whose retry time has come rejoin the pending ones.
     mutating func timerFired(now: Double) -> QueueActions {
-        if let armed = armedTimer, now >= armed { armedTimer = nil }
-        if let due = flushDue, now >= due { flushProgress(at: now) }
-        for entry in deadlines.popDue(at: now) where table.isTimed(entry.id, token: entry.token) {
+        timer.fired(at: now)
+        if let due = flush.due, now >= due { flushProgress(at: now) }
+        for entry in timer.idle.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             let record = table[entry.id]
+            guard record.machine.phase.isTimed else { continue }
             guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) else {
                 continue
             }
             perform(record.machine.timerFired(timeout: timeout, now: now), entry.id, now: now)
         }
         // Only a waiting request holds a retry deadline's token.
-        for entry in retryDeadlines.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
+        for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             rejoin(entry.id, now: now)
         }
         return finishEvent(now)
@@ -298,7 +354,7 @@ extension QueueStateMachine {
     mutating func rejoin(_ slot: Int, now: Double) {
         let record = table[slot]
         let before = record.machine.phase.holdings
-        let action = record.machine.retryTimeCame()
+        let action = record.machine.timerFired(timeout: 0, now: now)
         move(slot, from: before)
         perform(action, slot, now: now)
     }

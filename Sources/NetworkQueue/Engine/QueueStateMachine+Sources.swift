@@ -44,21 +44,10 @@ extension QueueStateMachine {
         case stop
     }
 
-    /// The transfers the scheduler runs at once for a limit as set: `limit`, but never more than `ceiling`;
-    /// 0 (unlimited) and negative values mean `ceiling`.
-    static func effectiveLimit(_ limit: Int, ceiling: Int) -> Int { limit <= 0 ? ceiling : min(limit, ceiling) }
-
-    /// HEADs that may roll ahead of the transfers with accurate progress (see ``Scheduler/preflightWindow``):
-    /// 8 per slot of the effective limit, at least 64 and at most 4,096 (saturating: any limit is safe).
-    static func preflightWindow(limit: Int) -> Int {
-        let (window, overflow) = max(1, limit).multipliedReportingOverflow(by: 8)
-        return overflow ? 4_096 : min(4_096, max(64, window))
-    }
-
     /// The most requests read from sources and not yet ended, running ones and reads granted included: four
     /// times the preflight window (256 at the default limit of 4, at most 16,384), so that a source is read
     /// only as fast as its requests end, whatever the limit.
-    var readAhead: Int { 4 * Self.preflightWindow(limit: scheduler.limit) }
+    var readAhead: Int { 4 * Scheduler.preflightWindow(limit: scheduler.limit) }
 
     /// The most reads granted at once: half the look-ahead, so that a reader wakes once per batch.
     private var readBatch: Int { max(1, readAhead / 2) }
@@ -82,7 +71,7 @@ extension QueueStateMachine {
         // Its reader asks before its first read.
         sources.open[id] = SourceBook.Source(unread: max(0, expected))
         ledger.openSource(announcing: expected)
-        markProgressDirty(at: now)
+        flush.markChanged(at: now)
         return (id, finishEvent(now))
     }
 
@@ -141,7 +130,7 @@ extension QueueStateMachine {
         sources.line.removeAll { $0 == id }
         sources.reserved -= source.granted
         ledger.closeSource(unread: source.unread)
-        markProgressDirty(at: now)
+        flush.markChanged(at: now)
         if let failure {
             guard drainHasRun else { return sources.heldFailures.append(failure) }
             reportSourceFailure(failure, now: now)
@@ -150,7 +139,7 @@ extension QueueStateMachine {
 
     /// Reports a source's failure, and with cancel-all-on-failure ends every request and stops every source.
     private mutating func reportSourceFailure(_ failure: NetworkQueueError.UnderlyingError, now: Double) {
-        postEvent(.sourceDidFail(error: .sourceFailed(failure)))
+        outbox.post(.sourceDidFail(error: .sourceFailed(failure)))
         if cancelsAllOnFailure { endAll(.cancelledBecauseSourceFailed, now: now) }
     }
 

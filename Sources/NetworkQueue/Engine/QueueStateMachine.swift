@@ -23,11 +23,6 @@ struct QueueStateMachine {
     var showsAccurateProgress = false
     /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
     var cancelsAllOnFailure = true
-    /// True when a delegate or an `events()` subscriber may hear queue events; when false, events
-    /// nobody can receive are not posted.
-    var hasListeners = false
-    /// True while a ``NetworkQueue/logHandler`` is set: decisions are posted as log records.
-    var isLogging = false
     /// True while someone reads metrics (see ``NetworkQueue/collectsMetrics``): main transfers are started
     /// asking for them.
     var collectsMetrics = false
@@ -37,13 +32,8 @@ struct QueueStateMachine {
     var adapter: (@Sendable (URLRequest) async throws -> URLRequest)?
     /// Draws the backoff's jitter.
     var jitter: JitterSource
-    /// When requests waiting to retry may rejoin the pending ones, served by the queue's one timer.
-    var retryDeadlines = DeadlineHeap<Int>()
     /// Requests in ``RequestState/waitingToRetry(_:)``.
     var waitingRetries = 0
-    /// The wall-clock time (seconds since 1970) at 0 on the queue's clock, set by the shell: it turns
-    /// `now` into a date for an HTTP-date `Retry-After` that comes without a `Date` header.
-    var wallClockOrigin: Double = 0
 
     var scheduler: Scheduler
     /// The sources being read (``NetworkQueue/add(contentsOf:)-(Source)``).
@@ -51,16 +41,10 @@ struct QueueStateMachine {
     var ledger = ProgressLedger()
     var table = RequestTable()
     var outbox = Outbox()
-    /// Idle deadlines of running transfers, served by the queue's one timer.
-    var deadlines = DeadlineHeap<Int>()
-    var throttle = DeliveryThrottle(interval: 1.0 / 60)
-    /// When the coalesced progress is to be flushed, if a flush is due.
-    var flushDue: Double?
-    var progressDirty = false
-    /// Slots with unreported bytes, each listed once.
-    var dirtySlots: [Int] = []
-    /// When the timer is armed to fire, or nil when it is not.
-    var armedTimer: Double?
+    /// The queue's one timer: idle deadlines and retry times.
+    var timer = QueueTimer()
+    /// When the coalesced progress is published.
+    var flush = ProgressFlush()
     /// True from the first add after idle until the drain's queueDidFinish is posted.
     var inDrain = false
     /// True once the drain was started: it began on a running queue, or ``go(now:)`` came since. Until then
@@ -75,8 +59,8 @@ struct QueueStateMachine {
     var duplicatePolicy = DuplicatePolicy.allow
     /// The slot of the request each duplicate key leads to (while the policy is not `.allow`).
     var leaders: [String: Int] = [:]
-    /// The number of each server seen while a per-host limit was on (see ``perHostLimit``).
-    var hostNumbers: [String: Int] = [:]
+    /// The servers seen while a per-host limit was on (see ``perHostLimit``).
+    var servers = ServerNumbers()
     var nextToken: UInt64 = 0
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
@@ -93,21 +77,17 @@ struct QueueStateMachine {
     init(limit: Int, ceiling: Int = 4_096, seed: UInt64 = 0x5EED) {
         self.limit = max(0, limit)
         self.ceiling = max(1, ceiling)
-        scheduler = Scheduler(limit: Self.effectiveLimit(limit, ceiling: self.ceiling))
-        scheduler.preflightWindow = Self.preflightWindow(limit: scheduler.limit)
+        scheduler = Scheduler(limit: Scheduler.effectiveLimit(limit, ceiling: self.ceiling))
+        scheduler.preflightWindow = Scheduler.preflightWindow(limit: scheduler.limit)
         jitter = JitterSource(seed: seed)
     }
 
     // MARK: Queries
 
-    var order: SchedulingOrder { scheduler.order }
     var isSuspended: Bool { scheduler.isSuspended }
     var requestCount: Int { table.count }
     /// The requests in the queue, in the order they were added.
     var requests: [NetworkRequest] { table.records.map(\.record).sorted { $0.sequence < $1.sequence }.map(\.request) }
-    func progress(at now: Double) -> QueueProgress { ledger.snapshot(at: now) }
-    /// `now` on the queue's clock as a wall-clock date.
-    func wallClock(at now: Double) -> Date { Date(timeIntervalSince1970: wallClockOrigin + now) }
 
     // MARK: Steps shared by every event
 
@@ -123,6 +103,7 @@ struct QueueStateMachine {
     mutating func takeActions() -> QueueActions {
         var taken = QueueActions()
         swap(&taken, &actions)
+        taken.deliver = outbox.announce()
         return taken
     }
 
@@ -130,36 +111,15 @@ struct QueueStateMachine {
     mutating func endDrain(_ now: Double) {
         inDrain = false
         // No slot holds a request: the numbering of servers starts over.
-        hostNumbers.removeAll(keepingCapacity: true)
+        servers.removeAll()
         let progress = ledger.snapshot(at: now)
-        postEvent(.didUpdateProgress(progress))
-        progressDirty = false
-        postEvent(.queueDidFinish)
+        outbox.post(.didUpdateProgress(progress))
+        flush.queueChanged = false
+        outbox.post(.queueDidFinish)
         if waitingRuns > 0 {
-            post(.wakeRuns(waitingRuns, progress))
+            outbox.post(.wakeRuns(waitingRuns, progress))
             waitingRuns = 0
         }
-    }
-
-    /// Appends an item to the outbox, asking for a delivery pass if none is pending.
-    mutating func post(_ item: Delivery, urgent: Bool = true) {
-        if outbox.post(item, urgent: urgent) { actions.deliver = true }
-    }
-
-    /// Posts a queue event unless nobody can receive it: no listener and, for a request's end, no
-    /// completion handler. Progress always goes out: ``NetworkQueue/foundationProgress`` follows it.
-    mutating func postEvent(_ event: NetworkQueueEvent) {
-        if !hasListeners {
-            switch event {
-            case .didFinish(let request, _), .didFail(let request, _):
-                guard request.completionHandler != nil else { return }
-            case .didUpdateProgress: break
-            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail,
-                .queueDidFinish:
-                return
-            }
-        }
-        post(.event(event))
     }
 
     /// Publishes the request's status now.

@@ -10,14 +10,14 @@ extension RequestMachine {
     enum Action {
         /// Nothing beyond what the phase's holdings say.
         case none
-        /// Run the adapt hooks; their answer comes back under `token` (see ``adapted(_:preflight:nextToken:now:)``).
+        /// Run the adapt hooks; their answer comes back under `token`.
         case adapt(token: UInt64)
         /// Start the HEAD preflight.
         case startPreflight(RequestState.Preflight, sending: URLRequest)
         /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
         /// `replacing`: the attempt sent again without a range, whose file is to be discarded.
         case startTransfer(Attempt, first: Bool, replacing: Attempt?)
-        /// The attempt failed: the coordinator asks the retry verdict (``attemptEnded(_:policy:method:nextToken:jitter:now:)``).
+        /// The attempt failed: the coordinator asks the machine for the retry verdict (``attemptEnded``).
         case attemptFailed(NetworkQueueError)
         /// Ask the retry policy's closure about `left`'s failure.
         case askRetry(RequestState.Decision, left: Attempt?)
@@ -37,14 +37,50 @@ extension RequestMachine {
         case paused(stopped: Attempt?)
         /// Resumed: it waits for a slot again (for its HEAD first when `withPreflight`).
         case resumed(withPreflight: Bool)
+        /// The continued part did not verify: send the attempt again at once without a range (the machine does).
+        case sendAgainWithoutRange
+    }
+
+    /// How a transfer ended, as its transport and pipeline report it.
+    enum TransferOutcome {
+        /// Its transport reported success (and its body verified, when checked).
+        case succeeded
+        /// Its transport failed.
+        case failed(URLError)
+        /// Its body did not hash as `expected`.
+        case checksumMismatch(expected: Checksum, actual: Checksum)
+    }
+
+    /// An event of an attempt's file.
+    enum FileEvent {
+        /// The shell opened it, before the transfer starts.
+        case opened(FileSink)
+        /// It could not be opened or written.
+        case failed(NetworkQueueError)
+        /// It was moved into place at `URL` (`error` nil), or could not be.
+        case committed(NetworkQueueError?, URL?)
+    }
+
+    /// Body bytes of the running attempt arrived, `received` in all: `data` is kept for a memory body (nil:
+    /// written to its file already). Past the request's size cap the attempt fails.
+    func bodyPiece(keeping data: Data?, received: Int64, of request: NetworkRequest) -> Action {
+        guard case .running(let attempt) = phase else { preconditionFailure("a body piece in phase \(phase.name)") }
+        if let data {
+            // The first piece is kept as it is (its buffer shared, not copied): most bodies are one piece. A
+            // slice is copied, so that a body's indices always start at 0.
+            if attempt.body.isEmpty, data.startIndex == 0 { attempt.body = data } else { attempt.body.append(data) }
+        }
+        guard let limit = request.maximumResponseSize, received > limit else { return .none }
+        return .attemptFailed(.responseTooLarge(limit: limit, url: request.url))
     }
 
     /// What a final head means to the coordinator: the bytes counted so far, the size, the response's problem.
     enum HeadAction {
         /// An interim head (100 Continue, 103 Early Hints): never the final response.
         case interim
-        /// The server refused to continue the part from byte `offset`: send again without a range.
-        case refusedRange(offset: Int64)
+        /// The server refused to continue the part from byte `offset`: `restart` sends it again without a range
+        /// (``Action/none`` as ``Attempt`` reads it).
+        case refusedRange(offset: Int64, restart: Action)
         /// The head was read. `continuation` says what becomes of the bytes counted so far; `length` is the
         /// body's decoded size when known; `problem` fails the attempt.
         case read(Continuation, length: Int64?, encoded: Bool, problem: NetworkQueueError?)

@@ -4,10 +4,10 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One request's life: its phase (``RequestState``), which only its events in this file move, and what lives for
+/// One request's life: its phase (``RequestState``), which only the events in this file move, and what lives for
 /// the whole request. Each event switches over the phase and returns an ``Action`` saying what the coordinator
 /// (``QueueStateMachine``) must do with the shared resources; an event its phase cannot take stops the process,
-/// naming both. Events that leave the phase as it is are in `RequestMachine+Attempt.swift`.
+/// naming both. What an attempt makes of its head and its end is in `Attempt.swift`.
 struct RequestMachine {
     /// Where the request is. Only the machine's events assign it.
     private(set) var phase = RequestState.pending
@@ -19,8 +19,9 @@ struct RequestMachine {
     private(set) var hasKeptPart = false
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     private(set) var startedAt: Double?
-    /// When the request last moved a byte or changed phase: its idle timeout counts from here.
-    private(set) var lastActivity: Double = 0
+    /// When the request last moved a byte or changed phase: its idle timeout counts from here. The coordinator
+    /// notes every event of its transfer here.
+    var lastActivity: Double = 0
 
     /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or
     /// its transfer starts, sending `sent` (its own request).
@@ -36,7 +37,7 @@ struct RequestMachine {
         case .pending where lane == .main, .awaitingMain where lane == .main: phase = .adaptingMain(token: nextToken)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
             .deciding, .waitingToRetry, .committing, .following, .paused:
-            illegal("a slot in the \(lane) lane")
+            preconditionFailure("a slot in the \(lane) lane in phase \(phase.name)")
         }
         lastActivity = now
         return .adapt(token: nextToken)
@@ -53,7 +54,7 @@ struct RequestMachine {
         case .adaptingMain: preflight = false
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .running, .deciding, .waitingToRetry,
             .committing, .following, .paused:
-            illegal("adapt hooks answering")
+            preconditionFailure("adapt hooks answering in phase \(phase.name)")
         }
         switch outcome {
         case .failure(let error): return .attemptFailed(error)
@@ -61,9 +62,11 @@ struct RequestMachine {
         }
     }
 
-    /// Starts the HEAD (`preflight`) or a new attempt sending `sent`.
+    /// Starts the HEAD (`preflight`) or a new attempt sending `sent`; `replacing`: the running attempt, sent
+    /// again without a range.
     private mutating func start(
-        _ preflight: Bool, _ sent: URLRequest, _ expectedBefore: Int64?, _ nextToken: inout UInt64, now: Double
+        _ preflight: Bool, _ sent: URLRequest, _ expectedBefore: Int64?, _ nextToken: inout UInt64,
+        replacing: Attempt? = nil, now: Double
     ) -> Action {
         nextToken += 1
         lastActivity = now
@@ -72,96 +75,94 @@ struct RequestMachine {
             let started = RequestState.Preflight(token: nextToken, cell: TransferCell())
             phase = .preflighting(started)
             return .startPreflight(started, sending: sent)
-        case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight:
-            phase = .running(
-                Attempt(
-                    token: nextToken, cell: TransferCell(), sent: sent, startedAt: now, expectedBefore: expectedBefore))
+        case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight,
+            .running where replacing != nil:
+            let attempt = Attempt(
+                token: nextToken, cell: TransferCell(), sent: sent, startedAt: now, expectedBefore: expectedBefore)
+            phase = .running(attempt)
+            if startedAt == nil { startedAt = now }
+            // Once per request: a retry is not a new start to the delegate.
+            defer { hasStarted = true }
+            return .startTransfer(attempt, first: !hasStarted, replacing: replacing)
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
             .deciding, .waitingToRetry, .committing, .following, .paused:
-            illegal(preflight ? "a preflight starting" : "a transfer starting")
+            preconditionFailure("a \(preflight ? "preflight" : "transfer") starting in phase \(phase.name)")
         }
-        if startedAt == nil { startedAt = now }
-        // Once per request: a retry is not a new start to the delegate.
-        defer { hasStarted = true }
-        return .startTransfer(phase.attempt!, first: !hasStarted, replacing: nil)
     }
 
-    /// The server refused to continue the part (416, or a 206 for other bytes), or the continued file did not
-    /// verify: the same attempt's request is sent again at once without a range, in the same slot.
-    mutating func sendAgainWithoutRange(expectedBefore: Int64?, nextToken: inout UInt64, now: Double) -> Action {
-        guard case .running(let refused) = phase else { illegal("sending again without a range") }
-        nextToken += 1
-        lastActivity = now
-        let attempt = Attempt(
-            token: nextToken, cell: TransferCell(), sent: refused.sent, startedAt: now, expectedBefore: expectedBefore)
-        phase = .running(attempt)
-        return .startTransfer(attempt, first: false, replacing: refused)
-    }
-
-    /// The shell opened the attempt's file: it takes over the part (continuing or replacing it).
-    mutating func fileOpened(_ sink: FileSink) -> Action {
-        guard case .running(let attempt) = phase else { illegal("a file opening") }
-        hasKeptPart = false
-        attempt.sink = sink
-        attempt.continuedFrom = sink.continuedFrom
-        return .none
-    }
-
-    /// The final head of the running attempt arrived (`received`: its bytes counted so far).
+    /// A final head arrived (`received`: the bytes counted so far). A HEAD's keeps it when it says the existing
+    /// file is unchanged (`existingFile`); an attempt's is read (see ``Attempt/read(_:of:received:wallClock:now:)``),
+    /// and a part the server refused to continue is sent again at once without a range, in the same slot.
     mutating func headRead(
-        _ reading: HeadReading, of request: NetworkRequest, received: Int64, wallClock: Date, now: Double
+        _ reading: HeadReading, of request: NetworkRequest, received: Int64, existingFile: ExistingFileRules.FileState?,
+        expectedBefore: Int64?, wallClock: Date, nextToken: inout UInt64, now: Double
     ) -> HeadAction {
-        guard case .running(let attempt) = phase else { illegal("a response head") }
-        let head = reading.head
-        guard !ResponseRules.isInterim(head) else { return .interim }
-        var continuation = Continuation.fresh
-        var continuedTotal: Int64?
-        switch reading.continuation {
-        case .append(let total)?:
-            continuation = .appended(offset: attempt.continuedFrom)
-            continuedTotal = total ?? ResponseRules.knownLength(of: head).map { $0 + attempt.continuedFrom }
-        case .restartWithoutRange?:
-            return .refusedRange(offset: attempt.continuedFrom)
-        case .startOver?:
-            continuation = .startedOver(offset: attempt.continuedFrom)
-            attempt.continuedFrom = 0
-        case .unrelated?:
-            continuation = .unrelated
-            attempt.continuedFrom = 0
-        case nil:
-            if attempt.head != nil || received > 0 {
-                continuation = .restarted
-                attempt.body = Data()
+        switch phase {
+        case .preflighting(let preflight):
+            if let existingFile, ExistingFileRules.isUnchanged(reading.head, file: existingFile) {
+                preflight.unchangedHead = reading.head
             }
+            return .interim
+        case .running(let attempt):
+            let read = attempt.read(reading, of: request, received: received, wallClock: wallClock, now: now)
+            guard case .refusedRange(let offset, _) = read else { return read }
+            let restart = start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
+            return .refusedRange(offset: offset, restart: restart)
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a response head in phase \(phase.name)")
         }
-        let encoded = ResponseRules.isEncoded(head)
-        let length = continuedTotal ?? ResponseRules.knownLength(of: head, encoded: encoded)
-        let problem = ResponseRules.check(
-            head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
-            maximumResponseSize: request.maximumResponseSize, expectedLength: length)
-        attempt.head = head
-        attempt.headAt = now
-        attempt.announcedLength = length
-        // Read only for a failing status: a retry honours it.
-        attempt.retryAfter = nil
-        if case .unacceptableStatus? = problem { attempt.retryAfter = RetryRules.retryAfter(head, now: wallClock) }
-        return .read(continuation, length: length, encoded: encoded, problem: problem)
     }
 
-    /// The running attempt ended well (`received` body bytes): it succeeds, or first moves its `file` into place.
-    mutating func transferSucceeded(received: Int64, file: URL?, metrics: RequestMetrics?) -> Action {
-        guard case .running(let attempt) = phase else { illegal("a transfer completing") }
-        guard let head = attempt.head else { return .attemptFailed(.transport(URLError(.badServerResponse))) }
-        let method = attempt.sent.httpMethod
-        if ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength) {
-            return .attemptFailed(.transport(URLError(.networkConnectionLost)))
+    /// The transport reported the end of the current transfer, as `outcome` says. A HEAD that failed while
+    /// checking an existing file (`existingFile`) leaves the decision to the GET; `file` is the claimed destination.
+    mutating func transferEnded(
+        _ outcome: TransferOutcome, received: Int64, file: URL?, checksExistingFile: Bool, metrics: RequestMetrics?,
+        expectedBefore: Int64?, nextToken: inout UInt64, now: Double
+    ) -> Action {
+        switch phase {
+        case .preflighting(let preflight):
+            if case .failed(let error) = outcome, !checksExistingFile {
+                return .attemptFailed(.preflightFailed(Redaction.redacted(error)))
+            }
+            if case .succeeded = outcome, let head = preflight.unchangedHead {
+                // The file on disk is the resource: kept as it is, no GET.
+                return .end(.success(.init(head: head, body: Data(), fileURL: file, keptExistingFile: true)))
+            }
+            phase = .awaitingMain
+            return .preflightDone
+        case .running(let attempt):
+            let action = attempt.ended(outcome, received: received, file: file, metrics: metrics)
+            switch action {
+            case .commit: phase = .committing(attempt)
+            case .sendAgainWithoutRange:
+                return start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
+            case .none, .adapt, .startPreflight, .startTransfer, .attemptFailed, .askRetry, .waitToRetry, .end,
+                .rejoin, .waitUntil, .preflightDone, .paused, .resumed:
+                break
+            }
+            return action
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a transfer ending in phase \(phase.name)")
         }
-        guard let file else { return .end(.success(NetworkResponse(head: head, body: attempt.body, metrics: metrics))) }
-        guard let sink = attempt.sink else {
-            return .attemptFailed(.fileError(path: file.path, reason: "no file open"))
+    }
+
+    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
+    mutating func file(_ event: FileEvent, metrics: RequestMetrics?) -> Action {
+        switch (event, phase) {
+        case (.opened(let sink), .running(let attempt)):
+            hasKeptPart = false
+            attempt.sink = sink
+            attempt.continuedFrom = sink.continuedFrom
+            return .none
+        case (.failed(let error), .running): return .attemptFailed(error)
+        case (.failed, _): return .none
+        case (.committed(let error?, _), .committing): return .attemptFailed(error)
+        case (.committed(nil, let url), .committing(let attempt)):
+            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
+        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
         }
-        phase = .committing(attempt)
-        return .commit(attempt, sink)
     }
 
     /// The current attempt failed with `error`. When the retry `policy` allows another attempt the request
@@ -192,8 +193,7 @@ struct RequestMachine {
             phase = .deciding(decision)
             return .askRetry(decision, left: attempt)
         }
-        return wait(
-            verdict, error, policy: policy, lastHead: attempt?.head, token: nextToken, jitter: &jitter, left: attempt)
+        return wait(verdict, error, policy, attempt?.head, nextToken, &jitter, left: attempt)
     }
 
     /// The retry policy's closure answered `decision` about the failed attempt.
@@ -201,21 +201,19 @@ struct RequestMachine {
         _ decision: RetryPolicy.Decision, policy: RetryPolicy, method: String, nextToken: inout UInt64,
         jitter: inout JitterSource
     ) -> Action {
-        guard case .deciding(let deciding) = phase else { illegal("a retry decision") }
+        guard case .deciding(let deciding) = phase else { preconditionFailure("a decision in phase \(phase.name)") }
+        let error = deciding.failure
         let verdict = RetryRules.verdict(
-            after: decision, policy: policy, error: deciding.failure, method: method, retryAfter: deciding.retryAfter)
-        if verdict == .fail || verdict == .ask { return .end(.failure(deciding.failure)) }
+            after: decision, policy: policy, error: error, method: method, retryAfter: deciding.retryAfter)
+        if verdict == .fail || verdict == .ask { return .end(.failure(error)) }
         nextToken += 1
-        return wait(
-            verdict, deciding.failure, policy: policy, lastHead: deciding.lastHead, token: nextToken, jitter: &jitter,
-            left: nil)
+        return wait(verdict, error, policy, deciding.lastHead, nextToken, &jitter, left: nil)
     }
 
     /// Waits for the retry as `verdict` says.
     private mutating func wait(
-        _ verdict: RetryVerdict, _ error: NetworkQueueError, policy: RetryPolicy, lastHead: ResponseHead?,
-        token: UInt64,
-        jitter: inout JitterSource, left: Attempt?
+        _ verdict: RetryVerdict, _ error: NetworkQueueError, _ policy: RetryPolicy, _ lastHead: ResponseHead?,
+        _ token: UInt64, _ jitter: inout JitterSource, left: Attempt?
     ) -> Action {
         let (delay, serverAsked): (Double, Bool)
         switch verdict {
@@ -229,30 +227,31 @@ struct RequestMachine {
         return .waitToRetry(wait, delay: delay, error: error, left: left)
     }
 
-    /// Its retry time came (or its server recovered: an early retry): it waits for a slot again.
-    mutating func retryTimeCame() -> Action {
-        guard case .waitingToRetry = phase else { illegal("a retry time") }
-        phase = .pending
-        return .rejoin
+    /// The queue's timer came for the request at `now`. Waiting to retry, its time came (or its server
+    /// recovered): it waits for a slot again. Otherwise what it waits for (a transfer, hooks, the retry
+    /// closure) fails when idle for `timeout` seconds, or is checked again when that time comes.
+    mutating func timerFired(timeout: Double, now: Double) -> Action {
+        if case .waitingToRetry = phase {
+            phase = .pending
+            return .rejoin
+        }
+        guard now - lastActivity >= timeout else { return .waitUntil(lastActivity + timeout, token: phase.token!) }
+        let error = URLError(.timedOut)
+        switch phase {
+        case .preflighting, .adaptingPreflight: return .attemptFailed(.preflightFailed(error))
+        case .adaptingMain, .running: return .attemptFailed(.transport(error))
+        // The closure deciding on a failed attempt never answered: no more attempts.
+        case .deciding: return .end(.failure(.transport(error)))
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a timeout in phase \(phase.name)")
+        }
     }
 
     /// A HEAD is planned first (go() with accurate progress, or an existing file to check).
     mutating func planPreflight() -> Action {
-        guard case .pending = phase else { illegal("a preflight planned") }
+        guard case .pending = phase else { preconditionFailure("a preflight planned in phase \(phase.name)") }
         phase = .awaitingPreflight
         return .none
-    }
-
-    /// The HEAD ended (`error` nil: well). A failed HEAD that checked an existing file leaves it to the GET.
-    mutating func preflightEnded(error: URLError?, checksExistingFile: Bool, file: URL?) -> Action {
-        guard case .preflighting(let preflight) = phase else { illegal("a preflight ending") }
-        if let error, !checksExistingFile { return .attemptFailed(.preflightFailed(Redaction.redacted(error))) }
-        if error == nil, let head = preflight.unchangedHead {
-            // The file on disk is the resource: kept as it is, no GET.
-            return .end(.success(NetworkResponse(head: head, body: Data(), fileURL: file, keptExistingFile: true)))
-        }
-        phase = .awaitingMain
-        return .preflightDone
     }
 
     /// Pauses the request, unless committing, following or paused (a user's call may race). A stopped attempt's
@@ -288,14 +287,14 @@ struct RequestMachine {
         case .pending where leader != nil, .following: phase = leader.map { .following(leader: $0) } ?? .pending
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
             .deciding, .waitingToRetry, .committing, .paused:
-            illegal(leader == nil ? "a leader's work inherited" : "following a leader")
+            preconditionFailure("\(leader == nil ? "a leader's work inherited" : "a leader") in phase \(phase.name)")
         }
         return .none
     }
 
-    /// The current transfer was heard from at `now`: its idle timeout counts from here.
-    mutating func heard(at now: Double) -> Action {
-        lastActivity = now
-        return .none
+    /// The user cancelled the request: it ends, unless its file is being moved into place.
+    func cancel() -> Action {
+        if case .committing = phase { return .none }
+        return .end(.failure(.cancelled))
     }
 }

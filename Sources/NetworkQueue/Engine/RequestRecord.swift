@@ -159,68 +159,10 @@ final class RateMeter {
     init(_ window: RateWindow) { self.window = window }
 }
 
-/// The queue's requests in slots: lookups by slot are array reads, freed slots are reused.
-struct RequestTable {
-    private var slots: [RequestRecord?] = []
-    private var free: [Int] = []
-    private(set) var count = 0
+/// The queue's requests by slot.
+typealias RequestTable = SlotTable<RequestRecord>
 
-    var isEmpty: Bool { count == 0 }
-
-    /// Stores `record` and returns its slot.
-    mutating func insert(_ record: RequestRecord) -> Int {
-        count += 1
-        if let slot = free.popLast() {
-            slots[slot] = record
-            return slot
-        }
-        slots.append(record)
-        return slots.count - 1
-    }
-
-    /// The record in `slot`; the slot must be occupied.
-    subscript(slot: Int) -> RequestRecord { slots[slot]! }
-
-    /// The record in `slot`, if any.
-    func record(at slot: Int) -> RequestRecord? { slot >= 0 && slot < slots.count ? slots[slot] : nil }
-
-    /// True when `slot` holds a record.
-    func isOccupied(_ slot: Int) -> Bool { record(at: slot) != nil }
-
-    /// True when `slot` holds a record whose current transfer (or hooks, decision, retry wait) is `token`.
+extension SlotTable<RequestRecord> {
+    /// True when `slot` holds a request whose current transfer (or hooks, decision, retry wait) is `token`.
     func isCurrent(_ slot: Int, token: UInt64) -> Bool { record(at: slot)?.machine.phase.token == token }
-
-    /// True when `token` is what `slot` waits for now under its timeout (see ``RequestState/isTimed``).
-    func isTimed(_ slot: Int, token: UInt64) -> Bool {
-        guard let state = record(at: slot)?.machine.phase, state.token == token else { return false }
-        return state.isTimed
-    }
-
-    /// Removes and returns the record in `slot`.
-    mutating func remove(_ slot: Int) -> RequestRecord {
-        let record = slots[slot].take()!
-        count -= 1
-        if count == 0 {
-            slots.removeAll(keepingCapacity: true)
-            free.removeAll(keepingCapacity: true)
-        } else {
-            free.append(slot)
-        }
-        return record
-    }
-
-    /// Removes every record, returning the storage so that the caller can free it elsewhere.
-    mutating func removeAll() -> [RequestRecord?] {
-        defer {
-            slots = []
-            free = []
-            count = 0
-        }
-        return slots
-    }
-
-    /// The occupied slots with their records, in slot order.
-    var records: some Sequence<(slot: Int, record: RequestRecord)> {
-        slots.enumerated().lazy.compactMap { slot, record in record.map { (slot, $0) } }
-    }
 }

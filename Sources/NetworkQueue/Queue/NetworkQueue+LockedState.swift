@@ -19,8 +19,8 @@ extension NetworkQueue {
 
         /// Tells the machine who listens: whether to post events, log records, and ask for metrics.
         mutating func updateListeners() {
-            machine.hasListeners = delegate != nil || !subscribers.isEmpty
-            machine.isLogging = logHandler != nil
+            machine.outbox.hasListeners = delegate != nil || !subscribers.isEmpty
+            machine.outbox.isLogging = logHandler != nil
             // Decided by settings only: a delegate that reads metrics sets `collectsMetrics`.
             machine.collectsMetrics = collectsMetrics || !subscribers.isEmpty
         }

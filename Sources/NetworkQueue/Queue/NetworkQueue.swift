@@ -62,7 +62,7 @@ public final class NetworkQueue: Sendable {
         self.clock = clock
         var machine = QueueStateMachine(
             limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
-        machine.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
+        machine.outbox.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
         self.locked = Locked(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
@@ -115,8 +115,8 @@ public final class NetworkQueue: Sendable {
 
     /// Which pending request starts next. Default ``SchedulingOrder/fifo``.
     public var order: SchedulingOrder {
-        get { locked.withLock { $0.machine.order } }
-        set { locked.withLock { $0.machine.setOrder(newValue) } }
+        get { locked.withLock { $0.machine.scheduler.order } }
+        set { locked.withLock { $0.machine.scheduler.order = newValue } }
     }
 
     /// When true, ``go()`` sends a HEAD before every pending GET (and every GET read from a source afterwards)
@@ -244,7 +244,7 @@ public final class NetworkQueue: Sendable {
     public func go() { send { $0.go(now: $1) } }
 
     /// Stops new requests from starting; running requests continue. ``go()`` starts them again.
-    public func suspend() { locked.withLock { $0.machine.suspend() } }
+    public func suspend() { locked.withLock { $0.machine.scheduler.suspend() } }
 
     /// Cancels one request: it fails at once with ``NetworkQueueError/cancelled``. Does nothing if the
     /// request is not in this queue or has already ended, or if its body has fully arrived and its file
@@ -294,5 +294,5 @@ public final class NetworkQueue: Sendable {
     public var requestCount: Int { locked.withLock { $0.machine.requestCount } }
 
     /// A snapshot of the current drain's aggregate progress.
-    public var progress: QueueProgress { locked.withLock { $0.machine.progress(at: clock.now()) } }
+    public var progress: QueueProgress { locked.withLock { $0.machine.ledger.snapshot(at: clock.now()) } }
 }

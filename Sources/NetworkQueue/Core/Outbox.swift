@@ -1,0 +1,89 @@
+import Foundation
+
+/// The ordered outbox: the machine's lock order is the delivery order. It also decides what is worth posting:
+/// events only someone can hear, log records only while someone logs.
+///
+/// An item that someone is waiting for is *urgent* and gets a delivery pass at once; others (a
+/// settlement nobody hears about) wait for the next pass, or for the outbox to hold ``batchSize`` items.
+struct Outbox {
+    /// Items that make a pass due even when none is urgent.
+    static let batchSize = 4_096
+
+    private(set) var items: [Delivery] = []
+    private var isScheduled = false
+    /// True when a pass became due since the machine last handed over its actions.
+    private var isUnannounced = false
+    /// True when a delegate or an `events()` subscriber may hear queue events; when false, events nobody can
+    /// receive are not posted.
+    var hasListeners = false
+    /// True while a ``NetworkQueue/logHandler`` is set: decisions are posted as log records.
+    var isLogging = false
+    /// The wall-clock time (seconds since 1970) at 0 on the queue's clock, set by the shell: it dates log
+    /// records, and an HTTP-date `Retry-After` that comes without a `Date` header.
+    var wallClockOrigin: Double = 0
+
+    /// Appends an item; a pass becomes due when it is urgent or the outbox is full.
+    mutating func post(_ item: Delivery, urgent: Bool = true) {
+        items.append(item)
+        guard !isScheduled, urgent || items.count >= Self.batchSize else { return }
+        isScheduled = true
+        isUnannounced = true
+    }
+
+    /// Posts a queue event unless nobody can receive it: no listener and, for a request's end, no completion
+    /// handler. Progress always goes out: ``NetworkQueue/foundationProgress`` follows it.
+    mutating func post(_ event: NetworkQueueEvent) {
+        if !hasListeners {
+            switch event {
+            case .didFinish(let request, _), .didFail(let request, _):
+                guard request.completionHandler != nil else { return }
+            case .didUpdateProgress: break
+            case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail,
+                .queueDidFinish:
+                return
+            }
+        }
+        post(.event(event))
+    }
+
+    /// Posts a record about `request` when someone logs; `message` is built only then.
+    mutating func log(
+        _ level: NetworkQueueLogRecord.Level, _ event: NetworkQueueLogRecord.Event, _ request: NetworkRequest,
+        now: Double, _ message: () -> String
+    ) {
+        guard isLogging else { return }
+        let record = NetworkQueueLogRecord(
+            level: level, event: event, message: message(), request: request, timestamp: wallClock(at: now))
+        post(.log(record))
+    }
+
+    /// A redirect the transport met.
+    mutating func log(_ redirect: TransferRedirect, of request: NetworkRequest, now: Double) {
+        // Redacting parses the URL: only when someone logs.
+        guard isLogging else { return }
+        let target = redirect.to.map(Redaction.describe) ?? "(no URL)"
+        if let refusal = redirect.refusal {
+            log(.warning, .redirectRefused, request, now: now) {
+                "\(redirect.statusCode) redirect to \(target) refused: \(NetworkQueueError.transport(refusal))"
+            }
+        } else {
+            log(.info, .redirectFollowed, request, now: now) { "\(redirect.statusCode) redirect followed to \(target)" }
+        }
+    }
+
+    /// `now` on the queue's clock as a wall-clock date.
+    func wallClock(at now: Double) -> Date { Date(timeIntervalSince1970: wallClockOrigin + now) }
+
+    /// True once after a pass became due: the actions handed over then ask for it.
+    mutating func announce() -> Bool {
+        defer { isUnannounced = false }
+        return isUnannounced
+    }
+
+    /// Takes everything posted so far, for one delivery pass.
+    mutating func take() -> [Delivery] {
+        isScheduled = false
+        defer { items = [] }
+        return items
+    }
+}
