@@ -94,3 +94,15 @@ public struct RequestMetrics: Sendable, Hashable {
     /// Seconds spent in transfers, over every attempt (waits between attempts are not counted).
     public var totalDuration: TimeInterval { attempts.reduce(0) { $0 + $1.totalDuration } }
 }
+
+extension TransferMetrics {
+    /// What the queue saw on its own clock of an attempt it stopped itself at `now` (an unacceptable response, a
+    /// timeout, a cancel, a sibling's failure): its transport reports nothing more. Time to the head, total time,
+    /// the head's HTTP version.
+    init(stopped attempt: Attempt, at now: Double) {
+        let version = attempt.head?.httpVersion ?? ""
+        self.init(
+            timeToFirstByte: attempt.headAt.map { max(0, $0 - attempt.startedAt) },
+            totalDuration: max(0, now - attempt.startedAt), httpVersion: version.isEmpty ? nil : version)
+    }
+}

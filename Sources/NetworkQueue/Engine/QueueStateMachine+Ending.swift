@@ -7,13 +7,16 @@ import Foundation
 extension QueueStateMachine {
     /// Ends a request exactly once: frees its slot, stops its transfer (unless `transferEnded`: the
     /// transport reported its completion), updates progress and posts its settlement, its final progress
-    /// and its didFinish / didFail.
+    /// and its didFinish / didFail. A failure that `failsSiblings` (not a cancellation) ends every other request
+    /// too, with cancel-all-on-failure on.
     mutating func end(
         _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
-        endingHead: ResponseHead? = nil,
-        now: Double
+        endingHead: ResponseHead? = nil, failsSiblings: Bool = false, now: Double
     ) {
-        if !transferEnded, let attempt = table[slot].machine.phase.attempt { measure(attempt, slot: slot, now: now) }
+        if !transferEnded, collectsMetrics, let attempt = table[slot].machine.phase.attempt {
+            let metrics = table[slot].collect(TransferMetrics(stopped: attempt, at: now))
+            outbox.post(.didCollectMetrics(table[slot].request, metrics: metrics))
+        }
         let record = table.remove(slot)
         move(slot, from: record.machine.phase.holdings, to: RequestState.Holdings(), transferEnded: transferEnded)
         switch result {
@@ -24,6 +27,9 @@ extension QueueStateMachine {
         settle(record, result, endingHead: endingHead)
         if record.duplicateKey != nil { endFollowers(of: record, slot: slot, result, now: now) }
         if case .success = result, waitingRetries > 0 { retryEarly(after: record.request, now: now) }
+        if failsSiblings, cancelsAllOnFailure, case .failure(let error) = result, !error.isCancellation {
+            endAll(.cancelledBecauseSiblingFailed(sibling: record.request.url), now: now)
+        }
     }
 
     /// Posts what a request's end shows, in order: its final status (with the partial file's removal and
@@ -59,22 +65,18 @@ extension QueueStateMachine {
         }
     }
 
-    /// Ends a request with a failure, and its siblings too when cancel-all-on-failure is on.
-    mutating func fail(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
-        let url = table[slot].request.url
-        end(slot, .failure(error), transferEnded: transferEnded, now: now)
-        if cancelsAllOnFailure, !error.isCancellation {
-            endAll(.cancelledBecauseSiblingFailed(sibling: url), now: now)
-        }
-    }
-
     /// Ends every request with `error` but those whose file is being moved into place: transfers (and
     /// requests adapting, deciding or waiting to retry) first, in the order they were added, then
     /// requests waiting in the scheduler (preflight lane first, each lane oldest first). Those leave the
     /// scheduler, the ledger and the table in bulk, so this stays linear.
     /// Every source stops first: nothing read afterwards joins the queue.
     mutating func endAll(_ error: NetworkQueueError, now: Double) {
-        stopSources()
+        // Waiting readers are told to stop, and a reader under way stops before its next `next()` (a request a
+        // `next()` under way still returns is not added).
+        for (id, unread) in sources.stopAll() {
+            ledger.closeSource(unread: unread)
+            actions.list.append(.stopSource(id))
+        }
         let alone = table.records.filter { $0.record.machine.phase.endsAlone }
         for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // A follower may have ended with its leader already.
@@ -123,10 +125,16 @@ extension QueueStateMachine {
         guard let host = RequestRules.hostKey(request.url) else { return }
         let early = table.records.filter { _, record in
             guard case .waitingToRetry(let wait) = record.machine.phase, !wait.serverAsked else { return false }
-            return policy(of: record).retriesEarlyWhenHostRecovers
+            return (record.request.retryPolicy ?? retryPolicy).retriesEarlyWhenHostRecovers
                 && RequestRules.hostKey(record.request.url) == host
         }
-        for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) { rejoin(slot, now: now) }
+        for (slot, record) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+            // As if its retry time came.
+            let before = record.machine.phase.holdings
+            let action = record.machine.timerFired(timeout: 0, now: now)
+            move(slot, from: before)
+            perform(action, slot, now: now)
+        }
     }
 
     /// The end of a request: finished (status, bytes, time), cancelled, or failed (attempts, error).
@@ -152,6 +160,29 @@ extension QueueStateMachine {
             outbox.log(.error, .failed, record.request, now: now) {
                 "after \(record.machine.attempts) attempt\(record.machine.attempts == 1 ? "" : "s"): \(error)"
             }
+        }
+    }
+
+    /// A leader ended: its key is free, and each follower ends with the same result (after a didStart of
+    /// its own when the shared transfer ran and did not end by cancellation).
+    private mutating func endFollowers(
+        of record: RequestRecord, slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, now: Double
+    ) {
+        if let key = record.duplicateKey, leaders[key] == slot { leaders[key] = nil }
+        guard !record.followers.isEmpty else { return }
+        let followers = record.followers
+        record.followers = []
+        let ran: Bool
+        switch result {
+        case .success: ran = true
+        case .failure(let error): ran = record.machine.hasStarted && !error.isCancellation
+        }
+        // They show the leader's head as theirs.
+        let head = record.machine.phase.shown.head
+        for follower in followers {
+            let followerRecord = table[follower]
+            if ran { outbox.post(.didStart(followerRecord.request)) }
+            end(follower, result, endingHead: head, now: now)
         }
     }
 }

@@ -4,84 +4,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The queue's operations as machine events: adding, starting and suspending, the limit and the order,
-/// cancelling, and waiting for the drain.
+/// The queue's operations as machine events: starting, the limits and priorities, cancelling, waiting for the
+/// drain, and the sources read into the queue (see ``SourceBook``).
 extension QueueStateMachine {
-
-    /// Adds a request (already checked not to be added before, its destination already claimed).
-    /// Returns its slot, where ``cancel(_:slot:now:)`` looks for it.
-    /// `existingFile`: the destination file as found when adding a request that may keep it; its HEAD
-    /// decides (see ``NetworkRequest/ExistingFile/skipIfUnchanged``).
-    mutating func add(
-        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
-        existingFile: ExistingFileRules.FileState? = nil, now: Double
-    ) -> (slot: Int, actions: QueueActions) {
-        let slot = insert(
-            request, claim: claim, isObserved: isObserved, existingFile: existingFile, source: nil, now: now)
-        return (slot, finishEvent(now))
-    }
-
-    /// Adds a request as ``add(_:claim:isObserved:existingFile:now:)`` does, without ending the event.
-    /// `source`: the id of the source it was read from (see ``sourceGave(_:)``); with accurate progress on a
-    /// running queue, such a request gets its HEAD too (an added one does not). `rejection`: why a request read
-    /// from a source cannot run (its file is another request's): it joins the drain and fails at once.
-    mutating func insert(
-        _ request: NetworkRequest, claim: DestinationClaim?, isObserved: Bool = false,
-        existingFile: ExistingFileRules.FileState? = nil, source: Int?,
-        rejection: NetworkQueueError.InvalidRequestReason? = nil, now: Double
-    ) -> Int {
-        beginDrainIfIdle()
-        if let source { sourceGave(source) }
-        nextSequence += 1
-        let record = RequestRecord(request: request, sequence: nextSequence, claim: claim, isObserved: isObserved)
-        let follows = admitDuplicate(record, now: now)
-        ledger.add(record.progress)
-        // Until its own head (or a HEAD) says, a download weighs the mean size learned so far, not one unit:
-        // a batch's first sizes would otherwise outweigh everything still to come and read as near 1.0.
-        ledger.awaitSize(&record.progress)
-        let slot = table.insert(record)
-        // Slots are reused: every new request sets its own.
-        scheduler.setPriority(slot, request.initialPriority.rawValue)
-        if !follows {
-            // A request that will fail at its start leads no duplicate.
-            if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
-            scheduler.setHost(slot, scheduler.perHostLimit > 0 ? servers.number(of: request.url) : nil)
-            if let existingFile {
-                // A HEAD first: the file may be kept as it is.
-                record.existingFile = existingFile
-                planPreflight(record)
-            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request)
-            {
-                // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
-                planPreflight(record)
-            }
-        }
-        // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
-        move(slot, from: RequestState.Holdings())
-        flush.markChanged(at: now)
-        outbox.log(.info, .added, request, now: now) {
-            "\(request.method) \(Redaction.describe(request.url))"
-                + (follows ? ", following an earlier duplicate" : "")
-        }
-        if let rejection {
-            // Before the drain runs it fails at its start, as an invalid request does: a listener that
-            // subscribes before `go()` hears it.
-            if drainHasRun {
-                fail(slot, .invalidRequest(rejection), now: now)
-            } else {
-                record.rejection = rejection
-            }
-        }
-        return slot
-    }
-
     /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
     /// running queue get no HEAD.
     mutating func go(now: Double) -> QueueActions {
         if inDrain, !drainHasRun {
             drainHasRun = true
             // What the sources did before: a failure is heard now, and may end the batch before it starts.
-            releaseHeldFailures(now: now)
+            releaseHeldFailures(now)
         }
         if showsAccurateProgress, scheduler.isSuspended {
             let candidates = table.records.filter {
@@ -90,19 +22,13 @@ extension QueueStateMachine {
             }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
                 let before = record.machine.phase.holdings
-                planPreflight(record)
+                _ = record.machine.planPreflight()
+                ledger.awaitSize(&record.progress)
                 move(slot, from: before)
             }
         }
         scheduler.go()
         return finishEvent(now)
-    }
-
-    /// Plans the HEAD of a pending request: it will wait in the preflight lane (its main job waits for it), and
-    /// weighs the mean learned size until the HEAD says its own.
-    private mutating func planPreflight(_ record: RequestRecord) {
-        _ = record.machine.planPreflight()
-        ledger.awaitSize(&record.progress)
     }
 
     /// Sets the limit as ``NetworkQueue/maxConcurrentRequestCount`` takes it (negative: 0, unlimited); the
@@ -125,11 +51,26 @@ extension QueueStateMachine {
         return (true, finishEvent(now))
     }
 
-    /// Cancels one request, if `slot` still holds it (a slot is reused once its request ends). A request whose file is
-    /// being moved into place is past cancelling: it ends on its own.
-    mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
-        cancelOne(request, slot: slot, now: now)
-        endIfEmptiedBeforeGo(now: now)
+    /// The most transfers at once to one server (0: only the queue's limit applies).
+    var perHostLimit: Int { scheduler.perHostLimit }
+
+    /// Sets the per-host limit. Turning it on numbers the server of every request already in the queue,
+    /// running ones included, so that they count against it at once. While it is on, each request is numbered
+    /// as it joins the queue (otherwise nothing is hashed: the limit is off for almost every queue).
+    mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
+        let wasOff = scheduler.perHostLimit == 0
+        scheduler.perHostLimit = limit
+        if wasOff, scheduler.perHostLimit > 0 {
+            let hosts = table.records.map { (id: $0.slot, host: servers.number(of: $0.record.request.url)) }
+            scheduler.reassignHosts(hosts)
+        }
+        return finishEvent(now)
+    }
+
+    /// Cancels each request of `targets` that its slot still holds, in one event.
+    mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
+        for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
+        endIfEmptiedBeforeGo(now)
         return finishEvent(now)
     }
 
@@ -142,27 +83,51 @@ extension QueueStateMachine {
         perform(action, slot, now: now)
     }
 
-    /// Cancels each request of `targets` that its slot still holds, in one event.
-    mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
-        for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
-        endIfEmptiedBeforeGo(now: now)
-        return finishEvent(now)
+    /// Cancelling a leader with followers: the oldest follower inherits its place in the index, its file
+    /// claim and the other followers, and waits for a slot of its own.
+    private mutating func handOver(from slot: Int) {
+        let leader = table[slot]
+        guard !leader.followers.isEmpty else { return }
+        let heirSlot = leader.followers.removeFirst()
+        let heir = table[heirSlot]
+        // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
+        scheduler.setHost(heirSlot, scheduler.perHostLimit > 0 ? servers.number(of: heir.request.url) : nil)
+        let before = heir.machine.phase.holdings
+        _ = heir.machine.follow(nil)
+        move(heirSlot, from: before)
+        let others = leader.followers
+        leader.followers = []
+        for follower in others {
+            let record = table[follower]
+            let held = record.machine.phase.holdings
+            _ = record.machine.follow(heirSlot)
+            move(follower, from: held)
+        }
+        heir.claim = leader.claim
+        leader.claim = nil
+        if let key = leader.duplicateKey {
+            leaders[key] = heirSlot
+            heir.duplicateKey = key
+            leader.duplicateKey = nil
+        }
+        // It now carries the transfer: it weighs what the leader was expected to download.
+        ledger.replaceExpectedDownload(&heir.progress, leader.progress.expectedDown)
     }
 
     /// Cancels every request (see ``endAll(_:now:)``) and stops reading every source.
     mutating func cancelAll(now: Double) -> QueueActions {
         endAll(.cancelled, now: now)
-        endIfEmptiedBeforeGo(now: now)
+        endIfEmptiedBeforeGo(now)
         return finishEvent(now)
     }
 
     /// The caller emptied a drain that was never started (nothing left, no source open): it ends now, as a
     /// started one would, with what its sources did before heard first. Only the queue's own reading is
     /// held until `go()`; what the caller did to it is reported at once.
-    private mutating func endIfEmptiedBeforeGo(now: Double) {
+    private mutating func endIfEmptiedBeforeGo(_ now: Double) {
         guard inDrain, !drainHasRun, table.isEmpty, sources.open.isEmpty else { return }
         drainHasRun = true
-        releaseHeldFailures(now: now)
+        releaseHeldFailures(now)
     }
 
     /// Cancels everything and suspends; the progress returns to zero once no request is left.
@@ -171,7 +136,7 @@ extension QueueStateMachine {
         // Forgotten with the rest: a source that failed before the drain was started is never heard.
         sources.heldFailures.removeAll()
         endAll(.cancelled, now: now)
-        endIfEmptiedBeforeGo(now: now)
+        endIfEmptiedBeforeGo(now)
         let actions = finishEvent(now)
         if table.isEmpty { ledger.reset() }
         return actions
@@ -188,4 +153,50 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
+    // MARK: Sources
+
+    /// What the queue holds now, which a source's reads must fit beside.
+    var readRoom: SourceBook.Room {
+        SourceBook.Room(readAhead: readAhead, requests: table.count, pending: scheduler.mainPendingCount)
+    }
+
+    /// The most requests read from sources and not yet ended, running ones and reads granted included: four
+    /// times the preflight window (256 at the default limit of 4, at most 16,384), so that a source is read
+    /// only as fast as its requests end, whatever the limit.
+    var readAhead: Int { 4 * Scheduler.preflightWindow(limit: scheduler.limit) }
+
+    /// Opens a source that announced `expected` requests (0: unknown). Returns its id.
+    mutating func openSource(announcing expected: Int, now: Double) -> (id: Int, actions: QueueActions) {
+        beginDrainIfIdle()
+        let id = sources.open(announcing: expected)
+        ledger.openSource(announcing: expected)
+        flush.markChanged(at: now)
+        return (id, finishEvent(now))
+    }
+
+    /// Source `id` ended: its sequence is over (`failure` nil) or it threw. A failure is reported with a
+    /// ``NetworkQueueEvent/sourceDidFail(error:)``, and with cancel-all-on-failure ends every request and
+    /// stops every other source (once the drain was started; until then it is held). The caller ends the event.
+    mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
+        guard let source = sources.close(id) else { return }
+        ledger.closeSource(unread: source.unread)
+        flush.markChanged(at: now)
+        if let failure {
+            guard drainHasRun else { return sources.heldFailures.append(failure) }
+            reportSourceFailure(failure, now: now)
+        }
+    }
+
+    /// Reports a source's failure, and with cancel-all-on-failure ends every request and stops every source.
+    private mutating func reportSourceFailure(_ failure: NetworkQueueError.UnderlyingError, now: Double) {
+        outbox.post(.sourceDidFail(error: .sourceFailed(failure)))
+        if cancelsAllOnFailure { endAll(.cancelledBecauseSourceFailed, now: now) }
+    }
+
+    /// The drain starts: the failures of sources that ended before are reported, in order.
+    private mutating func releaseHeldFailures(_ now: Double) {
+        let held = sources.heldFailures
+        sources.heldFailures.removeAll()
+        for failure in held { reportSourceFailure(failure, now: now) }
+    }
 }

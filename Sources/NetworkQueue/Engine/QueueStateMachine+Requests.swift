@@ -13,7 +13,11 @@ extension QueueStateMachine {
     /// returns the event's actions.
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
-        grantReads()
+        if !sources.line.isEmpty {
+            for (id, count) in sources.grantWaiting(room: readRoom) {
+                actions.list.append(.readSource(id, count: count))
+            }
+        }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
         if timer.retries.count > 2 * waitingRetries + 64 {
             // Waits that ended early (cancelled, retried early) stay until they come due: drop them.
@@ -136,12 +140,15 @@ extension QueueStateMachine {
                 .decide(
                     .init(
                         slot: slot, token: decision.token, request: request, error: decision.failure,
-                        attempts: record.machine.attempts, decide: policy(of: record).decide!)))
+                        attempts: record.machine.attempts, decide: (record.request.retryPolicy ?? retryPolicy).decide!))
+            )
         case .waitToRetry(let wait, let delay, let error, _):
             timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
             publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
-            let (next, maximum) = (record.machine.attempts + 1, policy(of: record).maximumAttempts)
+            let (next, maximum) = (
+                record.machine.attempts + 1, (record.request.retryPolicy ?? retryPolicy).maximumAttempts
+            )
             outbox.log(.notice, .retryScheduled, request, now: now) {
                 "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
             }
@@ -150,7 +157,7 @@ extension QueueStateMachine {
         case .end(.success(let response)):
             end(slot, .success(response), transferEnded: transferEnded, now: now)
         case .end(.failure(let error)):
-            fail(slot, error, transferEnded: transferEnded, now: now)
+            end(slot, .failure(error), transferEnded: transferEnded, failsSiblings: true, now: now)
         case .rejoin, .resumed:
             publish(record)
         case .preflightDone:
@@ -200,7 +207,8 @@ extension QueueStateMachine {
             flush.list(slot, isListed: &record.isListedDirty)
         case .redirect(let redirect) where !preflight: outbox.log(redirect, of: record.request, now: now)
         // Reported unasked (a transport that always measures): nobody reads them.
-        case .metrics(let metrics) where !preflight: if collectsMetrics { collect(metrics, slot: slot) }
+        case .metrics(let metrics) where !preflight:
+            if collectsMetrics { outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics))) }
         case .sent, .redirect, .metrics: break
         case .completed(let error): transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
         }
@@ -300,11 +308,13 @@ extension QueueStateMachine {
         let record = table[slot]
         let before = record.machine.phase.holdings
         let action = record.machine.attemptEnded(
-            error, policy: policy(of: record), method: record.request.method,
+            error, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
             continuesParts: record.request.continuesPartialDownloads, nextToken: &nextToken, jitter: &jitter, now: now)
         switch action {
         case .askRetry(_, let left), .waitToRetry(_, _, _, let left):
-            if !transferEnded, let left { measure(left, slot: slot, now: now) }
+            if !transferEnded, collectsMetrics, let left {
+                outbox.post(.didCollectMetrics(record.request, metrics: record.collect(.init(stopped: left, at: now))))
+            }
             move(slot, from: before, transferEnded: transferEnded)
             // A kept part's bytes stay counted until the next attempt's response says whether they still count.
             if !closePart(of: left, record) { ledger.restart(&record.progress) }
@@ -345,17 +355,12 @@ extension QueueStateMachine {
         }
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
-            rejoin(entry.id, now: now)
+            let record = table[entry.id]
+            let before = record.machine.phase.holdings
+            let action = record.machine.timerFired(timeout: 0, now: now)
+            move(entry.id, from: before)
+            perform(action, entry.id, now: now)
         }
         return finishEvent(now)
-    }
-
-    /// A request's wait is over: it rejoins the pending requests, as if just added.
-    mutating func rejoin(_ slot: Int, now: Double) {
-        let record = table[slot]
-        let before = record.machine.phase.holdings
-        let action = record.machine.timerFired(timeout: 0, now: now)
-        move(slot, from: before)
-        perform(action, slot, now: now)
     }
 }

@@ -109,13 +109,11 @@ extension QueueStateMachine {
         let record = table[slot]
         let before = record.machine.phase.holdings
         let action = record.machine.retryDecided(
-            decision, policy: policy(of: record), method: record.request.method, nextToken: &nextToken,
+            decision, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
+            nextToken: &nextToken,
             jitter: &jitter)
         move(slot, from: before)
         perform(action, slot, transferEnded: true, now: now)
         return finishEvent(now)
     }
-
-    /// The request's own retry policy, else the queue's (read when it is needed, so a change applies).
-    func policy(of record: RequestRecord) -> RetryPolicy { record.request.retryPolicy ?? retryPolicy }
 }

@@ -114,6 +114,15 @@ final class RequestRecord {
             estimatedTimeRemaining: ThroughputMeter.timeRemaining(remaining, at: rate))
     }
 
+    /// Keeps what a transport reported (or the queue measured) of the current attempt, numbered with it, and
+    /// returns it numbered, to be posted.
+    func collect(_ reported: TransferMetrics) -> TransferMetrics {
+        var metrics = reported
+        metrics.attempt = machine.attempts
+        self.metrics.append(metrics)
+        return metrics
+    }
+
     /// The metrics of the attempts so far, when any were collected.
     var requestMetrics: RequestMetrics? { metrics.isEmpty ? nil : RequestMetrics(attempts: metrics) }
 

@@ -141,7 +141,7 @@ extension NetworkQueue {
         await withCheckedContinuation { (reader: CheckedContinuation<Int, Never>) in
             // Stored under the lock that decides the wait: the grant (an action of a later event) finds it.
             let decision = locked.withLock { core in
-                let decision = core.machine.askToRead(id)
+                let decision = core.machine.sources.ask(id, room: core.machine.readRoom)
                 if decision == .wait { core.readers[id] = reader }
                 return decision
             }
@@ -173,7 +173,7 @@ extension NetworkQueue {
             let now = clock.now()
             var slot: Int?
             if let request {
-                core.machine.sourceRead(id, count: 1)
+                core.machine.sources.read(id, count: 1)
                 // A file another request writes: the request joins and fails alone (an add would throw).
                 let (claim, rejection) = Self.claimDestination(of: request, in: core.machine)
                 slot = core.machine.insert(

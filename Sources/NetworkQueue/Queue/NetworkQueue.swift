@@ -164,9 +164,10 @@ public final class NetworkQueue: Sendable {
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             let (claim, refusal) = Self.claimDestination(of: request, in: core.machine)
             if let refusal { return .failure(.invalidRequest(refusal)) }
-            return .success(
-                core.machine.add(
-                    request, claim: claim, isObserved: observer != nil, existingFile: existingFile, now: clock.now()))
+            let now = clock.now()
+            let slot = core.machine.insert(
+                request, claim: claim, isObserved: observer != nil, existingFile: existingFile, source: nil, now: now)
+            return .success((slot, core.machine.finishEvent(now)))
         }
         switch added {
         case .success(let (slot, actions)):
@@ -251,7 +252,7 @@ public final class NetworkQueue: Sendable {
     /// is being moved into place (it then finishes or fails on its own).
     public func cancel(_ request: NetworkRequest) {
         guard let slot = slot(of: request) else { return }
-        send { $0.cancel(request, slot: slot, now: $1) }
+        send { $0.cancel([(request, slot)], now: $1) }
     }
 
     /// Gives a request in the queue a new priority. A pending request moves behind the other pending requests
