@@ -46,47 +46,6 @@ final class Attempt {
         self.expectedBefore = expectedBefore
     }
 
-    /// Reads this attempt's final head (`received`: the bytes counted so far): what it does to the part or the
-    /// bytes before it, the body's size, and the problem that fails the attempt.
-    func read(_ reading: HeadReading, of request: NetworkRequest, received: Int64, wallClock: Date, now: Double)
-        -> RequestMachine.HeadAction
-    {
-        let head = reading.head
-        guard !ResponseRules.isInterim(head) else { return .interim }
-        var continuation = RequestMachine.Continuation.fresh
-        var continuedTotal: Int64?
-        switch reading.continuation {
-        case .append(let total)?:
-            continuation = .appended(offset: continuedFrom)
-            continuedTotal = total ?? ResponseRules.knownLength(of: head).map { $0 + continuedFrom }
-        case .restartWithoutRange?:
-            return .refusedRange(offset: continuedFrom, restart: .none)
-        case .startOver?:
-            continuation = .startedOver(offset: continuedFrom)
-            continuedFrom = 0
-        case .unrelated?:
-            continuation = .unrelated
-            continuedFrom = 0
-        case nil:
-            if self.head != nil || received > 0 {
-                continuation = .restarted
-                body = Data()
-            }
-        }
-        let encoded = ResponseRules.isEncoded(head)
-        let length = continuedTotal ?? ResponseRules.knownLength(of: head, encoded: encoded)
-        let problem = ResponseRules.check(
-            head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
-            maximumResponseSize: request.maximumResponseSize, expectedLength: length)
-        self.head = head
-        headAt = now
-        announcedLength = length
-        // Read only for a failing status: a retry honours it.
-        retryAfter = nil
-        if case .unacceptableStatus? = problem { retryAfter = RetryRules.retryAfter(head, now: wallClock) }
-        return .read(continuation, length: length, encoded: encoded, problem: problem)
-    }
-
     /// What this attempt's transfer ending as `outcome` means (`received` body bytes): success, a file to move
     /// into place first (`file`: the claimed destination), a failure, or (a continued part that did not verify)
     /// the attempt sent again without a range.

@@ -44,7 +44,7 @@ extension QueueStateMachine {
             sink = failed
             actions.list.append(.discard(failed))
         }
-        if case .failure = result, record.machine.hasKeptPart, let claim = record.claim {
+        if case .failure = result, record.hasKeptPart, let claim = record.claim {
             // The part an earlier attempt (or a pause) kept for the next: none is coming.
             actions.list.append(.discardPart(claim))
         }
@@ -102,7 +102,7 @@ extension QueueStateMachine {
                 claims.append(claim)
                 // A part an earlier attempt or a pause kept for the next attempt (back in the pending list
                 // to be resumed or retried early): none is coming.
-                if record.machine.hasKeptPart { actions.list.append(.discardPart(claim)) }
+                if record.hasKeptPart { actions.list.append(.discardPart(claim)) }
             }
             isObserved = isObserved || record.isObserved
         }

@@ -51,7 +51,7 @@ extension QueueStateMachine {
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard let record = table.record(at: slot), record.request === request else { return false }
         let before = record.machine.phase.holdings
-        let action = record.machine.pause(continuesParts: request.continuesPartialDownloads)
+        let action = record.machine.pause()
         guard case .paused(let stopped) = action else { return false }
         // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
         // phase holds no token.
@@ -59,7 +59,7 @@ extension QueueStateMachine {
         perform(action, slot, now: now)
         outbox.post(.didPause(request))
         outbox.log(.info, .paused, request, now: now) {
-            (stopped?.continuedFrom ?? 0) > 0 || record.machine.hasKeptPart
+            (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart
                 ? "paused, keeping the partial file" : "paused"
         }
         return true

@@ -309,7 +309,7 @@ extension QueueStateMachine {
         let before = record.machine.phase.holdings
         let action = record.machine.attemptEnded(
             error, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
-            continuesParts: record.request.continuesPartialDownloads, nextToken: &nextToken, jitter: &jitter, now: now)
+            nextToken: &nextToken, jitter: &jitter, now: now)
         switch action {
         case .askRetry(_, let left), .waitToRetry(_, _, _, let left):
             if !transferEnded, collectsMetrics, let left {
@@ -336,8 +336,9 @@ extension QueueStateMachine {
     /// says so (the sink keeps it only with a validator), else deleted. Returns whether it was kept.
     private mutating func closePart(of attempt: Attempt?, _ record: RequestRecord) -> Bool {
         guard let sink = attempt?.sink else { return false }
-        actions.list.append(record.machine.hasKeptPart ? .keep(sink) : .discard(sink))
-        return record.machine.hasKeptPart
+        record.hasKeptPart = record.request.continuesPartialDownloads
+        actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+        return record.hasKeptPart
     }
 
     /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle

@@ -54,6 +54,8 @@ extension QueueStateMachine {
     mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> (isCurrent: Bool, actions: QueueActions) {
         let isCurrent = table.isCurrent(slot, token: token)
         if isCurrent {
+            // The new attempt's file takes over the part (continuing or replacing it).
+            table[slot].hasKeptPart = false
             _ = table[slot].machine.file(.opened(sink), metrics: nil)
         } else {
             actions.list.append(.discard(sink))

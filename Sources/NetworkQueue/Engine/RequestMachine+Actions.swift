@@ -99,4 +99,26 @@ extension RequestMachine {
         /// A second head (the transfer restarted) or an attempt that kept its part and did not continue it.
         case restarted
     }
+
+    /// The user cancelled the request: it ends, unless its file is being moved into place.
+    func cancel() -> Action {
+        if case .committing = phase { return .none }
+        return .end(.failure(.cancelled))
+    }
+
+    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
+    func file(_ event: FileEvent, metrics: RequestMetrics?) -> Action {
+        switch (event, phase) {
+        case (.opened(let sink), .running(let attempt)):
+            attempt.sink = sink
+            attempt.continuedFrom = sink.continuedFrom
+            return .none
+        case (.failed(let error), .running): return .attemptFailed(error)
+        case (.failed, _): return .none
+        case (.committed(let error?, _), .committing): return .attemptFailed(error)
+        case (.committed(nil, let url), .committing(let attempt)):
+            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
+        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
+        }
+    }
 }

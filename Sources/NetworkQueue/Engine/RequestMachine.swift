@@ -5,9 +5,8 @@ import Foundation
 #endif
 
 /// One request's life: its phase (``RequestState``), which only the events in this file move, and what lives for
-/// the whole request. Each event switches over the phase and returns an ``Action`` saying what the coordinator
-/// (``QueueStateMachine``) must do with the shared resources; an event its phase cannot take stops the process,
-/// naming both. What an attempt makes of its head and its end is in `Attempt.swift`.
+/// the whole request. Each event returns an ``Action``: what the coordinator (``QueueStateMachine``) must do with
+/// the shared resources. An event its phase cannot take stops the process, naming both.
 struct RequestMachine {
     /// Where the request is. Only the machine's events assign it.
     private(set) var phase = RequestState.pending
@@ -15,12 +14,9 @@ struct RequestMachine {
     private(set) var attempts = 0
     /// True once didStart was posted: once per request, not per attempt.
     private(set) var hasStarted = false
-    /// True when an attempt ended (a pause, a retry) keeping its part for the next one, which takes it over.
-    private(set) var hasKeptPart = false
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     private(set) var startedAt: Double?
-    /// When the request last moved a byte or changed phase: its idle timeout counts from here. The coordinator
-    /// notes every event of its transfer here.
+    /// When the request last moved a byte or changed phase (the coordinator notes its transfer's events here).
     var lastActivity: Double = 0
 
     /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or
@@ -90,9 +86,9 @@ struct RequestMachine {
         }
     }
 
-    /// A final head arrived (`received`: the bytes counted so far). A HEAD's keeps it when it says the existing
-    /// file is unchanged (`existingFile`); an attempt's is read (see ``Attempt/read(_:of:received:wallClock:now:)``),
-    /// and a part the server refused to continue is sent again at once without a range, in the same slot.
+    /// A final head arrived (`received`: the bytes counted so far). A HEAD's is kept when it says the existing
+    /// file is unchanged; an attempt's says what becomes of the part, the size and the problem that fails it, and
+    /// a part the server refused to continue is sent again at once without a range, in the same slot.
     mutating func headRead(
         _ reading: HeadReading, of request: NetworkRequest, received: Int64, existingFile: ExistingFileRules.FileState?,
         expectedBefore: Int64?, wallClock: Date, nextToken: inout UInt64, now: Double
@@ -104,10 +100,38 @@ struct RequestMachine {
             }
             return .interim
         case .running(let attempt):
-            let read = attempt.read(reading, of: request, received: received, wallClock: wallClock, now: now)
-            guard case .refusedRange(let offset, _) = read else { return read }
-            let restart = start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
-            return .refusedRange(offset: offset, restart: restart)
+            let head = reading.head
+            guard !ResponseRules.isInterim(head) else { return .interim }
+            var continuation = Continuation.fresh
+            var total: Int64?
+            switch reading.continuation {
+            case .append(let whole)?:
+                continuation = .appended(offset: attempt.continuedFrom)
+                total = whole ?? ResponseRules.knownLength(of: head).map { $0 + attempt.continuedFrom }
+            case .restartWithoutRange?:
+                let restart = start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
+                return .refusedRange(offset: attempt.continuedFrom, restart: restart)
+            case .startOver?: continuation = .startedOver(offset: attempt.continuedFrom)
+            case .unrelated?: continuation = .unrelated
+            case nil: if attempt.head != nil || received > 0 { continuation = .restarted }
+            }
+            switch continuation {
+            case .startedOver, .unrelated: attempt.continuedFrom = 0
+            case .restarted: attempt.body = Data()
+            case .fresh, .appended: break
+            }
+            let encoded = ResponseRules.isEncoded(head)
+            let length = total ?? ResponseRules.knownLength(of: head, encoded: encoded)
+            let problem = ResponseRules.check(
+                head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
+                maximumResponseSize: request.maximumResponseSize, expectedLength: length)
+            attempt.head = head
+            attempt.headAt = now
+            attempt.announcedLength = length
+            // Read only for a failing status: a retry honours it.
+            attempt.retryAfter = nil
+            if case .unacceptableStatus? = problem { attempt.retryAfter = RetryRules.retryAfter(head, now: wallClock) }
+            return .read(continuation, length: length, encoded: encoded, problem: problem)
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a response head in phase \(phase.name)")
@@ -133,14 +157,10 @@ struct RequestMachine {
             return .preflightDone
         case .running(let attempt):
             let action = attempt.ended(outcome, received: received, file: file, metrics: metrics)
-            switch action {
-            case .commit: phase = .committing(attempt)
-            case .sendAgainWithoutRange:
+            if case .sendAgainWithoutRange = action {
                 return start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
-            case .none, .adapt, .startPreflight, .startTransfer, .attemptFailed, .askRetry, .waitToRetry, .end,
-                .rejoin, .waitUntil, .preflightDone, .paused, .resumed:
-                break
             }
+            if case .commit = action { phase = .committing(attempt) }
             return action
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .committing, .following, .paused:
@@ -148,30 +168,13 @@ struct RequestMachine {
         }
     }
 
-    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
-    mutating func file(_ event: FileEvent, metrics: RequestMetrics?) -> Action {
-        switch (event, phase) {
-        case (.opened(let sink), .running(let attempt)):
-            hasKeptPart = false
-            attempt.sink = sink
-            attempt.continuedFrom = sink.continuedFrom
-            return .none
-        case (.failed(let error), .running): return .attemptFailed(error)
-        case (.failed, _): return .none
-        case (.committed(let error?, _), .committing): return .attemptFailed(error)
-        case (.committed(nil, let url), .committing(let attempt)):
-            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
-        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
-        }
-    }
-
     /// The current attempt failed with `error`. When the retry `policy` allows another attempt the request
-    /// leaves it (`left` in the action: its part is kept when `continuesParts`) and asks the policy's closure
+    /// leaves it (`left` in the action) and asks the policy's closure
     /// or waits; otherwise it ends with the failure. Only main attempts are retried: a preflight's failure
     /// is final, as is a failure while committing or deciding.
     mutating func attemptEnded(
-        _ error: NetworkQueueError, policy: RetryPolicy, method: String, continuesParts: Bool,
-        nextToken: inout UInt64, jitter: inout JitterSource, now: Double
+        _ error: NetworkQueueError, policy: RetryPolicy, method: String, nextToken: inout UInt64,
+        jitter: inout JitterSource, now: Double
     ) -> Action {
         let attempt: Attempt?
         switch phase {
@@ -184,7 +187,6 @@ struct RequestMachine {
         let verdict = RetryRules.verdict(
             policy: policy, error: error, method: method, attempts: attempts, retryAfter: attempt?.retryAfter)
         guard verdict != .fail else { return .end(.failure(error)) }
-        if attempt?.sink != nil { hasKeptPart = continuesParts }
         nextToken += 1
         if verdict == .ask, policy.decide != nil {
             lastActivity = now
@@ -255,8 +257,8 @@ struct RequestMachine {
     }
 
     /// Pauses the request, unless committing, following or paused (a user's call may race). A stopped attempt's
-    /// part is kept when `continuesParts`; an interrupted attempt does not count.
-    mutating func pause(continuesParts: Bool) -> Action {
+    /// attempt does not count: it was interrupted, not failed.
+    mutating func pause() -> Action {
         var withPreflight = false
         var stopped: Attempt?
         switch phase {
@@ -265,7 +267,6 @@ struct RequestMachine {
         case .running(let attempt):
             stopped = attempt
             attempts -= 1
-            if attempt.sink != nil { hasKeptPart = continuesParts }
         case .adaptingMain: attempts -= 1  // never sent
         case .pending, .awaitingMain, .deciding, .waitingToRetry: break
         }
@@ -290,11 +291,5 @@ struct RequestMachine {
             preconditionFailure("\(leader == nil ? "a leader's work inherited" : "a leader") in phase \(phase.name)")
         }
         return .none
-    }
-
-    /// The user cancelled the request: it ends, unless its file is being moved into place.
-    func cancel() -> Action {
-        if case .committing = phase { return .none }
-        return .end(.failure(.cancelled))
     }
 }

@@ -61,6 +61,9 @@ final class RequestRecord {
         get { extras?.followers ?? [] }
         set { if !newValue.isEmpty || extras != nil { madeExtras.followers = newValue } }
     }
+    /// True when an attempt ended (a pause, a retry) keeping its part for the next one, which takes it over when
+    /// its file opens: a request that ends before deletes it.
+    var hasKeptPart = false
     /// True when the download handler has an update the next flush (or the end) must post.
     // Unchecked: touched on every event, only under the queue's lock (as `machine`).
     @exclusivity(unchecked) var downloadDirty = false
