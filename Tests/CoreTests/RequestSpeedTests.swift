@@ -53,6 +53,6 @@ import Testing
 extension RequestRecord {
     /// The download's progress as the request's status would show it now.
     fileprivate var downloadProgress: TransferProgress {
-        downloadProgress(announced: machine.phase.shown.announcedLength)
+        status().download
     }
 }

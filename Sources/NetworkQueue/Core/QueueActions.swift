@@ -93,6 +93,14 @@ struct QueueActions {
     /// Arm the queue's one timer to fire at this time (seconds on the queue's clock).
     var armTimer: Double?
 
+    /// Hands over the actions gathered so far (moved, not copied), asking for a delivery pass when `deliver`.
+    mutating func take(deliver: Bool) -> QueueActions {
+        var taken = QueueActions()
+        swap(&taken, &self)
+        taken.deliver = deliver
+        return taken
+    }
+
     /// Appends the actions of a later event of the same lock hold.
     mutating func append(_ other: consuming QueueActions) {
         list += other.list

@@ -11,9 +11,16 @@ struct QueueTimer {
     /// When the timer is armed to fire, or nil when it is not.
     private(set) var armed: Double?
 
-    /// Adds the idle deadline of what `token` waits for in `slot`, when `interval` is a timeout.
-    mutating func addTimeout(_ interval: TimeInterval, slot: Int, token: UInt64, now: Double) {
+    /// Adds the idle deadline of what `token` waits for in `slot`, when `interval` is a timeout. Entries of
+    /// ended waits stay until they come due; once they outnumber twice the `live` ones (plus 64), those `table`
+    /// no longer times are dropped.
+    mutating func addTimeout(
+        _ interval: TimeInterval, slot: Int, token: UInt64, now: Double, live: Int, table: RequestTable
+    ) {
         guard case .seconds(let timeout)? = RequestRules.idleTimeout(interval) else { return }
+        if idle.count > 2 * live + 64 {
+            idle.removeAll { !table.isCurrent($0.id, token: $0.token) || !table[$0.id].machine.phase.isTimed }
+        }
         idle.insert(.init(deadline: now + timeout, id: slot, token: token))
     }
 

@@ -56,7 +56,17 @@ extension QueueStateMachine {
         // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
         // phase holds no token.
         move(slot, from: before)
-        perform(action, slot, now: now)
+        if let stopped {
+            // Its part is kept for the resumed transfer to continue (the sink keeps it only with a validator);
+            // its bytes stay counted until that transfer's response rebases them.
+            if let sink = stopped.sink {
+                record.hasKeptPart = request.continuesPartialDownloads
+                actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+            }
+            record.downloadDirty = request.downloadProgressHandler != nil
+            flush.markChanged(at: now)
+        }
+        actions.list.append(.publish(request, record.status()))
         outbox.post(.didPause(request))
         outbox.log(.info, .paused, request, now: now) {
             (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart

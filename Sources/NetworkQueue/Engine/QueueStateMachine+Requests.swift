@@ -25,7 +25,7 @@ extension QueueStateMachine {
             timer.retries.removeAll { !table.isCurrent($0.id, token: $0.token) }
         }
         if let time = timer.arm(flushDue: flush.due) { actions.armTimer = time }
-        return takeActions()
+        return actions.take(deliver: outbox.announce())
     }
 
     /// Gives each job the scheduler allows now its slot; an invalid request fails instead.
@@ -89,25 +89,12 @@ extension QueueStateMachine {
         switch action {
         case .none:
             break
+        case .adapt, .startPreflight, .commit, .rejoin, .resumed, .preflightDone, .waitUntil:
+            performControl(action, slot, now: now)
+        case .paused:
+            preconditionFailure("a pause is performed where it is asked")
         case .sendAgainWithoutRange:
             preconditionFailure("the machine sends an attempt again itself")
-        case .adapt(let token):
-            addTimeout(request.timeoutInterval, slot: slot, token: token, now: now)
-            publish(record)
-            let hooks = [adapter, request.adapt].compactMap { $0 }
-            actions.list.append(
-                .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
-        case .startPreflight(let preflight, let sent):
-            var head = sent
-            head.httpMethod = "HEAD"
-            head.httpBody = nil
-            publish(record)
-            addTimeout(head.timeoutInterval, slot: slot, token: preflight.token, now: now)
-            outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
-            let start = QueueAction.Start(
-                slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
-                collectsMetrics: false)
-            actions.list.append(.start(start))
         case .startTransfer(let attempt, let first, let replacing):
             if let replacing {
                 // The new transfer's file replaces the refused one's (deleting it first).
@@ -118,7 +105,7 @@ extension QueueStateMachine {
             publish(record)
             if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
-            addTimeout(sent.timeoutInterval, slot: slot, token: attempt.token, now: now)
+            timer.addTimeout(sent.timeoutInterval, slot: slot, token: attempt.token, now: now, live: scheduler.activeCount, table: table)
             outbox.log(.debug, .attemptStarted, request, now: now) {
                 "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
             }
@@ -134,7 +121,7 @@ extension QueueStateMachine {
         case .attemptFailed(let error):
             attemptFailed(slot, error, transferEnded: transferEnded, now: now)
         case .askRetry(let decision, _):
-            addTimeout(request.timeoutInterval, slot: slot, token: decision.token, now: now)
+            timer.addTimeout(request.timeoutInterval, slot: slot, token: decision.token, now: now, live: scheduler.activeCount, table: table)
             publish(record)
             actions.list.append(
                 .decide(
@@ -152,28 +139,10 @@ extension QueueStateMachine {
             outbox.log(.notice, .retryScheduled, request, now: now) {
                 "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
             }
-        case .commit(let attempt, let sink):
-            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
         case .end(.success(let response)):
             end(slot, .success(response), transferEnded: transferEnded, now: now)
         case .end(.failure(let error)):
             end(slot, .failure(error), transferEnded: transferEnded, failsSiblings: true, now: now)
-        case .rejoin, .resumed:
-            publish(record)
-        case .preflightDone:
-            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
-            ledger.stopAwaitingSize(&record.progress)
-            publish(record)
-        case .waitUntil(let deadline, let token):
-            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
-        case .paused(let stopped):
-            // Its bytes stay counted until the resumed transfer's response rebases them.
-            if let stopped {
-                _ = closePart(of: stopped, record)
-                record.downloadDirty = request.downloadProgressHandler != nil
-                flush.markChanged(at: now)
-            }
-            publish(record)
         }
     }
 
@@ -210,7 +179,8 @@ extension QueueStateMachine {
         case .metrics(let metrics) where !preflight:
             if collectsMetrics { outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics))) }
         case .sent, .redirect, .metrics: break
-        case .completed(let error): transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
+        case .completed(let error):
+            return transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, token: token, now: now)
         }
         return finishEvent(now)
     }
@@ -277,34 +247,9 @@ extension QueueStateMachine {
         }
     }
 
-    /// The current transfer ended as `outcome` says: the request succeeds, commits its file, fails the attempt,
-    /// or (a continued part that did not verify) sends it again without a range.
-    mutating func transferEnded(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
-        let record = table[slot]
-        let before = record.machine.phase.holdings
-        let action = record.machine.transferEnded(
-            outcome, received: record.progress.received, file: record.claim?.url,
-            checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
-            expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
-        // A transfer sent again replaces one the queue stops itself.
-        let replaced = if case .startTransfer = action { true } else { false }
-        move(slot, from: before, transferEnded: !replaced)
-        perform(action, slot, transferEnded: true, now: now)
-    }
-
-    /// Adds the idle deadline of what `token` waits for in `slot`, when `interval` is a timeout.
-    private mutating func addTimeout(_ interval: TimeInterval, slot: Int, token: UInt64, now: Double) {
-        if timer.idle.count > 2 * scheduler.activeCount + 64 {
-            // Entries of ended waits stay until they come due: drop them once they outnumber the live ones.
-            let table = self.table
-            timer.idle.removeAll { !table.isCurrent($0.id, token: $0.token) || !table[$0.id].machine.phase.isTimed }
-        }
-        timer.addTimeout(interval, slot: slot, token: token, now: now)
-    }
-
     /// An attempt failed: the request's machine asks its retry policy; the request leaves the attempt and waits
     /// (or asks the policy's closure), or ends with the failure.
-    mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+    private mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
         let record = table[slot]
         let before = record.machine.phase.holdings
         let action = record.machine.attemptEnded(
@@ -363,5 +308,10 @@ extension QueueStateMachine {
             perform(action, entry.id, now: now)
         }
         return finishEvent(now)
+    }
+
+    /// Publishes the request's status now.
+    private mutating func publish(_ record: RequestRecord) {
+        actions.list.append(.publish(record.request, record.status()))
     }
 }

@@ -28,7 +28,10 @@ extension QueueStateMachine {
         let action = record.machine.bodyPiece(
             keeping: isMemory ? data : nil, received: record.progress.received, of: request)
         if let startedAt = record.machine.phase.attempt?.startedAt {
-            record.meterDownload(Int64(count), startedAt: startedAt, at: now)
+            record.bytesMoved += Int64(count)
+            // Measured from the moment the transfer started, so that the first bytes already give a rate.
+            if record.downloadMeter == nil { record.downloadMeter = RateMeter(RateWindow(startingAt: min(startedAt, now))) }
+            record.downloadMeter?.window.record(total: record.bytesMoved, at: now)
         }
         guard case .none = action else { return perform(action, slot, now: now) }
         flush.list(slot, isListed: &record.isListedDirty)
@@ -36,49 +39,93 @@ extension QueueStateMachine {
         flush.markChanged(at: now)
     }
 
-    /// A transfer reported success but its body did not hash as expected: see
-    /// ``RequestMachine/TransferOutcome/checksumMismatch(expected:actual:)``.
-    mutating func integrityFailed(slot: Int, token: UInt64, expected: Checksum, actual: Checksum, now: Double)
+    /// The current transfer of `slot` ended as `outcome` says (a checksum mismatch is reported by its pipeline):
+    /// the request succeeds, commits its file, fails the attempt, or (a continued part that did not verify)
+    /// sends it again without a range.
+    mutating func transferEnded(_ outcome: RequestMachine.TransferOutcome, slot: Int, token: UInt64, now: Double)
         -> QueueActions
     {
-        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else {
-            return QueueActions()
-        }
-        outbox.log(.error, .checksumFailed, table[slot].request, now: now) { "expected \(expected), got \(actual)" }
-        transferEnded(.checksumMismatch(expected: expected, actual: actual), slot: slot, now: now)
-        return finishEvent(now)
-    }
-
-    /// The shell opened the file of a transfer about to start. Returns false when the request ended
-    /// meanwhile: the actions then discard the file, and the caller must not start the transfer.
-    mutating func fileOpened(slot: Int, token: UInt64, sink: FileSink) -> (isCurrent: Bool, actions: QueueActions) {
-        let isCurrent = table.isCurrent(slot, token: token)
-        if isCurrent {
-            // The new attempt's file takes over the part (continuing or replacing it).
-            table[slot].hasKeptPart = false
-            _ = table[slot].machine.file(.opened(sink), metrics: nil)
-        } else {
-            actions.list.append(.discard(sink))
-        }
-        return (isCurrent, takeActions())
-    }
-
-    /// The file of a transfer could not be opened or written: the attempt fails, if it is still current.
-    mutating func fileFailed(slot: Int, token: UInt64, error: NetworkQueueError, now: Double) -> QueueActions {
-        if table.isCurrent(slot, token: token) {
-            perform(table[slot].machine.file(.failed(error), metrics: nil), slot, now: now)
-        }
-        return finishEvent(now)
-    }
-
-    /// The file of a finished transfer was moved into place (or could not be).
-    mutating func fileCommitted(slot: Int, token: UInt64, error: NetworkQueueError?, now: Double) -> QueueActions {
-        guard table.isCurrent(slot, token: token) else { preconditionFailure("a commit for a request not committing") }
+        guard table.isCurrent(slot, token: token) else { return QueueActions() }
         let record = table[slot]
-        let action = record.machine.file(
-            .committed(error, record.claim?.url), metrics: error == nil ? record.requestMetrics : nil)
+        if case .checksumMismatch(let expected, let actual) = outcome {
+            guard case .running = record.machine.phase else { return QueueActions() }
+            outbox.log(.error, .checksumFailed, record.request, now: now) { "expected \(expected), got \(actual)" }
+        }
+        let before = record.machine.phase.holdings
+        let action = record.machine.transferEnded(
+            outcome, received: record.progress.received, file: record.claim?.url,
+            checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
+            expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
+        // A transfer sent again replaces one the queue stops itself.
+        let replaced = if case .startTransfer = action { true } else { false }
+        move(slot, from: before, transferEnded: !replaced)
         perform(action, slot, transferEnded: true, now: now)
         return finishEvent(now)
+    }
+
+    /// An event of the file of `slot`'s current transfer: opened by the shell before the transfer starts (when
+    /// the request ended meanwhile, the actions discard it and the caller must not start the transfer), failed,
+    /// or moved into place.
+    mutating func fileEvent(_ event: RequestMachine.FileEvent, slot: Int, token: UInt64, now: Double) -> QueueActions {
+        let isCurrent = table.isCurrent(slot, token: token)
+        switch event {
+        case .opened(let sink):
+            guard isCurrent else {
+                actions.list.append(.discard(sink))
+                return actions.take(deliver: outbox.announce())
+            }
+            // The new attempt's file takes over the part (continuing or replacing it).
+            table[slot].hasKeptPart = false
+            _ = table[slot].machine.file(event, file: nil, metrics: nil)
+            return actions.take(deliver: outbox.announce())
+        case .failed:
+            if isCurrent { perform(table[slot].machine.file(event, file: nil, metrics: nil), slot, now: now) }
+        case .committed(let error):
+            guard isCurrent else { preconditionFailure("a commit for a request not committing") }
+            let record = table[slot]
+            let action = record.machine.file(
+                event, file: record.claim?.url, metrics: error == nil ? record.requestMetrics : nil)
+            perform(action, slot, transferEnded: true, now: now)
+        }
+        return finishEvent(now)
+    }
+
+    /// Does what the machine of the request in `slot` asked that is not a transfer's or a retry's (see
+    /// ``perform(_:_:transferEnded:now:)``): its hooks or its HEAD to start, its file to commit, its slot again.
+    mutating func performControl(_ action: RequestMachine.Action, _ slot: Int, now: Double) {
+        let record = table[slot]
+        let request = record.request
+        switch action {
+        case .adapt(let token):
+            timer.addTimeout(request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
+            actions.list.append(.publish(request, record.status()))
+            let hooks = [adapter, request.adapt].compactMap { $0 }
+            actions.list.append(
+                .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
+        case .startPreflight(let preflight, let sent):
+            var head = sent
+            head.httpMethod = "HEAD"
+            head.httpBody = nil
+            actions.list.append(.publish(request, record.status()))
+            timer.addTimeout(head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount, table: table)
+            outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
+            let start = QueueAction.Start(
+                slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
+                collectsMetrics: false)
+            actions.list.append(.start(start))
+        case .commit(let attempt, let sink):
+            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
+        case .rejoin, .resumed:
+            actions.list.append(.publish(request, record.status()))
+        case .preflightDone:
+            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
+            actions.list.append(.publish(request, record.status()))
+        case .waitUntil(let deadline, let token):
+            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
+        case .none, .startTransfer, .attemptFailed, .askRetry, .waitToRetry, .end, .sendAgainWithoutRange, .paused:
+            preconditionFailure("performed where it is asked")
+        }
     }
 
     /// The adapt hooks of the attempt `token` returned the request to send, or threw.

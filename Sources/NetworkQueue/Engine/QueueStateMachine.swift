@@ -99,14 +99,6 @@ struct QueueStateMachine {
         ledger.reset()
     }
 
-    /// Hands over the actions gathered so far (moved, not copied).
-    mutating func takeActions() -> QueueActions {
-        var taken = QueueActions()
-        swap(&taken, &actions)
-        taken.deliver = outbox.announce()
-        return taken
-    }
-
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
     mutating func endDrain(_ now: Double) {
         inDrain = false
@@ -120,10 +112,5 @@ struct QueueStateMachine {
             outbox.post(.wakeRuns(waitingRuns, progress))
             waitingRuns = 0
         }
-    }
-
-    /// Publishes the request's status now.
-    mutating func publish(_ record: RequestRecord) {
-        actions.list.append(.publish(record.request, record.status()))
     }
 }

@@ -57,8 +57,8 @@ extension RequestMachine {
         case opened(FileSink)
         /// It could not be opened or written.
         case failed(NetworkQueueError)
-        /// It was moved into place at `URL` (`error` nil), or could not be.
-        case committed(NetworkQueueError?, URL?)
+        /// It was moved into place (`error` nil), or could not be.
+        case committed(NetworkQueueError?)
     }
 
     /// Body bytes of the running attempt arrived, `received` in all: `data` is kept for a memory body (nil:
@@ -107,7 +107,7 @@ extension RequestMachine {
     }
 
     /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
-    func file(_ event: FileEvent, metrics: RequestMetrics?) -> Action {
+    func file(_ event: FileEvent, file url: URL?, metrics: RequestMetrics?) -> Action {
         switch (event, phase) {
         case (.opened(let sink), .running(let attempt)):
             attempt.sink = sink
@@ -115,8 +115,8 @@ extension RequestMachine {
             return .none
         case (.failed(let error), .running): return .attemptFailed(error)
         case (.failed, _): return .none
-        case (.committed(let error?, _), .committing): return .attemptFailed(error)
-        case (.committed(nil, let url), .committing(let attempt)):
+        case (.committed(let error?), .committing): return .attemptFailed(error)
+        case (.committed(nil), .committing(let attempt)):
             return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
         case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
         }

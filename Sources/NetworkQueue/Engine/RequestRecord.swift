@@ -109,7 +109,7 @@ final class RequestRecord {
     }
 
     /// The download's progress, for a body announced to be `announced` bytes (nil: unknown).
-    func downloadProgress(announced: Int64?) -> TransferProgress {
+    private func downloadProgress(announced: Int64?) -> TransferProgress {
         let rate = downloadMeter?.window.rate(at: machine.lastActivity)
         let remaining = announced.map { max(0, $0 - progress.received) }
         return TransferProgress(
@@ -128,14 +128,6 @@ final class RequestRecord {
 
     /// The metrics of the attempts so far, when any were collected.
     var requestMetrics: RequestMetrics? { metrics.isEmpty ? nil : RequestMetrics(attempts: metrics) }
-
-    /// `count` body bytes arrived at `now` for a transfer started at `startedAt`: the rate meter takes them.
-    func meterDownload(_ count: Int64, startedAt: Double, at now: Double) {
-        bytesMoved += count
-        // Measured from the moment the transfer started, so that the first bytes already give a rate.
-        if downloadMeter == nil { downloadMeter = RateMeter(RateWindow(startingAt: min(startedAt, now))) }
-        downloadMeter?.window.record(total: bytesMoved, at: now)
-    }
 
     var uploadProgress: TransferProgress {
         TransferProgress(completedBytes: progress.sent, expectedBytes: progress.expectedUp)

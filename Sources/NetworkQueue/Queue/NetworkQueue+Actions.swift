@@ -43,7 +43,7 @@ extension NetworkQueue {
             case .commit(let slot, let token, let sink):
                 // Only a transport's completion asks for a commit: this is its thread.
                 let error = sink.commit()
-                send(inline: true) { $0.fileCommitted(slot: slot, token: token, error: error, now: $1) }
+                send(inline: true) { $0.fileEvent(.committed(error), slot: slot, token: token, now: $1) }
             case .free(let records):
                 // Moved into the background queue's closure, so that the freeing is that queue's work.
                 let garbage = Locked(records)
@@ -160,10 +160,11 @@ extension NetworkQueue {
     private func pass(_ failed: TransferPipeline.Step, slot: Int, token: UInt64) {
         switch failed {
         case .fileFailed(let error):
-            send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
         case .integrityFailed(let expected, let actual):
             send(inline: true) {
-                $0.integrityFailed(slot: slot, token: token, expected: expected, actual: actual, now: $1)
+                $0.transferEnded(
+                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
             }
         case .forward, .head: break
         }
@@ -178,10 +179,13 @@ extension NetworkQueue {
             guard let opened = try FileSink(claim: claim, continuing: continuing) else { return nil }
             sink = opened
         } catch let error {
-            send(inline: true) { $0.fileFailed(slot: slot, token: token, error: error, now: $1) }
+            send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
             return nil
         }
-        let (isCurrent, actions) = locked.withLock { $0.machine.fileOpened(slot: slot, token: token, sink: sink) }
+        let (isCurrent, actions) = locked.withLock { core in
+            let actions = core.machine.fileEvent(.opened(sink), slot: slot, token: token, now: clock.now())
+            return (core.machine.table.isCurrent(slot, token: token), actions)
+        }
         perform(actions, inline: true)
         return isCurrent ? sink : nil
     }
