@@ -30,8 +30,11 @@ struct QueueTimer {
     }
 
     /// The time to arm the timer for — the earliest of `flushDue`, the idle deadlines and the retry times — when
-    /// it is not armed that early already.
-    mutating func arm(flushDue: Double?) -> Double? {
+    /// it is not armed that early already. Retry times of waits that ended early (cancelled, retried early) stay
+    /// until they come due; once they outnumber twice the `waiting` ones (plus 64), those `table` no longer
+    /// holds are dropped.
+    mutating func arm(flushDue: Double?, waiting: Int, table: RequestTable) -> Double? {
+        if retries.count > 2 * waiting + 64 { retries.removeAll { !table.isCurrent($0.id, token: $0.token) } }
         // Pairwise, without an array: this runs after every event.
         func earlier(_ a: Double?, _ b: Double?) -> Double? {
             guard let a, let b else { return a ?? b }

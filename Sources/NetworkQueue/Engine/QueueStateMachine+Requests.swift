@@ -4,10 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The coordinator's side of a request's life: it hands each event to the request's ``RequestMachine``, moves
-/// the request's lanes and counts with its holdings (``move(_:from:transferEnded:)``), and does what the machine's
-/// ``RequestMachine/Action`` asks (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`, this file
-/// holds a request's whole path from its slot to its retry and back.
+/// The coordinator's side of a request's life: each event goes to the request's ``RequestMachine``, its lanes and
+/// counts follow its holdings (``move(_:from:to:transferEnded:)``), and what the machine asks is done
+/// (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`: a request's path from its slot to its retry.
 extension QueueStateMachine {
     /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
     /// returns the event's actions.
@@ -19,12 +18,7 @@ extension QueueStateMachine {
             }
         }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
-        if timer.retries.count > 2 * waitingRetries + 64 {
-            // Waits that ended early (cancelled, retried early) stay until they come due: drop them.
-            let table = self.table
-            timer.retries.removeAll { !table.isCurrent($0.id, token: $0.token) }
-        }
-        if let time = timer.arm(flushDue: flush.due) { actions.armTimer = time }
+        if let time = timer.arm(flushDue: flush.due, waiting: waitingRetries, table: table) { actions.armTimer = time }
         return actions.take(deliver: outbox.announce())
     }
 
@@ -105,37 +99,37 @@ extension QueueStateMachine {
             publish(record)
             if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
-            timer.addTimeout(sent.timeoutInterval, slot: slot, token: attempt.token, now: now, live: scheduler.activeCount, table: table)
+            timer.addTimeout(
+                sent.timeoutInterval, slot: slot, token: attempt.token, now: now, live: scheduler.activeCount,
+                table: table)
             outbox.log(.debug, .attemptStarted, request, now: now) {
                 "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
             }
             let continuesPart =
                 record.claim != nil && request.continuesPartialDownloads && replacing == nil
                 && RangeRules.mayContinue(sent)
-            actions.list.append(
-                .start(
-                    .init(
-                        slot: slot, token: attempt.token, urlRequest: sent, cell: attempt.cell,
-                        body: .checked(request, file: record.claim, continuesPart: continuesPart),
-                        collectsMetrics: collectsMetrics)))
+            let start = QueueAction.Start(
+                slot: slot, token: attempt.token, urlRequest: sent, cell: attempt.cell,
+                body: .checked(request, file: record.claim, continuesPart: continuesPart),
+                collectsMetrics: collectsMetrics)
+            actions.list.append(.start(start))
         case .attemptFailed(let error):
             attemptFailed(slot, error, transferEnded: transferEnded, now: now)
         case .askRetry(let decision, _):
-            timer.addTimeout(request.timeoutInterval, slot: slot, token: decision.token, now: now, live: scheduler.activeCount, table: table)
+            timer.addTimeout(
+                request.timeoutInterval, slot: slot, token: decision.token, now: now, live: scheduler.activeCount,
+                table: table)
             publish(record)
-            actions.list.append(
-                .decide(
-                    .init(
-                        slot: slot, token: decision.token, request: request, error: decision.failure,
-                        attempts: record.machine.attempts, decide: (record.request.retryPolicy ?? retryPolicy).decide!))
-            )
+            let decide = QueueAction.Decide(
+                slot: slot, token: decision.token, request: request, error: decision.failure,
+                attempts: record.machine.attempts, decide: (request.retryPolicy ?? retryPolicy).decide!)
+            actions.list.append(.decide(decide))
         case .waitToRetry(let wait, let delay, let error, _):
             timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
             publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
-            let (next, maximum) = (
-                record.machine.attempts + 1, (record.request.retryPolicy ?? retryPolicy).maximumAttempts
-            )
+            let next = record.machine.attempts + 1
+            let maximum = (request.retryPolicy ?? retryPolicy).maximumAttempts
             outbox.log(.notice, .retryScheduled, request, now: now) {
                 "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
             }
@@ -165,11 +159,11 @@ extension QueueStateMachine {
             preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
         }
         switch event {
+        case .head(let head) where preflight: preflightHead(head, slot: slot, now: now)
         case .head(let head):
             // Without a pipeline's reading (tests drive the machine alone) no part is continued.
             let acceptable = record.request.acceptableStatusCodes
-            headRead(
-                reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), preflight, slot, now)
+            headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
         case .data(let data): if !preflight { receive(data.count, keeping: data, slot: slot, now: now) }
         case .sent(let sent, let expected) where !preflight:
             ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
@@ -185,19 +179,12 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    /// A final head: what it means for the part, the progress and the request's rules. A HEAD's tells the size.
-    private mutating func headRead(_ reading: HeadReading, _ preflight: Bool, _ slot: Int, _ now: Double) {
+    /// The final head of an attempt: what it means for the part, the progress and the request's rules.
+    private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
         let record = table[slot]
         let (head, request) = (reading.head, record.request)
-        if preflight {
-            guard !ResponseRules.isInterim(head) else { return }
-            if (200..<300).contains(head.statusCode) {
-                ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
-                flush.markChanged(at: now)
-            }
-        }
         let read = record.machine.headRead(
-            reading, of: request, received: record.progress.received, existingFile: record.existingFile,
+            reading, of: request, received: record.progress.received, existingFile: nil,
             expectedBefore: record.progress.expectedDown, wallClock: outbox.wallClock(at: now), nextToken: &nextToken,
             now: now)
         switch read {
@@ -249,7 +236,9 @@ extension QueueStateMachine {
 
     /// An attempt failed: the request's machine asks its retry policy; the request leaves the attempt and waits
     /// (or asks the policy's closure), or ends with the failure.
-    private mutating func attemptFailed(_ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double) {
+    private mutating func attemptFailed(
+        _ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double
+    ) {
         let record = table[slot]
         let before = record.machine.phase.holdings
         let action = record.machine.attemptEnded(
@@ -261,8 +250,13 @@ extension QueueStateMachine {
                 outbox.post(.didCollectMetrics(record.request, metrics: record.collect(.init(stopped: left, at: now))))
             }
             move(slot, from: before, transferEnded: transferEnded)
-            // A kept part's bytes stay counted until the next attempt's response says whether they still count.
-            if !closePart(of: left, record) { ledger.restart(&record.progress) }
+            // A part is kept for the next attempt when the request continues parts (the sink keeps it only with a
+            // validator); its bytes stay counted until the next attempt's response says whether they still count.
+            if let sink = left?.sink {
+                record.hasKeptPart = record.request.continuesPartialDownloads
+                actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+            }
+            if left?.sink == nil || !record.hasKeptPart { ledger.restart(&record.progress) }
             if let left, record.progress.expectedDown != left.expectedBefore {
                 // The size came from this attempt's response (perhaps an error page's): back to what was known.
                 ledger.replaceExpectedDownload(&record.progress, left.expectedBefore)
@@ -277,15 +271,6 @@ extension QueueStateMachine {
         perform(action, slot, transferEnded: transferEnded, now: now)
     }
 
-    /// Closes the part file of an attempt left (a retry, a pause): kept for the next attempt when the machine
-    /// says so (the sink keeps it only with a validator), else deleted. Returns whether it was kept.
-    private mutating func closePart(of attempt: Attempt?, _ record: RequestRecord) -> Bool {
-        guard let sink = attempt?.sink else { return false }
-        record.hasKeptPart = record.request.continuesPartialDownloads
-        actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
-        return record.hasKeptPart
-    }
-
     /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle
     /// deadline to its request's machine, and lets requests whose retry time has come rejoin the pending ones.
     mutating func timerFired(now: Double) -> QueueActions {
@@ -293,10 +278,8 @@ extension QueueStateMachine {
         if let due = flush.due, now >= due { flushProgress(at: now) }
         for entry in timer.idle.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             let record = table[entry.id]
-            guard record.machine.phase.isTimed else { continue }
-            guard case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) else {
-                continue
-            }
+            let timeout = RequestRules.idleTimeout(record.request.timeoutInterval)
+            guard record.machine.phase.isTimed, case .seconds(let timeout)? = timeout else { continue }
             perform(record.machine.timerFired(timeout: timeout, now: now), entry.id, now: now)
         }
         // Only a waiting request holds a retry deadline's token.

@@ -30,13 +30,29 @@ extension QueueStateMachine {
         if let startedAt = record.machine.phase.attempt?.startedAt {
             record.bytesMoved += Int64(count)
             // Measured from the moment the transfer started, so that the first bytes already give a rate.
-            if record.downloadMeter == nil { record.downloadMeter = RateMeter(RateWindow(startingAt: min(startedAt, now))) }
+            if record.downloadMeter == nil {
+                record.downloadMeter = RateMeter(RateWindow(startingAt: min(startedAt, now)))
+            }
             record.downloadMeter?.window.record(total: record.bytesMoved, at: now)
         }
         guard case .none = action else { return perform(action, slot, now: now) }
         flush.list(slot, isListed: &record.isListedDirty)
         record.downloadDirty = true
         flush.markChanged(at: now)
+    }
+
+    /// The final head of `slot`'s HEAD: its size, and whether the existing file is unchanged.
+    mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
+        guard !ResponseRules.isInterim(head) else { return }
+        let record = table[slot]
+        if (200..<300).contains(head.statusCode) {
+            ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
+            flush.markChanged(at: now)
+        }
+        let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: record.request.acceptableStatusCodes)
+        _ = record.machine.headRead(
+            reading, of: record.request, received: 0, existingFile: record.existingFile, expectedBefore: nil,
+            wallClock: outbox.wallClock(at: now), nextToken: &nextToken, now: now)
     }
 
     /// The current transfer of `slot` ended as `outcome` says (a checksum mismatch is reported by its pipeline):
@@ -97,7 +113,8 @@ extension QueueStateMachine {
         let request = record.request
         switch action {
         case .adapt(let token):
-            timer.addTimeout(request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
+            timer.addTimeout(
+                request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
             actions.list.append(.publish(request, record.status()))
             let hooks = [adapter, request.adapt].compactMap { $0 }
             actions.list.append(
@@ -107,7 +124,9 @@ extension QueueStateMachine {
             head.httpMethod = "HEAD"
             head.httpBody = nil
             actions.list.append(.publish(request, record.status()))
-            timer.addTimeout(head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount, table: table)
+            timer.addTimeout(
+                head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount,
+                table: table)
             outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
             let start = QueueAction.Start(
                 slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
