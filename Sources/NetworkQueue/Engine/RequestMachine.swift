@@ -25,17 +25,18 @@ struct RequestMachine {
         _ lane: Scheduler.Lane, hooks: Bool, sending sent: URLRequest, expectedBefore: Int64?,
         nextToken: inout UInt64, now: Double
     ) -> Action {
-        if lane == .main { attempts += 1 }
-        guard hooks else { return start(lane == .preflight, sent, expectedBefore, &nextToken, now: now) }
-        nextToken += 1
         switch phase {
-        case .awaitingPreflight where lane == .preflight: phase = .adaptingPreflight(token: nextToken)
-        case .pending where lane == .main, .awaitingMain where lane == .main: phase = .adaptingMain(token: nextToken)
+        case .awaitingPreflight where lane == .preflight, .pending where lane == .main,
+            .awaitingMain where lane == .main:
+            if lane == .main { attempts += 1 }
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
             .deciding, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a slot in the \(lane) lane in phase \(phase.name)")
         }
+        guard hooks else { return start(lane == .preflight, sent, expectedBefore, &nextToken, now: now) }
+        nextToken += 1
         lastActivity = now
+        phase = lane == .preflight ? .adaptingPreflight(token: nextToken) : .adaptingMain(token: nextToken)
         return .adapt(token: nextToken)
     }
 
@@ -233,20 +234,21 @@ struct RequestMachine {
     /// recovered): it waits for a slot again. Otherwise what it waits for (a transfer, hooks, the retry
     /// closure) fails when idle for `timeout` seconds, or is checked again when that time comes.
     mutating func timerFired(timeout: Double, now: Double) -> Action {
-        if case .waitingToRetry = phase {
+        let error = URLError(.timedOut)
+        let failure: Action
+        switch phase {
+        case .waitingToRetry:
             phase = .pending
             return .rejoin
-        }
-        guard now - lastActivity >= timeout else { return .waitUntil(lastActivity + timeout, token: phase.token!) }
-        let error = URLError(.timedOut)
-        switch phase {
-        case .preflighting, .adaptingPreflight: return .attemptFailed(.preflightFailed(error))
-        case .adaptingMain, .running: return .attemptFailed(.transport(error))
+        case .preflighting, .adaptingPreflight: failure = .attemptFailed(.preflightFailed(error))
+        case .adaptingMain, .running: failure = .attemptFailed(.transport(error))
         // The closure deciding on a failed attempt never answered: no more attempts.
-        case .deciding: return .end(.failure(.transport(error)))
-        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
+        case .deciding: failure = .end(.failure(.transport(error)))
+        case .pending, .awaitingPreflight, .awaitingMain, .committing, .following, .paused:
             preconditionFailure("a timeout in phase \(phase.name)")
         }
+        guard now - lastActivity >= timeout else { return .waitUntil(lastActivity + timeout, token: phase.token!) }
+        return failure
     }
 
     /// A HEAD is planned first (go() with accurate progress, or an existing file to check).

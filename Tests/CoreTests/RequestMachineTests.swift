@@ -1,0 +1,380 @@
+import Foundation
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request's machine alone, driven event by event: every event in every phase. A legal event gives exactly
+/// the action and the next phase in the table below; an illegal one stops the process (an exit test each).
+@Suite(.timeLimit(.minutes(2))) struct RequestMachineTests {
+    /// The phases, each reached from a new machine by events alone (the phase cannot be assigned).
+    enum Phase: String, CaseIterable, Codable, Sendable {
+        case pending, awaitingPreflight, adaptingPreflight, preflighting, awaitingMain, adaptingMain, running,
+            deciding, waitingToRetry, committing, following, paused
+    }
+
+    /// The events, each with fixed inputs (see ``Bench/apply(_:to:)``).
+    enum Event: String, CaseIterable, Codable, Sendable {
+        case granted, grantedHead, grantedWithHooks, adapted, headRead, bodyPiece, transferSucceeded,
+            transferFailed, fileOpened, fileFailed, fileCommitted, attemptEnded, retryDecided, timerFired,
+            planPreflight, pause, resume, follow, inherit, cancel
+    }
+
+    /// What each legal event does in each phase: the action, then the phase after it. An event missing from a
+    /// phase's row is illegal there.
+    static let legal: [Phase: [Event: String]] = [
+        .pending: [
+            .granted: "startTransfer first → running", .grantedWithHooks: "adapt → adaptingMain",
+            .fileFailed: "none → pending", .attemptEnded: "end transport -1001 → pending",
+            .planPreflight: "none → awaitingPreflight", .pause: "paused → paused", .resume: "none → pending",
+            .follow: "none → following", .cancel: "end cancelled → pending",
+        ],
+        .awaitingPreflight: [
+            .grantedHead: "startPreflight → preflighting", .fileFailed: "none → awaitingPreflight",
+            .attemptEnded: "end transport -1001 → awaitingPreflight", .pause: "paused → paused",
+            .resume: "none → awaitingPreflight", .cancel: "end cancelled → awaitingPreflight",
+        ],
+        .adaptingPreflight: [
+            .adapted: "startPreflight → preflighting", .fileFailed: "none → adaptingPreflight",
+            .attemptEnded: "end transport -1001 → adaptingPreflight",
+            .timerFired: "attemptFailed preflight -1001 → adaptingPreflight", .pause: "paused → paused",
+            .resume: "none → adaptingPreflight", .cancel: "end cancelled → adaptingPreflight",
+        ],
+        .preflighting: [
+            .headRead: "interim → preflighting", .transferSucceeded: "preflightDone → awaitingMain",
+            .transferFailed: "attemptFailed preflight -1005 → preflighting", .fileFailed: "none → preflighting",
+            .attemptEnded: "end transport -1001 → preflighting",
+            .timerFired: "attemptFailed preflight -1001 → preflighting", .pause: "paused → paused",
+            .resume: "none → preflighting", .cancel: "end cancelled → preflighting",
+        ],
+        .awaitingMain: [
+            .granted: "startTransfer first → running", .grantedWithHooks: "adapt → adaptingMain",
+            .fileFailed: "none → awaitingMain", .attemptEnded: "end transport -1001 → awaitingMain",
+            .pause: "paused → paused", .resume: "none → awaitingMain", .cancel: "end cancelled → awaitingMain",
+        ],
+        .adaptingMain: [
+            .adapted: "startTransfer first → running", .fileFailed: "none → adaptingMain",
+            .attemptEnded: "waitToRetry → waitingToRetry", .timerFired: "attemptFailed transport -1001 → adaptingMain",
+            .pause: "paused → paused", .resume: "none → adaptingMain", .cancel: "end cancelled → adaptingMain",
+        ],
+        .running: [
+            .headRead: "read fresh 3 → running", .bodyPiece: "none → running",
+            .transferSucceeded: "attemptFailed transport -1011 → running",
+            .transferFailed: "attemptFailed transport -1005 → running", .fileOpened: "none → running",
+            .fileFailed: "attemptFailed file → running", .attemptEnded: "waitToRetry → waitingToRetry",
+            .timerFired: "attemptFailed transport -1001 → running", .pause: "paused stopping → paused",
+            .resume: "none → running", .cancel: "end cancelled → running",
+        ],
+        .deciding: [
+            .fileFailed: "none → deciding", .attemptEnded: "end transport -1001 → deciding",
+            .retryDecided: "end transport -1001 → deciding", .timerFired: "end transport -1001 → deciding",
+            .pause: "paused → paused", .resume: "none → deciding", .cancel: "end cancelled → deciding",
+        ],
+        .waitingToRetry: [
+            .fileFailed: "none → waitingToRetry", .attemptEnded: "end transport -1001 → waitingToRetry",
+            .timerFired: "rejoin → pending", .pause: "paused → paused", .resume: "none → waitingToRetry",
+            .cancel: "end cancelled → waitingToRetry",
+        ],
+        .committing: [
+            .fileFailed: "none → committing", .fileCommitted: "end success → committing",
+            .attemptEnded: "end transport -1001 → committing", .pause: "none → committing",
+            .resume: "none → committing", .cancel: "none → committing",
+        ],
+        .following: [
+            .fileFailed: "none → following", .attemptEnded: "end transport -1001 → following",
+            .pause: "none → following", .resume: "none → following", .follow: "none → following",
+            .inherit: "none → pending", .cancel: "end cancelled → following",
+        ],
+        .paused: [
+            .fileFailed: "none → paused", .attemptEnded: "end transport -1001 → paused", .pause: "none → paused",
+            .resume: "resumed → pending", .cancel: "end cancelled → paused",
+        ],
+    ]
+
+    static var legalPairs: [(Phase, Event)] {
+        Phase.allCases.flatMap { phase in Event.allCases.filter { legal[phase]?[$0] != nil }.map { (phase, $0) } }
+    }
+
+    static var illegalPairs: [(Phase, Event)] {
+        Phase.allCases.flatMap { phase in Event.allCases.filter { legal[phase]?[$0] == nil }.map { (phase, $0) } }
+    }
+
+    @Test(arguments: legalPairs) func aLegalEventDoesExactlyWhatTheTableSays(_ phase: Phase, _ event: Event) throws {
+        let bench = try Bench()
+        var machine = try bench.make(phase)
+        #expect(bench.apply(event, to: &machine) == Self.legal[phase]![event]!)
+    }
+
+    @Test(arguments: illegalPairs) func anIllegalEventStopsTheProcess(_ phase: Phase, _ event: Event) async {
+        await #expect(processExitsWith: .failure) { [phase = phase as Phase, event = event as Event] in
+            let bench = try Bench()
+            var machine = try bench.make(phase)
+            _ = bench.apply(event, to: &machine)
+        }
+    }
+
+    @Test func theTableNamesEveryPhaseAndHasBothKindsOfEvent() {
+        #expect(Set(Self.legal.keys) == Set(Phase.allCases))
+        #expect(Self.legalPairs.count == 87)
+        #expect(Self.illegalPairs.count == Phase.allCases.count * Event.allCases.count - 87)
+    }
+
+    @Test func eachPhaseIsReachedAndHoldsWhatItShould() throws {
+        let bench = try Bench()
+        var held: [String] = []
+        var shown: [String] = []
+        for phase in Phase.allCases {
+            let machine = try bench.make(phase)
+            let holdings = machine.phase.holdings
+            var parts = [machine.phase.name]
+            if holdings.mainLane { parts.append("main") }
+            if holdings.preflightLane { parts.append("preflight") }
+            parts.append(contentsOf: holdings.transfers.map { _ in "transfer" })
+            if holdings.retryWait { parts.append("retryWait") }
+            if holdings.committing { parts.append("committing") }
+            if let leader = holdings.leader { parts.append("leader \(leader)") }
+            held.append(parts.joined(separator: " "))
+            let state = machine.phase
+            shown.append(
+                "\(state.token == nil ? "-" : "token") \(state.isTimed ? "timed" : "-") \(state.shown.state)"
+                    + (state.endsAlone ? " alone" : ""))
+        }
+        #expect(
+            held == [
+                "pending main", "awaitingPreflight main preflight", "adaptingPreflight main preflight",
+                "preflighting main preflight transfer", "awaitingMain main", "adaptingMain main",
+                "running main transfer", "deciding", "waitingToRetry retryWait", "committing committing",
+                "following leader 2", "paused",
+            ])
+        #expect(
+            shown == [
+                "- - pending", "- - pending", "token timed preflighting alone", "token timed preflighting alone",
+                "- - pending", "token timed running alone", "token timed running alone",
+                "token timed waitingToRetry alone", "token - waitingToRetry alone", "token - running",
+                "- - pending alone",
+                "- - paused alone",
+            ])
+    }
+
+    @Test func anAttemptIsCountedWhenItGetsItsSlotAndUncountedWhenPaused() throws {
+        let bench = try Bench()
+        var machine = try bench.make(.running)
+        #expect(machine.attempts == 1 && machine.hasStarted && machine.startedAt == 1)
+        _ = machine.pause()
+        #expect(machine.attempts == 0)
+        _ = machine.resume()
+        var token: UInt64 = 100
+        guard
+            case .startTransfer(_, let first, nil) = machine.granted(
+                .main, hooks: false, sending: bench.sent, expectedBefore: nil, nextToken: &token, now: 5)
+        else {
+            Issue.record("no transfer after resuming")
+            return
+        }
+        // Once per request: the resumed transfer is not a new start to the delegate.
+        #expect(!first && machine.attempts == 1 && machine.startedAt == 1 && token == 101)
+    }
+
+    @Test func aRefusedRangeSendsTheSameRequestAgainAsANewAttemptInTheSameSlot() throws {
+        let bench = try Bench()
+        var machine = try bench.make(.running)
+        let refused = machine.phase.attempt!
+        refused.continuedFrom = 100
+        var token: UInt64 = 50
+        let reading = HeadReading(bench.head(416), continuedFrom: 100, acceptableStatusCodes: nil)
+        let action = machine.headRead(
+            reading, of: bench.request, received: 0, existingFile: nil, expectedBefore: 7, wallClock: Date(),
+            nextToken: &token, now: 9)
+        guard case .refusedRange(100, .startTransfer(let attempt, false, let replacing?)) = action else {
+            Issue.record("not sent again: \(action)")
+            return
+        }
+        #expect(replacing === refused && attempt !== refused && attempt.token == 51)
+        #expect(attempt.continuedFrom == 0 && attempt.expectedBefore == 7 && attempt.startedAt == 9)
+        #expect(machine.phase.attempt === attempt && machine.attempts == 1)
+    }
+
+    @Test func theTimerWaitsUntilTheWholeIdleTimeoutPassed() throws {
+        let bench = try Bench()
+        var machine = try bench.make(.running)
+        machine.lastActivity = 40
+        let token = machine.phase.token!
+        guard case .waitUntil(50, token) = machine.timerFired(timeout: 10, now: 45) else {
+            Issue.record("not waiting")
+            return
+        }
+        #expect(machine.phase.name == "running")
+    }
+}
+
+/// The inputs every event is given, and the way to each phase.
+struct Bench {
+    let sent = URLRequest(url: URL(string: "http://example.test/a")!)
+    let request: NetworkRequest
+    /// Three attempts, a backoff, and (for `deciding`) a closure to ask.
+    let policy = RetryPolicy(maximumAttempts: 3)
+    let asking = RetryPolicy(maximumAttempts: 3, decide: { _, _, _ in .useDefault })
+    let failure = NetworkQueueError.transport(URLError(.timedOut))
+
+    init() throws {
+        request = NetworkRequest(URLRequest(url: URL(string: "http://example.test/a")!))
+    }
+
+    func head(_ status: Int, length: Int = 3) -> ResponseHead {
+        ResponseHead(
+            url: sent.url!, statusCode: status, httpVersion: "HTTP/1.1",
+            fields: [.init(name: "Content-Length", value: "\(length)")])
+    }
+
+    /// A new machine brought to `phase` by events alone.
+    func make(_ phase: RequestMachineTests.Phase) throws -> RequestMachine {
+        var machine = RequestMachine()
+        var token: UInt64 = 0
+        var jitter = JitterSource(seed: 1)
+        func grant(_ lane: Scheduler.Lane, hooks: Bool) {
+            _ = machine.granted(lane, hooks: hooks, sending: sent, expectedBefore: nil, nextToken: &token, now: 1)
+        }
+        switch phase {
+        case .pending: break
+        case .awaitingPreflight: _ = machine.planPreflight()
+        case .adaptingPreflight:
+            _ = machine.planPreflight()
+            grant(.preflight, hooks: true)
+        case .preflighting, .awaitingMain:
+            _ = machine.planPreflight()
+            grant(.preflight, hooks: false)
+            if phase == .awaitingMain {
+                _ = machine.transferEnded(
+                    .succeeded, received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil,
+                    nextToken: &token, now: 1)
+            }
+        case .adaptingMain: grant(.main, hooks: true)
+        case .running, .deciding, .waitingToRetry, .committing:
+            grant(.main, hooks: false)
+            if phase == .deciding || phase == .waitingToRetry {
+                _ = machine.attemptEnded(
+                    failure, policy: phase == .deciding ? asking : policy, method: "GET", nextToken: &token,
+                    jitter: &jitter, now: 1)
+            }
+            if phase == .committing {
+                let reading = HeadReading(head(200), continuedFrom: 0, acceptableStatusCodes: nil)
+                _ = machine.headRead(
+                    reading, of: request, received: 0, existingFile: nil, expectedBefore: nil, wallClock: Date(),
+                    nextToken: &token, now: 1)
+                let (sink, url) = try Self.sink()
+                _ = machine.file(.opened(sink), file: url, metrics: nil)
+                _ = machine.transferEnded(
+                    .succeeded, received: 3, file: url, checksExistingFile: false, metrics: nil, expectedBefore: nil,
+                    nextToken: &token, now: 1)
+            }
+        case .following: _ = machine.follow(2)
+        case .paused: _ = machine.pause()
+        }
+        guard machine.phase.name == phase.rawValue else { throw BenchError.notReached(phase.rawValue) }
+        return machine
+    }
+
+    /// A part file of a claimed destination in a directory of its own, removed at once (the open descriptor
+    /// keeps the file until the sink is dropped).
+    static func sink() throws -> (FileSink, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("machine-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("file")
+        guard let claim = DestinationClaim.claim(url), let sink = try FileSink(claim: claim, continuing: false) else {
+            throw BenchError.notReached("a file")
+        }
+        return (sink, url)
+    }
+
+    /// Applies `event` with its fixed inputs; returns the action and the phase after it.
+    func apply(_ event: RequestMachineTests.Event, to machine: inout RequestMachine) -> String {
+        var token: UInt64 = 1_000
+        var jitter = JitterSource(seed: 2)
+        let said: String
+        switch event {
+        case .granted, .grantedHead, .grantedWithHooks:
+            said = describe(
+                machine.granted(
+                    event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks, sending: sent,
+                    expectedBefore: nil, nextToken: &token, now: 2))
+        case .adapted:
+            said = describe(machine.adapted(.success(sent), expectedBefore: nil, nextToken: &token, now: 2))
+        case .headRead:
+            let reading = HeadReading(head(200), continuedFrom: 0, acceptableStatusCodes: nil)
+            switch machine.headRead(
+                reading, of: request, received: 0, existingFile: nil, expectedBefore: nil, wallClock: Date(),
+                nextToken: &token, now: 2)
+            {
+            case .interim: said = "interim"
+            case .refusedRange: said = "refusedRange"
+            case .read(let continuation, let length, _, let problem):
+                said = "read \(continuation) \(length.map(String.init) ?? "-")\(problem == nil ? "" : " problem")"
+            }
+        case .bodyPiece: said = describe(machine.bodyPiece(keeping: Data([1, 2, 3]), received: 3, of: request))
+        case .transferSucceeded, .transferFailed:
+            said = describe(
+                machine.transferEnded(
+                    event == .transferSucceeded ? .succeeded : .failed(URLError(.networkConnectionLost)), received: 0,
+                    file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil, nextToken: &token, now: 2))
+        case .fileOpened:
+            guard let (sink, url) = try? Self.sink() else { return "no file" }
+            said = describe(machine.file(.opened(sink), file: url, metrics: nil))
+        case .fileFailed:
+            said = describe(machine.file(.failed(.fileError(path: "/x", reason: "full")), file: nil, metrics: nil))
+        case .fileCommitted: said = describe(machine.file(.committed(nil), file: nil, metrics: nil))
+        case .attemptEnded:
+            said = describe(
+                machine.attemptEnded(
+                    failure, policy: policy, method: "GET", nextToken: &token, jitter: &jitter, now: 2))
+        case .retryDecided:
+            said = describe(
+                machine.retryDecided(.doNotRetry, policy: policy, method: "GET", nextToken: &token, jitter: &jitter))
+        case .timerFired: said = describe(machine.timerFired(timeout: 10, now: 100))
+        case .planPreflight: said = describe(machine.planPreflight())
+        case .pause: said = describe(machine.pause())
+        case .resume: said = describe(machine.resume())
+        case .follow: said = describe(machine.follow(2))
+        case .inherit: said = describe(machine.follow(nil))
+        case .cancel: said = describe(machine.cancel())
+        }
+        return "\(said) → \(machine.phase.name)"
+    }
+
+    func describe(_ action: RequestMachine.Action) -> String {
+        switch action {
+        case .none: "none"
+        case .adapt: "adapt"
+        case .startPreflight: "startPreflight"
+        case .startTransfer(_, let first, let replacing):
+            "startTransfer" + (first ? " first" : "") + (replacing == nil ? "" : " replacing")
+        case .attemptFailed(let error): "attemptFailed " + describe(error)
+        case .askRetry: "askRetry"
+        case .waitToRetry: "waitToRetry"
+        case .commit: "commit"
+        case .end(.success(let response)): "end success" + (response.keptExistingFile ? " kept" : "")
+        case .end(.failure(let error)): "end " + describe(error)
+        case .rejoin: "rejoin"
+        case .waitUntil(let time, _): "waitUntil \(time)"
+        case .preflightDone: "preflightDone"
+        case .paused(let stopped): "paused" + (stopped == nil ? "" : " stopping")
+        case .resumed(let withPreflight): "resumed" + (withPreflight ? " withPreflight" : "")
+        case .sendAgainWithoutRange: "sendAgainWithoutRange"
+        }
+    }
+
+    func describe(_ error: NetworkQueueError) -> String {
+        if error.isCancellation { return "cancelled" }
+        if case .transport(let underlying) = error { return "transport \(underlying.code.rawValue)" }
+        if case .preflightFailed(let underlying) = error { return "preflight \(underlying.code.rawValue)" }
+        if case .fileError = error { return "file" }
+        return "\(error)"
+    }
+}
+
+enum BenchError: Error {
+    case notReached(String)
+}
