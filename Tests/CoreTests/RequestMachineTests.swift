@@ -132,7 +132,7 @@ import Testing
             var parts = [machine.phase.name]
             if holdings.mainLane { parts.append("main") }
             if holdings.preflightLane { parts.append("preflight") }
-            parts.append(contentsOf: holdings.transfers.map { _ in "transfer" })
+            if holdings.runsTransfers { parts.append("transfer") }
             if holdings.retryWait { parts.append("retryWait") }
             if holdings.committing { parts.append("committing") }
             if let leader = holdings.leader { parts.append("leader \(leader)") }

@@ -45,7 +45,7 @@ extension QueueStateMachine {
             }
         }
         // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
-        move(slot, from: RequestState.Holdings())
+        move(slot, from: nil)
         flush.markChanged(at: now)
         outbox.log(.info, .added, request, now: now) {
             "\(request.method) \(Redaction.describe(request.url))"

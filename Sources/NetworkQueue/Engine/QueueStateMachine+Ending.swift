@@ -18,7 +18,7 @@ extension QueueStateMachine {
             outbox.post(.didCollectMetrics(table[slot].request, metrics: metrics))
         }
         let record = table.remove(slot)
-        move(slot, from: record.machine.phase.holdings, to: RequestState.Holdings(), transferEnded: transferEnded)
+        move(slot, from: record.machine.phase, leaving: true, transferEnded: transferEnded)
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)
@@ -130,7 +130,7 @@ extension QueueStateMachine {
         }
         for (slot, record) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // As if its retry time came.
-            let before = record.machine.phase.holdings
+            let before = record.machine.phase
             let action = record.machine.timerFired(timeout: 0, now: now)
             move(slot, from: before)
             perform(action, slot, now: now)

@@ -21,7 +21,7 @@ extension QueueStateMachine {
                 return RequestRules.wantsPreflight($0.record.request)
             }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                let before = record.machine.phase.holdings
+                let before = record.machine.phase
                 _ = record.machine.planPreflight()
                 ledger.awaitSize(&record.progress)
                 move(slot, from: before)
@@ -92,14 +92,14 @@ extension QueueStateMachine {
         let heir = table[heirSlot]
         // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
         scheduler.setHost(heirSlot, scheduler.perHostLimit > 0 ? servers.number(of: heir.request.url) : nil)
-        let before = heir.machine.phase.holdings
+        let before = heir.machine.phase
         _ = heir.machine.follow(nil)
         move(heirSlot, from: before)
         let others = leader.followers
         leader.followers = []
         for follower in others {
             let record = table[follower]
-            let held = record.machine.phase.holdings
+            let held = record.machine.phase
             _ = record.machine.follow(heirSlot)
             move(follower, from: held)
         }

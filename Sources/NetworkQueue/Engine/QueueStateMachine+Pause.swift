@@ -36,7 +36,7 @@ extension QueueStateMachine {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
             guard let record = table.record(at: slot), record.request === request else { continue }
-            let before = record.machine.phase.holdings
+            let before = record.machine.phase
             let action = record.machine.resume()
             guard case .resumed = action else { continue }
             move(slot, from: before)
@@ -50,7 +50,7 @@ extension QueueStateMachine {
 
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard let record = table.record(at: slot), record.request === request else { return false }
-        let before = record.machine.phase.holdings
+        let before = record.machine.phase
         let action = record.machine.pause()
         guard case .paused(let stopped) = action else { return false }
         // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused

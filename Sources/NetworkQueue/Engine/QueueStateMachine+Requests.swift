@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// The coordinator's side of a request's life: each event goes to the request's ``RequestMachine``, its lanes and
-/// counts follow its holdings (``move(_:from:to:transferEnded:)``), and what the machine asks is done
+/// counts follow its holdings (``move(_:from:leaving:transferEnded:)``), and what the machine asks is done
 /// (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`: a request's path from its slot to its retry.
 extension QueueStateMachine {
     /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
@@ -31,7 +31,7 @@ extension QueueStateMachine {
                 attemptFailed(job.id, .invalidRequest(problem), now: now)
                 continue
             }
-            let before = record.machine.phase.holdings
+            let before = record.machine.phase
             let action = record.machine.granted(
                 job.lane, hooks: adapter != nil || record.request.adapt != nil, sending: record.request.urlRequest,
                 expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
@@ -40,14 +40,12 @@ extension QueueStateMachine {
         }
     }
 
-    /// The one place a request joins or leaves a lane or a count: from what the request in `slot` held `before`
-    /// to what it holds now (or `to`: none, leaving the table). A finished HEAD keeps its place ahead of the
+    /// The one place a request joins or leaves a lane or a count: from what the request in `slot` held in `phase`
+    /// (nil: a new request) to what it holds now (none when `leaving` the table). A finished HEAD keeps its place ahead of the
     /// window; a transfer no longer held is stopped, unless the transport reported its end (`transferEnded`).
-    mutating func move(
-        _ slot: Int, from before: RequestState.Holdings, to after: RequestState.Holdings? = nil,
-        transferEnded: Bool = false
-    ) {
-        let after = after ?? table[slot].machine.phase.holdings
+    mutating func move(_ slot: Int, from phase: RequestState?, leaving: Bool = false, transferEnded: Bool = false) {
+        let before = phase?.holdings ?? RequestState.Holdings()
+        let after = leaving ? RequestState.Holdings() : table[slot].machine.phase.holdings
         if before.preflightLane != after.preflightLane {
             let job = Job(id: slot, lane: .preflight)
             if after.preflightLane {
@@ -62,8 +60,9 @@ extension QueueStateMachine {
             let job = Job(id: slot, lane: .main)
             if after.mainLane { scheduler.enqueue(job) } else { _ = scheduler.remove(job) }
         }
-        if !transferEnded {
-            for cell in before.transfers where !after.transfers.contains(cell) { actions.list.append(.cancel(cell)) }
+        if !transferEnded, before.runsTransfers, let phase {
+            let kept = leaving ? Transfers() : table[slot].machine.phase.transfers
+            for cell in phase.transfers where !kept.contains(cell) { actions.list.append(.cancel(cell)) }
         }
         if before.retryWait != after.retryWait { waitingRetries += after.retryWait ? 1 : -1 }
         if before.committing != after.committing { committingCount += after.committing ? 1 : -1 }
@@ -195,7 +194,7 @@ extension QueueStateMachine {
                 "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
             }
             guard case .startTransfer(_, _, let refused?) = restart else { preconditionFailure("no restart") }
-            move(slot, from: RequestState.running(refused).holdings)
+            move(slot, from: .running(refused))
             return perform(restart, slot, now: now)
         case .read(let continuation, let length, let encoded, let problem):
             outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
@@ -240,7 +239,7 @@ extension QueueStateMachine {
         _ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double
     ) {
         let record = table[slot]
-        let before = record.machine.phase.holdings
+        let before = record.machine.phase
         let action = record.machine.attemptEnded(
             error, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
             nextToken: &nextToken, jitter: &jitter, now: now)
@@ -285,7 +284,7 @@ extension QueueStateMachine {
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             let record = table[entry.id]
-            let before = record.machine.phase.holdings
+            let before = record.machine.phase
             let action = record.machine.timerFired(timeout: 0, now: now)
             move(entry.id, from: before)
             perform(action, entry.id, now: now)

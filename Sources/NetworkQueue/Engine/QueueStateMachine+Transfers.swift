@@ -67,7 +67,7 @@ extension QueueStateMachine {
             guard case .running = record.machine.phase else { return QueueActions() }
             outbox.log(.error, .checksumFailed, record.request, now: now) { "expected \(expected), got \(actual)" }
         }
-        let before = record.machine.phase.holdings
+        let before = record.machine.phase
         let action = record.machine.transferEnded(
             outcome, received: record.progress.received, file: record.claim?.url,
             checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
@@ -159,7 +159,7 @@ extension QueueStateMachine {
                 .failure(.invalidRequest($0))
             } ?? .success(urlRequest)
         }
-        let before = record.machine.phase.holdings
+        let before = record.machine.phase
         let action = record.machine.adapted(
             checked, expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
         move(slot, from: before)
@@ -175,7 +175,7 @@ extension QueueStateMachine {
             return finishEvent(now)
         }
         let record = table[slot]
-        let before = record.machine.phase.holdings
+        let before = record.machine.phase
         let action = record.machine.retryDecided(
             decision, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
             nextToken: &nextToken,

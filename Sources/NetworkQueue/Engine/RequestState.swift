@@ -110,8 +110,8 @@ enum RequestState {
         var mainLane = false
         /// Listed in, or holding a slot of, the preflight lane.
         var preflightLane = false
-        /// The transfers running (the HEAD, or the attempt's).
-        var transfers = Transfers()
+        /// True while transfers run (the HEAD, or the attempt's: see ``RequestState/transfers``).
+        var runsTransfers = false
         /// Counted among the requests waiting to retry.
         var retryWait = false
         /// Counted among the requests whose file is being moved into place.
@@ -193,14 +193,24 @@ enum RequestState {
         }
     }
 
+    /// The transfers the phase runs: the HEAD's, or the attempt's.
+    var transfers: Transfers {
+        switch self {
+        case .preflighting(let preflight): Transfers(preflight.cell)
+        case .running(let attempt): attempt.transfers
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .committing, .following, .paused:
+            Transfers()
+        }
+    }
+
     /// What the phase holds (see ``Holdings``).
     var holdings: Holdings {
         switch self {
         case .pending, .awaitingMain, .adaptingMain: Holdings(mainLane: true)
         case .awaitingPreflight, .adaptingPreflight: Holdings(mainLane: true, preflightLane: true)
-        case .preflighting(let preflight):
-            Holdings(mainLane: true, preflightLane: true, transfers: Transfers(preflight.cell))
-        case .running(let attempt): Holdings(mainLane: true, transfers: attempt.transfers)
+        case .preflighting: Holdings(mainLane: true, preflightLane: true, runsTransfers: true)
+        case .running: Holdings(mainLane: true, runsTransfers: true)
         case .waitingToRetry: Holdings(retryWait: true)
         case .committing: Holdings(committing: true)
         case .following(let leader): Holdings(leader: leader)
