@@ -197,6 +197,11 @@ import Testing
         #expect(machine.phase.attempt === attempt && machine.attempts == 1)
     }
 
+    @Test func aMachineStaysSmallForEveryWaitingRequestOfABatch() {
+        // The phase (a tag and one word), the flag behind its tag, three words: 41 bytes on 64-bit platforms.
+        #expect(MemoryLayout<RequestMachine>.size <= 41)
+    }
+
     @Test func theTimerWaitsUntilTheWholeIdleTimeoutPassed() throws {
         let bench = try Bench()
         var machine = try bench.make(.running)

@@ -10,14 +10,15 @@ import Foundation
 struct RequestMachine {
     /// Where the request is. Only the machine's events assign it.
     private(set) var phase = RequestState.pending
-    /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
-    private(set) var attempts = 0
+    // In this order, so that the flag packs behind the phase's tag: every waiting request holds a machine.
     /// True once didStart was posted: once per request, not per attempt.
     private(set) var hasStarted = false
-    /// When the request's first transfer started (queue clock), for the log's "finished in".
-    private(set) var startedAt: Double?
     /// When the request last moved a byte or changed phase (the coordinator notes its transfer's events here).
     var lastActivity: Double = 0
+    /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
+    private(set) var attempts = 0
+    /// When the request's first transfer started (queue clock), for the log's "finished in".
+    private(set) var startedAt: Double?
 
     /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or
     /// its transfer starts, sending `sent` (its own request).
