@@ -257,13 +257,19 @@
             #expect(!Self.threadNames().contains(threadName))
         }
 
-        /// The names of this process's threads, from /proc.
+        /// The names of this process's threads, from /proc. Read with `read(2)`: a thread may end between the
+        /// listing and the read, and Foundation's file reading leaks its buffer when the read then fails.
         static func threadNames() -> Set<String> {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
             return Set(
                 tasks.compactMap { task in
-                    (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                        .trimmingCharacters(in: .newlines)
+                    let fd = open("/proc/self/task/\(task)/comm", O_RDONLY | O_CLOEXEC)
+                    guard fd >= 0 else { return nil }
+                    defer { close(fd) }
+                    var bytes = [UInt8](repeating: 0, count: 64)
+                    let count = read(fd, &bytes, bytes.count)
+                    guard count > 0 else { return nil }
+                    return String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .newlines)
                 })
         }
     }
