@@ -8,14 +8,11 @@ import Foundation
 /// counts follow its holdings (``move(_:from:leaving:transferEnded:)``), and what the machine asks is done
 /// (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`: a request's path from its slot to its retry.
 extension QueueStateMachine {
-    /// Ends an event: starts what may start, ends the drain if nothing is left, arms the timer, and
-    /// returns the event's actions.
+    /// Ends an event: starts what may start, grants reads, ends an empty drain, arms the timer; returns the actions.
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
-        if !sources.line.isEmpty {
-            for (id, count) in sources.grantWaiting(room: readRoom) {
-                actions.list.append(.readSource(id, count: count))
-            }
+        for (id, count) in sources.line.isEmpty ? [] : sources.grantWaiting(room: readRoom) {
+            actions.list.append(.readSource(id, count: count))
         }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
         if let time = timer.arm(flushDue: flush.due, waiting: waitingRetries, table: table) { actions.armTimer = time }
@@ -40,9 +37,9 @@ extension QueueStateMachine {
         }
     }
 
-    /// The one place a request joins or leaves a lane or a count: from what the request in `slot` held in `phase`
-    /// (nil: a new request) to what it holds now (none when `leaving` the table). A finished HEAD keeps its place ahead of the
-    /// window; a transfer no longer held is stopped, unless the transport reported its end (`transferEnded`).
+    /// The one place a request joins or leaves a lane or a count: from what `slot` held in `phase` (nil: new) to
+    /// what it holds now (nothing when `leaving`). A finished HEAD keeps its place ahead of the window; a transfer
+    /// no longer held is stopped, unless the transport reported its end (`transferEnded`).
     mutating func move(_ slot: Int, from phase: RequestState?, leaving: Bool = false, transferEnded: Bool = false) {
         let before = phase?.holdings ?? RequestState.Holdings()
         let after = leaving ? RequestState.Holdings() : table[slot].machine.phase.holdings
@@ -158,20 +155,24 @@ extension QueueStateMachine {
             preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
         }
         switch event {
-        case .head(let head) where preflight: preflightHead(head, slot: slot, now: now)
         case .head(let head):
+            guard !preflight else {
+                preflightHead(head, slot: slot, now: now)
+                break
+            }
             // Without a pipeline's reading (tests drive the machine alone) no part is continued.
             let acceptable = record.request.acceptableStatusCodes
             headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
         case .data(let data): if !preflight { receive(data.count, keeping: data, slot: slot, now: now) }
-        case .sent(let sent, let expected) where !preflight:
+        case .sent(let sent, let expected):
+            guard !preflight else { break }
             ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
             flush.list(slot, isListed: &record.isListedDirty)
-        case .redirect(let redirect) where !preflight: outbox.log(redirect, of: record.request, now: now)
+        case .redirect(let redirect): if !preflight { outbox.log(redirect, of: record.request, now: now) }
         // Reported unasked (a transport that always measures): nobody reads them.
-        case .metrics(let metrics) where !preflight:
-            if collectsMetrics { outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics))) }
-        case .sent, .redirect, .metrics: break
+        case .metrics(let metrics):
+            guard !preflight, collectsMetrics else { break }
+            outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
         case .completed(let error):
             return transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, token: token, now: now)
         }
