@@ -63,6 +63,11 @@ extension LoopbackServer {
             next.path = "/redirect/\(count - 1)"
             let location = count == 1 ? (request.query["to"] ?? "/bytes/16") : next.target
             return response.send(code, ["Location": location])
+        case ("trickle", let size?) where size >= 0 && parts.count == 4:
+            guard let pieces = Int(parts[2]), let interval = Int(parts[3]), pieces >= 1 else { break }
+            return serveTrickle(size, pieces: pieces, interval: interval, request, response)
+        case ("endless", nil):
+            return serveEndless(request, response)
         case ("flaky", let size?) where size >= 2:
             return serveFlaky(size, request, response)
         case ("barrier", let size?) where size >= 0:
@@ -75,8 +80,9 @@ extension LoopbackServer {
             _ = state.wait(until: Date(timeIntervalSinceNow: 10)) { $0.barrierArrivals >= releaseAt }
             return serveBytes(size, request, response)
         default:
-            return response.send(404, body: "no route for \(request.path)\n")
+            break
         }
+        return response.send(404, body: "no route for \(request.path)\n")
     }
 
     /// `/flaky/N?key=K&failures=F`: the first F requests (HEAD excluded) with key K fail, the next ones get

@@ -47,6 +47,24 @@ import Testing
         #expect(whole.count == 1000)
     }
 
+    @Test func aTrickleSendsItsBytesInPiecesUnderALength() async throws {
+        let server = try LoopbackServer()
+        let (response, body, error) = await fetch(server.url("/trickle/10/5/10"))
+        #expect(error == nil)
+        #expect(response?.statusCode == 200)
+        #expect(response?.value(forHTTPHeaderField: "Content-Length") == "10")
+        #expect(body == pattern(0..<10))
+        // Pieces of 2, 2 and what is left (3); a piece longer than the pattern's chunk keeps the pattern.
+        let (_, uneven, _) = await fetch(server.url("/trickle/7/3/0"))
+        #expect(uneven == pattern(0..<7))
+        let (_, long, _) = await fetch(server.url("/trickle/200000/2/0"))
+        #expect(long == pattern(0..<200_000))
+        let (head, headBody, _) = await fetch(server.url("/trickle/10/5/10"), method: "HEAD")
+        #expect(head?.expectedContentLength == 10 && headBody.isEmpty)
+        let (bad, _, _) = await fetch(server.url("/trickle/10/0/10"))
+        #expect(bad?.statusCode == 404)
+    }
+
     @Test func chunkedBodyHasNoLength() async throws {
         let server = try LoopbackServer()
         let (response, body, _) = await fetch(server.url("/chunked/70000"))

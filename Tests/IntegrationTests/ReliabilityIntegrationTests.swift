@@ -207,6 +207,25 @@ import Testing
         // a body that kept flowing passes this bound within 7 s.
         #expect(after < 64 << 20, "the server wrote \(after) bytes after the failure")
     }
+
+    // libcurl only: Linux URLSession reads ahead of a cancelled task at full speed (see the test above).
+    @Test func endlessAndForeverTricklingBodiesEndAtTheCap() async throws {
+        let server = try LoopbackServer()
+        let (queue, _) = makeQueue(.curl)
+        // Each ends on its own cap: one failing does not cancel the other.
+        queue.cancelsAllOnFailure = false
+        let endless = server.url("/endless")
+        let trickle = server.url("/trickle/64/1/0?forever=1")
+        let requests = [(endless, 1 << 20), (trickle, 4_096)].map { url, cap in
+            NetworkRequest(URLRequest(url: url), validation: .init(maximumResponseSize: .bytes(Int64(cap))))
+        }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        #expect(requests[0].failure == .responseTooLarge(limit: 1 << 20, url: endless))
+        #expect(requests[1].failure == .responseTooLarge(limit: 4_096, url: trickle))
+        await eventually { server.statistics.inFlight == 0 }
+        #expect(server.statistics.inFlight == 0, "a connection stayed open after its request ended")
+    }
 }
 
 @Suite(.timeLimit(.minutes(10))) struct RedactionIntegrationTests {
