@@ -44,8 +44,7 @@ enum Gzip {
         var offset = 0
         while offset < data.count {
             let length = min(size, data.count - offset)
-            out +=
-                Array("\(String(length, radix: 16))\r\n".utf8) + data[offset..<(offset + length)] + Array("\r\n".utf8)
+            out += LoopbackServer.chunk(data[offset..<(offset + length)])
             offset += length
         }
         return out + Array("0\r\n\(trailer)\r\n".utf8)

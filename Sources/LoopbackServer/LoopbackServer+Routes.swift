@@ -126,11 +126,14 @@ extension LoopbackServer {
         return request.method == "HEAD" || response.write(body, isLast: true)
     }
 
-    /// The first `count` pattern bytes, appended in 64 KiB runs (the pattern repeats every 256 bytes).
-    static func patternBytes(_ count: Int) -> [UInt8] {
+    /// `count` pattern bytes from byte `offset` on, appended in 64 KiB runs (the pattern repeats every 256 bytes).
+    static func patternBytes(_ count: Int, from offset: Int = 0) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count)
-        while bytes.count < count { bytes += pattern[0..<min(chunkSize, count - bytes.count)] }
+        while bytes.count < count {
+            let start = (offset + bytes.count) % 256
+            bytes += pattern[start..<(start + min(chunkSize, count - bytes.count))]
+        }
         return bytes
     }
 
@@ -203,7 +206,7 @@ extension LoopbackServer {
             let length = min(piece, count - sent)
             let start = (offset + sent) % 256
             var bytes = Array(Self.pattern[start..<(start + length)])
-            if chunked { bytes = Array((String(length, radix: 16) + "\r\n").utf8) + bytes + [13, 10] }
+            if chunked { bytes = Self.chunk(bytes) }
             guard response.write(bytes, isLast: !chunked && sent + length == count) else { return false }
             sent += length
             if let rate {
@@ -211,8 +214,16 @@ extension LoopbackServer {
                 if due > 0 { Thread.sleep(forTimeInterval: due) }
             }
         }
-        return chunked ? response.write(Array("0\r\n\r\n".utf8), isLast: true) : true
+        return chunked ? response.write(Self.lastChunk, isLast: true) : true
     }
+
+    /// `bytes` framed as one chunk of a chunked body.
+    static func chunk(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
+    }
+
+    /// The chunk that ends a chunked body (no trailer).
+    static let lastChunk = Array("0\r\n\r\n".utf8)
 
     /// Parses `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when unsatisfiable or malformed.
     static func parseRange(_ header: String, size: Int) -> Range<Int>? {

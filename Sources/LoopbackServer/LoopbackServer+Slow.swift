@@ -16,21 +16,15 @@ extension LoopbackServer {
             : ["Content-Length": "\(size)", "Content-Type": "application/octet-stream"]
         let isHead = request.method == "HEAD"
         guard response.head(200, headers, isLast: isHead && !forever) else { return false }
-        if isHead { return !forever || response.write(Array("0\r\n\r\n".utf8), isLast: true) }
+        if isHead { return !forever || response.write(Self.lastChunk, isLast: true) }
         let piece = max(1, size / max(1, pieces))
         var sent = 0
         var index = 0
         while forever || sent < size {
             if index > 0 { Thread.sleep(forTimeInterval: Double(max(0, interval)) / 1000) }
             let length = forever ? piece : (index + 1 >= pieces ? size - sent : min(piece, size - sent))
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(length)
-            while bytes.count < length {
-                // Byte i is i % 256: a run of up to a chunk from the pattern at `sent + bytes.count`.
-                let start = (sent + bytes.count) % 256
-                bytes += Self.pattern[start..<(start + min(Self.chunkSize, length - bytes.count))]
-            }
-            if forever { bytes = Array((String(length, radix: 16) + "\r\n").utf8) + bytes + [13, 10] }
+            var bytes = Self.patternBytes(length, from: sent)
+            if forever { bytes = Self.chunk(bytes) }
             guard response.write(bytes, isLast: !forever && sent + length == size) else { return false }
             sent += length
             index += 1
@@ -42,10 +36,8 @@ extension LoopbackServer {
     func serveEndless(_ request: HTTPRequest, _ response: Response) -> Bool {
         guard response.head(200, ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"])
         else { return false }
-        let terminator = Array("0\r\n\r\n".utf8)
-        if request.method == "HEAD" { return response.write(terminator, isLast: true) }
-        let size = Array((String(Self.chunkSize, radix: 16) + "\r\n").utf8)
-        let chunk = size + Self.patternBytes(Self.chunkSize) + [13, 10]
+        if request.method == "HEAD" { return response.write(Self.lastChunk, isLast: true) }
+        let chunk = Self.chunk(Self.patternBytes(Self.chunkSize))
         while true {
             guard response.write(chunk, isLast: false) else { return false }
         }
