@@ -197,6 +197,17 @@ import Testing
         #expect(machine.phase.attempt === attempt && machine.attempts == 1)
     }
 
+    @Test func anAttemptsTransfersAreKeptInOrderAndFoundByIdentity() {
+        let (first, second, other) = (TransferCell(), TransferCell(), TransferCell())
+        var transfers = Transfers()
+        #expect(transfers.first == nil && Array(transfers).isEmpty)
+        transfers.insert(first)
+        transfers.insert(second)
+        #expect(transfers.first === first)
+        #expect(Array(transfers).map(ObjectIdentifier.init) == [first, second].map(ObjectIdentifier.init))
+        #expect(transfers.contains(second) && !transfers.contains(other))
+    }
+
     @Test func aMachineStaysSmallForEveryWaitingRequestOfABatch() {
         // The phase (a tag and one word), the flag behind its tag, three words: 41 bytes on 64-bit platforms.
         #expect(MemoryLayout<RequestMachine>.size <= 41)

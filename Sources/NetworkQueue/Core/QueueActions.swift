@@ -101,6 +101,11 @@ struct QueueActions {
         return taken
     }
 
+    /// Shows `record`'s status as it is now.
+    mutating func publish(_ record: RequestRecord) {
+        list.append(.publish(record.request, record.status()))
+    }
+
     /// Appends the actions of a later event of the same lock hold.
     mutating func append(_ other: consuming QueueActions) {
         list += other.list

@@ -13,11 +13,11 @@ extension QueueStateMachine {
         _ slot: Int, _ result: Result<NetworkResponse, NetworkQueueError>, transferEnded: Bool = false,
         endingHead: ResponseHead? = nil, failsSiblings: Bool = false, now: Double
     ) {
-        if !transferEnded, collectsMetrics, let attempt = table[slot].machine.phase.attempt {
-            let metrics = table[slot].collect(TransferMetrics(stopped: attempt, at: now))
-            outbox.post(.didCollectMetrics(table[slot].request, metrics: metrics))
-        }
         let record = table.remove(slot)
+        if !transferEnded, collectsMetrics, let attempt = record.machine.phase.attempt {
+            let metrics = record.collect(TransferMetrics(stopped: attempt, at: now))
+            outbox.post(.didCollectMetrics(record.request, metrics: metrics))
+        }
         move(slot, from: record.machine.phase, leaving: true, transferEnded: transferEnded)
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)

@@ -66,7 +66,7 @@ extension QueueStateMachine {
             record.downloadDirty = request.downloadProgressHandler != nil
             flush.markChanged(at: now)
         }
-        actions.list.append(.publish(request, record.status()))
+        actions.publish(record)
         outbox.post(.didPause(request))
         outbox.log(.info, .paused, request, now: now) {
             (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart

@@ -92,7 +92,7 @@ extension QueueStateMachine {
                 ledger.rebase(&record.progress, received: 0)
                 flush.markChanged(at: now)
             }
-            publish(record)
+            actions.publish(record)
             if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
             timer.addTimeout(
@@ -115,14 +115,14 @@ extension QueueStateMachine {
             timer.addTimeout(
                 request.timeoutInterval, slot: slot, token: decision.token, now: now, live: scheduler.activeCount,
                 table: table)
-            publish(record)
+            actions.publish(record)
             let decide = QueueAction.Decide(
                 slot: slot, token: decision.token, request: request, error: decision.failure,
                 attempts: record.machine.attempts, decide: (request.retryPolicy ?? retryPolicy).decide!)
             actions.list.append(.decide(decide))
         case .waitToRetry(let wait, let delay, let error, _):
             timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
-            publish(record)
+            actions.publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
             let next = record.machine.attempts + 1
             let maximum = (request.retryPolicy ?? retryPolicy).maximumAttempts
@@ -223,7 +223,7 @@ extension QueueStateMachine {
             }
             // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
             if outbox.hasListeners {
-                publish(record)
+                actions.publish(record)
             } else {
                 flush.list(slot, isListed: &record.isListedDirty)
                 record.uploadDirty = true
@@ -291,10 +291,5 @@ extension QueueStateMachine {
             perform(action, entry.id, now: now)
         }
         return finishEvent(now)
-    }
-
-    /// Publishes the request's status now.
-    private mutating func publish(_ record: RequestRecord) {
-        actions.list.append(.publish(record.request, record.status()))
     }
 }

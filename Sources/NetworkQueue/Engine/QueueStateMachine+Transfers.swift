@@ -115,7 +115,7 @@ extension QueueStateMachine {
         case .adapt(let token):
             timer.addTimeout(
                 request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
-            actions.list.append(.publish(request, record.status()))
+            actions.publish(record)
             let hooks = [adapter, request.adapt].compactMap { $0 }
             actions.list.append(
                 .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
@@ -123,7 +123,7 @@ extension QueueStateMachine {
             var head = sent
             head.httpMethod = "HEAD"
             head.httpBody = nil
-            actions.list.append(.publish(request, record.status()))
+            actions.publish(record)
             timer.addTimeout(
                 head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount,
                 table: table)
@@ -135,11 +135,11 @@ extension QueueStateMachine {
         case .commit(let attempt, let sink):
             actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
         case .rejoin, .resumed:
-            actions.list.append(.publish(request, record.status()))
+            actions.publish(record)
         case .preflightDone:
             // A HEAD without a size: the request weighs one unit, as any download of unknown size.
             ledger.stopAwaitingSize(&record.progress)
-            actions.list.append(.publish(request, record.status()))
+            actions.publish(record)
         case .waitUntil(let deadline, let token):
             timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
         case .none, .startTransfer, .attemptFailed, .askRetry, .waitToRetry, .end, .sendAgainWithoutRange, .paused:
