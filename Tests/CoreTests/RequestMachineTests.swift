@@ -19,8 +19,8 @@ import Testing
     /// The events, each with fixed inputs (see ``Bench/apply(_:to:)``).
     enum Event: String, CaseIterable, Codable, Sendable {
         case granted, grantedHead, grantedWithHooks, adapted, headRead, bodyPiece, transferSucceeded,
-            transferFailed, fileOpened, fileFailed, fileCommitted, attemptEnded, retryDecided, timerFired,
-            planPreflight, pause, resume, follow, inherit, cancel
+            transferFailed, fileOpened, fileFailed, fileCommitted, attemptEnded, retryDecided, timedCheck, retryTime,
+            deadlinePassed, planPreflight, pause, resume, follow, inherit, cancel
     }
 
     /// What each legal event does in each phase: the action, then the phase after it. An event missing from a
@@ -30,67 +30,74 @@ import Testing
             .granted: "startTransfer first → running", .grantedWithHooks: "adapt → adaptingMain",
             .fileFailed: "none → pending", .attemptEnded: "end transport -1001 → pending",
             .planPreflight: "none → awaitingPreflight", .pause: "paused → paused", .resume: "none → pending",
-            .follow: "none → following", .cancel: "end cancelled → pending",
+            .follow: "none → following", .cancel: "end cancelled → pending", .deadlinePassed: "none → pending",
         ],
         .awaitingPreflight: [
             .grantedHead: "startPreflight → preflighting", .fileFailed: "none → awaitingPreflight",
             .attemptEnded: "end transport -1001 → awaitingPreflight", .pause: "paused → paused",
             .resume: "none → awaitingPreflight", .cancel: "end cancelled → awaitingPreflight",
+            .deadlinePassed: "none → awaitingPreflight",
         ],
         .adaptingPreflight: [
             .adapted: "startPreflight → preflighting", .fileFailed: "none → adaptingPreflight",
             .attemptEnded: "end transport -1001 → adaptingPreflight",
-            .timerFired: "attemptFailed preflight -1001 → adaptingPreflight", .pause: "paused → paused",
+            .timedCheck: "attemptFailed preflight -1001 → adaptingPreflight", .pause: "paused → paused",
             .resume: "none → adaptingPreflight", .cancel: "end cancelled → adaptingPreflight",
+            .deadlinePassed: "end deadline 5 → adaptingPreflight",
         ],
         .preflighting: [
             .headRead: "interim → preflighting", .transferSucceeded: "preflightDone → awaitingMain",
             .transferFailed: "attemptFailed preflight -1005 → preflighting", .fileFailed: "none → preflighting",
             .attemptEnded: "end transport -1001 → preflighting",
-            .timerFired: "attemptFailed preflight -1001 → preflighting", .pause: "paused → paused",
+            .timedCheck: "attemptFailed preflight -1001 → preflighting", .pause: "paused → paused",
             .resume: "none → preflighting", .cancel: "end cancelled → preflighting",
+            .deadlinePassed: "end deadline 5 → preflighting",
         ],
         .awaitingMain: [
             .granted: "startTransfer first → running", .grantedWithHooks: "adapt → adaptingMain",
             .fileFailed: "none → awaitingMain", .attemptEnded: "end transport -1001 → awaitingMain",
             .pause: "paused → paused", .resume: "none → awaitingMain", .cancel: "end cancelled → awaitingMain",
+            // The HEAD's deadline ended with it.
+            .deadlinePassed: "none → awaitingMain",
         ],
         .adaptingMain: [
             .adapted: "startTransfer first → running", .fileFailed: "none → adaptingMain",
-            .attemptEnded: "waitToRetry → waitingToRetry", .timerFired: "attemptFailed transport -1001 → adaptingMain",
+            .attemptEnded: "waitToRetry → waitingToRetry", .timedCheck: "attemptFailed transport -1001 → adaptingMain",
             .pause: "paused → paused", .resume: "none → adaptingMain", .cancel: "end cancelled → adaptingMain",
+            .deadlinePassed: "end deadline 5 → adaptingMain",
         ],
         .running: [
             .headRead: "read fresh 3 → running", .bodyPiece: "none → running",
             .transferSucceeded: "attemptFailed transport -1011 → running",
             .transferFailed: "attemptFailed transport -1005 → running", .fileOpened: "none → running",
             .fileFailed: "attemptFailed file → running", .attemptEnded: "waitToRetry → waitingToRetry",
-            .timerFired: "attemptFailed transport -1001 → running", .pause: "paused stopping → paused",
-            .resume: "none → running", .cancel: "end cancelled → running",
+            .timedCheck: "attemptFailed transport -1001 → running", .pause: "paused stopping → paused",
+            .resume: "none → running", .cancel: "end cancelled → running", .deadlinePassed: "end deadline 5 → running",
         ],
         .deciding: [
             .fileFailed: "none → deciding", .attemptEnded: "end transport -1001 → deciding",
-            .retryDecided: "end transport -1001 → deciding", .timerFired: "end transport -1001 → deciding",
+            .retryDecided: "end transport -1001 → deciding", .timedCheck: "end transport -1001 → deciding",
             .pause: "paused → paused", .resume: "none → deciding", .cancel: "end cancelled → deciding",
+            .deadlinePassed: "end deadline 5 → deciding",
         ],
         .waitingToRetry: [
             .fileFailed: "none → waitingToRetry", .attemptEnded: "end transport -1001 → waitingToRetry",
-            .timerFired: "rejoin → pending", .pause: "paused → paused", .resume: "none → waitingToRetry",
-            .cancel: "end cancelled → waitingToRetry",
+            .retryTime: "rejoin → pending", .pause: "paused → paused", .resume: "none → waitingToRetry",
+            .cancel: "end cancelled → waitingToRetry", .deadlinePassed: "end deadline 5 → waitingToRetry",
         ],
         .committing: [
             .fileFailed: "none → committing", .fileCommitted: "end success → committing",
             .attemptEnded: "end transport -1001 → committing", .pause: "none → committing",
-            .resume: "none → committing", .cancel: "none → committing",
+            .resume: "none → committing", .cancel: "none → committing", .deadlinePassed: "none → committing",
         ],
         .following: [
             .fileFailed: "none → following", .attemptEnded: "end transport -1001 → following",
             .pause: "none → following", .resume: "none → following", .follow: "none → following",
-            .inherit: "none → pending", .cancel: "end cancelled → following",
+            .inherit: "none → pending", .cancel: "end cancelled → following", .deadlinePassed: "none → following",
         ],
         .paused: [
             .fileFailed: "none → paused", .attemptEnded: "end transport -1001 → paused", .pause: "none → paused",
-            .resume: "resumed → pending", .cancel: "end cancelled → paused",
+            .resume: "resumed → pending", .cancel: "end cancelled → paused", .deadlinePassed: "none → paused",
         ],
     ]
 
@@ -118,8 +125,8 @@ import Testing
 
     @Test func theTableNamesEveryPhaseAndHasBothKindsOfEvent() {
         #expect(Set(Self.legal.keys) == Set(Phase.allCases))
-        #expect(Self.legalPairs.count == 87)
-        #expect(Self.illegalPairs.count == Phase.allCases.count * Event.allCases.count - 87)
+        #expect(Self.legalPairs.count == 99)
+        #expect(Self.illegalPairs.count == Phase.allCases.count * Event.allCases.count - 99)
     }
 
     @Test func eachPhaseIsReachedAndHoldsWhatItShould() throws {
@@ -163,13 +170,13 @@ import Testing
         let bench = try Bench()
         var machine = try bench.make(.running)
         #expect(machine.attempts == 1 && machine.hasStarted && machine.startedAt == 1)
-        _ = machine.pause()
+        _ = machine.pause(now: 2)
         #expect(machine.attempts == 0)
-        _ = machine.resume()
+        _ = machine.resume(now: 3)
         var token: UInt64 = 100
         guard
             case .startTransfer(_, let first, nil) = machine.granted(
-                .main, hooks: false, sending: bench.sent, expectedBefore: nil, nextToken: &token, now: 5)
+                .main, hooks: false, sending: bench.sent, expectedBefore: nil, deadline: 5, nextToken: &token, now: 5)
         else {
             Issue.record("no transfer after resuming")
             return
@@ -209,8 +216,9 @@ import Testing
     }
 
     @Test func aMachineStaysSmallForEveryWaitingRequestOfABatch() {
-        // The phase (a tag and one word), the flag behind its tag, three words: 41 bytes on 64-bit platforms.
-        #expect(MemoryLayout<RequestMachine>.size <= 41)
+        // The phase (a tag and one word), the flag and the attempt count behind its tag, the last activity, the
+        // first start and the deadline clock (a word and a tag each): 57 bytes on 64-bit platforms.
+        #expect(MemoryLayout<RequestMachine>.size <= 57)
     }
 
     @Test func theTimerWaitsUntilTheWholeIdleTimeoutPassed() throws {
@@ -218,7 +226,7 @@ import Testing
         var machine = try bench.make(.running)
         machine.lastActivity = 40
         let token = machine.phase.token!
-        guard case .waitUntil(50, token) = machine.timerFired(timeout: 10, now: 45) else {
+        guard case .waitUntil(50, token) = machine.timedCheck(idle: 10, speed: nil, now: 45) else {
             Issue.record("not waiting")
             return
         }
@@ -251,7 +259,8 @@ struct Bench {
         var token: UInt64 = 0
         var jitter = JitterSource(seed: 1)
         func grant(_ lane: Scheduler.Lane, hooks: Bool) {
-            _ = machine.granted(lane, hooks: hooks, sending: sent, expectedBefore: nil, nextToken: &token, now: 1)
+            _ = machine.granted(
+                lane, hooks: hooks, sending: sent, expectedBefore: nil, deadline: 5, nextToken: &token, now: 1)
         }
         switch phase {
         case .pending: break
@@ -287,7 +296,7 @@ struct Bench {
                     nextToken: &token, now: 1)
             }
         case .following: _ = machine.follow(2)
-        case .paused: _ = machine.pause()
+        case .paused: _ = machine.pause(now: 1)
         }
         guard machine.phase.name == phase.rawValue else { throw BenchError.notReached(phase.rawValue) }
         return machine
@@ -316,7 +325,7 @@ struct Bench {
             said = describe(
                 machine.granted(
                     event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks, sending: sent,
-                    expectedBefore: nil, nextToken: &token, now: 2))
+                    expectedBefore: nil, deadline: 5, nextToken: &token, now: 2))
         case .adapted:
             said = describe(machine.adapted(.success(sent), expectedBefore: nil, nextToken: &token, now: 2))
         case .headRead:
@@ -348,11 +357,14 @@ struct Bench {
                     failure, policy: policy, method: "GET", nextToken: &token, jitter: &jitter, now: 2))
         case .retryDecided:
             said = describe(
-                machine.retryDecided(.doNotRetry, policy: policy, method: "GET", nextToken: &token, jitter: &jitter))
-        case .timerFired: said = describe(machine.timerFired(timeout: 10, now: 100))
+                machine.retryDecided(
+                    .doNotRetry, policy: policy, method: "GET", nextToken: &token, jitter: &jitter, now: 2))
+        case .timedCheck: said = describe(machine.timedCheck(idle: 10, speed: nil, now: 100))
+        case .retryTime: said = describe(machine.retryTimeCame())
+        case .deadlinePassed: said = describe(machine.deadlinePassed(seconds: 5, url: nil, now: 100))
         case .planPreflight: said = describe(machine.planPreflight())
-        case .pause: said = describe(machine.pause())
-        case .resume: said = describe(machine.resume())
+        case .pause: said = describe(machine.pause(now: 2))
+        case .resume: said = describe(machine.resume(now: 2))
         case .follow: said = describe(machine.follow(2))
         case .inherit: said = describe(machine.follow(nil))
         case .cancel: said = describe(machine.cancel())
@@ -387,6 +399,8 @@ struct Bench {
         if case .transport(let underlying) = error { return "transport \(underlying.code.rawValue)" }
         if case .preflightFailed(let underlying) = error { return "preflight \(underlying.code.rawValue)" }
         if case .fileError = error { return "file" }
+        if case .deadlineExceeded(let seconds, _) = error { return "deadline \(LogText.seconds(seconds))" }
+        if case .tooSlow(let rate, _, _) = error { return "tooSlow \(rate)" }
         return "\(error)"
     }
 }

@@ -65,9 +65,11 @@ enum RetryRules {
     /// preflight failure (its request was never sent; see the queue's accurate progress) or a file error.
     static func mayRetry(_ error: NetworkQueueError) -> Bool {
         switch error {
-        case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed: true
+        case .transport, .unacceptableStatus, .unacceptableContentType, .responseTooLarge, .adaptationFailed,
+            .tooSlow:
+            true
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .invalidRequest,
-            .preflightFailed, .fileError,
+            .preflightFailed, .fileError, .deadlineExceeded,
             .decodingFailed, .integrityCheckFailed, .sourceFailed:
             false
         }
@@ -85,6 +87,9 @@ enum RetryRules {
                 return .fail
             }
             return .backoff
+        // Retried as a timed-out transfer is: only when the policy retries `.timedOut`.
+        case .tooSlow:
+            return policy.retryableErrors.contains(.timedOut) && idempotent ? .backoff : .fail
         case .unacceptableStatus(let code, _):
             guard policy.retryableStatusCodes.contains(code), idempotent else { return .fail }
             guard let retryAfter else { return .backoff }
@@ -93,7 +98,7 @@ enum RetryRules {
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .unacceptableContentType,
             .preflightFailed,
             .invalidRequest, .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed,
-            .sourceFailed:
+            .sourceFailed, .deadlineExceeded:
             return .fail
         }
     }

@@ -37,6 +37,10 @@ final class Attempt {
     var body = Data()
     /// The delay the response asked for (`Retry-After`), in seconds, read only for a failing status.
     var retryAfter: Double?
+    /// The body bytes sent so far, as the transport reported them.
+    var sentBytes: Int64 = 0
+    /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
+    var speedWindow: SpeedWindow?
 
     init(token: UInt64, cell: TransferCell, sent: URLRequest, startedAt: Double, expectedBefore: Int64?) {
         self.token = token

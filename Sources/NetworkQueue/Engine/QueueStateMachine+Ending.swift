@@ -131,7 +131,7 @@ extension QueueStateMachine {
         for (slot, record) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // As if its retry time came.
             let before = record.machine.phase
-            let action = record.machine.timerFired(timeout: 0, now: now)
+            let action = record.machine.retryTimeCame()
             move(slot, from: before)
             perform(action, slot, now: now)
         }

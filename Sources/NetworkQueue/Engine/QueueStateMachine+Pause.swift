@@ -37,8 +37,11 @@ extension QueueStateMachine {
         for (request, slot) in targets {
             guard let record = table.record(at: slot), record.request === request else { continue }
             let before = record.machine.phase
-            let action = record.machine.resume()
+            let action = record.machine.resume(now: now)
             guard case .resumed = action else { continue }
+            if case .running(let until) = record.machine.deadline {
+                timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
+            }
             move(slot, from: before)
             perform(action, slot, now: now)
             outbox.post(.didResume(request))
@@ -51,7 +54,7 @@ extension QueueStateMachine {
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard let record = table.record(at: slot), record.request === request else { return false }
         let before = record.machine.phase
-        let action = record.machine.pause()
+        let action = record.machine.pause(now: now)
         guard case .paused(let stopped) = action else { return false }
         // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
         // phase holds no token.

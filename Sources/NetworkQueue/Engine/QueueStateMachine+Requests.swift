@@ -23,15 +23,23 @@ extension QueueStateMachine {
     private mutating func startReady(_ now: Double) {
         while let job = scheduler.nextStart() {
             let record = table[job.id]
-            if let problem = record.request.invalidReason ?? record.rejection {
+            let limits = record.request.timeLimits ?? timeLimits
+            if let problem = record.request.invalidReason ?? record.rejection
+                ?? (limits.problem == nil ? nil : .invalidTimeLimits(limits))
+            {
                 scheduler.finish(job)
                 attemptFailed(job.id, .invalidRequest(problem), now: now)
                 continue
             }
             let before = record.machine.phase
+            let clock = record.machine.deadline
             let action = record.machine.granted(
                 job.lane, hooks: adapter != nil || record.request.adapt != nil, sending: record.request.urlRequest,
-                expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
+                expectedBefore: record.progress.expectedDown, deadline: limits.deadlineSeconds, nextToken: &nextToken,
+                now: now)
+            if case .running(let until) = record.machine.deadline, record.machine.deadline != clock {
+                timer.addDeadline(until, slot: job.id, sequence: record.sequence, table: table)
+            }
             move(job.id, from: before)
             perform(action, job.id, now: now)
         }
@@ -95,9 +103,13 @@ extension QueueStateMachine {
             actions.publish(record)
             if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
+            let lowestSpeed = (request.timeLimits ?? timeLimits).lowestSpeed
+            if lowestSpeed != nil {
+                attempt.speedWindow = SpeedWindow(start: now, moved: record.bytesMoved, queueReceived: receivedTotal)
+            }
             timer.addTimeout(
-                sent.timeoutInterval, slot: slot, token: attempt.token, now: now, live: scheduler.activeCount,
-                table: table)
+                sent.timeoutInterval, speedWindow: lowestSpeed?.seconds, slot: slot, token: attempt.token, now: now,
+                live: scheduler.activeCount, table: table)
             outbox.log(.debug, .attemptStarted, request, now: now) {
                 "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
             }
@@ -167,6 +179,7 @@ extension QueueStateMachine {
         case .sent(let sent, let expected):
             guard !preflight else { break }
             ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
+            record.machine.phase.attempt?.sentBytes = sent
             flush.list(slot, isListed: &record.isListedDirty)
         case .redirect(let redirect): if !preflight { outbox.log(redirect, of: record.request, now: now) }
         // Reported unasked (a transport that always measures): nobody reads them.
@@ -271,22 +284,35 @@ extension QueueStateMachine {
         perform(action, slot, transferEnded: transferEnded, now: now)
     }
 
-    /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle
-    /// deadline to its request's machine, and lets requests whose retry time has come rejoin the pending ones.
+    /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle or
+    /// lowest-speed check and each passed deadline to its request's machine, and lets requests whose retry time
+    /// has come rejoin the pending ones.
     mutating func timerFired(now: Double) -> QueueActions {
         timer.fired(at: now)
         if let due = flush.due, now >= due { flushProgress(at: now) }
         for entry in timer.idle.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             let record = table[entry.id]
-            let timeout = RequestRules.idleTimeout(record.request.timeoutInterval)
-            guard record.machine.phase.isTimed, case .seconds(let timeout)? = timeout else { continue }
-            perform(record.machine.timerFired(timeout: timeout, now: now), entry.id, now: now)
+            guard record.machine.phase.isTimed else { continue }
+            var idle: Double?
+            if case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) { idle = timeout }
+            let speed = (record.request.timeLimits ?? timeLimits).lowestSpeed.map {
+                RequestMachine.SpeedCheck(
+                    limit: $0, moved: record.bytesMoved + (record.machine.phase.attempt?.sentBytes ?? 0),
+                    queueReceived: receivedTotal, rateCap: rateCap, url: record.request.url)
+            }
+            perform(record.machine.timedCheck(idle: idle, speed: speed, now: now), entry.id, now: now)
+        }
+        for entry in timer.deadlines.popDue(at: now) {
+            guard let record = table.record(at: entry.id), record.sequence == entry.token else { continue }
+            let seconds = (record.request.timeLimits ?? timeLimits).deadline
+            perform(
+                record.machine.deadlinePassed(seconds: seconds, url: record.request.url, now: now), entry.id, now: now)
         }
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
             let record = table[entry.id]
             let before = record.machine.phase
-            let action = record.machine.timerFired(timeout: 0, now: now)
+            let action = record.machine.retryTimeCame()
             move(entry.id, from: before)
             perform(action, entry.id, now: now)
         }

@@ -24,6 +24,7 @@ extension QueueStateMachine {
         let record = table[slot]
         let request = record.request
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
+        receivedTotal &+= Int64(count)
         let isMemory = if case .memory = request.destination { true } else { false }
         let action = record.machine.bodyPiece(
             keeping: isMemory ? data : nil, received: record.progress.received, of: request)
@@ -178,8 +179,7 @@ extension QueueStateMachine {
         let before = record.machine.phase
         let action = record.machine.retryDecided(
             decision, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
-            nextToken: &nextToken,
-            jitter: &jitter)
+            nextToken: &nextToken, jitter: &jitter, now: now)
         move(slot, from: before)
         perform(action, slot, transferEnded: true, now: now)
         return finishEvent(now)

@@ -28,6 +28,14 @@ struct QueueStateMachine {
     var collectsMetrics = false
     /// The retry policy of requests that have none of their own.
     var retryPolicy = RetryPolicy()
+    /// The deadline and lowest speed of requests that have none of their own.
+    var timeLimits = TimeLimits()
+    /// The queue's receive cap (``NetworkQueue/maximumBytesPerSecond``), which a lowest speed never holds against
+    /// a transfer.
+    var rateCap: Int?
+    /// Every body byte the queue's main transfers received, never reset: lowest-speed windows read the queue's
+    /// rate from it.
+    var receivedTotal: Int64 = 0
     /// The queue's adapt hook, run before each attempt of every request (the machine never calls it).
     var adapter: (@Sendable (URLRequest) async throws -> URLRequest)?
     /// Draws the backoff's jitter.

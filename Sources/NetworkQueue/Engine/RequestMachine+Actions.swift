@@ -100,6 +100,59 @@ extension RequestMachine {
         case restarted
     }
 
+    /// What a lowest-speed check reads: the limit, the running attempt's bytes moved (received and sent) and the
+    /// queue's bytes received now, the queue's cap, the request's URL (for the error).
+    struct SpeedCheck {
+        let limit: LowestSpeed
+        let moved: Int64
+        let queueReceived: Int64
+        let rateCap: Int?
+        let url: URL?
+    }
+
+    /// The queue's timer came at `now` for what the request waits for (a transfer, hooks, the retry closure).
+    /// Idle for `idle` seconds (nil: no idle timeout), it fails; a running attempt's lowest-speed window ends
+    /// and is judged (`speed`, nil: no lowest speed). Otherwise it is checked again when the next of those comes.
+    func timedCheck(idle: Double?, speed: SpeedCheck?, now: Double) -> Action {
+        let timedOut: Action
+        switch phase {
+        case .preflighting, .adaptingPreflight: timedOut = .attemptFailed(.preflightFailed(URLError(.timedOut)))
+        case .adaptingMain, .running: timedOut = .attemptFailed(.transport(URLError(.timedOut)))
+        // The closure deciding on a failed attempt never answered: no more attempts.
+        case .deciding: timedOut = .end(.failure(.transport(URLError(.timedOut))))
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a timeout in phase \(phase.name)")
+        }
+        if let idle, now - lastActivity >= idle { return timedOut }
+        var next = idle.map { lastActivity + $0 }
+        if let speed, let attempt = phase.attempt {
+            var window =
+                attempt.speedWindow ?? SpeedWindow(start: now, moved: speed.moved, queueReceived: speed.queueReceived)
+            switch window.judge(
+                speed.limit, moved: speed.moved, queueReceived: speed.queueReceived, rateCap: speed.rateCap, now: now)
+            {
+            case .tooSlow(let rate):
+                return .attemptFailed(.tooSlow(bytesPerSecond: rate, limit: speed.limit, url: speed.url))
+            case .due(let due), .kept(let due): next = min(next ?? due, due)
+            }
+            attempt.speedWindow = window
+        }
+        return next.map { .waitUntil($0, token: phase.token!) } ?? .none
+    }
+
+    /// The deadline timer came at `now`: past its deadline (`seconds` long) the request ends, unless its file is
+    /// being moved into place (a local rename, its end near) or it follows a leader (which has its own deadline).
+    /// A paused request's clock is stopped; a clock restarted since (resumed) is checked by its own entry.
+    func deadlinePassed(seconds: Double, url: URL?, now: Double) -> Action {
+        guard case .running(let until) = deadline, now >= until else { return .none }
+        switch phase {
+        case .committing, .following, .paused: return .none
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding, .waitingToRetry:
+            return .end(.failure(.deadlineExceeded(seconds: seconds, url: url)))
+        }
+    }
+
     /// The user cancelled the request: it ends, unless its file is being moved into place.
     func cancel() -> Action {
         if case .committing = phase { return .none }

@@ -13,23 +13,30 @@ struct RequestMachine {
     // In this order, so that the flag packs behind the phase's tag: every waiting request holds a machine.
     /// True once didStart was posted: once per request, not per attempt.
     private(set) var hasStarted = false
+    /// ``attempts``, kept in 32 bits beside the flag.
+    private var attemptCount: Int32 = 0
     /// When the request last moved a byte or changed phase (the coordinator notes its transfer's events here).
     var lastActivity: Double = 0
+    /// The request's deadline clock (see ``TimeLimits/deadline``): started with its first slot, stopped while
+    /// paused, started again for its transfer after a HEAD.
+    private(set) var deadline = DeadlineClock.notStarted
     /// How many attempts were begun (an attempt begins when it gets its slot, before any adapt hook).
-    private(set) var attempts = 0
+    var attempts: Int { Int(attemptCount) }
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     private(set) var startedAt: Double?
 
     /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or
-    /// its transfer starts, sending `sent` (its own request).
+    /// its transfer starts, sending `sent` (its own request). Its deadline clock starts (`deadline` seconds long,
+    /// nil: none) unless it runs already.
     mutating func granted(
-        _ lane: Scheduler.Lane, hooks: Bool, sending sent: URLRequest, expectedBefore: Int64?,
+        _ lane: Scheduler.Lane, hooks: Bool, sending sent: URLRequest, expectedBefore: Int64?, deadline limit: Double?,
         nextToken: inout UInt64, now: Double
     ) -> Action {
         switch phase {
         case .awaitingPreflight where lane == .preflight, .pending where lane == .main,
             .awaitingMain where lane == .main:
-            if lane == .main { attempts += 1 }
+            if lane == .main { attemptCount += 1 }
+            if deadline == .notStarted, let limit { deadline = .running(until: now + limit) }
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
             .deciding, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a slot in the \(lane) lane in phase \(phase.name)")
@@ -156,6 +163,8 @@ struct RequestMachine {
                 return .end(.success(.init(head: head, body: Data(), fileURL: file, keptExistingFile: true)))
             }
             phase = .awaitingMain
+            // The HEAD's deadline ends with it: the transfer's starts with its slot.
+            deadline = .notStarted
             return .preflightDone
         case .running(let attempt):
             let action = attempt.ended(outcome, received: received, file: file, metrics: metrics)
@@ -197,13 +206,13 @@ struct RequestMachine {
             phase = .deciding(decision)
             return .askRetry(decision, left: attempt)
         }
-        return wait(verdict, error, policy, attempt?.head, nextToken, &jitter, left: attempt)
+        return wait(verdict, error, policy, attempt?.head, nextToken, &jitter, left: attempt, now: now)
     }
 
     /// The retry policy's closure answered `decision` about the failed attempt.
     mutating func retryDecided(
         _ decision: RetryPolicy.Decision, policy: RetryPolicy, method: String, nextToken: inout UInt64,
-        jitter: inout JitterSource
+        jitter: inout JitterSource, now: Double
     ) -> Action {
         guard case .deciding(let deciding) = phase else { preconditionFailure("a decision in phase \(phase.name)") }
         let error = deciding.failure
@@ -211,13 +220,14 @@ struct RequestMachine {
             after: decision, policy: policy, error: error, method: method, retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask { return .end(.failure(error)) }
         nextToken += 1
-        return wait(verdict, error, policy, deciding.lastHead, nextToken, &jitter, left: nil)
+        return wait(verdict, error, policy, deciding.lastHead, nextToken, &jitter, left: nil, now: now)
     }
 
-    /// Waits for the retry as `verdict` says.
+    /// Waits for the retry as `verdict` says, unless the wait would end at or past the deadline: no attempt could
+    /// follow, so the request ends with the attempt's failure now.
     private mutating func wait(
         _ verdict: RetryVerdict, _ error: NetworkQueueError, _ policy: RetryPolicy, _ lastHead: ResponseHead?,
-        _ token: UInt64, _ jitter: inout JitterSource, left: Attempt?
+        _ token: UInt64, _ jitter: inout JitterSource, left: Attempt?, now: Double
     ) -> Action {
         let (delay, serverAsked): (Double, Bool)
         switch verdict {
@@ -225,31 +235,18 @@ struct RequestMachine {
         case .wait(let seconds, let asked): (delay, serverAsked) = (seconds, asked)
         case .fail, .ask: preconditionFailure("no wait for verdict \(verdict)")
         }
+        if case .running(let until) = deadline, now + delay >= until { return .end(.failure(error)) }
         // Its callers checked the phase: running or adapting (an attempt failed), or deciding.
         let wait = RequestState.RetryWait(token: token, serverAsked: serverAsked, lastHead: lastHead)
         phase = .waitingToRetry(wait)
         return .waitToRetry(wait, delay: delay, error: error, left: left)
     }
 
-    /// The queue's timer came for the request at `now`. Waiting to retry, its time came (or its server
-    /// recovered): it waits for a slot again. Otherwise what it waits for (a transfer, hooks, the retry
-    /// closure) fails when idle for `timeout` seconds, or is checked again when that time comes.
-    mutating func timerFired(timeout: Double, now: Double) -> Action {
-        let error = URLError(.timedOut)
-        let failure: Action
-        switch phase {
-        case .waitingToRetry:
-            phase = .pending
-            return .rejoin
-        case .preflighting, .adaptingPreflight: failure = .attemptFailed(.preflightFailed(error))
-        case .adaptingMain, .running: failure = .attemptFailed(.transport(error))
-        // The closure deciding on a failed attempt never answered: no more attempts.
-        case .deciding: failure = .end(.failure(.transport(error)))
-        case .pending, .awaitingPreflight, .awaitingMain, .committing, .following, .paused:
-            preconditionFailure("a timeout in phase \(phase.name)")
-        }
-        guard now - lastActivity >= timeout else { return .waitUntil(lastActivity + timeout, token: phase.token!) }
-        return failure
+    /// The request's retry time came (or its server recovered): it waits for a slot again.
+    mutating func retryTimeCame() -> Action {
+        guard case .waitingToRetry = phase else { preconditionFailure("a retry time in phase \(phase.name)") }
+        phase = .pending
+        return .rejoin
     }
 
     /// A HEAD is planned first (go() with accurate progress, or an existing file to check).
@@ -259,9 +256,9 @@ struct RequestMachine {
         return .none
     }
 
-    /// Pauses the request, unless committing, following or paused (a user's call may race). A stopped attempt's
-    /// attempt does not count: it was interrupted, not failed.
-    mutating func pause() -> Action {
+    /// Pauses the request at `now`, unless committing, following or paused (a user's call may race), and stops its
+    /// deadline clock. A stopped attempt does not count: it was interrupted, not failed.
+    mutating func pause(now: Double) -> Action {
         var withPreflight = false
         var stopped: Attempt?
         switch phase {
@@ -269,17 +266,20 @@ struct RequestMachine {
         case .awaitingPreflight, .adaptingPreflight, .preflighting: withPreflight = true
         case .running(let attempt):
             stopped = attempt
-            attempts -= 1
-        case .adaptingMain: attempts -= 1  // never sent
+            attemptCount -= 1
+        case .adaptingMain: attemptCount -= 1  // never sent
         case .pending, .awaitingMain, .deciding, .waitingToRetry: break
         }
+        if case .running(let until) = deadline { deadline = .stopped(left: max(0, until - now)) }
         phase = .paused(withPreflight: withPreflight)
         return .paused(stopped: stopped)
     }
 
-    /// Resumes a paused request (nothing happens otherwise: a user's call may race with its end).
-    mutating func resume() -> Action {
+    /// Resumes a paused request at `now`, its deadline clock running again (nothing happens otherwise: a user's
+    /// call may race with its end).
+    mutating func resume(now: Double) -> Action {
         guard case .paused(let withPreflight) = phase else { return .none }
+        if case .stopped(let left) = deadline { deadline = .running(until: now + left) }
         phase = withPreflight ? .awaitingPreflight : .pending
         return .resumed(withPreflight: withPreflight)
     }

@@ -43,7 +43,23 @@ extension NetworkQueue {
     /// no such control) leaves its transfers uncapped. Zero or negative values mean no cap.
     public var maximumBytesPerSecond: Int? {
         get { rateCap.maximumBytesPerSecond }
-        set { rateCap.maximumBytesPerSecond = newValue }
+        set {
+            locked.withLock { core in
+                rateCap.maximumBytesPerSecond = newValue
+                // The engine judges lowest speeds knowing the cap (see ``TimeLimits/lowestSpeed``).
+                core.machine.rateCap = rateCap.maximumBytesPerSecond
+            }
+        }
+    }
+
+    /// How long a request may take and how slowly it may move, for requests without
+    /// ``NetworkRequest/timeLimits`` of their own (see ``TimeLimits``). Default ``TimeLimits/init(deadline:lowestSpeed:)``
+    /// with its defaults: a deadline of 7 days, no lowest speed. Read when a request starts an attempt and when its
+    /// clocks are checked, so a change applies to running requests from their next check. Out-of-range limits fail
+    /// each request that uses them at its start (``NetworkQueueError/InvalidRequestReason/invalidTimeLimits(_:)``).
+    public var timeLimits: TimeLimits {
+        get { locked.withLock { $0.machine.timeLimits } }
+        set { locked.withLock { $0.machine.timeLimits = newValue } }
     }
 
     /// Pauses one request: it holds no slot until ``resume(_:)``, and the drain (``run()``,

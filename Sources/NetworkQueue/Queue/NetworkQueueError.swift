@@ -42,6 +42,14 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// The response body is larger than the request's ``NetworkRequest/Validation-swift.struct/maximumResponseSize`` (decoded
     /// bytes count). The transfer is stopped as soon as the limit is passed.
     case responseTooLarge(limit: Int64, url: URL?)
+    /// An attempt moved slower than the request's lowest speed (``TimeLimits/lowestSpeed``): `bytesPerSecond` on
+    /// average over a window of `limit.seconds`. Its transfer is stopped; the retry policy may send it again, like
+    /// a timed-out transfer (a file's part is continued).
+    case tooSlow(bytesPerSecond: Int64, limit: LowestSpeed, url: URL?)
+    /// The request did not end within its deadline (``TimeLimits/deadline``), `seconds` from its first attempt's
+    /// start (paused time not counted). Final: never retried. What it ran is stopped; a file destination keeps
+    /// nothing (its part is deleted).
+    case deadlineExceeded(seconds: TimeInterval, url: URL?)
     /// Writing the response body to its file failed.
     case fileError(path: String, reason: String)
     /// An `adapt` hook (the queue's ``NetworkQueue/adapter`` or the request's) threw; the attempt was never
@@ -119,6 +127,9 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         /// Thrown by ``NetworkQueue/add(_:)-(NetworkRequest)``; the request may be added once the other ended. A
         /// request read from a source (``NetworkQueue/add(contentsOf:)-(Source)``) fails with it instead.
         case destinationInUse(URL)
+        /// The ``TimeLimits`` (the request's, or the queue's ``NetworkQueue/timeLimits`` it uses) are out of range:
+        /// a deadline of zero or less, or a lowest speed that is not a positive rate over a positive, finite window.
+        case invalidTimeLimits(TimeLimits)
     }
 
     /// True for `.cancelled`, `.cancelledBecauseSiblingFailed` and `.cancelledBecauseSourceFailed`.
@@ -126,7 +137,8 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         switch self {
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed: true
         case .transport, .unacceptableStatus, .unacceptableContentType, .preflightFailed, .invalidRequest,
-            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed:
+            .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed,
+            .tooSlow, .deadlineExceeded:
             false
         }
     }
@@ -149,6 +161,10 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .invalidRequest(let reason): "invalid request: \(Self.describe(reason))"
         case .responseTooLarge(let limit, let url):
             "response from \(Redaction.describe(url)) larger than \(limit) bytes"
+        case .tooSlow(let rate, let limit, let url):
+            "transfer from \(Redaction.describe(url)) too slow: \(rate) B/s, below \(limit)"
+        case .deadlineExceeded(let seconds, let url):
+            "no end for \(Redaction.describe(url)) within its deadline of \(LogText.seconds(seconds)) s"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
         case .adaptationFailed(let underlying):
             "adapting the request failed: \(Redaction.scrub(underlying.description))"
@@ -200,6 +216,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .destinationInUse(let url): "another request is writing to \(url.path)"
         case .invalidChecksum(let checksum):
             "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
+        case .invalidTimeLimits(let limits): "time limits: \(limits.problem ?? "out of range")"
         }
     }
 }

@@ -105,6 +105,7 @@ extension NetworkRequest {
         let integrity: Integrity
         let fileOptions: FileOptions
         let retryPolicy: RetryPolicy?
+        let timeLimits: TimeLimits?
         let handlers: Handlers
         let userInfo: [String: any Sendable]
         /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
@@ -114,13 +115,14 @@ extension NetworkRequest {
 
         init(
             validation: Validation, integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?,
-            handlers: Handlers,
+            timeLimits: TimeLimits?, handlers: Handlers,
             userInfo: [String: any Sendable], invalidReason: NetworkQueueError.InvalidRequestReason?
         ) {
             self.validation = validation
             self.integrity = integrity
             self.fileOptions = fileOptions
             self.retryPolicy = retryPolicy
+            self.timeLimits = timeLimits
             self.handlers = handlers
             self.userInfo = userInfo
             self.invalidReason = invalidReason
@@ -130,19 +132,20 @@ extension NetworkRequest {
         /// The options of a valid request created with every default.
         static let defaults = Options(
             validation: Validation(), integrity: Integrity(), fileOptions: FileOptions(), retryPolicy: nil,
-            handlers: Handlers(),
+            timeLimits: nil, handlers: Handlers(),
             userInfo: [:], invalidReason: nil)
 
         /// True when these settings are all the defaults (so ``defaults`` may stand for them).
         static func areDefaults(
             _ validation: Validation, _ integrity: Integrity, _ fileOptions: FileOptions, _ retryPolicy: RetryPolicy?,
-            _ handlers: Handlers,
+            _ timeLimits: TimeLimits?, _ handlers: Handlers,
             _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
         ) -> Bool {
             validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
                 && validation.maximumResponseSize == .automatic && integrity.checksum == nil
                 && integrity.verifiesServerDigests
                 && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
+                && timeLimits == nil
                 && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil
                 && handlers.onCompletion == nil
                 && handlers.adapt == nil && userInfo.isEmpty && invalidReason == nil

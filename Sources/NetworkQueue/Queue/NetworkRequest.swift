@@ -99,7 +99,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Always reached under that lock: no dynamic exclusivity check.
     @exclusivity(unchecked) nonisolated(unsafe) private var guarded: Shared
 
-    /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
+    /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:timeLimits:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
     /// URL's text until it starts).
     public var urlRequest: URLRequest {
         switch target {
@@ -118,6 +118,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// When and how soon a failed attempt is sent again; nil uses the queue's ``NetworkQueue/retryPolicy``.
     /// Default nil.
     public var retryPolicy: RetryPolicy? { options.retryPolicy }
+    /// Its deadline and lowest speed (see ``TimeLimits``); nil uses the queue's ``NetworkQueue/timeLimits``.
+    /// Default nil.
+    public var timeLimits: TimeLimits? { options.timeLimits }
     /// ``Validation-swift.struct/acceptableContentTypes``, lowercased once for the engine's comparisons.
     var acceptableContentTypes: Set<String>? { options.acceptableContentTypes }
     /// ``Validation-swift.struct/maximumResponseSize`` resolved for the destination (nil: no limit).
@@ -207,6 +210,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     ///     does; default continued, replaced.
     ///   - retryPolicy: replaces the queue's ``NetworkQueue/retryPolicy`` for this request; default nil
     ///     (the queue's).
+    ///   - timeLimits: replaces the queue's ``NetworkQueue/timeLimits`` (deadline, lowest speed) for this request;
+    ///     default nil (the queue's). Out-of-range limits make the request invalid
+    ///     (``NetworkQueueError/InvalidRequestReason/invalidTimeLimits(_:)``).
     ///   - priority: which pending request starts first (see ``priority``); default ``Priority/normal``.
     ///   - handlers: closures for this request's progress and end, and its adapt hook; default none.
     ///   - tag: an integer for your own use; default 0.
@@ -218,6 +224,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         integrity: Integrity = Integrity(),
         fileOptions: FileOptions = FileOptions(),
         retryPolicy: RetryPolicy? = nil,
+        timeLimits: TimeLimits? = nil,
         priority: Priority = .normal,
         handlers: Handlers = Handlers(),
         tag: Int = 0,
@@ -227,28 +234,31 @@ public final class NetworkRequest: Sendable, Identifiable {
             target: .request(urlRequest), invalidReason: RequestRules.validate(urlRequest, destination: destination),
             destination: destination,
             validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy,
-            priority: priority,
+            timeLimits: timeLimits, priority: priority,
             handlers: handlers, tag: tag, userInfo: userInfo)
     }
 
     private init(
         target: Target, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination,
         validation: Validation,
-        integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, priority: Priority,
-        handlers: Handlers, tag: Int,
+        integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, timeLimits: TimeLimits?,
+        priority: Priority, handlers: Handlers, tag: Int,
         userInfo: [String: any Sendable]
     ) {
         self.target = target
         self.destination = destination
         self.initialPriority = priority
         self.tag = tag
-        let invalidReason = invalidReason ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
+        let invalidReason =
+            invalidReason ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
+            ?? timeLimits.flatMap { $0.problem == nil ? nil : .invalidTimeLimits($0) }
         options =
-            Options.areDefaults(validation, integrity, fileOptions, retryPolicy, handlers, userInfo, invalidReason)
+            Options.areDefaults(
+                validation, integrity, fileOptions, retryPolicy, timeLimits, handlers, userInfo, invalidReason)
             ? Options.defaults
             : Options(
                 validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy,
-                handlers: handlers,
+                timeLimits: timeLimits, handlers: handlers,
                 userInfo: userInfo, invalidReason: invalidReason)
         var shared = Shared()
         shared.priority = priority
@@ -258,7 +268,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     /// Creates a GET request for `url` with `URLRequest`'s defaults (a 60-second timeout, the default cache policy,
-    /// no header of its own) and the other settings as ``init(_:destination:validation:integrity:fileOptions:retryPolicy:priority:handlers:tag:userInfo:)``
+    /// no header of its own) and the other settings as ``init(_:destination:validation:integrity:fileOptions:retryPolicy:timeLimits:priority:handlers:tag:userInfo:)``
     /// takes them.
     ///
     /// The compact form for big batches: until it starts, the request keeps only the URL's text (its
@@ -270,6 +280,7 @@ public final class NetworkRequest: Sendable, Identifiable {
         integrity: Integrity = Integrity(),
         fileOptions: FileOptions = FileOptions(),
         retryPolicy: RetryPolicy? = nil,
+        timeLimits: TimeLimits? = nil,
         priority: Priority = .normal,
         handlers: Handlers = Handlers(),
         tag: Int = 0,
@@ -283,7 +294,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.init(
             target: target, invalidReason: invalidReason, destination: destination, validation: validation,
             integrity: integrity,
-            fileOptions: fileOptions, retryPolicy: retryPolicy, priority: priority, handlers: handlers, tag: tag,
+            fileOptions: fileOptions, retryPolicy: retryPolicy, timeLimits: timeLimits, priority: priority,
+            handlers: handlers, tag: tag,
             userInfo: userInfo)
     }
 
