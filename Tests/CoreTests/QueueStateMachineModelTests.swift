@@ -10,8 +10,9 @@ import Testing
 
 /// Ten thousand seeded random sequences of adds, cancels, pauses and resumes, priority and limit changes,
 /// suspends, transfer events
-/// (successes, errors, bad statuses, cut bodies) and timer firings, checked after every step against the
-/// invariants every user relies on.
+/// (successes, errors, bad statuses, cut bodies) and timer firings, under random deadlines, lowest speeds and
+/// rate caps, checked after every step against the invariants every user relies on; and, with a deadline, a
+/// batch whose servers stop answering still ends.
 @Suite(.timeLimit(.minutes(5))) struct QueueStateMachineModelTests {
     /// Ten thousand sequences by default (see ``TestEnvironment/modelSeeds``).
     @Test func tenThousandRandomSequencesKeepTheInvariants() async {
@@ -37,6 +38,19 @@ import Testing
         driver.machine.duplicatePolicy = [.allow, .coalesce, .cancelEarlier].randomElement(using: &rng)!
         _ = driver.machine.setPerHostLimit(Int.random(in: 0...2, using: &rng), now: 0)
         let sharedURLs = Bool.random(using: &rng)
+        // Time limits on half the seeds: a deadline, a lowest speed (the bodies below move 1-3 bytes a piece),
+        // sometimes under the queue's cap.
+        var deadline: Double?
+        if Bool.random(using: &rng) {
+            deadline = Bool.random(using: &rng) ? Double.random(in: 1...12, using: &rng) : nil
+            let lowestSpeed =
+                Bool.random(using: &rng)
+                ? LowestSpeed(
+                    bytesPerSecond: Int64.random(in: 1...4, using: &rng), over: Double.random(in: 0.5...4, using: &rng))
+                : nil
+            driver.machine.timeLimits = TimeLimits(deadline: deadline ?? .infinity, lowestSpeed: lowestSpeed)
+            if Int.random(in: 0..<3, using: &rng) == 0 { driver.machine.rateCap = Int.random(in: 1...8, using: &rng) }
+        }
         var limit = driver.machine.limit
         var nextTag = 1
         var added: Set<Int> = []
@@ -142,6 +156,16 @@ import Testing
             if inDrain ? isEmpty && drainStarted : !isEmpty {
                 Issue.record("seed \(seed): queueDidFinish missing or early")
             }
+        }
+        if let deadline {
+            // The servers stop answering: with a deadline every request still ends, without a cancel.
+            for tag in added { driver.resume(tag) }
+            driver.go()
+            for _ in 0..<(4 * added.count + 8) where driver.machine.requestCount > 0 {
+                driver.timer(at: driver.now + deadline + 0.5)
+            }
+            #expect(driver.machine.requestCount == 0, "seed \(seed): a request outlived its deadline")
+            for line in driver.takeDeliveries() { tally(line.split(separator: " "), &ends, seed: seed) }
         }
         // Cancel what is left: every request then has exactly one end (and a drain never started ends at go()).
         driver.cancelAll()
