@@ -31,6 +31,25 @@ struct DemoOptions {
     var noClobber = false
     /// The share of the `--input` list this run takes.
     var shard = Shard.whole
+    /// The longest a request may take, retries included (`--max-time`, curl's name): its deadline.
+    var maxTime: Double?
+    /// The lowest speed in bytes per second (`--speed-limit`, curl's `-Y`), over `speedTime` seconds.
+    var speedLimit: Int64?
+    /// The window of the lowest speed in seconds (`--speed-time`, curl's `-y`).
+    var speedTime: Double?
+    /// The largest body accepted, in bytes (`--max-filesize`): larger fails and nothing of it is kept.
+    var maxFileSize: Int64?
+
+    /// The queue's time limits these options ask for: curl's pairing (`--speed-limit` alone averages over 30 s,
+    /// `--speed-time` alone asks for 1 byte per second).
+    var timeLimits: TimeLimits {
+        var limits = TimeLimits()
+        if let maxTime { limits.deadline = maxTime }
+        if speedLimit != nil || speedTime != nil {
+            limits.lowestSpeed = LowestSpeed(bytesPerSecond: speedLimit ?? 1, over: speedTime ?? 30)
+        }
+        return limits
+    }
 
     /// Which transport moves the bytes.
     enum TransportChoice: String {
@@ -52,6 +71,8 @@ struct DemoOptions {
         case badPerHost(String)
         case badRate(String)
         case badShard(String)
+        case badSeconds(flag: String, value: String)
+        case badBytes(flag: String, value: String)
         case needsInput(String)
         case needsOutput(String)
 
@@ -67,6 +88,9 @@ struct DemoOptions {
             case .badPerHost(let value): "--per-host needs a whole number of 0 or more (0 = no limit), not '\(value)'"
             case .badRate(let value): "--limit-rate needs bytes per second above 0, like 500K or 2M, not '\(value)'"
             case .badShard(let value): "--shard needs K/N with 0 <= K < N, like 0/4, not '\(value)'"
+            case .badSeconds(let flag, let value):
+                "\(flag) needs a number of seconds above 0, like 30 or 0.5, not '\(value)'"
+            case .badBytes(let flag, let value): "\(flag) needs bytes above 0, like 500, 64K or 2G, not '\(value)'"
             case .needsInput(let flag): "\(flag) works with --input FILE"
             case .needsOutput(let flag): "\(flag) works with --output DIR"
             }
@@ -100,6 +124,15 @@ struct DemoOptions {
                             whole); the summary counts them. Fetches only what is missing
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
+          --max-time S      fail a request that has not ended S seconds after its first attempt
+                            started, retries and their waits included (paused time not counted); not
+                            retried (default: 7 days)
+          --speed-limit B   fail an attempt that moves fewer than B bytes per second on average over
+                            --speed-time seconds (default 30); the retries continue its part. The
+                            queue's own --limit-rate never counts as slow
+          --speed-time S    the window of --speed-limit, in seconds (alone: --speed-limit 1)
+          --max-filesize B  fail a response larger than B bytes (like 64K, 500M, 2G; K = 1,000):
+                            its transfer stops at once and nothing of it is kept
           --input FILE      read the requests from FILE (- for standard input), one a line:
                             URL [sha256:HEX|sha512:HEX]; blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a
@@ -121,7 +154,8 @@ struct DemoOptions {
 
         On a terminal, press p to pause every request that has not finished and r to resume them.
         Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
-        interrupted by Ctrl-C (partial files stay for the next run).
+        interrupted by Ctrl-C (partial files stay for the next run). The summary counts the requests
+        that ended too slow, past their deadline (--max-time) or too large (--max-filesize).
         """
 
     static func parse(_ arguments: some Sequence<String>) throws(Problem) -> DemoOptions {
@@ -166,6 +200,20 @@ struct DemoOptions {
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let rate = rate(value) else { throw .badRate(value) }
                 options.limitRate = rate
+            case "--max-time", "--speed-time":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds < 1e6 else {
+                    throw .badSeconds(flag: argument, value: value)
+                }
+                if argument == "--max-time" { options.maxTime = seconds } else { options.speedTime = seconds }
+            case "--speed-limit", "--max-filesize":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let bytes = rate(value) else { throw .badBytes(flag: argument, value: value) }
+                if argument == "--speed-limit" {
+                    options.speedLimit = Int64(bytes)
+                } else {
+                    options.maxFileSize = Int64(bytes)
+                }
             case "--concurrency":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }

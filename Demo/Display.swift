@@ -47,6 +47,9 @@ struct Display {
 
     /// Prints a `metrics` line after each request (with `--verbose`, which also turns the redraw off).
     private let showsMetrics: Bool
+    /// Failures the summary names: too slow (`--speed-limit`), past the deadline (`--max-time`), too large
+    /// (`--max-filesize`).
+    private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0)
 
     /// `rows`: every request of a short batch with its label; nil for a list (live rows only).
     init(rows: [(NetworkRequest, String)]?, isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
@@ -80,6 +83,12 @@ struct Display {
             update(request, .done, plain: "done      \(label(request))  \(Format.bytes(size))")
             printMetrics(of: request, size: size)
         case .didFail(let request, let error):
+            switch error {
+            case .tooSlow: bounded.tooSlow += 1
+            case .deadlineExceeded: bounded.pastDeadline += 1
+            case .responseTooLarge: bounded.tooLarge += 1
+            default: break
+            }
             let reason = error.localizedDescription
             update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
             printMetrics(of: request, size: request.downloadProgress.completedBytes)
@@ -123,8 +132,12 @@ struct Display {
         let failed = progress.failedRequestCount + progress.cancelledRequestCount
         let elapsed = Date().timeIntervalSince(began)
         let rate = elapsed > 0 ? Format.bytes(Int64(Double(progress.bytesReceived) / elapsed)) + "/s" : "?"
+        let named = [
+            (bounded.tooSlow, "too slow"), (bounded.pastDeadline, "past the deadline"), (bounded.tooLarge, "too large"),
+        ].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
         print(
-            "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed, "
+            "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed"
+                + (named.isEmpty ? "" : " (\(named.joined(separator: ", ")))") + ", "
                 + (kept > 0 ? "\(kept) kept (already there), " : "")
                 + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
                 // Nothing to run (every file kept) is complete.

@@ -20,6 +20,11 @@ enum Format {
         return whole < 60 ? "\(whole)s" : "\(whole / 60)m \(String(format: "%02d", whole % 60))s"
     }
 
+    /// A number of seconds as given: whole (`30`) or with its decimals (`0.5`).
+    static func seconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && seconds < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+
     static func percent(_ fraction: Double) -> String { "\(Int((fraction * 100).rounded(.down)))%" }
 
     /// `25.3 MB / 53.6 MB  7.8 MB/s  ETA 4s  5/12 done` (`/ ~53.6 MB` while the total is an estimate)

@@ -92,6 +92,7 @@ queue.cancelsAllOnFailure = !options.keepGoing
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 queue.maxConcurrentRequestsPerHost = options.perHost
 queue.maximumBytesPerSecond = options.limitRate
+queue.timeLimits = options.timeLimits
 // Set before the requests are added, so that the log begins with each one's `added`.
 if options.verbose {
     queue.collectsMetrics = true
@@ -110,6 +111,7 @@ if let output = options.output {
     }
 }
 let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .skipIfUnchanged
+let validation = NetworkRequest.Validation(maximumResponseSize: options.maxFileSize.map { .bytes($0) } ?? .automatic)
 // A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams.
 var namer = FileNamer()
 var rows: [(NetworkRequest, String)] = []
@@ -124,7 +126,8 @@ for (url, label) in targets {
         }
         destination = .file(file)
     }
-    let request = NetworkRequest(url: url, destination: destination, fileOptions: .init(existingFile: existingFile))
+    let request = NetworkRequest(
+        url: url, destination: destination, validation: validation, fileOptions: .init(existingFile: existingFile))
     do {
         try queue.add(request)
     } catch {
@@ -137,7 +140,7 @@ let tally = ListSource.Tally()
 if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
-        existingFile: existingFile, tally: tally)
+        existingFile: existingFile, validation: validation, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)
@@ -160,6 +163,9 @@ let mode =
     + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
     + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
     + (options.noClobber ? ["no clobber"] : [])
+    + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
+    + (options.timeLimits.lowestSpeed.map { ["at least \($0)"] } ?? [])
+    + (options.maxFileSize.map { ["at most \(Format.bytes($0)) a file"] } ?? [])
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
 // --verbose prints line by line: the log's lines would break a redrawn screen.

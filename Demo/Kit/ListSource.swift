@@ -35,13 +35,15 @@ public struct ListSource: AsyncSequence, Sendable {
     public let noClobber: Bool
     /// What each request's file does when it exists (without `noClobber`).
     public let existingFile: NetworkRequest.ExistingFile
+    /// What counts as each request's success (its size cap: `--max-filesize`).
+    public let validation: NetworkRequest.Validation
     public let tally: Tally
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
     /// descriptor: a list is opened and read once), else opened at the first read.
     public init(
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
-        existingFile: NetworkRequest.ExistingFile, tally: Tally
+        existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(), tally: Tally
     ) {
         self.path = path
         opened = reader
@@ -49,6 +51,7 @@ public struct ListSource: AsyncSequence, Sendable {
         self.shard = shard
         self.noClobber = noClobber
         self.existingFile = existingFile
+        self.validation = validation
         self.tally = tally
     }
 
@@ -79,7 +82,8 @@ public struct ListSource: AsyncSequence, Sendable {
                     destination = .file(file)
                 }
                 return NetworkRequest(
-                    url: entry.url, destination: destination, integrity: .init(checksum: entry.checksum),
+                    url: entry.url, destination: destination, validation: source.validation,
+                    integrity: .init(checksum: entry.checksum),
                     fileOptions: .init(existingFile: source.existingFile), tag: number)
             }
             reader?.finish()

@@ -24,6 +24,8 @@ import Foundation
 /// | `/bytes/N?header=Name:Value` | as `/bytes/N`, with one more header field (a digest, say) |
 /// | `/raw/NAME` | a byte-exact hostile response from ``rawResponses`` (conflicting lengths, bare CR/LF/NUL, …) |
 /// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
+/// | `/trickle/N/K/MS` | N bytes in K pieces, MS ms apart, with Content-Length and an ETag; Range (206 from its start); `forever=1`: chunked pieces without end |
+/// | `/endless` | a chunked body at full speed without end |
 ///
 /// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
 /// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.

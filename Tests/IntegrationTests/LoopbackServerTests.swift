@@ -63,6 +63,14 @@ import Testing
         #expect(head?.expectedContentLength == 10 && headBody.isEmpty)
         let (bad, _, _) = await fetch(server.url("/trickle/10/0/10"))
         #expect(bad?.statusCode == 404)
+        // A range continues from its first byte, against the trickle's ETag.
+        let (ranged, rest, _) = await fetch(
+            server.url("/trickle/10/5/0"), headers: ["Range": "bytes=4-", "If-Range": "\"trickle-10\""])
+        #expect(ranged?.statusCode == 206 && rest == pattern(4..<10))
+        #expect(ranged?.value(forHTTPHeaderField: "Content-Range") == "bytes 4-9/10")
+        let (stale, whole, _) = await fetch(
+            server.url("/trickle/10/5/0"), headers: ["Range": "bytes=4-", "If-Range": "\"other\""])
+        #expect(stale?.statusCode == 200 && whole == pattern(0..<10))
     }
 
     @Test func chunkedBodyHasNoLength() async throws {

@@ -1,0 +1,90 @@
+import Foundation
+import LoopbackServer
+import TestSupport
+import Testing
+
+/// The Demo's bounds on a request (`--speed-limit`/`--speed-time`, `--max-time`, `--max-filesize`) against servers
+/// that would otherwise hold a run for ever, over both transports: each run ends with exit status 1, the right
+/// count in its summary and nothing left in its folder.
+@Suite(.timeLimit(.minutes(5))) struct DemoBoundsTests {
+    static let transports = ["curl", "urlsession"]
+
+    /// 200 bytes in 40 pieces, 0.5 s apart: 10 B/s for 20 s, never silent for long.
+    static let trickle = "/trickle/200/40/500"
+
+    @Test(arguments: transports) func aTrickleEndsTooSlowAndItsRetryContinuesThePart(_ transport: String) async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let (server, directory, output) = (setup.server, setup.directory, setup.output)
+        let url = server.url(Self.trickle).absoluteString
+        let once = try await runDemo(
+            [
+                "--transport", transport, "--retries", "0", "--no-accurate", "--speed-limit", "100", "--speed-time",
+                "1",
+                "--output", output.path, url,
+            ], in: directory)
+        #expect(once.status == 1, "\(once.output)")
+        #expect(once.output.contains("Summary: 0/1 succeeded, 1 failed (1 too slow)"), "\(once.output)")
+        #expect(once.output.contains("too slow: "), "\(once.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).isEmpty)
+
+        // With a retry, the second attempt asks for the rest of the part the first one kept.
+        server.resetStatistics()
+        let retried = try await runDemo(
+            [
+                "--transport", transport, "--retries", "1", "--no-accurate", "--speed-limit", "100", "--speed-time",
+                "1",
+                "--output", output.path, url,
+            ], in: directory)
+        #expect(retried.status == 1, "\(retried.output)")
+        #expect(retried.output.contains("(1 too slow)"), "\(retried.output)")
+        let ranges = server.statistics.headers.map { $0["range"] }
+        #expect(ranges.count == 2 && ranges[0] == nil, "\(ranges)")
+        let from = ranges.last??.dropFirst("bytes=".count).dropLast().description
+        #expect((from.flatMap { Int($0) } ?? 0) > 0, "the retry continues the part: \(ranges)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).isEmpty)
+    }
+
+    @Test(arguments: transports) func aTricklePastMaxTimeEndsPastItsDeadline(_ transport: String) async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let (server, directory, output) = (setup.server, setup.directory, setup.output)
+        let run = try await runDemo(
+            [
+                "--transport", transport, "--max-time", "1.5", "--output", output.path,
+                server.url(Self.trickle).absoluteString,
+            ], in: directory)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("Summary: 0/1 succeeded, 1 failed (1 past the deadline)"), "\(run.output)")
+        #expect(run.output.contains("within its deadline of 1.5 s"), "\(run.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).isEmpty)
+    }
+
+    @Test(arguments: transports) func anEndlessBodyPastMaxFilesizeEndsTooLargeLeavingNothing(_ transport: String)
+        async throws
+    {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let (server, directory, output) = (setup.server, setup.directory, setup.output)
+        let run = try await runDemo(
+            [
+                "--transport", transport, "--max-filesize", "1M", "--output", output.path,
+                server.url("/endless").absoluteString,
+            ], in: directory)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("Summary: 0/1 succeeded, 1 failed (1 too large)"), "\(run.output)")
+        #expect(run.output.contains("larger than 1000000 bytes"), "\(run.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).isEmpty)
+    }
+
+    @Test func badBoundsAreBadUsage() async throws {
+        let directory = FileManager.default.temporaryDirectory
+        for arguments in [
+            ["--max-time", "0"], ["--max-time", "-1"], ["--max-time", "nan"], ["--speed-time", "inf"],
+            ["--speed-limit", "0"], ["--speed-limit", "x"], ["--max-filesize", "-5"], ["--max-time"],
+        ] {
+            let run = try await runDemo(arguments, in: directory)
+            #expect(run.status == 2, "\(arguments): \(run.output)")
+        }
+    }
+}
