@@ -73,6 +73,7 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
     var timeout: TimeInterval = 30
     var retries = false
     var sizeCap: Int64? = nil
+    var timeLimits: TimeLimits? = nil
     let end: End
     var testDescription: String { name }
 
@@ -99,6 +100,15 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(
             name: "size cap", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", sizeCap: Int64(size / 2),
             end: .failed),
+        // 50 kB/s where 200 kB/s is the least over 0.3 s: too slow, and too slow again when retried (a file's
+        // retry continues its part); nothing is left.
+        MatrixEnding(
+            name: "too slow", path: { _ in "/bytes/\(size)?rate=50000" }, retries: true,
+            timeLimits: TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 200_000, over: 0.3)), end: .failed),
+        // 10 s of body where the deadline is 0.5 s (a HEAD first has a deadline of its own).
+        MatrixEnding(
+            name: "past deadline", path: { _ in "/bytes/\(size)?rate=100000" }, retries: true,
+            timeLimits: TimeLimits(deadline: 0.5), end: .failed),
     ]
 }
 
@@ -161,6 +171,7 @@ private final class MatrixDelegate: NetworkQueueDelegate {
             destination: feature.file ? .file(file) : .memory,
             validation: .init(maximumResponseSize: ending.sizeCap.map { .bytes($0) } ?? .automatic),
             integrity: .init(checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil),
+            timeLimits: ending.timeLimits,
             handlers: .init(
                 onDownloadProgress: { [weak queue] progress in
                     guard progress.completedBytes > 0, let queue, action != .none, action != .cancelAtHead else {
@@ -212,6 +223,12 @@ private final class MatrixDelegate: NetworkQueueDelegate {
             default: .failed
             }
         #expect(end == ending.end, "\(cell): \(String(describing: request.failure))")
+        switch (ending.name, request.failure) {
+        case ("too slow", .tooSlow?), ("past deadline", .deadlineExceeded?): break
+        case ("too slow", _), ("past deadline", _):
+            Issue.record("\(cell): ended with \(String(describing: request.failure))")
+        default: break
+        }
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         if end == .finished {
             if feature.file {
