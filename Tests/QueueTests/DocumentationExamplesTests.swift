@@ -157,6 +157,15 @@ private final class DocumentationContext: NetworkQueueDelegate {
         _ = (download, fresh, rerun)
     }
 
+    func batchControlTimeLimits() {
+        let reportURL = self.url
+        queue.timeLimits = TimeLimits(
+            deadline: 600,                                                  // 10 minutes a request, retries included
+            lowestSpeed: LowestSpeed(bytesPerSecond: 1_000, over: 30))      // curl's --speed-limit 1000 --speed-time 30
+        let report = NetworkRequest(url: reportURL, timeLimits: TimeLimits(deadline: 3_600))   // this one may take an hour
+        _ = report
+    }
+
     func checksums(hex: String) {
         let url = self.url, fileURL = self.fileURL
         let checksum = Checksum.sha256(hex)                  // or Checksum("sha256:…"), nil when malformed
