@@ -21,6 +21,22 @@ import Testing
 
     private func data(_ count: Int) -> TransferEvent { .data(Data(count: count)) }
 
+    /// A driver of one request (tag 1) started at 0 under `limits` (`retryDelay`: up to 5 attempts, that far
+    /// apart; nil: none).
+    private func running(_ limits: TimeLimits, retryDelay: Double? = nil) -> Driver {
+        let policy = retryDelay.map { RetryPolicy(maximumAttempts: 5, backoff: .init(initialDelay: $0, jitter: false)) }
+        var driver = Driver(limit: 1, retryPolicy: policy ?? .never)
+        driver.machine.timeLimits = limits
+        driver.add(1)
+        driver.go()
+        return driver
+    }
+
+    /// ``running(_:retryDelay:)`` under a lowest speed of `bytesPerSecond` over `seconds`.
+    private func running(lowest bytesPerSecond: Int64, over seconds: Double) -> Driver {
+        running(TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: bytesPerSecond, over: seconds)))
+    }
+
     // MARK: Lowest speed
 
     @Test func aTricklingTransferEndsTooSlowAtItsWindowsEndAndIsRetried() {
@@ -62,10 +78,7 @@ import Testing
     }
 
     @Test func aTransferThatKeepsTheSpeedIsNeverJudgedSlowAndFinishes() {
-        var driver = Driver(limit: 1)
-        driver.machine.timeLimits = TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 100, over: 2))
-        driver.add(1)
-        driver.go()
+        var driver = running(lowest: 100, over: 2)
         driver.send(Driver.head(200, length: 1_000), to: 1)
         for second in 1...5 {
             driver.now = Double(second)
@@ -78,10 +91,7 @@ import Testing
     }
 
     @Test func uploadedBytesCountAsMovedBytes() {
-        var driver = Driver(limit: 1)
-        driver.machine.timeLimits = TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 100, over: 10))
-        driver.add(1)
-        driver.go()
+        var driver = running(lowest: 100, over: 10)
         driver.now = 5
         driver.send(.sent(totalBytesSent: 1_000, totalBytesExpectedToSend: 2_000), to: 1)
         #expect(driver.timer(at: 10) == ["publish 1 running", "deliver", "timer 20.0"])
@@ -121,10 +131,7 @@ import Testing
     }
 
     @Test func aPausedRequestIsNotSlowAndItsResumedAttemptHasNewWindows() {
-        var driver = Driver(limit: 1)
-        driver.machine.timeLimits = TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 100, over: 10))
-        driver.add(1)
-        driver.go()
+        var driver = running(lowest: 100, over: 10)
         driver.now = 2
         driver.pause(1)
         // Paused for 100 s, far past its window: nothing to judge.
@@ -142,11 +149,7 @@ import Testing
     // MARK: Deadline
 
     @Test func theDeadlineCountsRetriesAndWaitsButNotPausedTime() {
-        var driver = Driver(
-            limit: 1, retryPolicy: RetryPolicy(maximumAttempts: 5, backoff: .init(initialDelay: 5, jitter: false)))
-        driver.machine.timeLimits = TimeLimits(deadline: 30)
-        driver.add(1)
-        driver.go()
+        var driver = running(TimeLimits(deadline: 30), retryDelay: 5)
         #expect(driver.timer(at: 0) == ["deliver", "timer 30.0"])
         driver.now = 4
         driver.send(.completed(URLError(.networkConnectionLost)), to: 1)
@@ -155,13 +158,16 @@ import Testing
         #expect(ends(&driver) == ["willRetry 1 5.0"])
         driver.now = 12
         driver.pause(1)
-        _ = driver.timer(at: 30)
+        // Paused, its clock stopped with 18 s left: the deadline's time (30) passes and nothing happens, nor at the
+        // idle times of the two attempts (60, 69).
+        #expect(driver.timer(at: 30) == ["deliver", "timer 60.0"])
+        #expect(driver.timer(at: 60) == ["timer 69.0"])
+        #expect(driver.timer(at: 69).isEmpty)
         #expect(driver.machine.requestCount == 1)
-        // Resumed at 112 with 18 s left: its deadline is now 130 (the timer, armed for the stopped attempt's idle
-        // timeout at 69, is armed for it then).
+        // Resumed at 112: its deadline is now 130.
         driver.now = 112
-        #expect(driver.resume(1) == ["publish 1 pending", "publish 1 running", "start 1 main", "deliver"])
-        #expect(driver.timer(at: 69) == ["timer 130.0"])
+        #expect(
+            driver.resume(1) == ["publish 1 pending", "publish 1 running", "start 1 main", "deliver", "timer 130.0"])
         driver.now = 113
         driver.send(Driver.head(200, length: 1_000), to: 1)
         driver.now = 129
@@ -172,11 +178,7 @@ import Testing
     }
 
     @Test func aPassedDeadlineIsFinalAndARetryThatCouldNotStartBeforeItIsNotWaitedFor() {
-        var driver = Driver(
-            limit: 1, retryPolicy: RetryPolicy(maximumAttempts: 5, backoff: .init(initialDelay: 20, jitter: false)))
-        driver.machine.timeLimits = TimeLimits(deadline: 10)
-        driver.add(1)
-        driver.go()
+        var driver = running(TimeLimits(deadline: 10), retryDelay: 20)
         driver.now = 1
         // The retry would start at 21, past the deadline (10): the attempt's own failure ends the request now.
         driver.send(.completed(URLError(.networkConnectionLost)), to: 1)

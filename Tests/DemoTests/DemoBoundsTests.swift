@@ -17,12 +17,14 @@ import Testing
         defer { setup.tearDown() }
         let (server, directory, output) = (setup.server, setup.directory, setup.output)
         let url = server.url(Self.trickle).absoluteString
-        let once = try await runDemo(
-            [
-                "--transport", transport, "--retries", "0", "--no-accurate", "--speed-limit", "100", "--speed-time",
-                "1",
-                "--output", output.path, url,
-            ], in: directory)
+        func run(retries: Int) async throws -> (status: Int32, output: String) {
+            try await runDemo(
+                [
+                    "--transport", transport, "--retries", "\(retries)", "--no-accurate", "--speed-limit", "100",
+                    "--speed-time", "1", "--output", output.path, url,
+                ], in: directory)
+        }
+        let once = try await run(retries: 0)
         #expect(once.status == 1, "\(once.output)")
         #expect(once.output.contains("Summary: 0/1 succeeded, 1 failed (1 too slow)"), "\(once.output)")
         #expect(once.output.contains("too slow: "), "\(once.output)")
@@ -30,12 +32,7 @@ import Testing
 
         // With a retry, the second attempt asks for the rest of the part the first one kept.
         server.resetStatistics()
-        let retried = try await runDemo(
-            [
-                "--transport", transport, "--retries", "1", "--no-accurate", "--speed-limit", "100", "--speed-time",
-                "1",
-                "--output", output.path, url,
-            ], in: directory)
+        let retried = try await run(retries: 1)
         #expect(retried.status == 1, "\(retried.output)")
         #expect(retried.output.contains("(1 too slow)"), "\(retried.output)")
         let ranges = server.statistics.headers.map { $0["range"] }

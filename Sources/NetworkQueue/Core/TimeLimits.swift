@@ -20,7 +20,8 @@ public struct TimeLimits: Sendable, Hashable {
     /// ``LowestSpeed/bytesPerSecond`` × ``LowestSpeed/seconds`` bytes (received body bytes and sent body bytes)
     /// in a window of ``LowestSpeed/seconds`` fails with ``NetworkQueueError/tooSlow(bytesPerSecond:limit:url:)``,
     /// which the retry policy may send again like a timed-out transfer (a file's `.part` is continued). Windows
-    /// follow one another from the attempt's start, its connection and the wait for its first byte included.
+    /// follow one another from the attempt's start, its connection and the wait for its first byte included. A HEAD
+    /// preflight moves no body: its deadline and idle timeout bound it, not the lowest speed.
     ///
     /// Off by default because no floor fits every healthy transfer: a slow link, or a server that computes a
     /// report before its first byte, is slow and well; the ``deadline`` bounds a trickle anyway, and the idle
