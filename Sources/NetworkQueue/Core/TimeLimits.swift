@@ -27,7 +27,8 @@ public struct TimeLimits: Sendable, Hashable {
     /// report before its first byte, is slow and well; the ``deadline`` bounds a trickle anyway, and the idle
     /// timeout bounds silence. Never judged: a paused request (its clocks stop), and a window in which the
     /// queue's own cap (``NetworkQueue/maximumBytesPerSecond``) held the queue at three quarters of the cap or
-    /// more, because then the cap, not the server, set the pace.
+    /// more, because then the cap, not the server, set the pace (the same rule holds over a transport that does
+    /// not honour the cap: a queue that fast is not slow).
     public var lowestSpeed: LowestSpeed?
 
     /// 7 days, in seconds: URLSession's default `timeoutIntervalForResource`. Generous on purpose: a batch ends

@@ -54,9 +54,10 @@ extension NetworkQueue {
 
     /// How long a request may take and how slowly it may move, for requests without
     /// ``NetworkRequest/timeLimits`` of their own (see ``TimeLimits``). Default ``TimeLimits/init(deadline:lowestSpeed:)``
-    /// with its defaults: a deadline of 7 days, no lowest speed. Read when a request starts an attempt and when its
-    /// clocks are checked, so a change applies to running requests from their next check. Out-of-range limits fail
-    /// each request that uses them at its start (``NetworkQueueError/InvalidRequestReason/invalidTimeLimits(_:)``).
+    /// with its defaults: a deadline of 7 days, no lowest speed. The deadline is read when a request's clock starts
+    /// (its first slot), the lowest speed at each check, so a change of it applies to running attempts from their
+    /// next check. Out-of-range limits fail each request that uses them at its start
+    /// (``NetworkQueueError/InvalidRequestReason/invalidTimeLimits(_:)``).
     public var timeLimits: TimeLimits {
         get { locked.withLock { $0.machine.timeLimits } }
         set { locked.withLock { $0.machine.timeLimits = newValue } }
