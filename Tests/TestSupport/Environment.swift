@@ -19,6 +19,10 @@ public enum TestEnvironment {
 
     /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 10,000.
     public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: 10_000)) }
+
+    /// How many requests a pure test of a big batch drives through the engine: `NQ_BIG_BATCH`, default 100,000
+    /// (a real batch's scale; CI takes a tenth under the sanitizers).
+    public static var bigBatch: Int { max(1, integer("NQ_BIG_BATCH", default: 100_000)) }
 }
 
 /// Calls `body` with the seeds `0..<count` in order, giving the cooperative thread pool back every few
