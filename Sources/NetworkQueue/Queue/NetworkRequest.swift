@@ -59,22 +59,6 @@ public final class NetworkRequest: Sendable, Identifiable {
         case file(URL)
     }
 
-    /// The largest response body a request accepts. An integer literal means ``bytes(_:)``.
-    public enum ResponseSizeLimit: Sendable, Hashable, ExpressibleByIntegerLiteral {
-        /// ``defaultMemoryLimit`` (64 MiB) for the memory destination; no limit for a file destination.
-        case automatic
-        /// At most this many bytes (decoded), whatever the destination.
-        case bytes(Int64)
-        /// No limit. Beware: an endless body held in memory grows until the process runs out of memory.
-        case unlimited
-
-        /// The limit ``automatic`` sets for bodies held in memory: 64 MiB.
-        public static let defaultMemoryLimit: Int64 = 64 << 20
-
-        /// Creates ``bytes(_:)``.
-        public init(integerLiteral value: Int64) { self = .bytes(value) }
-    }
-
     /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
     public static let noTimeoutThreshold: TimeInterval = RequestRules.noTimeoutThreshold
 
