@@ -17,6 +17,10 @@ import Foundation
 /// Continuing: a part file left by an earlier attempt or run is continued when a validator file
 /// (`<destination>.part.validator`, see ``RangeRules/Validator``) lies beside it; the transfer then asks
 /// for the bytes from ``continuedFrom`` on, and ``begin(_:)`` appends or starts over by the answer.
+///
+/// The validator file is written only once the part is worth continuing: before body bytes reach the part ahead
+/// of the body's end (so a killed process leaves a part it can continue), or when the part is kept for a retry or
+/// a pause. A body that arrives whole in the buffer (every small file) is written once and renamed, no validator.
 final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
@@ -28,8 +32,12 @@ final class FileSink: Sendable {
         var isClosed = false
         /// False while the response is not the body of the file (an error page, a refused range).
         var isAccepting = false
-        /// True once a validator file describes the part.
+        /// True while a validator file lies beside the part (read at the start, or written since).
         var hasValidator = false
+        /// The validator of the response whose body the part holds, not yet written (see ``FileSink``).
+        var pendingValidator: RangeRules.Validator?
+        /// True once the part holds bytes (continued, or written since the open).
+        var hasBytes = false
         /// The `Last-Modified` of the response whose body the file holds: the committed file's time.
         var lastModified: Date?
     }
@@ -42,7 +50,8 @@ final class FileSink: Sendable {
     let continuedFrom: Int64
     /// The validator the continuing request sends in `If-Range`, when ``continuedFrom`` is above 0.
     let validator: RangeRules.Validator?
-    private let claim: DestinationClaim
+    /// The request's right to the destination, held across its attempts.
+    let claim: DestinationClaim
     private let state: Locked<State>
 
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
@@ -59,7 +68,9 @@ final class FileSink: Sendable {
         // close it now, keeping it for this attempt to continue, before this one opens the same path; its
         // own closing is then a no-op.
         claim.replaceSink(with: nil)?.close(keeping: continuing)
-        let saved = continuing ? Self.savedValidator(validatorFile) : nil
+        // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
+        var validatorMayExist = !continuing
+        let saved = continuing ? Self.savedValidator(validatorFile, mayExist: &validatorMayExist) : nil
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
         // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
@@ -75,57 +86,24 @@ final class FileSink: Sendable {
             offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
             _ = lseek(fd, 0, SEEK_END)
         }
-        if offset == 0 {
+        if offset == 0, validatorMayExist || saved != nil {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
             unlink(validatorFile.path)
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil
         state = Locked(
-            State(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil))
+            State(
+                handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil,
+                hasBytes: offset > 0))
         _ = claim.replaceSink(with: self)
     }
 
-    /// Returned by ``openRegular(_:_:)`` for a path that is not a regular file.
-    private static let notRegular: Int32 = -2
-
-    /// Opens `path` with `flags` (which hold `O_NONBLOCK`, so that a FIFO never blocks the open) and returns the
-    /// descriptor in blocking mode if it is a regular file; -1 (errno set) when it cannot be opened, and
-    /// ``notRegular`` (closed again, nothing removed) when it is something else.
-    private static func openRegular(_ path: String, _ flags: Int32) -> Int32 {
-        let fd = open(path, flags, 0o644)
-        guard fd >= 0 else {
-            // A FIFO without a reader refuses a non-blocking writer (ENXIO), a link refuses O_NOFOLLOW: say what is there.
-            let error = errno
-            var info = stat()
-            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG { return notRegular }
-            errno = error
-            return -1
-        }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            closeDescriptor(fd)
-            return notRegular
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
-    }
-
-    /// Why the entry at `url` must not be written over, or nil when nothing is there or it may be: a regular
-    /// file, or a symbolic link (which a rename replaces without touching its target).
-    private static func refusal(at url: URL) -> String? {
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else { return nil }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG, S_IFLNK: return nil
-        case S_IFDIR: return "is a directory"
-        default: return "is not a regular file"
-        }
-    }
-
-    /// The validator saved beside a part file, if one was written by us and reads back.
-    private static func savedValidator(_ file: URL) -> RangeRules.Validator? {
+    /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
+    /// something may lie at its path (anything but an open failing with ENOENT).
+    private static func savedValidator(_ file: URL, mayExist: inout Bool) -> RangeRules.Validator? {
         let fd = openRegular(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        mayExist = fd >= 0 || errno != ENOENT
         guard fd >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         guard let data = try? handle.read(upToCount: 4096), data.count < 4096 else { return nil }
@@ -158,13 +136,12 @@ final class FileSink: Sendable {
                 break
             case .startOver?, .unrelated?, nil:
                 guard state.isAccepting else { return }
-                try state.handle?.truncate(atOffset: 0)
-                unlink(validatorFile.path)
+                if state.hasBytes { try state.handle?.truncate(atOffset: 0) }
+                state.hasBytes = false
+                if state.hasValidator { unlink(validatorFile.path) }
                 state.hasValidator = false
-                if let validator = RangeRules.validator(of: response) {
-                    try saveValidator(validator)
-                    state.hasValidator = true
-                }
+                // Written once the part is worth continuing (see ``FileSink``).
+                state.pendingValidator = RangeRules.validator(of: response)
             }
         }
     }
@@ -176,12 +153,14 @@ final class FileSink: Sendable {
         perform { state in
             guard state.isAccepting, let base = bytes.baseAddress else { return }
             if bytes.count >= Self.directWriteSize {
-                try Self.flush(&state)
+                try flush(&state, final: false)
+                try saveValidatorIfPending(&state)
                 try state.handle?.write(contentsOf: bytes)
+                state.hasBytes = true
                 return
             }
             state.buffer.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
-            if state.buffer.count >= Self.chunkSize { try Self.flush(&state) }
+            if state.buffer.count >= Self.chunkSize { try flush(&state, final: false) }
         }
     }
 
@@ -191,7 +170,7 @@ final class FileSink: Sendable {
     /// Writes what is buffered and closes the file, outside the queue's lock; ``commit()`` renames it.
     func finishWriting() -> NetworkQueueError? {
         perform { state in
-            try Self.flush(&state)
+            try flush(&state, final: true)
             try state.handle?.close()
             state.handle = nil
         }
@@ -208,7 +187,7 @@ final class FileSink: Sendable {
             guard rename(partial.path, destination.path) == 0 else {
                 return .fileError(path: destination.path, reason: String(cString: strerror(errno)))
             }
-            unlink(validatorFile.path)
+            if state.hasValidator { unlink(validatorFile.path) }
             state.isClosed = true
             if let date = state.lastModified {
                 // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
@@ -239,14 +218,16 @@ final class FileSink: Sendable {
         state.withLock { state in
             guard !state.isClosed else { return }
             state.isClosed = true
-            let keep = keeping && state.hasValidator
-            if keep { try? Self.flush(&state) }
+            // Kept only under a validator: the one read at the start, or the response's, written now.
+            let keep =
+                keeping && (state.hasValidator || state.pendingValidator != nil)
+                && (try? flush(&state, final: false)) != nil && state.hasValidator
             state.buffer = Data()
             try? state.handle?.close()
             state.handle = nil
             if !keep {
                 unlink(partial.path)
-                unlink(validatorFile.path)
+                if state.hasValidator { unlink(validatorFile.path) }
             }
             claim.closeFile()
         }
@@ -264,12 +245,21 @@ final class FileSink: Sendable {
         }
     }
 
-    private static func flush(_ state: inout State) throws {
+    /// Writes what is buffered; unless it is the whole body (`final`), the pending validator first: a part on disk
+    /// is always described.
+    private func flush(_ state: inout State, final: Bool) throws {
+        if !final { try saveValidatorIfPending(&state) }
         guard !state.buffer.isEmpty else { return }
         try state.handle?.write(contentsOf: state.buffer)
         state.buffer.removeAll(keepingCapacity: true)
+        state.hasBytes = true
+    }
+
+    /// Writes the pending validator file, if any.
+    private func saveValidatorIfPending(_ state: inout State) throws {
+        guard let validator = state.pendingValidator else { return }
+        state.pendingValidator = nil
+        try saveValidator(validator)
+        state.hasValidator = true
     }
 }
-
-/// Closes a descriptor (a free function: inside ``FileSink`` the name `close` is its own method's).
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

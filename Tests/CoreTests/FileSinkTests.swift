@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+@testable import NetworkQueue
+
+/// When a file download's validator file (`<file>.part.validator`) is written: only once its part is worth
+/// continuing. A body that arrives whole is written once and renamed, with no validator file made or removed.
+@Suite struct FileSinkTests {
+    /// A sink for a new file in a folder of its own, after a 200 with a strong ETag (or none).
+    private func opened(etag: String? = "\"v1\"") throws -> (FileSink, URL, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let url = directory.appendingPathComponent("f.bin")
+        guard let claim = DestinationClaim.claim(url), let sink = try FileSink(claim: claim, continuing: true) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        let fields =
+            [ResponseHead.Field(name: "Content-Length", value: "100000")]
+            + (etag.map { [.init(name: "ETag", value: $0)] } ?? [])
+        let head = ResponseHead(url: url, statusCode: 200, httpVersion: "HTTP/1.1", fields: fields)
+        #expect(sink.begin(HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300)) == nil)
+        return (sink, url, directory)
+    }
+
+    private func write(_ sink: FileSink, _ count: Int) {
+        let bytes = [UInt8](repeating: 7, count: count)
+        #expect(bytes.withUnsafeBytes { sink.write($0) } == nil)
+    }
+
+    private func names(in directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+    }
+
+    @Test func aBodyThatArrivesWholeIsWrittenOnceAndRenamedWithoutAValidator() throws {
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        write(sink, 4_096)
+        write(sink, 4_096)
+        #expect(names(in: directory) == ["f.bin.part"])
+        #expect(sink.finishWriting() == nil)
+        #expect(names(in: directory) == ["f.bin.part"])
+        #expect(sink.commit() == nil)
+        #expect(names(in: directory) == ["f.bin"])
+        #expect(try Data(contentsOf: url).count == 8_192)
+    }
+
+    @Test func bytesThatReachThePartBeforeTheEndAreDescribedFirst() throws {
+        // A piece written where it is (64 KiB or more): a process killed now leaves a part it can continue.
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        write(sink, FileSink.directWriteSize)
+        #expect(names(in: directory) == ["f.bin.part", "f.bin.part.validator"])
+        let saved = try String(
+            contentsOf: url.appendingPathExtension("part").appendingPathExtension("validator"), encoding: .utf8)
+        #expect(RangeRules.Validator(fileText: saved) == RangeRules.Validator(fileText: "etag\n\"v1\"\n"))
+        #expect(sink.finishWriting() == nil && sink.commit() == nil)
+        #expect(names(in: directory) == ["f.bin"])
+    }
+
+    @Test func aPartKeptForTheNextAttemptGetsItsValidatorThen() throws {
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        write(sink, 100)
+        #expect(names(in: directory) == ["f.bin.part"])
+        sink.close(keeping: true)
+        #expect(names(in: directory) == ["f.bin.part", "f.bin.part.validator"])
+        #expect(try Data(contentsOf: url.appendingPathExtension("part")).count == 100)
+        // The next attempt continues it, under the request's claim.
+        guard let next = try FileSink(claim: sink.claim, continuing: true) else { throw CocoaError(.fileWriteUnknown) }
+        #expect(next.continuedFrom == 100)
+        next.discard()
+        #expect(names(in: directory).isEmpty)
+    }
+
+    @Test func aPartWithoutAValidatorIsNeverKept() throws {
+        let (sink, _, directory) = try opened(etag: nil)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        write(sink, FileSink.directWriteSize)
+        #expect(names(in: directory) == ["f.bin.part"])
+        sink.close(keeping: true)
+        #expect(names(in: directory).isEmpty)
+    }
+}
