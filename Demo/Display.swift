@@ -42,6 +42,8 @@ struct Display {
     private var progress = QueueProgress.zero
     private var drawnLines = 0
     private var lastDraw = Date.distantPast
+    /// When plain lines were last flushed to standard output.
+    private var lastFlush = Date.distantPast
     private let began = Date()
     private let retries: Int
 
@@ -70,17 +72,21 @@ struct Display {
                 index[ObjectIdentifier(request)] = rows.count
                 rows.append(Row(request: request, label: Self.label(of: request)))
             }
-            update(request, .started, plain: "started   \(label(request))")
+            update(request, .started, plain: { "started   \($0.label(request))" })
         case .didCollectMetrics:
             break
         case .didReceiveHeaders(let request, let response):
-            let size = request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown"
-            update(request, .receiving, plain: "receiving \(label(request))  HTTP \(response.statusCode), \(size)")
+            update(
+                request, .receiving,
+                plain: {
+                    "receiving \($0.label(request))  HTTP \(response.statusCode), "
+                        + (request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown")
+                })
         case .didFinish(let request, let response) where response.keptExistingFile:
-            update(request, .unchanged, plain: "unchanged \(label(request))  kept the file already there")
+            update(request, .unchanged, plain: { "unchanged \($0.label(request))  kept the file already there" })
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
-            update(request, .done, plain: "done      \(label(request))  \(Format.bytes(size))")
+            update(request, .done, plain: { "done      \($0.label(request))  \(Format.bytes(size))" })
             printMetrics(of: request, size: size)
         case .didFail(let request, let error):
             switch error {
@@ -90,16 +96,17 @@ struct Display {
             default: break
             }
             let reason = error.localizedDescription
-            update(request, .failed(reason), plain: "failed    \(label(request))  \(reason)")
+            update(request, .failed(reason), plain: { "failed    \($0.label(request))  \(reason)" })
             printMetrics(of: request, size: request.downloadProgress.completedBytes)
         case .willRetry(let request, let delay, let error):
             let retry = request.attemptCount
             let status = Status.retrying(retry: retry, at: Date().addingTimeInterval(delay))
             update(
                 request, status,
-                plain:
-                    "retry     \(label(request))  \(Self.retryText(retry, of: retries, in: delay)): \(error.localizedDescription)"
-            )
+                plain: {
+                    "retry     \($0.label(request))  \(Self.retryText(retry, of: $0.retries, in: delay)): "
+                        + error.localizedDescription
+                })
         case .didUpdateProgress(let progress):
             self.progress = progress
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
@@ -111,9 +118,11 @@ struct Display {
         case .didPause(let request):
             update(
                 request, .paused,
-                plain: "paused    \(label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept")
+                plain: {
+                    "paused    \($0.label(request))  \(Format.bytes(request.downloadProgress.completedBytes)) kept"
+                })
         case .didResume(let request):
-            update(request, .queued, plain: "resumed   \(label(request))")
+            update(request, .queued, plain: { "resumed   \($0.label(request))" })
         case .sourceDidFail(let error):
             complain("Demo: error: \(error.localizedDescription)")
         case .queueDidFinish:
@@ -164,16 +173,23 @@ struct Display {
         index[ObjectIdentifier(request)].map { rows[$0].label } ?? Self.label(of: request)
     }
 
-    private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: String) {
+    /// Sets the request's row; in plain mode prints `line` (built only then). Lines go out at least every 0.2 s
+    /// and at the end, not each alone: a list of small files would spend a write per line.
+    private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: (Display) -> String) {
+        let text = isTerminal ? nil : line(self)
         if let row = index[ObjectIdentifier(request)] {
             rows[row].status = status
             if showsLiveRowsOnly, case .done = status { dropRow(row) }
             if showsLiveRowsOnly, case .failed = status { dropRow(row) }
             if showsLiveRowsOnly, case .unchanged = status { dropRow(row) }
         }
-        if !isTerminal {
-            print(line)
-            fflush(nil)
+        if let text {
+            print(text)
+            let now = Date()
+            if now.timeIntervalSince(lastFlush) >= 0.2 {
+                lastFlush = now
+                fflush(nil)
+            }
         }
     }
 

@@ -15,6 +15,8 @@ import NetworkQueue
 
 /// Prints to standard error.
 func complain(_ message: String) {
+    // The display's lines are flushed in batches: what it printed goes out first.
+    fflush(nil)
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
