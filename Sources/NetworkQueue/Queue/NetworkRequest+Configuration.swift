@@ -55,7 +55,8 @@ extension NetworkRequest {
         /// Whether a `<file>.part` left by an earlier attempt (a retry, a pause) or an earlier run is
         /// continued with a `Range` request. The part is continued only when the validator saved beside it
         /// (`<file>.part.validator`: the strong ETag, else the Last-Modified of the response that began it)
-        /// exists; the request then sends `Range: bytes=<part size>-` and `If-Range`. A 206 for exactly those
+        /// exists. It is written once the part is worth continuing: before body bytes reach the part ahead of the
+        /// body's end, or when the part is kept for a retry or a pause (a small body that arrives whole gets none); the request then sends `Range: bytes=<part size>-` and `If-Range`. A 206 for exactly those
         /// bytes is appended; a 200 starts the file over; a 416 or a 206 for other bytes sends the request
         /// again once without a range. Only GETs without a `Range` header of their own are continued; a
         /// continued request's response has status 206. Default true.
