@@ -121,7 +121,7 @@ var keptArguments = 0
 for (url, label) in targets {
     var destination = NetworkRequest.Destination.memory
     if let output = options.output {
-        let file = output.appendingPathComponent(namer.name(for: url))
+        let file = output.appendingPathComponent(namer.name(for: url), isDirectory: false)
         if options.noClobber, FileNames.isRegularFile(file) {
             keptArguments += 1
             continue

@@ -72,7 +72,8 @@ public struct ListSource: AsyncSequence, Sendable {
                 }
                 var destination = NetworkRequest.Destination.memory
                 if let output = source.output, let name {
-                    let file = output.appendingPathComponent(name)
+                    // Said to be a file: Foundation would otherwise stat the path to find out.
+                    let file = output.appendingPathComponent(name, isDirectory: false)
                     // Files only appear complete (renamed into place), so a regular file there is whole. Anything
                     // else (a directory, a FIFO) is not a download: the request runs and fails on it.
                     if source.noClobber, FileNames.isRegularFile(file) {
