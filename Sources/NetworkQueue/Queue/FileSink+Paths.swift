@@ -48,4 +48,4 @@ extension FileSink {
 }
 
 /// Closes a descriptor (a free function: inside ``FileSink`` the name `close` is its own method's).
-func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

@@ -86,7 +86,7 @@ final class FileSink: Sendable {
             offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
             _ = lseek(fd, 0, SEEK_END)
         }
-        if offset == 0, validatorMayExist || saved != nil {
+        if offset == 0, validatorMayExist {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
             unlink(validatorFile.path)
         }
@@ -153,8 +153,8 @@ final class FileSink: Sendable {
         perform { state in
             guard state.isAccepting, let base = bytes.baseAddress else { return }
             if bytes.count >= Self.directWriteSize {
+                // The buffered bytes first, and before them the validator.
                 try flush(&state, final: false)
-                try saveValidatorIfPending(&state)
                 try state.handle?.write(contentsOf: bytes)
                 state.hasBytes = true
                 return
@@ -219,9 +219,9 @@ final class FileSink: Sendable {
             guard !state.isClosed else { return }
             state.isClosed = true
             // Kept only under a validator: the one read at the start, or the response's, written now.
-            let keep =
-                keeping && (state.hasValidator || state.pendingValidator != nil)
-                && (try? flush(&state, final: false)) != nil && state.hasValidator
+            var keep = keeping && (state.hasValidator || state.pendingValidator != nil)
+            // Its buffered bytes reach the part, the pending validator first; a part not written whole is not kept.
+            if keep { keep = (try? flush(&state, final: false)) != nil }
             state.buffer = Data()
             try? state.handle?.close()
             state.handle = nil
