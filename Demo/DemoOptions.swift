@@ -198,7 +198,7 @@ struct DemoOptions {
                 options.perHost = count
             case "--limit-rate":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
-                guard let rate = rate(value) else { throw .badRate(value) }
+                guard let rate = amount(value) else { throw .badRate(value) }
                 options.limitRate = rate
             case "--max-time", "--speed-time":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
@@ -208,7 +208,7 @@ struct DemoOptions {
                 if argument == "--max-time" { options.maxTime = seconds } else { options.speedTime = seconds }
             case "--speed-limit", "--max-filesize":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
-                guard let bytes = rate(value) else { throw .badBytes(flag: argument, value: value) }
+                guard let bytes = amount(value) else { throw .badBytes(flag: argument, value: value) }
                 if argument == "--speed-limit" {
                     options.speedLimit = Int64(bytes)
                 } else {
@@ -229,8 +229,9 @@ struct DemoOptions {
         return options
     }
 
-    /// `500K`, `2M`, `1G` or a plain number of bytes per second (K = 1,000); nil when malformed or not above 0.
-    static func rate(_ text: String) -> Int? {
+    /// `500K`, `2M`, `1G` or a plain number (K = 1,000): the bytes (or bytes per second) of `--limit-rate`,
+    /// `--speed-limit` and `--max-filesize`; nil when malformed or not above 0.
+    static func amount(_ text: String) -> Int? {
         let units: [Character: Double] = ["k": 1e3, "m": 1e6, "g": 1e9]
         var digits = Substring(text.lowercased())
         var scale = 1.0
