@@ -34,11 +34,11 @@ extension FileSink {
         return fd
     }
 
-    /// Why the entry at `url` must not be written over, or nil when nothing is there or it may be: a regular
+    /// Why the entry at `path` must not be written over, or nil when nothing is there or it may be: a regular
     /// file, or a symbolic link (which a rename replaces without touching its target).
-    static func refusal(at url: URL) -> String? {
+    static func refusal(at path: String) -> String? {
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { return nil }
+        guard lstat(path, &info) == 0 else { return nil }
         switch info.st_mode & S_IFMT {
         case S_IFREG, S_IFLNK: return nil
         case S_IFDIR: return "is a directory"
@@ -47,5 +47,41 @@ extension FileSink {
     }
 }
 
-/// Closes a descriptor (a free function: inside ``FileSink`` the name `close` is its own method's).
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+/// The system calls of a file's bytes: the descriptor is the sink's own, so no `FileHandle` is made per file.
+extension FileSink {
+    /// A system call failed: its reason, as `strerror` says it.
+    struct FileFailure: Error {
+        let reason: String
+
+        /// The failure `errno` names now.
+        static func current() -> FileFailure { FileFailure(reason: String(cString: strerror(errno))) }
+    }
+
+    /// Throws the failure `errno` names unless `succeeded`.
+    static func check(_ succeeded: Bool) throws(FileFailure) {
+        if !succeeded { throw .current() }
+    }
+
+    /// Writes all of `bytes` at the descriptor's offset, through short writes and interruptions.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(FileFailure) {
+        guard var next = bytes.baseAddress else { return }
+        var left = bytes.count
+        while left > 0 {
+            let written = writeDescriptor(fd, next, left)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .current()
+            }
+            next += written
+            left -= written
+        }
+    }
+}
+
+/// Closes a descriptor and returns `close`'s result (a free function: inside ``FileSink`` the name `close` is its
+/// own method's).
+@discardableResult
+func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
+
+/// `write(2)` (a free function: inside ``FileSink`` the name `write` is its own method's).
+private func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int { write(fd, bytes, count) }

@@ -26,7 +26,8 @@ final class FileSink: Sendable {
     static let chunkSize = 1 << 20
 
     private struct State {
-        var handle: FileHandle?
+        /// The part's descriptor, -1 once closed.
+        var fd: Int32
         var buffer = Data()
         /// Committed or discarded: nothing more is written, and the claim's file is closed.
         var isClosed = false
@@ -34,18 +35,24 @@ final class FileSink: Sendable {
         var isAccepting = false
         /// True while a validator file lies beside the part (read at the start, or written since).
         var hasValidator = false
-        /// The validator of the response whose body the part holds, not yet written (see ``FileSink``).
-        var pendingValidator: RangeRules.Validator?
+        /// The response whose body the part holds, its validator not yet written (see ``FileSink``): read only
+        /// when the part becomes worth continuing.
+        var pendingResponse: ResponseHead?
         /// True once the part holds bytes (continued, or written since the open).
         var hasBytes = false
-        /// The `Last-Modified` of the response whose body the file holds: the committed file's time.
-        var lastModified: Date?
+        /// The `Last-Modified` of the response whose body the file holds: the committed file's time (parsed when
+        /// the file is finished).
+        var lastModified: String?
     }
 
-    let destination: URL
-    let partial: URL
+    /// The paths, made once: a file's few system calls are most of its cost, and building each path from a URL
+    /// again would cost more than they do.
+    let destinationPath: String
+    let partialPath: String
     /// The validator file beside the part.
-    let validatorFile: URL
+    let validatorPath: String
+    /// The part file's URL (for hashing the bytes a continued part holds).
+    var partial: URL { URL(fileURLWithPath: partialPath, isDirectory: false) }
     /// The bytes already in the part file that the transfer continues after (0: a fresh start).
     let continuedFrom: Int64
     /// The validator the continuing request sends in `If-Range`, when ``continuedFrom`` is above 0.
@@ -57,11 +64,11 @@ final class FileSink: Sendable {
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
     init?(claim: DestinationClaim, continuing: Bool) throws(NetworkQueueError) {
-        destination = claim.url
-        partial = destination.appendingPathExtension("part")
-        validatorFile = partial.appendingPathExtension("validator")
+        destinationPath = claim.url.path
+        partialPath = destinationPath + ".part"
+        validatorPath = partialPath + ".validator"
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
-        if let reason = Self.refusal(at: destination) { throw .fileError(path: destination.path, reason: reason) }
+        if let reason = Self.refusal(at: destinationPath) { throw .fileError(path: destinationPath, reason: reason) }
         guard claim.openFile() else { return nil }
         self.claim = claim
         // A retry's earlier attempt may still have its file open (its closing waits on another thread):
@@ -70,15 +77,15 @@ final class FileSink: Sendable {
         claim.replaceSink(with: nil)?.close(keeping: continuing)
         // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
         var validatorMayExist = !continuing
-        let saved = continuing ? Self.savedValidator(validatorFile, mayExist: &validatorMayExist) : nil
+        let saved = continuing ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
         // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
-        let fd = Self.openRegular(partial.path, flags)
+        let fd = Self.openRegular(partialPath, flags)
         guard fd >= 0 else {
             let reason = fd == Self.notRegular ? "is not a regular file" : String(cString: strerror(errno))
             claim.closeFile()
-            throw .fileError(path: partial.path, reason: reason)
+            throw .fileError(path: partialPath, reason: reason)
         }
         var offset: Int64 = 0
         if saved != nil {
@@ -88,34 +95,35 @@ final class FileSink: Sendable {
         }
         if offset == 0, validatorMayExist {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
-            unlink(validatorFile.path)
+            unlink(validatorPath)
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil
         state = Locked(
-            State(
-                handle: FileHandle(fileDescriptor: fd, closeOnDealloc: true), hasValidator: validator != nil,
-                hasBytes: offset > 0))
+            State(fd: fd, hasValidator: validator != nil, hasBytes: offset > 0))
         _ = claim.replaceSink(with: self)
     }
 
     /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
     /// something may lie at its path (anything but an open failing with ENOENT).
-    private static func savedValidator(_ file: URL, mayExist: inout Bool) -> RangeRules.Validator? {
-        let fd = openRegular(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    private static func savedValidator(_ path: String, mayExist: inout Bool) -> RangeRules.Validator? {
+        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         mayExist = fd >= 0 || errno != ENOENT
         guard fd >= 0 else { return nil }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        guard let data = try? handle.read(upToCount: 4096), data.count < 4096 else { return nil }
-        return RangeRules.Validator(fileText: String(decoding: data, as: UTF8.self))
+        defer { closeDescriptor(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0, count < 4096 else { return nil }
+        return RangeRules.Validator(fileText: String(decoding: bytes[..<count], as: UTF8.self))
     }
 
     /// Writes the validator file, never through a symbolic link planted at its path.
-    private func saveValidator(_ validator: RangeRules.Validator) throws {
-        let fd = Self.openRegular(
-            validatorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission) }
-        try FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(contentsOf: Data(validator.fileText.utf8))
+    private func saveValidator(_ validator: RangeRules.Validator) throws(FileFailure) {
+        let fd = Self.openRegular(validatorPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(validatorPath): permission denied") }
+        defer { closeDescriptor(fd) }
+        var text = validator.fileText
+        try text.withUTF8 { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, .init(bytes)) } }.get()
     }
 
     deinit { discard() }
@@ -127,21 +135,21 @@ final class FileSink: Sendable {
     /// for a retry to continue (a final failure deletes it).
     func begin(_ reading: HeadReading) -> NetworkQueueError? {
         let response = reading.head
-        return perform { state in
+        return perform { state throws(FileFailure) in
             state.buffer.removeAll(keepingCapacity: true)
-            state.lastModified = response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
+            state.lastModified = response.value(forHTTPHeaderField: "Last-Modified")
             state.isAccepting = reading.isAcceptable
             switch reading.continuation {
             case .append?, .restartWithoutRange?:
                 break
             case .startOver?, .unrelated?, nil:
                 guard state.isAccepting else { return }
-                if state.hasBytes { try state.handle?.truncate(atOffset: 0) }
+                if state.hasBytes { try Self.check(ftruncate(state.fd, 0) == 0 && lseek(state.fd, 0, SEEK_SET) == 0) }
                 state.hasBytes = false
-                if state.hasValidator { unlink(validatorFile.path) }
+                if state.hasValidator { unlink(validatorPath) }
                 state.hasValidator = false
-                // Written once the part is worth continuing (see ``FileSink``).
-                state.pendingValidator = RangeRules.validator(of: response)
+                // Its validator is written once the part is worth continuing (see ``FileSink``).
+                state.pendingResponse = response
             }
         }
     }
@@ -150,12 +158,12 @@ final class FileSink: Sendable {
     /// more is written where it is (after what was gathered), never copied. The piece may be lent by the
     /// transport (valid only during this call): nothing of it is kept but a copy.
     func write(_ bytes: UnsafeRawBufferPointer) -> NetworkQueueError? {
-        perform { state in
+        perform { state throws(FileFailure) in
             guard state.isAccepting, let base = bytes.baseAddress else { return }
             if bytes.count >= Self.directWriteSize {
                 // The buffered bytes first, and before them the validator.
                 try flush(&state, final: false)
-                try state.handle?.write(contentsOf: bytes)
+                try Self.writeAll(state.fd, bytes)
                 state.hasBytes = true
                 return
             }
@@ -167,12 +175,22 @@ final class FileSink: Sendable {
     /// Pieces at least this big are written as they come, without gathering.
     static let directWriteSize = 64 << 10
 
-    /// Writes what is buffered and closes the file, outside the queue's lock; ``commit()`` renames it.
+    /// Writes what is buffered, dates the file from the response's `Last-Modified` and closes it, outside the
+    /// queue's lock; ``commit()`` renames it.
     func finishWriting() -> NetworkQueueError? {
-        perform { state in
+        perform { state throws(FileFailure) in
             try flush(&state, final: true)
-            try state.handle?.close()
-            state.handle = nil
+            if let date = state.lastModified.flatMap(HTTPDate.parse) {
+                // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
+                // Set on the open descriptor: no path looked up again, and the rename keeps it.
+                let seconds = date.timeIntervalSince1970.rounded(.down)
+                let time = timespec(tv_sec: Int(seconds), tv_nsec: 0)
+                let times = [time, time]
+                _ = futimens(state.fd, times)
+            }
+            let fd = state.fd
+            state.fd = -1
+            try Self.check(closeDescriptor(fd) == 0)
         }
     }
 
@@ -181,18 +199,14 @@ final class FileSink: Sendable {
     /// more); the engine hears the outcome next. A directory at the destination is never replaced.
     func commit() -> NetworkQueueError? {
         let error: NetworkQueueError? = state.withLock { state in
-            guard !state.isClosed else { return .fileError(path: partial.path, reason: "already closed") }
+            guard !state.isClosed else { return .fileError(path: partialPath, reason: "already closed") }
             // finishWriting() flushed and closed it on the transfer's thread: no writing under the lock.
-            guard state.handle == nil else { return .fileError(path: partial.path, reason: "not finished writing") }
-            guard rename(partial.path, destination.path) == 0 else {
-                return .fileError(path: destination.path, reason: String(cString: strerror(errno)))
+            guard state.fd < 0 else { return .fileError(path: partialPath, reason: "not finished writing") }
+            guard rename(partialPath, destinationPath) == 0 else {
+                return .fileError(path: destinationPath, reason: String(cString: strerror(errno)))
             }
-            if state.hasValidator { unlink(validatorFile.path) }
+            if state.hasValidator { unlink(validatorPath) }
             state.isClosed = true
-            if let date = state.lastModified {
-                // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
-                try? FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: destination.path)
-            }
             return nil
         }
         if error == nil { claim.closeFile() } else { discard() }
@@ -207,9 +221,9 @@ final class FileSink: Sendable {
     /// Deletes the part file of `destination` and its validator, left by an attempt that kept them for the
     /// next one (the request ended instead). The caller holds the destination's claim.
     static func removePart(of destination: URL) {
-        let partial = destination.appendingPathExtension("part")
-        unlink(partial.path)
-        unlink(partial.appendingPathExtension("validator").path)
+        let partial = destination.path + ".part"
+        unlink(partial)
+        unlink(partial + ".validator")
     }
 
     /// Closes the partial file; with `keeping`, a part that a saved validator describes stays (all its
@@ -219,46 +233,49 @@ final class FileSink: Sendable {
             guard !state.isClosed else { return }
             state.isClosed = true
             // Kept only under a validator: the one read at the start, or the response's, written now.
-            var keep = keeping && (state.hasValidator || state.pendingValidator != nil)
+            var keep = keeping && (state.hasValidator || state.pendingResponse.flatMap(RangeRules.validator) != nil)
             // Its buffered bytes reach the part, the pending validator first; a part not written whole is not kept.
             if keep { keep = (try? flush(&state, final: false)) != nil }
             state.buffer = Data()
-            try? state.handle?.close()
-            state.handle = nil
+            if state.fd >= 0 { closeDescriptor(state.fd) }
+            state.fd = -1
             if !keep {
-                unlink(partial.path)
-                if state.hasValidator { unlink(validatorFile.path) }
+                unlink(partialPath)
+                if state.hasValidator { unlink(validatorPath) }
             }
             claim.closeFile()
         }
     }
 
-    private func perform(_ body: (inout State) throws -> Void) -> NetworkQueueError? {
-        state.withLock { state in
+    private func perform(_ body: (inout State) throws(FileFailure) -> Void) -> NetworkQueueError? {
+        state.withLock { state -> NetworkQueueError? in
             guard !state.isClosed else { return nil }
-            do {
+            do throws(FileFailure) {
                 try body(&state)
                 return nil
             } catch {
-                return .fileError(path: partial.path, reason: error.localizedDescription)
+                return .fileError(path: partialPath, reason: error.reason)
             }
         }
     }
 
     /// Writes what is buffered; unless it is the whole body (`final`), the pending validator first: a part on disk
     /// is always described.
-    private func flush(_ state: inout State, final: Bool) throws {
+    private func flush(_ state: inout State, final: Bool) throws(FileFailure) {
         if !final { try saveValidatorIfPending(&state) }
         guard !state.buffer.isEmpty else { return }
-        try state.handle?.write(contentsOf: state.buffer)
+        let fd = state.fd
+        try state.buffer.withUnsafeBytes { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, bytes) } }
+            .get()
         state.buffer.removeAll(keepingCapacity: true)
         state.hasBytes = true
     }
 
-    /// Writes the pending validator file, if any.
-    private func saveValidatorIfPending(_ state: inout State) throws {
-        guard let validator = state.pendingValidator else { return }
-        state.pendingValidator = nil
+    /// Writes the pending response's validator file, if it has one.
+    private func saveValidatorIfPending(_ state: inout State) throws(FileFailure) {
+        guard let response = state.pendingResponse else { return }
+        state.pendingResponse = nil
+        guard let validator = RangeRules.validator(of: response) else { return }
         try saveValidator(validator)
         state.hasValidator = true
     }
