@@ -13,30 +13,6 @@ import NetworkQueue
     import Darwin
 #endif
 
-/// Applies the queue's events to `display` until the queue finishes, and returns it with the problem of a
-/// malformed list line, if one stopped the run.
-///
-/// Not isolated to the main actor, as the top-level code is: there each read of the stream would hop to the
-/// global executor and back, two thread wake-ups per event, the most of what a batch of small files cost.
-nonisolated func follow(
-    _ events: AsyncStream<NetworkQueueEvent>, of queue: NetworkQueue, display: Display, listName: String
-) async -> (Display, InputList.Problem?) {
-    var display = display
-    var problem: InputList.Problem?
-    for await event in events {
-        if case .sourceDidFail(.sourceFailed(let underlying)) = event {
-            // The list could not be read on (a malformed line, a read error): nothing more starts.
-            if let listProblem = underlying.error as? InputList.Problem { problem = listProblem }
-            complain("Demo: error: \(listName), \(underlying)")
-            queue.cancelAll()
-            continue
-        }
-        display.apply(event)
-        if case .queueDidFinish = event { break }
-    }
-    return (display, problem)
-}
-
 /// Prints to standard error.
 func complain(_ message: String) {
     // The display's lines are flushed in batches: what it printed goes out first.
@@ -216,12 +192,13 @@ if rows.isEmpty, options.input == nil {
     server?.stop()
     exit(0)
 }
-let events = queue.events()
+let listener = Listener(
+    display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list")
+queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()
-let listName = options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list"
 let sourceProblem: InputList.Problem?
-(display, sourceProblem) = await follow(events, of: queue, display: display, listName: listName)
+(display, sourceProblem) = await listener.finished()
 let succeeded = display.finish(kept: keptArguments + tally.kept)
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).

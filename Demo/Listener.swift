@@ -1,0 +1,95 @@
+import DemoKit
+import Foundation
+import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The Demo's delegate: shows each event on the queue's delivery thread, where it is delivered.
+///
+/// A delegate, not an `events()` stream: a stream hands each batch of events to the reading task, one more thread
+/// woken per batch, and its subscriber has every transfer's metrics collected. The methods of one queue are
+/// called serially; the lock only hands the display over to the code that waits for the end.
+final class Listener: NetworkQueueDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var display: Display
+    private var problem: InputList.Problem?
+    private var ended: CheckedContinuation<Void, Never>?
+    private var isFinished = false
+    /// What standard error calls the list when it cannot be read on.
+    private let listName: String
+
+    init(display: Display, listName: String) {
+        self.display = display
+        self.listName = listName
+    }
+
+    /// Waits for `queueDidFinish`, then returns the display and the problem of a malformed list line, if one
+    /// stopped the run.
+    func finished() async -> (Display, InputList.Problem?) {
+        await withCheckedContinuation { continuation in
+            lock.withLock {
+                if isFinished { continuation.resume() } else { ended = continuation }
+            }
+        }
+        return lock.withLock { (display, problem) }
+    }
+
+    private func show(_ event: NetworkQueueEvent) {
+        lock.withLock { display.apply(event) }
+    }
+
+    func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) { show(.didStart(request)) }
+
+    func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
+        show(.didReceiveHeaders(request, head: head))
+    }
+
+    func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {
+        show(.didCollectMetrics(request, metrics: metrics))
+    }
+
+    func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+        show(.didFinish(request, response: response))
+    }
+
+    func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        show(.didFail(request, error: error))
+    }
+
+    func networkQueue(
+        _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError
+    ) {
+        show(.willRetry(request, after: delay, error: error))
+    }
+
+    func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest) { show(.didPause(request)) }
+
+    func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest) { show(.didResume(request)) }
+
+    func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
+        show(.didUpdateProgress(progress))
+    }
+
+    func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) {
+        guard case .sourceFailed(let underlying) = error else {
+            show(.sourceDidFail(error: error))
+            return
+        }
+        // The list could not be read on (a malformed line, a read error): nothing more starts.
+        if let listProblem = underlying.error as? InputList.Problem { lock.withLock { problem = listProblem } }
+        complain("Demo: error: \(listName), \(underlying)")
+        queue.cancelAll()
+    }
+
+    func networkQueueDidFinish(_ queue: NetworkQueue) {
+        let waiter = lock.withLock {
+            display.apply(.queueDidFinish)
+            isFinished = true
+            defer { ended = nil }
+            return ended
+        }
+        waiter?.resume()
+    }
+}
