@@ -80,4 +80,23 @@ import Testing
         sink.close(keeping: true)
         #expect(names(in: directory).isEmpty)
     }
+
+    /// A claim's key is the standardized path; a path already standard is taken as it is, and any other is
+    /// standardized by Foundation, so two spellings of one file are one claim.
+    @Test func aStandardPathIsItsOwnKeyAndOtherSpellingsShareIt() {
+        for path in ["/a/b.bin", "/a/...", "/a/.hidden", "/a/b..c", "/x"] {
+            #expect(DestinationClaim.isStandard(path), "\(path)")
+            #expect(URL(fileURLWithPath: path).standardizedFileURL.path == path, "\(path)")
+        }
+        for path in ["/a/./b", "/a/../b", "/a//b", "/a/b/", "/", "a/b", "/a/.", "/a/.."] {
+            #expect(!DestinationClaim.isStandard(path), "\(path)")
+        }
+        let name = "/tmp/claim-\(UUID().uuidString).bin"
+        let first = DestinationClaim.claim(URL(fileURLWithPath: name))
+        #expect(first != nil)
+        let spelled = "/tmp/./x/../" + name.dropFirst("/tmp/".count)
+        #expect(DestinationClaim.claim(URL(fileURLWithPath: spelled)) == nil)
+        first?.endRequest()
+        #expect(DestinationClaim.claim(URL(fileURLWithPath: spelled)) != nil)
+    }
 }

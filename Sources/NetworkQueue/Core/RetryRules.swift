@@ -131,24 +131,26 @@ enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// The date `text` names, or nil when it is none of the three forms.
+    ///
+    /// Read as bytes (a file's `Last-Modified` is read for every file saved): no string is made per part.
     static func parse(_ text: String) -> Date? {
         // Split on spaces, commas and dashes: "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
         // "Sun Nov  6 08:49:37 1994".
-        let parts = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" }).map(String.init)
+        let parts = text.utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x2C || $0 == 0x2D })
         let day: Int?
         let month: Int?
         var year: Int?
-        let time: String
+        let time: Substring.UTF8View
         switch parts.count {
-        case 6 where parts[5] == "GMT":
-            (day, month, year, time) = (Int(parts[1]), monthNumber(parts[2]), Int(parts[3]), parts[4])
+        case 6 where parts[5].elementsEqual("GMT".utf8):
+            (day, month, year, time) = (number(parts[1]), monthNumber(parts[2]), number(parts[3]), parts[4])
             if let short = year, parts[3].count == 2 { year = short + (short < 70 ? 2000 : 1900) }
         case 5:
-            (day, month, year, time) = (Int(parts[2]), monthNumber(parts[1]), Int(parts[4]), parts[3])
+            (day, month, year, time) = (number(parts[2]), monthNumber(parts[1]), number(parts[4]), parts[3])
         default:
             return nil
         }
-        let clock = time.split(separator: ":").map { Int($0) }
+        let clock = time.split(separator: 0x3A).map(number)
         guard let day, let month, let year, clock.count == 3, let hour = clock[0], let minute = clock[1],
             let second = clock[2], (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
             (0...60).contains(second), (1...9999).contains(year)
@@ -157,7 +159,24 @@ enum HTTPDate {
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
 
-    private static func monthNumber(_ name: String) -> Int? { months.firstIndex(of: name.lowercased()).map { $0 + 1 } }
+    /// The decimal number `digits` spell (an optional `+` first, as `Int("+7")` reads it), nil for anything else
+    /// or more than 18 digits.
+    private static func number(_ digits: Substring.UTF8View) -> Int? {
+        let unsigned = digits.first == 0x2B ? digits.dropFirst() : digits[...]
+        guard !unsigned.isEmpty, unsigned.count <= 18 else { return nil }
+        var value = 0
+        for byte in unsigned {
+            guard (0x30...0x39).contains(byte) else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
+    }
+
+    private static func monthNumber(_ name: Substring.UTF8View) -> Int? {
+        guard name.count == 3 else { return nil }
+        let lower = name.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        return months.firstIndex { $0.utf8.elementsEqual(lower) }.map { $0 + 1 }
+    }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
     private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {

@@ -10,6 +10,8 @@ final class DestinationClaim: Sendable {
     private static let claimed = Locked(Set<String>())
 
     let url: URL
+    /// The file's path, made once (`url.path`).
+    let path: String
     private let key: String
     private let state = Locked((requestEnded: false, openFiles: 0, released: false))
     /// The partial file of the request's newest attempt, so that the next attempt's closes it first.
@@ -19,16 +21,38 @@ final class DestinationClaim: Sendable {
         weak var sink: FileSink?
     }
 
-    private init(url: URL, key: String) {
+    private init(url: URL, path: String, key: String) {
         self.url = url
+        self.path = path
         self.key = key
     }
 
     /// Claims `url`, or returns nil when another request holds it.
     static func claim(_ url: URL) -> DestinationClaim? {
-        let key = url.standardizedFileURL.path
+        let path = url.path
+        let key = isStandard(path) ? path : url.standardizedFileURL.path
         let isNew = claimed.withLock { $0.insert(key).inserted }
-        return isNew ? DestinationClaim(url: url, key: key) : nil
+        return isNew ? DestinationClaim(url: url, path: path, key: key) : nil
+    }
+
+    /// True when `path` is already what standardizing it gives: absolute, with no `.` or `..` component and no
+    /// empty one (`//`), not ending in `/`. Most are, and need no second look through Foundation.
+    static func isStandard(_ path: String) -> Bool {
+        var previous: UInt8 = 0
+        var dots = 0
+        for byte in path.utf8 {
+            if byte == 0x2F {
+                // A component ends: empty, "." or ".." are not standard.
+                if previous == 0x2F || dots == 1 || dots == 2 { return false }
+                dots = 0
+            } else if byte == 0x2E, dots >= 0 {
+                dots += 1
+            } else {
+                dots = -1
+            }
+            previous = byte
+        }
+        return path.utf8.first == 0x2F && previous != 0x2F && dots != 1 && dots != 2
     }
 
     /// Registers a partial file about to be opened; false once the request has ended (open nothing then).

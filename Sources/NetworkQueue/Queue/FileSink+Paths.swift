@@ -34,6 +34,19 @@ extension FileSink {
         return fd
     }
 
+    /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
+    /// there is none: one `lstat`, read by the queue for every file request that may keep a file already there.
+    static func regularFile(at path: String) -> (size: Int64, modified: Date)? {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        #if canImport(Darwin)
+            let time = info.st_mtimespec
+        #else
+            let time = info.st_mtim
+        #endif
+        return (Int64(info.st_size), Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9))
+    }
+
     /// Why the entry at `path` must not be written over, or nil when nothing is there or it may be: a regular
     /// file, or a symbolic link (which a rename replaces without touching its target).
     static func refusal(at path: String) -> String? {

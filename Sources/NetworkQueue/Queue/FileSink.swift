@@ -64,7 +64,7 @@ final class FileSink: Sendable {
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
     init?(claim: DestinationClaim, continuing: Bool) throws(NetworkQueueError) {
-        destinationPath = claim.url.path
+        destinationPath = claim.path
         partialPath = destinationPath + ".part"
         validatorPath = partialPath + ".validator"
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.

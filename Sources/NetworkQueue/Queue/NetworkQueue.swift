@@ -216,12 +216,9 @@ public final class NetworkQueue: Sendable {
     private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules
         .FileState?
     {
-        guard case .file(let url) = destination,
-            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-            attributes[.type] as? FileAttributeType == .typeRegular,
-            let size = (attributes[.size] as? NSNumber)?.int64Value,
-            let modified = attributes[.modificationDate] as? Date
-        else { return nil }
+        guard case .file(let url) = destination, let (size, modified) = FileSink.regularFile(at: url.path) else {
+            return nil
+        }
         if let checksum, !checksum.matches(file: url) { return nil }
         return ExistingFileRules.FileState(size: size, modified: modified)
     }
