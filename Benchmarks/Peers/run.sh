@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs nginx when it is missing (apt-get), builds the root package's Benchmarks (the raw libcurl loop) and
-# this package in release mode, and runs the comparison. Arguments go to Peers: --rounds N, --quick, --only NAME.
+# Installs nginx when it is missing (apt-get), builds the root package's Benchmarks (the raw libcurl loop) and Demo,
+# and this package in release mode, and runs the comparison. Arguments go to Peers: --rounds N, --quick, --only NAME.
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
@@ -8,7 +8,11 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
     # The package starts a system nginx on port 80; the comparison runs its own.
     (service nginx stop || systemctl stop nginx || pkill -x nginx) >/dev/null 2>&1 || true
 fi
-(cd ../.. && swift build -c release --product Benchmarks)
+# The small-files comparison runs wget2 beside curl when it is there (left out, and said so, when apt cannot get it).
+if ! command -v wget2 >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wget2 >/dev/null) || true
+fi
+(cd ../.. && swift build -c release --product Benchmarks && swift build -c release --product Demo)
 # SwiftPM keeps the build plan of a path dependency when a source file is added to it (and then cannot find the
 # new file's types): plan again every time, which costs a second.
 rm -f .build/release.yaml

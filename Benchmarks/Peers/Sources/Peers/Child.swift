@@ -20,13 +20,23 @@ struct Child {
     /// A PEM file of CA certificates to trust (the nginx's self-signed certificate).
     var trusted: URL?
 
-    /// `--child SIDE URL COUNT WINDOW DIRECTORY|- CAFILE|-`
+    /// `--child SIDE URL|@LIST COUNT WINDOW DIRECTORY|- CAFILE|-`: one URL COUNT times, or the first COUNT lines
+    /// of the file LIST.
     init?(arguments: [String]) {
-        guard arguments.count == 7, arguments[0] == "--child", let url = URL(string: arguments[2]),
-            let count = Int(arguments[3]), let window = Int(arguments[4])
+        guard arguments.count == 7, arguments[0] == "--child", let count = Int(arguments[3]),
+            let window = Int(arguments[4])
         else { return nil }
+        if arguments[2].hasPrefix("@") {
+            guard let text = try? String(contentsOfFile: String(arguments[2].dropFirst()), encoding: .utf8) else {
+                return nil
+            }
+            urls = text.split(separator: "\n").prefix(count).compactMap { URL(string: String($0)) }
+            guard urls.count == count else { return nil }
+        } else {
+            guard let url = URL(string: arguments[2]) else { return nil }
+            urls = Array(repeating: url, count: count)
+        }
         side = arguments[1]
-        urls = Array(repeating: url, count: count)
         self.window = window
         directory = arguments[5] == "-" ? nil : URL(fileURLWithPath: arguments[5])
         trusted = arguments[6] == "-" ? nil : URL(fileURLWithPath: arguments[6])

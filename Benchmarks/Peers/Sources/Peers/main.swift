@@ -1,9 +1,10 @@
 import Foundation
 
-// `swift run -c release Peers [--rounds N] [--quick] [--only NAME] [--benchmarks PATH]` (see ./run.sh): the four
-// workloads against one nginx (for files, AsyncHTTPClient both with its file delegate and streaming its body
-// itself), each side of each round in a child process, sides in a rotating order; prints the medians and the
-// same-round ratios as a table. `--child …` is the child's mode (see `Child`).
+// `swift run -c release Peers [--rounds N] [--quick] [--only NAME] [--benchmarks PATH] [--demo PATH]` (see
+// ./run.sh): the four workloads against one nginx (for files, AsyncHTTPClient both with its file delegate and
+// streaming its body itself), each side of each round in a child process, sides in a rotating order; prints the
+// medians and the same-round ratios as a table. Then the small files to a folder (`--only smallfiles`; see
+// `SmallFiles`) against curl, wget2 and the Demo. `--child …` is the child's mode (see `Child`).
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--child" {
@@ -43,6 +44,7 @@ let workloads = [
     Workload(name: "https", title: "\(quick ? 500 : 5_000) x 1 KB over HTTPS, HTTP/2, 8 in flight", file: "1k.bin", size: 1_024,
              count: quick ? 500 : 5_000, window: 8, toFiles: false, secure: true),
 ].filter { value(after: "--only") == nil || value(after: "--only") == $0.name }
+let runsSmallFiles = value(after: "--only") == nil || value(after: "--only") == "smallfiles"
 
 let nginx = try Nginx(files: [("1k.bin", 1_024), ("big.bin", quick ? 20_000_000 : 200_000_000),
                               ("medium.bin", quick ? 5_000_000 : 50_000_000)])
@@ -78,9 +80,32 @@ for workload in workloads {
     }
     rows += workload.rows(samples, sides: sides.map(\.name), inverted: ["NQ + SHA-256"])
 }
-printTable(
-    ["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "AHC streamed", "NQ + SHA-256", "NQ / AHC", "NQ / raw",
-     "NQ / AHC streamed", "NQ + SHA-256 / NQ"], rows)
+if !rows.isEmpty {
+    printTable(
+        ["workload", "NetworkQueue", "AsyncHTTPClient", "raw libcurl", "AHC streamed", "NQ + SHA-256", "NQ / AHC", "NQ / raw",
+         "NQ / AHC streamed", "NQ + SHA-256 / NQ"], rows)
+}
+
+if runsSmallFiles {
+    let smallFiles = try SmallFiles(count: quick ? 2_000 : 20_000, nginx: nginx)
+    let demo = value(after: "--demo") ?? benchmarks.deletingLastPathComponent().appendingPathComponent("Demo").path
+    let tools = smallFiles.tools(peers: CommandLine.arguments[0], demo: demo)
+    for tool in tools where tool.command == nil { print("\(tool.name): not installed, left out") }
+    var samples: [String: [Sample]] = [:]
+    let present = tools.filter { $0.command != nil }
+    for round in 0..<rounds {
+        for offset in present.indices {
+            let tool = present[(round + offset) % present.count]
+            let sample = try smallFiles.measure(tool.command ?? [])
+            guard sample.failures == 0 else {
+                throw PeerFailure("\(tool.name): \(sample.failures) files missing in \(smallFiles.title)")
+            }
+            samples[tool.name, default: []].append(sample)
+        }
+    }
+    print("")
+    printTable(["workload (ratio: to curl in the same round)"] + tools.map(\.name), smallFiles.rows(samples, tools: tools))
+}
 
 /// The SHA-256 of the file at `url`, in hex, by `sha256sum`.
 func sha256Hex(of url: URL) throws -> String {

@@ -1,0 +1,145 @@
+import Foundation
+
+/// The batch users run most: a list of small files saved to a folder. Every side gets the same list of distinct
+/// URLs (`/s/f<i>.bin`, 4 KB each) against the one nginx and saves each to its own file in an empty folder, 8 at
+/// once: the library (`NetworkQueue.run()`, no delegate), the Demo (`--input LIST --output DIR`), `curl
+/// --parallel` with a config of url/output pairs, `wget2 -i LIST`, and AsyncHTTPClient (its file delegate, and its
+/// body streamed to a descriptor). Wall time and CPU seconds (user + system) of each side's process.
+struct SmallFiles {
+    let count: Int
+    let size = 4_096
+    let window = 8
+    /// The list of URLs, one per line.
+    let list: URL
+    /// The `curl --parallel` config, `url`/`output` pairs into ``folder``.
+    let curlConfig: URL
+    /// Where every side writes (on tmpfs when there is one), emptied before and after each run.
+    let folder: URL
+
+    var title: String {
+        "\(count.formatted()) x 4 KB to a folder\(folder.path.hasPrefix("/dev/shm") ? " (tmpfs)" : ""), 8 in flight"
+    }
+
+    /// Writes the files into nginx's `www/s`, the list and curl's config.
+    init(count: Int, nginx: Nginx) throws {
+        self.count = count
+        let served = nginx.folder.appendingPathComponent("www/s")
+        try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
+        var body = [UInt8](repeating: 0, count: size)
+        for index in body.indices { body[index] = UInt8.random(in: 0...255) }
+        let data = Data(body)
+        // On tmpfs where there is one: the comparison is of the clients, and a disk's file system (this machine's ext4
+        // takes seconds to create 20,000 files again after deleting them) would be most of every side's time.
+        let shm = URL(fileURLWithPath: "/dev/shm")
+        folder =
+            FileManager.default.isWritableFile(atPath: shm.path)
+            ? shm.appendingPathComponent("nq-peers-out-\(getpid())") : nginx.folder.appendingPathComponent("out")
+        var urls = ""
+        var config = ""
+        for index in 0..<count {
+            try data.write(to: served.appendingPathComponent("f\(index).bin"))
+            let url = "http://127.0.0.1:\(nginx.port)/s/f\(index).bin"
+            urls += url + "\n"
+            config += "url = \"\(url)\"\noutput = \"\(folder.path)/f\(index).bin\"\n"
+        }
+        list = nginx.folder.appendingPathComponent("list.txt")
+        curlConfig = nginx.folder.appendingPathComponent("curl.cfg")
+        try urls.write(to: list, atomically: true, encoding: .utf8)
+        try config.write(to: curlConfig, atomically: true, encoding: .utf8)
+    }
+
+    /// A side of the comparison: its name and the command that runs it once (nil when its tool is missing).
+    struct Tool {
+        var name: String
+        var command: [String]?
+    }
+
+    /// The sides, in the table's order; the first is the one every ratio is taken against.
+    func tools(peers: String, demo: String) -> [Tool] {
+        func installed(_ name: String) -> String? {
+            ["/usr/bin/\(name)", "/usr/local/bin/\(name)"].first(where: FileManager.default.isExecutableFile(atPath:))
+        }
+        let child = { (side: String) in [peers, "--child", side, "@" + list.path, String(count), "8", folder.path, "-"] }
+        return [
+            Tool(
+                name: "curl --parallel",
+                command: installed("curl").map { [$0, "--parallel", "--parallel-max", "8", "-s", "-K", curlConfig.path] }),
+            Tool(name: "NetworkQueue", command: child("nq")),
+            Tool(
+                name: "Demo",
+                command: FileManager.default.isExecutableFile(atPath: demo)
+                    ? [demo, "--no-accurate", "--concurrency", "8", "--output", folder.path, "--input", list.path] : nil),
+            Tool(
+                name: "wget2 -i",
+                command: installed("wget2").map { [$0, "-q", "-i", list.path, "--max-threads=8", "-P", folder.path] }),
+            Tool(name: "AHC file delegate", command: child("ahc")),
+            Tool(name: "AHC streamed", command: child("ahc-stream")),
+        ]
+    }
+
+    /// Runs `command` once into an empty ``folder`` and measures it from outside: wall time, and the CPU time and
+    /// peak memory the kernel accounts to it when it is reaped. Failures: files missing or of the wrong size.
+    func measure(_ command: [String]) throws -> Sample {
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let usage = try spawnAndWait(command)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let whole = names.filter { name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+            return (attributes?[.size] as? NSNumber)?.intValue == size
+        }
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Sample(seconds: elapsed, cpuSeconds: cpu, peakResidentBytes: usage.ru_maxrss * 1024,
+                      failures: count - whole.count)
+    }
+
+    /// The table: wall seconds and CPU seconds of each side (medians), and each one's ratio to the first side's
+    /// in the same round.
+    func rows(_ samples: [String: [Sample]], tools: [Tool]) -> [[String]] {
+        let reference = tools[0].name
+        func row(_ label: String, _ measure: (Sample) -> Double) -> [String] {
+            var cells = [title + ", " + label]
+            for tool in tools {
+                guard let measured = samples[tool.name], !measured.isEmpty else {
+                    cells.append("–")
+                    continue
+                }
+                let ratios = zip(samples[reference, default: []], measured).map { measure($1) / measure($0) }
+                cells.append(String(format: "%.2f (%.2f×)", median(measured.map(measure)), median(ratios)))
+            }
+            return cells
+        }
+        return [row("wall s", \.seconds), row("CPU s", \.cpuSeconds)]
+    }
+}
+
+/// Runs `command` (its output discarded) and returns the kernel's account of it once it exits; throws when it
+/// cannot start or exits with a failure.
+func spawnAndWait(_ command: [String]) throws -> rusage {
+    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    var arguments = command.map { strdup($0) }
+    arguments.append(nil)
+    defer { for argument in arguments { free(argument) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, command[0], &actions, nil, arguments, environ)
+    guard spawned == 0 else { throw PeerFailure("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 {
+        guard errno == EINTR else { throw PeerFailure("wait4 failed: \(String(cString: strerror(errno)))") }
+    }
+    // Exited normally with 0 (the wait status's low 7 bits are the signal, the next 8 the exit code).
+    guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
+        throw PeerFailure("\(command.joined(separator: " ")) failed (wait status \(status))")
+    }
+    return usage
+}
