@@ -6,7 +6,9 @@ import NetworkQueue
 #endif
 
 /// Shows the queue: one overall bar and a status line per request. On a terminal it redraws in place at
-/// most ten times a second; otherwise it prints a line per event and a progress line at most every second.
+/// most ten times a second; otherwise it prints a line per event and a progress line at most every second (for a
+/// list, a line per request as it ends, and per retry or pause: not three per file, which a list of small files
+/// would spend most of its time printing; with `--verbose`, every event).
 ///
 /// A short batch (the demo set, URLs on the command line) shows a row for every request from the start. A
 /// list (`--input`) shows rows only for the requests under way, made when each starts and dropped when it
@@ -49,6 +51,8 @@ struct Display {
 
     /// Prints a `metrics` line after each request (with `--verbose`, which also turns the redraw off).
     private let showsMetrics: Bool
+    /// Plain mode prints when each request starts and receives its head: a short batch, or `--verbose`.
+    private let printsEveryEvent: Bool
     /// Failures the summary names: too slow (`--speed-limit`), past the deadline (`--max-time`), too large
     /// (`--max-filesize`).
     private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0)
@@ -58,6 +62,7 @@ struct Display {
         self.retries = retries
         self.showsMetrics = showsMetrics
         showsLiveRowsOnly = rows == nil
+        printsEveryEvent = rows != nil || showsMetrics
         self.rows = (rows ?? []).map { Row(request: $0.0, label: $0.1) }
         self.index = Dictionary(uniqueKeysWithValues: self.rows.enumerated().map { (ObjectIdentifier($1.request), $0) })
         self.isTerminal = isTerminal
@@ -72,14 +77,15 @@ struct Display {
                 index[ObjectIdentifier(request)] = rows.count
                 rows.append(Row(request: request, label: Self.label(of: request)))
             }
-            update(request, .started, plain: { "started   \($0.label(request))" })
+            update(request, .started, plain: { $0.printsEveryEvent ? "started   \($0.label(request))" : nil })
         case .didCollectMetrics:
             break
         case .didReceiveHeaders(let request, let response):
             update(
                 request, .receiving,
                 plain: {
-                    "receiving \($0.label(request))  HTTP \(response.statusCode), "
+                    guard $0.printsEveryEvent else { return nil }
+                    return "receiving \($0.label(request))  HTTP \(response.statusCode), "
                         + (request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown")
                 })
         case .didFinish(let request, let response) where response.keptExistingFile:
@@ -173,9 +179,9 @@ struct Display {
         index[ObjectIdentifier(request)].map { rows[$0].label } ?? Self.label(of: request)
     }
 
-    /// Sets the request's row; in plain mode prints `line` (built only then). Lines go out at least every 0.2 s
-    /// and at the end, not each alone: a list of small files would spend a write per line.
-    private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: (Display) -> String) {
+    /// Sets the request's row; in plain mode prints `line` (built only then; nil prints nothing). Lines go out at
+    /// least every 0.2 s and at the end, not each alone: a list of small files would spend a write per line.
+    private mutating func update(_ request: NetworkRequest, _ status: Status, plain line: (Display) -> String?) {
         let text = isTerminal ? nil : line(self)
         if let row = index[ObjectIdentifier(request)] {
             rows[row].status = status

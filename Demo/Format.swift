@@ -4,14 +4,24 @@ import NetworkQueue
 /// Human-readable numbers for the Demo's output.
 enum Format {
     /// Decimal units: 1.5 MB is 1,500,000 bytes.
+    /// `count` bytes in decimal units: `512 B`, `4.1 KB`, `20.0 MB`, `1.25 GB` (rounded half up; integers only,
+    /// since a list of small files formats a size per file).
     static func bytes(_ count: Int64) -> String {
-        let value = Double(count)
-        switch value {
+        switch count {
         case ..<1_000: return "\(count) B"
-        case ..<1_000_000: return String(format: "%.1f KB", value / 1_000)
-        case ..<1_000_000_000: return String(format: "%.1f MB", value / 1_000_000)
-        default: return String(format: "%.2f GB", value / 1_000_000_000)
+        case ..<1_000_000: return decimal(count, unit: 1_000, places: 1) + " KB"
+        case ..<1_000_000_000: return decimal(count, unit: 1_000_000, places: 1) + " MB"
+        default: return decimal(count, unit: 1_000_000_000, places: 2) + " GB"
         }
+    }
+
+    /// `count / unit` with `places` decimals (1 or 2), rounded half up.
+    private static func decimal(_ count: Int64, unit: Int64, places: Int) -> String {
+        let step = places == 1 ? unit / 10 : unit / 100
+        let scaled = count / step + (count % step >= step / 2 ? 1 : 0)
+        let whole = scaled / (places == 1 ? 10 : 100)
+        let fraction = scaled % (places == 1 ? 10 : 100)
+        return "\(whole)." + (places == 2 && fraction < 10 ? "0" : "") + "\(fraction)"
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -19,6 +19,7 @@ public enum FileNames {
     /// not starting with a dot, at most 200 bytes; "download" when nothing is left.
     public static func safeName(for url: URL) -> String {
         let component = url.lastPathComponent
+        if isPlain(component) { return component }
         let decoded = component.removingPercentEncoding ?? component
         var name = String(
             decoded.unicodeScalars.map { scalar -> Character in
@@ -29,6 +30,20 @@ public enum FileNames {
         while name.hasPrefix(".") { name.removeFirst() }
         while name.utf8.count > 200 { name.removeLast() }
         return name.isEmpty || name == "_" ? "download" : name
+    }
+
+    /// True when `name` is already safe as it is, as most are: printable ASCII without `%`, `/`, `\\` or `..`, not
+    /// starting with a dot, 1 to 200 bytes. Such a name needs no decoding and no look at each character.
+    static func isPlain(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard !bytes.isEmpty, bytes.count <= 200, bytes.first != 0x2E else { return false }
+        var previous: UInt8 = 0
+        for byte in bytes {
+            guard byte > 0x20, byte < 0x7F, byte != 0x25, byte != 0x2F, byte != 0x5C else { return false }
+            if byte == 0x2E, previous == 0x2E { return false }
+            previous = byte
+        }
+        return name != "_"
     }
 
     /// Safe names for `urls`, in order (see ``FileNamer``).

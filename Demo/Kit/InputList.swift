@@ -26,9 +26,12 @@ public enum InputList {
 
     /// The entry on line `number` (1-based), or nil for a blank line or a comment.
     public static func parse(_ rawLine: Substring, number: Int) throws(Problem) -> Entry? {
-        let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        let line = trimmed(rawLine)
         if line.isEmpty || line.hasPrefix("#") { return nil }
-        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        // Most lines are one URL: one field, no splitting.
+        let fields =
+            line.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 })
+            ? line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) : [line]
         guard fields.count <= 2 else {
             throw Problem(line: number, reason: "expected 'URL [sha256:HEX]', found \(fields.count) fields")
         }
@@ -45,6 +48,14 @@ public enum InputList {
             checksum = parsed
         }
         return Entry(url: url, checksum: checksum, line: number)
+    }
+
+    /// `line` without the white space (Unicode's, and `\r`) at its ends. A line of printable ASCII at both ends,
+    /// as nearly every line is, is taken as it is: no Foundation call per line.
+    static func trimmed(_ line: Substring) -> String {
+        func plain(_ byte: UInt8?) -> Bool { byte.map { $0 > 0x20 && $0 < 0x7F } ?? false }
+        if plain(line.utf8.first), plain(line.utf8.last) { return String(line) }
+        return line.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
     }
 
     /// Every entry of `text`, in order (for a list held in memory).
