@@ -29,7 +29,12 @@ extension NetworkQueue {
     /// The queue's events from now on, in delivery order, as an `AsyncSequence`.
     ///
     /// Each call returns a new independent stream; it buffers without bound and ends when the consuming
-    /// task is cancelled or the stream is dropped.
+    /// task is cancelled or the stream is dropped. An open stream has every transfer's metrics collected (for
+    /// its `didCollectMetrics`).
+    ///
+    /// For a batch of many small requests the ``delegate`` costs less: it is called where events are delivered,
+    /// while a stream wakes its reading task for each batch of them, and a loop on the main actor hops to the
+    /// global executor and back on every read (see <doc:DelegateContract>).
     public func events() -> AsyncStream<NetworkQueueEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkQueueEvent.self)
         let key = locked.withLock { core in
