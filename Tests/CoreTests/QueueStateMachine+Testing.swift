@@ -8,8 +8,9 @@ extension QueueStateMachine {
     /// Stops new starts (running transfers continue), as ``NetworkQueue/suspend()`` does.
     mutating func suspend() { scheduler.suspend() }
 
-    /// Everything posted so far, for one delivery pass.
-    mutating func takeDeliveries() -> [Delivery] { outbox.take() }
+    /// Everything posted so far, for one delivery pass (at `now`: by default long ago, so that the next pass is
+    /// due at once).
+    mutating func takeDeliveries(at now: Double = -.infinity) -> [Delivery] { outbox.take(now: now) }
 
     /// Whether anyone hears the queue's events.
     var hasListeners: Bool {

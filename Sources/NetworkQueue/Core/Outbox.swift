@@ -3,16 +3,23 @@ import Foundation
 /// The ordered outbox: the machine's lock order is the delivery order. It also decides what is worth posting:
 /// events only someone can hear, log records only while someone logs.
 ///
-/// An item that someone is waiting for is *urgent* and gets a delivery pass at once; others (a
-/// settlement nobody hears about) wait for the next pass, or for the outbox to hold ``batchSize`` items.
+/// An item that someone is waiting for is *urgent* and makes a delivery pass due; others (a settlement nobody
+/// hears about) wait for the next pass, or for the outbox to hold ``batchSize`` items. A due pass runs at once
+/// after a quiet spell, and at most once per ``passInterval`` while events flow: a batch of small requests is
+/// delivered in batches, not with a thread woken per request.
 struct Outbox {
     /// Items that make a pass due even when none is urgent.
     static let batchSize = 4_096
+    /// The shortest time between two delivery passes, in seconds: 1 ms, far below what a person sees, and
+    /// enough for a batch of small files to hand over about ten requests' events a pass.
+    static let passInterval = 0.001
 
     private(set) var items: [Delivery] = []
     private var isScheduled = false
     /// True when a pass became due since the machine last handed over its actions.
     private var isUnannounced = false
+    /// Paces the passes (see ``passInterval``).
+    private var pacing = DeliveryThrottle(interval: passInterval)
     /// True when a delegate or an `events()` subscriber may hear queue events; when false, events nobody can
     /// receive are not posted.
     var hasListeners = false
@@ -74,15 +81,18 @@ struct Outbox {
     /// `now` on the queue's clock as a wall-clock date.
     func wallClock(at now: Double) -> Date { Date(timeIntervalSince1970: wallClockOrigin + now) }
 
-    /// True once after a pass became due: the actions handed over then ask for it.
-    mutating func announce() -> Bool {
-        defer { isUnannounced = false }
-        return isUnannounced
+    /// Once after a pass became due, at `now`: the delay after which the actions handed over then ask for it
+    /// (0 after a quiet spell); nil otherwise.
+    mutating func announce(now: Double) -> Double? {
+        guard isUnannounced else { return nil }
+        isUnannounced = false
+        return pacing.change(at: now) ?? 0
     }
 
-    /// Takes everything posted so far, for one delivery pass.
-    mutating func take() -> [Delivery] {
+    /// Takes everything posted so far, for one delivery pass at `now`.
+    mutating func take(now: Double) -> [Delivery] {
         isScheduled = false
+        pacing.flushed(at: now)
         defer { items = [] }
         return items
     }

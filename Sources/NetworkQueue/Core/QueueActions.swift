@@ -88,16 +88,20 @@ enum QueueAction {
 /// happened, then a delivery pass and the timer. The shell performs them in that order.
 struct QueueActions {
     var list: [QueueAction] = []
-    /// The outbox went from empty to due: schedule a delivery pass (after everything in `list`).
-    var deliver = false
+    /// The outbox went from empty to due: schedule a delivery pass (after everything in `list`) this many
+    /// seconds from now (0: at once; see ``Outbox/passInterval``).
+    var deliverAfter: Double?
+    /// True when a delivery pass is to be scheduled.
+    var deliver: Bool { deliverAfter != nil }
     /// Arm the queue's one timer to fire at this time (seconds on the queue's clock).
     var armTimer: Double?
 
-    /// Hands over the actions gathered so far (moved, not copied), asking for a delivery pass when `deliver`.
-    mutating func take(deliver: Bool) -> QueueActions {
+    /// Hands over the actions gathered so far (moved, not copied), asking for a delivery pass after
+    /// `deliverAfter` seconds when it is given.
+    mutating func take(deliverAfter: Double?) -> QueueActions {
         var taken = QueueActions()
         swap(&taken, &self)
-        taken.deliver = deliver
+        taken.deliverAfter = deliverAfter
         return taken
     }
 
@@ -109,7 +113,7 @@ struct QueueActions {
     /// Appends the actions of a later event of the same lock hold.
     mutating func append(_ other: consuming QueueActions) {
         list += other.list
-        deliver = deliver || other.deliver
+        if let delay = other.deliverAfter { deliverAfter = min(deliverAfter ?? delay, delay) }
         if let time = other.armTimer { armTimer = min(armTimer ?? time, time) }
     }
 }

@@ -16,7 +16,7 @@ extension QueueStateMachine {
         }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
         if let time = timer.arm(flushDue: flush.due, waiting: waitingRetries, table: table) { actions.armTimer = time }
-        return actions.take(deliver: outbox.announce())
+        return actions.take(deliverAfter: outbox.announce(now: now))
     }
 
     /// Gives each job the scheduler allows now its slot; an invalid request fails instead.

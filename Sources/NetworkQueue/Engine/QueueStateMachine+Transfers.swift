@@ -89,12 +89,12 @@ extension QueueStateMachine {
         case .opened(let sink):
             guard isCurrent else {
                 actions.list.append(.discard(sink))
-                return actions.take(deliver: outbox.announce())
+                return actions.take(deliverAfter: outbox.announce(now: now))
             }
             // The new attempt's file takes over the part (continuing or replacing it).
             table[slot].hasKeptPart = false
             _ = table[slot].machine.file(event, file: nil, metrics: nil)
-            return actions.take(deliver: outbox.announce())
+            return actions.take(deliverAfter: outbox.announce(now: now))
         case .failed:
             if isCurrent { perform(table[slot].machine.file(event, file: nil, metrics: nil), slot, now: now) }
         case .committed(let error):

@@ -80,7 +80,13 @@ extension NetworkQueue {
         if let deadline = actions.armTimer {
             clock.schedule(at: deadline) { [weak self] in self?.send(inline: true) { $0.timerFired(now: $1) } }
         }
-        if actions.deliver { deliveryQueue.async { self.deliver() } }
+        if let delay = actions.deliverAfter {
+            if delay > 0 {
+                deliveryQueue.asyncAfter(deadline: .now() + delay) { self.deliver() }
+            } else {
+                deliveryQueue.async { self.deliver() }
+            }
+        }
     }
 
     /// Runs an attempt's adapt hooks in order, each on the request the previous one returned, then reports

@@ -5,7 +5,7 @@ extension NetworkQueue {
     /// request's own handler runs first, then the delegate, then the ``events()`` subscribers.
     func deliver() {
         let (items, runs, delegate, subscribers, logHandler) = locked.withLock { core in
-            let items = core.machine.outbox.take()
+            let items = core.machine.outbox.take(now: clock.now())
             var woken = 0
             for case .wakeRuns(let count, _) in items { woken += count }
             let runs = Array(core.waiters.prefix(woken))
