@@ -148,11 +148,13 @@ struct DemoOptions {
                             parallel swift run Demo --input list.txt --output out --shard {}/4 ::: 0 1 2 3
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
-          -v, --verbose     print the queue's log (URLs redacted, no headers) and, after each request,
-                            a metrics line: HTTP version, connection, connect, first byte, total, size
+          -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
+                            after each request, a metrics line: HTTP version, connection, connect, first
+                            byte, total, size
           -h, --help        show this help
 
         On a terminal, press p to pause every request that has not finished and r to resume them.
+        Elsewhere (a pipe, a log) a list prints a line per request as it ends, and progress every second.
         Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
         interrupted by Ctrl-C (partial files stay for the next run). The summary counts the requests
         that ended too slow, past their deadline (--max-time) or too large (--max-filesize).
