@@ -15,11 +15,12 @@ struct Outbox {
     static let passInterval = 0.001
 
     private(set) var items: [Delivery] = []
-    private var isScheduled = false
     /// True when a pass became due since the machine last handed over its actions.
     private var isUnannounced = false
-    /// Paces the passes (see ``passInterval``).
+    /// Paces the passes (see ``passInterval``); scheduled from the pass's announcement to its take.
     private var pacing = DeliveryThrottle(interval: passInterval)
+    /// True from the moment a pass becomes due until it takes the items.
+    private var isScheduled: Bool { isUnannounced || pacing.isScheduled }
     /// True when a delegate or an `events()` subscriber may hear queue events; when false, events nobody can
     /// receive are not posted.
     var hasListeners = false
@@ -33,7 +34,6 @@ struct Outbox {
     mutating func post(_ item: Delivery, urgent: Bool = true) {
         items.append(item)
         guard !isScheduled, urgent || items.count >= Self.batchSize else { return }
-        isScheduled = true
         isUnannounced = true
     }
 
@@ -91,7 +91,6 @@ struct Outbox {
 
     /// Takes everything posted so far, for one delivery pass at `now`.
     mutating func take(now: Double) -> [Delivery] {
-        isScheduled = false
         pacing.flushed(at: now)
         defer { items = [] }
         return items
