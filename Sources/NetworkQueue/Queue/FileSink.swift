@@ -65,8 +65,8 @@ final class FileSink: Sendable {
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
     init?(claim: DestinationClaim, continuing: Bool) throws(NetworkQueueError) {
         destinationPath = claim.path
-        partialPath = destinationPath + ".part"
-        validatorPath = partialPath + ".validator"
+        partialPath = Self.partPath(of: destinationPath)
+        validatorPath = Self.validatorPath(of: partialPath)
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
         if let reason = Self.refusal(at: destinationPath) { throw .fileError(path: destinationPath, reason: reason) }
         guard claim.openFile() else { return nil }
@@ -180,15 +180,16 @@ final class FileSink: Sendable {
     func finishWriting() -> NetworkQueueError? {
         perform { state throws(FileFailure) in
             try flush(&state, final: true)
+            let fd = state.fd
             if let date = state.lastModified.flatMap(HTTPDate.parse) {
                 // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
                 // Set on the open descriptor: no path looked up again, and the rename keeps it.
                 let seconds = date.timeIntervalSince1970.rounded(.down)
-                let time = timespec(tv_sec: Int(seconds), tv_nsec: 0)
-                let times = [time, time]
-                _ = futimens(state.fd, times)
+                var times = (timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0))
+                _ = withUnsafePointer(to: &times) {
+                    $0.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd, $0) }
+                }
             }
-            let fd = state.fd
             state.fd = -1
             try Self.check(closeDescriptor(fd) == 0)
         }
@@ -218,13 +219,19 @@ final class FileSink: Sendable {
     /// held throughout), so whoever reports a failure after calling it knows no partial file is left.
     func discard() { close(keeping: false) }
 
-    /// Deletes the part file of `destination` and its validator, left by an attempt that kept them for the
-    /// next one (the request ended instead). The caller holds the destination's claim.
-    static func removePart(of destination: URL) {
-        let partial = destination.path + ".part"
+    /// Deletes the part file of the claim's destination and its validator, left by an attempt that kept them for
+    /// the next one (the request ended instead). The caller holds the claim.
+    static func removePart(of claim: DestinationClaim) {
+        let partial = partPath(of: claim.path)
         unlink(partial)
-        unlink(partial + ".validator")
+        unlink(validatorPath(of: partial))
     }
+
+    /// The part file a download to `destination` is written in.
+    private static func partPath(of destination: String) -> String { destination + ".part" }
+
+    /// The validator file beside the part file `partial`.
+    private static func validatorPath(of partial: String) -> String { partial + ".validator" }
 
     /// Closes the partial file; with `keeping`, a part that a saved validator describes stays (all its
     /// bytes written) for the next attempt to continue, else it is deleted with its validator.

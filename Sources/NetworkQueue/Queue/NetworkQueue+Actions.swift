@@ -37,7 +37,7 @@ extension NetworkQueue {
                 // requests have one, so this is bounded by the concurrency limit.
                 sink.discard()
             case .discardPart(let claim):
-                FileSink.removePart(of: claim.url)
+                FileSink.removePart(of: claim)
             case .release(let claim):
                 claim.endRequest()
             case .commit(let slot, let token, let sink):
