@@ -3,9 +3,8 @@ import NetworkQueue
 
 /// Human-readable numbers for the Demo's output.
 enum Format {
-    /// Decimal units: 1.5 MB is 1,500,000 bytes.
-    /// `count` bytes in decimal units: `512 B`, `4.1 KB`, `20.0 MB`, `1.25 GB` (rounded half up; integers only,
-    /// since a list of small files formats a size per file).
+    /// `count` bytes in decimal units (1.5 MB is 1,500,000 bytes): `512 B`, `4.1 KB`, `20.0 MB`, `1.25 GB`, rounded
+    /// half up (integers only, since a list of small files formats a size per file).
     static func bytes(_ count: Int64) -> String {
         switch count {
         case ..<1_000: return "\(count) B"
@@ -15,13 +14,13 @@ enum Format {
         }
     }
 
-    /// `count / unit` with `places` decimals (1 or 2), rounded half up.
+    /// `count / unit` (both above 0) with `places` decimals (1 or 2), rounded half up.
     private static func decimal(_ count: Int64, unit: Int64, places: Int) -> String {
-        let step = places == 1 ? unit / 10 : unit / 100
-        let scaled = count / step + (count % step >= step / 2 ? 1 : 0)
-        let whole = scaled / (places == 1 ? 10 : 100)
-        let fraction = scaled % (places == 1 ? 10 : 100)
-        return "\(whole)." + (places == 2 && fraction < 10 ? "0" : "") + "\(fraction)"
+        let scale: Int64 = places == 1 ? 10 : 100
+        let step = unit / scale
+        let scaled = (count + step / 2) / step
+        let fraction = String(scaled % scale)
+        return "\(scaled / scale)." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 
     static func duration(_ seconds: Double) -> String {
