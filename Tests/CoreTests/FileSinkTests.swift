@@ -81,6 +81,51 @@ import Testing
         #expect(names(in: directory).isEmpty)
     }
 
+    /// A new part is one exclusive create; what lies at the part's path already goes the long way: a part with its
+    /// validator is continued, a link planted there is refused (neither it nor its target touched), and a validator
+    /// left without its part is replaced by the new response's once the new part is worth continuing.
+    @Test func whatLiesAtThePartPathAlreadyIsContinuedRefusedOrReplaced() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func sink(_ name: String) throws -> FileSink? {
+            guard let claim = DestinationClaim.claim(directory.appendingPathComponent(name)) else { return nil }
+            return try FileSink(claim: claim, continuing: true)
+        }
+        // A part and its validator: continued from the part's end.
+        try Data(count: 10).write(to: directory.appendingPathComponent("kept.bin.part"))
+        try "etag\n\"v7\"\n".write(
+            to: directory.appendingPathComponent("kept.bin.part.validator"), atomically: false, encoding: .utf8)
+        let kept = try #require(try sink("kept.bin"))
+        #expect(kept.continuedFrom == 10)
+        #expect(kept.validator == RangeRules.Validator(fileText: "etag\n\"v7\"\n"))
+        kept.discard()
+        // A link at the part's path.
+        let target = directory.appendingPathComponent("target")
+        try Data([1, 2, 3]).write(to: target)
+        #expect(symlink(target.path, directory.appendingPathComponent("linked.bin.part").path) == 0)
+        #expect(throws: NetworkQueueError.fileError(
+            path: directory.appendingPathComponent("linked.bin.part").path, reason: "is not a regular file")) {
+            _ = try sink("linked.bin")
+        }
+        #expect(try Data(contentsOf: target) == Data([1, 2, 3]))
+        // A validator without its part: the new part starts at 0, and the validator written for it is its own.
+        let stale = directory.appendingPathComponent("stale.bin.part.validator")
+        try "etag\n\"old\"\n".write(to: stale, atomically: false, encoding: .utf8)
+        let fresh = try #require(try sink("stale.bin"))
+        #expect(fresh.continuedFrom == 0 && fresh.validator == nil)
+        let head = ResponseHead(
+            url: directory.appendingPathComponent("stale.bin"), statusCode: 200, httpVersion: "HTTP/1.1",
+            fields: [.init(name: "ETag", value: "\"new\"")])
+        #expect(fresh.begin(HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300)) == nil)
+        write(fresh, FileSink.directWriteSize)
+        #expect(
+            RangeRules.Validator(fileText: try String(contentsOf: stale, encoding: .utf8))
+                == RangeRules.Validator(fileText: "etag\n\"new\"\n"))
+        fresh.discard()
+        #expect(names(in: directory) == ["linked.bin.part", "target"])
+    }
+
     /// A claim's key is the standardized path; a path already standard is taken as it is, and any other is
     /// standardized by Foundation, so two spellings of one file are one claim.
     @Test func aStandardPathIsItsOwnKeyAndOtherSpellingsShareIt() {

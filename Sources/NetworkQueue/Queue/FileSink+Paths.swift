@@ -34,6 +34,49 @@ extension FileSink {
         return fd
     }
 
+    /// Opens the part when something is at its path already: continued when `continuing` and a saved validator
+    /// describes it, else truncated (a validator left there is deleted: it describes nothing any more).
+    static func openExisting(
+        _ partialPath: String, _ validatorPath: String, continuing: Bool, claim: DestinationClaim
+    ) throws(NetworkQueueError) -> (fd: Int32, saved: RangeRules.Validator?, offset: Int64) {
+        // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
+        var validatorMayExist = !continuing
+        let saved = continuing ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
+        // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
+        // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
+        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
+        let fd = Self.openRegular(partialPath, flags)
+        guard fd >= 0 else {
+            let reason = fd == Self.notRegular ? "is not a regular file" : String(cString: strerror(errno))
+            claim.closeFile()
+            throw .fileError(path: partialPath, reason: reason)
+        }
+        var offset: Int64 = 0
+        if saved != nil {
+            var info = stat()
+            offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
+            _ = lseek(fd, 0, SEEK_END)
+        }
+        if offset == 0, validatorMayExist {
+            // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
+            unlink(validatorPath)
+        }
+        return (fd, saved, offset)
+    }
+
+    /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
+    /// something may lie at its path (anything but an open failing with ENOENT).
+    static func savedValidator(_ path: String, mayExist: inout Bool) -> RangeRules.Validator? {
+        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        mayExist = fd >= 0 || errno != ENOENT
+        guard fd >= 0 else { return nil }
+        defer { closeDescriptor(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0, count < 4096 else { return nil }
+        return RangeRules.Validator(fileText: String(decoding: bytes[..<count], as: UTF8.self))
+    }
+
     /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
     /// there is none: one `lstat`, read by the queue for every file request that may keep a file already there.
     static func regularFile(at path: String) -> (size: Int64, modified: Date)? {

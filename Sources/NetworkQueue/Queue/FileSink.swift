@@ -21,6 +21,7 @@ import Foundation
 /// The validator file is written only once the part is worth continuing: before body bytes reach the part ahead
 /// of the body's end (so a killed process leaves a part it can continue), or when the part is kept for a retry or
 /// a pause. A body that arrives whole in the buffer (every small file) is written once and renamed, no validator.
+/// A validator is looked for only when a part is there already: a new part is one exclusive create.
 final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
@@ -75,46 +76,19 @@ final class FileSink: Sendable {
         // close it now, keeping it for this attempt to continue, before this one opens the same path; its
         // own closing is then a no-op.
         claim.replaceSink(with: nil)?.close(keeping: continuing)
-        // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
-        var validatorMayExist = !continuing
-        let saved = continuing ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
-        // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
-        // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
-        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
-        let fd = Self.openRegular(partialPath, flags)
-        guard fd >= 0 else {
-            let reason = fd == Self.notRegular ? "is not a regular file" : String(cString: strerror(errno))
-            claim.closeFile()
-            throw .fileError(path: partialPath, reason: reason)
-        }
+        var saved: RangeRules.Validator?
         var offset: Int64 = 0
-        if saved != nil {
-            var info = stat()
-            offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
-            _ = lseek(fd, 0, SEEK_END)
-        }
-        if offset == 0, validatorMayExist {
-            // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
-            unlink(validatorPath)
+        // Most parts are new: one create that follows no link and opens no FIFO, with nothing to continue.
+        var fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            // Something is there (or the create failed: the open below says why).
+            (fd, saved, offset) = try Self.openExisting(partialPath, validatorPath, continuing: continuing, claim: claim)
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil
         state = Locked(
             State(fd: fd, hasValidator: validator != nil, hasBytes: offset > 0))
         _ = claim.replaceSink(with: self)
-    }
-
-    /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
-    /// something may lie at its path (anything but an open failing with ENOENT).
-    private static func savedValidator(_ path: String, mayExist: inout Bool) -> RangeRules.Validator? {
-        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        mayExist = fd >= 0 || errno != ENOENT
-        guard fd >= 0 else { return nil }
-        defer { closeDescriptor(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count >= 0, count < 4096 else { return nil }
-        return RangeRules.Validator(fileText: String(decoding: bytes[..<count], as: UTF8.self))
     }
 
     /// Writes the validator file, never through a symbolic link planted at its path.
