@@ -104,8 +104,10 @@ import Testing
         let target = directory.appendingPathComponent("target")
         try Data([1, 2, 3]).write(to: target)
         #expect(symlink(target.path, directory.appendingPathComponent("linked.bin.part").path) == 0)
-        #expect(throws: NetworkQueueError.fileError(
-            path: directory.appendingPathComponent("linked.bin.part").path, reason: "is not a regular file")) {
+        #expect(
+            throws: NetworkQueueError.fileError(
+                path: directory.appendingPathComponent("linked.bin.part").path, reason: "is not a regular file")
+        ) {
             _ = try sink("linked.bin")
         }
         #expect(try Data(contentsOf: target) == Data([1, 2, 3]))

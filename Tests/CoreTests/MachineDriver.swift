@@ -198,7 +198,7 @@ struct MachineDriver {
         var lines: [String] = []
         for action in actions.list {
             switch action {
-            case .publish(let request, let status): lines.append("publish \(tag(request)) \(status.state)")
+            case .publish(let request, let status): lines.append("publish \(tag(request)) \(status.status.state)")
             case .publishEnd(let requests, let error):
                 lines.append("publishEnd \(requests.map(tag)) \(error.isCancellation ? "cancelled" : "failed")")
             case .start(let start):
@@ -259,7 +259,7 @@ struct MachineDriver {
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
         case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"
-        case .settle(let status, let request, _, _, _): "settle \(request.tag) \(status.state)"
+        case .settle(let status, let request, _, _, _): "settle \(request.tag) \(status.status.state)"
         case .settleAll(let requests, _, _, _): "settleAll \(requests.map(\.tag))"
         case .wakeRuns(let count, _): "wake \(count)"
         case .log(let record): "log \(record.request.tag) \(record.event.rawValue)"

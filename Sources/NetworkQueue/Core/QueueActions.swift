@@ -7,9 +7,10 @@ import Foundation
 /// One thing the queue must do once its lock is released, as a plain value.
 enum QueueAction {
     /// Show this status of a request (versioned: performing two of them out of order is harmless).
-    case publish(NetworkRequest, NetworkRequest.Status)
-    /// Show these requests, which never moved a byte, as ended with `error` (a bulk cancel).
-    case publishEnd([NetworkRequest], NetworkQueueError)
+    case publish(NetworkRequest, NetworkRequest.PublishedStatus)
+    /// Show these requests, which never moved a byte, as ended with `error` (a bulk cancel). Indirect, as the
+    /// other rare payloads: an action is moved several times, and the common ones are small.
+    indirect case publishEnd([NetworkRequest], NetworkQueueError)
     /// Start a transfer: open its file (file destination) and report
     /// ``QueueStateMachine/fileOpened(slot:token:sink:)``, start it on the transport, and attach its handle
     /// to the start's cell.
@@ -35,10 +36,10 @@ enum QueueAction {
     case free([RequestRecord?])
     /// Run the adapt hooks (the queue's, then the request's) on `urlRequest`, then report
     /// ``QueueStateMachine/adapted(slot:token:_:now:)``.
-    case adapt(Adapt)
+    indirect case adapt(Adapt)
     /// Ask the retry policy's closure about a failed attempt, then report
     /// ``QueueStateMachine/retryDecided(slot:token:_:now:)``.
-    case decide(Decide)
+    indirect case decide(Decide)
     /// Let the reader of this source, waiting for room, read up to `count` requests.
     case readSource(Int, count: Int)
     /// Stop the reader of this source: a waiting reader is told to stop, a reading one is cancelled.
@@ -107,7 +108,7 @@ struct QueueActions {
 
     /// Shows `record`'s status as it is now.
     mutating func publish(_ record: RequestRecord) {
-        list.append(.publish(record.request, record.status()))
+        list.append(.publish(record.request, .init(record.status())))
     }
 
     /// Appends the actions of a later event of the same lock hold.
@@ -126,7 +127,7 @@ enum Delivery {
     /// A request ended: show its final status and remove its partial file (if it failed) and its claim
     /// before anything about its end is delivered. Posted even when nobody listens.
     /// `observed`: a decoded value waits for it (``NetworkRequest/takeEndObserver()`` is called only then).
-    case settle(NetworkRequest.Status, NetworkRequest, FileSink?, DestinationClaim?, observed: Bool)
+    case settle(NetworkRequest.PublishedStatus, NetworkRequest, FileSink?, DestinationClaim?, observed: Bool)
     /// Requests that never moved a byte ended with this error (a bulk cancel): as `settle` for each.
     /// `observed`: at least one of them has a decoded value waiting.
     case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim], observed: Bool)

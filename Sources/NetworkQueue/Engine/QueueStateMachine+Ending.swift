@@ -38,7 +38,8 @@ extension QueueStateMachine {
         _ record: RequestRecord, _ result: Result<NetworkResponse, NetworkQueueError>, endingHead: ResponseHead?
     ) {
         let request = record.request
-        let status = record.status(ending: result, endingHead: endingHead)
+        // One object for the action and the delivery that both publish it.
+        let status = NetworkRequest.PublishedStatus(record.status(ending: result, endingHead: endingHead))
         var sink: FileSink?
         if case .failure = result, let failed = record.machine.phase.attempt?.sink {
             sink = failed
@@ -54,10 +55,10 @@ extension QueueStateMachine {
         outbox.post(
             .settle(status, request, sink, record.claim, observed: record.isObserved), urgent: record.isObserved)
         if record.uploadDirty, request.uploadProgressHandler != nil {
-            outbox.post(.uploadProgress(request, status.upload))
+            outbox.post(.uploadProgress(request, status.status.upload))
         }
         if record.downloadDirty, request.downloadProgressHandler != nil {
-            outbox.post(.downloadProgress(request, status.download))
+            outbox.post(.downloadProgress(request, status.status.download))
         }
         switch result {
         case .success(let response): outbox.post(.didFinish(request, response: response))

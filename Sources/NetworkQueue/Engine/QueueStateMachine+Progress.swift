@@ -8,7 +8,7 @@ extension QueueStateMachine {
             let record = table[slot]
             record.isListedDirty = false
             let status = record.status()
-            actions.list.append(.publish(record.request, status))
+            actions.list.append(.publish(record.request, .init(status)))
             if record.uploadDirty, record.request.uploadProgressHandler != nil {
                 outbox.post(.uploadProgress(record.request, status.upload))
             }

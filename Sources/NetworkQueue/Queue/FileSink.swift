@@ -82,7 +82,8 @@ final class FileSink: Sendable {
         var fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         if fd < 0 {
             // Something is there (or the create failed: the open below says why).
-            (fd, saved, offset) = try Self.openExisting(partialPath, validatorPath, continuing: continuing, claim: claim)
+            (fd, saved, offset) = try Self.openExisting(
+                partialPath, validatorPath, continuing: continuing, claim: claim)
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil

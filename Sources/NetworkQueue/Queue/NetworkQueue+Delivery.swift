@@ -29,7 +29,7 @@ extension NetworkQueue {
                 sink?.discard()
                 claim?.endRequest()
                 // Only a decoded request has an observer: no second lock per request for the others.
-                if observed, let result = status.result { request.takeEndObserver()?(result) }
+                if observed, let result = status.status.result { request.takeEndObserver()?(result) }
             case .settleAll(let requests, let error, let claims, let observed):
                 for request in requests {
                     request.publishEnd(error)

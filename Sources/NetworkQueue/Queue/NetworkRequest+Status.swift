@@ -36,25 +36,20 @@ extension NetworkRequest {
             _read {
                 if let published { yield published.status } else { yield Status.initial }
             }
-            set {
-                if let published {
-                    published.status = newValue
-                } else {
-                    published = PublishedStatus(newValue)
-                }
-            }
         }
 
-        /// Shows `status` unless a newer one is shown already. The status is swapped in, not copied: `status`
-        /// is left holding the one replaced (or itself, when it was not newer), to be released by the caller
-        /// after the lock.
-        mutating func publish(_ status: inout Status) {
-            if let published {
-                if status.version > published.status.version { swap(&published.status, &status) }
-            } else if status.version > 0 {
-                published = PublishedStatus(Status.initial)
-                swap(&published!.status, &status)
-            }
+        /// Shows `status` before anything is published (a request with a body to send shows its size from the
+        /// start).
+        mutating func showFirst(_ status: Status) { published = PublishedStatus(status) }
+
+        /// Shows the status `published` holds unless a newer one is shown already, keeping the object itself (a
+        /// status is published as one reference, never copied). Returns the object replaced, for the caller to
+        /// release after the lock.
+        mutating func publish(_ newer: PublishedStatus) -> PublishedStatus? {
+            guard newer.status.version > (published?.status.version ?? 0) else { return nil }
+            let replaced = published
+            published = newer
+            return replaced
         }
 
         var isAdded = false
@@ -64,9 +59,11 @@ extension NetworkRequest {
         var endObserver: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
     }
 
-    /// A status once published, updated in place by later publications.
-    final class PublishedStatus {
-        var status: Status
+    /// A status as the queue publishes it: made once by the engine and handed on as one reference (by its
+    /// action, by the delivery that settles the request, into the request's ``Shared``). Immutable: the object
+    /// may be shown by the request and still held by a delivery.
+    final class PublishedStatus: @unchecked Sendable {
+        let status: Status
         init(_ status: Status) { self.status = status }
     }
 
@@ -80,20 +77,22 @@ extension NetworkRequest {
 
     /// Shows the request ended with `error`, its byte counts unchanged (it never moved a byte).
     func publishEnd(_ error: NetworkQueueError) {
-        shared.withLock { shared in
-            guard shared.status.version != .max else { return }
-            shared.status.version = .max
-            shared.status.state = error.isCancellation ? .cancelled : .failed
-            shared.status.result = .failure(error)
+        let replaced = shared.withLock { shared -> PublishedStatus? in
+            guard shared.status.version != .max else { return nil }
+            var status = shared.status
+            status.version = .max
+            status.state = error.isCancellation ? .cancelled : .failed
+            status.result = .failure(error)
+            return shared.publish(PublishedStatus(status))
         }
+        withExtendedLifetime(replaced) {}
     }
 
-    /// Shows `status` unless a newer one is shown already.
-    func publish(_ status: consuming Status) {
-        var status = status
-        shared.withLock { shared in
-            shared.publish(&status)
-        }
+    /// Shows the status `published` holds unless a newer one is shown already.
+    func publish(_ published: PublishedStatus) {
+        // The status replaced is released here, after the lock.
+        let replaced = shared.withLock { $0.publish(published) }
+        withExtendedLifetime(replaced) {}
     }
 
     /// Where the request is in its life.

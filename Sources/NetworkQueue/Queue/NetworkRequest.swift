@@ -248,7 +248,11 @@ public final class NetworkRequest: Sendable, Identifiable {
         shared.priority = priority
         guarded = shared
         let upload = uploadSize
-        if upload > 0 { guarded.status.upload.expectedBytes = upload }
+        if upload > 0 {
+            var status = NetworkRequest.Status.initial
+            status.upload.expectedBytes = upload
+            guarded.showFirst(status)
+        }
     }
 
     /// Creates a GET request for `url` with `URLRequest`'s defaults (a 60-second timeout, the default cache policy,
