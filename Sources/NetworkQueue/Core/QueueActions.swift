@@ -131,8 +131,8 @@ enum Delivery {
     /// Requests that never moved a byte ended with this error (a bulk cancel): as `settle` for each.
     /// `observed`: at least one of them has a decoded value waiting.
     case settleAll([NetworkRequest], NetworkQueueError, [DestinationClaim], observed: Bool)
-    /// Wake this many `run()` callers, oldest first, with this progress.
-    case wakeRuns(Int, QueueProgress)
+    /// Wake this many `run()` callers, oldest first, with this progress (indirect: rare, and big).
+    indirect case wakeRuns(Int, QueueProgress)
     /// Hand a record to the log handler.
     case log(NetworkQueueLogRecord)
 }

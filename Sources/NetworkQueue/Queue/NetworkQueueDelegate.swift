@@ -90,8 +90,10 @@ public enum NetworkQueueEvent: Sendable {
     case didStart(NetworkRequest)
     /// See ``NetworkQueueDelegate/networkQueue(_:didReceiveHeaders:head:)``.
     case didReceiveHeaders(NetworkRequest, head: ResponseHead)
-    /// See ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:metrics:)``.
-    case didCollectMetrics(NetworkRequest, metrics: TransferMetrics)
+    /// See ``NetworkQueueDelegate/networkQueue(_:didCollectMetrics:metrics:)``. (This case and
+    /// ``didUpdateProgress(_:)`` are stored apart from the event, their values being big: every other event is a
+    /// small value.)
+    indirect case didCollectMetrics(NetworkRequest, metrics: TransferMetrics)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFinish:response:)``.
     case didFinish(NetworkRequest, response: NetworkResponse)
     /// See ``NetworkQueueDelegate/networkQueue(_:didFail:error:)``.
@@ -103,7 +105,7 @@ public enum NetworkQueueEvent: Sendable {
     /// See ``NetworkQueueDelegate/networkQueue(_:didResume:)``.
     case didResume(NetworkRequest)
     /// See ``NetworkQueueDelegate/networkQueue(_:didUpdateProgress:)``.
-    case didUpdateProgress(QueueProgress)
+    indirect case didUpdateProgress(QueueProgress)
     /// See ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``.
     case sourceDidFail(error: NetworkQueueError)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.

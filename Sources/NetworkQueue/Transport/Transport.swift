@@ -18,8 +18,9 @@ public enum TransferEvent: Sendable {
     /// A redirect was followed, or refused (then `.completed` with the refusal's error follows).
     case redirect(TransferRedirect)
     /// What the transfer measured, reported once just before `.completed` when the transfer was started with
-    /// ``TransferOptions/collectsMetrics`` (a transport that measures nothing reports none).
-    case metrics(TransferMetrics)
+    /// ``TransferOptions/collectsMetrics`` (a transport that measures nothing reports none). Stored apart from the
+    /// event (the metrics are big and come once), so that every other event is a small value.
+    indirect case metrics(TransferMetrics)
     /// The end of the transfer: nil for success, or the error that ended it. Always the last event.
     case completed(URLError?)
 }
