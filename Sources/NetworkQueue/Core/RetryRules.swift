@@ -128,41 +128,79 @@ enum RetryRules {
 /// HTTP-date parsing (RFC 9110 §5.6.7): IMF-fixdate, and the obsolete RFC 850 and asctime forms that
 /// recipients must still accept. Pure: no formatter, locale or time zone database.
 enum HTTPDate {
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    /// The months' names, lowercased, three bytes each.
+    private static let months = Array("janfebmaraprmayjunjulaugsepoctnovdec".utf8)
 
     /// The date `text` names, or nil when it is none of the three forms.
     ///
-    /// Read as bytes (a file's `Last-Modified` is read for every file saved): no string is made per part.
+    /// Read as bytes where they are (a file's `Last-Modified` is read for every file saved): nothing is allocated.
     static func parse(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 6) { parts in
+                parse(bytes, parts: parts.baseAddress!)
+            }
+        }
+    }
+
+    /// The work of ``parse(_:)``, with room for six parts.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, parts: UnsafeMutablePointer<Range<Int>>) -> Date? {
         // Split on spaces, commas and dashes: "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
         // "Sun Nov  6 08:49:37 1994".
-        let parts = text.utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x2C || $0 == 0x2D })
+        guard let count = split(bytes, at: { $0 == 0x20 || $0 == 0x2C || $0 == 0x2D }, into: parts, capacity: 6)
+        else { return nil }
         let day: Int?
         let month: Int?
         var year: Int?
-        let time: Substring.UTF8View
-        switch parts.count {
-        case 6 where parts[5].elementsEqual("GMT".utf8):
-            (day, month, year, time) = (number(parts[1]), monthNumber(parts[2]), number(parts[3]), parts[4])
+        let time: Range<Int>
+        switch count {
+        case 6 where bytes[parts[5]].elementsEqual("GMT".utf8):
+            (day, month, year, time) = (
+                number(bytes[parts[1]]), monthNumber(bytes[parts[2]]), number(bytes[parts[3]]), parts[4]
+            )
             if let short = year, parts[3].count == 2 { year = short + (short < 70 ? 2000 : 1900) }
         case 5:
-            (day, month, year, time) = (number(parts[2]), monthNumber(parts[1]), number(parts[4]), parts[3])
+            (day, month, year, time) = (
+                number(bytes[parts[2]]), monthNumber(bytes[parts[1]]), number(bytes[parts[4]]), parts[3]
+            )
         default:
             return nil
         }
-        let clock = time.split(separator: 0x3A).map(number)
-        guard let day, let month, let year, clock.count == 3, let hour = clock[0], let minute = clock[1],
-            let second = clock[2], (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
-            (0...60).contains(second), (1...9999).contains(year)
+        // The clock's three numbers, split on colons, in the room the date's parts no longer need.
+        let clock = UnsafeBufferPointer(rebasing: bytes[time])
+        guard let day, let month, let year, split(clock, at: { $0 == 0x3A }, into: parts, capacity: 3) == 3,
+            let hour = number(clock[parts[0]]), let minute = number(clock[parts[1]]),
+            let second = number(clock[parts[2]]), (1...31).contains(day), (0...23).contains(hour),
+            (0...59).contains(minute), (0...60).contains(second), (1...9999).contains(year)
         else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
 
+    /// Writes the ranges of `bytes` between separators (empty ones left out) into `parts`; their number, or nil when
+    /// there are more than `capacity`.
+    private static func split(
+        _ bytes: UnsafeBufferPointer<UInt8>, at isSeparator: (UInt8) -> Bool,
+        into parts: UnsafeMutablePointer<Range<Int>>,
+        capacity: Int
+    ) -> Int? {
+        var count = 0
+        var index = 0
+        while true {
+            while index < bytes.count, isSeparator(bytes[index]) { index += 1 }
+            guard index < bytes.count else { return count }
+            let start = index
+            while index < bytes.count, !isSeparator(bytes[index]) { index += 1 }
+            guard count < capacity else { return nil }
+            (parts + count).initialize(to: start..<index)
+            count += 1
+        }
+    }
+
     /// The decimal number `digits` spell (an optional `+` first, as `Int("+7")` reads it), nil for anything else
     /// or more than 18 digits.
-    private static func number(_ digits: Substring.UTF8View) -> Int? {
-        let unsigned = digits.first == 0x2B ? digits.dropFirst() : digits[...]
+    private static func number(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
+        let unsigned = digits.first == 0x2B ? digits.dropFirst() : digits
         guard !unsigned.isEmpty, unsigned.count <= 18 else { return nil }
         var value = 0
         for byte in unsigned {
@@ -172,10 +210,20 @@ enum HTTPDate {
         return value
     }
 
-    private static func monthNumber(_ name: Substring.UTF8View) -> Int? {
+    /// 1 for `Jan` (any case) to 12 for `Dec`; nil for anything else.
+    private static func monthNumber(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
         guard name.count == 3 else { return nil }
-        let lower = name.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        return months.firstIndex { $0.utf8.elementsEqual(lower) }.map { $0 + 1 }
+        func lowercased(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+        let first = name.startIndex
+        let (one, two, three) = (lowercased(name[first]), lowercased(name[first + 1]), lowercased(name[first + 2]))
+        var start = 0
+        while start < months.count {
+            if months[start] == one, months[start + 1] == two, months[start + 2] == three {
+                return start / 3 + 1
+            }
+            start += 3
+        }
+        return nil
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
