@@ -7,13 +7,14 @@ extension QueueStateMachine {
         for slot in flush.flush(at: now) where table.isOccupied(slot) && table[slot].isListedDirty {
             let record = table[slot]
             record.isListedDirty = false
-            let status = record.status()
-            actions.list.append(.publish(record.request, .init(status)))
+            // Made once and read from where it is published: no second copy of the status.
+            let published = NetworkRequest.PublishedStatus(record.status())
+            actions.list.append(.publish(record.request, published))
             if record.uploadDirty, record.request.uploadProgressHandler != nil {
-                outbox.post(.uploadProgress(record.request, status.upload))
+                outbox.post(.uploadProgress(record.request, published.status.upload))
             }
             if record.downloadDirty, record.request.downloadProgressHandler != nil {
-                outbox.post(.downloadProgress(record.request, status.download))
+                outbox.post(.downloadProgress(record.request, published.status.download))
             }
             record.uploadDirty = false
             record.downloadDirty = false
