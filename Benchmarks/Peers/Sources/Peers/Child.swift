@@ -90,7 +90,7 @@ struct Child {
         queue.maxConcurrentRequestCount = window
         for (index, url) in urls.enumerated() {
             let destination: NetworkRequest.Destination =
-                directory.map { .file($0.appendingPathComponent("nq-\(index).bin")) } ?? .memory
+                directory.map { .file($0.appendingPathComponent("nq-\(index).bin", isDirectory: false)) } ?? .memory
             try queue.add(NetworkRequest(URLRequest(url: url), destination: destination, integrity: .init(checksum: checksum)))
         }
         let progress = await queue.run()
@@ -115,7 +115,7 @@ struct Child {
         @Sendable func fetch(_ index: Int) async -> Bool {
             do {
                 if let directory, streams {
-                    let path = directory.appendingPathComponent("ahc-\(index).bin").path
+                    let path = directory.appendingPathComponent("ahc-\(index).bin", isDirectory: false).path
                     let response = try await client.execute(HTTPClientRequest(url: urls[index].absoluteString), timeout: .seconds(600))
                     guard response.status == .ok else { return false }
                     let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -136,7 +136,7 @@ struct Child {
                     return true
                 }
                 if let directory {
-                    let path = directory.appendingPathComponent("ahc-\(index).bin").path
+                    let path = directory.appendingPathComponent("ahc-\(index).bin", isDirectory: false).path
                     let delegate = try FileDownloadDelegate(path: path)
                     let request = try HTTPClient.Request(url: urls[index])
                     let progress = try await client.execute(request: request, delegate: delegate).futureResult.get()
