@@ -88,8 +88,11 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
             name: "dropped mid-body", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" },
             gzipPath: "/gzip/\(size)?fault=truncate",
             end: .failed),
+        // A 10 s stall for a 0.4 s idle timeout: a loaded machine whose timer fires a second late still finds the
+        // transfer idle (at 1.5 s, a CI run's timers were late enough for the body to resume first). The request
+        // ends at the timeout; the server's sleeping thread holds nothing the test waits for.
         MatrixEnding(
-            name: "idle timeout", path: { _ in "/bytes/\(size)?stallAt=50&stall=1500" }, timeout: 0.4, end: .failed),
+            name: "idle timeout", path: { _ in "/bytes/\(size)?stallAt=50&stall=10000" }, timeout: 0.4, end: .failed),
         MatrixEnding(name: "cancel at head", path: { _ in slow }, action: .cancelAtHead, end: .cancelled),
         MatrixEnding(name: "cancel mid-body", path: { _ in slow }, action: .cancelMidBody, end: .cancelled),
         MatrixEnding(name: "pause, resume", path: { _ in slow }, action: .pauseThenResume, end: .finished),
