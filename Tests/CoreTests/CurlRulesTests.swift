@@ -113,6 +113,19 @@ import Testing
         #expect(heads.first?.value("x-long") == "one two three")
     }
 
+    @Test func emptyValuesJoinAndFoldAsTheyAlwaysDid() {
+        // A fold after an empty value starts it (no leading space), an empty fold line adds nothing; a repeated
+        // field joins with ", " even to an empty value or with one; UTF-8 beyond ASCII reads back as sent.
+        let (heads, _) = parse([
+            "HTTP/1.1 200 OK\r\n", "F:\r\n", " a\r\n", " \r\n", "J:\r\n", "j: b\r\n", "j:\r\n", "U: \u{80}x\r\n",
+            "\r\n",
+        ])
+        #expect(
+            heads.first?.fields == [
+                .init(name: "F", value: "a"), .init(name: "J", value: ", b, "), .init(name: "U", value: "\u{80}x"),
+            ])
+    }
+
     @Test func trailersAfterTheHeadAndMalformedLinesAreIgnored() {
         let (heads, _) = parse([
             "junk before a status line\r\n", "HTTP/1.1 200 OK\r\n", "no colon here\r\n", ": no name\r\n", "A: 1\r\n",

@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// A final HTTP response head as the server sent it: status, version and fields in the order received,
-/// looked up by name without allocating. The library's own type, so that a response costs no
+/// looked up by name without allocating. The fields are kept as the bytes they arrived as: a field's strings are
+/// made when it is read. The library's own type, so that a response costs no
 /// `HTTPURLResponse` unless someone reads one: ``httpURLResponse`` is built on first use, once, and kept.
 ///
 /// Field names keep their spelling; a repeated field's values are joined with ", " under the first
@@ -35,11 +36,11 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     public let statusCode: Int
     /// The protocol as in the status line, e.g. `HTTP/1.1` or `HTTP/2`; empty when unknown.
     public let httpVersion: String
-    /// The fields in the order received.
-    public let fields: [Field]
-    /// Bit `n % 64` is set when a field name of `n` bytes is present: a lookup of an absent field (most are:
-    /// `Content-Encoding`, the digest fields, `Location`) usually ends here without comparing names.
-    private let nameLengths: UInt64
+    /// The fields in the order received (made on each read: look one up with ``value(forHTTPHeaderField:)``).
+    public var fields: [Field] { storage.fields }
+    /// The fields' bytes; a lookup of an absent field (most are: `Content-Encoding`, the digest fields,
+    /// `Location`) usually ends at its mask of name lengths without comparing names.
+    let storage: HeadFields
     /// Guarded by `buildLock`.
     private var built: HTTPURLResponse?
     /// One lock for every head's ``built``: a head is read as Foundation's type rarely (and then once), so
@@ -49,29 +50,17 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// Creates a head from its parts.
     public convenience init(url: URL, statusCode: Int, httpVersion: String, fields: [Field]) {
         self.init(
-            url: url, statusCode: statusCode, httpVersion: httpVersion, fields: fields,
+            url: url, statusCode: statusCode, httpVersion: httpVersion, storage: HeadFields(fields),
             contentLength: Self.contentLength(in: fields))
     }
 
-    /// Creates a head whose `Content-Length` a parser has read already (-1: none), and the mask of its names'
-    /// lengths when the parser has it (nil: computed here).
-    init(
-        url: URL, statusCode: Int, httpVersion: String, fields: [Field], contentLength: Int64,
-        nameLengths: UInt64? = nil
-    ) {
+    /// Creates a head from fields a parser kept as bytes, whose `Content-Length` it has read already (-1: none).
+    init(url: URL, statusCode: Int, httpVersion: String, storage: HeadFields, contentLength: Int64) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
-        self.fields = fields
+        self.storage = storage
         expectedContentLength = contentLength
-        self.nameLengths = nameLengths ?? Self.lengthMask(of: fields)
-    }
-
-    /// The mask of ``nameLengths`` for `fields`.
-    static func lengthMask(of fields: [Field]) -> UInt64 {
-        var mask: UInt64 = 0
-        for field in fields { mask |= 1 << UInt64(field.name.utf8.count & 63) }
-        return mask
     }
 
     /// Wraps a response a transport built itself (URLSession's, reported as ``TransferEvent/head(_:)``); ``httpURLResponse`` returns
@@ -80,12 +69,12 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
         url = response.url ?? URL(fileURLWithPath: "/")
         statusCode = response.statusCode
         httpVersion = ""
-        fields = response.allHeaderFields.compactMap { name, value in
+        let fields: [Field] = response.allHeaderFields.compactMap { name, value in
             guard let name = name as? String, let value = value as? String else { return nil }
             return Field(name: name, value: value)
         }
+        storage = HeadFields(fields)
         expectedContentLength = Self.contentLength(in: fields)
-        nameLengths = Self.lengthMask(of: fields)
         built = response
     }
 
@@ -98,13 +87,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
-    public func value(forHTTPHeaderField name: String) -> String? {
-        guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
-        for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) {
-            return fields[index].value
-        }
-        return nil
-    }
+    public func value(forHTTPHeaderField name: String) -> String? { storage.value(named: name) }
 
     /// `Content-Length` as a number, or -1 when absent or not one (as `URLResponse` has it).
     public let expectedContentLength: Int64
@@ -123,7 +106,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
         defer { Self.buildLock.unlock() }
         if let built { return built }
         var dictionary: [String: String] = [:]
-        dictionary.reserveCapacity(fields.count)
+        dictionary.reserveCapacity(storage.count)
         for field in fields where dictionary[field.name] == nil { dictionary[field.name] = field.value }
         let response =
             HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: dictionary)
@@ -141,6 +124,6 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
 
     /// `HTTP/1.1 200, 3 fields`.
     public var description: String {
-        "\(httpVersion.isEmpty ? "HTTP" : httpVersion) \(statusCode), \(fields.count) field\(fields.count == 1 ? "" : "s")"
+        "\(httpVersion.isEmpty ? "HTTP" : httpVersion) \(statusCode), \(storage.count) field\(storage.count == 1 ? "" : "s")"
     }
 }

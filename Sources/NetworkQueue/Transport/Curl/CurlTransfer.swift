@@ -174,8 +174,8 @@
             emit(
                 .head(
                     ResponseHead(
-                        url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, fields: head.fields,
-                        contentLength: head.contentLength ?? -1, nameLengths: head.nameLengths)))
+                        url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, storage: head.storage,
+                        contentLength: head.contentLength ?? -1)))
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {

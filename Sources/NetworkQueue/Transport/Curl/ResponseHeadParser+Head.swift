@@ -12,7 +12,9 @@ extension ResponseHeadParser {
         var httpVersion: String
         /// Fields in order of first appearance; a repeated name's values are joined with ", " under the
         /// spelling of its first appearance. As a ``ResponseHead`` keeps them (handed over, not converted).
-        var fields: [ResponseHead.Field]
+        var storage: HeadFields
+        /// The fields as values (tests, logs).
+        var fields: [ResponseHead.Field] { storage.fields }
         /// Every `Set-Cookie` field's value on its own (joining them would be ambiguous).
         var setCookies: [String] = []
         /// True when the connection must not be reused after this response: it carried both
@@ -24,35 +26,26 @@ extension ResponseHeadParser {
         var transferCodings: [String] = []
         /// A transfer coding this library cannot decode, which fails any response with a body.
         var unsupportedTransferCoding: String?
-        /// Bit `n % 64` set for each field name of `n` bytes (see ``ResponseHead``).
-        var nameLengths: UInt64 = 0
 
-        init(statusCode: Int, httpVersion: String, fields: [ResponseHead.Field], setCookies: [String] = []) {
+        init(statusCode: Int, httpVersion: String, storage: HeadFields, setCookies: [String] = []) {
             self.statusCode = statusCode
             self.httpVersion = httpVersion
-            self.fields = fields
+            self.storage = storage
             self.setCookies = setCookies
-            nameLengths = ResponseHead.lengthMask(of: fields)
         }
 
         /// A head with `fields` given as pairs (tests).
         init(statusCode: Int, httpVersion: String, fields: [(String, String)]) {
             self.init(
                 statusCode: statusCode, httpVersion: httpVersion,
-                fields: fields.map { ResponseHead.Field(name: $0.0, value: $0.1) })
+                storage: HeadFields(fields.map { ResponseHead.Field(name: $0.0, value: $0.1) }))
         }
 
         static func == (lhs: Head, rhs: Head) -> Bool {
-            lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion && lhs.fields == rhs.fields
+            lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion && lhs.storage == rhs.storage
         }
 
         /// The value of the field `name`, compared case-insensitively (ASCII).
-        func value(_ name: String) -> String? {
-            guard nameLengths & (1 << UInt64(name.utf8.count & 63)) != 0 else { return nil }
-            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name.utf8) {
-                return fields[index].value
-            }
-            return nil
-        }
+        func value(_ name: String) -> String? { storage.value(named: name) }
     }
 }

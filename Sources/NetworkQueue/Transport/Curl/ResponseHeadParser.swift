@@ -23,10 +23,8 @@ struct ResponseHeadParser {
 
     private var statusCode: Int?
     private var httpVersion = ""
-    private var fields: [ResponseHead.Field] = []
-    /// Bit `n % 64` is set when a field name of `n` bytes is in ``fields``: most lines name a field not seen
-    /// yet, and this tells so without comparing names.
-    private var nameLengths: UInt64 = 0
+    /// The fields as bytes (see ``HeadFields``): a line's name and value are copied, not made into strings.
+    private var fields = HeadFields()
     /// Where the framing fields are in ``fields``, once seen.
     private var contentLengthIndex: Int?
     private var transferEncodingIndex: Int?
@@ -93,9 +91,13 @@ struct ResponseHeadParser {
         if line[line.startIndex] == 32 || line[line.startIndex] == 9 {
             // Obsolete line folding: the line continues the previous field's value, read as one space.
             guard let last = lastField else { return nil }
-            if isFramingField(fields[last].name.utf8) { return fail("a folded \(fields[last].name) field") }
-            let more = String(decoding: Self.trimmed(line), as: UTF8.self)
-            if !more.isEmpty { fields[last].value += fields[last].value.isEmpty ? more : " " + more }
+            if isFramingField(fields.nameBytes(at: last)) { return fail("a folded \(fields.name(at: last)) field") }
+            let more = Self.trimmed(line)
+            if fields.valueBytes(at: last).isEmpty {
+                fields.setValue(at: last, to: more)
+            } else if !more.isEmpty {
+                fields.extendValue(at: last, separator: " ", with: more)
+            }
             return nil
         }
         lastField = nil
@@ -106,24 +108,25 @@ struct ResponseHeadParser {
             // libcurl would not read "Transfer-Encoding :" as a framing field; we must not either way.
             return fail("white space around a framing field's name")
         }
-        let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
+        let value = Self.trimmed(line[(colon + 1)...])
         if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) {
-            setCookies.append(value)
+            setCookies.append(String(decoding: value, as: UTF8.self))
         }
         if let index = existingField(nameBytes) {
             if nameBytes.count == Self.locationKey.count, HeaderName.equal(nameBytes, Self.locationKey),
                 let code = statusCode, RedirectRules.redirectStatuses.contains(code)
             {
                 // Joined, two targets would name a URL the server never sent: a redirect must say one place.
-                guard fields[index].value == value else { return fail("more than one Location field in a redirect") }
+                guard fields.valueBytes(at: index).elementsEqual(value) else {
+                    return fail("more than one Location field in a redirect")
+                }
                 lastField = index
                 return nil
             }
-            fields[index].value += ", " + value
+            fields.extendValue(at: index, separator: ", ", with: value)
             lastField = index
         } else {
-            let name = String(decoding: nameBytes, as: UTF8.self)
-            fieldIndex?[name.lowercased()] = fields.count
+            if fieldIndex != nil { fieldIndex?[String(decoding: nameBytes, as: UTF8.self).lowercased()] = fields.count }
             lastField = fields.count
             if nameBytes.count == Self.contentLengthKey.count, HeaderName.equal(nameBytes, Self.contentLengthKey) {
                 contentLengthIndex = fields.count
@@ -132,8 +135,8 @@ struct ResponseHeadParser {
             {
                 transferEncodingIndex = fields.count
             }
-            nameLengths |= 1 << UInt64(nameBytes.count & 63)
-            fields.append(ResponseHead.Field(name: name, value: value))
+            fields.append(
+                name: UnsafeRawBufferPointer(rebasing: nameBytes), value: UnsafeRawBufferPointer(rebasing: value))
         }
         return nil
     }
@@ -153,9 +156,8 @@ struct ResponseHeadParser {
         }
         let isEnd = index == line.endIndex || line[index] == 32
         statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
-        fields = []
-        fields.reserveCapacity(12)
-        nameLengths = 0
+        fields = HeadFields()
+        fields.reserve(bytes: 384, fields: 12)
         contentLengthIndex = nil
         transferEncodingIndex = nil
         fieldIndex = nil
@@ -167,15 +169,13 @@ struct ResponseHeadParser {
     /// The index of the field named `name` (any case), if it is already in the head.
     private mutating func existingField(_ name: Slice<UnsafeRawBufferPointer>) -> Int? {
         if let fieldIndex { return fieldIndex[String(decoding: name, as: UTF8.self).lowercased()] }
-        guard nameLengths & (1 << UInt64(name.count & 63)) != 0 else { return nil }
-        if fields.count < 32 {
-            for index in fields.indices where HeaderName.equal(fields[index].name.utf8, name) { return index }
-            return nil
-        }
+        guard fields.nameLengths & (1 << UInt64(name.count & 63)) != 0 else { return nil }
+        if fields.count < 32 { return fields.index(of: name) }
         // Many fields: from now on, an index keeps each line's cost constant.
         var index: [String: Int] = [:]
-        for (position, field) in fields.enumerated() {
-            index[field.name.lowercased()] = index[field.name.lowercased()] ?? position
+        for position in 0..<fields.count {
+            let name = fields.name(at: position).lowercased()
+            index[name] = index[name] ?? position
         }
         fieldIndex = index
         return index[String(decoding: name, as: UTF8.self).lowercased()]
@@ -193,9 +193,9 @@ struct ResponseHeadParser {
     /// Ends the final head, checking its framing: one length however often it is repeated, and none
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
-        var head = Head(statusCode: code, httpVersion: httpVersion, fields: fields, setCookies: setCookies)
+        var head = Head(statusCode: code, httpVersion: httpVersion, storage: fields, setCookies: setCookies)
         if let coding = transferEncodingIndex {
-            switch FramingRules.transferCoding(fields[coding].value) {
+            switch FramingRules.transferCoding(fields.value(at: coding)) {
             case .valid(let codings, _): head.transferCodings = codings
             case .unsupported(let name): head.unsupportedTransferCoding = name
             case .invalid(let reason): return fail(reason)
@@ -203,18 +203,16 @@ struct ResponseHeadParser {
         }
         if let index = contentLengthIndex {
             if transferEncodingIndex != nil {
-                head.fields.remove(at: index)
-                head.nameLengths = ResponseHead.lengthMask(of: head.fields)
+                head.storage.remove(at: index)
                 head.closesConnection = true
             } else {
-                switch FramingRules.contentLength(fields[index].value) {
+                let value = fields.valueBytes(at: index)
+                switch FramingRules.contentLength(String(decoding: value, as: UTF8.self)) {
                 case .valid(let length):
                     head.contentLength = length
                     // Repeated or padded values (" 7 , 7 ") become the one number.
-                    if !fields[index].value.utf8.allSatisfy({ (48...57).contains($0) })
-                        || fields[index].value.utf8.first == 48
-                    {
-                        head.fields[index].value = String(length)
+                    if !value.allSatisfy({ (48...57).contains($0) }) || value.first == 48 {
+                        head.storage.setValue(at: index, to: String(length).utf8)
                     }
                 case .invalid(let reason):
                     violation = reason
