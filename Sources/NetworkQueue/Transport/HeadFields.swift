@@ -16,9 +16,13 @@ struct HeadFields: Sendable, Equatable {
 
     private var bytes: [UInt8] = []
     private var spans: [Span] = []
-    /// Bit `n % 64` is set when a field name of `n` bytes is present: a lookup of an absent field (most are)
-    /// usually ends here without comparing names.
+    /// Bit `n % 64` is set when a field name of `n` bytes is present (``lengthBit(_:)``): a lookup of an absent
+    /// field (most are) usually ends here without comparing names.
     private(set) var nameLengths: UInt64 = 0
+
+    /// The bit of ``nameLengths`` for a name of `count` bytes.
+    @inline(__always)
+    static func lengthBit(_ count: Int) -> UInt64 { 1 << UInt64(count & 63) }
 
     /// No fields.
     init() {}
@@ -50,17 +54,13 @@ struct HeadFields: Sendable, Equatable {
         let nameEnd = UInt32(bytes.count)
         bytes.append(contentsOf: value)
         spans.append(Span(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: UInt32(bytes.count)))
-        nameLengths |= 1 << UInt64(name.count & 63)
+        nameLengths |= Self.lengthBit(name.count)
     }
 
-    /// Adds a field from bytes where they are (a parser's line): copied with `memcpy`, not byte by byte.
+    /// Adds a field from bytes where they are (a parser's line), as typed buffers: copied with `memcpy`, not byte
+    /// by byte as a slice of raw bytes would be.
     mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let nameStart = UInt32(bytes.count)
-        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
-        let nameEnd = UInt32(bytes.count)
-        bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
-        spans.append(Span(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: UInt32(bytes.count)))
-        nameLengths |= 1 << UInt64(name.count & 63)
+        append(name: name.assumingMemoryBound(to: UInt8.self), value: value.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Sets the value of the field at `index` to `value`.
@@ -87,7 +87,7 @@ struct HeadFields: Sendable, Equatable {
     mutating func remove(at index: Int) {
         spans.remove(at: index)
         nameLengths = 0
-        for span in spans { nameLengths |= 1 << UInt64((span.nameEnd - span.nameStart) & 63) }
+        for span in spans { nameLengths |= Self.lengthBit(Int(span.nameEnd - span.nameStart)) }
     }
 
     /// The bytes of the name of the field at `index`.
@@ -108,7 +108,7 @@ struct HeadFields: Sendable, Equatable {
 
     /// The index of the first field named `name`, compared without regard to ASCII case; nil when absent.
     func index<Name: Collection<UInt8>>(of name: Name) -> Int? {
-        guard nameLengths & (1 << UInt64(name.count & 63)) != 0 else { return nil }
+        guard nameLengths & Self.lengthBit(name.count) != 0 else { return nil }
         for index in spans.indices where HeaderName.equal(nameBytes(at: index), name) { return index }
         return nil
     }

@@ -169,7 +169,8 @@ struct ResponseHeadParser {
     /// The index of the field named `name` (any case), if it is already in the head.
     private mutating func existingField(_ name: Slice<UnsafeRawBufferPointer>) -> Int? {
         if let fieldIndex { return fieldIndex[String(decoding: name, as: UTF8.self).lowercased()] }
-        guard fields.nameLengths & (1 << UInt64(name.count & 63)) != 0 else { return nil }
+        // Checked here too, before any call: most lines name a field not seen yet.
+        guard fields.nameLengths & HeadFields.lengthBit(name.count) != 0 else { return nil }
         if fields.count < 32 { return fields.index(of: name) }
         // Many fields: from now on, an index keeps each line's cost constant.
         var index: [String: Int] = [:]
