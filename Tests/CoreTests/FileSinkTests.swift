@@ -57,6 +57,22 @@ import Testing
         #expect(names(in: directory) == ["f.bin"])
     }
 
+    @Test func aValidatorThatCannotBeWrittenSaysWhatIsInTheWay() throws {
+        // A directory at the validator's path: the part is not worth continuing without it, and the error says why.
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let validator = url.appendingPathExtension("part").appendingPathExtension("validator")
+        try FileManager.default.createDirectory(at: validator, withIntermediateDirectories: false)
+        let bytes = [UInt8](repeating: 7, count: FileSink.directWriteSize)
+        let error = bytes.withUnsafeBytes { sink.write($0) }
+        #expect(
+            error
+                == .fileError(
+                    path: url.path + ".part", reason: "cannot write \(validator.path): is not a regular file"))
+        sink.discard()
+        #expect(names(in: directory) == ["f.bin.part.validator"])
+    }
+
     @Test func aPartKeptForTheNextAttemptGetsItsValidatorThen() throws {
         let (sink, url, directory) = try opened()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -34,6 +34,11 @@ extension FileSink {
         return fd
     }
 
+    /// Why ``openRegular(_:_:)`` returned `fd` (below 0): `errno`'s reason, or that something else is there.
+    static func openFailure(_ fd: Int32) -> String {
+        fd == notRegular ? "is not a regular file" : String(cString: strerror(errno))
+    }
+
     /// Opens the part when something is at its path already: continued when `continuing` and a saved validator
     /// describes it, else truncated (a validator left there is deleted: it describes nothing any more).
     static func openExisting(
@@ -47,7 +52,7 @@ extension FileSink {
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
         let fd = Self.openRegular(partialPath, flags)
         guard fd >= 0 else {
-            let reason = fd == Self.notRegular ? "is not a regular file" : String(cString: strerror(errno))
+            let reason = openFailure(fd)
             claim.closeFile()
             throw .fileError(path: partialPath, reason: reason)
         }

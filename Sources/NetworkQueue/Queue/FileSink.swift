@@ -95,7 +95,7 @@ final class FileSink: Sendable {
     /// Writes the validator file, never through a symbolic link planted at its path.
     private func saveValidator(_ validator: RangeRules.Validator) throws(FileFailure) {
         let fd = Self.openRegular(validatorPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(validatorPath): permission denied") }
+        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(validatorPath): \(Self.openFailure(fd))") }
         defer { closeDescriptor(fd) }
         var text = validator.fileText
         try text.withUTF8 { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, .init(bytes)) } }.get()
