@@ -160,8 +160,12 @@ struct Display {
         return failed == 0 && progress.finishedRequestCount == progress.totalRequestCount && progress.isTotalFinal
     }
 
-    /// A list entry's label: its URL's last path component, or its host.
+    /// A list entry's label: the name of the file it is saved to; for a body kept in memory, its URL's last path
+    /// component, or its host.
     static func label(of request: NetworkRequest) -> String {
+        // The file's name is the one a reader looks for (a name taken twice gets a suffix), and reading it costs
+        // less than parsing the URL again: one label per line, 20,000 lines for a list of small files.
+        if case .file(let file) = request.destination { return file.lastPathComponent }
         guard let url = request.url else { return "?" }
         return url.lastPathComponent.isEmpty || url.lastPathComponent == "/"
             ? (url.host ?? url.absoluteString) : url.lastPathComponent

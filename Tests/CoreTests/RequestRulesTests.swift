@@ -30,6 +30,36 @@ import Testing
         #expect(RequestRules.validate(request) == .invalidTimeout(interval))
     }
 
+    /// Only a GET without a `Range` of its own may continue a part or be checked against an existing file; a
+    /// request made from a URL answers without building its `URLRequest`, the same as the one it builds.
+    @Test func onlyAPlainGetMayContinueOrBeChecked() {
+        let url = URL(string: "http://host/a.bin")!
+        let file = NetworkRequest.Destination.file(URL(fileURLWithPath: "/tmp/a.bin"))
+        func request(_ change: (inout URLRequest) -> Void) -> NetworkRequest {
+            var urlRequest = URLRequest(url: url)
+            change(&urlRequest)
+            return NetworkRequest(urlRequest, destination: file, fileOptions: .init(existingFile: .skipIfUnchanged))
+        }
+        let compact = NetworkRequest(url: url, destination: file, fileOptions: .init(existingFile: .skipIfUnchanged))
+        #expect(compact.isPlainGet && RangeRules.mayContinue(compact.urlRequest))
+        #expect(ExistingFileRules.checksExistingFile(compact))
+        let cases: [(NetworkRequest, Bool)] = [
+            (request { _ in }, true),
+            (request { $0.httpMethod = "get" }, true),
+            (request { $0.httpMethod = "POST" }, false),
+            (request { $0.httpMethod = "HEAD" }, false),
+            (request { $0.setValue("bytes=0-9", forHTTPHeaderField: "Range") }, false),
+            (request { $0.setValue("bytes=5-", forHTTPHeaderField: "range") }, false),
+        ]
+        for (request, plain) in cases {
+            #expect(request.isPlainGet == plain)
+            #expect(ExistingFileRules.checksExistingFile(request) == plain)
+        }
+        // Memory bodies and `.replace` are never checked, whatever the request.
+        #expect(!ExistingFileRules.checksExistingFile(NetworkRequest(url: url)))
+        #expect(!ExistingFileRules.checksExistingFile(NetworkRequest(url: url, destination: file)))
+    }
+
     @Test func fileDestinationsMustNameAFile() {
         let request = URLRequest(url: URL(string: "http://host/")!)
         let web = URL(string: "https://host/file")!

@@ -88,7 +88,9 @@ enum RangeRules {
 
     /// True when a request may continue a part at all: a GET that does not ask for a range of its own.
     static func mayContinue(_ request: URLRequest) -> Bool {
-        (request.httpMethod ?? "GET").uppercased() == "GET" && request.value(forHTTPHeaderField: "Range") == nil
+        let method = request.httpMethod ?? "GET"
+        // Methods are case-sensitive (RFC 9110 §9.1), but a lowercase "get" was always taken as GET here.
+        return (method == "GET" || method.uppercased() == "GET") && request.value(forHTTPHeaderField: "Range") == nil
     }
 
     /// What the final response to a request continuing from `offset` means.

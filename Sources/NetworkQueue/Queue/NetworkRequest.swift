@@ -120,6 +120,15 @@ public final class NetworkRequest: Sendable, Identifiable {
     var continuesPartialDownloads: Bool { fileOptions.continuesPartialDownloads }
     var existingFile: ExistingFile { fileOptions.existingFile }
 
+    /// Whether ``urlRequest`` is a GET without a `Range` of its own (a part could be continued, an existing file
+    /// checked). A request made from a URL is one without building its `URLRequest`.
+    var isPlainGet: Bool {
+        switch target {
+        case .get: true
+        case .request(let request): RangeRules.mayContinue(request)
+        }
+    }
+
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     var invalidReason: NetworkQueueError.InvalidRequestReason? { options.invalidReason }
     var completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? {
