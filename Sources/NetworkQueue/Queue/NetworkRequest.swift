@@ -119,14 +119,10 @@ public final class NetworkRequest: Sendable, Identifiable {
     var verifiesServerDigests: Bool { integrity.verifiesServerDigests }
     var continuesPartialDownloads: Bool { fileOptions.continuesPartialDownloads }
     var existingFile: ExistingFile { fileOptions.existingFile }
-
-    /// Whether ``urlRequest`` is a GET without a `Range` of its own (a part could be continued, an existing file
-    /// checked). A request made from a URL is one without building its `URLRequest`.
+    /// Whether ``urlRequest`` is a GET without a `Range` of its own (one made from a URL is, unbuilt).
     var isPlainGet: Bool {
-        switch target {
-        case .get: true
-        case .request(let request): RangeRules.mayContinue(request)
-        }
+        if case .request(let request) = target { return RangeRules.mayContinue(request) }
+        return true
     }
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
@@ -290,10 +286,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         let target: Target = invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
         self.init(
             target: target, invalidReason: invalidReason, destination: destination, validation: validation,
-            integrity: integrity,
-            fileOptions: fileOptions, retryPolicy: retryPolicy, timeLimits: timeLimits, priority: priority,
-            handlers: handlers, tag: tag,
-            userInfo: userInfo)
+            integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, timeLimits: timeLimits,
+            priority: priority, handlers: handlers, tag: tag, userInfo: userInfo)
     }
 
     /// The URL of ``urlRequest``.
