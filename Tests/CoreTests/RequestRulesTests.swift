@@ -41,7 +41,7 @@ import Testing
             return NetworkRequest(urlRequest, destination: file, fileOptions: .init(existingFile: .skipIfUnchanged))
         }
         let compact = NetworkRequest(url: url, destination: file, fileOptions: .init(existingFile: .skipIfUnchanged))
-        #expect(compact.isPlainGet && RangeRules.mayContinue(compact.urlRequest))
+        #expect(RangeRules.mayContinue(compact) && RangeRules.mayContinue(compact.urlRequest))
         #expect(ExistingFileRules.checksExistingFile(compact))
         let cases: [(NetworkRequest, Bool)] = [
             (request { _ in }, true),
@@ -52,7 +52,7 @@ import Testing
             (request { $0.setValue("bytes=5-", forHTTPHeaderField: "range") }, false),
         ]
         for (request, plain) in cases {
-            #expect(request.isPlainGet == plain)
+            #expect(RangeRules.mayContinue(request) == plain && RangeRules.mayContinue(request.urlRequest) == plain)
             #expect(ExistingFileRules.checksExistingFile(request) == plain)
         }
         // Memory bodies and `.replace` are never checked, whatever the request.

@@ -31,6 +31,6 @@ enum ExistingFileRules {
     static func checksExistingFile(_ request: NetworkRequest) -> Bool {
         guard request.existingFile == .skipIfUnchanged, case .file = request.destination, request.invalidReason == nil
         else { return false }
-        return request.isPlainGet
+        return RangeRules.mayContinue(request)
     }
 }

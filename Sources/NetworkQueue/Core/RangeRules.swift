@@ -88,9 +88,12 @@ enum RangeRules {
 
     /// True when a request may continue a part at all: a GET that does not ask for a range of its own.
     static func mayContinue(_ request: URLRequest) -> Bool {
-        let method = request.httpMethod ?? "GET"
-        // Methods are case-sensitive (RFC 9110 §9.1), but a lowercase "get" was always taken as GET here.
-        return (method == "GET" || method.uppercased() == "GET") && request.value(forHTTPHeaderField: "Range") == nil
+        RequestRules.isGet(request.httpMethod ?? "GET") && request.value(forHTTPHeaderField: "Range") == nil
+    }
+
+    /// As ``mayContinue(_:)-(URLRequest)``, read without building the request's `URLRequest`.
+    static func mayContinue(_ request: NetworkRequest) -> Bool {
+        RequestRules.isGet(request.method) && request.sentValue(forHTTPHeaderField: "Range") == nil
     }
 
     /// What the final response to a request continuing from `offset` means.

@@ -50,12 +50,14 @@ enum RequestRules {
     }
 
     /// HEAD preflight applies to GET requests: only they download a body the HEAD can describe.
-    static func wantsPreflight(_ request: URLRequest) -> Bool {
-        (request.httpMethod ?? "GET").uppercased() == "GET"
-    }
+    static func wantsPreflight(_ request: URLRequest) -> Bool { isGet(request.httpMethod ?? "GET") }
 
     /// As ``wantsPreflight(_:)``, read without building the request's `URLRequest`.
-    static func wantsPreflight(_ request: NetworkRequest) -> Bool { request.method.uppercased() == "GET" }
+    static func wantsPreflight(_ request: NetworkRequest) -> Bool { isGet(request.method) }
+
+    /// Whether `method` is GET in any case (methods are case-sensitive, RFC 9110 §9.1, but a lowercase `get` has
+    /// always been taken as GET here); the usual spelling is compared without making an uppercased copy.
+    static func isGet(_ method: String) -> Bool { method == "GET" || method.uppercased() == "GET" }
 
     /// The largest body accepted for `limit` and `destination`, or nil for no limit.
     static func maximumResponseSize(

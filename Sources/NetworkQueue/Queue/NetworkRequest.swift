@@ -119,10 +119,10 @@ public final class NetworkRequest: Sendable, Identifiable {
     var verifiesServerDigests: Bool { integrity.verifiesServerDigests }
     var continuesPartialDownloads: Bool { fileOptions.continuesPartialDownloads }
     var existingFile: ExistingFile { fileOptions.existingFile }
-    /// Whether ``urlRequest`` is a GET without a `Range` of its own (one made from a URL is, unbuilt).
-    var isPlainGet: Bool {
-        if case .request(let request) = target { return RangeRules.mayContinue(request) }
-        return true
+    /// A header field sent (nil: none), read without building the `URLRequest` (one made from a URL has none).
+    func sentValue(forHTTPHeaderField name: String) -> String? {
+        if case .request(let request) = target { return request.value(forHTTPHeaderField: name) }
+        return nil
     }
 
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
