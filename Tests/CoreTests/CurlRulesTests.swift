@@ -43,6 +43,20 @@ import Testing
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: false, osErrno: 0) == .badServerResponse)
     }
 
+    @Test func aProxyThatRefusesTheTunnelSaysSoWhateverLibcurlsCode() {
+        // libcurl 7.88 ends a refused CONNECT with CURLE_RECV_ERROR and no system error; later ones with others.
+        for curlCode: Int32 in [56, 97, 7] {
+            #expect(
+                CurlErrorTable.code(for: curlCode, scheme: "https", connectCode: 407) == .userAuthenticationRequired)
+            #expect(CurlErrorTable.code(for: curlCode, scheme: "https", connectCode: 403) == .cannotConnectToHost)
+            #expect(CurlErrorTable.code(for: curlCode, scheme: "https", connectCode: 502) == .cannotConnectToHost)
+        }
+        // A tunnel that was set up (200) leaves the code to libcurl's.
+        #expect(CurlErrorTable.code(for: 56, scheme: "https", osErrno: 0, connectCode: 200) == .badServerResponse)
+        #expect(CurlErrorTable.code(for: 60, scheme: "https", connectCode: 200) == .serverCertificateUntrusted)
+        #expect(CurlErrorTable.code(for: 0, scheme: "https", connectCode: 407) == nil)
+    }
+
     @Test func outOfMemoryBeforeTheHeadIsAnOversizedHeadLine() {
         #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: false) == .badServerResponse)
         #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: true) == .cannotLoadFromNetwork)

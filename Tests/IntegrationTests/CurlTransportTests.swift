@@ -403,7 +403,7 @@
             // The free port is only free when asked: another test's connection may take it (as its ephemeral
             // source port) before s_server binds it, and s_server then exits. So: another port, a few times.
             for _ in 0..<4 {
-                let port = try Self.freePort()
+                let port = try LoopbackPorts.free()
                 let process = try SpawnedProcess(
                     openssl,
                     [
@@ -413,8 +413,8 @@
                     in: directory)
                 // Ready once it accepts a connection (bounded: a server that never listens is tried again).
                 let deadline = Date().addingTimeInterval(5)
-                while !Self.accepts(port), Date() < deadline { usleep(10_000) }
-                if Self.accepts(port) {
+                while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
+                if LoopbackPorts.accepts(port) {
                     self.port = port
                     self.process = process
                     return
@@ -454,36 +454,6 @@
         private static func run(_ openssl: String, _ arguments: [String], in directory: URL) throws {
             let status = try SpawnedProcess(openssl, arguments, in: directory).waitForExit()
             guard status == 0 else { throw TestFailure("openssl \(arguments.first ?? "") failed (\(status))") }
-        }
-
-        private static func freePort() throws -> UInt16 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else { throw TestFailure("no free port") }
-            return UInt16(bigEndian: address.sin_port)
-        }
-
-        private static func accepts(_ port: UInt16) -> Bool {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = port.bigEndian
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
         }
     }
 

@@ -15,15 +15,18 @@ public struct SpawnedProcess: Sendable {
     public let pid: pid_t
 
     /// Starts `path` with `arguments` in `directory`; its standard input is read from `input` (default
-    /// /dev/null) and its standard output written to `output` (default /dev/null).
-    public init(_ path: String, _ arguments: [String], in directory: URL, input: URL? = nil, output: URL? = nil) throws
-    {
+    /// /dev/null), its standard output written to `output` and its standard error to `errors` (default
+    /// /dev/null both).
+    public init(
+        _ path: String, _ arguments: [String], in directory: URL, input: URL? = nil, output: URL? = nil,
+        errors: URL? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, input?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errors?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         // The shell changes directory, then becomes the program: the directory and every argument pass as
         // arguments of their own, never through the shell's parser.
         let words = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory.path, path] + arguments

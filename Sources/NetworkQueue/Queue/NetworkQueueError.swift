@@ -194,7 +194,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             case .cannotDecodeContentData: "could not decode the body"
             case .badServerResponse: "bad server response"
             case .appTransportSecurityRequiresSecureConnection: "refused a redirect from https to http"
-            case .unsupportedURL: error.userInfo[ProxyEnvironment.problemKey] as? String ?? "unsupported URL"
+            case .unsupportedURL: error.userInfo[ProxyRoutes.problemKey] as? String ?? "unsupported URL"
             default: "URLError \(error.code.rawValue)"
             }
         guard let url = error.failingURL else { return what }

@@ -23,7 +23,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// The proxies of the environment (Foundation's libcurl reads the same variables), to keep their credentials
     /// out of every error and to tell an unusable proxy setting apart.
-    let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
+    let proxies = ProxyRoutes(ProcessInfo.processInfo.environment)
 
     init(redirects: RedirectPolicy, cookieJar: CookieJar?) {
         self.redirects = redirects
@@ -53,6 +53,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         }
+        // Foundation would send it to the server (through a tunnel too): proxy credentials belong to the proxy's
+        // setting.
+        request.setValue(nil, forHTTPHeaderField: "Proxy-Authorization")
         addCookies(to: &request, own: transfer.ownCookie(for: request.url))
         let task: URLSessionDataTask? = routes.withLock { routes in
             // Creating a task on an invalidated session crashes on Linux.
@@ -233,7 +236,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// `error` without proxy credentials in its text; a failure that Foundation left as `.unknown` and whose
-    /// words name a proxy is the proxy's (see ``ProxyEnvironment/refine(_:url:isProxyFailure:)``).
+    /// words name a proxy is the proxy's (see ``ProxyRoutes/refine(_:url:isProxyFailure:)``).
     private func refined(_ error: URLError, url: URL?) -> URLError {
         let words = (error.userInfo[NSLocalizedDescriptionKey] as? String)?.lowercased() ?? ""
         return proxies.refine(error, url: url, isProxyFailure: error.code == .unknown && words.contains("proxy"))

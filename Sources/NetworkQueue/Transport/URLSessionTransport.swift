@@ -25,6 +25,11 @@ import Foundation
 ///   and progress count the bytes as sent. Set the header yourself to accept compressed bodies; Foundation
 ///   then decodes them and hides the encoded bytes, so a gzip stream cut short while its `Content-Length`
 ///   still matches cannot be detected (a corrupt one fails with `.cannotDecodeContentData`).
+/// - Proxies: the environment's on Linux (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`, read by
+///   Foundation's libcurl for every request; Foundation there ignores `connectionProxyDictionary`), the
+///   configuration's `connectionProxyDictionary` or the system's settings on Apple platforms. Proxy credentials
+///   go in the proxy's URL or dictionary: a request's own `Proxy-Authorization` header is never sent (Foundation
+///   would send it to the server). ``CurlTransport`` also takes a proxy set in code (``Proxy``).
 /// - Errors are mapped: a connection closed mid-body → `.networkConnectionLost`; an undecodable body →
 ///   `.cannotDecodeContentData`; a malformed status line → `.badServerResponse`.
 /// - The request's `timeoutInterval` is rounded up for the session (Linux truncates it to whole seconds);

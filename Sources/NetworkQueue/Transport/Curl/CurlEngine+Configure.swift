@@ -16,9 +16,16 @@
                 library.set(easy, option, pointer: user)
             }
             library.set(easy, .errorBuffer, pointer: handle.errorBuffer)
-            // The environment's proxies as options (an empty one means none): libcurl reads no variable then.
+            // The proxies as options (an empty one means none): libcurl reads no variable then. A code-set
+            // proxy's credentials are options of their own; an HTTPS proxy is checked against the same CAs.
             library.set(easy, .noProxy, string: proxies.noProxy)
             if proxies.http == proxies.https { library.set(easy, .proxy, string: proxies.http) }
+            if let credentials = proxies.credentials {
+                library.set(easy, .proxyUsername, string: credentials.user)
+                library.set(easy, .proxyPassword, string: credentials.password)
+            }
+            // CURLHEADER_SEPARATE: the request's headers go to the server, the proxy list to the proxy alone.
+            library.set(easy, .headerOpt, 1)
             library.set(easy, .protocolsString, string: "http,https")
             library.set(easy, .redirectProtocolsString, string: "http,https")
             library.set(easy, .followLocation, 0)
@@ -34,10 +41,14 @@
             library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
             if let path = certificates?.path {
                 library.set(easy, .caInfo, string: path)
+                if proxies.isTLSProxy { library.set(easy, .proxyCAInfo, string: path) }
             } else if let pem = certificates?.pem {
                 pem.withUnsafeBytes { bytes in
                     var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
                     _ = withUnsafePointer(to: &blob) { library.set(easy, .caInfoBlob, pointer: $0) }
+                    if proxies.isTLSProxy {
+                        _ = withUnsafePointer(to: &blob) { library.set(easy, .proxyCAInfoBlob, pointer: $0) }
+                    }
                 }
             }
         }
@@ -105,9 +116,19 @@
             if isPlain {
                 // From one list the engine keeps.
                 transfer.decodesBody = false
-                transfer.headerList = nil
+                transfer.headerLists = (nil, nil)
                 library.set(easy, .httpHeader, pointer: UnsafeRawPointer(plainHeaders()))
                 return
+            }
+            // A request's own proxy credentials go to the proxy alone (nowhere when there is none): never to the
+            // server, in a tunnel or not.
+            if let proxyAuthorization = headers.first(where: {
+                HeaderName.matches($0.key, lowercased: "proxy-authorization")
+            }) {
+                headers[proxyAuthorization.key] = nil
+                let line = "\(proxyAuthorization.key): \(proxyAuthorization.value)"
+                transfer.headerLists.proxy = line.withCString { library.slistAppend(nil, $0) }
+                library.set(easy, .proxyHeader, pointer: transfer.headerLists.proxy.map { UnsafeRawPointer($0) })
             }
             let acceptEncoding = headers.first { HeaderName.matches($0.key, lowercased: "accept-encoding") }
             transfer.decodesBody = acceptEncoding != nil
@@ -127,7 +148,7 @@
                 let line = isRemoval ? "\(name):" : value.isEmpty ? "\(name);" : "\(name): \(value)"
                 list = line.withCString { library.slistAppend(list, $0) } ?? list
             }
-            transfer.headerList = list
+            transfer.headerLists.server = list
             library.set(easy, .httpHeader, pointer: list.map { UnsafeRawPointer($0) })
         }
 

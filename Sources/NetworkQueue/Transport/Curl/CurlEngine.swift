@@ -38,7 +38,7 @@
         /// The extra CA certificates with the system's, when asked for.
         let certificates: TrustedCertificates?
         /// The proxies the environment named when the transport was created.
-        let proxies: ProxyEnvironment
+        let proxies: ProxyRoutes
 
         // The engine thread's state (its extensions in other files touch it on that thread only, so no dynamic
         // exclusivity check).
@@ -60,7 +60,7 @@
 
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
-            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyEnvironment
+            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
             guard let multi = library.multiInit() else { throw .initializationFailed }
@@ -260,8 +260,10 @@
             transfer.rateCap?.leave(transfer.consumer)
             // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's.
             library.set(easy, .httpHeader, pointer: nil)
-            library.slistFreeAll(transfer.headerList)
-            transfer.headerList = nil
+            library.set(easy, .proxyHeader, pointer: nil)
+            library.slistFreeAll(transfer.headerLists.server)
+            library.slistFreeAll(transfer.headerLists.proxy)
+            transfer.headerLists = (nil, nil)
             transfer.easy = nil
             guard let handle = transfer.handle else { return library.easyCleanup(easy) }
             transfer.handle = nil

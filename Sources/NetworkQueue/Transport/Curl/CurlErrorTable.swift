@@ -17,13 +17,18 @@ enum CurlErrorTable {
     /// URL means a bad server response. `afterResponse` tells whether the final head had arrived;
     /// `osErrno` is CURLINFO_OS_ERRNO, read for CURLE_RECV_ERROR only: 0 there means no system call failed,
     /// so libcurl refused the bytes themselves (broken chunk framing, a head over its size limit).
+    /// `connectCode` is CURLINFO_HTTP_CONNECTCODE, a proxy's answer to the tunnel's `CONNECT` (0: none): a
+    /// refusal ends the transfer whatever code libcurl gives it (7.88 says CURLE_RECV_ERROR), as
+    /// `.userAuthenticationRequired` for a 407 and `.cannotConnectToHost` (the proxy would not connect) otherwise.
     /// What each code means for a retry follows from the `URLError.Code` (see ``RetryPolicy``): a response
     /// that cannot be framed or decoded is never a lost connection.
-    static func code(for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0) -> URLError
-        .Code?
-    {
+    static func code(
+        for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0, connectCode: Int = 0
+    ) -> URLError.Code? {
         switch curlCode {
         case 0: nil
+        case _ where connectCode != 0 && !(200..<300).contains(connectCode):
+            connectCode == 407 ? .userAuthenticationRequired : .cannotConnectToHost
         case 1: scheme == "http" || scheme == "https" ? .badServerResponse : .unsupportedURL  // UNSUPPORTED_PROTOCOL
         case 3: .badURL  // URL_MALFORMAT
         case 5, 6: .cannotFindHost  // COULDNT_RESOLVE_PROXY, COULDNT_RESOLVE_HOST
@@ -52,11 +57,13 @@ enum CurlErrorTable {
     /// The error a transfer ends with: the table's code, with libcurl's own words (and its code under
     /// ``curlCodeKey``) in the user info. The words are for people; the code alone decides.
     static func error(
-        for curlCode: Int32, scheme: String?, url: URL?, message: String, afterResponse: Bool = false, osErrno: Int = 0
+        for curlCode: Int32, scheme: String?, url: URL?, message: String, afterResponse: Bool = false, osErrno: Int = 0,
+        connectCode: Int = 0
     ) -> URLError? {
-        guard let code = code(for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno) else {
-            return nil
-        }
+        guard
+            let code = code(
+                for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno, connectCode: connectCode)
+        else { return nil }
         var info: [String: Any] = [NSLocalizedDescriptionKey: message, curlCodeKey: Int(curlCode)]
         if let url { info[NSURLErrorFailingURLErrorKey] = url }
         return URLError(code, userInfo: info)

@@ -139,6 +139,13 @@
             return number
         }
 
+        /// CURLINFO_HTTP_CONNECTCODE of a finished run: the proxy's answer to its `CONNECT` (0: none was sent).
+        func connectCode(_ easy: Handle) -> Int {
+            var number = 0
+            _ = nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x20_0000 + 22, &number)
+            return number
+        }
+
         /// What libcurl measured of the run that just ended on `easy` (CURLINFO_*_TIME_T, sizes, version, peer).
         func runInfo(_ easy: Handle) -> CurlRunInfo {
             let handle = UnsafeMutableRawPointer(easy)
@@ -191,6 +198,12 @@
         case url = 10_002
         case proxy = 10_004
         case noProxy = 10_177
+        case proxyUsername = 10_175
+        case proxyPassword = 10_176
+        case proxyHeader = 10_228
+        case headerOpt = 229
+        case proxyCAInfo = 10_246
+        case proxyCAInfoBlob = 40_310
         case readData = 10_009
         case errorBuffer = 10_010
         case writeFunction = 20_011

@@ -37,7 +37,8 @@
         @exclusivity(unchecked) var method: String
         @exclusivity(unchecked) var url: URL
         @exclusivity(unchecked) var easy: OpaquePointer?
-        @exclusivity(unchecked) var headerList: OpaquePointer?
+        /// The run's header lists: the server's, and the proxy's (a request's own `Proxy-Authorization`).
+        @exclusivity(unchecked) var headerLists: (server: OpaquePointer?, proxy: OpaquePointer?) = (nil, nil)
         @exclusivity(unchecked) var parser = ResponseHeadParser()
         /// Set when the final head of this run is a redirect to follow: its body is not reported.
         @exclusivity(unchecked) var redirect: URLRequest?

@@ -31,8 +31,9 @@ import Foundation
     ///   the codings this process can decode are sent (gzip, deflate, br where `libbrotlidec.so.1` exists)
     ///   and the transport decodes the body itself: an encoded stream that does not end fails with
     ///   `.cannotDecodeContentData`. TLS peers are verified against the system's CA store (plus
-    ///   ``Options/additionalTrustedCertificates``); proxies come from the environment (`http_proxy`,
-    ///   `https_proxy`, `all_proxy`, `no_proxy`) as curl reads them, read once when the transport is created. A request body never gets a `Content-Type` or
+    ///   ``Options/additionalTrustedCertificates``); proxies come from ``Options/proxy``: by default the
+    ///   environment's (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`) as curl reads them, read once when
+    ///   the transport is created. A request body never gets a `Content-Type` or
     ///   `Expect: 100-continue` the caller did not set.
     /// - **Strict framing**: differing `Content-Length` values, a bare CR, bare LF or NUL in a header line
     ///   fail with `.badServerResponse` before anything of the head is used (no cookie, no redirect) and the
@@ -58,6 +59,8 @@ import Foundation
             case initializationFailed
             /// ``Options/additionalTrustedCertificates`` could not be read.
             case unreadableCertificates(path: String, reason: String)
+            /// ``Options/proxy`` names a proxy that cannot be used.
+            case invalidProxy(Proxy.Problem)
 
             /// One line saying what is wrong, for logs and error messages.
             public var description: String {
@@ -67,6 +70,7 @@ import Foundation
                 case .tooOld(let version): "libcurl \(version) is too old: 7.68.0 or later is needed"
                 case .initializationFailed: "libcurl failed to initialise"
                 case .unreadableCertificates(let path, let reason): "cannot read CA certificates at \(path): \(reason)"
+                case .invalidProxy(let problem): problem.description
                 }
             }
         }
@@ -98,6 +102,11 @@ import Foundation
             public var maximumBytesPerSecond: Int?
             /// Idle connections kept open for reuse, by each engine thread; default 64.
             public var maximumCachedConnections = 64
+            /// Where requests go: ``Proxy/Setting/environment`` (the default: `http_proxy`, `https_proxy`,
+            /// `all_proxy` and `no_proxy` as curl reads them, once, when the transport is created),
+            /// ``Proxy/Setting/direct``, or ``Proxy/Setting/through(_:)`` a proxy set in code. A request's own
+            /// `Proxy-Authorization` header goes to a proxy only (never to a server, tunnelled or not).
+            public var proxy: Proxy.Setting = .environment
             /// Threads that run transfers, each with its own libcurl multi handle and connections; default
             /// the active processor count, at most 4. Values below 1 mean 1. More threads use more cores for
             /// many transfers at once (bodies are written to files, hashed and decoded on these threads);
@@ -130,7 +139,8 @@ import Foundation
         static var loadResult: Result<Void, LoadError> { CurlLibrary.shared.map { _ in () } }
 
         /// Loads libcurl (once per process) and starts the transport's engine threads.
-        /// - Throws: ``LoadError`` when libcurl is missing or too old, or the extra certificates cannot be read.
+        /// - Throws: ``LoadError`` when libcurl is missing or too old, the extra certificates cannot be read, or
+        ///   ``Options/proxy`` names a proxy that cannot be used.
         public init(options: Options = Options()) throws(LoadError) {
             let library = try CurlLibrary.shared.get()
             var certificates: TrustedCertificates?
@@ -142,7 +152,10 @@ import Foundation
             let cookieJar = options.cookies == .ephemeral ? Locked(CookieJar()) : nil
             let count = max(1, options.engineThreads)
             let sizes = count > 1 ? TransferSizes() : nil
-            let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
+            if case .through(let proxy) = options.proxy {
+                do throws(Proxy.Problem) { try proxy.validate() } catch { throw .invalidProxy(error) }
+            }
+            let proxies = ProxyRoutes(options.proxy, environment: ProcessInfo.processInfo.environment)
             var engines: [CurlEngine] = []
             for _ in 0..<count {
                 engines.append(

@@ -4,16 +4,17 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The proxies the environment names, read the way libcurl reads them (lib/url.c, `detect_proxy` and the
-/// `no_proxy` lookup): for `http`, `http_proxy` only (never `HTTP_PROXY`: a CGI program's environment can
-/// carry a request's `Proxy` header under that name); for `https`, `https_proxy` then `HTTPS_PROXY`; then
-/// `all_proxy`, `ALL_PROXY`; `no_proxy`, then `NO_PROXY`. An empty value counts as unset, as in libcurl.
+/// The proxies a transport uses: the environment's, read the way libcurl reads them (lib/url.c, `detect_proxy` and
+/// the `no_proxy` lookup), none, or one set in code (``Proxy``). From the environment: for `http`, `http_proxy`
+/// only (never `HTTP_PROXY`: a CGI program's environment can carry a request's `Proxy` header under that name);
+/// for `https`, `https_proxy` then `HTTPS_PROXY`; then `all_proxy`, `ALL_PROXY`; `no_proxy`, then `NO_PROXY`. An
+/// empty value counts as unset, as in libcurl.
 ///
-/// ``CurlTransport`` reads them once, when it is created, and gives libcurl the result as options: left to
+/// ``CurlTransport`` works them out once, when it is created, and gives libcurl the result as options: left to
 /// itself, libcurl reads up to seven variables for every transfer (about 1.4k instructions, a cost the raw
 /// libcurl loop pays too). Both transports use it to keep a proxy's credentials out of every error's text,
 /// and to tell an unusable proxy setting from an unreachable server. Pure; tested alone.
-struct ProxyEnvironment: Equatable {
+struct ProxyRoutes: Equatable {
     /// The proxy for `http` URLs; empty: none.
     var http = ""
     /// The proxy for `https` URLs; empty: none.
@@ -25,6 +26,11 @@ struct ProxyEnvironment: Equatable {
     private(set) var httpsSource = ""
     /// The credentials the proxies carry (see ``credentials(in:)``), kept out of every error's text.
     private(set) var secrets: [String] = []
+    /// A code-set proxy's credentials, given to libcurl as options of their own (never inside a proxy's URL, so
+    /// never in libcurl's words about it); nil: none, or in the proxy's value (the environment's).
+    private(set) var credentials: Proxy.Credentials?
+    /// True for an HTTPS proxy: its certificate is checked against the transport's trusted CAs.
+    var isTLSProxy: Bool { [http, https].contains { $0.lowercased().hasPrefix("https://") } }
 
     /// The user-info key of an error's words about an unusable proxy (shown by ``NetworkQueueError``'s text).
     static let problemKey = "NetworkQueueProxyProblem"
@@ -42,6 +48,21 @@ struct ProxyEnvironment: Equatable {
         (https, httpsSource) = value("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
         (noProxy, _) = value("no_proxy", "NO_PROXY")
         secrets = [http, https].compactMap(Self.credentials(in:))
+    }
+
+    /// The proxies `setting` names, with `environment` for ``Proxy/Setting/environment``.
+    init(_ setting: Proxy.Setting, environment: [String: String]) {
+        switch setting {
+        case .environment: self.init(environment)
+        case .direct: self.init([:])
+        case .through(let proxy):
+            self.init([:])
+            (http, https) = (proxy.address, proxy.address)
+            (httpSource, httpsSource) = ("CurlTransport.Options.proxy", "CurlTransport.Options.proxy")
+            noProxy = proxy.bypass.joined(separator: ",")
+            credentials = proxy.credentials
+            secrets = proxy.credentials.map { ["\($0.user):\($0.password)"] } ?? []
+        }
     }
 
     /// The proxy a URL of `scheme` goes through (before `no_proxy`), and the variable it came from.

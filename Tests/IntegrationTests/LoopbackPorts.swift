@@ -1,0 +1,40 @@
+#if os(Linux)
+    import Foundation
+    import Glibc
+
+    /// Ports on 127.0.0.1 for the servers the tests start as programs of their own.
+    enum LoopbackPorts {
+        /// A port free when asked (another connection may take it before the server binds it: start the server,
+        /// check ``accepts(_:)``, and try another port if it did not).
+        static func free() throws -> UInt16 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
+            }
+            guard bound else { throw TestFailure("no free port") }
+            return UInt16(bigEndian: address.sin_port)
+        }
+
+        /// True when something accepts a connection on `port`.
+        static func accepts(_ port: UInt16) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+    }
+#endif

@@ -1,0 +1,178 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import Glibc
+    import LoopbackServer
+    import NetworkQueue
+    import TestSupport
+    import Testing
+
+    /// Proxies set in code (``CurlTransport/Options/proxy``) against real proxies: tinyproxy for HTTP
+    /// forwarding, `CONNECT` tunnels and Basic authentication, microsocks for SOCKS5 with and without remote
+    /// names. The environment's proxies over both transports are tested through the Demo (see `DemoProxyTests`):
+    /// setting the environment here would send every other test's requests through them.
+    @Suite(.timeLimit(.minutes(5))) struct ProxyIntegrationTests {
+        static let alice = Proxy.Credentials(user: "alice", password: "Pr0xy-SECRET")
+
+        /// Runs one request for `url` over a CurlTransport with `setting` (and the test CA when given).
+        static func fetch(
+            _ url: URL, through setting: Proxy.Setting, trusting ca: URL? = nil, headers: [String: String] = [:]
+        )
+            async throws -> NetworkRequest
+        {
+            var options = CurlTransport.Options()
+            options.proxy = setting
+            options.additionalTrustedCertificates = ca
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
+            var urlRequest = URLRequest(url: url)
+            urlRequest.timeoutInterval = 30
+            for (name, value) in headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+            let request = NetworkRequest(urlRequest)
+            try queue.add(request)
+            await queue.run()
+            return request
+        }
+
+        @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
+        func plainHTTPIsForwardedThroughAnHTTPProxy() async throws {
+            let server = try LoopbackServer()
+            try await RealProxy.with(.tinyproxy) { proxy in
+                let url = server.url("/bytes/5000")
+                let request = try await Self.fetch(url, through: .through(proxy.proxy(.http)))
+                #expect(try request.result?.get().body == pattern(0..<5000))
+                #expect(proxy.log.contains("GET \(url.absoluteString) HTTP/1.1"), "\(proxy.log)")
+            }
+        }
+
+        @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
+        func httpsGoesThroughACONNECTTunnel() async throws {
+            try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in
+                try await TLSServer.with { tls in
+                    let through = Proxy.Setting.through(proxy.proxy(.http, credentials: Self.alice))
+                    let request = try await Self.fetch(tls.url, through: through, trusting: tls.caFile)
+                    #expect(request.state == .finished)
+                    #expect(request.response?.statusCode == 200)
+                    #expect(proxy.log.contains("CONNECT 127.0.0.1:\(tls.port) "), "\(proxy.log)")
+                    // The tunnel refused (no credentials): a failure that names the proxy, never the server's.
+                    let refused = try await Self.fetch(
+                        tls.url, through: .through(proxy.proxy(.http)), trusting: tls.caFile)
+                    #expect(
+                        refused.transportErrorCode == .userAuthenticationRequired,
+                        "\(String(describing: refused.failure))")
+                }
+            }
+        }
+
+        @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
+        func proxyCredentialsReachTheProxyAndNowhereElse() async throws {
+            let server = try LoopbackServer()
+            try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in
+                let url = server.url("/bytes/100")
+                let admitted = try await Self.fetch(url, through: .through(proxy.proxy(.http, credentials: Self.alice)))
+                #expect(try admitted.result?.get().body == pattern(0..<100))
+                // Without them the proxy's 407; with a wrong password tinyproxy's 401. No password in any text.
+                let wrong = Proxy.Credentials(user: "alice", password: "Wr0ng-SECRET")
+                for (credentials, status) in [(nil, 407), (wrong, 401)] {
+                    let refused = try await Self.fetch(
+                        url, through: .through(proxy.proxy(.http, credentials: credentials)))
+                    #expect(refused.failure == .unacceptableStatus(code: status, url: url))
+                    #expect(!"\(String(describing: refused.failure))".contains("SECRET"))
+                }
+                // The server saw one request, without the proxy's credentials.
+                #expect(server.statistics.headers.count == 1)
+                #expect(server.statistics.headers.allSatisfy { $0["proxy-authorization"] == nil })
+            }
+        }
+
+        @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
+        func aRequestsOwnProxyAuthorizationGoesToTheProxyAlone() async throws {
+            let server = try LoopbackServer()
+            let basic = "Basic " + Data("alice:Pr0xy-SECRET".utf8).base64EncodedString()
+            try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in
+                // Through the proxy: it admits the request on the header's credentials.
+                let viaProxy = try await Self.fetch(
+                    server.url("/bytes/10"), through: .through(proxy.proxy(.http)),
+                    headers: ["Proxy-Authorization": basic])
+                #expect(try viaProxy.result?.get().body == pattern(0..<10))
+            }
+            // Directly, over both transports: the server never sees it.
+            let direct = try await Self.fetch(
+                server.url("/bytes/10"), through: .direct, headers: ["Proxy-Authorization": basic])
+            #expect(direct.state == .finished)
+            let queue = NetworkQueue.oneAttempt(transport: TransportKind.urlSession.make())
+            var urlRequest = URLRequest(url: server.url("/bytes/10"))
+            urlRequest.setValue(basic, forHTTPHeaderField: "Proxy-Authorization")
+            let overSession = NetworkRequest(urlRequest)
+            try queue.add(overSession)
+            await queue.run()
+            #expect(overSession.state == .finished)
+            #expect(server.statistics.headers.count == 3)
+            #expect(server.statistics.headers.allSatisfy { $0["proxy-authorization"] == nil })
+        }
+
+        @Test(.enabled(if: RealProxy.runs(.microsocks), "needs microsocks (apt-get install microsocks)"))
+        func socks5WithCredentialsAndNamesResolvedByTheProxy() async throws {
+            let server = try LoopbackServer()
+            let bob = Proxy.Credentials(user: "bob", password: "S0cks-SECRET")
+            try await RealProxy.with(.microsocks, credentials: bob) { proxy in
+                // socks5h: the name goes to the proxy (when `localhost` is 127.0.0.1 here, where the server is).
+                let host = Self.localhostIsIPv4 ? "localhost" : "127.0.0.1"
+                let named = URL(string: "http://\(host):\(server.port)/bytes/300")!
+                let remote = try await Self.fetch(named, through: .through(proxy.proxy(.socks5h, credentials: bob)))
+                #expect(try remote.result?.get().body == pattern(0..<300))
+                #expect(proxy.log.contains("connected to \(host):\(server.port)"), "\(proxy.log)")
+                // socks5: this machine resolves it, the proxy gets the address.
+                let local = try await Self.fetch(named, through: .through(proxy.proxy(.socks5, credentials: bob)))
+                #expect(try local.result?.get().body == pattern(0..<300))
+                #expect(proxy.log.contains("connected to 127.0.0.1:\(server.port)"), "\(proxy.log)")
+                // A wrong password: a proxy failure, and no password in any text.
+                let wrong = Proxy.Credentials(user: "bob", password: "Wr0ng-SECRET")
+                let refused = try await Self.fetch(named, through: .through(proxy.proxy(.socks5h, credentials: wrong)))
+                #expect(refused.state == .failed)
+                #expect(refused.transportErrorCode == .cannotConnectToHost)
+                #expect(!"\(String(describing: refused.failure))".contains("SECRET"))
+            }
+        }
+
+        /// True when `localhost`'s first address is 127.0.0.1 (as microsocks, which tries only the first).
+        static var localhostIsIPv4: Bool {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var result: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo("localhost", "80", &hints, &result) == 0, let first = result else { return false }
+            defer { freeaddrinfo(result) }
+            return first.pointee.ai_family == AF_INET
+        }
+
+        @Test func theBypassListReachesItsHostsDirectly() async throws {
+            let server = try LoopbackServer()
+            // Nothing listens at the proxy's port: a request that goes through it fails to connect.
+            let dead = Proxy(.http, host: "127.0.0.1", port: Int(try LoopbackPorts.free()))
+            let through = try await Self.fetch(server.url("/bytes/10"), through: .through(dead))
+            #expect(through.transportErrorCode == .cannotConnectToHost)
+            var bypassing = dead
+            bypassing.bypass = ["example.invalid", "127.0.0.1"]
+            let direct = try await Self.fetch(server.url("/bytes/10"), through: .through(bypassing))
+            #expect(try direct.result?.get().body == pattern(0..<10))
+            #expect(server.statistics.requests == 1)
+        }
+
+        @Test func anUnusableProxyFailsTheTransportsCreationSayingWhy() {
+            for (proxy, words) in [
+                (Proxy(.http, host: "", port: 8080), "host"), (Proxy(.socks5, host: "p", port: 70_000), "port"),
+                (Proxy(.http, host: "a b", port: 1), "host"),
+                (Proxy(.http, host: "p", port: 1, credentials: .init(user: "a:b", password: "SECRET")), "':'"),
+                (Proxy(.http, host: "p", port: 1, bypass: ["a,b"]), "bypass"),
+            ] {
+                var options = CurlTransport.Options()
+                options.proxy = .through(proxy)
+                #expect {
+                    _ = try CurlTransport(options: options)
+                } throws: { error in
+                    guard case .invalidProxy(let problem) = error as? CurlTransport.LoadError else { return false }
+                    return problem.description.contains(words) && !problem.description.contains("SECRET")
+                }
+            }
+        }
+    }
+#endif
