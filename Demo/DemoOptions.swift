@@ -39,6 +39,12 @@ struct DemoOptions {
     var speedTime: Double?
     /// The largest body accepted, in bytes (`--max-filesize`): larger fails and nothing of it is kept.
     var maxFileSize: Int64?
+    /// The fields every request sends (`--header`, `--user-agent`).
+    var headers = SentHeaders()
+    /// The proxy every request goes through (`--proxy`); nil: the environment's.
+    var proxy: Proxy?
+    /// Where a JSON line per ended request is written (`--report`).
+    var report: String?
 
     /// The queue's time limits these options ask for: curl's pairing (`--speed-limit` alone averages over 30 s,
     /// `--speed-time` alone asks for 1 byte per second).
@@ -75,6 +81,8 @@ struct DemoOptions {
         case badBytes(flag: String, value: String)
         case needsInput(String)
         case needsOutput(String)
+        case badHeader(SentHeaders.Problem)
+        case badProxy(Proxy.Problem)
 
         var description: String {
             switch self {
@@ -93,6 +101,8 @@ struct DemoOptions {
             case .badBytes(let flag, let value): "\(flag) needs bytes above 0, like 500, 64K or 2G, not '\(value)'"
             case .needsInput(let flag): "\(flag) works with --input FILE"
             case .needsOutput(let flag): "\(flag) works with --output DIR"
+            case .badHeader(let problem): problem.description
+            case .badProxy(let problem): "--proxy: \(problem)"
             }
         }
     }
@@ -146,6 +156,22 @@ struct DemoOptions {
                             may share one --output folder. Under a Kubernetes Indexed Job (completions
                             N): --shard $(JOB_COMPLETION_INDEX)/N; with GNU parallel:
                             parallel swift run Demo --input list.txt --output out --shard {}/4 ::: 0 1 2 3
+          -H, --header 'Name: value'
+                            send this header with every request (repeatable; a name given twice keeps
+                            its last value). Values never appear in the Demo's output, and these
+                            headers (but User-Agent) stay behind when a redirect leaves the origin
+          -A, --user-agent UA
+                            send User-Agent: UA (default: the transport's)
+          -x, --proxy URL   go through this proxy, as curl writes one:
+                            [http|https|socks5|socks5h://][user:password@]host[:port]
+                            (default: the environment's http_proxy, https_proxy, all_proxy, no_proxy);
+                            over urlsession on Linux it is handed on as those variables
+          --report FILE     write one JSON line per request to FILE (emptied first) as each one ends:
+                            url (redacted as the log is), line (of --input), file, outcome, status,
+                            bytes, checksum (when checked), attempts, seconds, and for a failure its
+                            kind, code (a transport error's URLError code) and error. A killed run keeps
+                            the line of every request that ended. To run the failed lines again:
+                            jq -r 'select(.error) | .line' FILE | awk 'NR==FNR{f[$1];next} FNR in f' - LIST > again.txt
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
@@ -216,6 +242,21 @@ struct DemoOptions {
                 } else {
                     options.maxFileSize = Int64(bytes)
                 }
+            case "--header", "-H", "--user-agent", "-A":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                do throws(SentHeaders.Problem) {
+                    if argument == "--header" || argument == "-H" {
+                        try options.headers.add(line: value)
+                    } else {
+                        try options.headers.set("User-Agent", value)
+                    }
+                } catch { throw .badHeader(error) }
+            case "--proxy", "-x":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                do throws(Proxy.Problem) { options.proxy = try Proxy(parsing: value) } catch { throw .badProxy(error) }
+            case "--report":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.report = value
             case "--concurrency":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }

@@ -19,10 +19,16 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     private var isFinished = false
     /// What standard error calls the list when it cannot be read on.
     private let listName: String
+    /// `--report`: a line per ended request (nil: none).
+    private let report: Report?
+    /// Whether requests' tags are their `--input` line numbers.
+    private let tagsAreLines: Bool
 
-    init(display: Display, listName: String) {
+    init(display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false) {
         self.display = display
         self.listName = listName
+        self.report = report
+        self.tagsAreLines = tagsAreLines
     }
 
     /// Waits for `queueDidFinish`, then returns the display and the problem of a malformed list line, if one
@@ -40,7 +46,10 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
         lock.withLock { display.apply(event) }
     }
 
-    func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) { show(.didStart(request)) }
+    func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) {
+        report?.started(request)
+        show(.didStart(request))
+    }
 
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
         show(.didReceiveHeaders(request, head: head))
@@ -51,10 +60,12 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     }
 
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+        report?.ended(request, .success(response), line: tagsAreLines ? request.tag : nil)
         show(.didFinish(request, response: response))
     }
 
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        report?.ended(request, .failure(error), line: tagsAreLines ? request.tag : nil)
         show(.didFail(request, error: error))
     }
 

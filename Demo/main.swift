@@ -67,24 +67,56 @@ if options.urls.isEmpty && options.input == nil {
     }
 }
 
+// --header fields stay behind on a redirect that leaves the origin, as credentials do (they often are); the
+// user agent goes on.
+let redirects = RedirectPolicy(
+    crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(
+        options.headers.names.filter { $0.lowercased() != "user-agent" }))
+/// URLSession over Linux's Foundation takes proxies from the environment alone: --proxy is handed on there.
+func sessionTransport() -> URLSessionTransport {
+    if let proxy = options.proxy {
+        let value = ProxyText.environmentValue(of: proxy)
+        setenv("http_proxy", value, 1)
+        setenv("https_proxy", value, 1)
+        setenv("no_proxy", "", 1)
+        setenv("NO_PROXY", "", 1)
+    }
+    return URLSessionTransport(redirects: redirects)
+}
 let transport: any Transport
-switch options.transport {
-case .automatic:
-    transport = NetworkQueue.makeDefaultTransport()
-case .urlsession:
-    transport = URLSessionTransport()
-case .curl:
-    #if os(Linux)
+#if os(Linux)
+    if options.transport == .urlsession || (options.transport == .automatic && !CurlTransport.isAvailable) {
+        transport = sessionTransport()
+    } else {
+        var curlOptions = CurlTransport.Options()
+        curlOptions.redirects = redirects
+        if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
         do {
-            transport = try CurlTransport()
+            transport = try CurlTransport(options: curlOptions)
         } catch {
             complain("Demo: error: \(error)")
             exit(1)
         }
-    #else
+    }
+#else
+    if options.transport == .curl {
         complain("Demo: error: the curl transport is available on Linux only")
         exit(2)
-    #endif
+    }
+    if options.proxy != nil {
+        complain("Demo: error: --proxy needs the curl transport (Linux); set the system's proxy here")
+        exit(2)
+    }
+    transport = sessionTransport()
+#endif
+var report: Report?
+if let path = options.report {
+    do {
+        report = try Report(path: path)
+    } catch {
+        complain("Demo: error: cannot write --report \(path): \(error.localizedDescription)")
+        exit(1)
+    }
 }
 let queue = NetworkQueue(transport: transport)
 queue.maxConcurrentRequestCount = options.concurrency
@@ -128,8 +160,13 @@ for (url, label) in targets {
         }
         destination = .file(file)
     }
-    let request = NetworkRequest(
-        url: url, destination: destination, validation: validation, fileOptions: .init(existingFile: existingFile))
+    let request =
+        options.headers.isEmpty
+        ? NetworkRequest(
+            url: url, destination: destination, validation: validation, fileOptions: .init(existingFile: existingFile))
+        : NetworkRequest(
+            options.headers.request(for: url), destination: destination, validation: validation,
+            fileOptions: .init(existingFile: existingFile))
     do {
         try queue.add(request)
     } catch {
@@ -142,7 +179,7 @@ let tally = ListSource.Tally()
 if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
-        existingFile: existingFile, validation: validation, tally: tally)
+        existingFile: existingFile, validation: validation, headers: options.headers, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)
@@ -154,6 +191,11 @@ let count =
     ? "\(rows.count) requests"
     : listCount.map { "a list of \($0) lines" }
         ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
+// Header values are never shown (they are often tokens), nor a proxy's credentials.
+var sendingWords: [String] = []
+if !options.headers.isEmpty { sendingWords.append("sending " + options.headers.names.joined(separator: ", ")) }
+if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
+if let path = options.report { sendingWords.append("report to \(path)") }
 let mode =
     [
         count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
@@ -168,6 +210,7 @@ let mode =
     + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
     + (options.timeLimits.lowestSpeed.map { ["at least \($0)"] } ?? [])
     + (options.maxFileSize.map { ["at most \(Format.bytes($0)) a file"] } ?? [])
+    + sendingWords
 print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
 
 // --verbose prints line by line: the log's lines would break a redrawn screen.
@@ -193,7 +236,8 @@ if rows.isEmpty, options.input == nil {
     exit(0)
 }
 let listener = Listener(
-    display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list")
+    display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
+    report: report, tagsAreLines: options.input != nil)
 queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()

@@ -37,14 +37,18 @@ public struct ListSource: AsyncSequence, Sendable {
     public let existingFile: NetworkRequest.ExistingFile
     /// What counts as each request's success (its size cap: `--max-filesize`).
     public let validation: NetworkRequest.Validation
+    /// The fields every request sends (none: each request is made from its URL alone, the compact form).
+    public let headers: SentHeaders
     public let tally: Tally
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
     /// descriptor: a list is opened and read once), else opened at the first read.
     public init(
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
-        existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(), tally: Tally
+        existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
+        headers: SentHeaders = .init(), tally: Tally
     ) {
+        self.headers = headers
         self.path = path
         opened = reader
         self.output = output
@@ -81,6 +85,12 @@ public struct ListSource: AsyncSequence, Sendable {
                         continue
                     }
                     destination = .file(file)
+                }
+                guard source.headers.isEmpty else {
+                    return NetworkRequest(
+                        source.headers.request(for: entry.url), destination: destination, validation: source.validation,
+                        integrity: .init(checksum: entry.checksum),
+                        fileOptions: .init(existingFile: source.existingFile), tag: number)
                 }
                 return NetworkRequest(
                     url: entry.url, destination: destination, validation: source.validation,

@@ -90,6 +90,11 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         self.timestamp = timestamp
     }
 
+    /// `url` as records and error messages show it: its user info, query values and fragment masked, so that
+    /// `https://user:pw@host/p?token=abc#f` is `https://***@host/p?token=***#***` (for a program's own logs and
+    /// reports).
+    public static func redacted(_ url: URL?) -> String { Redaction.describe(url) }
+
     /// `level event: message`, such as `info finished: 200, 1024 bytes in 12.0 ms`.
     public var description: String { "\(level) \(event.rawValue): \(message)" }
 }

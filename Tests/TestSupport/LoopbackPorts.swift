@@ -2,11 +2,17 @@
     import Foundation
     import Glibc
 
+    /// A helper program or server a test needs could not be set up.
+    public struct SetupFailure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
+    }
+
     /// Ports on 127.0.0.1 for the servers the tests start as programs of their own.
-    enum LoopbackPorts {
+    public enum LoopbackPorts {
         /// A port free when asked (another connection may take it before the server binds it: start the server,
         /// check ``accepts(_:)``, and try another port if it did not).
-        static func free() throws -> UInt16 {
+        public static func free() throws -> UInt16 {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
             var address = sockaddr_in()
@@ -18,12 +24,12 @@
                     bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
                 }
             }
-            guard bound else { throw TestFailure("no free port") }
+            guard bound else { throw SetupFailure("no free port on 127.0.0.1") }
             return UInt16(bigEndian: address.sin_port)
         }
 
         /// True when something accepts a connection on `port`.
-        static func accepts(_ port: UInt16) -> Bool {
+        public static func accepts(_ port: UInt16) -> Bool {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
             var address = sockaddr_in()

@@ -2,50 +2,51 @@
     import Foundation
     import Glibc
     import NetworkQueue
-    import TestSupport
 
     /// A real proxy from Debian's packages, started on a free loopback port for one test and stopped after it:
     /// tinyproxy (HTTP: forwarding and `CONNECT`, Basic authentication) or microsocks (SOCKS5, user and password).
     ///
     /// A test of a program that is not installed is skipped, with the package to install in its reason; CI
     /// installs both and sets `NQ_REQUIRE_REAL_SERVERS=1`, which makes a missing program a failure instead.
-    final class RealProxy: @unchecked Sendable {
-        enum Program: String, Sendable {
+    public final class RealProxy: @unchecked Sendable {
+        public enum Program: String, Sendable {
             case tinyproxy
             case microsocks
         }
 
         /// The program's path, if it is installed.
-        static func path(of program: Program) -> String? {
+        public static func path(of program: Program) -> String? {
             ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"].map { "\($0)/\(program.rawValue)" }
                 .first { FileManager.default.isExecutableFile(atPath: $0) }
         }
 
         /// Whether the tests of `program` run: it is installed, or CI requires it (they then fail, saying why).
-        static func runs(_ program: Program) -> Bool {
+        public static func runs(_ program: Program) -> Bool {
             path(of: program) != nil || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0
         }
 
-        let program: Program
-        let port: UInt16
+        public let program: Program
+        public let port: UInt16
         private let directory: URL
         private let process: SpawnedProcess
         private let logFile: URL
 
         /// What the proxy has logged so far (tinyproxy: each request line; microsocks: each target it connected).
-        var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+        public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
         /// `host:port` for a ``Proxy``.
-        func proxy(_ kind: Proxy.Kind, credentials: Proxy.Credentials? = nil, bypass: [String] = []) -> Proxy {
+        public func proxy(_ kind: Proxy.Kind, credentials: Proxy.Credentials? = nil, bypass: [String] = []) -> Proxy {
             Proxy(kind, host: "127.0.0.1", port: Int(port), credentials: credentials, bypass: bypass)
         }
 
         private init(_ program: Program, credentials: Proxy.Credentials?) throws {
             guard let path = Self.path(of: program) else {
-                throw TestFailure("this test needs \(program.rawValue) (apt-get install \(program.rawValue))")
+                throw SetupFailure("this test needs \(program.rawValue) (apt-get install \(program.rawValue))")
             }
             self.program = program
-            let directory = try temporaryDirectory()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "nq-proxy-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             self.directory = directory
             logFile = directory.appendingPathComponent("proxy.log")
             // The free port is only free when asked: another test's connection may take it first. So: another
@@ -84,12 +85,12 @@
                 process.kill()
                 _ = process.waitForExit()
             }
-            throw TestFailure("\(program.rawValue) did not start listening on any of 4 ports")
+            throw SetupFailure("\(program.rawValue) did not start listening on any of 4 ports")
         }
 
         /// Runs `body` with a started proxy (on a thread of its own: starting it blocks), and stops the proxy
         /// however `body` ends.
-        static func with(
+        public static func with(
             _ program: Program, credentials: Proxy.Credentials? = nil, _ body: (RealProxy) async throws -> Void
         ) async throws {
             let proxy = try await withCheckedThrowingContinuation { continuation in

@@ -1,0 +1,116 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `--report FILE`: one JSON line per request, written when it ends, each with one `write` to a file opened
+/// for appending, so a run that is killed keeps the line of every request that ended before.
+///
+/// The URL is redacted as the queue's log redacts it (no user info, query values or fragment); a request of an
+/// `--input` list carries its line number, so that the lines that failed can be run again as they were written
+/// (checksums included) without any secret in the report.
+final class Report: @unchecked Sendable {
+    /// One line of the report. Fields without a value are left out.
+    struct Entry: Encodable {
+        let url: String
+        /// The line of the `--input` list (1-based).
+        var line: Int?
+        var file: String?
+        /// `finished`, `unchanged` (the file there was kept), `failed` or `cancelled`.
+        let outcome: String
+        var status: Int?
+        let bytes: Int64
+        /// The checksum the body was checked against.
+        var checksum: String?
+        let attempts: Int
+        let seconds: Double
+        /// What kind of failure (see ``kind(of:)``), its `URLError` code for a transport failure, and its text.
+        var kind: String?
+        var code: Int?
+        var error: String?
+    }
+
+    private let fd: Int32
+    private let lock = NSLock()
+    /// When each running request started, by identity (only the running ones: memory stays flat).
+    private var started: [ObjectIdentifier: Double] = [:]
+    private var failedToWrite = false
+    private let encoder = JSONEncoder()
+
+    /// Opens (creates, or empties) `path`.
+    init(path: String) throws {
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    deinit { close(fd) }
+
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    func started(_ request: NetworkRequest) {
+        lock.withLock { started[ObjectIdentifier(request)] = started[ObjectIdentifier(request)] ?? Self.now() }
+    }
+
+    /// Writes the line of a request that ended with `result`.
+    func ended(_ request: NetworkRequest, _ result: Result<NetworkResponse, NetworkQueueError>, line: Int?) {
+        let began = lock.withLock { started.removeValue(forKey: ObjectIdentifier(request)) }
+        var file: String?
+        if case .file(let url) = request.destination { file = url.path }
+        var entry = Entry(
+            url: NetworkQueueLogRecord.redacted(request.url), line: line, file: file,
+            outcome: Self.outcome(of: result), status: request.head?.statusCode,
+            bytes: request.downloadProgress.completedBytes, checksum: request.integrity.checksum?.description,
+            attempts: request.attemptCount, seconds: began.map { ((Self.now() - $0) * 1000).rounded() / 1000 } ?? 0)
+        if case .success(let response) = result { entry.status = response.statusCode }
+        if case .failure(let error) = result {
+            entry.kind = Self.kind(of: error)
+            entry.error = error.localizedDescription
+            if case .transport(let urlError) = error { entry.code = urlError.code.rawValue }
+            if case .preflightFailed(let urlError) = error { entry.code = urlError.code.rawValue }
+        }
+        guard var bytes = try? encoder.encode(entry) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written != bytes.count {
+            let first = lock.withLock {
+                defer { failedToWrite = true }
+                return !failedToWrite
+            }
+            if first { complain("Demo: error: cannot write --report: \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    private static func outcome(of result: Result<NetworkResponse, NetworkQueueError>) -> String {
+        switch result {
+        case .success(let response): response.keptExistingFile ? "unchanged" : "finished"
+        case .failure(let error): error.isCancellation ? "cancelled" : "failed"
+        }
+    }
+
+    /// A word for what went wrong, stable for scripts: `transport` (with its `URLError` code), `status`,
+    /// `content-type`, `preflight`, `invalid`, `too-large`, `too-slow`, `deadline`, `file`, `integrity`,
+    /// `decoding`, `adapt`, `source` or `cancelled`.
+    static func kind(of error: NetworkQueueError) -> String {
+        switch error {
+        case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed: "cancelled"
+        case .sourceFailed: "source"
+        case .transport: "transport"
+        case .unacceptableStatus: "status"
+        case .unacceptableContentType: "content-type"
+        case .preflightFailed: "preflight"
+        case .invalidRequest: "invalid"
+        case .responseTooLarge: "too-large"
+        case .tooSlow: "too-slow"
+        case .deadlineExceeded: "deadline"
+        case .fileError: "file"
+        case .adaptationFailed: "adapt"
+        case .integrityCheckFailed: "integrity"
+        case .decodingFailed: "decoding"
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import DemoKit
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+/// The Demo's options for real networks: `--header`, `--user-agent`, `--proxy` (over real proxies, both
+/// transports) and `--report`.
+@Suite(.timeLimit(.minutes(10))) struct DemoNetworkOptionsTests {
+    @Test func headersReachTheServerAndStayBehindWhenARedirectLeavesTheOrigin() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let other = try LoopbackServer()
+        defer { other.stop() }
+        let away = other.url("/bytes/10").absoluteString
+        let here = setup.server.url("/bytes/20")
+        let leaving = setup.server.url("/redirect/1?to=\(away)")
+        for transport in ["curl", "urlsession"] {
+            setup.server.resetStatistics()
+            other.resetStatistics()
+            let run = try await runDemo(
+                [
+                    "--transport", transport, "--verbose", "--no-accurate", "-H", "X-Api-Key: T0KEN-SECRET",
+                    "--header", "Accept:  text/plain ", "-A", "nq-demo/9", here.absoluteString, leaving.absoluteString,
+                ], in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+            let direct = setup.server.statistics.headers
+            #expect(direct.count == 2)
+            #expect(direct.allSatisfy { $0["x-api-key"] == "T0KEN-SECRET" && $0["user-agent"] == "nq-demo/9" })
+            #expect(direct.allSatisfy { $0["accept"] == "text/plain" })
+            // The redirect's target is another origin: the token stayed behind, the user agent went on.
+            #expect(other.statistics.headers.count == 1)
+            #expect(other.statistics.headers.first?["x-api-key"] == nil)
+            #expect(other.statistics.headers.first?["user-agent"] == "nq-demo/9")
+            // Names only, never a value, even with --verbose.
+            #expect(run.output.contains("sending X-Api-Key, Accept, User-Agent"), "\(run.output)")
+            #expect(!run.output.contains("T0KEN"))
+        }
+    }
+
+    @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
+    func theProxyOptionAndTheEnvironmentsProxyGoThroughARealProxyOverBothTransports() async throws {
+        let setup = try DemoSetup(paths: ["/bytes/100?i=1", "/bytes/200?i=2"])
+        defer { setup.tearDown() }
+        let alice = Proxy.Credentials(user: "alice", password: "Pr0xy-SECRET")
+        try await RealProxy.with(.tinyproxy, credentials: alice) { proxy in
+            let option = "http://alice:Pr0xy-SECRET@127.0.0.1:\(proxy.port)"
+            let unset = ["http_proxy=", "https_proxy=", "all_proxy=", "ALL_PROXY=", "no_proxy=", "NO_PROXY="]
+            for (transport, arguments, environment) in [
+                ("curl", ["--proxy", option], unset), ("urlsession", ["--proxy", option], unset),
+                ("urlsession", [], ["http_proxy=\(option)", "no_proxy=", "NO_PROXY="]),
+            ] {
+                setup.server.resetStatistics()
+                let before = proxy.log.components(separatedBy: "GET http://127.0.0.1:\(setup.server.port)/").count
+                let run = try await runDemo(
+                    ["--transport", transport, "--input", setup.list.path, "--no-accurate", "--verbose"] + arguments,
+                    in: setup.directory, environment: environment)
+                #expect(run.status == 0, "\(transport) \(arguments): \(run.output)")
+                #expect(run.output.contains("Summary: 2/2 succeeded, 0 failed"))
+                let after = proxy.log.components(separatedBy: "GET http://127.0.0.1:\(setup.server.port)/").count
+                #expect(after - before == 2, "\(proxy.log)")
+                #expect(setup.server.statistics.requests == 2)
+                #expect(!run.output.contains("SECRET"), "\(run.output)")
+            }
+            // A wrong password: each request fails with the proxy's refusal, and the password shows nowhere.
+            let wrong = try await runDemo(
+                [
+                    "--input", setup.list.path, "--no-accurate", "--retries", "0", "--proxy",
+                    "http://alice:Wr0ng-SECRET@127.0.0.1:\(proxy.port)",
+                ], in: setup.directory)
+            #expect(wrong.status == 1)
+            #expect(wrong.output.contains("Summary: 0/2 succeeded, 2 failed"), "\(wrong.output)")
+            #expect(!wrong.output.contains("SECRET"))
+        }
+    }
+
+    @Test func theReportHasALinePerRequestAndItsFailuresRunAgain() async throws {
+        let setup = try DemoSetup(
+            paths: ["/bytes/300", "/status/404", "/bytes/100?token=T0KEN-SECRET"], extraLines: ["# a comment"])
+        defer { setup.tearDown() }
+        let report = setup.directory.appendingPathComponent("report.jsonl")
+        let run = try await runDemo(
+            ["--input", setup.list.path, "--output", setup.output.path, "--report", report.path, "--retries", "0"],
+            in: setup.directory)
+        #expect(run.status == 1, "\(run.output)")
+        let lines = try String(contentsOf: report, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 3)
+        let entries = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        let byLine = Dictionary(uniqueKeysWithValues: entries.map { ($0["line"] as? Int ?? 0, $0) })
+        #expect(byLine[1]?["outcome"] as? String == "finished")
+        #expect(byLine[1]?["status"] as? Int == 200 && byLine[1]?["bytes"] as? Int == 300)
+        #expect(byLine[1]?["file"] as? String == setup.output.appendingPathComponent("300").path)
+        #expect(byLine[1]?["attempts"] as? Int == 1 && byLine[1]?["error"] == nil)
+        #expect(byLine[2]?["outcome"] as? String == "failed" && byLine[2]?["kind"] as? String == "status")
+        #expect(byLine[2]?["status"] as? Int == 404)
+        // The query's value is masked, as in the log.
+        #expect(byLine[3]?["url"] as? String == setup.server.url("/bytes/100?token=***").absoluteString)
+        #expect(!lines.joined().contains("T0KEN"))
+
+        // The failed lines, picked from the list by their numbers, run again.
+        let failed = Set(entries.filter { $0["error"] != nil }.compactMap { $0["line"] as? Int })
+        #expect(failed == [2])
+        let listLines = try String(contentsOf: setup.list, encoding: .utf8).split(separator: "\n")
+        let again = setup.directory.appendingPathComponent("again.txt")
+        try Data(failed.sorted().map { listLines[$0 - 1] + "\n" }.joined().utf8).write(to: again)
+        setup.server.resetStatistics()
+        _ = try await runDemo(["--input", again.path, "--retries", "0"], in: setup.directory)
+        #expect(setup.server.statistics.log.filter { $0.hasPrefix("GET") } == ["GET /status/404"])
+    }
+
+    @Test func aKilledRunKeepsTheLinesOfTheRequestsThatEnded() async throws {
+        // Two quick requests and one that trickles for a minute: the Demo is killed while the last one runs.
+        let setup = try DemoSetup(paths: ["/bytes/10", "/bytes/20", "/trickle/1000/100/600"])
+        defer { setup.tearDown() }
+        let report = setup.directory.appendingPathComponent("report.jsonl")
+        let output = setup.directory.appendingPathComponent("demo.log")
+        let process = try SpawnedProcess(
+            demo.path, ["--input", setup.list.path, "--no-accurate", "--report", report.path], in: setup.directory,
+            output: output)
+        var lines: [Substring] = []
+        // Bounded: the two quick requests end within seconds (the bound only guards a broken run).
+        for _ in 0..<3000 where lines.count < 2 {
+            lines = ((try? String(contentsOf: report, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        process.kill()
+        #expect(await process.exitStatus() == 128 + 9)
+        let kept = try String(contentsOf: report, encoding: .utf8)
+        #expect(kept.hasSuffix("\n"))
+        #expect(kept.split(separator: "\n").count == 2)
+        #expect(kept.contains("\"line\":1") && kept.contains("\"line\":2") && !kept.contains("\"line\":3"))
+    }
+
+    @Test func badHeaderProxyAndReportValuesAreBadUsage() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for arguments in [
+            ["--header", "NoColon T0KEN"], ["--header", "Bad Name: x"], ["--header", ": x"],
+            ["-H", "Content-Length: 5"], ["--user-agent", "a\nb"], ["--proxy", "ftp://p:1"],
+            ["--proxy", "http://u:T0KEN@p:port"], ["--report", ""], ["--report"], ["--proxy"],
+        ] {
+            let run = try await runDemo(["http://127.0.0.1:1/x"] + arguments, in: directory)
+            #expect(run.status == 2, "\(arguments): \(run.output)")
+            #expect(!run.output.contains("T0KEN"), "\(run.output)")
+        }
+        var headers = SentHeaders()
+        try headers.add(line: "X-Token:  abc ")
+        try headers.add(line: "x-token: def")
+        try headers.set("User-Agent", "ua")
+        #expect(headers.fields == [.init(name: "x-token", value: "def"), .init(name: "User-Agent", value: "ua")])
+        #expect(headers.request(for: URL(string: "http://h/")!).value(forHTTPHeaderField: "X-Token") == "def")
+        let proxy = Proxy(.socks5h, host: "::1", port: 9, credentials: .init(user: "a b", password: "p@:w"))
+        #expect(ProxyText.environmentValue(of: proxy) == "socks5h://a%20b:p%40%3Aw@[::1]:9")
+        #expect(try Proxy(parsing: ProxyText.environmentValue(of: proxy)) == proxy)
+    }
+}
