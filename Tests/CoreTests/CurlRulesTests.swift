@@ -57,6 +57,46 @@ import Testing
         #expect(CurlErrorTable.code(for: 0, scheme: "https", connectCode: 407) == nil)
     }
 
+    @Test func aCertificateThatFailedSaysWhetherItsDatesOrItsTrustFailed() {
+        // OpenSSL's verify result behind CURLE_PEER_FAILED_VERIFICATION: 10 expired, 9 not yet valid.
+        #expect(
+            CurlErrorTable.code(for: 60, scheme: "https", certificateVerifyResult: 10) == .serverCertificateHasBadDate)
+        #expect(
+            CurlErrorTable.code(for: 60, scheme: "https", certificateVerifyResult: 9) == .serverCertificateNotYetValid)
+        for result in [0, 1, 18, 19, 20, 21] {
+            #expect(
+                CurlErrorTable.code(for: 60, scheme: "https", certificateVerifyResult: result)
+                    == .serverCertificateUntrusted)
+        }
+        // Only that code reads it.
+        #expect(CurlErrorTable.code(for: 35, scheme: "https", certificateVerifyResult: 10) == .secureConnectionFailed)
+    }
+
+    /// What URLSession on Linux reports as -1 with libcurl's words (captured from libcurl 7.88 with OpenSSL 3).
+    @Test func libcurlsWordsGiveTheCodeItsCodeWould() {
+        let table: [(String, URLError.Code?)] = [
+            ("SSL certificate problem: unable to get local issuer certificate", .serverCertificateUntrusted),
+            ("SSL certificate problem: self-signed certificate", .serverCertificateUntrusted),
+            ("SSL certificate problem: certificate has expired", .serverCertificateHasBadDate),
+            ("SSL certificate problem: certificate is not yet valid", .serverCertificateNotYetValid),
+            (
+                "SSL: no alternative certificate subject name matches target host name '127.0.0.1'",
+                .serverCertificateUntrusted
+            ),
+            ("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:443", .secureConnectionFailed),
+            ("error:0A00010B:SSL routines::wrong version number", .secureConnectionFailed),
+            ("CONNECT tunnel failed, response 407", .userAuthenticationRequired),
+            ("CONNECT tunnel failed, response 403", .cannotConnectToHost),
+            ("Proxy CONNECT aborted", .cannotConnectToHost),
+            ("Failed writing header", .badServerResponse), ("Header without colon", .badServerResponse),
+            ("out of memory", .badServerResponse), ("Unrecognized content encoding type", .cannotDecodeContentData),
+            ("something else entirely", nil),
+        ]
+        for (words, code) in table {
+            #expect(LibcurlWords.codeBeforeResponse(words.lowercased()) == code, "\(words)")
+        }
+    }
+
     @Test func outOfMemoryBeforeTheHeadIsAnOversizedHeadLine() {
         #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: false) == .badServerResponse)
         #expect(CurlErrorTable.code(for: 27, scheme: "http", afterResponse: true) == .cannotLoadFromNetwork)

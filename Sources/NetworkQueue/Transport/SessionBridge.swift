@@ -245,11 +245,12 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Maps any session error of a transfer to `url` to a `URLError`, giving the codes Apple gives where
     /// Linux reports -1 (`.unknown`) or a misleading code. Foundation on Linux keeps libcurl's words and drops
     /// its `CURLcode`, so a -1 is told by when it came:
-    /// - before the final head: when libcurl's words name the head ("Failed writing header", "Header without
-    ///   colon", "Too large response headers", and "Out of memory", libcurl 7.88's words for a header line over
-    ///   its limit; read without regard to case), Foundation or libcurl could not
-    ///   read it → `.badServerResponse`, never retried; words naming an encoding (more codings than libcurl
-    ///   takes) → `.cannotDecodeContentData`; any other stays `.unknown` (a TLS failure, say);
+    /// - before the final head: by libcurl's words (``LibcurlWords/codeBeforeResponse(_:)``): a head that could
+    ///   not be read → `.badServerResponse`, never retried; more codings than libcurl takes →
+    ///   `.cannotDecodeContentData`; a tunnel the proxy refused → `.userAuthenticationRequired` (407) or
+    ///   `.cannotConnectToHost`; a server certificate that expired, is not yet valid or is not trusted (or not
+    ///   for this host) → `.serverCertificateHasBadDate`, `.serverCertificateNotYetValid`,
+    ///   `.serverCertificateUntrusted`; any other TLS failure → `.secureConnectionFailed`; else `.unknown`;
     /// - after it: the body ended early ("transfer closed with N bytes remaining") → `.networkConnectionLost`,
     ///   unless it is one of libcurl's deterministic body failures, which only its words tell apart here (read
     ///   without regard to case): a body coding that cannot be decoded → `.cannotDecodeContentData`, broken
@@ -268,9 +269,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if code == nil || code == .unknown {
             let text = nsError.localizedDescription.lowercased()
             guard afterResponse else {
-                if text.contains("encoding") { return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo) }
-                let isHead = text.contains("header") || text == "out of memory"
-                return URLError(isHead ? .badServerResponse : .unknown, userInfo: nsError.userInfo)
+                return URLError(LibcurlWords.codeBeforeResponse(text) ?? .unknown, userInfo: nsError.userInfo)
             }
             if text.contains("unencoding") || text.contains("content encoding") || text.contains("decompress") {
                 return URLError(.cannotDecodeContentData, userInfo: nsError.userInfo)

@@ -61,7 +61,9 @@
             let error = CurlErrorTable.error(
                 for: code, scheme: transfer.url.scheme?.lowercased(), url: transfer.url,
                 message: transfer.errorText(for: code, library: library), afterResponse: transfer.hasResponse,
-                osErrno: osErrno, connectCode: library.connectCode(easy))
+                osErrno: osErrno, connectCode: library.connectCode(easy),
+                certificateVerifyResult: code == CurlErrorTable.peerFailedVerification
+                    ? library.certificateVerifyResult(easy) : 0)
             // CURLE_COULDNT_RESOLVE_PROXY is also libcurl's answer to a proxy value it cannot parse.
             return error.map {
                 proxies.refine($0, url: transfer.url, isProxyFailure: code == CurlErrorTable.proxyUnresolved)

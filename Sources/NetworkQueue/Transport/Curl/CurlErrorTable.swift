@@ -11,6 +11,8 @@ enum CurlErrorTable {
     static let receiveError: Int32 = 56
     /// CURLE_COULDNT_RESOLVE_PROXY: the proxy's host did not resolve, or its value could not be parsed.
     static let proxyUnresolved: Int32 = 5
+    /// CURLE_PEER_FAILED_VERIFICATION: the server's certificate did not verify.
+    static let peerFailedVerification: Int32 = 60
 
     /// The code for a CURLcode, or nil for `CURLE_OK`. `scheme` is the transfer's URL scheme: curl reports
     /// a malformed status line ("HTTP/0.9 not allowed") as an unsupported protocol, which for an HTTP(S)
@@ -20,10 +22,14 @@ enum CurlErrorTable {
     /// `connectCode` is CURLINFO_HTTP_CONNECTCODE, a proxy's answer to the tunnel's `CONNECT` (0: none): a
     /// refusal ends the transfer whatever code libcurl gives it (7.88 says CURLE_RECV_ERROR), as
     /// `.userAuthenticationRequired` for a 407 and `.cannotConnectToHost` (the proxy would not connect) otherwise.
+    /// `certificateVerifyResult` is CURLINFO_SSL_VERIFYRESULT, read for CURLE_PEER_FAILED_VERIFICATION: OpenSSL's
+    /// 10 (expired) and 9 (not yet valid) are the certificate's dates, anything else is a certificate not trusted
+    /// (an unknown issuer, another host's name), as Apple's codes tell them apart.
     /// What each code means for a retry follows from the `URLError.Code` (see ``RetryPolicy``): a response
     /// that cannot be framed or decoded is never a lost connection.
     static func code(
-        for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0, connectCode: Int = 0
+        for curlCode: Int32, scheme: String?, afterResponse: Bool = false, osErrno: Int = 0, connectCode: Int = 0,
+        certificateVerifyResult: Int = 0
     ) -> URLError.Code? {
         switch curlCode {
         case 0: nil
@@ -41,6 +47,8 @@ enum CurlErrorTable {
         case 26: .requestBodyStreamExhausted  // READ_ERROR: the request body could not be read
         case 28: .timedOut  // OPERATION_TIMEDOUT
         case 35, 59, 64, 66, 77, 80, 82: .secureConnectionFailed  // SSL_CONNECT_ERROR, SSL_CIPHER, … CRL_BADFILE
+        case peerFailedVerification where certificateVerifyResult == 10: .serverCertificateHasBadDate
+        case peerFailedVerification where certificateVerifyResult == 9: .serverCertificateNotYetValid
         case 60, 83, 90, 91: .serverCertificateUntrusted  // PEER_FAILED_VERIFICATION, ISSUER, PINNED KEY, STATUS
         case 58: .clientCertificateRejected  // SSL_CERTPROBLEM
         case 98: .clientCertificateRequired  // SSL_CLIENTCERT
@@ -58,11 +66,12 @@ enum CurlErrorTable {
     /// ``curlCodeKey``) in the user info. The words are for people; the code alone decides.
     static func error(
         for curlCode: Int32, scheme: String?, url: URL?, message: String, afterResponse: Bool = false, osErrno: Int = 0,
-        connectCode: Int = 0
+        connectCode: Int = 0, certificateVerifyResult: Int = 0
     ) -> URLError? {
         guard
             let code = code(
-                for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno, connectCode: connectCode)
+                for: curlCode, scheme: scheme, afterResponse: afterResponse, osErrno: osErrno, connectCode: connectCode,
+                certificateVerifyResult: certificateVerifyResult)
         else { return nil }
         var info: [String: Any] = [NSLocalizedDescriptionKey: message, curlCodeKey: Int(curlCode)]
         if let url { info[NSURLErrorFailingURLErrorKey] = url }

@@ -139,6 +139,14 @@
             return number
         }
 
+        /// CURLINFO_SSL_VERIFYRESULT of a finished run: OpenSSL's verify result for the server's certificate
+        /// (`X509_V_ERR_*`: 9 not yet valid, 10 expired; 0 when it verified or was not checked).
+        func certificateVerifyResult(_ easy: Handle) -> Int {
+            var number = 0
+            _ = nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x20_0000 + 13, &number)
+            return number
+        }
+
         /// CURLINFO_HTTP_CONNECTCODE of a finished run: the proxy's answer to its `CONNECT` (0: none was sent).
         func connectCode(_ easy: Handle) -> Int {
             var number = 0

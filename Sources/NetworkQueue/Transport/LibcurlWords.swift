@@ -1,0 +1,36 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What libcurl's words say when its code is gone: Foundation on Linux keeps a failure's text and reports
+/// `-1` (`.unknown`) for most of what libcurl names, so ``URLSessionTransport`` reads the text (lowercased) to
+/// give the code a transfer over ``CurlTransport`` gives (which decides by libcurl's code, never by words).
+/// Pure; tested alone.
+enum LibcurlWords {
+    /// The code for libcurl's words about a failure before the final head, or nil when they name nothing
+    /// known (the failure stays `.unknown`).
+    static func codeBeforeResponse(_ text: String) -> URLError.Code? {
+        // More codings than libcurl takes; a head Foundation or libcurl could not read ("Failed writing header",
+        // "Header without colon", "Too large response headers", and 7.88's "Out of memory" for a long line).
+        if text.contains("encoding") { return .cannotDecodeContentData }
+        if text.contains("header") || text == "out of memory" { return .badServerResponse }
+        // A proxy that would not open the tunnel ("CONNECT tunnel failed, response 407").
+        if text.contains("connect tunnel failed") || text.contains("proxy connect aborted") {
+            return text.contains("response 407") ? .userAuthenticationRequired : .cannotConnectToHost
+        }
+        // The server's certificate (OpenSSL's verify words after "SSL certificate problem: ", and libcurl's own
+        // host-name check).
+        if text.contains("certificate has expired") { return .serverCertificateHasBadDate }
+        if text.contains("certificate is not yet valid") { return .serverCertificateNotYetValid }
+        if text.contains("ssl certificate problem") || text.contains("subject name")
+            || text.contains("does not match target host")
+        {
+            return .serverCertificateUntrusted
+        }
+        // Any other TLS failure ("OpenSSL SSL_connect: ...", "error:0A000...", "SSL_ERROR_SYSCALL").
+        if text.contains("ssl") || text.contains("tls") { return .secureConnectionFailed }
+        return nil
+    }
+}
