@@ -58,4 +58,7 @@ public struct SpawnedProcess: Sendable {
 
     /// Sends SIGKILL.
     public func kill() { _ = Glibc.kill(pid, SIGKILL) }
+
+    /// Sends `signal` (SIGTERM, SIGHUP, ...).
+    public func send(_ signal: Int32) { _ = Glibc.kill(pid, signal) }
 }

@@ -1,0 +1,181 @@
+#if os(Linux)
+    import Foundation
+    import Glibc
+    import TestSupport
+
+    /// nginx from Debian's package on a free loopback port, with TLS (a test CA) and HTTP/2, for one test: its
+    /// files, a `/slow/` copy of them sent at a set rate, `/reset` (a reset stream: nginx's 444), and a log line
+    /// per request naming its connection.
+    ///
+    /// Skipped when nginx is missing, unless `NQ_REQUIRE_REAL_SERVERS=1` (CI) makes that a failure.
+    final class NginxServer: @unchecked Sendable {
+        /// One line of the request log.
+        struct Served: Equatable {
+            /// nginx's number of the connection the request came on.
+            let connection: Int
+            let proto: String
+            let status: Int
+            let uri: String
+            let bytes: Int
+            /// When the response ended and how long the request took, in seconds (nginx's clock).
+            let endedAt: Double
+            let duration: Double
+        }
+
+        static var path: String? {
+            ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
+        }
+
+        /// Whether the nginx tests run: nginx is installed, or CI requires it.
+        static var runs: Bool { path != nil || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0 }
+
+        /// True when this machine has an IPv6 loopback (`::1` can be bound).
+        static var hasIPv6Loopback: Bool {
+            let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_addr = in6addr_loopback
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+                }
+            }
+        }
+
+        let directory: URL
+        let port: UInt16
+        private let process: SpawnedProcess
+        var caFile: URL { directory.appendingPathComponent("ca.pem") }
+
+        /// `https://127.0.0.1:port/path` (or `[::1]` over IPv6).
+        func url(_ path: String, ipv6: Bool = false) -> URL {
+            URL(string: "https://\(ipv6 ? "[::1]" : "127.0.0.1"):\(port)\(path)")!
+        }
+
+        /// The requests served so far, in the order they ended.
+        var served: [Served] {
+            let text =
+                (try? String(contentsOf: directory.appendingPathComponent("requests.log"), encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                let words = line.split(separator: " ").map(String.init)
+                guard words.count == 7, let connection = Int(words[0]), let status = Int(words[2]),
+                    let bytes = Int(words[4]), let endedAt = Double(words[5]), let duration = Double(words[6])
+                else { return nil }
+                return Served(
+                    connection: connection, proto: words[1], status: status, uri: words[3], bytes: bytes,
+                    endedAt: endedAt, duration: duration)
+            }
+        }
+
+        /// Starts nginx serving `files` (name → bytes) over TLS and HTTP/2 on 127.0.0.1 (and `::1` when `ipv6`),
+        /// at most `requestsPerConnection` requests on a connection (then a GOAWAY), `/slow/` at `slowRate` bytes
+        /// per second.
+        private init(files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool) throws {
+            guard let nginx = Self.path else {
+                throw TestFailure("this test needs nginx (apt-get install nginx)")
+            }
+            let directory = try temporaryDirectory()
+            self.directory = directory
+            _ = try TestCertificates.make(in: directory, names: "IP:127.0.0.1,IP:::1", days: 2)
+            let root = directory.appendingPathComponent("www")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            for (name, bytes) in files { try bytes.write(to: root.appendingPathComponent(name)) }
+            // Readable by nginx's workers, which drop root for nobody.
+            _ = chmod(directory.path, 0o755)
+            let temporary = directory.appendingPathComponent("tmp").path
+            for _ in 0..<4 {
+                let port = try LoopbackPorts.free()
+                let config = """
+                    daemon off;
+                    master_process on;
+                    worker_processes 1;
+                    pid \(directory.path)/nginx.pid;
+                    error_log \(directory.path)/error.log notice;
+                    events { worker_connections 512; }
+                    http {
+                        access_log off;
+                        log_format served '$connection $server_protocol $status $request_uri $body_bytes_sent $msec $request_time';
+                        client_body_temp_path \(temporary);
+                        proxy_temp_path \(temporary);
+                        fastcgi_temp_path \(temporary);
+                        uwsgi_temp_path \(temporary);
+                        scgi_temp_path \(temporary);
+                        server {
+                            listen 127.0.0.1:\(port) ssl http2;
+                            \(ipv6 ? "listen [::1]:\(port) ssl http2;" : "")
+                            ssl_certificate \(directory.path)/server.pem;
+                            ssl_certificate_key \(directory.path)/server.key;
+                            root \(root.path);
+                            access_log \(directory.path)/requests.log served;
+                            keepalive_requests \(requestsPerConnection);
+                            location /slow/ { alias \(root.path)/; limit_rate \(slowRate); }
+                            location = /reset { return 444; }
+                        }
+                    }
+
+                    """
+                let file = directory.appendingPathComponent("nginx.conf")
+                try config.write(to: file, atomically: true, encoding: .utf8)
+                let process = try SpawnedProcess(
+                    nginx, ["-c", file.path, "-e", "\(directory.path)/startup.log"], in: directory)
+                let deadline = Date().addingTimeInterval(5)
+                while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
+                if LoopbackPorts.accepts(port) {
+                    self.port = port
+                    self.process = process
+                    return
+                }
+                process.send(SIGTERM)
+                _ = process.waitForExit()
+            }
+            let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+            throw TestFailure("nginx did not start listening on any of 4 ports: \(log.suffix(500))")
+        }
+
+        /// Runs `body` with a started server (started on a thread of its own: it blocks), and stops the server
+        /// however `body` ends.
+        static func with(
+            files: [String: Data], requestsPerConnection: Int = 1000, slowRate: Int = 1_000_000, ipv6: Bool = false,
+            _ body: (NginxServer) async throws -> Void
+        ) async throws {
+            let server = try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    continuation.resume(
+                        with: Result {
+                            try NginxServer(
+                                files: files, requestsPerConnection: requestsPerConnection, slowRate: slowRate,
+                                ipv6: ipv6)
+                        })
+                }.start()
+            }
+            do {
+                try await body(server)
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+
+        /// A graceful reload (SIGHUP): new workers take new connections; the old ones send GOAWAY on theirs,
+        /// finish the streams they have and close.
+        func reload() { process.send(SIGHUP) }
+
+        /// A fast shutdown (SIGTERM: the master stops its workers), reaped on a thread of its own.
+        private func stop() async {
+            let process = process
+            await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
+                process.send(SIGTERM)
+                Thread {
+                    process.waitForExit()
+                    exited.resume()
+                }.start()
+            }
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+#endif
