@@ -38,7 +38,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Why a proxy cannot be used (``init(parsing:)``, ``CurlTransport/LoadError/invalidProxy(_:)``).
+    /// Why a proxy cannot be used (``Proxy/init(parsing:bypass:)``, ``CurlTransport/LoadError/invalidProxy(_:)``).
     public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
         /// What is wrong, without the proxy's credentials.
         public let description: String

@@ -41,7 +41,8 @@ import Foundation
     /// - **Rate cap**: a transfer started with a ``RateCap`` (the queue's
     ///   ``NetworkQueue/maximumBytesPerSecond``) draws from it before it hands bytes on and stops reading while
     ///   it has no tokens (`CURL_WRITEFUNC_PAUSE`, resumed with `curl_easy_pause` by its engine thread),
-    ///   and its new connection gets a small kernel receive buffer: the cap holds from the first byte.
+    ///   and its new connection gets a small kernel receive buffer: the cap holds from the first byte. Over HTTP/2
+    ///   it paces what the queue receives, not the wire: libcurl reads a paused stream on into its window.
     /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads.
     /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
     ///   a connection cancelled mid-response is closed, not reused.
