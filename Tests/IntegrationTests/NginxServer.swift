@@ -46,8 +46,19 @@
             }
         }
 
+        /// nginx's stream module (Debian's libnginx-mod-stream), for a TLS front to another server.
+        static let streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
+
+        /// Whether the TLS-front tests run: the stream module is installed, or CI requires it.
+        static var runsTLSFront: Bool {
+            FileManager.default.fileExists(atPath: streamModule)
+                || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0
+        }
+
         let directory: URL
         let port: UInt16
+        /// The port of the TLS front (`tlsFront`), when asked for.
+        private(set) var frontPort: UInt16?
         private let process: SpawnedProcess
         var caFile: URL { directory.appendingPathComponent("ca.pem") }
 
@@ -74,9 +85,16 @@
         /// Starts nginx serving `files` (name → bytes) over TLS and HTTP/2 on 127.0.0.1 (and `::1` when `ipv6`),
         /// at most `requestsPerConnection` requests on a connection (then a GOAWAY), `/slow/` at `slowRate` bytes
         /// per second.
-        private init(files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool) throws {
+        /// With `tlsFront`, nginx also ends TLS on another port and passes the bytes on to `tlsFront` (an HTTPS
+        /// proxy made of a plain one).
+        private init(
+            files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool, tlsFront: UInt16?
+        ) throws {
             guard let nginx = Self.path else {
                 throw TestFailure("this test needs nginx (apt-get install nginx)")
+            }
+            if tlsFront != nil, !FileManager.default.fileExists(atPath: Self.streamModule) {
+                throw TestFailure("this test needs nginx's stream module (apt-get install libnginx-mod-stream)")
             }
             let directory = try temporaryDirectory()
             self.directory = directory
@@ -89,7 +107,22 @@
             let temporary = directory.appendingPathComponent("tmp").path
             for _ in 0..<4 {
                 let port = try LoopbackPorts.free()
+                let front = try tlsFront.map { _ in try LoopbackPorts.free() }
+                var stream = ""
+                if let tlsFront, let front {
+                    stream = """
+                        stream {
+                            server {
+                                listen 127.0.0.1:\(front) ssl;
+                                ssl_certificate \(directory.path)/server.pem;
+                                ssl_certificate_key \(directory.path)/server.key;
+                                proxy_pass 127.0.0.1:\(tlsFront);
+                            }
+                        }
+                        """
+                }
                 let config = """
+                    \(tlsFront == nil ? "" : "load_module \(Self.streamModule);")
                     daemon off;
                     master_process on;
                     worker_processes 1;
@@ -116,6 +149,7 @@
                             location = /reset { return 444; }
                         }
                     }
+                    \(stream)
 
                     """
                 let file = directory.appendingPathComponent("nginx.conf")
@@ -124,8 +158,9 @@
                     nginx, ["-c", file.path, "-e", "\(directory.path)/startup.log"], in: directory)
                 let deadline = Date().addingTimeInterval(5)
                 while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
-                if LoopbackPorts.accepts(port) {
+                if LoopbackPorts.accepts(port), front.map(LoopbackPorts.accepts) ?? true {
                     self.port = port
+                    frontPort = front
                     self.process = process
                     return
                 }
@@ -140,7 +175,7 @@
         /// however `body` ends.
         static func with(
             files: [String: Data], requestsPerConnection: Int = 1000, slowRate: Int = 1_000_000, ipv6: Bool = false,
-            _ body: (NginxServer) async throws -> Void
+            tlsFront: UInt16? = nil, _ body: (NginxServer) async throws -> Void
         ) async throws {
             let server = try await withCheckedThrowingContinuation { continuation in
                 Thread {
@@ -148,7 +183,7 @@
                         with: Result {
                             try NginxServer(
                                 files: files, requestsPerConnection: requestsPerConnection, slowRate: slowRate,
-                                ipv6: ipv6)
+                                ipv6: ipv6, tlsFront: tlsFront)
                         })
                 }.start()
             }

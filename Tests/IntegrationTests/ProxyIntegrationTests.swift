@@ -110,6 +110,26 @@
             #expect(server.statistics.headers.allSatisfy { $0["proxy-authorization"] == nil })
         }
 
+        @Test(
+            .enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"),
+            .enabled(if: NginxServer.runsTLSFront, "needs nginx's stream module (apt-get install libnginx-mod-stream)"))
+        func anHTTPSProxyIsReachedOverVerifiedTLS() async throws {
+            let server = try LoopbackServer()
+            try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in
+                // nginx ends TLS in front of tinyproxy: an HTTPS proxy.
+                try await NginxServer.with(files: [:], tlsFront: proxy.port) { front in
+                    let https = Proxy(.https, host: "127.0.0.1", port: Int(front.frontPort!), credentials: Self.alice)
+                    let url = server.url("/bytes/700")
+                    let trusted = try await Self.fetch(url, through: .through(https), trusting: front.caFile)
+                    #expect(try trusted.result?.get().body == pattern(0..<700))
+                    #expect(proxy.log.contains("GET \(url.absoluteString) HTTP/1.1"), "\(proxy.log)")
+                    // The proxy's certificate is checked as a server's is.
+                    let untrusted = try await Self.fetch(url, through: .through(https))
+                    #expect(untrusted.transportErrorCode == .serverCertificateUntrusted)
+                }
+            }
+        }
+
         @Test(.enabled(if: RealProxy.runs(.microsocks), "needs microsocks (apt-get install microsocks)"))
         func socks5WithCredentialsAndNamesResolvedByTheProxy() async throws {
             let server = try LoopbackServer()
