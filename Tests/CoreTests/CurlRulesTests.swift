@@ -28,7 +28,11 @@ import Testing
             (47, .httpTooManyRedirects),
             (61, .cannotDecodeContentData),
             (63, .dataLengthExceedsMaximum),
-            (99, .unknown), (1234, .unknown),
+            (4, .unsupportedURL), (23, .cannotWriteToFile), (33, .badServerResponse), (88, .badServerResponse),
+            (45, .cannotConnectToHost), (96, .cannotConnectToHost), (65, .requestBodyStreamExhausted),
+            (81, .networkConnectionLost), (95, .networkConnectionLost), (99, .networkConnectionLost),
+            (94, .userAuthenticationRequired),
+            (2, .unknown), (43, .unknown), (48, .unknown), (93, .unknown), (1234, .unknown),
         ] as [(Int32, URLError.Code?)])
     func eachCurlCodeHasItsURLErrorCode(curlCode: Int32, expected: URLError.Code?) {
         #expect(CurlErrorTable.code(for: curlCode, scheme: "http") == expected)

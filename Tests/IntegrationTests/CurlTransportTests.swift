@@ -359,7 +359,7 @@
 
     /// `openssl s_server -www` on a free loopback port, with a fresh CA and a server certificate for
     /// 127.0.0.1 signed by it. Fails with a clear message when the `openssl` command is missing.
-    final class TLSServer: @unchecked Sendable {
+    final class TLSServer: LocalServer, @unchecked Sendable {
         /// The server's certificate, signed by the test CA.
         enum Certificate {
             /// For 127.0.0.1, valid for two days.
@@ -370,14 +370,6 @@
             case otherHost
         }
 
-        /// Starts one on a thread of its own: making keys and waiting for openssl block, and must not hold
-        /// one of the few threads every test's tasks share.
-        static func start(_ certificate: Certificate = .valid) async throws -> TLSServer {
-            try await withCheckedThrowingContinuation { continuation in
-                Thread { continuation.resume(with: Result { try TLSServer(certificate) }) }.start()
-            }
-        }
-
         let directory: URL
         let port: UInt16
         private let process: SpawnedProcess
@@ -385,15 +377,18 @@
         var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
         var caFile: URL { directory.appendingPathComponent("ca.pem") }
 
-        private init(_ certificate: Certificate) throws {
-            let directory = try temporaryDirectory()
+        private init(directory: URL, port: UInt16, process: SpawnedProcess) {
             self.directory = directory
+            self.port = port
+            self.process = process
+        }
+
+        private static func make(_ certificate: Certificate) throws -> TLSServer {
+            let directory = try temporaryDirectory()
             let openssl = try TestCertificates.make(
                 in: directory, names: certificate == .otherHost ? "DNS:other.example" : "IP:127.0.0.1",
                 days: certificate == .expired ? -1 : 2)
-            // The free port is only free when asked: another test's connection may take it (as its ephemeral
-            // source port) before s_server binds it, and s_server then exits. So: another port, a few times.
-            for _ in 0..<4 {
+            return try SpawnedProcess.listening("openssl s_server") {
                 let port = try LoopbackPorts.free()
                 let process = try SpawnedProcess(
                     openssl,
@@ -402,46 +397,20 @@
                         "-quiet",
                     ],
                     in: directory)
-                // Ready once it accepts a connection (bounded: a server that never listens is tried again).
-                let deadline = Date().addingTimeInterval(5)
-                while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
-                if LoopbackPorts.accepts(port) {
-                    self.port = port
-                    self.process = process
-                    return
-                }
-                process.kill()
-                _ = process.waitForExit()
+                return (process, [port], TLSServer(directory: directory, port: port, process: process))
             }
-            throw TestFailure("openssl s_server did not start listening on any of 4 ports")
         }
 
         /// Runs `body` with a started server, and stops the server however `body` ends.
         static func with(_ certificate: Certificate = .valid, _ body: (TLSServer) async throws -> Void) async throws {
-            let server = try await start(certificate)
-            do {
-                try await body(server)
-            } catch {
-                await server.stop()
-                throw error
-            }
-            await server.stop()
+            try await with({ try make(certificate) }, body)
         }
 
-        /// Kills the server and reaps it on a thread of its own (a blocking wait must not hold one of the
-        /// threads the tests' tasks share), so no zombie is left behind.
+        /// Kills the server, reaps it and removes its folder.
         func stop() async {
-            let process = process
-            await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
-                process.kill()
-                Thread {
-                    process.waitForExit()
-                    exited.resume()
-                }.start()
-            }
+            await process.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-
     }
 
     /// A test CA and a server certificate signed by it, made with the `openssl` command.

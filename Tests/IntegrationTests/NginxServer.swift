@@ -8,7 +8,7 @@
     /// per request naming its connection.
     ///
     /// Skipped when nginx is missing, unless `NQ_REQUIRE_REAL_SERVERS=1` (CI) makes that a failure.
-    final class NginxServer: @unchecked Sendable {
+    final class NginxServer: LocalServer, @unchecked Sendable {
         /// One line of the request log.
         struct Served: Equatable {
             /// nginx's number of the connection the request came on.
@@ -58,8 +58,15 @@
         let directory: URL
         let port: UInt16
         /// The port of the TLS front (`tlsFront`), when asked for.
-        private(set) var frontPort: UInt16?
+        let frontPort: UInt16?
         private let process: SpawnedProcess
+
+        private init(directory: URL, port: UInt16, frontPort: UInt16?, process: SpawnedProcess) {
+            self.directory = directory
+            self.port = port
+            self.frontPort = frontPort
+            self.process = process
+        }
         var caFile: URL { directory.appendingPathComponent("ca.pem") }
 
         /// `https://127.0.0.1:port/path` (or `[::1]` over IPv6).
@@ -84,12 +91,11 @@
 
         /// Starts nginx serving `files` (name → bytes) over TLS and HTTP/2 on 127.0.0.1 (and `::1` when `ipv6`),
         /// at most `requestsPerConnection` requests on a connection (then a GOAWAY), `/slow/` at `slowRate` bytes
-        /// per second.
-        /// With `tlsFront`, nginx also ends TLS on another port and passes the bytes on to `tlsFront` (an HTTPS
-        /// proxy made of a plain one).
-        private init(
+        /// per second. With `tlsFront`, nginx also ends TLS on another port and passes the bytes on to `tlsFront`
+        /// (an HTTPS proxy made of a plain one).
+        private static func make(
             files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool, tlsFront: UInt16?
-        ) throws {
+        ) throws -> NginxServer {
             guard let nginx = Self.path else {
                 throw TestFailure("this test needs nginx (apt-get install nginx)")
             }
@@ -97,37 +103,34 @@
                 throw TestFailure("this test needs nginx's stream module (apt-get install libnginx-mod-stream)")
             }
             let directory = try temporaryDirectory()
-            self.directory = directory
             _ = try TestCertificates.make(in: directory, names: "IP:127.0.0.1,IP:::1", days: 2)
             let root = directory.appendingPathComponent("www")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             for (name, bytes) in files { try bytes.write(to: root.appendingPathComponent(name)) }
             // Readable by nginx's workers, which drop root for nobody.
             _ = chmod(directory.path, 0o755)
-            let temporary = directory.appendingPathComponent("tmp").path
-            for _ in 0..<4 {
-                let port = try LoopbackPorts.free()
-                let front = try tlsFront.map { _ in try LoopbackPorts.free() }
+            let (path, temporary) = (directory.path, directory.appendingPathComponent("tmp").path)
+            func config(port: UInt16, front: UInt16?) -> String {
                 var stream = ""
                 if let tlsFront, let front {
                     stream = """
                         stream {
                             server {
                                 listen 127.0.0.1:\(front) ssl;
-                                ssl_certificate \(directory.path)/server.pem;
-                                ssl_certificate_key \(directory.path)/server.key;
+                                ssl_certificate \(path)/server.pem;
+                                ssl_certificate_key \(path)/server.key;
                                 proxy_pass 127.0.0.1:\(tlsFront);
                             }
                         }
                         """
                 }
-                let config = """
+                return """
                     \(tlsFront == nil ? "" : "load_module \(Self.streamModule);")
                     daemon off;
                     master_process on;
                     worker_processes 1;
-                    pid \(directory.path)/nginx.pid;
-                    error_log \(directory.path)/error.log notice;
+                    pid \(path)/nginx.pid;
+                    error_log \(path)/error.log notice;
                     events { worker_connections 512; }
                     http {
                         access_log off;
@@ -140,10 +143,10 @@
                         server {
                             listen 127.0.0.1:\(port) ssl http2;
                             \(ipv6 ? "listen [::1]:\(port) ssl http2;" : "")
-                            ssl_certificate \(directory.path)/server.pem;
-                            ssl_certificate_key \(directory.path)/server.key;
+                            ssl_certificate \(path)/server.pem;
+                            ssl_certificate_key \(path)/server.key;
                             root \(root.path);
-                            access_log \(directory.path)/requests.log served;
+                            access_log \(path)/requests.log served;
                             keepalive_requests \(requestsPerConnection);
                             location /slow/ { alias \(root.path)/; limit_rate \(slowRate); }
                             location = /reset { return 444; }
@@ -152,64 +155,46 @@
                     \(stream)
 
                     """
-                let file = directory.appendingPathComponent("nginx.conf")
-                try config.write(to: file, atomically: true, encoding: .utf8)
-                let process = try SpawnedProcess(
-                    nginx, ["-c", file.path, "-e", "\(directory.path)/startup.log"], in: directory)
-                let deadline = Date().addingTimeInterval(5)
-                while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
-                if LoopbackPorts.accepts(port), front.map(LoopbackPorts.accepts) ?? true {
-                    self.port = port
-                    frontPort = front
-                    self.process = process
-                    return
-                }
-                process.send(SIGTERM)
-                _ = process.waitForExit()
             }
-            let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-            throw TestFailure("nginx did not start listening on any of 4 ports: \(log.suffix(500))")
+            do {
+                // SIGTERM for a try that did not listen: nginx's master stops its workers (SIGKILL would leave them).
+                return try SpawnedProcess.listening("nginx", stopSignal: SIGTERM) {
+                    let port = try LoopbackPorts.free()
+                    let front = try tlsFront.map { _ in try LoopbackPorts.free() }
+                    let file = directory.appendingPathComponent("nginx.conf")
+                    try config(port: port, front: front).write(to: file, atomically: true, encoding: .utf8)
+                    let process = try SpawnedProcess(
+                        nginx, ["-c", file.path, "-e", "\(path)/startup.log"], in: directory)
+                    let server = NginxServer(directory: directory, port: port, frontPort: front, process: process)
+                    return (process, [port] + (front.map { [$0] } ?? []), server)
+                }
+            } catch {
+                let log =
+                    (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+                throw TestFailure("\(error): \(log.suffix(500))")
+            }
         }
 
-        /// Runs `body` with a started server (started on a thread of its own: it blocks), and stops the server
-        /// however `body` ends.
+        /// Runs `body` with a started server, and stops the server however `body` ends.
         static func with(
             files: [String: Data], requestsPerConnection: Int = 1000, slowRate: Int = 1_000_000, ipv6: Bool = false,
             tlsFront: UInt16? = nil, _ body: (NginxServer) async throws -> Void
         ) async throws {
-            let server = try await withCheckedThrowingContinuation { continuation in
-                Thread {
-                    continuation.resume(
-                        with: Result {
-                            try NginxServer(
-                                files: files, requestsPerConnection: requestsPerConnection, slowRate: slowRate,
-                                ipv6: ipv6, tlsFront: tlsFront)
-                        })
-                }.start()
-            }
-            do {
-                try await body(server)
-            } catch {
-                await server.stop()
-                throw error
-            }
-            await server.stop()
+            try await with(
+                {
+                    try make(
+                        files: files, requestsPerConnection: requestsPerConnection, slowRate: slowRate, ipv6: ipv6,
+                        tlsFront: tlsFront)
+                }, body)
         }
 
         /// A graceful reload (SIGHUP): new workers take new connections; the old ones send GOAWAY on theirs,
         /// finish the streams they have and close.
         func reload() { process.send(SIGHUP) }
 
-        /// A fast shutdown (SIGTERM: the master stops its workers), reaped on a thread of its own.
-        private func stop() async {
-            let process = process
-            await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
-                process.send(SIGTERM)
-                Thread {
-                    process.waitForExit()
-                    exited.resume()
-                }.start()
-            }
+        /// A fast shutdown (SIGTERM: the master stops its workers), reaped; its folder removed.
+        func stop() async {
+            await process.stop(SIGTERM)
             try? FileManager.default.removeItem(at: directory)
         }
     }

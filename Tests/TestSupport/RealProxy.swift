@@ -8,7 +8,7 @@
     ///
     /// A test of a program that is not installed is skipped, with the package to install in its reason; CI
     /// installs both and sets `NQ_REQUIRE_REAL_SERVERS=1`, which makes a missing program a failure instead.
-    public final class RealProxy: @unchecked Sendable {
+    public final class RealProxy: LocalServer, @unchecked Sendable {
         public enum Program: String, Sendable {
             case tinyproxy
             case microsocks
@@ -39,19 +39,24 @@
             Proxy(kind, host: "127.0.0.1", port: Int(port), credentials: credentials, bypass: bypass)
         }
 
-        private init(_ program: Program, credentials: Proxy.Credentials?) throws {
-            guard let path = Self.path(of: program) else {
+        private init(_ program: Program, port: UInt16, directory: URL, process: SpawnedProcess, logFile: URL) {
+            self.program = program
+            self.port = port
+            self.directory = directory
+            self.process = process
+            self.logFile = logFile
+        }
+
+        /// Starts `program` on a free loopback port, asking for `credentials` when given.
+        private static func make(_ program: Program, credentials: Proxy.Credentials?) throws -> RealProxy {
+            guard let path = path(of: program) else {
                 throw SetupFailure("this test needs \(program.rawValue) (apt-get install \(program.rawValue))")
             }
-            self.program = program
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "nq-proxy-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            self.directory = directory
-            logFile = directory.appendingPathComponent("proxy.log")
-            // The free port is only free when asked: another test's connection may take it first. So: another
-            // port, a few times.
-            for _ in 0..<4 {
+            let logFile = directory.appendingPathComponent("proxy.log")
+            return try SpawnedProcess.listening(program.rawValue) {
                 let port = try LoopbackPorts.free()
                 let process: SpawnedProcess
                 switch program {
@@ -75,47 +80,21 @@
                     if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
                     process = try SpawnedProcess(path, arguments, in: directory, errors: logFile)
                 }
-                let deadline = Date().addingTimeInterval(5)
-                while !LoopbackPorts.accepts(port), Date() < deadline { usleep(10_000) }
-                if LoopbackPorts.accepts(port) {
-                    self.port = port
-                    self.process = process
-                    return
-                }
-                process.kill()
-                _ = process.waitForExit()
+                let proxy = RealProxy(program, port: port, directory: directory, process: process, logFile: logFile)
+                return (process, [port], proxy)
             }
-            throw SetupFailure("\(program.rawValue) did not start listening on any of 4 ports")
         }
 
-        /// Runs `body` with a started proxy (on a thread of its own: starting it blocks), and stops the proxy
-        /// however `body` ends.
+        /// Runs `body` with a started proxy, and stops the proxy however `body` ends.
         public static func with(
             _ program: Program, credentials: Proxy.Credentials? = nil, _ body: (RealProxy) async throws -> Void
         ) async throws {
-            let proxy = try await withCheckedThrowingContinuation { continuation in
-                Thread { continuation.resume(with: Result { try RealProxy(program, credentials: credentials) }) }
-                    .start()
-            }
-            do {
-                try await body(proxy)
-            } catch {
-                await proxy.stop()
-                throw error
-            }
-            await proxy.stop()
+            try await with({ try make(program, credentials: credentials) }, body)
         }
 
-        /// Kills the proxy and reaps it on a thread of its own, so no zombie is left behind.
-        private func stop() async {
-            let process = process
-            await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
-                process.kill()
-                Thread {
-                    process.waitForExit()
-                    exited.resume()
-                }.start()
-            }
+        /// Kills the proxy, reaps it and removes its folder.
+        public func stop() async {
+            await process.stop()
             try? FileManager.default.removeItem(at: directory)
         }
     }

@@ -58,6 +58,15 @@ enum CurlErrorTable {
         case 63: .dataLengthExceedsMaximum  // FILESIZE_EXCEEDED
         // OUT_OF_MEMORY: before the final head, libcurl 7.88's word for a header line over its 100 KB limit.
         case 27: afterResponse ? .cannotLoadFromNetwork : .badServerResponse
+        case 4: .unsupportedURL  // NOT_BUILT_IN: this libcurl lacks what was asked (a proxy type, say)
+        case 23: .cannotWriteToFile  // WRITE_ERROR: the body could not be handed on
+        case 33, 88: .badServerResponse  // RANGE_ERROR, CHUNK_FAILED
+        case 45, 96: .cannotConnectToHost  // INTERFACE_FAILED, QUIC_CONNECT_ERROR
+        case 65: .requestBodyStreamExhausted  // SEND_FAIL_REWIND: the body could not be sent again
+        case 81, 95, 99: .networkConnectionLost  // AGAIN, HTTP3, UNRECOVERABLE_POLL
+        case 94: .userAuthenticationRequired  // AUTH_ERROR
+        // FAILED_INIT, BAD_FUNCTION_ARGUMENT, UNKNOWN_OPTION, RECURSIVE_API_CALL and the codes of protocols this
+        // transport never speaks (FTP, SSH, LDAP, ...): a fault of the program, never the network's.
         default: .unknown
         }
     }
