@@ -134,8 +134,49 @@ private final class MatrixDelegate: NetworkQueueDelegate {
     func networkQueueDidFinish(_ queue: NetworkQueue) { drains.with { $0 += 1 } }
 }
 
+/// A path of the real network a request may take to the loopback server, over CurlTransport (URLSession on
+/// Linux takes no proxy in code and trusts no test CA).
+enum MatrixRoute: String, Sendable, CaseIterable {
+    /// Through tinyproxy, set in code.
+    case proxy
+    /// Over HTTP/2 and TLS, through nginx in front of the server.
+    case http2
+}
+
 @Suite(.timeLimit(.minutes(10))) struct EndingMatrixTests {
     static let keys = Box(0)
+
+    #if os(Linux)
+        /// Every ending, for a body in memory and a file, through a real proxy and over HTTP/2 (nginx passing
+        /// the server's bytes on as they come).
+        @Test(
+            .enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"),
+            .enabled(if: NginxServer.runs, "needs nginx (apt-get install nginx)"),
+            arguments: MatrixRoute.allCases, MatrixFeature.all.filter { ["plain", "file"].contains($0.name) })
+        func everyEndingIsSafeOnTheRealNetworksPaths(_ route: MatrixRoute, _ feature: MatrixFeature) async throws {
+            let server = try LoopbackServer()
+            switch route {
+            case .proxy:
+                try await RealProxy.with(.tinyproxy) { proxy in
+                    var options = CurlTransport.Options()
+                    options.proxy = .through(proxy.proxy(.http))
+                    for ending in MatrixEnding.all {
+                        try await run(feature, ending, .curl, server) { try CurlTransport(options: options) }
+                    }
+                }
+            case .http2:
+                try await NginxServer.with(files: [:], upstream: server.port) { nginx in
+                    var options = CurlTransport.Options()
+                    options.additionalTrustedCertificates = nginx.caFile
+                    for ending in MatrixEnding.all {
+                        try await run(feature, ending, .curl, server, base: nginx.url("/")) {
+                            try CurlTransport(options: options)
+                        }
+                    }
+                }
+            }
+        }
+    #endif
 
     @Test(arguments: TransportKind.allCases, MatrixFeature.all)
     func everyEndingIsSafeForThisFeature(_ transport: TransportKind, _ feature: MatrixFeature) async throws {
@@ -145,10 +186,13 @@ private final class MatrixDelegate: NetworkQueueDelegate {
         }
     }
 
+    /// One cell: `feature` ending as `ending` over `transport` (made by `makeTransport` when given), asking `base`
+    /// (default: the server itself) for the ending's path.
     private func run(
-        _ feature: MatrixFeature, _ ending: MatrixEnding, _ transport: TransportKind, _ server: LoopbackServer
+        _ feature: MatrixFeature, _ ending: MatrixEnding, _ transport: TransportKind, _ server: LoopbackServer,
+        base: URL? = nil, makeTransport: (() throws -> any Transport)? = nil
     ) async throws {
-        let cell = "\(feature.name) × \(ending.name) over \(transport)"
+        let cell = "\(feature.name) × \(ending.name) over \(base.map { "\($0)" } ?? "\(transport)")"
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("f.bin")
@@ -157,13 +201,15 @@ private final class MatrixDelegate: NetworkQueueDelegate {
             return $0
         }
         let key = "matrix-\(number)"
-        let queue = NetworkQueue(transport: transport.make())
+        let queue = NetworkQueue(transport: try makeTransport?() ?? transport.make())
         queue.retryPolicy =
             ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never
         feature.configure(queue)
         let delegate = MatrixDelegate(cancelsAtHead: ending.action == .cancelAtHead)
         queue.delegate = delegate
-        var urlRequest = URLRequest(url: server.url(feature.path(ending, ending.path(key), transport)))
+        let path = feature.path(ending, ending.path(key), transport)
+        var urlRequest = URLRequest(
+            url: base.map { URL(string: $0.absoluteString.dropLast() + path)! } ?? server.url(path))
         urlRequest.timeoutInterval = ending.timeout
         for (name, value) in feature.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let controlled = Box(false)

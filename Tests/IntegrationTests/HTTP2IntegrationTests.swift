@@ -60,6 +60,27 @@
             }
         }
 
+        /// A real batch's scale (`NQ_BIG_BATCH`, 100,000; a tenth under the sanitizers), 64 streams at a time over one
+        /// engine's connections, a GOAWAY every 1,000 requests: every request served whole exactly once.
+        @Test func aBigBatchOverHTTP2LosesAndDoublesNothing() async throws {
+            let count = TestEnvironment.bigBatch
+            try await NginxServer.with(files: ["small": Self.small], requestsPerConnection: 1000) { server in
+                let queue = try Self.queue(for: server, limit: 64)
+                queue.retryPolicy = RetryPolicy()
+                queue.cancelsAllOnFailure = false
+                // Compact requests, not held here: the batch's memory is the queue's.
+                for index in 0..<count { try queue.add(NetworkRequest(url: server.url("/small?i=\(index)"))) }
+                let progress = await queue.run()
+                #expect(progress.finishedRequestCount == count)
+                #expect(progress.failedRequestCount == 0 && progress.cancelledRequestCount == 0)
+                #expect(progress.bytesReceived == Int64(count * Self.small.count))
+                let served = server.served.filter { $0.status == 200 && $0.bytes == Self.small.count }
+                #expect(served.count == count)
+                #expect(Set(served.map(\.uri)).count == count)
+                #expect(Set(served.map(\.connection)).count >= count / 1000)
+            }
+        }
+
         @Test func aReloadMidBatchLosesNothing() async throws {
             try await NginxServer.with(files: ["medium": Self.medium], slowRate: 64_000) { server in
                 // Each response takes about a quarter of a second: the reload finds eight in flight.

@@ -92,9 +92,11 @@
         /// Starts nginx serving `files` (name → bytes) over TLS and HTTP/2 on 127.0.0.1 (and `::1` when `ipv6`),
         /// at most `requestsPerConnection` requests on a connection (then a GOAWAY), `/slow/` at `slowRate` bytes
         /// per second. With `tlsFront`, nginx also ends TLS on another port and passes the bytes on to `tlsFront`
-        /// (an HTTPS proxy made of a plain one).
+        /// (an HTTPS proxy made of a plain one). With `upstream`, every other path is passed on to that loopback port
+        /// (HTTP/2 over TLS in front of a loopback server).
         private static func make(
-            files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool, tlsFront: UInt16?
+            files: [String: Data], requestsPerConnection: Int, slowRate: Int, ipv6: Bool, tlsFront: UInt16?,
+            upstream: UInt16?
         ) throws -> NginxServer {
             guard let nginx = Self.path else {
                 throw TestFailure("this test needs nginx (apt-get install nginx)")
@@ -110,6 +112,13 @@
             // Readable by nginx's workers, which drop root for nobody.
             _ = chmod(directory.path, 0o755)
             let (path, temporary) = (directory.path, directory.appendingPathComponent("tmp").path)
+            // Everything else passed on to `upstream` as it comes (no buffering: its stalls, rates and drops reach
+            // the client as they happen).
+            let upstreamLocation =
+                upstream.map {
+                    "location / { proxy_pass http://127.0.0.1:\($0); proxy_buffering off; proxy_request_buffering off; "
+                        + "proxy_http_version 1.1; proxy_set_header Connection \"\"; }"
+                } ?? ""
             func config(port: UInt16, front: UInt16?) -> String {
                 var stream = ""
                 if let tlsFront, let front {
@@ -150,6 +159,7 @@
                             keepalive_requests \(requestsPerConnection);
                             location /slow/ { alias \(root.path)/; limit_rate \(slowRate); }
                             location = /reset { return 444; }
+                            \(upstreamLocation)
                         }
                     }
                     \(stream)
@@ -178,13 +188,13 @@
         /// Runs `body` with a started server, and stops the server however `body` ends.
         static func with(
             files: [String: Data], requestsPerConnection: Int = 1000, slowRate: Int = 1_000_000, ipv6: Bool = false,
-            tlsFront: UInt16? = nil, _ body: (NginxServer) async throws -> Void
+            tlsFront: UInt16? = nil, upstream: UInt16? = nil, _ body: (NginxServer) async throws -> Void
         ) async throws {
             try await with(
                 {
                     try make(
                         files: files, requestsPerConnection: requestsPerConnection, slowRate: slowRate, ipv6: ipv6,
-                        tlsFront: tlsFront)
+                        tlsFront: tlsFront, upstream: upstream)
                 }, body)
         }
 
