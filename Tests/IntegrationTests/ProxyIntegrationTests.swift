@@ -44,19 +44,20 @@
             }
         }
 
-        /// A batch through tinyproxy with credentials: every request arrives whole, once, and none fails. 20,000
-        /// (2,000 under the sanitizers), not a big batch's 100,000: tinyproxy opens a connection to the server for
-        /// each request, and past about 28,000 of them in a minute the loopback's ephemeral ports toward the server
-        /// are all in TIME_WAIT (seen at 100,000: 26 requests ended as a lost connection that never reached the
-        /// server, with 50,000 sockets in TIME_WAIT). The library's own scale is ``HTTP2IntegrationTests``' 100,000.
+        /// A real batch's scale (`NQ_BIG_BATCH` / 5: 20,000; 2,000 under the sanitizers) through tinyproxy with
+        /// credentials, under the default retry policy: every request arrives whole, and the server is asked once
+        /// for each. tinyproxy closes kept-alive connections now and then; under load libcurl may find every cached
+        /// connection dead ("Connection died, tried 5 times": `.networkConnectionLost`, seen 2 to 5 times in 20,000
+        /// with other tests running), and the retry sends it again on a new one. Not 100,000: tinyproxy opens a
+        /// connection to the server for each request, which took 80 s for 100,000 here (the HTTP/2 tests run that).
         @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
-        func aBatchThroughAProxyLosesNothing() async throws {
+        func aBatchThroughAProxyLosesAndDoublesNothing() async throws {
             let count = TestEnvironment.bigBatch / 5
             let server = try LoopbackServer()
             try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in
                 var options = CurlTransport.Options()
                 options.proxy = .through(proxy.proxy(.http, credentials: Self.alice))
-                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
+                let queue = NetworkQueue(transport: try CurlTransport(options: options))
                 queue.maxConcurrentRequestCount = 32
                 queue.cancelsAllOnFailure = false
                 for index in 0..<count { try queue.add(NetworkRequest(url: server.url("/bytes/100?i=\(index)"))) }
@@ -64,6 +65,7 @@
                 #expect(progress.finishedRequestCount == count)
                 #expect(progress.bytesReceived == Int64(count * 100))
                 #expect(server.statistics.requests == count)
+                #expect(Set(server.statistics.log).count == count)
             }
         }
 
@@ -189,8 +191,11 @@
 
         @Test func theBypassListReachesItsHostsDirectly() async throws {
             let server = try LoopbackServer()
-            // Nothing listens at the proxy's port: a request that goes through it fails to connect.
-            let dead = Proxy(.http, host: "127.0.0.1", port: Int(try LoopbackPorts.free()))
+            // Nothing listens at the proxy's port (held bound, so no other test's server takes it): a request that
+            // goes through it fails to connect.
+            let held = try LoopbackPorts.held()
+            defer { close(held.fd) }
+            let dead = Proxy(.http, host: "127.0.0.1", port: Int(held.port))
             let through = try await Self.fetch(server.url("/bytes/10"), through: .through(dead))
             #expect(through.transportErrorCode == .cannotConnectToHost)
             var bypassing = dead

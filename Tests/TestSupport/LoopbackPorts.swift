@@ -13,8 +13,15 @@
         /// A port free when asked (another connection may take it before the server binds it: start the server,
         /// check ``accepts(_:)``, and try another port if it did not).
         public static func free() throws -> UInt16 {
+            let (fd, port) = try held()
+            close(fd)
+            return port
+        }
+
+        /// A port bound on 127.0.0.1 and never listened on, with its descriptor (close it when done): a connection to
+        /// it is refused, and no other server can take the port while it is held.
+        public static func held() throws -> (fd: Int32, port: UInt16) {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -24,8 +31,11 @@
                     bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
                 }
             }
-            guard bound else { throw SetupFailure("no free port on 127.0.0.1") }
-            return UInt16(bigEndian: address.sin_port)
+            guard fd >= 0, bound else {
+                if fd >= 0 { close(fd) }
+                throw SetupFailure("no port to hold on 127.0.0.1")
+            }
+            return (fd, UInt16(bigEndian: address.sin_port))
         }
 
         /// True when something accepts a connection on `port`.
