@@ -5,6 +5,10 @@ import NetworkQueue
 import TestSupport
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// The Demo's options for real networks: `--header`, `--user-agent`, `--proxy` (over real proxies, both
 /// transports) and `--report`.
 @Suite(.timeLimit(.minutes(10))) struct DemoNetworkOptionsTests {
@@ -72,6 +76,23 @@ import Testing
             #expect(wrong.status == 1)
             #expect(wrong.output.contains("Summary: 0/2 succeeded, 2 failed"), "\(wrong.output)")
             #expect(!wrong.output.contains("SECRET"))
+            // A tunnel the proxy refuses (no credentials) is the same code over both transports, by the report:
+            // URLSession on Linux says -1 there, with libcurl's words.
+            let tunnel = setup.directory.appendingPathComponent("tunnel.txt")
+            try Data("https://127.0.0.1:1/secure\n".utf8).write(to: tunnel)
+            let report = setup.directory.appendingPathComponent("tunnel.jsonl")
+            for transport in ["curl", "urlsession"] {
+                let refused = try await runDemo(
+                    ["--transport", transport, "--input", tunnel.path, "--retries", "0", "--report", report.path],
+                    in: setup.directory,
+                    environment: ["https_proxy=http://127.0.0.1:\(proxy.port)", "no_proxy=", "NO_PROXY="])
+                #expect(refused.status == 1, "\(refused.output)")
+                let line = try String(contentsOf: report, encoding: .utf8)
+                #expect(
+                    line.contains("\"code\":\(URLError.Code.userAuthenticationRequired.rawValue)"),
+                    "\(transport): \(line)")
+                #expect(line.contains("authentication required"), "\(transport): \(line)")
+            }
         }
     }
 

@@ -195,6 +195,11 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             case .badServerResponse: "bad server response"
             case .appTransportSecurityRequiresSecureConnection: "refused a redirect from https to http"
             case .unsupportedURL: error.userInfo[ProxyRoutes.problemKey] as? String ?? "unsupported URL"
+            case .userAuthenticationRequired: "authentication required"
+            case .serverCertificateUntrusted: "the server's certificate is not trusted"
+            case .serverCertificateHasBadDate: "the server's certificate has expired"
+            case .serverCertificateNotYetValid: "the server's certificate is not yet valid"
+            case .secureConnectionFailed: "TLS failed"
             default: "URLError \(error.code.rawValue)"
             }
         guard let url = error.failingURL else { return what }

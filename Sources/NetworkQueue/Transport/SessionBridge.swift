@@ -109,9 +109,17 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard !ResponseRules.isInterim(head) else { return }
         // A head framed two ways (differing lengths) or by a transfer coding that cannot be read is refused
         // before anything of it is reported.
-        let violation = FramingRules.violation(
-            in: head,
-            hasBody: ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
+        // A 407 for an `https` URL is the proxy's answer to the tunnel (Foundation shows it as the response): the
+        // transfer fails as CurlTransport's does, never as the server's status.
+        let violation =
+            head.statusCode == 407 && head.url.scheme?.lowercased() == "https"
+            ? URLError(
+                .userAuthenticationRequired, userInfo: [NSLocalizedDescriptionKey: "the proxy refused the tunnel (407)"]
+            )
+            : FramingRules.violation(
+                in: head,
+                hasBody: ResponseRules.hasBody(
+                    statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }
