@@ -1,0 +1,149 @@
+/// How one file's bytes are shared among several connections (issue 36: segmented downloads and mirrors): which
+/// ranges are on disk, which run on which connection, and which wait. Pure: no time, no I/O.
+///
+/// A *run* fetches one range in order, from its start (a `Range: bytes=start-` request) and ends when its range
+/// is whole: the plan tells it, piece by piece, how many of the bytes it received belong to it, so a run whose
+/// range was shortened (stolen from) stops at its new end, and nothing is written twice. A connection that is
+/// free takes a waiting range, or else half of what the run with the most left has not received yet ("work
+/// stealing"), never leaving either part under ``minimumSize``: the slowest connection never holds the end alone.
+/// A run that fails gives back what it had not received, which waits for the next connection; what it received
+/// stays done.
+///
+/// The bytes counted (``receivedBytes``) are each counted once and never go backwards, whatever is stolen or
+/// failed. ``doneRanges`` is what a record beside the part may claim (see ``SegmentRecord``).
+struct SegmentPlan: Equatable, Sendable {
+    /// One connection's range: `start..<end`, received up to `next`.
+    struct Run: Equatable, Sendable {
+        let id: Int
+        let start: Int64
+        var next: Int64
+        var end: Int64
+        /// Bytes not received yet.
+        var remaining: Int64 { end - next }
+    }
+
+    /// What the plan makes of a piece a run received.
+    struct Piece: Equatable, Sendable {
+        /// How many of its first bytes belong to the run (written at the run's offset); the rest are beyond its
+        /// end (its range was shortened) and are dropped.
+        let kept: Int64
+        /// True when the run's range is now whole: its transfer is stopped (and ends as done).
+        let isRunDone: Bool
+    }
+
+    /// The file's length.
+    let length: Int64
+    /// The smallest range a run is given or left with when stealing (the last waiting range may be smaller).
+    let minimumSize: Int64
+    /// Ranges waiting for a connection, by start.
+    private(set) var waiting: [Range<Int64>]
+    /// The runs in flight, by id.
+    private(set) var runs: [Run] = []
+    /// Whole ranges received (merged, by start), not counting the received parts of running ranges.
+    private(set) var done: [Range<Int64>]
+    private var nextID = 1
+
+    /// A plan for `length` bytes split into `connections` waiting ranges of at least `minimumSize` (fewer when
+    /// the file is small), less the ranges of `done` (a resumed file's record).
+    init(length: Int64, connections: Int, minimumSize: Int64, done: [Range<Int64>] = []) {
+        precondition(length >= 0 && minimumSize > 0, "SegmentPlan needs a length and a positive minimum size")
+        self.length = length
+        self.minimumSize = minimumSize
+        self.done = Self.merged(done.map { max(0, $0.lowerBound)..<min(length, $0.upperBound) }.filter { !$0.isEmpty })
+        let missing = Self.complement(of: self.done, in: 0..<length)
+        let total = missing.reduce(0) { $0 + Int64($1.count) }
+        let parts = max(1, min(Int64(max(1, connections)), total / minimumSize))
+        // Parts of about total/parts bytes; a tail under the minimum joins the part before it.
+        let step = max(minimumSize, (total + parts - 1) / parts)
+        var waiting: [Range<Int64>] = []
+        for range in missing {
+            var start = range.lowerBound
+            while start < range.upperBound {
+                var end = min(range.upperBound, start + step)
+                if range.upperBound - end < minimumSize { end = range.upperBound }
+                waiting.append(start..<end)
+                start = end
+            }
+        }
+        self.waiting = waiting
+    }
+
+    /// Bytes received: whole ranges and the received part of each run, each byte once.
+    var receivedBytes: Int64 {
+        done.reduce(0) { $0 + Int64($1.count) } + runs.reduce(0) { $0 + ($1.next - $1.start) }
+    }
+
+    /// True when every byte is received.
+    var isComplete: Bool { runs.isEmpty && waiting.isEmpty && receivedBytes == length }
+
+    /// What a record beside the part may claim: the whole ranges and the received part of each run, merged.
+    var doneRanges: [Range<Int64>] {
+        Self.merged(done + runs.filter { $0.next > $0.start }.map { $0.start..<$0.next })
+    }
+
+    /// Gives a free connection a range: the first waiting one, else half of the largest remainder of a run (which
+    /// is shortened to end where the new run starts). Nil when nothing is left to share.
+    mutating func assign() -> Run? {
+        if !waiting.isEmpty { return start(waiting.removeFirst()) }
+        guard let index = runs.indices.max(by: { runs[$0].remaining < runs[$1].remaining }),
+            runs[index].remaining >= 2 * minimumSize
+        else { return nil }
+        let victim = runs[index]
+        let cut = victim.next + victim.remaining / 2
+        runs[index].end = cut
+        return start(cut..<victim.end)
+    }
+
+    private mutating func start(_ range: Range<Int64>) -> Run {
+        let run = Run(id: nextID, start: range.lowerBound, next: range.lowerBound, end: range.upperBound)
+        nextID += 1
+        runs.append(run)
+        return run
+    }
+
+    /// The run `id` received `count` more bytes (at its `next` offset). A run not in the plan (it ended) keeps
+    /// nothing.
+    mutating func received(_ count: Int64, run id: Int) -> Piece {
+        guard let index = runs.firstIndex(where: { $0.id == id }) else { return Piece(kept: 0, isRunDone: false) }
+        let kept = min(max(0, count), runs[index].remaining)
+        runs[index].next += kept
+        guard runs[index].remaining == 0 else { return Piece(kept: kept, isRunDone: false) }
+        let run = runs.remove(at: index)
+        done = Self.merged(done + [run.start..<run.end])
+        return Piece(kept: kept, isRunDone: true)
+    }
+
+    /// The run `id` ended before its range was whole: what it received stays done, the rest waits again (first,
+    /// so that the file fills from its start).
+    mutating func failed(run id: Int) {
+        guard let index = runs.firstIndex(where: { $0.id == id }) else { return }
+        let run = runs.remove(at: index)
+        if run.next > run.start { done = Self.merged(done + [run.start..<run.next]) }
+        waiting.insert(run.next..<run.end, at: waiting.firstIndex { $0.lowerBound > run.next } ?? waiting.endIndex)
+    }
+
+    /// `ranges` sorted and joined where they touch or overlap.
+    static func merged(_ ranges: [Range<Int64>]) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
+            if let last = result.last, range.lowerBound <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                result.append(range)
+            }
+        }
+        return result
+    }
+
+    /// What `whole` has outside the sorted, disjoint `ranges`.
+    static func complement(of ranges: [Range<Int64>], in whole: Range<Int64>) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        var cursor = whole.lowerBound
+        for range in ranges where range.upperBound > cursor {
+            if range.lowerBound > cursor { result.append(cursor..<min(range.lowerBound, whole.upperBound)) }
+            cursor = max(cursor, range.upperBound)
+        }
+        if cursor < whole.upperBound { result.append(cursor..<whole.upperBound) }
+        return result.filter { !$0.isEmpty }
+    }
+}
