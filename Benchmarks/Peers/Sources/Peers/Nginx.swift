@@ -11,8 +11,9 @@ final class Nginx {
     let certificate: URL
     private let process: Process
 
-    /// Files served from `/`: name and size.
-    init(files: [(name: String, size: Int)]) throws {
+    /// Files served from `/`: name and size; `/capped/` serves the same files at `cappedRate` bytes per second on
+    /// each connection.
+    init(files: [(name: String, size: Int)], cappedRate: Int) throws {
         guard let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
             throw PeerFailure("nginx is not installed: run ./run.sh, which installs it with apt-get, or apt-get install nginx")
         }
@@ -48,7 +49,11 @@ final class Nginx {
                 fastcgi_temp_path \(folder.path)/fastcgi;
                 uwsgi_temp_path \(folder.path)/uwsgi;
                 scgi_temp_path \(folder.path)/scgi;
-                server { listen 127.0.0.1:\(port); root \(www.path); }
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(www.path);
+                    location /capped/ { alias \(www.path)/; limit_rate \(cappedRate); }
+                }
                 server {
                     listen 127.0.0.1:\(securePort) ssl http2;
                     ssl_certificate \(certificate.path);

@@ -77,45 +77,54 @@ struct SmallFiles {
         ]
     }
 
-    /// Runs `command` once into an empty ``folder`` and measures it from outside: wall time, and the CPU time and
-    /// peak memory the kernel accounts to it when it is reaped. Failures: files missing or of the wrong size.
+    /// Runs `command` once into an empty ``folder`` (see ``measureTool(_:into:expecting:of:)``).
     func measure(_ command: [String]) throws -> Sample {
-        try? FileManager.default.removeItem(at: folder)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let start = DispatchTime.now().uptimeNanoseconds
-        let usage = try spawnAndWait(command)
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        let whole = names.filter { name in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
-            return (attributes?[.size] as? NSNumber)?.intValue == size
-        }
-        let cpu =
-            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        return Sample(seconds: elapsed, cpuSeconds: cpu, peakResidentBytes: usage.ru_maxrss * 1024,
-                      failures: count - whole.count)
+        try measureTool(command, into: folder, expecting: count, of: size)
     }
 
-    /// The table: wall seconds and CPU seconds of each side (medians), and each one's ratio to the first side's
-    /// in the same round.
-    func rows(_ samples: [String: [Sample]], tools: [Tool]) -> [[String]] {
-        let reference = tools[0].name
-        func row(_ label: String, _ measure: (Sample) -> Double) -> [String] {
-            var cells = [title + ", " + label]
-            for tool in tools {
-                guard let measured = samples[tool.name], !measured.isEmpty else {
-                    cells.append("–")
-                    continue
-                }
-                let ratios = zip(samples[reference, default: []], measured).map { measure($1) / measure($0) }
-                cells.append(String(format: "%.2f (%.2f×)", median(measured.map(measure)), median(ratios)))
-            }
-            return cells
-        }
-        return [row("wall s", \.seconds), row("CPU s", \.cpuSeconds)]
+    /// The table (see ``toolRows(_:_:tools:)``).
+    func rows(_ samples: [String: [Sample]], tools: [Tool]) -> [[String]] { toolRows(title, samples, tools: tools) }
+}
+
+/// Runs `command` once into an empty `folder` and measures it from outside: wall time, and the CPU time and peak
+/// memory the kernel accounts to it when it is reaped. Failures: of the `count` files of `size` bytes it should
+/// leave there, those missing or of another size.
+func measureTool(_ command: [String], into folder: URL, expecting count: Int, of size: Int) throws -> Sample {
+    try? FileManager.default.removeItem(at: folder)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let start = DispatchTime.now().uptimeNanoseconds
+    let usage = try spawnAndWait(command)
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+    let whole = names.filter { name in
+        let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+        return (attributes?[.size] as? NSNumber)?.intValue == size
     }
+    let cpu =
+        Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return Sample(seconds: elapsed, cpuSeconds: cpu, peakResidentBytes: usage.ru_maxrss * 1024,
+                  failures: count - whole.count)
+}
+
+/// A comparison's table: wall seconds and CPU seconds of each tool (medians), and each one's ratio to the first
+/// tool's in the same round.
+func toolRows(_ title: String, _ samples: [String: [Sample]], tools: [SmallFiles.Tool]) -> [[String]] {
+    let reference = tools[0].name
+    func row(_ label: String, _ measure: (Sample) -> Double) -> [String] {
+        var cells = [title + ", " + label]
+        for tool in tools {
+            guard let measured = samples[tool.name], !measured.isEmpty else {
+                cells.append("–")
+                continue
+            }
+            let ratios = zip(samples[reference, default: []], measured).map { measure($1) / measure($0) }
+            cells.append(String(format: "%.2f (%.2f×)", median(measured.map(measure)), median(ratios)))
+        }
+        return cells
+    }
+    return [row("wall s", \.seconds), row("CPU s", \.cpuSeconds)]
 }
 
 /// Runs `command` (its output discarded) and returns the kernel's account of it once it exits; throws when it

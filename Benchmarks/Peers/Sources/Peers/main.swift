@@ -45,9 +45,14 @@ let workloads = [
              count: quick ? 500 : 5_000, window: 8, toFiles: false, secure: true),
 ].filter { value(after: "--only") == nil || value(after: "--only") == $0.name }
 let runsSmallFiles = value(after: "--only") == nil || value(after: "--only") == "smallfiles"
+let runsCapped = value(after: "--only") == nil || value(after: "--only") == "capped"
+// The capped file: 256 MB at 32 MB/s a connection (the figures); quick: 32 MB at 8 MB/s.
+let (cappedSize, cappedRate) = quick ? (32_000_000, 8_000_000) : (256_000_000, 32_000_000)
 
-let nginx = try Nginx(files: [("1k.bin", 1_024), ("big.bin", quick ? 20_000_000 : 200_000_000),
-                              ("medium.bin", quick ? 5_000_000 : 50_000_000)])
+let nginx = try Nginx(
+    files: [("1k.bin", 1_024), ("big.bin", quick ? 20_000_000 : 200_000_000),
+            ("medium.bin", quick ? 5_000_000 : 50_000_000), ("capped.bin", cappedSize)],
+    cappedRate: cappedRate)
 defer { nginx.stop() }
 let sides = [
     Side(name: "NetworkQueue", executable: URL(fileURLWithPath: CommandLine.arguments[0]), mode: ["--child", "nq"]),
@@ -105,6 +110,26 @@ if runsSmallFiles {
     }
     print("")
     printTable(["workload (ratio: to curl in the same round)"] + tools.map(\.name), smallFiles.rows(samples, tools: tools))
+}
+
+if runsCapped {
+    let capped = CappedFile(size: cappedSize, rate: cappedRate, nginx: nginx)
+    let demo = value(after: "--demo") ?? benchmarks.deletingLastPathComponent().appendingPathComponent("Demo").path
+    let tools = capped.tools(demo: demo)
+    for tool in tools where tool.command == nil { print("\(tool.name): not installed, left out") }
+    let present = tools.filter { $0.command != nil }
+    var samples: [String: [Sample]] = [:]
+    for round in 0..<rounds {
+        for offset in present.indices {
+            let tool = present[(round + offset) % present.count]
+            let sample = try capped.measure(tool.command ?? [])
+            guard sample.failures == 0 else { throw PeerFailure("\(tool.name): the file is missing in \(capped.title)") }
+            samples[tool.name, default: []].append(sample)
+        }
+    }
+    print("")
+    printTable(["capped file (ratio: to aria2c -x 8 in the same round)"] + tools.map(\.name),
+               toolRows(capped.title, samples, tools: tools))
 }
 
 /// The SHA-256 of the file at `url`, in hex, by `sha256sum`.
