@@ -75,7 +75,7 @@ let redirects = RedirectPolicy(
 /// URLSession over Linux's Foundation takes proxies from the environment alone: --proxy is handed on there.
 func sessionTransport() -> URLSessionTransport {
     if let proxy = options.proxy {
-        let value = ProxyText.environmentValue(of: proxy)
+        let value = proxy.text
         setenv("http_proxy", value, 1)
         setenv("https_proxy", value, 1)
         setenv("no_proxy", "", 1)

@@ -1,5 +1,4 @@
 import Foundation
-import NetworkQueue
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -81,21 +80,5 @@ public struct SentHeaders: Sendable, Equatable {
     private static func shown(_ text: String) -> String {
         let clean = String(text.unicodeScalars.map { $0.value < 32 || $0.value == 127 ? "?" : Character($0) })
         return clean.count > 40 ? clean.prefix(40) + "..." : clean
-    }
-}
-
-/// A ``Proxy`` written back as the environment's proxy variables take one (for URLSession over Linux's
-/// Foundation, which reads only those): `scheme://user:password@host:port`, the credentials percent-encoded.
-public enum ProxyText {
-    public static func environmentValue(of proxy: Proxy) -> String {
-        let host = proxy.host.contains(":") ? "[\(proxy.host)]" : proxy.host
-        var userInfo = ""
-        if let credentials = proxy.credentials {
-            let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-            let user = credentials.user.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-            let password = credentials.password.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-            userInfo = "\(user):\(password)@"
-        }
-        return "\(proxy.kind.rawValue)://\(userInfo)\(host):\(proxy.port)"
     }
 }

@@ -94,6 +94,7 @@ import Testing
             ("Proxy CONNECT aborted", .cannotConnectToHost),
             ("Failed writing header", .badServerResponse), ("Header without colon", .badServerResponse),
             ("out of memory", .badServerResponse), ("Unrecognized content encoding type", .cannotDecodeContentData),
+            ("Unsupported proxy syntax in 'http://u:p@tls-proxy:x'", nil), ("Could not resolve proxy: ssl.test", nil),
             ("something else entirely", nil),
         ]
         for (words, code) in table {

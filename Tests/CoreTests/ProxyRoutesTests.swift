@@ -108,6 +108,12 @@ import Testing
         #expect(try Proxy(parsing: "socks5://10.0.0.1").port == 1080)
         #expect(try Proxy(parsing: "http://alice@p.test:8080").credentials == .init(user: "alice", password: ""))
         #expect(Proxy(.http, host: "p.test", port: 8).description == "http://p.test:8")
+        // Its text carries the credentials, percent-encoded, and reads back as the same proxy.
+        let written = Proxy(.socks5h, host: "::1", port: 9, credentials: .init(user: "a b", password: "p@:w"))
+        #expect(written.text == "socks5h://a%20b:p%40%3Aw@[::1]:9")
+        #expect(written.description == "socks5h://***@[::1]:9")
+        #expect(try Proxy(parsing: written.text) == written)
+        #expect(Proxy(.https, host: "p.test", port: 443).text == "https://p.test:443")
     }
 
     @Test func aProxyThatCannotBeUsedSaysWhyWithoutItsPassword() {

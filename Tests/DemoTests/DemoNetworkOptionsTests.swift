@@ -172,8 +172,5 @@ import Testing
         try headers.set("User-Agent", "ua")
         #expect(headers.fields == [.init(name: "x-token", value: "def"), .init(name: "User-Agent", value: "ua")])
         #expect(headers.request(for: URL(string: "http://h/")!).value(forHTTPHeaderField: "X-Token") == "def")
-        let proxy = Proxy(.socks5h, host: "::1", port: 9, credentials: .init(user: "a b", password: "p@:w"))
-        #expect(ProxyText.environmentValue(of: proxy) == "socks5h://a%20b:p%40%3Aw@[::1]:9")
-        #expect(try Proxy(parsing: ProxyText.environmentValue(of: proxy)) == proxy)
     }
 }

@@ -9,7 +9,7 @@
     /// only the system's CAs, so it cannot reach a server with a test CA (and its libcurl asks for HTTP/1.1).
     @Suite(.timeLimit(.minutes(5)), .enabled(if: NginxServer.runs, "needs nginx (apt-get install nginx)"))
     struct HTTP2IntegrationTests {
-        // Computed, not stored: LeakSanitizer counts a static Data's storage as leaked.
+        // Computed, not stored (LeakSanitizer counts a static Data's storage as leaked); the batches read them once.
         static var small: Data { pattern(0..<1000) }
         static var medium: Data { pattern(0..<16_384) }
         static var large: Data { pattern(0..<2_000_000) }
@@ -43,17 +43,18 @@
         }
 
         @Test func aGOAWAYEveryTenRequestsLosesAndDoublesNothing() async throws {
-            try await NginxServer.with(files: ["medium": Self.medium], requestsPerConnection: 10) { server in
+            let medium = Self.medium
+            try await NginxServer.with(files: ["medium": medium], requestsPerConnection: 10) { server in
                 let queue = try Self.queue(for: server, limit: 16)
                 queue.retryPolicy = RetryPolicy()
                 let recorder = queue.recording()
                 let requests = (0..<100).map { request(server.url("/medium?i=\($0)"), tag: $0) }
                 for request in requests { try queue.add(request) }
                 await queue.run()
-                for request in requests { #expect(try request.result?.get().body == Self.medium) }
+                for request in requests { #expect(try request.result?.get().body == medium) }
                 #expect(recorder.events.filter { if case .finish = $0 { true } else { false } }.count == 100)
                 // Each request served whole exactly once, over at least ten connections.
-                let served = server.served.filter { $0.status == 200 && $0.bytes == Self.medium.count }
+                let served = server.served.filter { $0.status == 200 && $0.bytes == medium.count }
                 #expect(served.count == 100)
                 #expect(Set(served.map(\.uri)).count == 100)
                 #expect(Set(served.map(\.connection)).count >= 10)
@@ -64,6 +65,7 @@
         /// engine's connections, a GOAWAY every 1,000 requests: every request served whole exactly once.
         @Test func aBigBatchOverHTTP2LosesAndDoublesNothing() async throws {
             let count = TestEnvironment.bigBatch
+            let size = Self.small.count
             try await NginxServer.with(files: ["small": Self.small], requestsPerConnection: 1000) { server in
                 let queue = try Self.queue(for: server, limit: 64)
                 queue.retryPolicy = RetryPolicy()
@@ -73,8 +75,8 @@
                 let progress = await queue.run()
                 #expect(progress.finishedRequestCount == count)
                 #expect(progress.failedRequestCount == 0 && progress.cancelledRequestCount == 0)
-                #expect(progress.bytesReceived == Int64(count * Self.small.count))
-                let served = server.served.filter { $0.status == 200 && $0.bytes == Self.small.count }
+                #expect(progress.bytesReceived == Int64(count * size))
+                let served = server.served.filter { $0.status == 200 && $0.bytes == size }
                 #expect(served.count == count)
                 #expect(Set(served.map(\.uri)).count == count)
                 #expect(Set(served.map(\.connection)).count >= count / 1000)
@@ -82,7 +84,8 @@
         }
 
         @Test func aReloadMidBatchLosesNothing() async throws {
-            try await NginxServer.with(files: ["medium": Self.medium], slowRate: 64_000) { server in
+            let medium = Self.medium
+            try await NginxServer.with(files: ["medium": medium], slowRate: 64_000) { server in
                 // Each response takes about a quarter of a second: the reload finds eight in flight.
                 let queue = try Self.queue(for: server, limit: 8)
                 queue.retryPolicy = RetryPolicy()
@@ -92,8 +95,8 @@
                 await eventually { requests.filter { $0.state == .finished }.count >= 8 }
                 server.reload()
                 await queue.run()
-                for request in requests { #expect(try request.result?.get().body == Self.medium) }
-                let whole = server.served.filter { $0.status == 200 && $0.bytes == Self.medium.count }
+                for request in requests { #expect(try request.result?.get().body == medium) }
+                let whole = server.served.filter { $0.status == 200 && $0.bytes == medium.count }
                 #expect(Set(whole.map(\.uri)).count == 24)
             }
         }

@@ -20,6 +20,9 @@ enum LibcurlWords {
         if text.contains("connect tunnel failed") || text.contains("proxy connect aborted") {
             return text.contains("response 407") ? .userAuthenticationRequired : .cannotConnectToHost
         }
+        // Any other words about the proxy (its value could not be parsed or resolved) stay unknown: they may quote
+        // a proxy whose name holds "ssl" or "tls", and ProxyRoutes.refine tells an unusable setting by them.
+        if text.contains("proxy") { return nil }
         // The server's certificate (OpenSSL's verify words after "SSL certificate problem: ", and libcurl's own
         // host-name check).
         if text.contains("certificate has expired") { return .serverCertificateHasBadDate }

@@ -139,15 +139,23 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The proxy as curl names it, without credentials: `scheme://host:port` (an IPv6 host in brackets).
-    var address: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(kind.rawValue)://\(shownHost):\(port)"
-    }
+    var address: String { written(userInfo: "") }
 
     /// `scheme://host:port`, with `***@` before the host when it has credentials.
-    public var description: String {
-        guard credentials != nil else { return address }
-        return address.replacingOccurrences(of: "://", with: "://***@")
+    public var description: String { written(userInfo: credentials == nil ? "" : "***@") }
+
+    /// The proxy written as curl writes one, with its credentials percent-encoded: what
+    /// ``init(parsing:bypass:)`` reads back. Unlike ``description`` it carries the password: for handing the proxy
+    /// on (an environment variable for another program), never for a log.
+    public var text: String {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        func encoded(_ part: String) -> String { part.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+        return written(userInfo: credentials.map { "\(encoded($0.user)):\(encoded($0.password))@" } ?? "")
+    }
+
+    /// `scheme://` + `userInfo` + `host:port` (an IPv6 host in brackets).
+    private func written(userInfo: String) -> String {
+        "\(kind.rawValue)://\(userInfo)\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 }
 
