@@ -137,7 +137,8 @@ extension LoopbackServer {
         return bytes
     }
 
-    /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support.
+    /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support; `rate=` paces each connection,
+    /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body.
     private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
         let etag = request.query["etag"].map { "\"\($0)\"" } ?? "\"bytes-\(size)\""
         var headers = ["Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
@@ -166,8 +167,9 @@ extension LoopbackServer {
         headers["Content-Length"] = "\(range.count)"
         let isEmpty = request.method == "HEAD" || range.isEmpty
         guard response.head(status, headers, isLast: isEmpty) else { return false }
-        if !isEmpty, let percent = request.int("dropAt"), isFirstArrival(request) {
-            // dropAt=P: the first GET with this key closes the connection after P% of the whole body.
+        if !isEmpty, let percent = request.int("dropAt"), request.query["cutAll"] == "1" || isFirstArrival(request) {
+            // dropAt=P: the first GET with this key (every GET with cutAll=1) closes the connection after P% of the
+            // whole body (at once, for a range that starts past it).
             let cut = max(0, min(range.count, size * percent / 100 - range.lowerBound))
             _ = stream(cut, from: range.lowerBound, request, response, chunked: false)
             return false
@@ -204,7 +206,8 @@ extension LoopbackServer {
                 Thread.sleep(forTimeInterval: Double(max(0, stall)) / 1000)
             }
             let length = min(piece, count - sent)
-            let start = (offset + sent) % 256
+            // seed=K: other bytes of the same length (byte i is (i + K) % 256), as a mirror serving another file.
+            let start = (offset + sent + max(0, request.int("seed") ?? 0)) % 256
             var bytes = Array(Self.pattern[start..<(start + length)])
             if chunked { bytes = Self.chunk(bytes) }
             guard response.write(bytes, isLast: !chunked && sent + length == count) else { return false }

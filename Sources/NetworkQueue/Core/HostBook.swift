@@ -36,6 +36,14 @@ struct HostBook {
         if let host = host(of: id) { activePerHost[host] += change }
     }
 
+    /// A connection to `host` that is no job's own (an extra one) began (`by` 1) or ended (`by` -1).
+    mutating func count(host: Int, by change: Int) {
+        if host >= activePerHost.count {
+            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
+        }
+        activePerHost[host] = max(0, activePerHost[host] + change)
+    }
+
     /// Counts the active jobs of each host again from `activeLanes` (the scheduler's per-id bits: bit 0 and
     /// bit 1 are an active job each).
     mutating func recount(_ activeLanes: [UInt8]) {

@@ -44,14 +44,16 @@ struct Scheduler {
         case notFound
     }
 
-    private var preflight = PriorityLane()
-    private var main = PriorityLane()
+    private(set) var preflight = PriorityLane()
+    private(set) var main = PriorityLane()
     /// `priorityOf[id]` is the id's priority (0 when never set).
     private var priorityOf: [Int] = []
     /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job, bit 2
     /// (``aheadBit``) while the id is ahead, bit 3 (``outstandingBit``) while its preflight job is pending or active.
     private var activeLanes: [UInt8] = []
     private(set) var activeCount = 0
+    /// Extra connections lent to running jobs (a split file's: see ``lendExtra(host:)``); they fill slots as jobs do.
+    var extraCount = 0
     private(set) var activePreflightCount = 0
     /// Ids whose preflight started and whose main job has not (see ``preflightWindow``).
     private(set) var preflightsAhead = 0
@@ -68,7 +70,7 @@ struct Scheduler {
         didSet { if preflightWindow < 0 { preflightWindow = 0 } }
     }
     /// The host of each id and the active jobs of each host, for ``perHostLimit``.
-    private var hosts = HostBook()
+    var hosts = HostBook()
 
     /// The most active jobs of one host; 0 (the default) means only ``limit`` applies. Negative values
     /// are stored as 0.
@@ -252,7 +254,7 @@ struct Scheduler {
     /// Moves the next startable job to the active set and returns it, or returns nil when nothing may
     /// start now (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
     mutating func nextStart() -> Job? {
-        guard !isSuspended, limit == 0 || activeCount < limit else { return nil }
+        guard !isSuspended, limit == 0 || activeCount + extraCount < limit else { return nil }
         if preflightWindow == 0 || preflightsAhead < preflightWindow, let id = pop(from: .preflight) {
             let job = Job(id: id, lane: .preflight)
             activate(job)

@@ -43,6 +43,10 @@ public struct TransferMetrics: Sendable, Hashable {
     public var remoteAddress: String?
     /// The port of ``remoteAddress``; nil when not known.
     public var remotePort: Int?
+    /// For a file fetched over several connections or sources (``NetworkRequest/FileOptions/maximumConnections``,
+    /// ``NetworkRequest/FileOptions/mirrors``): how many connections ran at once at most and what each source
+    /// served. Nil for an attempt on one connection. Not set by the initializer.
+    public var segments: SegmentMetrics?
 
     /// Creates metrics: each argument sets the property of the same name. Every field not given is unknown
     /// (nil), with no redirect, and `attempt` 0 (the queue numbers it).
@@ -104,5 +108,36 @@ extension TransferMetrics {
         self.init(
             timeToFirstByte: attempt.headAt.map { max(0, $0 - attempt.startedAt) },
             totalDuration: max(0, now - attempt.startedAt), httpVersion: version.isEmpty ? nil : version)
+    }
+}
+
+/// What a split download's attempt measured: its connections and its sources.
+public struct SegmentMetrics: Sendable, Hashable {
+    /// One source of the file: the request's URL or a mirror.
+    public struct Source: Sendable, Hashable {
+        /// The source's URL.
+        public var url: URL
+        /// The bytes of the file it served (each byte counted once).
+        public var bytes: Int64
+        /// True when it was dropped for this file (it failed, or served other bytes).
+        public var wasDropped: Bool
+
+        /// Creates a source's figures.
+        public init(url: URL, bytes: Int64, wasDropped: Bool) {
+            self.url = url
+            self.bytes = bytes
+            self.wasDropped = wasDropped
+        }
+    }
+
+    /// The most connections that ran at once.
+    public var connections: Int
+    /// The sources, the request's own URL first, then the mirrors in their order.
+    public var sources: [Source]
+
+    /// Creates the figures of a split download.
+    public init(connections: Int, sources: [Source]) {
+        self.connections = connections
+        self.sources = sources
     }
 }

@@ -40,33 +40,67 @@ extension FileSink {
     }
 
     /// Opens the part when something is at its path already: continued when `continuing` and a saved validator
-    /// describes it, else truncated (a validator left there is deleted: it describes nothing any more).
+    /// describes it, else truncated (a validator left there is deleted: it describes nothing any more). A
+    /// `segmented` sink continues a split part by its record (``SegmentRecord``), or a part of one connection as its
+    /// first range; a sink that is not segmented never continues a split part (its bytes are not a prefix).
     static func openExisting(
-        _ partialPath: String, _ validatorPath: String, continuing: Bool, claim: DestinationClaim
-    ) throws(NetworkQueueError) -> (fd: Int32, saved: RangeRules.Validator?, offset: Int64) {
+        _ partialPath: String, _ validatorPath: String, continuing: Bool, segmented: Bool, claim: DestinationClaim
+    ) throws(NetworkQueueError) -> (fd: Int32, saved: RangeRules.Validator?, offset: Int64, resumed: PartSegments?) {
+        let recordPath = Self.recordPath(of: partialPath)
+        let record = continuing ? savedRecord(recordPath) : nil
         // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
         var validatorMayExist = !continuing
-        let saved = continuing ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
+        var saved = continuing && record == nil ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
+        if !segmented, record != nil || !continuing { unlink(recordPath) }
+        let keepsRecord = segmented && record != nil
+        if record != nil, !segmented { saved = nil }
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
         // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
-        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (saved == nil ? O_TRUNC : 0)
+        let keeps = saved != nil || keepsRecord
+        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (keeps ? 0 : O_TRUNC)
         let fd = Self.openRegular(partialPath, flags)
         guard fd >= 0 else {
             let reason = openFailure(fd)
             claim.closeFile()
             throw .fileError(path: partialPath, reason: reason)
         }
+        var info = stat()
+        let size = keeps && fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
+        if keepsRecord, let record, let validator = RangeRules.Validator(recordText: record.validator) {
+            let onDisk = record.done.reduce(0) { $0 + Int64($1.count) }
+            if onDisk > 0, onDisk < record.length, size >= record.done.last?.upperBound ?? 0 {
+                return (fd, nil, onDisk, PartSegments(done: record.done, validator: validator, length: record.length))
+            }
+        }
+        if keepsRecord {
+            // A record that describes nothing to continue: the part starts over.
+            _ = ftruncate(fd, 0)
+            unlink(recordPath)
+            return (fd, nil, 0, nil)
+        }
         var offset: Int64 = 0
-        if saved != nil {
-            var info = stat()
-            offset = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
+        var resumed: PartSegments?
+        if let saved {
+            offset = size
             _ = lseek(fd, 0, SEEK_END)
+            if segmented, size > 0 { resumed = PartSegments(done: [0..<size], validator: saved, length: nil) }
         }
         if offset == 0, validatorMayExist {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
             unlink(validatorPath)
         }
-        return (fd, saved, offset)
+        return (fd, saved, offset, resumed)
+    }
+
+    /// The record saved beside a split part, if one was written by us and reads back.
+    static func savedRecord(_ path: String) -> SegmentRecord? {
+        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { closeDescriptor(fd) }
+        var bytes = [UInt8](repeating: 0, count: 1 << 16)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0, count < bytes.count else { return nil }
+        return SegmentRecord.decode(String(decoding: bytes[..<count], as: UTF8.self))
     }
 
     /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when

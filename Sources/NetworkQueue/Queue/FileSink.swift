@@ -26,7 +26,7 @@ final class FileSink: Sendable {
     /// Writes are coalesced into chunks of about this size.
     static let chunkSize = 1 << 20
 
-    private struct State {
+    struct State {
         /// The part's descriptor, -1 once closed.
         var fd: Int32
         var buffer = Data()
@@ -44,6 +44,9 @@ final class FileSink: Sendable {
         /// The `Last-Modified` of the response whose body the file holds: the committed file's time (parsed when
         /// the file is finished).
         var lastModified: String?
+        /// The ranges written and the buffers of each connection, while the part is split (see
+        /// ``FileSink/beginSegments(_:done:)``).
+        var segments: SegmentWriter?
     }
 
     /// The paths, made once: a file's few system calls are most of its cost, and building each path from a URL
@@ -60,11 +63,13 @@ final class FileSink: Sendable {
     let validator: RangeRules.Validator?
     /// The request's right to the destination, held across its attempts.
     let claim: DestinationClaim
-    private let state: Locked<State>
+    /// What a split part left by an earlier attempt or run holds (nil: none, or the part is not continued).
+    let resumed: PartSegments?
+    let state: Locked<State>
 
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
-    init?(claim: DestinationClaim, continuing: Bool) throws(NetworkQueueError) {
+    init?(claim: DestinationClaim, continuing: Bool, segmented: Bool = false) throws(NetworkQueueError) {
         destinationPath = claim.path
         partialPath = Self.partPath(of: destinationPath)
         validatorPath = Self.validatorPath(of: partialPath)
@@ -78,15 +83,17 @@ final class FileSink: Sendable {
         claim.replaceSink(with: nil)?.close(keeping: continuing)
         var saved: RangeRules.Validator?
         var offset: Int64 = 0
+        var resumed: PartSegments?
         // Most parts are new: one create that follows no link and opens no FIFO, with nothing to continue.
         var fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         if fd < 0 {
             // Something is there (or the create failed: the open below says why).
-            (fd, saved, offset) = try Self.openExisting(
-                partialPath, validatorPath, continuing: continuing, claim: claim)
+            (fd, saved, offset, resumed) = try Self.openExisting(
+                partialPath, validatorPath, continuing: continuing, segmented: segmented, claim: claim)
         }
         continuedFrom = offset
         validator = offset > 0 ? saved : nil
+        self.resumed = resumed
         state = Locked(
             State(fd: fd, hasValidator: validator != nil, hasBytes: offset > 0))
         _ = claim.replaceSink(with: self)
@@ -123,6 +130,8 @@ final class FileSink: Sendable {
                 state.hasBytes = false
                 if state.hasValidator { unlink(validatorPath) }
                 state.hasValidator = false
+                if resumed != nil || state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
+                state.segments = nil
                 // Its validator is written once the part is worth continuing (see ``FileSink``).
                 state.pendingResponse = response
             }
@@ -155,6 +164,7 @@ final class FileSink: Sendable {
     func finishWriting() -> NetworkQueueError? {
         perform { state throws(FileFailure) in
             try flush(&state, final: true)
+            try state.segments?.flushAll(state.fd)
             let fd = state.fd
             if let date = state.lastModified.flatMap(HTTPDate.parse) {
                 // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
@@ -178,6 +188,8 @@ final class FileSink: Sendable {
             guard !state.isClosed else { return .fileError(path: partialPath, reason: "already closed") }
             // finishWriting() flushed and closed it on the transfer's thread: no writing under the lock.
             guard state.fd < 0 else { return .fileError(path: partialPath, reason: "not finished writing") }
+            // A split part's record goes first: a part left without one is started over, never misread.
+            if state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
             guard rename(partialPath, destinationPath) == 0 else {
                 return .fileError(path: destinationPath, reason: String(cString: strerror(errno)))
             }
@@ -200,6 +212,7 @@ final class FileSink: Sendable {
         let partial = partPath(of: claim.path)
         unlink(partial)
         unlink(validatorPath(of: partial))
+        unlink(recordPath(of: partial))
     }
 
     /// The part file a download to `destination` is written in.
@@ -207,6 +220,9 @@ final class FileSink: Sendable {
 
     /// The validator file beside the part file `partial`.
     private static func validatorPath(of partial: String) -> String { partial + ".validator" }
+
+    /// The record of a split part `partial` (see ``SegmentRecord``).
+    static func recordPath(of partial: String) -> String { partial + ".segments" }
 
     /// Closes the partial file; with `keeping`, a part that a saved validator describes stays (all its
     /// bytes written) for the next attempt to continue, else it is deleted with its validator.
@@ -218,18 +234,21 @@ final class FileSink: Sendable {
             var keep = keeping && (state.hasValidator || state.pendingResponse.flatMap(RangeRules.validator) != nil)
             // Its buffered bytes reach the part, the pending validator first; a part not written whole is not kept.
             if keep { keep = (try? flush(&state, final: false)) != nil }
+            // A split part is kept with the record of every byte written, its connections' buffers too.
+            if keeping, state.segments != nil { keep = (try? keepSegments(&state)) != nil }
             state.buffer = Data()
             if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
             if !keep {
                 unlink(partialPath)
                 if state.hasValidator { unlink(validatorPath) }
+                if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
             }
             claim.closeFile()
         }
     }
 
-    private func perform(_ body: (inout State) throws(FileFailure) -> Void) -> NetworkQueueError? {
+    func perform(_ body: (inout State) throws(FileFailure) -> Void) -> NetworkQueueError? {
         state.withLock { state -> NetworkQueueError? in
             guard !state.isClosed else { return nil }
             do throws(FileFailure) {
@@ -260,5 +279,7 @@ final class FileSink: Sendable {
         guard let validator = RangeRules.validator(of: response) else { return }
         try saveValidator(validator)
         state.hasValidator = true
+        // A record of an earlier split part would describe other bytes than this part's.
+        unlink(Self.recordPath(of: partialPath))
     }
 }

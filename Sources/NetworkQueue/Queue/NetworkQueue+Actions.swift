@@ -112,6 +112,7 @@ extension NetworkQueue {
         let (slot, token) = (start.slot, start.token)
         var urlRequest = start.urlRequest
         let pipeline: TransferPipeline
+        var shared: NetworkRequest.FileOptions?
         var options = TransferOptions(collectsMetrics: start.collectsMetrics)
         switch start.body {
         case .preflight:
@@ -119,8 +120,13 @@ extension NetworkQueue {
         case .checked(let request, let claim, let continuesPart):
             var sink: FileSink?
             if let claim {
-                guard let opened = openPart(claim, continuing: continuesPart, slot: slot, token: token) else { return }
-                if opened.continuedFrom > 0, let validator = opened.validator {
+                let splits = request.fileOptions.mayShare && RangeRules.mayContinue(urlRequest)
+                guard
+                    let opened = openPart(
+                        claim, continuing: continuesPart, segmented: splits, slot: slot, token: token)
+                else { return }
+                if splits { shared = request.fileOptions }
+                if !splits, opened.continuedFrom > 0, let validator = opened.validator {
                     for (name, value) in RangeRules.headers(offset: opened.continuedFrom, validator: validator) {
                         urlRequest.setValue(value, forHTTPHeaderField: name)
                     }
@@ -142,7 +148,13 @@ extension NetworkQueue {
             }
         }
         let handle: any TransferHandle
-        if pipeline.sink != nil, let lending = lender {
+        if let shared, let sink = pipeline.sink {
+            // One file over several connections or sources: one transfer to the engine.
+            handle = SplitDownload(
+                owner: self, slot: slot, token: token, transport: transport, options: options, pipeline: pipeline,
+                sink: sink, request: urlRequest, fileOptions: shared, forward: events
+            ).start()
+        } else if pipeline.sink != nil, let lending = lender {
             // The pipeline writes and hashes each piece before it returns: the transport may lend it.
             handle = lending.startTransfer(
                 urlRequest, options: options,
@@ -178,11 +190,15 @@ extension NetworkQueue {
 
     /// Opens the part file of a transfer about to start and tells the machine; nil when the transfer must not
     /// start (the request ended meanwhile, or the file could not be opened: the machine was told).
-    private func openPart(_ claim: DestinationClaim, continuing: Bool, slot: Int, token: UInt64) -> FileSink? {
+    private func openPart(_ claim: DestinationClaim, continuing: Bool, segmented: Bool, slot: Int, token: UInt64)
+        -> FileSink?
+    {
         let sink: FileSink
         do {
             // Nil means the request ended while starting: nothing to open or send.
-            guard let opened = try FileSink(claim: claim, continuing: continuing) else { return nil }
+            guard let opened = try FileSink(claim: claim, continuing: continuing, segmented: segmented) else {
+                return nil
+            }
             sink = opened
         } catch let error {
             send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }

@@ -54,6 +54,10 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case continuedFromByte
         /// The server would not continue the partial file: the download starts over from byte 0.
         case rangeRefused
+        /// A file download was split over several connections or sources, or (and why) it was not.
+        case splitDecided
+        /// A source of a split download (its URL or a mirror) was dropped for the file, and why.
+        case sourceDropped
         /// The request was paused.
         case paused
         /// The paused request was resumed.

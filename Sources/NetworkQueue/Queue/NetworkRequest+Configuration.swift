@@ -63,12 +63,39 @@ extension NetworkRequest {
         public var continuesPartialDownloads: Bool
         /// What happens when the destination file exists already. Default ``ExistingFile/replace``.
         public var existingFile: ExistingFile
+        /// The most connections the one file may be fetched over at once, each a `Range` request for one segment
+        /// (values below 1 count as 1). Default 1: one connection, as before.
+        ///
+        /// The file is split only when the first response says it may be: a 200 with a known length, no content
+        /// coding, `Accept-Ranges: bytes` and a validator (a strong `ETag`, else `Last-Modified`). Otherwise the
+        /// request runs on one connection and the log says why. Every connection counts toward the queue's
+        /// ``NetworkQueue/maxConcurrentRequestCount``: the first is the request's own slot, and the others are
+        /// taken only from slots no waiting request could start in. See "Big files: connections and mirrors".
+        public var maximumConnections: Int
+        /// Other URLs that serve the same bytes as the request's own, tried for segments when the file is split
+        /// and, before any byte is written, in turn when a source fails. A source that fails (a transport error,
+        /// a status, a different length or validator, a 200 to a range) is dropped for this file and its
+        /// segments go to the others; the file fails only when no source is left. Credentials of the request's
+        /// headers (`Authorization`, `Cookie`) go only to a source of the request's own origin. Default empty.
+        public var mirrors: [URL]
+        /// The smallest segment a connection is given or left with when it shares work with another
+        /// (values below 64 KiB count as 64 KiB). Default 1 MiB.
+        public var minimumSegmentSize: Int64
 
         /// Creates file options; every parameter defaults as its property says.
-        public init(continuesPartialDownloads: Bool = true, existingFile: ExistingFile = .replace) {
+        public init(
+            continuesPartialDownloads: Bool = true, existingFile: ExistingFile = .replace, maximumConnections: Int = 1,
+            mirrors: [URL] = [], minimumSegmentSize: Int64 = 1 << 20
+        ) {
             self.continuesPartialDownloads = continuesPartialDownloads
             self.existingFile = existingFile
+            self.maximumConnections = maximumConnections
+            self.mirrors = mirrors
+            self.minimumSegmentSize = minimumSegmentSize
         }
+
+        /// True when the file may be fetched over more than one connection or source.
+        var mayShare: Bool { maximumConnections > 1 || !mirrors.isEmpty }
     }
 
     /// The closures the queue calls for this one request, on its delegate executor, each just before the
@@ -145,7 +172,9 @@ extension NetworkRequest {
             validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
                 && validation.maximumResponseSize == .automatic && integrity.checksum == nil
                 && integrity.verifiesServerDigests
-                && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace && retryPolicy == nil
+                && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace
+                && !fileOptions.mayShare
+                && retryPolicy == nil
                 && timeLimits == nil
                 && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil
                 && handlers.onCompletion == nil

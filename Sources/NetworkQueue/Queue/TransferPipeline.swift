@@ -75,6 +75,31 @@ struct TransferPipeline: Sendable {
         piece.withUnsafeBytes { take($0) } ?? .forward
     }
 
+    /// The head of a split download (issue 36), read and begun on the file as ``step(_:)`` does; its bytes come out
+    /// of order, so the hashes wait for ``finishSplit(head:length:)``.
+    func splitHead(_ head: ResponseHead) -> Step {
+        let reading = HeadReading(
+            head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
+        if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
+        return .head(reading)
+    }
+
+    /// A split download's every byte is in its part: the file is closed, then the whole part (`length` bytes) is
+    /// hashed for the checks that cover the file (a digest of one range's content never applies to the file).
+    func finishSplit(head: ResponseHead, length: Int64) -> Step {
+        guard let sink else { return .forward }
+        if let error = sink.finishWriting() { return .fileFailed(error) }
+        guard let verifier else { return .forward }
+        let whole =
+            head.statusCode == 206
+            ? ResponseHead(
+                url: head.url, statusCode: 206, httpVersion: head.httpVersion,
+                fields: head.fields.filter { $0.name.lowercased() != "content-digest" }) : head
+        verifier.begin(whole, continuing: (sink.partial, length))
+        if let (expected, actual) = verifier.finish() { return .integrityFailed(expected: expected, actual: actual) }
+        return .forward
+    }
+
     /// A body piece to the file and the hashes; nil when all is well.
     private func take(_ bytes: UnsafeRawBufferPointer) -> Step? {
         if let sink, let error = sink.write(bytes) { return .fileFailed(error) }

@@ -1,0 +1,60 @@
+/// The sources of one split file (its URL, then its mirrors): which are still used, how many connections each
+/// runs and how many bytes each served (issue 36). Pure.
+///
+/// A source that served the wrong bytes or a status is dropped at once. A source whose connection broke is
+/// dropped when another source is left; the last one is given ``lastSourceFailures`` breaks in a row before it is
+/// dropped, so that one cut connection of a file without mirrors is fetched again from where it stopped.
+struct SourceList: Equatable, Sendable {
+    struct Source: Equatable, Sendable {
+        var isLive = true
+        /// Connections running to it now.
+        var running = 0
+        /// Bytes it served that were kept.
+        var served: Int64 = 0
+        /// Breaks in a row since it last served a byte.
+        var breaks = 0
+    }
+
+    /// How many broken connections in a row the last source is allowed.
+    static let lastSourceFailures = 3
+
+    private(set) var sources: [Source]
+
+    /// `count` sources, all live.
+    init(count: Int) { sources = Array(repeating: Source(), count: max(1, count)) }
+
+    /// True while any source is live.
+    var hasLive: Bool { sources.contains { $0.isLive } }
+
+    /// The live source with the fewest connections running (the first of equals: the request's own URL
+    /// first), which then runs one more; nil when none is live.
+    mutating func pick() -> Int? {
+        guard
+            let index = sources.indices.filter({ sources[$0].isLive }).min(by: {
+                sources[$0].running < sources[$1].running
+            })
+        else { return nil }
+        sources[index].running += 1
+        return index
+    }
+
+    /// A connection to `index` ended, having served `kept` bytes since it was counted last.
+    mutating func ended(_ index: Int) { sources[index].running -= 1 }
+
+    /// `index` served `count` kept bytes.
+    mutating func served(_ count: Int64, by index: Int) {
+        sources[index].served += count
+        if count > 0 { sources[index].breaks = 0 }
+    }
+
+    /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
+    mutating func drop(_ index: Int) { sources[index].isLive = false }
+
+    /// A connection to `index` broke; returns true when the source is dropped for it.
+    mutating func broke(_ index: Int) -> Bool {
+        sources[index].breaks += 1
+        let othersLive = sources.indices.contains { $0 != index && sources[$0].isLive }
+        if othersLive || sources[index].breaks >= Self.lastSourceFailures { sources[index].isLive = false }
+        return !sources[index].isLive
+    }
+}

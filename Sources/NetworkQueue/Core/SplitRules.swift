@@ -1,0 +1,147 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The rules of one file fetched over several connections and sources (issue 36): when a response allows it,
+/// what each segment's request says and whether a segment's response is the file's bytes. Pure functions of heads.
+enum SplitRules {
+    /// What every source of a split file must agree on.
+    struct Shape: Equatable, Sendable {
+        /// The file's length in bytes.
+        let length: Int64
+        /// The validator each segment is asked under (`If-Range`) and checked against.
+        let validator: RangeRules.Validator
+    }
+
+    /// Why a response does not allow splitting (logged, so that a user sees why one connection was used).
+    enum Refusal: Error, Equatable, Sendable {
+        case status(Int)
+        case encoded
+        case unknownLength
+        case noByteRanges
+        case noValidator
+        case tooSmall(length: Int64)
+
+        /// The reason in words.
+        var text: String {
+            switch self {
+            case .status(let code): "the response is a \(code), not a 200"
+            case .encoded: "the body has a content coding"
+            case .unknownLength: "the length is not known"
+            case .noByteRanges: "the server does not say Accept-Ranges: bytes"
+            case .noValidator: "the response has neither a strong ETag nor Last-Modified"
+            case .tooSmall(let length): "\(length) bytes are too few to share"
+            }
+        }
+    }
+
+    /// The file's shape when `head`, the first response to a GET without a range, allows splitting it into
+    /// segments of at least `minimumSize` bytes; else why not.
+    static func shape(of head: ResponseHead, minimumSize: Int64) -> Result<Shape, Refusal> {
+        guard head.statusCode == 200 else { return .failure(.status(head.statusCode)) }
+        guard !ResponseRules.isEncoded(head) else { return .failure(.encoded) }
+        guard let length = ResponseRules.knownLength(of: head, encoded: false) else {
+            return .failure(.unknownLength)
+        }
+        guard acceptsByteRanges(head) else { return .failure(.noByteRanges) }
+        guard let validator = RangeRules.validator(of: head) else { return .failure(.noValidator) }
+        guard length >= 2 * minimumSize else { return .failure(.tooSmall(length: length)) }
+        return .success(Shape(length: length, validator: validator))
+    }
+
+    /// True when the head says `Accept-Ranges: bytes` (among other units, if any).
+    static func acceptsByteRanges(_ head: ResponseHead) -> Bool {
+        guard let value = head.value(forHTTPHeaderField: "Accept-Ranges") else { return false }
+        return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }
+    }
+
+    /// The headers asking for the bytes `range` (nil upper end: to the end of the file) under `validator`.
+    static func headers(for range: Range<Int64>, open: Bool, validator: RangeRules.Validator) -> [String: String] {
+        let last = open ? "" : String(range.upperBound - 1)
+        return ["Range": "bytes=\(range.lowerBound)-\(last)", "If-Range": validator.headerValue]
+    }
+
+    /// Why a segment's response is not the file's bytes from `start` (the source is dropped), or nil when it is: a
+    /// 206 from `start` of a body of the file's length, without a content coding, under the same validator.
+    static func problem(with head: ResponseHead, start: Int64, shape: Shape) -> String? {
+        guard head.statusCode == 206 else {
+            return head.statusCode == 200
+                ? "it sent the whole file (200) for a range" : "it answered \(head.statusCode)"
+        }
+        guard !ResponseRules.isEncoded(head) else { return "the range has a content coding" }
+        guard let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range")),
+            range.first == start
+        else { return "its Content-Range does not start at byte \(start)" }
+        guard range.total == shape.length else {
+            return "its length is \(range.total.map(String.init) ?? "unknown"), not \(shape.length)"
+        }
+        if let other = validator(of: head, kind: shape.validator), other != shape.validator {
+            return "its validator \(other.headerValue) is not \(shape.validator.headerValue)"
+        }
+        return nil
+    }
+
+    /// The validator of `head` of the same kind as `kind` (a strong `ETag`, or `Last-Modified`), read from any
+    /// status (a 206's own fields describe the resource).
+    static func validator(of head: ResponseHead, kind: RangeRules.Validator) -> RangeRules.Validator? {
+        switch kind {
+        case .entityTag:
+            guard let tag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces) else {
+                return nil
+            }
+            return .entityTag(tag)
+        case .lastModified:
+            return head.value(forHTTPHeaderField: "Last-Modified").map {
+                .lastModified($0.trimmingCharacters(in: .whitespaces))
+            }
+        }
+    }
+
+    /// The head the engine hears for a split file continued from a part holding `onDisk` of its bytes: the first
+    /// response's, with the range and length of what is left (`Content-Range: bytes onDisk-last/length`), so that
+    /// progress starts at the bytes on disk as for a part continued on one connection.
+    static func continuingHead(_ head: ResponseHead, onDisk: Int64, length: Int64) -> ResponseHead {
+        var fields = head.fields.filter {
+            let name = $0.name.lowercased()
+            return name != "content-range" && name != "content-length"
+        }
+        fields.append(.init(name: "Content-Range", value: "bytes \(onDisk)-\(length - 1)/\(length)"))
+        fields.append(.init(name: "Content-Length", value: String(length - onDisk)))
+        return ResponseHead(url: head.url, statusCode: 206, httpVersion: head.httpVersion, fields: fields)
+    }
+
+    /// `request` sent to `source` instead: its credentials (`Authorization`, `Cookie`) stay behind unless `source`
+    /// has the same scheme, host and port as `origin`.
+    static func request(_ request: URLRequest, to source: URL, origin: URL?) -> URLRequest {
+        var sent = request
+        sent.url = source
+        if RequestRules.hostKey(source) != RequestRules.hostKey(origin) {
+            for name in ["Authorization", "Cookie"] { sent.setValue(nil, forHTTPHeaderField: name) }
+        }
+        return sent
+    }
+}
+
+extension RangeRules.Validator {
+    /// The validator as one line of a ``SegmentRecord``: an entity tag as sent (it begins with a quote), or
+    /// `Last-Modified: <date>`.
+    var recordText: String {
+        switch self {
+        case .entityTag(let tag): tag
+        case .lastModified(let date): "Last-Modified: \(date)"
+        }
+    }
+
+    /// The validator a record's line names.
+    init?(recordText text: String) {
+        if text.hasPrefix("Last-Modified: ") {
+            self = .lastModified(String(text.dropFirst("Last-Modified: ".count)))
+        } else if RangeRules.isStrongEntityTag(text) {
+            self = .entityTag(text)
+        } else {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What a split part left by an earlier attempt or run holds: read from its record, or (a part of one connection
+/// continued by a split request) its bytes from 0 with its validator.
+struct PartSegments: Equatable, Sendable {
+    /// The ranges on disk.
+    let done: [Range<Int64>]
+    /// The validator they were fetched under.
+    let validator: RangeRules.Validator
+    /// The file's length, when the record says it (a part of one connection does not).
+    let length: Int64?
+
+    /// The bytes on disk.
+    var onDisk: Int64 { done.reduce(0) { $0 + Int64($1.count) } }
+}
+
+/// A split part's writes (issue 36): each connection's bytes are gathered in a buffer of their own and written at
+/// their offset (`pwrite`), and the ranges written are recorded beside the part (``SegmentRecord``), written whole
+/// to a temporary name and renamed over the last, every ``recordEvery`` bytes and whenever the part is kept.
+/// The record claims only bytes the part holds: a rerun after kill -9 fetches at most what was written since.
+struct SegmentWriter {
+    /// One connection's bytes not written yet, from `offset` on.
+    struct Pending {
+        var offset: Int64
+        var data: Data
+    }
+
+    let length: Int64
+    let validator: RangeRules.Validator
+    /// The ranges written (merged).
+    private(set) var written: [Range<Int64>]
+    private var pending: [Int: Pending] = [:]
+    /// Bytes written since the record was last saved.
+    private(set) var sinceRecord: Int64 = 0
+
+    /// A connection's buffer is written once it holds this many bytes.
+    static let bufferSize = 1 << 20
+    /// The record is saved again after this many bytes are written.
+    static let recordEvery: Int64 = 8 << 20
+
+    init(length: Int64, validator: RangeRules.Validator, written: [Range<Int64>]) {
+        self.length = length
+        self.validator = validator
+        self.written = SegmentPlan.merged(written)
+    }
+
+    /// The record's text for what is written.
+    var recordText: String? {
+        SegmentRecord(length: length, validator: validator.recordText, done: written).encoded()
+    }
+
+    /// Gathers `bytes` of connection `run` at `offset`; writes its buffer when full or when the bytes do not follow
+    /// it. Returns true when the record is due.
+    mutating func take(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, fd: Int32) throws(FileSink
+        .FileFailure)
+        -> Bool
+    {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+        if let buffer = pending[run], buffer.offset + Int64(buffer.data.count) != offset { try flush(run, fd) }
+        if pending[run] == nil {
+            var data = Data()
+            data.reserveCapacity(Self.bufferSize)
+            pending[run] = Pending(offset: offset, data: data)
+        }
+        pending[run]!.data.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        if pending[run]!.data.count >= Self.bufferSize { try flush(run, fd) }
+        return sinceRecord >= Self.recordEvery
+    }
+
+    /// Writes connection `run`'s buffer at its offset.
+    mutating func flush(_ run: Int, _ fd: Int32) throws(FileSink.FileFailure) {
+        guard let buffer = pending.removeValue(forKey: run), !buffer.data.isEmpty else { return }
+        try buffer.data.withUnsafeBytes { bytes in
+            Result { () throws(FileSink.FileFailure) in try Self.writeAll(fd, bytes, at: buffer.offset) }
+        }.get()
+        let range = buffer.offset..<(buffer.offset + Int64(buffer.data.count))
+        written = SegmentPlan.merged(written + [range])
+        sinceRecord += Int64(range.count)
+    }
+
+    /// Writes every connection's buffer.
+    mutating func flushAll(_ fd: Int32) throws(FileSink.FileFailure) {
+        for run in Array(pending.keys) { try flush(run, fd) }
+    }
+
+    /// The record was saved.
+    mutating func recorded() { sinceRecord = 0 }
+
+    /// Writes all of `bytes` at `offset`, through short writes and interruptions.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileSink.FileFailure) {
+        guard var next = bytes.baseAddress else { return }
+        var (left, position) = (bytes.count, offset)
+        while left > 0 {
+            let written = pwrite(fd, next, left, off_t(position))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .current()
+            }
+            next += written
+            left -= written
+            position += Int64(written)
+        }
+    }
+}
+
+extension FileSink {
+    /// The part becomes a split file of `shape`: sized to its length (holes where nothing is written yet), its
+    /// record saved before any byte (a part with holes is never left without one), a one-connection validator file
+    /// removed. `done` is what a continued part holds already.
+    func beginSegments(_ shape: SplitRules.Shape, done: [Range<Int64>]) -> NetworkQueueError? {
+        perform { state throws(FileFailure) in
+            state.pendingResponse = nil
+            if state.hasValidator { unlink(validatorPath) }
+            state.hasValidator = false
+            var writer = SegmentWriter(length: shape.length, validator: shape.validator, written: done)
+            try Self.check(ftruncate(state.fd, off_t(shape.length)) == 0)
+            try saveRecord(&writer)
+            state.segments = writer
+            state.hasBytes = true
+        }
+    }
+
+    /// Writes `bytes` of connection `run` at `offset` of a split part (gathered per connection; see
+    /// ``SegmentWriter``). The bytes may be lent: nothing of them is kept but a copy.
+    func writeSegment(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int) -> NetworkQueueError? {
+        perform { state throws(FileFailure) in
+            guard state.isAccepting, state.segments != nil else { return }
+            if try state.segments!.take(bytes, at: offset, run: run, fd: state.fd) {
+                try saveRecord(&state.segments!)
+            }
+        }
+    }
+
+    /// Writes what connection `run` gathered: its range is done, or it stopped.
+    func endSegment(run: Int) -> NetworkQueueError? {
+        perform { state throws(FileFailure) in
+            guard state.segments != nil, state.fd >= 0 else { return }
+            try state.segments!.flush(run, state.fd)
+        }
+    }
+
+    /// Writes every connection's buffer and the record, for a part kept for the next attempt or run.
+    func keepSegments(_ state: inout State) throws(FileFailure) {
+        guard state.segments != nil, state.fd >= 0 else { return }
+        try state.segments!.flushAll(state.fd)
+        try saveRecord(&state.segments!)
+    }
+
+    /// Saves the record of what `writer` wrote: whole, to a temporary name, then renamed over the last one.
+    private func saveRecord(_ writer: inout SegmentWriter) throws(FileFailure) {
+        guard let text = writer.recordText else { throw FileFailure(reason: "the validator cannot be recorded") }
+        let path = Self.recordPath(of: partialPath)
+        let temporary = path + ".new"
+        let fd = Self.openRegular(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(temporary): \(Self.openFailure(fd))") }
+        var bytes = text
+        do throws(FileFailure) {
+            try bytes.withUTF8 { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, .init(bytes)) } }
+                .get()
+        } catch {
+            closeDescriptor(fd)
+            unlink(temporary)
+            throw error
+        }
+        closeDescriptor(fd)
+        try Self.check(rename(temporary, path) == 0)
+        writer.recorded()
+    }
+}

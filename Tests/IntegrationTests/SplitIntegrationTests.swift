@@ -1,0 +1,183 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One file over several connections and mirrors (issue 36), against loopback servers, over each transport: the
+/// ranges the servers saw, the bytes they sent, the file and what the delegate and metrics say.
+@Suite(.timeLimit(.minutes(10))) struct SplitIntegrationTests {
+    static let size = 4_000_000
+    static let segment: Int64 = 256 << 10
+
+    /// A request for `url` to `file` over up to `connections` connections and `mirrors`.
+    static func request(_ url: URL, to file: URL, connections: Int = 4, mirrors: [URL] = []) -> NetworkRequest {
+        NetworkRequest(
+            url: url, destination: .file(file),
+            fileOptions: .init(maximumConnections: connections, mirrors: mirrors, minimumSegmentSize: segment))
+    }
+
+    /// Runs `request` on a queue of `transport` collecting metrics and retrying at once; checks the file is the
+    /// pattern, nothing is left beside it, the delegate heard one request, and the fraction never fell.
+    static func run(_ request: NetworkRequest, _ transport: TransportKind, file: URL, limit: Int = 8) async throws
+        -> (QueueProgress, Recorder)
+    {
+        let (queue, recorder) = RetryIntegrationTests.retryingQueue(transport)
+        queue.maxConcurrentRequestCount = limit
+        queue.collectsMetrics = true
+        try queue.add(request)
+        let progress = await queue.run()
+        #expect(request.failure == nil, "\(String(describing: request.failure))")
+        #expect(try Data(contentsOf: file) == pattern(0..<size))
+        for suffix in [".part", ".part.validator", ".part.segments"] {
+            #expect(!FileManager.default.fileExists(atPath: file.path + suffix), "\(suffix) left")
+        }
+        let events = recorder.events.filter { if case .requestProgress = $0 { false } else { true } }
+        #expect(events.filter { $0 == .start(0) }.count == 1)
+        #expect(events.filter { if case .headers(0, _) = $0 { true } else { false } }.count == 1)
+        #expect(events.filter { $0 == .finish(0) }.count == 1)
+        let fractions = recorder.progresses.current.map(\.fractionCompleted)
+        #expect(fractions == fractions.sorted(), "\(fractions)")
+        #expect(progress.bytesReceived == Int64(size))
+        #expect(request.attemptCount == 1, "no attempt failed: \(recorder.events)")
+        return (progress, recorder)
+    }
+
+    /// The ranges a server was asked for (`bytes=a-b` or `bytes=a-`), by GET.
+    static func ranges(_ server: LoopbackServer) -> [String?] {
+        zip(server.statistics.log, server.statistics.headers).filter { $0.0.hasPrefix("GET") }.map { $0.1["range"] }
+    }
+
+    @Test(arguments: TransportKind.allCases) func aFileIsFetchedOverSeveralConnections(_ transport: TransportKind)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("split.bin")
+        let request = Self.request(server.url("/bytes/\(Self.size)?rate=4000000"), to: file)
+        _ = try await Self.run(request, transport, file: file)
+        let asked = Self.ranges(server)
+        #expect(asked.first == .some(nil), "the first request asks for the whole file: \(asked)")
+        #expect(asked.count >= 4, "\(asked)")
+        #expect(asked.dropFirst().allSatisfy { $0?.hasPrefix("bytes=") == true }, "\(asked)")
+        #expect(server.statistics.maxInFlight >= 2)
+        let segments = request.metrics?.final?.segments
+        #expect(segments?.connections ?? 0 >= 2)
+        #expect(segments?.sources.map(\.bytes) == [Int64(Self.size)])
+        #expect(request.response?.statusCode == 200)
+    }
+
+    @Test(arguments: TransportKind.allCases) func aFileWithoutValidatorUsesOneConnection(_ transport: TransportKind)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("one.bin")
+        _ = try await Self.run(
+            Self.request(server.url("/bytes/\(Self.size)?noetag=1"), to: file), transport, file: file)
+        #expect(Self.ranges(server) == [nil])
+    }
+
+    @Test(arguments: TransportKind.allCases) func mirrorsShareTheFileAndABadOneIsDropped(_ transport: TransportKind)
+        async throws
+    {
+        let (first, second, third) = (try LoopbackServer(), try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mirrored.bin")
+        let path = "/bytes/\(Self.size)?rate=3000000"
+        // The third serves other bytes under another ETag: dropped at its first head, nothing of it kept.
+        let request = Self.request(
+            first.url(path), to: file, connections: 6,
+            mirrors: [second.url(path), third.url(path + "&seed=7&etag=other")])
+        _ = try await Self.run(request, transport, file: file)
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.count == 3)
+        #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
+        #expect(sources.map(\.wasDropped) == [false, false, true], "\(sources)")
+        #expect(sources.last?.bytes == 0)
+        #expect(sources[1].bytes > 0)
+    }
+
+    @Test(arguments: TransportKind.allCases, ["cut", "404", "ignoreRange"])
+    func aMirrorThatFailsIsDroppedAndTheFileCompletes(_ transport: TransportKind, _ fault: String) async throws {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("fault.bin")
+        let path = "/bytes/\(Self.size)?rate=3000000"
+        let broken =
+            switch fault {
+            case "cut": second.url(path + "&dropAt=30&cutAll=1")
+            case "404": second.url("/status/404")
+            default: second.url(path + "&ignoreRange=1")
+            }
+        let request = Self.request(first.url(path), to: file, connections: 4, mirrors: [broken])
+        _ = try await Self.run(request, transport, file: file)
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.map(\.wasDropped) == [false, true], "\(sources)")
+        #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
+    }
+
+    @Test(arguments: TransportKind.allCases) func aSourceThatFailsFirstHandsTheFileToAMirror(_ transport: TransportKind)
+        async throws
+    {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("fallback.bin")
+        let request = Self.request(
+            first.url("/status/404"), to: file, connections: 3, mirrors: [second.url("/bytes/\(Self.size)")])
+        let (_, recorder) = try await Self.run(request, transport, file: file)
+        #expect(first.statistics.requests == 1, "\(first.statistics.log) \(recorder.events)")
+        #expect(Self.ranges(second).first == .some(nil))
+    }
+
+    @Test(arguments: TransportKind.allCases) func aSegmentCutShortContinuesFromWhereItStopped(
+        _ transport: TransportKind
+    ) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("cut.bin")
+        // The first GET closes its connection at 10% of the file: its range goes on from there.
+        let request = Self.request(server.url("/bytes/\(Self.size)?dropAt=10&key=segcut&rate=4000000"), to: file)
+        _ = try await Self.run(request, transport, file: file)
+        let cut = Self.size / 10
+        #expect(Self.ranges(server).contains { $0?.hasPrefix("bytes=\(cut)-") == true }, "\(Self.ranges(server))")
+    }
+
+    @Test(arguments: TransportKind.allCases) func aSplitPartFromAnEarlierRunIsContinuedRangeByRange(
+        _ transport: TransportKind
+    ) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("resumed.bin")
+        // What a run killed at about half leaves: two ranges on disk, holes between, and its record.
+        let done = [0..<1_000_000, 2_000_000..<3_000_000]
+        var part = Data(count: Self.size)
+        for range in done { part.replaceSubrange(range, with: pattern(range)) }
+        try part.write(to: file.appendingPathExtension("part"))
+        let record =
+            "nq-segments 1\nlength \(Self.size)\nvalidator \"bytes-\(Self.size)\"\n"
+            + done.map { "done \($0.lowerBound)-\($0.upperBound - 1)\n" }.joined()
+        try Data(record.utf8).write(to: URL(fileURLWithPath: file.path + ".part.segments"))
+        let request = Self.request(server.url("/bytes/\(Self.size)?rate=8000000"), to: file)
+        let (_, recorder) = try await Self.run(request, transport, file: file)
+        #expect(Self.ranges(server).first == "bytes=1000000-1999999", "\(Self.ranges(server))")
+        // Only the holes on the wire (heads aside, and what the first connection had in flight when stopped).
+        #expect(
+            server.statistics.bytesWritten < 2_000_000 + 600_000,
+            "\(server.statistics.bytesWritten) \(Self.ranges(server))")
+        #expect(request.response?.statusCode == 206)
+        let counted = recorder.progresses.current.map(\.bytesReceived).filter { $0 > 0 }
+        #expect(counted.first ?? 0 >= 2_000_000, "counting starts at the bytes on disk: \(counted.prefix(5))")
+    }
+}
