@@ -45,6 +45,10 @@ struct DemoOptions {
     var proxy: Proxy?
     /// Where a JSON line per ended request is written (`--report`).
     var report: String?
+    /// The connections each file may be fetched over (`--split`).
+    var split = 1
+    /// True when `--concurrency` was given (else `--split` raises it to the split).
+    var concurrencyGiven = false
 
     /// The queue's time limits these options ask for: curl's pairing (`--speed-limit` alone averages over 30 s,
     /// `--speed-time` alone asks for 1 byte per second).
@@ -83,6 +87,7 @@ struct DemoOptions {
         case needsOutput(String)
         case badHeader(SentHeaders.Problem)
         case badProxy(Proxy.Problem)
+        case badSplit(String)
 
         var description: String {
             switch self {
@@ -103,6 +108,7 @@ struct DemoOptions {
             case .needsOutput(let flag): "\(flag) works with --output DIR"
             case .badHeader(let problem): problem.description
             case .badProxy(let problem): "--proxy: \(problem)"
+            case .badSplit(let value): "--split needs a whole number from 1 to 16, not '\(value)'"
             }
         }
     }
@@ -132,6 +138,12 @@ struct DemoOptions {
           --no-clobber      with --output: keep every file that exists already and send no request for
                             it (files only appear complete, renamed into place, so one that exists is
                             whole); the summary counts them. Fetches only what is missing
+          -s, --split N     with --output: fetch each file over up to N connections (1 to 16, default 1),
+                            as aria2c -s N -x N: ranges of at least 1 MiB, a connection that finishes
+                            takes half of the largest range left. Only for a server that sends a length,
+                            a validator and Accept-Ranges: bytes (else one connection). Every connection
+                            counts toward --concurrency (raised to N unless given); the ones past the
+                            first are used only when no other file waits for a slot
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --max-time S      fail a request that has not ended S seconds after its first attempt
@@ -144,7 +156,10 @@ struct DemoOptions {
           --max-filesize B  fail a response larger than B bytes (like 64K, 500M, 2G; K = 1,000):
                             its transfer stops at once and nothing of it is kept
           --input FILE      read the requests from FILE (- for standard input), one a line:
-                            URL [sha256:HEX|sha512:HEX]; blank lines and # comments are skipped. A file
+                            URL [MIRROR ...] [sha256:HEX|sha512:HEX], fields apart by TABs (as aria2's
+                            input files) or spaces: further URLs are mirrors of the same file (at most
+                            16), which share its segments with --split and stand in when a source
+                            fails; blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a
                             list runs as with --keep-going, so the other files are still fetched. The
                             list is opened once and read as a stream (a pipe or <(command) too; a regular
@@ -261,6 +276,11 @@ struct DemoOptions {
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
                 options.concurrency = count
+                options.concurrencyGiven = true
+            case "--split", "-s":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), (1...16).contains(count) else { throw .badSplit(value) }
+                options.split = count
             case let flag where flag.hasPrefix("-"):
                 throw .unknownFlag(flag)
             default:
@@ -269,6 +289,8 @@ struct DemoOptions {
         }
         if options.shard != .whole, options.input == nil { throw .needsInput("--shard") }
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
+        if options.split > 1, options.output == nil { throw .needsOutput("--split") }
+        if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }
 

@@ -163,10 +163,11 @@ for (url, label) in targets {
     let request =
         options.headers.isEmpty
         ? NetworkRequest(
-            url: url, destination: destination, validation: validation, fileOptions: .init(existingFile: existingFile))
+            url: url, destination: destination, validation: validation,
+            fileOptions: .init(existingFile: existingFile, maximumConnections: options.split))
         : NetworkRequest(
             options.headers.request(for: url), destination: destination, validation: validation,
-            fileOptions: .init(existingFile: existingFile))
+            fileOptions: .init(existingFile: existingFile, maximumConnections: options.split))
     do {
         try queue.add(request)
     } catch {
@@ -179,7 +180,8 @@ let tally = ListSource.Tally()
 if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
-        existingFile: existingFile, validation: validation, headers: options.headers, tally: tally)
+        existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
+        tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)

@@ -7,12 +7,15 @@ import NetworkQueue
     import Darwin
 #endif
 
-/// The `--input` list: one request per line, `URL [sha256:HEX|sha512:HEX]`; blank lines and lines that
+/// The `--input` list: one request per line, `URL [mirror ...] [sha256:HEX|sha512:HEX]` (fields apart by TABs or
+/// spaces; more URLs on a line are mirrors of the first, as in aria2's input files); blank lines and lines that
 /// start with `#` are skipped. Read as a stream, a chunk at a time: a list of any length in constant memory.
 public enum InputList {
     public struct Entry: Sendable {
         public let url: URL
         public let checksum: Checksum?
+        /// Other URLs serving the same file (the line's further URLs), in their order.
+        public let mirrors: [URL]
         /// The 1-based number of its line.
         public let line: Int
     }
@@ -32,22 +35,34 @@ public enum InputList {
         let fields =
             line.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 })
             ? line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) : [line]
-        guard fields.count <= 2 else {
-            throw Problem(line: number, reason: "expected 'URL [sha256:HEX]', found \(fields.count) fields")
+        guard fields.count <= 1 + maximumMirrors + 1 else {
+            throw Problem(
+                line: number,
+                reason: "expected 'URL [mirror ...] [sha256:HEX]' with at most \(maximumMirrors) mirrors, found "
+                    + "\(fields.count) fields")
         }
         guard let url = webURL(fields[0]) else {
             throw Problem(line: number, reason: "\(quoted(fields[0])) is not an http(s) URL with a host")
         }
         var checksum: Checksum?
-        if fields.count == 2 {
-            guard let parsed = Checksum(fields[1]) else {
-                throw Problem(
-                    line: number,
-                    reason: "\(quoted(fields[1])) is not sha256:<64 hex digits> or sha512:<128 hex digits>")
+        var mirrors: [URL] = []
+        for (index, field) in fields.enumerated().dropFirst() {
+            if let mirror = webURL(field), checksum == nil {
+                mirrors.append(mirror)
+                continue
+            }
+            guard index == fields.count - 1, let parsed = Checksum(field) else {
+                let what =
+                    field.contains("://")
+                    ? "an http(s) URL with a host" : "sha256:<64 hex digits> or sha512:<128 hex digits>"
+                throw Problem(line: number, reason: "\(quoted(field)) is not \(what)")
             }
             checksum = parsed
         }
-        return Entry(url: url, checksum: checksum, line: number)
+        guard mirrors.count <= maximumMirrors else {
+            throw Problem(line: number, reason: "\(mirrors.count) mirrors: at most \(maximumMirrors) may follow a URL")
+        }
+        return Entry(url: url, checksum: checksum, mirrors: mirrors, line: number)
     }
 
     /// `line` without the white space (Unicode's, and `\r`) at its ends. A line of printable ASCII at both ends,
@@ -74,6 +89,9 @@ public enum InputList {
         else { return nil }
         return url
     }
+
+    /// The most mirrors one line may list: 16.
+    public static let maximumMirrors = 16
 
     /// The longest line a list may hold, in bytes without its newline: 65,536. A longer one (or a list that never
     /// ends its line, such as `/dev/zero`) is refused with its number, as a malformed line is.

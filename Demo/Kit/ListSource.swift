@@ -39,6 +39,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let validation: NetworkRequest.Validation
     /// The fields every request sends (none: each request is made from its URL alone, the compact form).
     public let headers: SentHeaders
+    /// The connections each file may use (`--split`).
+    public let split: Int
     public let tally: Tally
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
@@ -46,9 +48,10 @@ public struct ListSource: AsyncSequence, Sendable {
     public init(
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
-        headers: SentHeaders = .init(), tally: Tally
+        headers: SentHeaders = .init(), split: Int = 1, tally: Tally
     ) {
         self.headers = headers
+        self.split = split
         self.path = path
         opened = reader
         self.output = output
@@ -90,12 +93,12 @@ public struct ListSource: AsyncSequence, Sendable {
                     return NetworkRequest(
                         source.headers.request(for: entry.url), destination: destination, validation: source.validation,
                         integrity: .init(checksum: entry.checksum),
-                        fileOptions: .init(existingFile: source.existingFile), tag: number)
+                        fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
                 }
                 return NetworkRequest(
                     url: entry.url, destination: destination, validation: source.validation,
                     integrity: .init(checksum: entry.checksum),
-                    fileOptions: .init(existingFile: source.existingFile), tag: number)
+                    fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
             }
             reader?.finish()
             return nil
@@ -103,6 +106,11 @@ public struct ListSource: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+
+    /// The file options of an entry with `mirrors`: the list's existing-file rule and connections.
+    func fileOptions(mirrors: [URL]) -> NetworkRequest.FileOptions {
+        .init(existingFile: existingFile, maximumConnections: split, mirrors: mirrors)
+    }
 }
 
 /// A value under a lock, for the Demo's counters.

@@ -59,7 +59,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("split.bin")
-        let request = Self.request(server.url("/bytes/\(Self.size)?rate=4000000"), to: file)
+        let request = Self.request(server.url("/bytes/\(Self.size)?rate=1000000"), to: file)
         _ = try await Self.run(request, transport, file: file)
         let asked = Self.ranges(server)
         #expect(asked.first == .some(nil), "the first request asks for the whole file: \(asked)")
@@ -91,7 +91,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("mirrored.bin")
-        let path = "/bytes/\(Self.size)?rate=3000000"
+        let path = "/bytes/\(Self.size)?rate=1000000"
         // The third serves other bytes under another ETag: dropped at its first head, nothing of it kept.
         let request = Self.request(
             first.url(path), to: file, connections: 6,
@@ -111,7 +111,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("fault.bin")
-        let path = "/bytes/\(Self.size)?rate=3000000"
+        let path = "/bytes/\(Self.size)?rate=1000000"
         let broken =
             switch fault {
             case "cut": second.url(path + "&dropAt=30&cutAll=1")
@@ -147,7 +147,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("cut.bin")
         // The first GET closes its connection at 10% of the file: its range goes on from there.
-        let request = Self.request(server.url("/bytes/\(Self.size)?dropAt=10&key=segcut&rate=4000000"), to: file)
+        let request = Self.request(server.url("/bytes/\(Self.size)?dropAt=10&key=segcut&rate=1000000"), to: file)
         _ = try await Self.run(request, transport, file: file)
         let cut = Self.size / 10
         #expect(Self.ranges(server).contains { $0?.hasPrefix("bytes=\(cut)-") == true }, "\(Self.ranges(server))")

@@ -94,6 +94,27 @@ struct SegmentPlan: Equatable, Sendable {
         return start(cut..<victim.end)
     }
 
+    /// Shares the run with the most left among `parts` connections: it keeps the first of `parts` equal shares of
+    /// what it has not received (each at least ``minimumSize``), and the others wait, in order. Used when one
+    /// connection turns out too slow for the file alone.
+    mutating func divide(into parts: Int) {
+        guard parts > 1, let index = runs.indices.max(by: { runs[$0].remaining < runs[$1].remaining }) else { return }
+        let run = runs[index]
+        let count = max(1, min(Int64(parts), run.remaining / minimumSize))
+        guard count > 1 else { return }
+        let step = (run.remaining + count - 1) / count
+        runs[index].end = run.next + step
+        var start = run.next + step
+        var shares: [Range<Int64>] = []
+        while start < run.end {
+            var end = min(run.end, start + step)
+            if run.end - end < minimumSize { end = run.end }
+            shares.append(start..<end)
+            start = end
+        }
+        waiting = (waiting + shares).sorted { $0.lowerBound < $1.lowerBound }
+    }
+
     private mutating func start(_ range: Range<Int64>) -> Run {
         let run = Run(id: nextID, start: range.lowerBound, next: range.lowerBound, end: range.upperBound)
         nextID += 1

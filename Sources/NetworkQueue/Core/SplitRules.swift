@@ -51,6 +51,20 @@ enum SplitRules {
         return .success(Shape(length: length, validator: validator))
     }
 
+    /// How long the first connection runs alone before the file is shared, in seconds: long enough to tell a fast
+    /// connection from a capped one, short against what sharing saves (30 ms).
+    static let probeSeconds = 0.03
+    /// A file whose rest one connection would fetch in less than this many seconds is not shared: more connections
+    /// would cost more than they save (0.5 s).
+    static let worthSharingSeconds = 0.5
+
+    /// True when one connection that received `received` bytes in `elapsed` seconds would take longer than
+    /// ``worthSharingSeconds`` for the `remaining` bytes (always, when nothing was received yet).
+    static func isWorthSharing(remaining: Int64, received: Int64, elapsed: Double) -> Bool {
+        guard received > 0, elapsed > 0 else { return remaining > 0 }
+        return Double(remaining) / (Double(received) / elapsed) > worthSharingSeconds
+    }
+
     /// True when the head says `Accept-Ranges: bytes` (among other units, if any).
     static func acceptsByteRanges(_ head: ResponseHead) -> Bool {
         guard let value = head.value(forHTTPHeaderField: "Accept-Ranges") else { return false }

@@ -63,6 +63,13 @@ struct SegmentWriter {
     {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
         if let buffer = pending[run], buffer.offset + Int64(buffer.data.count) != offset { try flush(run, fd) }
+        if bytes.count >= FileSink.directWriteSize {
+            // A big piece is written where it is, after what was gathered before it: never copied.
+            try flush(run, fd)
+            try Self.writeAll(fd, bytes, at: offset)
+            wrote(offset..<(offset + Int64(bytes.count)))
+            return sinceRecord >= Self.recordEvery
+        }
         if pending[run] == nil {
             var data = Data()
             data.reserveCapacity(Self.bufferSize)
@@ -79,8 +86,19 @@ struct SegmentWriter {
         try buffer.data.withUnsafeBytes { bytes in
             Result { () throws(FileSink.FileFailure) in try Self.writeAll(fd, bytes, at: buffer.offset) }
         }.get()
-        let range = buffer.offset..<(buffer.offset + Int64(buffer.data.count))
-        written = SegmentPlan.merged(written + [range])
+        wrote(buffer.offset..<(buffer.offset + Int64(buffer.data.count)))
+    }
+
+    /// `range` is on disk.
+    private mutating func wrote(_ range: Range<Int64>) {
+        // Most writes extend the range they follow: no merge of the whole list.
+        if let index = written.firstIndex(where: { $0.upperBound == range.lowerBound }),
+            index + 1 == written.count || written[index + 1].lowerBound > range.upperBound
+        {
+            written[index] = written[index].lowerBound..<range.upperBound
+        } else {
+            written = SegmentPlan.merged(written + [range])
+        }
         sinceRecord += Int64(range.count)
     }
 

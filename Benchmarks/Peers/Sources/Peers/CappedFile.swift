@@ -3,7 +3,7 @@ import Foundation
 /// One big file from a server that caps each connection (nginx's `limit_rate`, as object stores and public mirrors
 /// do; issue 36): what splitting it over several connections buys. Every tool saves `/capped/capped.bin` into an
 /// empty folder: `aria2c -x 8 -s 8 -k 1M` (the reference every ratio is taken against), aria2c over one
-/// connection, curl, wget2, and the Demo (one connection per file today). Wall time and CPU seconds.
+/// connection, curl, wget2, and the Demo over 8 connections (`--split 8`) and over one. Wall time and CPU seconds.
 struct CappedFile {
     let size: Int
     /// Bytes per second nginx sends on each connection.
@@ -12,14 +12,19 @@ struct CappedFile {
     /// Where every tool writes (on tmpfs when there is one), emptied before and after each run.
     let folder: URL
 
+    /// False: the same file from the uncapped location (what splitting costs when nothing caps a connection).
+    let isCapped: Bool
+
     var title: String {
-        "1 x \(size / 1_000_000) MB, \(rate / 1_000_000) MB/s per connection\(folder.path.hasPrefix("/dev/shm") ? " (tmpfs)" : "")"
+        let pace = isCapped ? "\(rate / 1_000_000) MB/s per connection" : "uncapped"
+        return "1 x \(size / 1_000_000) MB, \(pace)\(folder.path.hasPrefix("/dev/shm") ? " (tmpfs)" : "")"
     }
 
-    init(size: Int, rate: Int, nginx: Nginx) {
+    init(size: Int, rate: Int, nginx: Nginx, capped: Bool = true) {
         self.size = size
         self.rate = rate
-        url = "http://127.0.0.1:\(nginx.port)/capped/capped.bin"
+        isCapped = capped
+        url = "http://127.0.0.1:\(nginx.port)/\(capped ? "capped/" : "")capped.bin"
         let shm = URL(fileURLWithPath: "/dev/shm")
         folder =
             FileManager.default.isWritableFile(atPath: shm.path)
@@ -43,6 +48,10 @@ struct CappedFile {
             SmallFiles.Tool(name: "aria2c -x 1", command: aria2(1)),
             SmallFiles.Tool(name: "curl", command: installed("curl").map { [$0, "-s", "-o", output, url] }),
             SmallFiles.Tool(name: "wget2", command: installed("wget2").map { [$0, "-q", "-O", output, url] }),
+            SmallFiles.Tool(
+                name: "Demo --split 8",
+                command: FileManager.default.isExecutableFile(atPath: demo)
+                    ? [demo, "--no-accurate", "--split", "8", "--output", folder.path, url] : nil),
             SmallFiles.Tool(
                 name: "Demo",
                 command: FileManager.default.isExecutableFile(atPath: demo)

@@ -113,23 +113,29 @@ if runsSmallFiles {
 }
 
 if runsCapped {
-    let capped = CappedFile(size: cappedSize, rate: cappedRate, nginx: nginx)
     let demo = value(after: "--demo") ?? benchmarks.deletingLastPathComponent().appendingPathComponent("Demo").path
-    let tools = capped.tools(demo: demo)
-    for tool in tools where tool.command == nil { print("\(tool.name): not installed, left out") }
-    let present = tools.filter { $0.command != nil }
-    var samples: [String: [Sample]] = [:]
-    for round in 0..<rounds {
-        for offset in present.indices {
-            let tool = present[(round + offset) % present.count]
-            let sample = try capped.measure(tool.command ?? [])
-            guard sample.failures == 0 else { throw PeerFailure("\(tool.name): the file is missing in \(capped.title)") }
-            samples[tool.name, default: []].append(sample)
+    var rows: [[String]] = []
+    var names: [String] = []
+    // Capped (what splitting buys), then uncapped (what it costs).
+    for capped in [true, false] {
+        let file = CappedFile(size: cappedSize, rate: cappedRate, nginx: nginx, capped: capped)
+        let tools = file.tools(demo: demo)
+        names = tools.map(\.name)
+        for tool in tools where tool.command == nil && capped { print("\(tool.name): not installed, left out") }
+        let present = tools.filter { $0.command != nil }
+        var samples: [String: [Sample]] = [:]
+        for round in 0..<rounds {
+            for offset in present.indices {
+                let tool = present[(round + offset) % present.count]
+                let sample = try file.measure(tool.command ?? [])
+                guard sample.failures == 0 else { throw PeerFailure("\(tool.name): the file is missing in \(file.title)") }
+                samples[tool.name, default: []].append(sample)
+            }
         }
+        rows += toolRows(file.title, samples, tools: tools)
     }
     print("")
-    printTable(["capped file (ratio: to aria2c -x 8 in the same round)"] + tools.map(\.name),
-               toolRows(capped.title, samples, tools: tools))
+    printTable(["big file (ratio: to aria2c -x 8 in the same round)"] + names, rows)
 }
 
 /// The SHA-256 of the file at `url`, in hex, by `sha256sum`.

@@ -1,0 +1,209 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A split download's connections: which range each runs and to which source, the lent ones asked for and given
+/// back, and the ending; then what an event decided, done outside the lock.
+extension SplitDownload {
+    /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
+    static let askEvery: Int64 = 4 << 20
+
+    /// Sends the first connection's request to the next live source (from the part's first missing byte when a
+    /// split part is continued).
+    func startFirst(_ state: inout State, _ work: inout Work) {
+        guard let source = state.sources.pick() else { return end(&state, &work, failing: true) }
+        var request = requests[source]
+        var asked: Int64?
+        if let resumed = sink.resumed {
+            // Its first hole: to the next range on disk, or (a part of one connection) to the end.
+            let hole = SegmentPlan.complement(of: resumed.done, in: 0..<(resumed.length ?? Int64.max)).first ?? 0..<0
+            let open = hole.upperBound == resumed.length ?? Int64.max
+            asked = open ? nil : hole.upperBound
+            for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
+                request.setValue(value, forHTTPHeaderField: name)
+            }
+        }
+        addLeg(Leg(cell: TransferCell(), source: source, asked: asked), request, &state, &work)
+    }
+
+    func addLeg(_ leg: Leg, _ request: URLRequest, _ state: inout State, _ work: inout Work) {
+        let id = state.nextLeg
+        state.nextLeg += 1
+        state.legs[id] = leg
+        state.mostConnections = max(state.mostConnections, state.legs.count)
+        work.starts.append((id, request, leg.cell))
+    }
+
+    /// The file is shared: logged, and the connections beyond the first asked for.
+    func share(_ state: inout State, _ work: inout Work) {
+        guard let plan = state.plan else { return }
+        state.isShared = true
+        let ranges = plan.runs.count + plan.waiting.count
+        let message = "split into \(ranges) ranges over up to \(connections) connections and \(requests.count) sources"
+        work.notes.append((.splitDecided, .info, message))
+        askForConnections(&state, &work)
+    }
+
+    /// Asks the queue for the connections beyond the first that the file may use and has work for.
+    func askForConnections(_ state: inout State, _ work: inout Work) {
+        guard state.mode == .split, let plan = state.plan else { return }
+        let shareable = plan.waiting.count + plan.runs.filter { $0.remaining >= 2 * minimumSize }.count
+        var wanted = min(connections - 1 - state.loans.count, shareable)
+        while wanted > 0 {
+            let source = state.sources.sources.indices.filter { state.sources.sources[$0].isLive }
+                .min { state.sources.sources[$0].running < state.sources.sources[$1].running }
+            guard let source else { break }
+            let url = requests[source].url
+            let (slot, token) = (slot, token)
+            let loan = owner.locked.withLock { core in
+                core.machine.lendConnection(slot: slot, token: token, to: url)
+            }
+            guard let loan else { break }
+            state.loans.append(loan)
+            wanted -= 1
+        }
+        fillConnections(&state, &work)
+    }
+
+    /// Gives every connection the file may run a range (to the live source with the fewest), gives back lent
+    /// connections left without work, and ends the file when it is whole or no source is left.
+    func fillConnections(_ state: inout State, _ work: inout Work) {
+        guard state.mode == .split, let shape = state.shape else { return }
+        while state.legs.count < 1 + state.loans.count, let run = state.plan?.assign() {
+            guard let source = state.sources.pick() else {
+                state.plan?.failed(run: run.id)
+                break
+            }
+            var request = requests[source]
+            for (name, value) in SplitRules.headers(for: run.start..<run.end, open: false, validator: shape.validator) {
+                request.setValue(value, forHTTPHeaderField: name)
+            }
+            addLeg(Leg(cell: TransferCell(), source: source, run: run.id, asked: run.end), request, &state, &work)
+        }
+        while !state.loans.isEmpty, state.legs.count < 1 + state.loans.count {
+            work.returns.append(state.loans.removeLast())
+        }
+        finishIfDone(&state, &work)
+        if state.mode == .split, state.legs.isEmpty, state.plan?.isComplete == false {
+            // Bytes are missing and no connection runs: no source is left to fetch them.
+            end(&state, &work, failing: true)
+        }
+    }
+
+    /// A connection ended (completed, failed, stopped or dropped): a range it had not finished waits again, a
+    /// broken source is counted, and its slot is given new work.
+    func legEnded(_ id: Int, _ state: inout State, _ work: inout Work) {
+        guard let leg = state.legs.removeValue(forKey: id) else { return }
+        state.sources.ended(leg.source)
+        work.cancels.append(leg.cell)
+        if let run = leg.run {
+            _ = sink.endSegment(run: run)
+            state.plan?.failed(run: run)
+            if state.sources.sources[leg.source].isLive, state.sources.broke(leg.source) {
+                work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke"))
+            }
+        }
+        fillConnections(&state, &work)
+    }
+
+    /// Ends the file when every byte is counted and delivered.
+    func finishIfDone(_ state: inout State, _ work: inout Work) {
+        guard state.mode == .split, let plan = state.plan, plan.isComplete, state.deliveries == 0,
+            let head = state.head
+        else { return }
+        var metrics: TransferMetrics?
+        if options.collectsMetrics {
+            metrics = state.metrics ?? TransferMetrics(totalDuration: 0)
+            metrics?.segments = SegmentMetrics(
+                connections: state.mostConnections,
+                sources: state.sources.sources.indices.map {
+                    SegmentMetrics.Source(
+                        url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: state.sources.sources[$0].served,
+                        wasDropped: !state.sources.sources[$0].isLive)
+                })
+        }
+        end(&state, &work, failing: false)
+        work.finish = (head, plan.length, metrics)
+    }
+
+    /// Stops every connection and gives back every lent one; `failing` tells the engine the attempt failed.
+    func end(_ state: inout State, _ work: inout Work, failing: Bool) {
+        guard state.mode != .ended else { return }
+        state.mode = .ended
+        work.cancels += state.legs.values.map(\.cell)
+        state.legs.removeAll()
+        work.returns += state.loans
+        state.loans.removeAll()
+        if failing { work.failure = state.lastError ?? URLError(.networkConnectionLost) }
+    }
+
+    func describe(_ source: Int) -> String {
+        source == 0 ? "the request's URL" : "mirror \(source) (\(Redaction.describe(requests[source].url)))"
+    }
+
+    // MARK: Outside the lock
+
+    /// Does what an event decided, in order: the head, the notes, the count, the stops, the starts, the loans
+    /// given back, then the ending.
+    func perform(_ work: Work) {
+        let (slot, token) = (slot, token)
+        if let (head, reading) = work.head {
+            owner.send(inline: true) {
+                $0.transferEvent(.head(head), reading: reading, slot: slot, token: token, now: $1)
+            }
+        }
+        for (event, level, message) in work.notes {
+            owner.send(inline: true) { $0.splitNote(event, message, level: level, slot: slot, token: token, now: $1) }
+        }
+        var more = Work()
+        if work.counted > 0 {
+            owner.send(inline: true) { $0.bodyReceived(work.counted, slot: slot, token: token, now: $1) }
+            state.withLock { state in
+                state.deliveries -= 1
+                finishIfDone(&state, &more)
+            }
+        }
+        for cell in work.cancels { cell.cancel()?.cancel() }
+        for (id, request, cell) in work.starts {
+            let started =
+                if let lender {
+                    lender.startTransfer(
+                        request, options: options, lendingBodyTo: { [self] piece in lent(piece, leg: id) },
+                        events: { [self] event in handle(event, leg: id) })
+                } else {
+                    transport.startTransfer(request, options: options) { [self] event in handle(event, leg: id) }
+                }
+            if !cell.attach(started) { started.cancel() }
+        }
+        for loan in work.returns { owner.send(inline: true) { $0.returnConnection(loan, now: $1) } }
+        if let failure = work.fileFailure {
+            owner.send(inline: true) { $0.fileEvent(.failed(failure), slot: slot, token: token, now: $1) }
+        }
+        if let failure = work.failure {
+            owner.send(inline: true) { $0.transferEvent(.completed(failure), slot: slot, token: token, now: $1) }
+        }
+        if let (head, length, metrics) = work.finish { finish(head: head, length: length, metrics: metrics) }
+        if more.finish != nil || !more.cancels.isEmpty || !more.returns.isEmpty { perform(more) }
+    }
+
+    /// The file is whole: closed, hashed when checks apply, and the engine hears the ending.
+    func finish(head: ResponseHead, length: Int64, metrics: TransferMetrics?) {
+        let (slot, token) = (slot, token)
+        switch pipeline.finishSplit(head: head, length: length) {
+        case .fileFailed(let error):
+            owner.send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
+        case .integrityFailed(let expected, let actual):
+            owner.send(inline: true) {
+                $0.transferEnded(
+                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
+            }
+        case .forward, .head:
+            if let metrics {
+                owner.send(inline: true) { $0.transferEvent(.metrics(metrics), slot: slot, token: token, now: $1) }
+            }
+            owner.send(inline: true) { $0.transferEvent(.completed(nil), slot: slot, token: token, now: $1) }
+        }
+    }
+}

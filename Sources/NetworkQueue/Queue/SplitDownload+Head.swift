@@ -1,0 +1,95 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A split download's first head: whether the file is split, continued from its part, handed to another source,
+/// or left to one connection.
+extension SplitDownload {
+    /// An event of the first connection before its head decided; returns true when it passes to the engine as is.
+    func first(_ event: TransferEvent, leg id: Int, _ state: inout State, _ work: inout Work) -> Bool {
+        guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
+            if case .completed(let error?) = event, state.sources.sources.count > 1 {
+                // No byte reached the file: the next source is asked instead.
+                return !retryFirst(id, error: error, reason: error.localizedDescription, &state, &work)
+            }
+            return true
+        }
+        if let resumed = sink.resumed, head.statusCode == 206 {
+            return !beginResumed(head, resumed, leg: id, &state, &work)
+        }
+        switch SplitRules.shape(of: head, minimumSize: minimumSize) {
+        case .success(let shape):
+            return !begin(head, shape: shape, done: [], forwarded: head, leg: id, &state, &work)
+        case .failure(.status(let code)) where !(200..<300).contains(code):
+            return !retryFirst(id, error: URLError(.badServerResponse), reason: "it answered \(code)", &state, &work)
+        case .failure(let refusal):
+            state.mode = .plain
+            work.notes.append((.splitDecided, .info, "one connection: \(refusal.text)"))
+            return true
+        }
+    }
+
+    /// The first connection's source failed before any byte was written: the next live source is asked, or (none
+    /// left) the failure passes to the engine (returns false).
+    func retryFirst(_ id: Int, error: URLError, reason: String, _ state: inout State, _ work: inout Work)
+        -> Bool
+    {
+        guard let leg = state.legs[id] else { return false }
+        state.sources.drop(leg.source)
+        guard state.sources.hasLive else {
+            state.mode = .plain
+            return false
+        }
+        state.legs[id] = nil
+        state.sources.ended(leg.source)
+        work.cancels.append(leg.cell)
+        work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(reason)"))
+        startFirst(&state, &work)
+        return true
+    }
+
+    /// A split part continued: its first connection asked from its first missing byte.
+    func beginResumed(
+        _ head: ResponseHead, _ resumed: PartSegments, leg id: Int, _ state: inout State, _ work: inout Work
+    ) -> Bool {
+        let start = SegmentPlan.complement(of: resumed.done, in: 0..<Int64.max).first?.lowerBound ?? 0
+        guard let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range")),
+            let length = range.total, resumed.length == nil || resumed.length == length,
+            resumed.done.last.map({ length >= $0.upperBound }) ?? true,
+            SplitRules.problem(with: head, start: start, shape: .init(length: length, validator: resumed.validator))
+                == nil
+        else { return false }
+        let shape = SplitRules.Shape(length: length, validator: resumed.validator)
+        let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
+        return begin(head, shape: shape, done: resumed.done, forwarded: forwarded, leg: id, &state, &work)
+    }
+
+    /// The file is split: the part is sized and recorded, the engine hears `forwarded`, the first connection takes
+    /// the first range and the others are asked for. False when the part could not be begun (passed on as is).
+    func begin(
+        _ head: ResponseHead, shape: SplitRules.Shape, done: [Range<Int64>], forwarded: ResponseHead, leg id: Int,
+        _ state: inout State, _ work: inout Work
+    ) -> Bool {
+        guard case .head(let reading) = pipeline.splitHead(forwarded) else { return false }
+        guard sink.beginSegments(shape, done: done) == nil else { return false }
+        // A new file runs on its first connection alone until its pace says whether sharing is worth it; a
+        // continued one shares its holes at once.
+        let probing = done.isEmpty && connections > 1
+        var plan = SegmentPlan(
+            length: shape.length, connections: probing ? 1 : connections, minimumSize: minimumSize, done: done)
+        guard let run = plan.assign() else { return false }
+        if probing { state.probe = (owner.clock.now(), 0) }
+        state.plan = plan
+        state.shape = shape
+        state.head = forwarded
+        state.mode = .split
+        state.legs[id]?.run = run.id
+        state.legs[id]?.isAccepted = true
+        // The engine hears the head before any count: from this thread, before any other connection starts.
+        work.head = (forwarded, reading)
+        if !probing { share(&state, &work) }
+        return true
+    }
+}
