@@ -1,9 +1,9 @@
 /// The sources of one split file (its URL, then its mirrors): which are still used, how many connections each
 /// runs and how many bytes each served (issue 36). Pure.
 ///
-/// A source that served the wrong bytes or a status is dropped at once. A source whose connection broke is
-/// dropped when another source is left; the last one is given ``lastSourceFailures`` breaks in a row before it is
-/// dropped, so that one cut connection of a file without mirrors is fetched again from where it stopped.
+/// A source that served the wrong bytes or a status is dropped at once. A source whose connection broke is dropped
+/// when another source is left; when it is the last, the attempt fails instead, and the request's retry policy
+/// decides whether a next attempt continues every range from where it stopped.
 struct SourceList: Equatable, Sendable {
     struct Source: Equatable, Sendable {
         var isLive = true
@@ -11,12 +11,7 @@ struct SourceList: Equatable, Sendable {
         var running = 0
         /// Bytes it served that were kept.
         var served: Int64 = 0
-        /// Breaks in a row since it last served a byte.
-        var breaks = 0
     }
-
-    /// How many broken connections in a row the last source is allowed.
-    static let lastSourceFailures = 3
 
     private(set) var sources: [Source]
 
@@ -38,23 +33,22 @@ struct SourceList: Equatable, Sendable {
         return index
     }
 
-    /// A connection to `index` ended, having served `kept` bytes since it was counted last.
+    /// A connection to `index` ended.
     mutating func ended(_ index: Int) { sources[index].running -= 1 }
 
     /// `index` served `count` kept bytes.
     mutating func served(_ count: Int64, by index: Int) {
         sources[index].served += count
-        if count > 0 { sources[index].breaks = 0 }
     }
 
     /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
     mutating func drop(_ index: Int) { sources[index].isLive = false }
 
-    /// A connection to `index` broke; returns true when the source is dropped for it.
+    /// A connection to `index` broke: the source is dropped when another is live (returns true); the last one is
+    /// kept, and the attempt fails (returns false).
     mutating func broke(_ index: Int) -> Bool {
-        sources[index].breaks += 1
-        let othersLive = sources.indices.contains { $0 != index && sources[$0].isLive }
-        if othersLive || sources[index].breaks >= Self.lastSourceFailures { sources[index].isLive = false }
-        return !sources[index].isLive
+        guard sources.indices.contains(where: { $0 != index && sources[$0].isLive }) else { return false }
+        sources[index].isLive = false
+        return true
     }
 }

@@ -101,7 +101,11 @@ extension SplitDownload {
         if let run = leg.run {
             _ = sink.endSegment(run: run)
             state.plan?.failed(run: run)
-            if state.sources.sources[leg.source].isLive, state.sources.broke(leg.source) {
+            if state.sources.sources[leg.source].isLive {
+                guard state.sources.broke(leg.source) else {
+                    // The last source broke: the attempt fails, and its retry continues every range.
+                    return end(&state, &work, failing: true)
+                }
                 work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke"))
             }
         }

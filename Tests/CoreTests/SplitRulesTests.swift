@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// When a response lets a file be split, what each segment's answer must be, when sharing is worth it, and which
+/// source each connection goes to (issue 36): pure rules, exact outcomes.
+@Suite struct SplitRulesTests {
+    static let url = URL(string: "http://h/f")!
+
+    static func head(_ status: Int, _ fields: [String: String]) -> ResponseHead {
+        ResponseHead(
+            url: url, statusCode: status, httpVersion: "HTTP/1.1",
+            fields: fields.sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) })
+    }
+
+    static let whole = ["Content-Length": "4000000", "Accept-Ranges": "bytes", "ETag": "\"v1\""]
+
+    @Test func aFileIsSplitOnlyWithALengthRangesAndAValidator() throws {
+        let shape = SplitRules.Shape(length: 4_000_000, validator: .entityTag("\"v1\""))
+        #expect(try SplitRules.shape(of: Self.head(200, Self.whole), minimumSize: 1 << 20).get() == shape)
+        var lastModified = Self.whole
+        lastModified["ETag"] = "W/\"weak\""
+        lastModified["Last-Modified"] = "Tue, 24 Nov 2026 10:00:00 GMT"
+        #expect(
+            try SplitRules.shape(of: Self.head(200, lastModified), minimumSize: 1 << 20).get().validator
+                == .lastModified("Tue, 24 Nov 2026 10:00:00 GMT"))
+        let refusals: [([String: String], Int, SplitRules.Refusal)] = [
+            (Self.whole, 206, .status(206)),
+            (Self.whole.merging(["Content-Encoding": "gzip"]) { $1 }, 200, .encoded),
+            (Self.whole.filter { $0.key != "Content-Length" }, 200, .unknownLength),
+            (Self.whole.filter { $0.key != "Accept-Ranges" }, 200, .noByteRanges),
+            (Self.whole.merging(["Accept-Ranges": "none"]) { $1 }, 200, .noByteRanges),
+            (Self.whole.filter { $0.key != "ETag" }, 200, .noValidator),
+            (Self.whole.merging(["Content-Length": "1000000"]) { $1 }, 200, .tooSmall(length: 1_000_000)),
+        ]
+        for (fields, status, refusal) in refusals {
+            let result = SplitRules.shape(of: Self.head(status, fields), minimumSize: 1 << 20)
+            #expect(result == .failure(refusal), "\(fields)")
+        }
+        #expect(SplitRules.acceptsByteRanges(Self.head(200, ["Accept-Ranges": "none, Bytes"])))
+    }
+
+    @Test func aSegmentMustBeTheFilesBytesFromItsStart() {
+        let shape = SplitRules.Shape(length: 4_000_000, validator: .entityTag("\"v1\""))
+        let good = ["Content-Range": "bytes 1000-1999/4000000", "ETag": "\"v1\""]
+        #expect(SplitRules.problem(with: Self.head(206, good), start: 1000, shape: shape) == nil)
+        // No validator in the answer: nothing to compare, the length and start say it.
+        #expect(
+            SplitRules.problem(
+                with: Self.head(206, ["Content-Range": "bytes 1000-1999/4000000"]), start: 1000, shape: shape) == nil)
+        let bad: [(Int, [String: String], String)] = [
+            (200, good, "it sent the whole file (200) for a range"),
+            (404, [:], "it answered 404"),
+            (206, good.merging(["Content-Encoding": "gzip"]) { $1 }, "the range has a content coding"),
+            (
+                206, good.merging(["Content-Range": "bytes 0-999/4000000"]) { $1 },
+                "its Content-Range does not start at byte 1000"
+            ),
+            (
+                206, good.merging(["Content-Range": "bytes 1000-1999/5000000"]) { $1 },
+                "its length is 5000000, not 4000000"
+            ),
+            (206, good.merging(["Content-Range": "bytes 1000-1999/*"]) { $1 }, "its length is unknown, not 4000000"),
+            (206, good.merging(["ETag": "\"v2\""]) { $1 }, "its validator \"v2\" is not \"v1\""),
+        ]
+        for (status, fields, reason) in bad {
+            #expect(SplitRules.problem(with: Self.head(status, fields), start: 1000, shape: shape) == reason)
+        }
+        #expect(
+            SplitRules.headers(for: 10..<20, open: false, validator: .entityTag("\"v1\""))
+                == ["Range": "bytes=10-19", "If-Range": "\"v1\""])
+        #expect(SplitRules.headers(for: 10..<20, open: true, validator: .lastModified("d"))["Range"] == "bytes=10-")
+    }
+
+    @Test func sharingIsWorthItOnlyWhenOneConnectionWouldTakeLong() {
+        // 1 MB in 30 ms: 33 MB/s, 100 MB would take 3 s.
+        #expect(SplitRules.isWorthSharing(remaining: 100_000_000, received: 1_000_000, elapsed: 0.03))
+        // 40 MB in 30 ms: 1.3 GB/s, 100 MB in 0.075 s.
+        #expect(!SplitRules.isWorthSharing(remaining: 100_000_000, received: 40_000_000, elapsed: 0.03))
+        // Exactly 0.5 s is not longer than 0.5 s.
+        #expect(!SplitRules.isWorthSharing(remaining: 500, received: 1000, elapsed: 1))
+        // Nothing yet: a connection that sends nothing is worth helping.
+        #expect(SplitRules.isWorthSharing(remaining: 1, received: 0, elapsed: 0.03))
+        #expect(!SplitRules.isWorthSharing(remaining: 0, received: 0, elapsed: 0.03))
+    }
+
+    @Test func theContinuingHeadCountsTheBytesOnDisk() {
+        let head = Self.head(206, ["Content-Range": "bytes 1000-1999/4000", "Content-Length": "1000", "ETag": "\"v\""])
+        let continuing = SplitRules.continuingHead(head, onDisk: 2500, length: 4000)
+        #expect(continuing.statusCode == 206)
+        #expect(continuing.value(forHTTPHeaderField: "Content-Range") == "bytes 2500-3999/4000")
+        #expect(continuing.value(forHTTPHeaderField: "Content-Length") == "1500")
+        #expect(continuing.value(forHTTPHeaderField: "ETag") == "\"v\"")
+        #expect(RangeRules.outcome(of: continuing, offset: 2500) == .append(total: 4000))
+    }
+
+    @Test func credentialsGoOnlyToASourceOfTheSameOrigin() {
+        var request = URLRequest(url: URL(string: "https://a.example/f")!)
+        request.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+        request.setValue("s=1", forHTTPHeaderField: "Cookie")
+        request.setValue("x", forHTTPHeaderField: "X-Other")
+        let same = SplitRules.request(request, to: URL(string: "https://a.example:443/g")!, origin: request.url)
+        #expect(same.value(forHTTPHeaderField: "Authorization") == "Bearer t")
+        for other in ["https://b.example/f", "http://a.example/f", "https://a.example:8443/f"] {
+            let sent = SplitRules.request(request, to: URL(string: other)!, origin: request.url)
+            #expect(sent.url?.absoluteString == other)
+            #expect(sent.value(forHTTPHeaderField: "Authorization") == nil, "\(other)")
+            #expect(sent.value(forHTTPHeaderField: "Cookie") == nil, "\(other)")
+            #expect(sent.value(forHTTPHeaderField: "X-Other") == "x")
+        }
+    }
+
+    @Test func validatorsReadBackFromTheRecord() {
+        for validator in [RangeRules.Validator.entityTag("\"a-b\""), .lastModified("Tue, 24 Nov 2026 10:00:00 GMT")] {
+            #expect(RangeRules.Validator(recordText: validator.recordText) == validator)
+        }
+        #expect(RangeRules.Validator(recordText: "unquoted") == nil)
+        #expect(RangeRules.Validator(recordText: "W/\"weak\"") == nil)
+    }
+
+    @Test func connectionsGoToTheLeastBusyLiveSource() {
+        var sources = SourceList(count: 3)
+        var picked: [Int?] = []
+        for _ in 0..<4 { picked.append(sources.pick()) }
+        #expect(picked == [0, 1, 2, 0])
+        sources.ended(1)
+        let again = sources.pick()
+        #expect(again == 1)
+        sources.drop(1)
+        sources.ended(1)
+        let next = sources.pick()
+        #expect(next == 2)
+        // A break drops a source while another is live; the last one stays, and the attempt fails instead.
+        let droppedFirst = sources.broke(0)
+        let droppedLast = sources.broke(2)
+        #expect(droppedFirst && !droppedLast)
+        #expect(sources.hasLive)
+        #expect(sources.sources.map(\.isLive) == [false, false, true])
+        sources.served(10, by: 2)
+        #expect(sources.sources[2].served == 10)
+        sources.drop(2)
+        #expect(!sources.hasLive)
+        let none = sources.pick()
+        #expect(none == nil)
+    }
+
+    @Test func aSlowRunIsSharedAmongConnections() {
+        var plan = SegmentPlan(length: 100, connections: 1, minimumSize: 10)
+        let run = plan.assign()!
+        _ = plan.received(20, run: run.id)
+        plan.divide(into: 4)
+        // Its 80 left: 20 for it, three ranges of 20 waiting.
+        #expect(plan.runs.map { $0.start..<$0.end } == [0..<40])
+        #expect(plan.waiting == [40..<60, 60..<80, 80..<100])
+        // Never under the minimum: 25 left among 4 gives two.
+        var small = SegmentPlan(length: 45, connections: 1, minimumSize: 10)
+        let first = small.assign()!
+        _ = small.received(20, run: first.id)
+        small.divide(into: 4)
+        #expect(small.runs.map { $0.start..<$0.end } == [0..<33])
+        #expect(small.waiting == [33..<45])
+        #expect(small.receivedBytes == 20)
+    }
+}
