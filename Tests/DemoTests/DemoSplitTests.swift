@@ -55,6 +55,46 @@ import Testing
         }
     }
 
+    @Test func aRunKilledAtHalfIsContinuedRangeByRange() async throws {
+        // 8 MB at 2 MB/s a connection over 4: killed once the record beside the part claims half, then run again.
+        let size = 8_000_000
+        let setup = try DemoSetup(paths: ["/bytes/\(size)?rate=2000000"])
+        defer { setup.tearDown() }
+        let part = setup.output.appendingPathComponent("\(size).part")
+        let record = URL(fileURLWithPath: part.path + ".segments")
+        let arguments = ["--no-accurate", "--split", "4", "--input", setup.list.path, "--output", setup.output.path]
+        let process = try SpawnedProcess(
+            demo.path, arguments, in: setup.directory, output: setup.directory.appendingPathComponent("first.log"))
+        var claimed = 0
+        // Bounded: half the file takes about a second (the bound only guards a broken run).
+        for _ in 0..<3000 where claimed < size / 2 {
+            let text = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
+            claimed = text.split(separator: "\n").filter { $0.hasPrefix("done ") }.reduce(0) { sum, line in
+                let bounds = line.dropFirst(5).split(separator: "-").compactMap { Int($0) }
+                return sum + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 0)
+            }
+            if claimed < size / 2 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        process.kill()
+        #expect(await process.exitStatus() == 128 + 9)
+        #expect(claimed >= size / 2)
+        let firstBytes = setup.server.statistics.bytesWritten
+        setup.server.resetStatistics()
+        let run = try await runDemo(arguments, in: setup.directory)
+        #expect(run.status == 0, "\(run.output)")
+        var expected = Data((0..<256).map { UInt8($0) })
+        while expected.count < size { expected.append(expected) }
+        #expect(try Data(contentsOf: setup.output.appendingPathComponent("\(size)")) == expected.prefix(size))
+        #expect(!FileManager.default.fileExists(atPath: part.path))
+        #expect(!FileManager.default.fileExists(atPath: record.path))
+        // Each range continued: every request of the rerun asks for a range, and the bytes of both runs are the
+        // file's once, plus what the killed run had received past its last record (at most 8 MB) and in flight.
+        let asked = setup.server.statistics.headers.map { $0["range"] }
+        #expect(asked.allSatisfy { $0 != nil }, "\(asked)")
+        #expect(setup.server.statistics.bytesWritten <= size - claimed + 1_000_000, "\(asked)")
+        #expect(firstBytes + setup.server.statistics.bytesWritten < size + 9_000_000)
+    }
+
     @Test func badSplitValuesAndMirrorsAreBadUsage() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

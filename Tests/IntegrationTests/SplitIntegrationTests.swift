@@ -186,4 +186,44 @@ import Testing
         let counted = recorder.progresses.current.map(\.bytesReceived).filter { $0 > 0 }
         #expect(counted.first ?? 0 >= 2_000_000, "counting starts at the bytes on disk: \(counted.prefix(5))")
     }
+
+    /// A real batch's scale (`NQ_BIG_BATCH`, 100,000 over libcurl, a tenth over URLSession) with splitting allowed for
+    /// every file: the small ones go on one connection, a few big ones are shared once nothing waits, and the server
+    /// never sees more connections at once than the queue's limit (every connection is a slot).
+    @Test(arguments: TransportKind.allCases) func aBigBatchWithSplittingAllowedKeepsToItsSlots(
+        _ transport: TransportKind
+    )
+        async throws
+    {
+        let count = transport == .curl ? TestEnvironment.bigBatch : max(1, TestEnvironment.bigBatch / 10)
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let queue = NetworkQueue(transport: transport.make())
+        queue.maxConcurrentRequestCount = 16
+        queue.cancelsAllOnFailure = false
+        let options = NetworkRequest.FileOptions(maximumConnections: 4, minimumSegmentSize: Self.segment)
+        let bigEvery = max(1, count / 5)
+        for index in 0..<count {
+            let isBig = index % bigEvery == bigEvery - 1
+            let path = isBig ? "/bytes/\(Self.size)?rate=2000000&i=\(index)" : "/bytes/100?i=\(index)"
+            try queue.add(
+                NetworkRequest(
+                    url: server.url(path), destination: .file(directory.appendingPathComponent("f\(index)")),
+                    fileOptions: options))
+        }
+        let progress = await queue.run()
+        #expect(progress.finishedRequestCount == count)
+        #expect(progress.failedRequestCount == 0)
+        let big = count / bigEvery
+        #expect(progress.bytesReceived == Int64((count - big) * 100 + big * Self.size))
+        #expect(server.statistics.maxInFlight <= 16, "\(server.statistics.maxInFlight)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(names.count == count, "nothing but the files: \(names.filter { $0.contains(".part") }.prefix(5))")
+        // The big files are whole, and at least one of them was shared (more GETs than files).
+        for index in stride(from: bigEvery - 1, to: count, by: bigEvery) {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("f\(index)")) == pattern(0..<Self.size))
+        }
+        #expect(server.statistics.log.count > count, "\(server.statistics.log.count)")
+    }
 }

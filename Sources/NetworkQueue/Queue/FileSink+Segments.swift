@@ -22,7 +22,7 @@ struct PartSegments: Equatable, Sendable {
 
 /// A split part's writes (issue 36): each connection's bytes are gathered in a buffer of their own and written at
 /// their offset (`pwrite`), and the ranges written are recorded beside the part (``SegmentRecord``), written whole
-/// to a temporary name and renamed over the last, every ``recordEvery`` bytes and whenever the part is kept.
+/// to a temporary name and renamed over the last, every ``recordEvery`` bytes written and whenever the part is kept.
 /// The record claims only bytes the part holds: a rerun after kill -9 fetches at most what was written since.
 struct SegmentWriter {
     /// One connection's bytes not written yet, from `offset` on.
@@ -41,8 +41,9 @@ struct SegmentWriter {
 
     /// A connection's buffer is written once it holds this many bytes.
     static let bufferSize = 1 << 20
-    /// The record is saved again after this many bytes are written.
-    static let recordEvery: Int64 = 8 << 20
+    /// The record is saved again after this many bytes are written (1 MiB: a rerun after kill -9 fetches again at
+    /// most this much per file, beyond the buffers; a record costs four system calls).
+    static let recordEvery: Int64 = 1 << 20
 
     init(length: Int64, validator: RangeRules.Validator, written: [Range<Int64>]) {
         self.length = length
