@@ -89,6 +89,13 @@ import Testing
         #expect(!SplitRules.isWorthSharing(remaining: 0, received: 0, elapsed: 0.03))
     }
 
+    @Test func theRecordIsSavedByTheMiBAtMostTenTimesASecond() {
+        #expect(SplitRules.recordThreshold(secondsSinceRecord: 0.1) == 1 << 20)
+        #expect(SplitRules.recordThreshold(secondsSinceRecord: .infinity) == 1 << 20)
+        #expect(SplitRules.recordThreshold(secondsSinceRecord: 0.099) == 64 << 20)
+        #expect(SplitRules.recordThreshold(secondsSinceRecord: 0) == 64 << 20)
+    }
+
     @Test func theContinuingHeadCountsTheBytesOnDisk() {
         let head = Self.head(206, ["Content-Range": "bytes 1000-1999/4000", "Content-Length": "1000", "ETag": "\"v\""])
         let continuing = SplitRules.continuingHead(head, onDisk: 2500, length: 4000)

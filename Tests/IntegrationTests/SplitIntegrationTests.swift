@@ -155,8 +155,9 @@ import Testing
         _ = try await Self.run(request, transport, file: file, attempts: 2)
         let cut = Self.size / 10
         #expect(Self.ranges(server).contains { $0?.hasPrefix("bytes=\(cut)-") == true }, "\(Self.ranges(server))")
-        // Nothing fetched twice but what the stopped connections had in flight (the server writes 50 kB pieces).
-        #expect(server.statistics.bytesWritten < Self.size + 500_000, "\(server.statistics.bytesWritten)")
+        // Nothing fetched twice but what the four stopped connections had in flight: the server's 50 kB pieces in
+        // the sockets' buffers, and what the transport had read ahead (URLSession's own buffers on Linux).
+        #expect(server.statistics.bytesWritten < Self.size + 1_000_000, "\(server.statistics.bytesWritten)")
     }
 
     @Test(arguments: TransportKind.allCases) func aSplitPartFromAnEarlierRunIsContinuedRangeByRange(

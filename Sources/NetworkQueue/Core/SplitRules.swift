@@ -65,6 +65,14 @@ enum SplitRules {
         return Double(remaining) / (Double(received) / elapsed) > worthSharingSeconds
     }
 
+    /// The bytes written after which a split part's record is saved again, `secondsSinceRecord` after the last: 1 MiB
+    /// once a tenth of a second has passed, else 64 MiB. A rerun after kill -9 fetches again at most a tenth of a
+    /// second's bytes (or 1 MiB) per file beyond the connections' buffers, and a fast download saves at most ten
+    /// records a second (four system calls each) and one per 64 MiB.
+    static func recordThreshold(secondsSinceRecord: Double) -> Int64 {
+        secondsSinceRecord >= 0.1 ? 1 << 20 : 64 << 20
+    }
+
     /// True when the head says `Accept-Ranges: bytes` (among other units, if any).
     static func acceptsByteRanges(_ head: ResponseHead) -> Bool {
         guard let value = head.value(forHTTPHeaderField: "Accept-Ranges") else { return false }

@@ -22,7 +22,8 @@ struct PartSegments: Equatable, Sendable {
 
 /// A split part's writes (issue 36): each connection's bytes are gathered in a buffer of their own and written at
 /// their offset (`pwrite`), and the ranges written are recorded beside the part (``SegmentRecord``), written whole
-/// to a temporary name and renamed over the last, every ``recordEvery`` bytes written and whenever the part is kept.
+/// to a temporary name and renamed over the last, as ``SplitRules/recordThreshold(secondsSinceRecord:)`` says and
+/// whenever the part is kept.
 /// The record claims only bytes the part holds: a rerun after kill -9 fetches at most what was written since.
 struct SegmentWriter {
     /// One connection's bytes not written yet, from `offset` on.
@@ -41,9 +42,6 @@ struct SegmentWriter {
 
     /// A connection's buffer is written once it holds this many bytes.
     static let bufferSize = 1 << 20
-    /// The record is saved again after this many bytes are written (1 MiB: a rerun after kill -9 fetches again at
-    /// most this much per file, beyond the buffers; a record costs four system calls).
-    static let recordEvery: Int64 = 1 << 20
 
     init(length: Int64, validator: RangeRules.Validator, written: [Range<Int64>]) {
         self.length = length
@@ -57,19 +55,18 @@ struct SegmentWriter {
     }
 
     /// Gathers `bytes` of connection `run` at `offset`; writes its buffer when full or when the bytes do not follow
-    /// it. Returns true when the record is due.
-    mutating func take(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, fd: Int32) throws(FileSink
-        .FileFailure)
-        -> Bool
-    {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+    /// it.
+    mutating func take(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, fd: Int32
+    ) throws(FileSink.FileFailure) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         if let buffer = pending[run], buffer.offset + Int64(buffer.data.count) != offset { try flush(run, fd) }
         if bytes.count >= FileSink.directWriteSize {
             // A big piece is written where it is, after what was gathered before it: never copied.
             try flush(run, fd)
             try Self.writeAll(fd, bytes, at: offset)
             wrote(offset..<(offset + Int64(bytes.count)))
-            return sinceRecord >= Self.recordEvery
+            return
         }
         if pending[run] == nil {
             var data = Data()
@@ -78,7 +75,6 @@ struct SegmentWriter {
         }
         pending[run]!.data.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         if pending[run]!.data.count >= Self.bufferSize { try flush(run, fd) }
-        return sinceRecord >= Self.recordEvery
     }
 
     /// Writes connection `run`'s buffer at its offset.
@@ -146,14 +142,21 @@ extension FileSink {
     }
 
     /// Writes `bytes` of connection `run` at `offset` of a split part (gathered per connection; see
-    /// ``SegmentWriter``). The bytes may be lent: nothing of them is kept but a copy.
-    func writeSegment(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int) -> NetworkQueueError? {
-        perform { state throws(FileFailure) in
+    /// ``SegmentWriter``), and saves the record once `threshold` bytes were written since the last. The bytes may be
+    /// lent: nothing of them is kept but a copy. Returns the failure, and whether the record was saved.
+    func writeSegment(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, recordingAfter threshold: Int64)
+        -> (failure: NetworkQueueError?, recorded: Bool)
+    {
+        var recorded = false
+        let failure = perform { state throws(FileFailure) in
             guard state.isAccepting, state.segments != nil else { return }
-            if try state.segments!.take(bytes, at: offset, run: run, fd: state.fd) {
+            try state.segments!.take(bytes, at: offset, run: run, fd: state.fd)
+            if state.segments!.sinceRecord >= threshold {
                 try saveRecord(&state.segments!)
+                recorded = true
             }
         }
+        return (failure, recorded)
     }
 
     /// Writes what connection `run` gathered: its range is done, or it stopped.

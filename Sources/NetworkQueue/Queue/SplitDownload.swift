@@ -57,6 +57,8 @@ final class SplitDownload: TransferHandle {
         var probe: (start: Double, received: Int64)?
         /// True once the file is shared among connections (they are asked for again as slots come free).
         var isShared = false
+        /// When the record beside the part was last saved (queue clock).
+        var recordedAt = -Double.infinity
         var mostConnections = 1
         var lastError: URLError?
     }
@@ -222,7 +224,12 @@ final class SplitDownload: TransferHandle {
             let piece = state.plan?.received(Int64(bytes.count), run: run)
         else { return }
         if piece.kept > 0 {
-            if let failure = sink.writeSegment(.init(rebasing: bytes.prefix(Int(piece.kept))), at: offset, run: run) {
+            let now = owner.clock.now()
+            let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - state.recordedAt)
+            let (failure, recorded) = sink.writeSegment(
+                .init(rebasing: bytes.prefix(Int(piece.kept))), at: offset, run: run, recordingAfter: threshold)
+            if recorded { state.recordedAt = now }
+            if let failure {
                 end(&state, &work, failing: false)
                 work.fileFailure = failure
                 return
