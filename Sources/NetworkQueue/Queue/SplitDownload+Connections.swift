@@ -106,7 +106,9 @@ extension SplitDownload {
                     // The last source broke: the attempt fails, and its retry continues every range.
                     return end(&state, &work, failing: true)
                 }
-                work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke"))
+                let why = state.lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
+                work.notes.append(
+                    (.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke\(why)"))
             }
         }
         fillConnections(&state, &work)
