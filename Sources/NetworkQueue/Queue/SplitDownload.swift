@@ -53,10 +53,13 @@ final class SplitDownload: TransferHandle {
         var deliveries = 0
         var metrics: TransferMetrics?
         var sinceLoanAsked: Int64 = 0
-        /// While the first connection runs alone to measure its pace: when it began and the bytes it kept.
+        /// While the first connection runs alone, the window its pace is measured over: when it began and the bytes
+        /// kept since.
         var probe: (start: Double, received: Int64)?
         /// True once the file is shared among connections (they are asked for again as slots come free).
         var isShared = false
+        /// True once the log said the first connection runs alone for now.
+        var saidAlone = false
         /// When the record beside the part was last saved (queue clock).
         var recordedAt = -Double.infinity
         var mostConnections = 1
@@ -240,19 +243,26 @@ final class SplitDownload: TransferHandle {
             state.sinceLoanAsked += piece.kept
             if let probe = state.probe {
                 state.probe?.received += piece.kept
-                let elapsed = owner.clock.now() - probe.start
+                let now = owner.clock.now()
+                let elapsed = now - probe.start
                 if elapsed >= SplitRules.probeSeconds, let plan = state.plan {
-                    state.probe = nil
+                    // Judged on each window of its own: a server's first burst (nginx sends a second's worth of
+                    // its cap at once) does not hide the pace that follows.
                     let remaining = plan.length - plan.receivedBytes
-                    if SplitRules.isWorthSharing(
-                        remaining: remaining, received: probe.received + piece.kept, elapsed: elapsed)
-                    {
+                    let received = probe.received + piece.kept
+                    if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
+                        state.probe = nil
                         state.plan?.divide(into: connections)
                         share(&state, &work)
                     } else {
-                        let seconds = Double(remaining) * elapsed / Double(probe.received + piece.kept)
-                        let message = String(format: "one connection: the rest would take %.2f s on it", seconds)
-                        work.notes.append((.splitDecided, .info, message))
+                        state.probe = (now, 0)
+                        if !state.saidAlone {
+                            state.saidAlone = true
+                            let seconds = Double(remaining) * elapsed / Double(received)
+                            let message = String(
+                                format: "one connection for now: the rest would take %.2f s on it", seconds)
+                            work.notes.append((.splitDecided, .info, message))
+                        }
                     }
                 }
             } else if state.isShared, state.sinceLoanAsked >= Self.askEvery {
