@@ -56,7 +56,7 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         MatrixFeature(name: "streamed source", file: true, viaSource: true),
         MatrixFeature(name: "list from a pipe", file: true, viaOpenStream: true),
         // One file over four connections (issue 36): paced at 1 MB/s a connection, so that the first one, alone for
-        // its first 30 ms, finds the file worth sharing.
+        // its first 10 ms, finds the file worth sharing.
         // A cut at half the file falls past the range its first connection kept once the file was shared: the
         // other connections fetch the rest, and the file is whole.
         MatrixFeature(

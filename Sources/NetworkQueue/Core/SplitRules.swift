@@ -51,9 +51,9 @@ enum SplitRules {
         return .success(Shape(length: length, validator: validator))
     }
 
-    /// How long the first connection runs alone before the file is shared, in seconds: long enough to tell a fast
-    /// connection from a capped one, short against what sharing saves (30 ms).
-    static let probeSeconds = 0.03
+    /// How long each window is over which the first connection's pace is judged, while it runs alone, in seconds:
+    /// long enough to tell a fast connection from a capped one, short against what sharing saves (10 ms).
+    static let probeSeconds = 0.01
     /// A file whose rest one connection would fetch in less than this many seconds is not shared: more connections
     /// would cost more than they save (0.5 s).
     static let worthSharingSeconds = 0.5
