@@ -173,6 +173,18 @@ private final class DocumentationContext: NetworkQueueDelegate {
         _ = image
     }
 
+    // BigFiles.md
+    func bigFiles() throws {
+        let folder = self.folder
+        let image = NetworkRequest(
+            url: URL(string: "https://a.example.org/images/disk.img")!,
+            destination: .file(folder.appendingPathComponent("disk.img")),
+            fileOptions: .init(
+                maximumConnections: 8,                                         // up to 8 connections for this file
+                mirrors: [URL(string: "https://b.example.net/disk.img")!]))   // the same bytes elsewhere
+        try queue.add(image)
+    }
+
     // RetriesResumeIntegrity.md
     func retries() async throws {
         let request = self.request, tokens = self.tokens, releasesURL = self.releasesURL
