@@ -51,7 +51,9 @@ extension FileSink {
         // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
         var validatorMayExist = !continuing
         var saved = continuing && record == nil ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
-        if !segmented, record != nil || !continuing { unlink(recordPath) }
+        // A record describes a part only while it is continued, and only to a split request: a part that starts over,
+        // or that a request of one connection continues, must never be read by its record again.
+        if !continuing || (!segmented && record != nil) { unlink(recordPath) }
         let keepsRecord = segmented && record != nil
         if record != nil, !segmented { saved = nil }
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a

@@ -47,6 +47,8 @@ final class FileSink: Sendable {
         /// The ranges written and the buffers of each connection, while the part is split (see
         /// ``FileSink/beginSegments(_:done:)``).
         var segments: SegmentWriter?
+        /// True while the record of a split part continued from before is still beside it, untouched.
+        var recordIntact = false
     }
 
     /// The paths, made once: a file's few system calls are most of its cost, and building each path from a URL
@@ -95,7 +97,8 @@ final class FileSink: Sendable {
         validator = offset > 0 ? saved : nil
         self.resumed = resumed
         state = Locked(
-            State(fd: fd, hasValidator: validator != nil, hasBytes: offset > 0))
+            State(
+                fd: fd, hasValidator: validator != nil, hasBytes: offset > 0, recordIntact: resumed?.length != nil))
         _ = claim.replaceSink(with: self)
     }
 
@@ -131,6 +134,7 @@ final class FileSink: Sendable {
                 if state.hasValidator { unlink(validatorPath) }
                 state.hasValidator = false
                 if resumed != nil || state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
+                state.recordIntact = false
                 state.segments = nil
                 // Its validator is written once the part is worth continuing (see ``FileSink``).
                 state.pendingResponse = response
@@ -236,6 +240,8 @@ final class FileSink: Sendable {
             if keep { keep = (try? flush(&state, final: false)) != nil }
             // A split part is kept with the record of every byte written, its connections' buffers too.
             if keeping, state.segments != nil { keep = (try? keepSegments(&state)) != nil }
+            // A continued split part whose attempt failed before it wrote (a 503, say) stays as it was, record and all.
+            if keeping, state.segments == nil, state.recordIntact { keep = true }
             state.buffer = Data()
             if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
