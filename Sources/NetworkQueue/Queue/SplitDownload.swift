@@ -186,6 +186,11 @@ final class SplitDownload: TransferHandle {
             case .first: pass = first(event, leg: id, &state, &work)
             case .split: segment(event, leg: leg, id: id, &state, &work)
             }
+            if pass, case .completed = event {
+                // Its connection is over: the leg (whose handle's events hold this download) goes.
+                state.legs.removeAll()
+                state.mode = .ended
+            }
         }
         if pass { forward(event) }
         perform(work)
