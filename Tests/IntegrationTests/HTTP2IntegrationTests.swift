@@ -64,6 +64,10 @@
         /// A real batch's scale (`NQ_BIG_BATCH`, 100,000; a tenth under the sanitizers), 64 streams at a time over one
         /// engine's connections, a GOAWAY every 1,000 requests: every request served whole exactly once.
         @Test func aBigBatchOverHTTP2LosesAndDoublesNothing() async throws {
+            try await HeavyTests.exclusively { try await bigBatch() }
+        }
+
+        private func bigBatch() async throws {
             let count = TestEnvironment.bigBatch
             let size = Self.small.count
             try await NginxServer.with(files: ["small": Self.small], requestsPerConnection: 1000) { server in

@@ -52,6 +52,10 @@
         /// connection to the server for each request, which took 80 s for 100,000 here (the HTTP/2 tests run that).
         @Test(.enabled(if: RealProxy.runs(.tinyproxy), "needs tinyproxy (apt-get install tinyproxy)"))
         func aBatchThroughAProxyLosesAndDoublesNothing() async throws {
+            try await HeavyTests.exclusively { try await proxiedBatch() }
+        }
+
+        private func proxiedBatch() async throws {
             let count = TestEnvironment.bigBatch / 5
             let server = try LoopbackServer()
             try await RealProxy.with(.tinyproxy, credentials: Self.alice) { proxy in

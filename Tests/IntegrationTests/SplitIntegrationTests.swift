@@ -31,6 +31,13 @@ import Testing
         let (queue, recorder) = RetryIntegrationTests.retryingQueue(transport)
         queue.maxConcurrentRequestCount = limit
         queue.collectsMetrics = true
+        // The queue's log, with the time of each record, to say what happened when a check fails.
+        let log = Box<[String]>([])
+        let began = Date()
+        queue.logHandler = { record in
+            let line = String(format: "%.3f ", Date().timeIntervalSince(began)) + "\(record.event) \(record.message)"
+            log.with { $0.append(line) }
+        }
         try queue.add(request)
         let progress = await queue.run()
         #expect(request.failure == nil, "\(String(describing: request.failure))")
@@ -46,7 +53,7 @@ import Testing
         let fractions = recorder.progresses.current.map(\.fractionCompleted)
         #expect(fractions == fractions.sorted(), "\(fractions)")
         #expect(progress.bytesReceived == Int64(size))
-        #expect(request.attemptCount == attempts, "\(recorder.events)")
+        #expect(request.attemptCount == attempts, "\(recorder.events)\n\(log.current.joined(separator: "\n"))")
         return (progress, recorder)
     }
 
@@ -274,6 +281,10 @@ import Testing
     /// few big ones are shared once nothing waits, and the server never sees more connections at once than the
     /// queue's limit (every connection is a slot). On tmpfs when there is one.
     @Test func aBigBatchWithSplittingAllowedKeepsToItsSlots() async throws {
+        try await HeavyTests.exclusively { try await bigBatch() }
+    }
+
+    private func bigBatch() async throws {
         for transport in TransportKind.allCases {
             let count = transport == .curl ? TestEnvironment.bigBatch : max(1, TestEnvironment.bigBatch / 10)
             let server = try LoopbackServer()

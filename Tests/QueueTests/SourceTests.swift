@@ -79,6 +79,10 @@ private struct StallingSource: AsyncSequence, Sendable {
     static let lookAhead = 256
 
     @Test func aHundredThousandRequestSourceIsReadOnlyAsTheQueueNeedsIt() async throws {
+        try await HeavyTests.exclusively { try await hundredThousandFromASource() }
+    }
+
+    private func hundredThousandFromASource() async throws {
         let count = 100_000
         let transport = InMemoryTransport.instant(body: Data("ok".utf8))
         let queue = NetworkQueue.oneAttempt(transport: transport)

@@ -1,0 +1,35 @@
+/// The suite's heaviest tests (batches of 100,000 requests) and the heap-growth measurement (which reads the whole
+/// process's heap) run one at a time; every other test runs beside them as before. On two cores, two such batches at
+/// once starved the process's dispatch threads for tens of seconds: a cancel or a timer of an unrelated test waited
+/// past its test's 30–60 s bounds.
+public enum HeavyTests {
+    private static let gate = Gate()
+
+    /// Runs `body` once no other heavy test runs, and keeps the others waiting until it returns.
+    public static func exclusively<Result>(_ body: () async throws -> Result) async throws -> Result {
+        await gate.acquire()
+        do {
+            let result = try await body()
+            await gate.release()
+            return result
+        } catch {
+            await gate.release()
+            throw error
+        }
+    }
+
+    private actor Gate {
+        private var isBusy = false
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            while isBusy { await withCheckedContinuation { waiters.append($0) } }
+            isBusy = true
+        }
+
+        func release() {
+            isBusy = false
+            if !waiters.isEmpty { waiters.removeFirst().resume() }
+        }
+    }
+}
