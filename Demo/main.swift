@@ -160,14 +160,13 @@ for (url, label) in targets {
         }
         destination = .file(file)
     }
+    let fileOptions = NetworkRequest.FileOptions(existingFile: existingFile, maximumConnections: options.split)
     let request =
         options.headers.isEmpty
-        ? NetworkRequest(
-            url: url, destination: destination, validation: validation,
-            fileOptions: .init(existingFile: existingFile, maximumConnections: options.split))
+        ? NetworkRequest(url: url, destination: destination, validation: validation, fileOptions: fileOptions)
         : NetworkRequest(
             options.headers.request(for: url), destination: destination, validation: validation,
-            fileOptions: .init(existingFile: existingFile, maximumConnections: options.split))
+            fileOptions: fileOptions)
     do {
         try queue.add(request)
     } catch {

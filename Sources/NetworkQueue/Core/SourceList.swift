@@ -21,14 +21,15 @@ struct SourceList: Equatable, Sendable {
     /// True while any source is live.
     var hasLive: Bool { sources.contains { $0.isLive } }
 
-    /// The live source with the fewest connections running (the first of equals: the request's own URL
-    /// first), which then runs one more; nil when none is live.
+    /// The live source with the fewest connections running (the first of equals: the request's own URL first);
+    /// nil when none is live.
+    var leastBusy: Int? {
+        sources.indices.filter { sources[$0].isLive }.min { sources[$0].running < sources[$1].running }
+    }
+
+    /// The ``leastBusy`` source, which then runs one more connection; nil when none is live.
     mutating func pick() -> Int? {
-        guard
-            let index = sources.indices.filter({ sources[$0].isLive }).min(by: {
-                sources[$0].running < sources[$1].running
-            })
-        else { return nil }
+        guard let index = leastBusy else { return nil }
         sources[index].running += 1
         return index
     }

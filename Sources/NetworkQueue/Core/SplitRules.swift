@@ -139,7 +139,8 @@ enum SplitRules {
     static func request(_ request: URLRequest, to source: URL, origin: URL?) -> URLRequest {
         var sent = request
         sent.url = source
-        if RequestRules.hostKey(source) != RequestRules.hostKey(origin) {
+        // The origin whose credentials a redirect keeps (RedirectPolicy's rule) is the one a mirror must share.
+        if origin.map(RedirectPolicy.origin(of:)) != RedirectPolicy.origin(of: source) {
             for name in ["Authorization", "Cookie"] { sent.setValue(nil, forHTTPHeaderField: name) }
         }
         return sent

@@ -96,26 +96,28 @@ extension FileSink {
 
     /// The record saved beside a split part, if one was written by us and reads back.
     static func savedRecord(_ path: String) -> SegmentRecord? {
-        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { closeDescriptor(fd) }
-        var bytes = [UInt8](repeating: 0, count: 1 << 16)
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0, count < bytes.count else { return nil }
-        return SegmentRecord.decode(String(decoding: bytes[..<count], as: UTF8.self))
+        var mayExist = false
+        return smallText(at: path, under: 1 << 16, mayExist: &mayExist).flatMap(SegmentRecord.decode)
     }
 
     /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
     /// something may lie at its path (anything but an open failing with ENOENT).
     static func savedValidator(_ path: String, mayExist: inout Bool) -> RangeRules.Validator? {
+        smallText(at: path, under: 4096, mayExist: &mayExist).flatMap(RangeRules.Validator.init(fileText:))
+    }
+
+    /// The text of the regular file at `path` (never through a link, never a FIFO), read in one call, when it is
+    /// shorter than `limit` bytes; `mayExist` is set when something may lie at the path (anything but an open
+    /// failing with ENOENT).
+    private static func smallText(at path: String, under limit: Int, mayExist: inout Bool) -> String? {
         let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         mayExist = fd >= 0 || errno != ENOENT
         guard fd >= 0 else { return nil }
         defer { closeDescriptor(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
+        var bytes = [UInt8](repeating: 0, count: limit)
         let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count >= 0, count < 4096 else { return nil }
-        return RangeRules.Validator(fileText: String(decoding: bytes[..<count], as: UTF8.self))
+        guard count >= 0, count < limit else { return nil }
+        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
     /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
@@ -159,18 +161,20 @@ extension FileSink {
         if !succeeded { throw .current() }
     }
 
-    /// Writes all of `bytes` at the descriptor's offset, through short writes and interruptions.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(FileFailure) {
+    /// Writes all of `bytes` at the descriptor's offset, or at `offset` when given (`pwrite`: a split part's
+    /// connections write where their ranges are), through short writes and interruptions.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) throws(FileFailure) {
         guard var next = bytes.baseAddress else { return }
-        var left = bytes.count
+        var (left, position) = (bytes.count, offset)
         while left > 0 {
-            let written = writeDescriptor(fd, next, left)
+            let written = position.map { pwrite(fd, next, left, off_t($0)) } ?? writeDescriptor(fd, next, left)
             if written < 0 {
                 if errno == EINTR { continue }
                 throw .current()
             }
             next += written
             left -= written
+            position? += Int64(written)
         }
     }
 }

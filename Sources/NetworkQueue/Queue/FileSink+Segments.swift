@@ -18,6 +18,12 @@ struct PartSegments: Equatable, Sendable {
 
     /// The bytes on disk.
     var onDisk: Int64 { done.reduce(0) { $0 + Int64($1.count) } }
+
+    /// The first range not on disk: up to the next range on disk, or to the end (the length, or, unknown, the
+    /// largest offset).
+    var firstHole: Range<Int64> {
+        SegmentPlan.complement(of: done, in: 0..<(length ?? Int64.max)).first ?? 0..<0
+    }
 }
 
 /// A split part's writes (issue 36): each connection's bytes are gathered in a buffer of their own and written at
@@ -64,7 +70,7 @@ struct SegmentWriter {
         if bytes.count >= FileSink.directWriteSize {
             // A big piece is written where it is, after what was gathered before it: never copied.
             try flush(run, fd)
-            try Self.writeAll(fd, bytes, at: offset)
+            try FileSink.writeAll(fd, bytes, at: offset)
             wrote(offset..<(offset + Int64(bytes.count)))
             return
         }
@@ -81,7 +87,7 @@ struct SegmentWriter {
     mutating func flush(_ run: Int, _ fd: Int32) throws(FileSink.FileFailure) {
         guard let buffer = pending.removeValue(forKey: run), !buffer.data.isEmpty else { return }
         try buffer.data.withUnsafeBytes { bytes in
-            Result { () throws(FileSink.FileFailure) in try Self.writeAll(fd, bytes, at: buffer.offset) }
+            Result { () throws(FileSink.FileFailure) in try FileSink.writeAll(fd, bytes, at: buffer.offset) }
         }.get()
         wrote(buffer.offset..<(buffer.offset + Int64(buffer.data.count)))
     }
@@ -106,22 +112,6 @@ struct SegmentWriter {
 
     /// The record was saved.
     mutating func recorded() { sinceRecord = 0 }
-
-    /// Writes all of `bytes` at `offset`, through short writes and interruptions.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileSink.FileFailure) {
-        guard var next = bytes.baseAddress else { return }
-        var (left, position) = (bytes.count, offset)
-        while left > 0 {
-            let written = pwrite(fd, next, left, off_t(position))
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .current()
-            }
-            next += written
-            left -= written
-            position += Int64(written)
-        }
-    }
 }
 
 extension FileSink {

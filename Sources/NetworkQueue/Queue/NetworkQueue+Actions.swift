@@ -174,8 +174,9 @@ extension NetworkQueue {
         }
     }
 
-    /// Tells the machine that a transfer's file or checks failed (the steps that forward nothing).
-    private func pass(_ failed: TransferPipeline.Step, slot: Int, token: UInt64) {
+    /// Tells the machine that a transfer's file or checks failed (the steps that forward nothing; a split download's
+    /// too).
+    func pass(_ failed: TransferPipeline.Step, slot: Int, token: UInt64) {
         switch failed {
         case .fileFailed(let error):
             send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }

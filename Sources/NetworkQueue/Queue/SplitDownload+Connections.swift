@@ -18,7 +18,7 @@ extension SplitDownload {
         var asked: Int64?
         if let resumed = sink.resumed {
             // Its first hole: to the next range on disk, or (a part of one connection) to the end.
-            let hole = SegmentPlan.complement(of: resumed.done, in: 0..<(resumed.length ?? Int64.max)).first ?? 0..<0
+            let hole = resumed.firstHole
             let open = hole.upperBound == resumed.length ?? Int64.max
             asked = open ? nil : hole.upperBound
             for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
@@ -52,9 +52,7 @@ extension SplitDownload {
         let shareable = plan.waiting.count + plan.runs.filter { $0.remaining >= 2 * minimumSize }.count
         var wanted = min(connections - 1 - state.loans.count, shareable)
         while wanted > 0 {
-            let source = state.sources.sources.indices.filter { state.sources.sources[$0].isLive }
-                .min { state.sources.sources[$0].running < state.sources.sources[$1].running }
-            guard let source else { break }
+            guard let source = state.sources.leastBusy else { break }
             let url = requests[source].url
             let (slot, token) = (slot, token)
             let loan = owner.locked.withLock { core in
@@ -184,32 +182,25 @@ extension SplitDownload {
             if !cell.attach(started) { started.cancel() }
         }
         for loan in work.returns { owner.send(inline: true) { $0.returnConnection(loan, now: $1) } }
-        if let failure = work.fileFailure {
-            owner.send(inline: true) { $0.fileEvent(.failed(failure), slot: slot, token: token, now: $1) }
-        }
+        if let failure = work.fileFailure { owner.pass(.fileFailed(failure), slot: slot, token: token) }
         if let failure = work.failure {
             owner.send(inline: true) { $0.transferEvent(.completed(failure), slot: slot, token: token, now: $1) }
         }
         if let (head, length, metrics) = work.finish { finish(head: head, length: length, metrics: metrics) }
-        if more.finish != nil || !more.cancels.isEmpty || !more.returns.isEmpty { perform(more) }
+        // What the last count's delivery ended: only `finishIfDone` fills it, and it always ends the file.
+        if more.finish != nil { perform(more) }
     }
 
     /// The file is whole: closed, hashed when checks apply, and the engine hears the ending.
     func finish(head: ResponseHead, length: Int64, metrics: TransferMetrics?) {
         let (slot, token) = (slot, token)
         switch pipeline.finishSplit(head: head, length: length) {
-        case .fileFailed(let error):
-            owner.send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
-        case .integrityFailed(let expected, let actual):
-            owner.send(inline: true) {
-                $0.transferEnded(
-                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
-            }
-        case .forward, .head:
+        case .forward:
             if let metrics {
                 owner.send(inline: true) { $0.transferEvent(.metrics(metrics), slot: slot, token: token, now: $1) }
             }
             owner.send(inline: true) { $0.transferEvent(.completed(nil), slot: slot, token: token, now: $1) }
+        case let failed: owner.pass(failed, slot: slot, token: token)
         }
     }
 }

@@ -12,7 +12,7 @@ extension SplitDownload {
         guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
             if case .completed(let error?) = event, state.sources.sources.count > 1 {
                 // No byte reached the file: the next source is asked instead.
-                return !retryFirst(id, error: error, reason: error.localizedDescription, &state, &work)
+                return !retryFirst(id, reason: error.localizedDescription, &state, &work)
             }
             return true
         }
@@ -21,9 +21,9 @@ extension SplitDownload {
         }
         switch SplitRules.shape(of: head, minimumSize: minimumSize) {
         case .success(let shape):
-            return !begin(head, shape: shape, done: [], forwarded: head, leg: id, &state, &work)
+            return !begin(shape: shape, done: [], forwarded: head, leg: id, &state, &work)
         case .failure(.status(let code)) where !(200..<300).contains(code):
-            return !retryFirst(id, error: URLError(.badServerResponse), reason: "it answered \(code)", &state, &work)
+            return !retryFirst(id, reason: "it answered \(code)", &state, &work)
         case .failure(let refusal):
             state.mode = .plain
             work.notes.append((.splitDecided, .info, "one connection: \(refusal.text)"))
@@ -33,9 +33,7 @@ extension SplitDownload {
 
     /// The first connection's source failed before any byte was written: the next live source is asked, or (none
     /// left) the failure passes to the engine (returns false).
-    func retryFirst(_ id: Int, error: URLError, reason: String, _ state: inout State, _ work: inout Work)
-        -> Bool
-    {
+    func retryFirst(_ id: Int, reason: String, _ state: inout State, _ work: inout Work) -> Bool {
         guard let leg = state.legs[id] else { return false }
         state.sources.drop(leg.source)
         guard state.sources.hasLive else {
@@ -54,23 +52,23 @@ extension SplitDownload {
     func beginResumed(
         _ head: ResponseHead, _ resumed: PartSegments, leg id: Int, _ state: inout State, _ work: inout Work
     ) -> Bool {
-        let start = SegmentPlan.complement(of: resumed.done, in: 0..<Int64.max).first?.lowerBound ?? 0
         guard let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range")),
             let length = range.total, resumed.length == nil || resumed.length == length,
-            resumed.done.last.map({ length >= $0.upperBound }) ?? true,
-            SplitRules.problem(with: head, start: start, shape: .init(length: length, validator: resumed.validator))
-                == nil
+            resumed.done.last.map({ length >= $0.upperBound }) ?? true
         else { return false }
         let shape = SplitRules.Shape(length: length, validator: resumed.validator)
+        guard SplitRules.problem(with: head, start: resumed.firstHole.lowerBound, shape: shape) == nil else {
+            return false
+        }
         let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
-        return begin(head, shape: shape, done: resumed.done, forwarded: forwarded, leg: id, &state, &work)
+        return begin(shape: shape, done: resumed.done, forwarded: forwarded, leg: id, &state, &work)
     }
 
     /// The file is split: the part is sized and recorded, the engine hears `forwarded`, the first connection takes
     /// the first range and the others are asked for. False when the part could not be begun (passed on as is).
     func begin(
-        _ head: ResponseHead, shape: SplitRules.Shape, done: [Range<Int64>], forwarded: ResponseHead, leg id: Int,
-        _ state: inout State, _ work: inout Work
+        shape: SplitRules.Shape, done: [Range<Int64>], forwarded: ResponseHead, leg id: Int, _ state: inout State,
+        _ work: inout Work
     ) -> Bool {
         guard case .head(let reading) = pipeline.splitHead(forwarded) else { return false }
         guard sink.beginSegments(shape, done: done) == nil else { return false }

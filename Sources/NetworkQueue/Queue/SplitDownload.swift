@@ -167,9 +167,7 @@ final class SplitDownload: TransferHandle {
             let (slot, token, count) = (slot, token, piece.count)
             switch pipeline.write(piece) {
             case .forward: owner.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-            case .fileFailed(let error):
-                owner.send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
-            case .head, .integrityFailed: break
+            case let failed: owner.pass(failed, slot: slot, token: token)
             }
         }
         perform(work)
@@ -224,6 +222,33 @@ final class SplitDownload: TransferHandle {
         }
     }
 
+    /// While the first connection runs alone: `kept` more bytes at `now`. Once a window is over it is judged on its
+    /// own (a server's first burst, such as nginx's second's worth of its cap at once, does not hide the pace that
+    /// follows): the rest is shared when one connection would take too long, else a new window begins.
+    func judgePace(keeping kept: Int64, now: Double, _ state: inout State, _ work: inout Work) {
+        guard let probe = state.probe, let plan = state.plan else { return }
+        let received = probe.received + kept
+        let elapsed = now - probe.start
+        guard elapsed >= SplitRules.probeSeconds else {
+            state.probe = (probe.start, received)
+            return
+        }
+        let remaining = plan.length - plan.receivedBytes
+        if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
+            state.probe = nil
+            state.plan?.divide(into: connections)
+            share(&state, &work)
+            return
+        }
+        state.probe = (now, 0)
+        if !state.saidAlone {
+            state.saidAlone = true
+            let seconds = Double(remaining) * elapsed / Double(received)
+            let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
+            work.notes.append((.splitDecided, .info, message))
+        }
+    }
+
     /// A piece of a connection's range: what the plan keeps goes to the part and is counted.
     func take(
         _ bytes: UnsafeRawBufferPointer, run: Int, leg: Leg, id: Int, _ state: inout State, _ work: inout Work
@@ -246,30 +271,8 @@ final class SplitDownload: TransferHandle {
             state.deliveries += 1
             work.counted = Int(piece.kept)
             state.sinceLoanAsked += piece.kept
-            if let probe = state.probe {
-                state.probe?.received += piece.kept
-                let now = owner.clock.now()
-                let elapsed = now - probe.start
-                if elapsed >= SplitRules.probeSeconds, let plan = state.plan {
-                    // Judged on each window of its own: a server's first burst (nginx sends a second's worth of
-                    // its cap at once) does not hide the pace that follows.
-                    let remaining = plan.length - plan.receivedBytes
-                    let received = probe.received + piece.kept
-                    if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
-                        state.probe = nil
-                        state.plan?.divide(into: connections)
-                        share(&state, &work)
-                    } else {
-                        state.probe = (now, 0)
-                        if !state.saidAlone {
-                            state.saidAlone = true
-                            let seconds = Double(remaining) * elapsed / Double(received)
-                            let message = String(
-                                format: "one connection for now: the rest would take %.2f s on it", seconds)
-                            work.notes.append((.splitDecided, .info, message))
-                        }
-                    }
-                }
+            if state.probe != nil {
+                judgePace(keeping: piece.kept, now: now, &state, &work)
             } else if state.isShared, state.sinceLoanAsked >= Self.askEvery {
                 state.sinceLoanAsked = 0
                 askForConnections(&state, &work)
