@@ -122,6 +122,25 @@ import Testing
         }
     }
 
+    /// A header the transport's redirect policy strips (one the user added to it) stays behind too.
+    @Test func theTransportsOwnStrippedHeadersStayBehind() {
+        var request = URLRequest(url: URL(string: "https://a.example/f")!)
+        request.setValue("k", forHTTPHeaderField: "X-Api-Key")
+        request.setValue("x", forHTTPHeaderField: "X-Other")
+        let policy = RedirectPolicy(
+            crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(["x-api-key"]))
+        let other = SplitRules.request(
+            request, to: URL(string: "https://b.example/f")!, origin: request.url, policy: policy)
+        #expect(other.value(forHTTPHeaderField: "X-Api-Key") == nil)
+        #expect(other.value(forHTTPHeaderField: "X-Other") == "x")
+        let same = SplitRules.request(
+            request, to: URL(string: "https://a.example/g")!, origin: request.url, policy: policy)
+        #expect(same.value(forHTTPHeaderField: "X-Api-Key") == "k")
+        // The default policy keeps a header it does not know as a credential.
+        let byDefault = SplitRules.request(request, to: URL(string: "https://b.example/f")!, origin: request.url)
+        #expect(byDefault.value(forHTTPHeaderField: "X-Api-Key") == "k")
+    }
+
     @Test func validatorsReadBackFromTheRecord() {
         for validator in [RangeRules.Validator.entityTag("\"a-b\""), .lastModified("Tue, 24 Nov 2026 10:00:00 GMT")] {
             #expect(RangeRules.Validator(recordText: validator.recordText) == validator)

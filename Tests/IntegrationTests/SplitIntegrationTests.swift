@@ -115,6 +115,39 @@ import Testing
         #expect(sources[1].bytes > 0)
     }
 
+    /// A mirror of another origin gets none of the request's credentials: neither `Authorization` nor a header the
+    /// transport's redirect policy strips (one the user added), while the request's own origin gets both.
+    @Test(arguments: TransportKind.allCases) func aMirrorOfAnotherOriginGetsNoCredentials(_ transport: TransportKind)
+        async throws
+    {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("credentials.bin")
+        let path = "/bytes/\(Self.size)?rate=1000000"
+        var urlRequest = URLRequest(url: first.url(path))
+        urlRequest.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+        urlRequest.setValue("k", forHTTPHeaderField: "X-Api-Key")
+        urlRequest.setValue("x", forHTTPHeaderField: "X-Other")
+        let request = NetworkRequest(
+            urlRequest, destination: .file(file),
+            fileOptions: .init(maximumConnections: 4, mirrors: [second.url(path)], minimumSegmentSize: Self.segment))
+        let policy = RedirectPolicy(
+            crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(["X-Api-Key"]))
+        let queue = NetworkQueue(transport: transport.make(redirects: policy))
+        queue.retryPolicy = .never
+        try queue.add(request)
+        await queue.run()
+        #expect(request.failure == nil, "\(String(describing: request.failure))")
+        #expect(try Data(contentsOf: file) == pattern(0..<Self.size))
+        let atFirst = first.statistics.headers
+        let atSecond = second.statistics.headers
+        #expect(!atSecond.isEmpty, "the mirror served nothing: the test proves nothing")
+        #expect(atFirst.allSatisfy { $0["authorization"] == "Bearer t" && $0["x-api-key"] == "k" }, "\(atFirst)")
+        #expect(atSecond.allSatisfy { $0["authorization"] == nil && $0["x-api-key"] == nil }, "\(atSecond)")
+        #expect(atSecond.allSatisfy { $0["x-other"] == "x" }, "\(atSecond)")
+    }
+
     @Test(arguments: TransportKind.allCases, ["cut", "404", "ignoreRange"])
     func aMirrorThatFailsIsDroppedAndTheFileCompletes(_ transport: TransportKind, _ fault: String) async throws {
         let (first, second) = (try LoopbackServer(), try LoopbackServer())

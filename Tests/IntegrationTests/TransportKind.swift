@@ -18,13 +18,14 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     var testDescription: String { rawValue }
 
-    /// A new transport of this kind; `cookies: false` turns its cookie store off.
-    func make(cookies: Bool = true) -> any Transport {
+    /// A new transport of this kind following `redirects`; `cookies: false` turns its cookie store off.
+    func make(cookies: Bool = true, redirects: RedirectPolicy = .default) -> any Transport {
         switch self {
         case .curl:
             #if os(Linux)
                 var options = CurlTransport.Options()
                 if !cookies { options.cookies = .disabled }
+                options.redirects = redirects
                 do {
                     return try CurlTransport(options: options)
                 } catch {
@@ -34,7 +35,7 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
                 fatalError("CurlTransport is Linux-only")
             #endif
         case .urlSession:
-            return URLSessionTransport(cookies: cookies ? .ephemeral : .disabled)
+            return URLSessionTransport(cookies: cookies ? .ephemeral : .disabled, redirects: redirects)
         }
     }
 }

@@ -58,13 +58,21 @@ public struct RedirectPolicy: Sendable, Hashable {
         if sourceScheme == "https", targetScheme == "http", !allowsHTTPSToHTTP {
             return .refuse(URLError(.appTransportSecurityRequiresSecureConnection))
         }
-        guard let from, Self.origin(of: from) != Self.origin(of: target) else { return .follow(proposed) }
-        var request = proposed
+        return .follow(sending(proposed, from: from))
+    }
+
+    /// `request` as it may go to its URL when it was meant for `from`'s origin: without the
+    /// ``crossOriginStrippedHeaders`` when the origins differ (a redirect's target, a mirror), else as it is.
+    func sending(_ request: URLRequest, from: URL?) -> URLRequest {
+        guard let from, let target = request.url, Self.origin(of: from) != Self.origin(of: target) else {
+            return request
+        }
+        var request = request
         let stripped = Set(crossOriginStrippedHeaders.map { $0.lowercased() })
         for name in (request.allHTTPHeaderFields ?? [:]).keys where stripped.contains(name.lowercased()) {
             request.setValue(nil, forHTTPHeaderField: name)
         }
-        return .follow(request)
+        return request
     }
 
     /// Scheme, host and effective port, lowercased: two URLs with the same origin share credentials.

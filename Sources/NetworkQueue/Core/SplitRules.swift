@@ -134,16 +134,15 @@ enum SplitRules {
         return ResponseHead(url: head.url, statusCode: 206, httpVersion: head.httpVersion, fields: fields)
     }
 
-    /// `request` sent to `source` instead: its credentials (`Authorization`, `Cookie`) stay behind unless `source`
-    /// has the same scheme, host and port as `origin`.
-    static func request(_ request: URLRequest, to source: URL, origin: URL?) -> URLRequest {
+    /// `request` sent to `source` instead: the headers `policy` strips from a redirect to another origin
+    /// (credentials: `Authorization`, `Cookie`, `Proxy-Authorization` and any the user added) stay behind unless
+    /// `source` has the same scheme, host and port as `origin`.
+    static func request(
+        _ request: URLRequest, to source: URL, origin: URL?, policy: RedirectPolicy = .default
+    ) -> URLRequest {
         var sent = request
         sent.url = source
-        // The origin whose credentials a redirect keeps (RedirectPolicy's rule) is the one a mirror must share.
-        if origin.map(RedirectPolicy.origin(of:)) != RedirectPolicy.origin(of: source) {
-            for name in ["Authorization", "Cookie"] { sent.setValue(nil, forHTTPHeaderField: name) }
-        }
-        return sent
+        return policy.sending(sent, from: origin)
     }
 }
 

@@ -75,8 +75,9 @@ extension NetworkRequest {
         /// Other URLs that serve the same bytes as the request's own, tried for segments when the file is split
         /// and, before any byte is written, in turn when a source fails. A source that fails (a transport error,
         /// a status, a different length or validator, a 200 to a range) is dropped for this file and its
-        /// segments go to the others; the file fails only when no source is left. Credentials of the request's
-        /// headers (`Authorization`, `Cookie`) go only to a source of the request's own origin. Default empty.
+        /// segments go to the others; the file fails only when no source is left. A source of another origin
+        /// gets the request without the headers the transport's ``RedirectPolicy`` strips from a cross-origin
+        /// redirect (`Authorization`, `Cookie`, `Proxy-Authorization` and any added there). Default empty.
         public var mirrors: [URL]
         /// The smallest segment a connection is given or left with when it shares work with another
         /// (values below 64 KiB count as 64 KiB). Default 1 MiB.

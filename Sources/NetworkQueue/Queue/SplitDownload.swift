@@ -117,7 +117,10 @@ final class SplitDownload: TransferHandle {
         var base = request
         for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
         requests =
-            [base] + fileOptions.mirrors.map { SplitRules.request(base, to: $0, origin: request.url) }
+            [base]
+            + fileOptions.mirrors.map {
+                SplitRules.request(base, to: $0, origin: request.url, policy: transport.redirectPolicy)
+            }
         connections = max(1, fileOptions.maximumConnections)
         minimumSize = max(64 << 10, fileOptions.minimumSegmentSize)
         self.forward = forward

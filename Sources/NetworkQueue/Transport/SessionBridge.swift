@@ -15,7 +15,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     private let routes = Locked(Routes())
-    private let redirects: RedirectPolicy
+    let redirects: RedirectPolicy
     /// The transport's own cookies (``URLSessionTransport/CookiePolicy/ephemeral``); nil when Foundation's
     /// store or none is used.
     private let cookieJar: Locked<CookieJar>?

@@ -97,9 +97,17 @@ public protocol Transport: Sendable {
     func startTransfer(
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle
+
+    /// The redirect policy the transport follows. The queue applies its ``RedirectPolicy/crossOriginStrippedHeaders``
+    /// where it sends a request to another origin itself: a mirror (``NetworkRequest/FileOptions/mirrors``).
+    /// Default (for a transport that does not say): ``RedirectPolicy/default``.
+    var redirectPolicy: RedirectPolicy { get }
 }
 
 extension Transport {
+    /// ``RedirectPolicy/default``, for a transport that does not say which policy it follows.
+    public var redirectPolicy: RedirectPolicy { .default }
+
     /// Starts `request` with the default ``TransferOptions`` (uncapped, no metrics).
     public func startTransfer(
         _ request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void

@@ -52,6 +52,9 @@ public final class URLSessionTransport: Transport {
     let session: URLSession
     let bridge: SessionBridge
 
+    /// The redirect policy given at creation (`redirects`).
+    public var redirectPolicy: RedirectPolicy { bridge.redirects }
+
     /// Creates a transport with its own session.
     /// - Parameters:
     ///   - configuration: the session configuration; default `.default`. Its `urlCache` is set to nil.

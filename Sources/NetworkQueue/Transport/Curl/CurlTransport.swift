@@ -127,6 +127,8 @@ import Foundation
         public var threadName: String { threadNames[0] }
         /// The names of the transport's engine threads (``Options/engineThreads`` of them), in order.
         public let threadNames: [String]
+        /// The redirect policy of the options given at creation (``Options/redirects``).
+        public let redirectPolicy: RedirectPolicy
         private let engines: [CurlEngine]
         private let sizes: TransferSizes?
 
@@ -167,6 +169,7 @@ import Foundation
             }
             self.engines = engines
             self.sizes = sizes
+            redirectPolicy = options.redirects
             libraryVersion = library.version
             supportsHTTP2 = library.supportsHTTP2
             threadNames = engines.map { $0.start() }
