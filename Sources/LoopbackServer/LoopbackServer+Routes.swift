@@ -214,7 +214,8 @@ extension LoopbackServer {
             sent += length
             if let rate {
                 let due = Double(sent) / Double(rate) - Date().timeIntervalSince(began)
-                if due > 0 { Thread.sleep(forTimeInterval: due) }
+                // The client hung up (a split file's range cut short): the request ends now.
+                if due > 0, !Socket.wait(response.fd, seconds: due) { return false }
             }
         }
         return chunked ? response.write(Self.lastChunk, isLast: true) : true

@@ -89,6 +89,28 @@ enum Socket {
         return true
     }
 
+    /// Waits `seconds`, unless the peer closes or resets the connection first: false then. A body paced by `rate=`
+    /// waits so, and its request stops counting as in flight as soon as the client hangs up, not at the next write
+    /// (the split tests check the server never sees more requests at once than the queue's slots).
+    static func wait(_ fd: Int32, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return true }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&entry, 1, Int32((left * 1000).rounded(.up)))
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { return true }
+            if entry.revents & Int16(POLLHUP | POLLERR) != 0 { return false }
+            var byte: UInt8 = 0
+            let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+            if peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EINTR) { return false }
+            // Bytes from the peer (its next request, sent early): wait out the time without polling them again.
+            Thread.sleep(forTimeInterval: max(0, deadline.timeIntervalSinceNow))
+            return true
+        }
+    }
+
     static func shutdown(_ fd: Int32) {
         #if canImport(Glibc)
             _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
