@@ -1,12 +1,13 @@
 #if os(Linux)
     import Foundation
+    import TestSupport
     import Testing
 
     @testable import NetworkQueue
 
     /// CurlTransport's own body decoding: every coding it offers decodes fed whole or byte by byte, and a
     /// stream that stops early or carries garbage is caught.
-    @Suite(.timeLimit(.minutes(5))) struct ContentDecoderTests {
+    @Suite(.testLane, .timeLimit(.minutes(5))) struct ContentDecoderTests {
         // Computed: a static Data kept by the test binary reads as a leak to LeakSanitizer.
         static var text: Data { Data("hello, hello, hello world".utf8) }
         static let encoded: [(coding: String, hex: String)] = [

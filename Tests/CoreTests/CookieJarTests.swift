@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
 
-@Suite(.timeLimit(.minutes(5))) struct CookieJarTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct CookieJarTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
     let site = URL(string: "http://www.a.test/dir/page")!
 

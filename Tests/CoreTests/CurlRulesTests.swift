@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -7,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(5))) struct CurlErrorTableTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct CurlErrorTableTests {
     @Test(
         arguments: [
             (Int32(0), URLError.Code?.none),
@@ -131,7 +132,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct ResponseHeadParserTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ResponseHeadParserTests {
     func parse(_ lines: [String]) -> (heads: [ResponseHeadParser.Head], parser: ResponseHeadParser) {
         var parser = ResponseHeadParser()
         var heads: [ResponseHeadParser.Head] = []
@@ -219,7 +220,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct RedirectRulesTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct RedirectRulesTests {
     let url = URL(string: "http://a.test/dir/page?q=1")!
 
     func request(_ method: String, body: Data? = Data("x=1".utf8)) -> URLRequest {
@@ -272,7 +273,7 @@ func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: 
     return (head, parser.violation)
 }
 
-@Suite(.timeLimit(.minutes(5))) struct StrictFramingTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct StrictFramingTests {
     @Test(arguments: [
         ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
         ("X-A: foo", "a header line not ended by LF"),

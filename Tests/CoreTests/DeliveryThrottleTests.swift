@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.timeLimit(.minutes(5))) struct DeliveryThrottleTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct DeliveryThrottleTests {
     @Test func firstChangeFlushesAtOnceAndLaterOnesWaitForTheInterval() {
         var throttle = DeliveryThrottle(interval: 0.1)
         #expect(throttle.change(at: 5.0) == 0)

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
 
 /// Every hash engine of this process against the NIST example vectors (FIPS 180-4), fed whole and in
 /// pieces that cross block boundaries.
-@Suite(.timeLimit(.minutes(5))) struct DigestTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct DigestTests {
     static let messages: [(String, [UInt8])] = [
         ("empty", []), ("abc", Array("abc".utf8)),
         ("448 bits", Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -9,7 +10,7 @@ import Testing
 
 /// The engine's bounds (any limit, any announced count) and a drain that never ends, or reports what its
 /// sources did, before `go()`.
-@Suite(.timeLimit(.minutes(5))) struct DrainAndBoundsTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct DrainAndBoundsTests {
     typealias Driver = MachineDriver
 
     // MARK: Limits

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
 @testable import TestSupport
 
 /// A head's fields kept as bytes read back as the strings the parser used to make as each line arrived.
-@Suite struct HeadFieldsTests {
+@Suite(.testLane) struct HeadFieldsTests {
     /// The reference: fields as strings, changed the way the parser changed them before it kept bytes.
     private struct Model {
         var fields: [ResponseHead.Field] = []

@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.timeLimit(.minutes(5))) struct ProgressLedgerTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ProgressLedgerTests {
     @Test func emptyLedgerIsZeroNotNaN() {
         let progress = KeyedLedger().snapshot(at: 0)
         #expect(progress.fractionCompleted == 0)
@@ -238,7 +238,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct ProgressLedgerBulkTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ProgressLedgerBulkTests {
     @Test func cancellingUnfinishedInBulkEqualsCancellingEachOne() {
         var rng = SeededGenerator(seed: 11)
         for _ in 0..<200 {

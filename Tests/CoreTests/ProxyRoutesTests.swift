@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -8,7 +9,7 @@ import Testing
 #endif
 
 /// The proxies a transport uses: the environment's, read as libcurl reads them, or one set in code (``Proxy``).
-@Suite(.timeLimit(.minutes(1))) struct ProxyRoutesTests {
+@Suite(.testLane, .timeLimit(.minutes(1))) struct ProxyRoutesTests {
     @Test func nothingSetMeansNoProxy() {
         #expect(ProxyRoutes([:]) == ProxyRoutes(["PATH": "/bin"]))
         let none = ProxyRoutes([:])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -8,7 +9,7 @@ import Testing
 #endif
 
 /// The engine alone: event sequences in, exact actions and deliveries out. Time is a parameter.
-@Suite(.timeLimit(.minutes(5))) struct QueueStateMachineTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct QueueStateMachineTests {
     typealias Driver = MachineDriver
 
     @Test func nothingStartsBeforeGoThenStartsUpToTheLimitInOrder() {

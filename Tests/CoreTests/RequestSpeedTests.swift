@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -8,7 +9,7 @@ import Testing
 #endif
 
 /// A request's own speed and time left, from the same meter as the queue's, with time passed in.
-@Suite(.timeLimit(.minutes(5))) struct RequestSpeedTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct RequestSpeedTests {
     @Test func aDownloadsSpeedAndTimeLeftFollowItsBytes() {
         var driver = MachineDriver(limit: 1)
         driver.add(1)

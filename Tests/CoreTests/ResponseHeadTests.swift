@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -7,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(5))) struct ResponseHeadTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ResponseHeadTests {
     let url = URL(string: "http://a.test/f")!
 
     func head(_ fields: [(String, String)], status: Int = 200) -> ResponseHead {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -8,7 +9,7 @@ import Testing
 #endif
 
 /// Retries and adapt hooks in the engine alone: exact deliveries, time as a parameter.
-@Suite(.timeLimit(.minutes(5))) struct RetryMachineTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct RetryMachineTests {
     typealias Driver = MachineDriver
 
     /// A policy whose backoff is exactly `delay` (no jitter), so sequences are exact.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
@@ -9,7 +10,7 @@ import Testing
 
 /// When a response lets a file be split, what each segment's answer must be, when sharing is worth it, and which
 /// source each connection goes to (issue 36): pure rules, exact outcomes.
-@Suite struct SplitRulesTests {
+@Suite(.testLane) struct SplitRulesTests {
     static let url = URL(string: "http://h/f")!
 
     static func head(_ status: Int, _ fields: [String: String]) -> ResponseHead {

@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
 
 /// The shared cap's arithmetic, with time passed in by hand.
-@Suite(.timeLimit(.minutes(5))) struct TokenBucketTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct TokenBucketTests {
     @Test func aNewBucketHoldsATwentiethOfASecondAndRefillsAtItsRate() {
         let bucket = Bucket(rate: 2_000, now: 10)
         #expect(bucket.capacity == 100)
@@ -122,7 +123,7 @@ private final class Bucket {
 }
 
 /// The limiter shell around the bucket: settings as given, and no cap means no refusal.
-@Suite(.timeLimit(.minutes(5))) struct RateCapTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct RateCapTests {
     @Test func theCapReadsBackAsSetAndExtremesNeitherTrapNorRefuse() {
         let limiter = RateCap(maximumBytesPerSecond: .max)
         #expect(limiter.maximumBytesPerSecond == .max)

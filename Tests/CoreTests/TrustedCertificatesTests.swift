@@ -1,11 +1,12 @@
 #if os(Linux)
     import Foundation
+    import TestSupport
     import Testing
 
     @testable import NetworkQueue
 
     /// The CA bundle reaches libcurl as a path to an in-memory file, not as a blob copied into every transfer.
-    @Suite(.timeLimit(.minutes(5))) struct TrustedCertificatesTests {
+    @Suite(.testLane, .timeLimit(.minutes(5))) struct TrustedCertificatesTests {
         @Test func theBundleIsAnInMemoryFileReadableByPath() throws {
             let pem = Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)
             let certificates = TrustedCertificates(pem: pem)

@@ -3,7 +3,7 @@ import LoopbackServer
 import TestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10))) struct DemoProcessTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoProcessTests {
     @Test func noClobberRerunSendsNothingAndAPipedListRuns() async throws {
         #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
         // Sixty entries, twenty sharing one name.

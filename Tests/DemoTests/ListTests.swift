@@ -1,6 +1,7 @@
 import DemoKit
 import Foundation
 import NetworkQueue
+import TestSupport
 import Testing
 
 /// The rule file names had before names took constant time: each URL tries its base name, then `-2`, `-3`…
@@ -43,7 +44,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
     return given
 }
 
-@Suite(.timeLimit(.minutes(5))) struct FileNameTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct FileNameTests {
     @Test func namesFollowTheSameRuleAsBefore() {
         let bases = [
             "a.bin", "a.bin", "A.BIN", "a-2.bin", "a.bin", "b", "b", "b-2", "b", "index.html", "INDEX.html",
@@ -75,7 +76,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
     }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct ShardTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ShardTests {
     @Test func fourShardsOfAThousandLinesAreDisjointCompleteAndBalanced() async throws {
         let lines = (0..<1_000).map { "http://mirror.test/pool/\($0 % 97)/package-\($0).deb" }
         let list = try listFile(lines)

@@ -172,7 +172,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
     case http2
 }
 
-@Suite(.timeLimit(.minutes(10))) struct EndingMatrixTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct EndingMatrixTests {
     static let keys = Box(0)
 
     #if os(Linux)

@@ -9,7 +9,7 @@
 
     /// A long-lived queue over CurlTransport does not grow the heap per request: what a request allocates
     /// (in Swift, in libcurl, in the cookie jar) is given back. Bounded, not timed.
-    @Suite(.timeLimit(.minutes(10))) struct HeapGrowthTests {
+    @Suite(.testLane, .timeLimit(.minutes(10))) struct HeapGrowthTests {
         /// Bytes in use on the heap (every malloc arena).
         static func heapInUse() -> Int { Int(nq_heap_in_use()) }
 

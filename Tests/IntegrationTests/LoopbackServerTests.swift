@@ -1,12 +1,13 @@
 import Foundation
 import LoopbackServer
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(10))) struct LoopbackServerTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct LoopbackServerTests {
     @Test func bytesHaveLengthEtagAndThePattern() async throws {
         let server = try LoopbackServer()
         let (response, body, error) = await fetch(server.url("/bytes/1000"))

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(10))) struct CredentialRedirectTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct CredentialRedirectTests {
     static let credentials = [
         "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET",
         "Accept": "x/y",
@@ -83,7 +83,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(10))) struct CookieTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct CookieTests {
     @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(
         _ transport: TransportKind
     ) async throws {
@@ -114,7 +114,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(10))) struct FileSafetyTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct FileSafetyTests {
     @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind)
         async throws
     {
@@ -179,7 +179,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(10))) struct ResponseLimitTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct ResponseLimitTests {
     @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(
         _ transport: TransportKind
     ) async throws {
@@ -228,7 +228,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(10))) struct RedactionIntegrationTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct RedactionIntegrationTests {
     @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(
         _ transport: TransportKind
     ) async throws {
@@ -246,7 +246,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
     @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind)
         async throws
     {

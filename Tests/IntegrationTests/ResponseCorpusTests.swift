@@ -75,7 +75,7 @@ let responseCorpus: [CorpusRow] = [
     CorpusRow(name: "bad-chunk", curl: bad, urlSession: bad),
 ]
 
-@Suite(.serialized, .timeLimit(.minutes(5))) struct ResponseCorpusTests {
+@Suite(.testLane, .serialized, .timeLimit(.minutes(5))) struct ResponseCorpusTests {
     @Test(arguments: TransportKind.allCases, responseCorpus)
     func eachOddResponseHasTheOutcomeCurlAndTheRFCGiveIt(_ transport: TransportKind, _ row: CorpusRow) async throws {
         let expected = row.outcome(transport)

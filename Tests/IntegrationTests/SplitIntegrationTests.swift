@@ -10,7 +10,7 @@ import Testing
 
 /// One file over several connections and mirrors (issue 36), against loopback servers, over each transport: the
 /// ranges the servers saw, the bytes they sent, the file and what the delegate and metrics say.
-@Suite(.timeLimit(.minutes(10))) struct SplitIntegrationTests {
+@Suite(.testLane, .timeLimit(.minutes(10))) struct SplitIntegrationTests {
     static let size = 4_000_000
     static let segment: Int64 = 256 << 10
 

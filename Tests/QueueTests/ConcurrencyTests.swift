@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(5))) struct ConcurrencyTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ConcurrencyTests {
     @Test(.timeLimit(.minutes(1)))
     func hammeringFromEightThreadsLosesNothingAndDrainsOncePerDrain() async throws {
         // Given a queue whose transfers are instant, slow, or failing, at random
@@ -109,7 +109,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct QueueProgressTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct QueueProgressTests {
     @Test func bytesComeFromContentLengthAndTheFractionByBytes() async throws {
         let sizes = [1_000, 2_000, 3_000]
         let gate = TransferGate()

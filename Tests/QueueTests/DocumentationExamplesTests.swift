@@ -307,7 +307,7 @@ struct CannedHandle: TransferHandle {
     func cancel() {}
 }
 
-@Suite(.timeLimit(.minutes(1))) struct DocumentationExamplesTests {
+@Suite(.testLane, .timeLimit(.minutes(1))) struct DocumentationExamplesTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

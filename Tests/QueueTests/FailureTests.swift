@@ -6,7 +6,7 @@ import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-@Suite(.timeLimit(.minutes(5))) struct FailureTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct FailureTests {
     @Test(.timeLimit(.minutes(1)))
     func aFailureCancelsEveryOtherRequestByDefault() async throws {
         // The gate stays closed: request 2's transfer can only end by being cancelled. Request 1 answers only

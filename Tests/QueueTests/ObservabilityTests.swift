@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The debug log, metrics delivery and their cost when unused, with the in-memory transport.
-@Suite(.timeLimit(.minutes(5))) struct ObservabilityTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ObservabilityTests {
     /// A queue logging into the returned box (retrying at once, when `retries`).
     static func loggingQueue(_ transport: InMemoryTransport, retries: Bool = false) -> (
         NetworkQueue, Box<[NetworkQueueLogRecord]>
@@ -156,7 +156,7 @@ import Testing
 }
 
 /// Metrics reach the delegate, the events, the request and its response, and are asked for only when read.
-@Suite(.timeLimit(.minutes(5))) struct MetricsDeliveryTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct MetricsDeliveryTests {
     final class MetricsRecorder: NetworkQueueDelegate {
         let seen = Box<[String]>([])
         func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {

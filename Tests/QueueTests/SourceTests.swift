@@ -74,16 +74,17 @@ private struct StallingSource: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
 }
 
-@Suite(.timeLimit(.minutes(5))) struct SourceTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct SourceTests {
     /// The look-ahead at the default limit of 4 (see `add(contentsOf:)`).
     static let lookAhead = 256
 
-    @Test func aHundredThousandRequestSourceIsReadOnlyAsTheQueueNeedsIt() async throws {
-        try await HeavyTests.exclusively { try await hundredThousandFromASource() }
+    /// 100,000 requests (`NQ_BIG_BATCH`; a tenth under the sanitizers).
+    @Test func aBigBatchFromASourceIsReadOnlyAsTheQueueNeedsIt() async throws {
+        try await HeavyTests.exclusively { try await bigBatchFromASource() }
     }
 
-    private func hundredThousandFromASource() async throws {
-        let count = 100_000
+    private func bigBatchFromASource() async throws {
+        let count = TestEnvironment.bigBatch
         let transport = InMemoryTransport.instant(body: Data("ok".utf8))
         let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = queue.recording()

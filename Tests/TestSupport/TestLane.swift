@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+
+/// Runs a suite on the test lane (eight threads of the tests' own, not the Swift concurrency pool) and, when the
+/// run says so, within its suite slots.
+///
+/// - **The lane.** The pool has one thread per core (two on CI), and every task of the process shares it: the
+///   tests' bodies, and what the library runs there (a source's reader, a retry decision, an adapt hook). A test
+///   that computes without suspending holds a pool thread for that time, and under load that time stretches: at
+///   the CI run that failed at 728a00e, under the thread sanitizer, a scheduler test and a list test held both pool
+///   threads for over a minute, each needing about a second alone. A lazy source then waited at its first grant
+///   for 60 s, and three tests with 60 s limits ran out. On the lane, the tests' own work waits for the tests' own
+///   threads, and the pool is left to the library. Eight threads, so that a few tests computing at once leave
+///   room for the others; not a thread per test, which started hundreds at once and made the timed tests (a rate
+///   cap, a trickle) miss their marks.
+/// - **The slots.** `NQ_SUITE_SLOTS` (unset or 0: no limit) bounds how many suites run at once. The sanitizers
+///   make every step ten times dearer, and the whole suite at once on two cores then stretched single tests past
+///   their time windows (a gated transfer past the default 60 s timeout). A suite waits for its slot before its
+///   tests start, so the wait counts in no test's time limit.
+///
+/// The suite's tests, and their structured child tasks, run on the lane; unstructured tasks (`Task { }`, the
+/// library's own) run on the pool. A test on the lane may block its thread only briefly (waiting for a program or
+/// a port is done on a thread of its own, as `LocalServer` does).
+public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
+    /// Every test of the suite and of the suites inside it.
+    public var isRecursive: Bool { true }
+
+    /// The suite itself (its slot) and each test case (the lane); not a test function as a whole.
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        test.isSuite || testCase != nil ? self : nil
+    }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        if testCase == nil {
+            try await SuiteSlots.shared.holding { try await function() }
+        } else {
+            try await withTaskExecutorPreference(TestLane.shared) { try await function() }
+        }
+    }
+}
+
+extension Trait where Self == TestLaneTrait {
+    /// The suite on the test lane, within the run's suite slots (see ``TestLaneTrait``).
+    public static var testLane: Self { TestLaneTrait() }
+}
+
+/// How many suites may run at once: `NQ_SUITE_SLOTS`, or no limit when it is unset or 0.
+actor SuiteSlots {
+    static let shared = SuiteSlots(count: TestEnvironment.integer("NQ_SUITE_SLOTS", default: 0))
+
+    /// Set while a task holds a slot: a suite inside it (or a test scoped twice) takes no second one.
+    @TaskLocal static var isHolding = false
+
+    private let count: Int
+    private var busy = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    private init(count: Int) { self.count = count }
+
+    /// Runs `body` in a slot, waiting for one first.
+    nonisolated func holding(_ body: @Sendable () async throws -> Void) async throws {
+        guard count > 0, !Self.isHolding else { return try await body() }
+        await acquire()
+        do {
+            try await Self.$isHolding.withValue(true) { try await body() }
+        } catch {
+            await release()
+            throw error
+        }
+        await release()
+    }
+
+    private func acquire() async {
+        if busy < count {
+            busy += 1
+        } else {
+            // The slot is handed over by `release`, which keeps `busy` as it is.
+            await withCheckedContinuation { waiting.append($0) }
+        }
+    }
+
+    private func release() {
+        if waiting.isEmpty { busy -= 1 } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// The lane's executor: a fixed set of threads taking jobs in the order they came.
+public final class TestLane: TaskExecutor, @unchecked Sendable {
+    /// The lane every suite's tests run on.
+    public static let shared = TestLane(threads: 8)
+    /// The prefix of the lane's thread names (`test lane 0`, …).
+    public static let threadNamePrefix = "test lane"
+
+    // Unchecked: `jobs` and `first` are read and written only under `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var first = 0
+
+    private init(threads: Int) {
+        for index in 0..<threads {
+            // Named from inside: on Linux a thread named before it starts keeps its creator's name.
+            Thread { [self] in
+                Thread.current.name = "\(Self.threadNamePrefix) \(index)"
+                work()
+            }.start()
+        }
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while first == jobs.count { condition.wait() }
+            let job = jobs[first]
+            first += 1
+            if first == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                first = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
