@@ -215,7 +215,10 @@ extension LoopbackServer {
             if let rate {
                 let due = Double(sent) / Double(rate) - Date().timeIntervalSince(began)
                 // The client hung up (a split file's range cut short): the request ends now.
-                if due > 0, !Socket.wait(response.fd, seconds: due) { return false }
+                if due > 0, !Socket.wait(response.fd, seconds: due) {
+                    response.clientHungUp()
+                    return false
+                }
             }
         }
         return chunked ? response.write(Self.lastChunk, isLast: true) : true

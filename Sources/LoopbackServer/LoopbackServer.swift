@@ -58,6 +58,34 @@ public final class LoopbackServer: Sendable {
         /// Bytes handed to the kernel in each whole second since the counters started (index 0: the first
         /// second), counted when each write returns: the wire's pace as the server sees it.
         public var bytesPerSecond: [Int] = []
+        /// Each request's start and end (its number, whether the event is its end), in order.
+        var spans: [Span] = []
+        /// The requests whose client hung up before the whole response.
+        var abandoned: Set<Int> = []
+
+        /// The most requests served at once, not counting those whose client hung up before the whole response. A
+        /// client frees a request's slot when it cancels it, and the server notices the closed connection a little
+        /// later (at its next write or wake): ``maxInFlight`` counts those twice.
+        public var maxInFlightKept: Int {
+            var running = 0
+            var most = 0
+            var started: Set<Int> = []
+            for span in spans where !abandoned.contains(span.id) {
+                if span.isEnd {
+                    if started.remove(span.id) != nil { running -= 1 }
+                } else {
+                    started.insert(span.id)
+                    running += 1
+                    most = max(most, running)
+                }
+            }
+            return most
+        }
+
+        struct Span: Sendable, Hashable {
+            let id: Int
+            let isEnd: Bool
+        }
     }
 
     struct State {
@@ -67,6 +95,8 @@ public final class LoopbackServer: Sendable {
         /// Requests seen per `/flaky` key.
         var flakyArrivals: [String: Int] = [:]
         var isStopped = false
+        /// The number of the last request received (never reset: the spans' ids).
+        var serial = 0
         /// When the counters started, in uptime nanoseconds.
         var epoch = DispatchTime.now().uptimeNanoseconds
 
@@ -187,19 +217,28 @@ public final class LoopbackServer: Sendable {
         }
         while true {
             guard let request = try? reader.nextHead() else { return }
-            state.with { state in
+            let id = state.with { state in
                 state.statistics.requests += 1
                 state.statistics.inFlight += 1
                 state.statistics.maxInFlight = max(state.statistics.maxInFlight, state.statistics.inFlight)
                 state.statistics.log.append("\(request.method) \(request.target)")
                 state.statistics.headers.append(request.headers)
+                state.serial += 1
+                state.statistics.spans.append(.init(id: state.serial, isEnd: false))
+                return state.serial
             }
-            let response = Response(fd: fd, server: self)
+            let response = Response(fd: fd, id: id, server: self)
             let keepAlive = respond(to: request, reader: &reader, with: response)
             response.finishRequest()
             guard keepAlive, !request.wantsClose else { return }
         }
     }
 
-    func requestFinished() { state.with { $0.statistics.inFlight -= 1 } }
+    func requestFinished(_ id: Int, abandoned: Bool) {
+        state.with { state in
+            state.statistics.inFlight -= 1
+            state.statistics.spans.append(.init(id: id, isEnd: true))
+            if abandoned { state.statistics.abandoned.insert(id) }
+        }
+    }
 }

@@ -3,11 +3,15 @@ import Foundation
 /// Writes one response, dropping the server's in-flight count just before the response's last byte.
 final class Response {
     let fd: Int32
+    private let id: Int
     private let server: LoopbackServer
     private var isFinished = false
+    /// Set when a write found the client gone, or the client hung up while the body was paced.
+    private var isAbandoned = false
 
-    init(fd: Int32, server: LoopbackServer) {
+    init(fd: Int32, id: Int, server: LoopbackServer) {
         self.fd = fd
+        self.id = id
         self.server = server
     }
 
@@ -15,7 +19,13 @@ final class Response {
     func finishRequest() {
         guard !isFinished else { return }
         isFinished = true
-        server.requestFinished()
+        server.requestFinished(id, abandoned: isAbandoned)
+    }
+
+    /// The client hung up before the whole response: the request ends now, as abandoned.
+    func clientHungUp() {
+        isAbandoned = true
+        finishRequest()
     }
 
     /// Writes a response head; `isLast` when no body follows.
@@ -34,9 +44,16 @@ final class Response {
         defer { server.state.with { $0.noteWritten(bytes.count) } }
         guard isLast, !bytes.isEmpty else {
             if isLast { finishRequest() }
-            return Socket.write(fd, bytes)
+            guard Socket.write(fd, bytes) else {
+                clientHungUp()
+                return false
+            }
+            return true
         }
-        guard Socket.write(fd, bytes.dropLast()) else { return false }
+        guard Socket.write(fd, bytes.dropLast()) else {
+            clientHungUp()
+            return false
+        }
         finishRequest()
         return Socket.write(fd, bytes.suffix(1))
     }

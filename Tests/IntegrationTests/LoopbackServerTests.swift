@@ -1,5 +1,6 @@
 import Foundation
 import LoopbackServer
+import NetworkQueue
 import TestSupport
 import Testing
 
@@ -16,6 +17,37 @@ import Testing
         #expect(response?.value(forHTTPHeaderField: "Content-Length") == "1000")
         #expect(response?.value(forHTTPHeaderField: "ETag") == "\"bytes-1000\"")
         #expect(body == pattern(0..<1000))
+    }
+
+    /// A paced body whose client hangs up ends at once, as abandoned: it leaves the in-flight count without waiting
+    /// for the next write, and `maxInFlightKept` leaves it out.
+    @Test(arguments: TransportKind.allCases) func aClientThatHangsUpAbandonsItsRequest(_ transport: TransportKind)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
+        let cancelled = Box(false)
+        let request = NetworkRequest(
+            URLRequest(url: server.url("/bytes/4000000?rate=100000")),
+            handlers: .init(onDownloadProgress: { progress in
+                guard progress.completedBytes > 0 else { return }
+                let isFirst = cancelled.with { wasCancelled -> Bool in
+                    defer { wasCancelled = true }
+                    return !wasCancelled
+                }
+                guard isFirst else { return }
+                queue.cancelAll()
+            }))
+        try queue.add(request)
+        await queue.run()
+        #expect(request.state == .cancelled)
+        // Paced at 100 kB/s, the 4 MB body would take 40 s: the server ends it as soon as it sees the hang-up.
+        await eventually { server.statistics.inFlight == 0 }
+        #expect(server.statistics.maxInFlight == 1)
+        #expect(server.statistics.maxInFlightKept == 0)
+        let (_, body, _) = await fetch(server.url("/bytes/1000"))
+        #expect(body == pattern(0..<1000))
+        #expect(server.statistics.maxInFlightKept == 1)
     }
 
     @Test func headAnswersTheLengthWithoutABody() async throws {

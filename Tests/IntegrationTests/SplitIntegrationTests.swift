@@ -346,7 +346,9 @@ import Testing
             #expect(progress.failedRequestCount == 0, "\(transport)")
             let big = count / bigEvery
             #expect(progress.bytesReceived == Int64((count - big) * 100 + big * Self.size), "\(transport)")
-            #expect(server.statistics.maxInFlight <= 16, "\(transport): \(server.statistics.maxInFlight)")
+            // A range cut short frees its slot when the queue cancels it; the server notices a little later.
+            let kept = server.statistics.maxInFlightKept
+            #expect(kept <= 16, "\(transport): \(kept) (\(server.statistics.maxInFlight) with ranges cut short)")
             let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             #expect(names.count == count, "\(transport): \(names.filter { $0.contains(".part") }.prefix(5))")
             // The big files are whole, and at least one of them was shared (more GETs than files).
