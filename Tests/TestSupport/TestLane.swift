@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// Runs a suite on the test lane (eight threads of the tests' own, not the Swift concurrency pool) and, when the
-/// run says so, within its suite slots.
+/// Runs a suite on the test lane (threads of the tests' own, one per core as the Swift concurrency pool has, but not
+/// the pool) and, when the run says so, within its suite slots.
 ///
 /// - **The lane.** The pool has one thread per core (two on CI), and every task of the process shares it: the
 ///   tests' bodies, and what the library runs there (a source's reader, a retry decision, an adapt hook). A test
@@ -10,9 +10,9 @@ import Testing
 ///   the CI run that failed at 728a00e, under the thread sanitizer, a scheduler test and a list test held both pool
 ///   threads for over a minute, each needing about a second alone. A lazy source then waited at its first grant
 ///   for 60 s, and three tests with 60 s limits ran out. On the lane, the tests' own work waits for the tests' own
-///   threads, and the pool is left to the library. Eight threads, so that a few tests computing at once leave
-///   room for the others; not a thread per test, which started hundreds at once and made the timed tests (a rate
-///   cap, a trickle) miss their marks.
+///   threads, and the pool is left to the library. As many threads as the pool, so that the tests compute no more
+///   at once than they did on it: eight made the timed tests (a rate cap's every second) miss their marks, and a
+///   thread per test, hundreds at once, made them miss by far.
 /// - **The slots.** `NQ_SUITE_SLOTS` (unset or 0: no limit) bounds how many suites run at once. The sanitizers
 ///   make every step ten times dearer, and the whole suite at once on two cores then stretched single tests past
 ///   their time windows (a gated transfer past the default 60 s timeout). A suite waits for its slot before its
@@ -89,7 +89,7 @@ actor SuiteSlots {
 /// The lane's executor: a fixed set of threads taking jobs in the order they came.
 public final class TestLane: TaskExecutor, @unchecked Sendable {
     /// The lane every suite's tests run on.
-    public static let shared = TestLane(threads: 8)
+    public static let shared = TestLane(threads: max(2, ProcessInfo.processInfo.activeProcessorCount))
     /// The prefix of the lane's thread names (`test lane 0`, …).
     public static let threadNamePrefix = "test lane"
 
