@@ -345,7 +345,7 @@
                 let request = request(server.url, tag: 1)
                 try queue.add(request)
                 await queue.run()
-                #expect(request.state == .finished)
+                #expect(request.state == .finished, "\(String(describing: request.failure))")
                 #expect(request.response?.statusCode == 200)
             }
         }

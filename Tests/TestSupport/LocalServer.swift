@@ -30,10 +30,14 @@
     }
 
     extension SpawnedProcess {
-        /// Starts a server with `start` on ports chosen by it (free when asked: another test's connection may take
-        /// one first, as its source port, and the program then exits), until every port in `ports` accepts a
-        /// connection (5 s at most each try), trying afresh up to four times; a try that fails is stopped with
+        /// Starts a server with `start` on ports chosen by it (free when asked: another test's connection or server
+        /// may take one first, and the program then exits), until the program itself listens on every port in
+        /// `ports` (5 s at most each try), trying afresh up to four times; a try that fails is stopped with
         /// `stopSignal`. Returns what `start` made.
+        ///
+        /// A connection accepted on the port is no proof: another test's loopback server, bound to port 0, can be
+        /// given the same port between the asking and the program's bind. Then the program exits, and the test
+        /// talked to the other server (TLS to plain HTTP: a TLS test failed so in a full run).
         public static func listening<Value>(
             _ name: String, stopSignal: Int32 = SIGKILL,
             _ start: () throws -> (process: SpawnedProcess, ports: [UInt16], value: Value)
@@ -41,12 +45,44 @@
             for _ in 0..<4 {
                 let (process, ports, value) = try start()
                 let deadline = Date().addingTimeInterval(5)
-                while !ports.allSatisfy(LoopbackPorts.accepts), Date() < deadline { usleep(10_000) }
-                if ports.allSatisfy(LoopbackPorts.accepts) { return value }
+                while !process.listens(on: ports), Date() < deadline { usleep(10_000) }
+                if process.listens(on: ports) { return value }
                 process.send(stopSignal)
                 _ = process.waitForExit()
             }
             throw SetupFailure("\(name) did not start listening on any of 4 ports")
+        }
+
+        /// True when this process holds a listening socket on each of `ports` (read from /proc: the sockets listening
+        /// on 127.0.0.1 or any address, against the process's open descriptors).
+        public func listens(on ports: [UInt16]) -> Bool {
+            var owned: Set<String> = []
+            if let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") {
+                for descriptor in descriptors {
+                    if let target = try? FileManager.default.destinationOfSymbolicLink(
+                        atPath: "/proc/\(pid)/fd/\(descriptor)")
+                    {
+                        owned.insert(target)
+                    }
+                }
+            }
+            var listening: [UInt16: Set<String>] = [:]
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                // Read to its end: Foundation's String(contentsOfFile:) stops at the first page of a /proc file.
+                guard let handle = FileHandle(forReadingAtPath: table),
+                    let data = try? handle.readToEnd(), let text = String(data: data, encoding: .utf8)
+                else { continue }
+                try? handle.close()
+                // sl local_address rem_address st … inode: the state 0A is LISTEN.
+                for line in text.split(separator: "\n").dropFirst() {
+                    let fields = line.split(separator: " ")
+                    guard fields.count > 9, fields[3] == "0A", let colon = fields[1].lastIndex(of: ":"),
+                        let port = UInt16(fields[1][fields[1].index(after: colon)...], radix: 16)
+                    else { continue }
+                    listening[port, default: []].insert("socket:[\(fields[9])]")
+                }
+            }
+            return ports.allSatisfy { !(listening[$0] ?? []).isDisjoint(with: owned) }
         }
 
         /// Sends `signal` (SIGKILL by default; nginx's master wants SIGTERM to stop its workers) and reaps the
