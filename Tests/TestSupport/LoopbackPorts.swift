@@ -10,8 +10,8 @@
 
     /// Ports on 127.0.0.1 for the servers the tests start as programs of their own.
     public enum LoopbackPorts {
-        /// A port free when asked (another connection may take it before the server binds it: start the server,
-        /// check ``accepts(_:)``, and try another port if it did not).
+        /// A port free when asked (another connection or server may take it before the program binds it: start the
+        /// program, check it listens there with ``SpawnedProcess/listens(on:)``, and try another port if it does not).
         public static func free() throws -> UInt16 {
             let (fd, port) = try held()
             close(fd)
@@ -36,21 +36,6 @@
                 throw SetupFailure("no port to hold on 127.0.0.1")
             }
             return (fd, UInt16(bigEndian: address.sin_port))
-        }
-
-        /// True when something accepts a connection on `port`.
-        public static func accepts(_ port: UInt16) -> Bool {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = port.bigEndian
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
         }
     }
 #endif
