@@ -142,7 +142,7 @@ import Testing
         var lines: [Substring] = []
         // Bounded: the two quick requests end within seconds (the bound only guards a broken run).
         for _ in 0..<3000 where lines.count < 2 {
-            lines = ((try? String(contentsOf: report, encoding: .utf8)) ?? "").split(separator: "\n")
+            lines = (readText(of: report) ?? "").split(separator: "\n")
             if lines.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
         }
         process.kill()

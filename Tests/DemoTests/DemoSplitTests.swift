@@ -72,7 +72,7 @@ import Testing
         let watcher = Thread {
             // Bounded: half the file takes about two seconds (the bound only guards a broken run).
             for _ in 0..<6000 {
-                let text = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
+                let text = readText(of: record) ?? ""
                 let claimed = text.split(separator: "\n").filter { $0.hasPrefix("done ") }.reduce(0) { sum, line in
                     let bounds = line.dropFirst(5).split(separator: "-").compactMap { Int($0) }
                     return sum + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 0)

@@ -69,10 +69,7 @@
             var listening: [UInt16: Set<String>] = [:]
             for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
                 // Read to its end: Foundation's String(contentsOfFile:) stops at the first page of a /proc file.
-                guard let handle = FileHandle(forReadingAtPath: table),
-                    let data = try? handle.readToEnd(), let text = String(data: data, encoding: .utf8)
-                else { continue }
-                try? handle.close()
+                guard let text = readText(of: URL(fileURLWithPath: table)) else { continue }
                 // sl local_address rem_address st … inode: the state 0A is LISTEN.
                 for line in text.split(separator: "\n").dropFirst() {
                     let fields = line.split(separator: " ")
