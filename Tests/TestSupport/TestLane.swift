@@ -18,7 +18,8 @@ import Testing
 ///   their time windows (a gated transfer past the default 60 s timeout). A suite waits for its slot before its
 ///   tests start, so the wait counts in no test's time limit.
 ///
-/// The suite's tests, and their structured child tasks, run on the lane; unstructured tasks (`Task { }`, the
+/// The suite's tests run on the lane (their structured child tasks mostly do too, but not always: a run under the
+/// thread sanitizer found a task group's children on the pool); unstructured tasks (`Task { }`, the
 /// library's own) run on the pool. A test on the lane may block its thread only briefly (waiting for a program or
 /// a port is done on a thread of its own, as `LocalServer` does).
 public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
