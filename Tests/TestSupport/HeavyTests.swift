@@ -3,7 +3,7 @@
 /// once starved the process's dispatch threads for tens of seconds: a cancel or a timer of an unrelated test waited
 /// past its test's 30–60 s bounds.
 public enum HeavyTests {
-    private static let gate = Gate()
+    private static let gate = Slots(count: 1)
 
     /// Runs `body` once no other heavy test runs, and keeps the others waiting until it returns. A run with smaller
     /// batches (`NQ_BIG_BATCH` under 100,000: the sanitizers' runs) runs it at once, beside the others: there the
@@ -11,29 +11,6 @@ public enum HeavyTests {
     /// with one of them (tests with a 60 s bound ran out under the thread sanitizer).
     public static func exclusively<Result>(_ body: () async throws -> Result) async throws -> Result {
         guard TestEnvironment.bigBatch >= 100_000 else { return try await body() }
-        await gate.acquire()
-        do {
-            let result = try await body()
-            await gate.release()
-            return result
-        } catch {
-            await gate.release()
-            throw error
-        }
-    }
-
-    private actor Gate {
-        private var isBusy = false
-        private var waiters: [CheckedContinuation<Void, Never>] = []
-
-        func acquire() async {
-            while isBusy { await withCheckedContinuation { waiters.append($0) } }
-            isBusy = true
-        }
-
-        func release() {
-            isBusy = false
-            if !waiters.isEmpty { waiters.removeFirst().resume() }
-        }
+        return try await gate.holding(body)
     }
 }

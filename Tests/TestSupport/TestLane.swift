@@ -23,6 +23,11 @@ import Testing
 /// library's own) run on the pool. A test on the lane may block its thread only briefly (waiting for a program or
 /// a port is done on a thread of its own, as `LocalServer` does).
 public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
+    /// How many suites may run at once: `NQ_SUITE_SLOTS`, or no limit when it is unset or 0.
+    static let suiteSlots = Slots(count: TestEnvironment.integer("NQ_SUITE_SLOTS", default: 0))
+    /// Set while a task holds a suite slot.
+    @TaskLocal static var isHoldingSlot = false
+
     /// Every test of the suite and of the suites inside it.
     public var isRecursive: Bool { true }
 
@@ -35,7 +40,9 @@ public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         if testCase == nil {
-            try await SuiteSlots.shared.holding { try await function() }
+            // A suite inside one that holds a slot (or a suite scoped twice) takes no second one.
+            guard !Self.isHoldingSlot else { return try await function() }
+            try await Self.suiteSlots.holding { try await Self.$isHoldingSlot.withValue(true) { try await function() } }
         } else {
             try await withTaskExecutorPreference(TestLane.shared) { try await function() }
         }
@@ -47,30 +54,27 @@ extension Trait where Self == TestLaneTrait {
     public static var testLane: Self { TestLaneTrait() }
 }
 
-/// How many suites may run at once: `NQ_SUITE_SLOTS`, or no limit when it is unset or 0.
-actor SuiteSlots {
-    static let shared = SuiteSlots(count: TestEnvironment.integer("NQ_SUITE_SLOTS", default: 0))
-
-    /// Set while a task holds a slot: a suite inside it (or a test scoped twice) takes no second one.
-    @TaskLocal static var isHolding = false
-
+/// At most `count` tasks at once run a body through ``holding(_:)`` (0: no limit); the others wait, first come first
+/// served. The suite slots and the heavy tests' one-at-a-time gate (``HeavyTests``) are both made of it.
+actor Slots {
     private let count: Int
     private var busy = 0
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
-    private init(count: Int) { self.count = count }
+    init(count: Int) { self.count = count }
 
     /// Runs `body` in a slot, waiting for one first.
-    nonisolated func holding(_ body: @Sendable () async throws -> Void) async throws {
-        guard count > 0, !Self.isHolding else { return try await body() }
+    nonisolated func holding<Result>(_ body: () async throws -> Result) async throws -> Result {
+        guard count > 0 else { return try await body() }
         await acquire()
         do {
-            try await Self.$isHolding.withValue(true) { try await body() }
+            let result = try await body()
+            await release()
+            return result
         } catch {
             await release()
             throw error
         }
-        await release()
     }
 
     private func acquire() async {
