@@ -44,7 +44,14 @@ public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
             guard !Self.isHoldingSlot else { return try await function() }
             try await Self.suiteSlots.holding { try await Self.$isHoldingSlot.withValue(true) { try await function() } }
         } else {
-            try await withTaskExecutorPreference(TestLane.shared) { try await function() }
+            try await withTaskExecutorPreference(TestLane.shared) {
+                // The preference holds from the task's next enqueue, not at once: without this the test began on
+                // the pool thread it was started from, and a test that never suspends ran there whole (a run under
+                // the thread sanitizer found the first check of `TestLaneTests` off the lane). A yield enqueues it,
+                // so it starts on the lane.
+                await Task.yield()
+                try await function()
+            }
         }
     }
 }
