@@ -3,7 +3,8 @@ import Foundation
 #if canImport(Glibc)
     import Glibc
     private let sendFlags = Int32(MSG_NOSIGNAL)
-    private let streamType = Int32(SOCK_STREAM.rawValue)
+    // Close-on-exec, so that a program a test starts holds none of the server's connections open.
+    private let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 #elseif canImport(Darwin)
     import Darwin
     private let sendFlags: Int32 = 0
@@ -60,6 +61,8 @@ enum Socket {
             let client = Darwin.accept(fd, nil, nil)
         #endif
         if client >= 0 {
+            // Close-on-exec as the listener (Swift's Glibc has no accept4).
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             var yes: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
             #if canImport(Darwin)

@@ -16,10 +16,11 @@ public struct SpawnedProcess: Sendable {
 
     /// Starts `path` with `arguments` in `directory`; its standard input is read from `input` (default
     /// /dev/null), its standard output written to `output` and its standard error to `errors` (default
-    /// /dev/null both).
+    /// /dev/null both). No other descriptor passes to it, unless `inheritingDescriptors` (as a program an app starts
+    /// with a plain `posix_spawn` gets every descriptor not opened close-on-exec).
     public init(
         _ path: String, _ arguments: [String], in directory: URL, input: URL? = nil, output: URL? = nil,
-        errors: URL? = nil
+        errors: URL? = nil, inheritingDescriptors: Bool = false
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -27,6 +28,11 @@ public struct SpawnedProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, input?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errors?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else of the test process passes to the child: a socket it inherited (a loopback server's, a
+        // client's) stays open as long as the child lives, and the peer never sees it close. A program that ran
+        // for a suite held a cut mirror's connections open: the split tests waited 60 s for bytes that never
+        // came, and a cancelled transfer's server kept writing.
+        if !inheritingDescriptors { Self.closeFrom(3, in: &actions) }
         // The shell changes directory, then becomes the program: the directory and every argument pass as
         // arguments of their own, never through the shell's parser.
         let words = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory.path, path] + arguments
@@ -36,6 +42,18 @@ public struct SpawnedProcess: Sendable {
         let status = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
         guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EINVAL) }
         self.pid = pid
+    }
+
+    /// Adds "close every descriptor from `first` on" to `actions` (glibc 2.34's
+    /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: Swift's Glibc module does not declare
+    /// it). Without it the child inherits what was not opened close-on-exec.
+    private static func closeFrom(_ first: Int32, in actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        #if canImport(Glibc)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+            else { return }
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, first)
+        #endif
     }
 
     /// Waits for the process to end; returns its exit status (128 + the signal when killed).
