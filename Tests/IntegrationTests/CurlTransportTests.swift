@@ -38,6 +38,40 @@
             #expect(canceller.eventsAfterEnd.current == 0)
         }
 
+        /// A program the app starts while a transfer runs inherits none of its connections: cancelled, the
+        /// connection closes at once although the program still runs. libcurl before 8.17 opens its sockets without
+        /// close-on-exec; the program then held the connection open and the server went on sending the 40 s body.
+        @Test func aProgramStartedMidTransferHoldsNoConnectionOpen() async throws {
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            let directory = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let child = Box<SpawnedProcess?>(nil)
+            let request = NetworkRequest(
+                URLRequest(url: server.url("/bytes/4000000?rate=100000")),
+                handlers: .init(onDownloadProgress: { progress in
+                    guard progress.completedBytes > 0, child.current == nil else { return }
+                    // Started as an app would start it (every descriptor not close-on-exec passes), then cancelled.
+                    child.with {
+                        $0 = try? SpawnedProcess("/bin/sleep", ["600"], in: directory, inheritingDescriptors: true)
+                    }
+                    queue.cancelAll()
+                }))
+            try queue.add(request)
+            await queue.run()
+            let program = try #require(child.current, "the program did not start")
+            defer {
+                program.kill()
+                program.waitForExit()
+            }
+            #expect(request.state == .cancelled)
+            // Paced at 100 kB/s the body would take 40 s: the server ends it as soon as the connection closes.
+            await eventually { server.statistics.inFlight == 0 }
+            #expect(
+                server.statistics.maxInFlightKept == 0, "the server sent the whole body: the connection stayed open")
+            #expect(kill(program.pid, 0) == 0, "the program ended before the check: the test proves nothing")
+        }
+
         @Test func aPausedTransferResumesAndDeliversTheExactBody() async throws {
             let server = try LoopbackServer()
             let transport = try CurlTransport()

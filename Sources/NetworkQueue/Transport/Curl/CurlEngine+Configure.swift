@@ -39,6 +39,7 @@
             library.set(easy, .headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
             library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
             library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
+            library.set(easy, .openSocketFunction, pointer: unsafeBitCast(curlOpenSocket, to: UnsafeRawPointer.self))
             if let path = certificates?.path {
                 library.set(easy, .caInfo, string: path)
                 if proxies.isTLSProxy { library.set(easy, .proxyCAInfo, string: path) }
@@ -201,6 +202,18 @@
         _ = setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         return 0
     }
+
+    /// CURLOPT_OPENSOCKETFUNCTION: every connection's socket is opened close-on-exec (`SOCK_CLOEXEC`, at once, so no
+    /// process started meanwhile gets it). libcurl before 8.17 opens them without it: a program the app starts
+    /// would inherit every open connection and hold it open while it lives, so that a cancelled transfer's server
+    /// never saw it close and kept sending. The address is libcurl's `struct curl_sockaddr`, whose first three
+    /// fields are `int`s: family, type and protocol. Returns the socket, or CURL_SOCKET_BAD (-1).
+    private let curlOpenSocket:
+        @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutablePointer<Int32>?) -> Int32 =
+            { _, _, address in
+                guard let address else { return -1 }
+                return socket(address[0], address[1] | Int32(SOCK_CLOEXEC.rawValue), address[2])
+            }
 
     /// CURLOPT_SEEKFUNCTION: only a rewind to the start is ever needed (CURL_SEEKFUNC_OK 0, CANTSEEK 2).
     private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int32 = { user, offset, origin in

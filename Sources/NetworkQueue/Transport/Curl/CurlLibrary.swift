@@ -244,6 +244,7 @@
         case seekData = 10_168
         case suppressConnectHeaders = 265
         case sockOptFunction = 20_148
+        case openSocketFunction = 20_163
         case sockOptData = 10_149
         case caInfoBlob = 40_309
         case caInfo = 10_065

@@ -46,6 +46,9 @@ import Foundation
     /// - **Cookies** live in the transport's own jar (``Options/cookies``), stored only from valid heads.
     /// - **Cancel** returns at once; nothing is reported after it but an event already being delivered;
     ///   a connection cancelled mid-response is closed, not reused.
+    /// - **Sockets** are opened close-on-exec (`SOCK_CLOEXEC`): a program the app starts inherits no connection,
+    ///   so a cancelled or ended connection closes when the transport closes it. (libcurl before 8.17 leaves
+    ///   that to the caller; Foundation's URLSession on Linux does not do it.)
     /// - **Timeouts** are the queue's: the transport sets none.
     public final class CurlTransport: Transport {
         /// Why libcurl could not be used.
