@@ -171,7 +171,7 @@ extension LoopbackServer {
             // dropAt=P: the first GET with this key (every GET with cutAll=1) closes the connection after P% of the
             // whole body (at once, for a range that starts past it).
             let cut = max(0, min(range.count, size * percent / 100 - range.lowerBound))
-            _ = stream(cut, from: range.lowerBound, request, response, chunked: false)
+            _ = stream(cut, from: range.lowerBound, request, response, chunked: false, stalls: false)
             return false
         }
         return isEmpty || stream(range.count, from: range.lowerBound, request, response, chunked: false)
@@ -186,10 +186,12 @@ extension LoopbackServer {
         }
     }
 
-    /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given.
-    private func stream(_ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool)
-        -> Bool
-    {
+    /// Writes `count` pattern bytes starting at `offset`, throttled by `rate=` when given, and (`stalls`) stalled
+    /// by `stallAt=`.
+    private func stream(
+        _ count: Int, from offset: Int, _ request: HTTPRequest, _ response: Response, chunked: Bool,
+        stalls: Bool = true
+    ) -> Bool {
         let rate = request.int("rate").flatMap { $0 > 0 ? $0 : nil }
         if var size = request.int("sndbuf").map(Int32.init) {
             setsockopt(response.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -197,13 +199,17 @@ extension LoopbackServer {
         let piece = rate.map { max(1, min(Self.chunkSize, $0 / 20)) } ?? Self.chunkSize
         let began = Date()
         var sent = 0
-        // stallAt=P&stall=MS: once P% of the body is sent, nothing more for MS milliseconds (an idle server).
-        let stallAt = request.int("stallAt").map { count * max(0, min(100, $0)) / 100 }
+        // stallAt=P&stall=MS: once P% of the body is sent, nothing more for MS milliseconds (an idle server), or
+        // until the client hangs up (the request then ends, abandoned). A response cut by dropAt= never stalls.
+        let stallAt = stalls ? request.int("stallAt").map { count * max(0, min(100, $0)) / 100 } : nil
         var hasStalled = false
         while sent < count {
             if let stallAt, !hasStalled, sent >= stallAt, let stall = request.int("stall") {
                 hasStalled = true
-                Thread.sleep(forTimeInterval: Double(max(0, stall)) / 1000)
+                if !Socket.wait(response.fd, seconds: Double(max(0, stall)) / 1000) {
+                    response.clientHungUp()
+                    return false
+                }
             }
             let length = min(piece, count - sent)
             // seed=K: other bytes of the same length (byte i is (i + K) % 256), as a mirror serving another file.

@@ -27,6 +27,9 @@ import Foundation
 /// | `/trickle/N/K/MS` | N bytes in K pieces, MS ms apart, with Content-Length and an ETag; Range (206 from its start); `forever=1`: chunked pieces without end |
 /// | `/endless` | a chunked body at full speed without end |
 ///
+/// `/bytes/N?stallAt=P&stall=MS` sends nothing more for MS milliseconds once P% of its body is sent, or until the
+/// client hangs up (the request then counts as abandoned); a response cut by `dropAt=` does not stall.
+///
 /// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
 /// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.
 ///

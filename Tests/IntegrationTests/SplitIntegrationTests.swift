@@ -168,6 +168,31 @@ import Testing
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
 
+    /// A mirror dropped for a broken connection stops its other connections too, and their ranges go to the live
+    /// source at once: a connection of it that stalls after its head would otherwise hold its range until the
+    /// attempt's idle timeout (60 s), and the file would need a second attempt.
+    @Test(arguments: TransportKind.allCases) func aDroppedMirrorsStalledConnectionsStopWithIt(
+        _ transport: TransportKind
+    ) async throws {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("stalled.bin")
+        let path = "/bytes/\(Self.size)?rate=1000000"
+        // The mirror's first GET is cut at once; every other one sends its head, then nothing for two minutes.
+        let mirror = second.url(path + "&dropAt=0&key=stalled&stallAt=0&stall=120000")
+        let request = Self.request(first.url(path), to: file, connections: 4, mirrors: [mirror])
+        _ = try await Self.run(request, transport, file: file)
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.map(\.wasDropped) == [false, true], "\(sources)")
+        #expect(sources.map(\.bytes) == [Int64(Self.size), 0], "\(sources)")
+        let asked = Self.ranges(second)
+        #expect(asked.count >= 1 && asked.allSatisfy { $0 != nil }, "\(asked)")
+        // The stalled ones ended when the queue hung up, not when the stall did.
+        await eventually { second.statistics.inFlight == 0 }
+        #expect(second.statistics.inFlight == 0)
+    }
+
     @Test(arguments: TransportKind.allCases) func threeSourcesOneDyingAt30PercentGiveTheExactFile(
         _ transport: TransportKind
     ) async throws {

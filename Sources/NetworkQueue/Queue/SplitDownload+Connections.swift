@@ -107,9 +107,24 @@ extension SplitDownload {
                 let why = state.lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
                 work.notes.append(
                     (.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke\(why)"))
+                stopLegs(of: leg.source, but: id, &state, &work)
             }
         }
         fillConnections(&state, &work)
+    }
+
+    /// A source was dropped: its other connections stop too, what they received stays, and the rest of their
+    /// ranges waits for the live sources. A dropped mirror that stalls would otherwise hold its ranges until the
+    /// attempt's idle timeout (a range held is one no other connection may take more than half of).
+    func stopLegs(of source: Int, but kept: Int, _ state: inout State, _ work: inout Work) {
+        for (id, leg) in state.legs where leg.source == source && id != kept {
+            state.legs[id] = nil
+            state.sources.ended(source)
+            work.cancels.append(leg.cell)
+            guard let run = leg.run else { continue }
+            _ = sink.endSegment(run: run)
+            state.plan?.failed(run: run)
+        }
     }
 
     /// Ends the file when every byte is counted and delivered.

@@ -208,6 +208,7 @@ final class SplitDownload: TransferHandle {
                 state.sources.drop(leg.source)
                 work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(problem)"))
                 state.lastError = URLError(.badServerResponse)
+                stopLegs(of: leg.source, but: id, &state, &work)
                 legEnded(id, &state, &work)
             } else {
                 state.legs[id]?.isAccepted = true
