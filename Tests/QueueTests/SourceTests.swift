@@ -18,6 +18,10 @@ private struct CountingSource: AsyncSequence, Sendable {
     let count: Int?
     var throwsAfter: Int?
     var onNext: @Sendable (Int) -> Void = { _ in }
+    /// The call that waits inside `next()` until `hold` finishes (or its task is cancelled), setting `isHeld`.
+    var holdAt: Int?
+    var hold: AsyncStream<Void>?
+    let isHeld = Box(false)
     let calls = Box(0)
     /// Set when the reader let go of the iterator: it will call `next()` no more.
     let released = Box(false)
@@ -42,6 +46,10 @@ private struct CountingSource: AsyncSequence, Sendable {
             }
             if let throwsAfter = source.throwsAfter, call > throwsAfter { throw ReadFailure() }
             if let count = source.count, call > count { return nil }
+            if call == source.holdAt, let hold = source.hold {
+                source.isHeld.with { $0 = true }
+                for await _ in hold {}
+            }
             source.onNext(call)
             return request(call)
         }
@@ -241,17 +249,20 @@ private struct StallingSource: AsyncSequence, Sendable {
         let transport = InMemoryTransport.ok(gate: gate)
         let queue = NetworkQueue.oneAttempt(transport: transport)
         let recorder = queue.recording()
-        let source = CountingSource(count: nil)
+        // Its reader is held inside a `next()` when the batch is cancelled: that call is the last.
+        let (hold, holding) = AsyncStream<Void>.makeStream()
+        var source = CountingSource(count: nil)
+        (source.holdAt, source.hold) = (Self.lookAhead / 2, hold)
         queue.add(contentsOf: source)
         queue.go()
         await transport.waitUntilStarted(4)
-        await eventually { source.calls.current >= Self.lookAhead / 2 }
+        await eventually { source.isHeld.current }
         queue.cancelAll()
-        let callsAtCancel = source.calls.current
+        holding.finish()
         let progress = await queue.run()
         // The reader lets go of the source without another `next()`.
         await eventually { source.released.current }
-        #expect(source.calls.current == callsAtCancel)
+        #expect(source.calls.current == Self.lookAhead / 2)
         #expect(progress.isTotalFinal)
         #expect(progress.finishedRequestCount == 0)
         #expect(progress.cancelledRequestCount == progress.totalRequestCount)
@@ -262,13 +273,17 @@ private struct StallingSource: AsyncSequence, Sendable {
     @Test func resetStopsReadingToo() async throws {
         let gate = TransferGate()
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok(gate: gate))
-        let source = CountingSource(count: nil)
+        // Held inside a `next()` at the reset, as in `cancelAllStopsReading`: a count read after `reset()` returned
+        // raced the reader, which may have decided on its next call just before (once under the thread sanitizer).
+        let (hold, holding) = AsyncStream<Void>.makeStream()
+        var source = CountingSource(count: nil)
+        (source.holdAt, source.hold) = (Self.lookAhead / 2, hold)
         queue.add(contentsOf: source)
-        await eventually { source.calls.current >= Self.lookAhead / 2 }
+        await eventually { source.isHeld.current }
         queue.reset()
-        let callsAtReset = source.calls.current
+        holding.finish()
         await eventually { source.released.current }
-        #expect(source.calls.current == callsAtReset)
+        #expect(source.calls.current == Self.lookAhead / 2)
         #expect(queue.requestCount == 0)
         #expect(queue.isSuspended)
         gate.open()
