@@ -35,8 +35,9 @@ extension NetworkQueue {
     ///   then `queueDidFinish`), so a listener that subscribes after adding hears every event. (A ``cancelAll()``
     ///   or ``reset()`` that empties the queue before then ends the drain at once, with those events.)
     /// - ``cancelAll()`` and ``reset()`` stop every source: its `next()` is not called again, and every request
-    ///   it gave ends with one event (a `next()` under way is cancelled; a request it still returns was never
-    ///   read by the queue: it is not added and shows ``NetworkRequest/State/cancelled``).
+    ///   it gave ends with one event. A `next()` under way is cancelled, and so is one its reader was starting on
+    ///   another thread as the stop came (it may begin just after the stop returns); a request either still returns
+    ///   was never read by the queue: it is not added and shows ``NetworkRequest/State/cancelled``.
     /// - The queue holds the source until it ends or is stopped.
     ///
     /// ```swift
