@@ -93,38 +93,38 @@ extension SplitDownload {
     /// A connection ended (completed, failed, stopped or dropped): a range it had not finished waits again, a
     /// broken source is counted, and its slot is given new work.
     func legEnded(_ id: Int, _ state: inout State, _ work: inout Work) {
-        guard let leg = state.legs.removeValue(forKey: id) else { return }
+        guard let leg = stop(leg: id, &state, &work) else { return }
+        if leg.run != nil, state.sources.sources[leg.source].isLive {
+            guard state.sources.broke(leg.source) else {
+                // The last source broke: the attempt fails, and its retry continues every range.
+                return end(&state, &work, failing: true)
+            }
+            let why = state.lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
+            work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke\(why)"))
+            stopLegs(of: leg.source, &state, &work)
+        }
+        fillConnections(&state, &work)
+    }
+
+    /// Stops connection `id`: its source runs one fewer, and what its range received stays while the rest waits
+    /// again. Returns it, or nil when it had ended.
+    @discardableResult
+    func stop(leg id: Int, _ state: inout State, _ work: inout Work) -> Leg? {
+        guard let leg = state.legs.removeValue(forKey: id) else { return nil }
         state.sources.ended(leg.source)
         work.cancels.append(leg.cell)
         if let run = leg.run {
             _ = sink.endSegment(run: run)
             state.plan?.failed(run: run)
-            if state.sources.sources[leg.source].isLive {
-                guard state.sources.broke(leg.source) else {
-                    // The last source broke: the attempt fails, and its retry continues every range.
-                    return end(&state, &work, failing: true)
-                }
-                let why = state.lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
-                work.notes.append(
-                    (.sourceDropped, .notice, "dropped \(describe(leg.source)): its connection broke\(why)"))
-                stopLegs(of: leg.source, but: id, &state, &work)
-            }
         }
-        fillConnections(&state, &work)
+        return leg
     }
 
-    /// A source was dropped: its other connections stop too, what they received stays, and the rest of their
-    /// ranges waits for the live sources. A dropped mirror that stalls would otherwise hold its ranges until the
-    /// attempt's idle timeout (a range held is one no other connection may take more than half of).
-    func stopLegs(of source: Int, but kept: Int, _ state: inout State, _ work: inout Work) {
-        for (id, leg) in state.legs where leg.source == source && id != kept {
-            state.legs[id] = nil
-            state.sources.ended(source)
-            work.cancels.append(leg.cell)
-            guard let run = leg.run else { continue }
-            _ = sink.endSegment(run: run)
-            state.plan?.failed(run: run)
-        }
+    /// A source was dropped: its connections stop, what they received stays, and the rest of their ranges waits for
+    /// the live sources. A dropped mirror that stalls would otherwise hold its ranges until the attempt's idle
+    /// timeout (a range held is one no other connection may take more than half of).
+    func stopLegs(of source: Int, _ state: inout State, _ work: inout Work) {
+        for (id, leg) in state.legs where leg.source == source { stop(leg: id, &state, &work) }
     }
 
     /// Ends the file when every byte is counted and delivered.

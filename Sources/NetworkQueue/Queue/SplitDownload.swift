@@ -208,8 +208,8 @@ final class SplitDownload: TransferHandle {
                 state.sources.drop(leg.source)
                 work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(problem)"))
                 state.lastError = URLError(.badServerResponse)
-                stopLegs(of: leg.source, but: id, &state, &work)
-                legEnded(id, &state, &work)
+                stopLegs(of: leg.source, &state, &work)
+                fillConnections(&state, &work)
             } else {
                 state.legs[id]?.isAccepted = true
             }
