@@ -206,10 +206,7 @@ extension LoopbackServer {
         while sent < count {
             if let stallAt, !hasStalled, sent >= stallAt, let stall = request.int("stall") {
                 hasStalled = true
-                if !Socket.wait(response.fd, seconds: Double(max(0, stall)) / 1000) {
-                    response.clientHungUp()
-                    return false
-                }
+                guard response.pause(Double(max(0, stall)) / 1000) else { return false }
             }
             let length = min(piece, count - sent)
             // seed=K: other bytes of the same length (byte i is (i + K) % 256), as a mirror serving another file.
@@ -221,10 +218,7 @@ extension LoopbackServer {
             if let rate {
                 let due = Double(sent) / Double(rate) - Date().timeIntervalSince(began)
                 // The client hung up (a split file's range cut short): the request ends now.
-                if due > 0, !Socket.wait(response.fd, seconds: due) {
-                    response.clientHungUp()
-                    return false
-                }
+                if due > 0, !response.pause(due) { return false }
             }
         }
         return chunked ? response.write(Self.lastChunk, isLast: true) : true

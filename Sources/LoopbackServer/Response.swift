@@ -28,6 +28,16 @@ final class Response {
         finishRequest()
     }
 
+    /// Sends nothing for `seconds` (a paced or stalled body); false when the client hung up meanwhile, and the
+    /// request then ended as abandoned.
+    func pause(_ seconds: Double) -> Bool {
+        guard Socket.wait(fd, seconds: seconds) else {
+            clientHungUp()
+            return false
+        }
+        return true
+    }
+
     /// Writes a response head; `isLast` when no body follows.
     @discardableResult
     func head(_ status: Int, _ headers: [String: String] = [:], isLast: Bool = false) -> Bool {
