@@ -119,7 +119,7 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
             end: .failed),
         // A 10 s stall for a 0.4 s idle timeout: a loaded machine whose timer fires a second late still finds the
         // transfer idle (at 1.5 s, a CI run's timers were late enough for the body to resume first). The request
-        // ends at the timeout; the server's sleeping thread holds nothing the test waits for.
+        // ends at the timeout, and the server's stall ends when the client hangs up.
         MatrixEnding(
             name: "idle timeout", path: { _ in "/bytes/\(size)?stallAt=50&stall=10000" }, timeout: 0.4, end: .failed),
         MatrixEnding(name: "cancel at head", path: { _ in slow }, action: .cancelAtHead, end: .cancelled),
