@@ -187,6 +187,8 @@ struct DemoOptions {
                             kind, code (a transport error's URLError code) and error. A killed run keeps
                             the line of every request that ended. To run the failed lines again:
                             jq -r 'select(.error) | .line' FILE | awk 'NR==FNR{f[$1];next} FNR in f' - LIST > again.txt
+                            FILE may not be the --input list, lie inside the --output folder or be
+                            anything but a regular file (a FIFO, a device): bad usage, nothing touched
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,

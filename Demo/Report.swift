@@ -41,10 +41,9 @@ final class Report: @unchecked Sendable {
     private var failedToWrite = false
     private let encoder = JSONEncoder()
 
-    /// Opens (creates, or empties) `path`.
-    init(path: String) throws {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    /// Writes to `fd`, a file opened for appending (``ReportFile/openChecked(path:input:output:)``).
+    init(fd: Int32) {
+        self.fd = fd
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     }
 

@@ -112,10 +112,10 @@ let transport: any Transport
 var report: Report?
 if let path = options.report {
     do {
-        report = try Report(path: path)
+        report = Report(fd: try ReportFile.openChecked(path: path, input: options.input, output: options.output))
     } catch {
-        complain("Demo: error: cannot write --report \(path): \(error.localizedDescription)")
-        exit(1)
+        complain("Demo: error: cannot write --report \(path): \(error)")
+        exit(error.isUsage ? 2 : 1)
     }
 }
 let queue = NetworkQueue(transport: transport)

@@ -173,4 +173,46 @@ import Testing
         #expect(headers.fields == [.init(name: "x-token", value: "def"), .init(name: "User-Agent", value: "ua")])
         #expect(headers.request(for: URL(string: "http://h/")!).value(forHTTPHeaderField: "X-Token") == "def")
     }
+
+    /// Issue 50, item 4: a report path that would destroy what the run reads or writes is bad usage (exit 2) and
+    /// touches nothing: the `--input` list (by its path, through a link, or as standard input), a path inside the
+    /// `--output` folder (a download's part or its final name), and a FIFO with no reader, which hung the run.
+    @Test func aReportThatWouldDestroyTheListOrADownloadIsRefused() async throws {
+        let setup = try DemoSetup(paths: ["/bytes/300"])
+        defer { setup.tearDown() }
+        let listText = try String(contentsOf: setup.list, encoding: .utf8)
+        let link = setup.directory.appendingPathComponent("link.txt")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: setup.list)
+        let fifo = setup.directory.appendingPathComponent("fifo")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let inside = setup.output.appendingPathComponent("300")
+        let cases: [(arguments: [String], input: URL?, why: String)] = [
+            (["--input", setup.list.path, "--report", setup.list.path], nil, "the --input list"),
+            (["--input", setup.list.path, "--report", link.path], nil, "the --input list"),
+            (["--input", "-", "--report", setup.list.path], setup.list, "the --input list"),
+            (["--report", inside.path + ".part"], nil, "inside the --output folder"),
+            (["--report", inside.path], nil, "inside the --output folder"),
+            (["--report", setup.output.path + "/../out/sub/r.jsonl"], nil, "inside the --output folder"),
+            (["--report", fifo.path], nil, "not a regular file"),
+            (["--report", setup.output.path], nil, "not a regular file"),
+        ]
+        for (arguments, input, why) in cases {
+            let run = try await runDemo(
+                ["--input", setup.list.path, "--output", setup.output.path] + arguments, input: input,
+                in: setup.directory, withErrors: true)
+            #expect(run.status == 2, "\(arguments): \(run.output)")
+            #expect(run.output.contains(why), "\(arguments): \(run.output)")
+        }
+        #expect(try String(contentsOf: setup.list, encoding: .utf8) == listText)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: fifo.path))
+        #expect(setup.server.statistics.log.isEmpty, "\(setup.server.statistics.log)")
+
+        // A report beside the folder, whose name only begins like it, is written.
+        let beside = setup.directory.appendingPathComponent("out-report.jsonl")
+        let run = try await runDemo(
+            ["--input", setup.list.path, "--output", setup.output.path, "--report", beside.path], in: setup.directory)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(try String(contentsOf: beside, encoding: .utf8).contains("\"outcome\":\"finished\""))
+    }
 }

@@ -16,15 +16,22 @@ let demo: URL = {
 }()
 
 /// Runs the Demo with `arguments` (standard input from `input`) and `environment` added to this process's
-/// (`NAME=value` each); returns its exit status and output.
+/// (`NAME=value` each); returns its exit status and output (its standard error too, after the output, when
+/// `withErrors`).
 func runDemo(
-    _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = []
+    _ arguments: [String], input: URL? = nil, in directory: URL, environment: [String] = [], withErrors: Bool = false
 ) async throws -> (status: Int32, output: String) {
     let output = directory.appendingPathComponent("demo-\(UUID().uuidString).log")
+    let errors = withErrors ? directory.appendingPathComponent("demo-\(UUID().uuidString).errors") : nil
     let (path, words) =
         environment.isEmpty ? (demo.path, arguments) : ("/usr/bin/env", environment + [demo.path] + arguments)
-    let status = try await SpawnedProcess(path, words, in: directory, input: input, output: output).exitStatus()
+    let status = try await SpawnedProcess(path, words, in: directory, input: input, output: output, errors: errors)
+        .exitStatus()
     defer { try? FileManager.default.removeItem(at: output) }
+    if let errors {
+        defer { try? FileManager.default.removeItem(at: errors) }
+        return (status, (readText(of: output) ?? "") + (readText(of: errors) ?? ""))
+    }
     // An empty file is not read: FoundationEssentials' readBytesFromFile leaks its 4 KiB buffer for one (seen
     // by LeakSanitizer).
     let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0
