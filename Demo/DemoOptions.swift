@@ -143,7 +143,9 @@ struct DemoOptions {
                             takes half of the largest range left. Only for a server that sends a length,
                             a validator and Accept-Ranges: bytes (else one connection). Every connection
                             counts toward --concurrency (raised to N unless given); the ones past the
-                            first are used only when no other file waits for a slot
+                            first are used only when no other file waits for a slot. A server that
+                            answers its ranges wrongly is asked for no more: the file goes on over its
+                            first connection, never worse than without --split
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --max-time S      fail a request that has not ended S seconds after its first attempt

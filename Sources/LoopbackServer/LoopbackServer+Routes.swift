@@ -138,8 +138,14 @@ extension LoopbackServer {
     }
 
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support; `rate=` paces each connection,
-    /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body.
+    /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body, `rangeFault=` answers every
+    /// range wrongly (see ``serveRangeFault(_:_:_:_:)``).
     private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+        if let fault = request.query["rangeFault"], request.method == "GET", let header = request.headers["range"],
+            let requested = Self.parseRange(header, size: size)
+        {
+            return serveRangeFault(fault, requested, size, request, response)
+        }
         let etag = request.query["etag"].map { "\"\($0)\"" } ?? "\"bytes-\(size)\""
         var headers = ["Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"]
         if request.query["noetag"] != "1" { headers["ETag"] = etag }
@@ -175,6 +181,61 @@ extension LoopbackServer {
             return false
         }
         return isEmpty || stream(range.count, from: range.lowerBound, request, response, chunked: false)
+    }
+
+    /// A range answered the way servers get ranges wrong (issue 50), after the file's own head says
+    /// `Accept-Ranges: bytes`: `whole` (a 200 with the whole body), `416`, `offset` (a 206 for other bytes: from 0),
+    /// `noRange` (a 206 without Content-Range), `multipart` (`multipart/byteranges` holding the range), `length`
+    /// (a Content-Range of another total), `etag` (another ETag), `gzip` (the range gzip-coded) or `short` (the
+    /// range's head, then half its body and the connection closes).
+    private func serveRangeFault(
+        _ fault: String, _ range: Range<Int>, _ size: Int, _ request: HTTPRequest, _ response: Response
+    ) -> Bool {
+        let etag = "\"bytes-\(size)\""
+        var headers = ["Accept-Ranges": "bytes", "ETag": etag, "Content-Type": "application/octet-stream"]
+        let contentRange = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
+        var body = Self.patternBytes(range.count, from: range.lowerBound)
+        let status = 206
+        switch fault {
+        case "whole":
+            // Paced as the file's own body is (`rate=`).
+            headers["Content-Length"] = "\(size)"
+            guard response.head(200, headers) else { return false }
+            return stream(size, from: 0, request, response, chunked: false)
+        case "416":
+            return response.send(416, ["Content-Range": "bytes */\(size)"])
+        case "offset":
+            body = Self.patternBytes(range.count)
+            headers["Content-Range"] = "bytes 0-\(range.count - 1)/\(size)"
+        case "noRange":
+            break
+        case "multipart":
+            let boundary = "NQBOUNDARY"
+            headers["Content-Type"] = "multipart/byteranges; boundary=\(boundary)"
+            let partHead =
+                "--\(boundary)\r\nContent-Type: application/octet-stream\r\nContent-Range: \(contentRange)\r\n\r\n"
+            body = Array(partHead.utf8) + body + Array("\r\n--\(boundary)--\r\n".utf8)
+        case "length":
+            headers["Content-Range"] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size + 1000)"
+        case "etag":
+            headers["Content-Range"] = contentRange
+            headers["ETag"] = "\"other-\(size)\""
+        case "gzip":
+            headers["Content-Range"] = contentRange
+            headers["Content-Encoding"] = "gzip"
+            body = Gzip.encode(body)
+        case "short":
+            headers["Content-Range"] = contentRange
+            headers["Content-Length"] = "\(body.count)"
+            guard response.head(206, headers) else { return false }
+            _ = response.write(Array(body.prefix(body.count / 2)), isLast: false)
+            return false
+        default:
+            return response.send(400, body: "no such rangeFault\n")
+        }
+        headers["Content-Length"] = "\(body.count)"
+        guard response.head(status, headers, isLast: body.isEmpty) else { return false }
+        return body.isEmpty || response.write(body, isLast: true)
     }
 
     /// True for the first GET (HEAD excluded) carrying its `key`.

@@ -193,4 +193,63 @@ import Testing
         #expect(small.waiting == [33..<45])
         #expect(small.receivedBytes == 20)
     }
+
+    /// Issue 50, item 2: a source whose range answer is wrong while its stream of the file is good takes no more
+    /// ranges but stays live (its stream goes on, and it may still start a first connection); without a stream it is
+    /// dropped.
+    @Test func aSourceThatGetsRangesWrongKeepsItsStream() {
+        var sources = SourceList(count: 2)
+        #expect(sources.rangeFailed(0, hasStream: true) == .noMoreRanges)
+        #expect(sources.sources.map(\.isLive) == [true, true])
+        #expect(sources.sources.map(\.takesRanges) == [false, true])
+        let ranged = [sources.pick(), sources.pick()]
+        #expect(ranged == [1, 1], "ranges go to the mirror only")
+        let first = sources.pick(forRange: false)
+        #expect(first == 0, "a first connection may still go to it")
+        #expect(sources.rangeFailed(1, hasStream: false) == .dropped)
+        #expect(sources.leastBusy == nil && sources.hasLive)
+    }
+
+    /// A run whose connection streams on continues into the next waiting range, across bytes already on disk up to
+    /// a bound; never across bytes another run holds, and never past what the connection asked for.
+    @Test func aStreamingRunFollowsIntoTheNextWaitingRange() {
+        var plan = SegmentPlan(length: 100, connections: 4, minimumSize: 10)
+        let a = plan.assign()!
+        let b = plan.assign()!
+        #expect((a.start, a.end, b.start, b.end) == (0, 25, 25, 50))
+        // b got 5 bytes and failed: 25..<30 is done, 30..<50 waits first.
+        _ = plan.received(5, run: b.id)
+        plan.failed(run: b.id)
+        #expect(plan.waiting == [30..<50, 50..<75, 75..<100])
+        #expect(plan.received(25, run: a.id).isRunDone)
+        // Five bytes on disk lie between: over a bound of 4 it is not followed, under 5 it is.
+        #expect(plan.follow(from: 25, upTo: nil, maxGap: 4) == nil)
+        let next = plan.follow(from: 25, upTo: nil, maxGap: 5)
+        #expect(next?.gap == 5 && next?.run.start == 30 && next?.run.end == 50)
+        // A limit shortens the run; the rest of the range waits on.
+        let limited = plan.follow(from: 50, upTo: 60, maxGap: 0)
+        #expect(limited?.run.start == 50 && limited?.run.end == 60 && plan.waiting == [60..<75, 75..<100])
+        // Bytes another run holds are never streamed past.
+        let c = plan.assign()!
+        #expect(c.start == 60)
+        #expect(plan.follow(from: 50, upTo: nil, maxGap: nil) == nil)
+        #expect(plan.receivedBytes == 30)
+
+        // A run whose connection has not answered and that received nothing is taken over; one that received a
+        // byte, or whose connection answered, is not.
+        var race = SegmentPlan(length: 40, connections: 2, minimumSize: 10)
+        let stream = race.assign()!
+        let ranged = race.assign()!
+        #expect(race.received(20, run: stream.id).isRunDone)
+        #expect(race.follow(from: 20, upTo: nil, maxGap: 0) == nil)
+        let taken = race.follow(from: 20, upTo: nil, maxGap: 0, takingOver: [ranged.id])
+        #expect(taken?.takenOver == ranged.id && taken?.run.start == 20 && taken?.run.end == 40)
+        #expect(race.runs.count == 1 && race.waiting.isEmpty)
+        var started = SegmentPlan(length: 40, connections: 2, minimumSize: 10)
+        let head = started.assign()!
+        let tail = started.assign()!
+        _ = started.received(1, run: tail.id)
+        _ = started.received(20, run: head.id)
+        #expect(started.follow(from: 20, upTo: nil, maxGap: 0, takingOver: [tail.id]) == nil)
+    }
 }

@@ -49,7 +49,9 @@ import Testing
                 #expect(body == expected, "\(name)")
             }
             let ranged = (setup.server.statistics.headers + mirror.statistics.headers).filter { $0["range"] != nil }
-            #expect(ranged.count >= 3, "\(setup.server.statistics.log) \(mirror.statistics.log)")
+            // Ranges go out on the connections lent beside the three files' own (a first connection streams on into
+            // the ranges no other connection took: issue 50).
+            #expect(ranged.count >= 1, "\(setup.server.statistics.log) \(mirror.statistics.log)")
             #expect(run.output.contains("splitDecided"), "\(run.output)")
             #expect(run.output.contains("sourceDropped"), "\(run.output)")
         }

@@ -74,6 +74,11 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
                     ],
                     minimumSegmentSize: 64 << 10)
             }),
+        // The same over a server that answers every range with the whole file (issue 50): the first connection's
+        // stream goes on alone, taking each range, and the source takes no more ranges.
+        MatrixFeature(
+            name: "split fallback", path: { _, path, _ in wrongRanges(paced(path)) }, file: true,
+            fileOptions: { _ in .init(maximumConnections: 4, minimumSegmentSize: 64 << 10) }),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in
@@ -85,6 +90,11 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     static func paced(_ path: String) -> String {
         path.contains("rate=") || !path.hasPrefix("/bytes/")
             ? path : path + (path.contains("?") ? "&" : "?") + "rate=1000000"
+    }
+
+    /// `path` answering its ranges with the whole file (a `/bytes/` path; others as they are).
+    static func wrongRanges(_ path: String) -> String {
+        path.hasPrefix("/bytes/") ? path + (path.contains("?") ? "&" : "?") + "rangeFault=whole" : path
     }
 
     static let digest = "sha-256=:\(IntegrityTests.base64(IntegrityTests.sha256(0..<size))):"

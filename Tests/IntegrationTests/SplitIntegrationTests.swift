@@ -40,7 +40,8 @@ import Testing
         }
         try queue.add(request)
         let progress = await queue.run()
-        #expect(request.failure == nil, "\(String(describing: request.failure))")
+        #expect(
+            request.failure == nil, "\(String(describing: request.failure))\n\(log.current.joined(separator: "\n"))")
         #expect(try Data(contentsOf: file) == pattern(0..<size))
         for suffix in [".part", ".part.validator", ".part.segments"] {
             #expect(!FileManager.default.fileExists(atPath: file.path + suffix), "\(suffix) left")
@@ -166,6 +167,48 @@ import Testing
         let sources = request.metrics?.final?.segments?.sources ?? []
         #expect(sources.map(\.wasDropped) == [false, true], "\(sources)")
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
+    }
+
+    /// Issue 50, item 2: one server that says `Accept-Ranges: bytes` and then answers its ranges wrongly. Splitting
+    /// is an optimisation: the first connection's stream of the whole file was good, so it goes on alone, taking each
+    /// waiting range it reaches, and the file completes in its first attempt; the source takes no more ranges.
+    /// Without the fallback every mode failed the attempt at once ("bad server response").
+    @Test(
+        arguments: TransportKind.allCases,
+        ["whole", "416", "offset", "noRange", "multipart", "length", "etag", "gzip", "short"])
+    func aServerThatGetsRangesWrongIsFetchedOverItsOneGoodConnection(_ transport: TransportKind, _ fault: String)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("ranges-\(fault).bin")
+        let request = Self.request(server.url("/bytes/\(Self.size)?rate=1000000&rangeFault=\(fault)"), to: file)
+        _ = try await Self.run(request, transport, file: file)
+        let asked = Self.ranges(server)
+        #expect(asked.first == .some(nil) && asked.count >= 2, "the file was split: \(asked)")
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.map(\.wasDropped) == [false], "\(sources)")
+        #expect(sources.map(\.refusedRanges) == [true], "\(sources)")
+        #expect(sources.map(\.bytes) == [Int64(Self.size)], "\(sources)")
+    }
+
+    /// With a mirror beside it, a source that gets ranges wrong keeps its stream of the file and the mirror takes
+    /// the ranges: both serve the file, neither is dropped.
+    @Test(arguments: TransportKind.allCases) func aSourceThatGetsRangesWrongLeavesTheRangesToAMirror(
+        _ transport: TransportKind
+    ) async throws {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("ranges-mirror.bin")
+        let path = "/bytes/\(Self.size)?rate=1000000"
+        let request = Self.request(first.url(path + "&rangeFault=whole"), to: file, mirrors: [second.url(path)])
+        _ = try await Self.run(request, transport, file: file)
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.map(\.wasDropped) == [false, false], "\(sources)")
+        #expect(sources.map(\.refusedRanges) == [true, false], "\(sources)")
+        #expect(sources.allSatisfy { $0.bytes > 0 } && sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
 
     /// A mirror dropped for a broken connection stops its other connections too, and their ranges go to the live

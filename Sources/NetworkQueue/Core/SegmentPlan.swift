@@ -94,6 +94,55 @@ struct SegmentPlan: Equatable, Sendable {
         return start(cut..<victim.end)
     }
 
+    /// A run whose range is whole, at `offset`, on a connection that goes on sending the bytes after it (up to
+    /// `limit`, nil: to the end of the file), continues into the next range after it that is not done when every
+    /// byte between is done and that gap is at most `maxGap` bytes (nil: any): its connection keeps streaming,
+    /// dropping the gap, instead of being stopped while another is opened. The next range is a waiting one, or a run
+    /// of `idle` (whose connection has not answered yet) that received nothing: that run is taken over, and its
+    /// connection is to be stopped. Returns the new run (at most to `limit`; the rest of the range waits), the gap,
+    /// and the run taken over; nil when no range can be reached so.
+    mutating func follow(
+        from offset: Int64, upTo limit: Int64?, maxGap: Int64?, takingOver idle: Set<Int> = []
+    ) -> (run: Run, gap: Int64, takenOver: Int?)? {
+        guard !runs.contains(where: { $0.start < offset && $0.end > offset }) else { return nil }
+        let nextWaiting = waiting.firstIndex { $0.lowerBound >= offset }
+        let nextRun = runs.indices.filter { runs[$0].start >= offset }.min { runs[$0].start < runs[$1].start }
+        var takenOver: Int?
+        let index: Int
+        if let w = nextWaiting, nextRun.map({ waiting[w].lowerBound < runs[$0].start }) ?? true {
+            index = w
+        } else if let r = nextRun {
+            let run = runs[r]
+            guard idle.contains(run.id), run.next == run.start else { return nil }
+            runs.remove(at: r)
+            takenOver = run.id
+            index = waiting.firstIndex { $0.lowerBound > run.start } ?? waiting.endIndex
+            waiting.insert(run.start..<run.end, at: index)
+        } else {
+            return nil
+        }
+        let range = waiting[index]
+        let gap = range.lowerBound - offset
+        guard maxGap.map({ gap <= $0 }) ?? true, let end = Optional(min(range.upperBound, limit ?? range.upperBound)),
+            end > range.lowerBound
+        else {
+            if let takenOver { restore(takenOver, at: index) }
+            return nil
+        }
+        if end < range.upperBound {
+            waiting[index] = end..<range.upperBound
+        } else {
+            waiting.remove(at: index)
+        }
+        return (start(range.lowerBound..<end), gap, takenOver)
+    }
+
+    /// Puts back the run `id` that ``follow(from:upTo:maxGap:takingOver:)`` took out of `waiting[index]`.
+    private mutating func restore(_ id: Int, at index: Int) {
+        let range = waiting.remove(at: index)
+        runs.append(Run(id: id, start: range.lowerBound, next: range.lowerBound, end: range.upperBound))
+    }
+
     /// Shares the run with the most left among `parts` connections: it keeps the first of `parts` equal shares of
     /// what it has not received (each at least ``minimumSize``), and the others wait, in order. Used when one
     /// connection turns out too slow for the file alone.

@@ -4,6 +4,10 @@
 /// A source that served the wrong bytes or a status is dropped at once. A source whose connection broke is dropped
 /// when another source is left; when it is the last, the attempt fails instead, and the request's retry policy
 /// decides whether a next attempt continues every range from where it stopped.
+///
+/// Splitting is an optimisation, never a reason to fail (issue 50): a source whose answer to a range is wrong while
+/// its stream of the whole file is good (the first connection's) is not dropped but asked for no more ranges; its
+/// stream goes on, taking each waiting range it reaches.
 struct SourceList: Equatable, Sendable {
     struct Source: Equatable, Sendable {
         var isLive = true
@@ -11,6 +15,16 @@ struct SourceList: Equatable, Sendable {
         var running = 0
         /// Bytes it served that were kept.
         var served: Int64 = 0
+        /// False once it answered a range wrongly while its stream of the file was good: no range is sent to it.
+        var takesRanges = true
+    }
+
+    /// What becomes of a source whose answer to a range was wrong (``rangeFailed(_:hasStream:)``).
+    enum RangeVerdict: Equatable, Sendable {
+        /// It is asked for no more ranges; its stream of the file goes on.
+        case noMoreRanges
+        /// It is dropped: its connections stop.
+        case dropped
     }
 
     private(set) var sources: [Source]
@@ -21,17 +35,35 @@ struct SourceList: Equatable, Sendable {
     /// True while any source is live.
     var hasLive: Bool { sources.contains { $0.isLive } }
 
-    /// The live source with the fewest connections running (the first of equals: the request's own URL first);
-    /// nil when none is live.
+    /// The live source that takes ranges with the fewest connections running (the first of equals: the request's
+    /// own URL first); nil when none is left.
     var leastBusy: Int? {
-        sources.indices.filter { sources[$0].isLive }.min { sources[$0].running < sources[$1].running }
+        sources.indices.filter { sources[$0].isLive && sources[$0].takesRanges }
+            .min { sources[$0].running < sources[$1].running }
     }
 
-    /// The ``leastBusy`` source, which then runs one more connection; nil when none is live.
-    mutating func pick() -> Int? {
-        guard let index = leastBusy else { return nil }
+    /// The ``leastBusy`` source, which then runs one more connection; nil when none is left. With `forRange` false
+    /// (a first connection, asking for the file as it is), any live source.
+    mutating func pick(forRange: Bool = true) -> Int? {
+        let found =
+            forRange
+            ? leastBusy
+            : sources.indices.filter { sources[$0].isLive }.min { sources[$0].running < sources[$1].running }
+        guard let index = found else { return nil }
         sources[index].running += 1
         return index
+    }
+
+    /// `index` answered a range with what is not the file's bytes there (a status, a whole file, other offsets,
+    /// length or validator, a content coding, a short body). With a good stream of the file (`hasStream`) it only
+    /// takes no more ranges; otherwise it is dropped.
+    mutating func rangeFailed(_ index: Int, hasStream: Bool) -> RangeVerdict {
+        if hasStream {
+            sources[index].takesRanges = false
+            return .noMoreRanges
+        }
+        sources[index].isLive = false
+        return .dropped
     }
 
     /// A connection to `index` ended.

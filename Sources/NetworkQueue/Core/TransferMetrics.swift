@@ -121,12 +121,16 @@ public struct SegmentMetrics: Sendable, Hashable {
         public var bytes: Int64
         /// True when it was dropped for this file (it failed, or served other bytes).
         public var wasDropped: Bool
+        /// True when it answered a range wrongly while its stream of the whole file was good: it was asked for no
+        /// more ranges, and that stream went on (issue 50).
+        public var refusedRanges: Bool
 
-        /// Creates a source's figures.
-        public init(url: URL, bytes: Int64, wasDropped: Bool) {
+        /// Creates a source's figures (`refusedRanges` default false).
+        public init(url: URL, bytes: Int64, wasDropped: Bool, refusedRanges: Bool = false) {
             self.url = url
             self.bytes = bytes
             self.wasDropped = wasDropped
+            self.refusedRanges = refusedRanges
         }
     }
 

@@ -13,7 +13,7 @@ extension SplitDownload {
     /// Sends the first connection's request to the next live source (from the part's first missing byte when a
     /// split part is continued).
     func startFirst(_ state: inout State, _ work: inout Work) {
-        guard let source = state.sources.pick() else { return end(&state, &work, failing: true) }
+        guard let source = state.sources.pick(forRange: false) else { return end(&state, &work, failing: true) }
         var request = requests[source]
         var asked: Int64?
         if let resumed = sink.resumed {
@@ -69,7 +69,7 @@ extension SplitDownload {
     /// connections left without work, and ends the file when it is whole or no source is left.
     func fillConnections(_ state: inout State, _ work: inout Work) {
         guard state.mode == .split, let shape = state.shape else { return }
-        while state.legs.count < 1 + state.loans.count, let run = state.plan?.assign() {
+        while state.legs.count < 1 + state.loans.count, state.sources.leastBusy != nil, let run = state.plan?.assign() {
             guard let source = state.sources.pick() else {
                 state.plan?.failed(run: run.id)
                 break
@@ -94,7 +94,13 @@ extension SplitDownload {
     /// broken source is counted, and its slot is given new work.
     func legEnded(_ id: Int, _ state: inout State, _ work: inout Work) {
         guard let leg = stop(leg: id, &state, &work) else { return }
-        if leg.run != nil, state.sources.sources[leg.source].isLive {
+        if leg.run != nil, leg.asked != nil, state.sources.sources[leg.source].isLive,
+            hasStream(of: leg.source, state)
+        {
+            // A range cut short while the same server's stream of the file goes on: no more ranges from it.
+            let why = state.lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
+            rangeFailed(leg: id, source: leg.source, problem: "a range's connection broke (\(why))", &state, &work)
+        } else if leg.run != nil, state.sources.sources[leg.source].isLive {
             guard state.sources.broke(leg.source) else {
                 // The last source broke: the attempt fails, and its retry continues every range.
                 return end(&state, &work, failing: true)
@@ -104,6 +110,29 @@ extension SplitDownload {
             stopLegs(of: leg.source, &state, &work)
         }
         fillConnections(&state, &work)
+    }
+
+    /// True when a connection to `source` streams the file to its end and its head was accepted (the first
+    /// connection, asking for the file as it is).
+    func hasStream(of source: Int, _ state: State) -> Bool {
+        state.legs.values.contains { $0.source == source && $0.isAccepted && $0.asked == nil }
+    }
+
+    /// Connection `id` to `source` got a wrong answer to its range (`problem`): with a good stream of the file from
+    /// the same source, the source takes no more ranges and that stream goes on; otherwise the source is dropped
+    /// and its connections stop. Either way the connection stops, and its range waits again.
+    func rangeFailed(leg id: Int, source: Int, problem: String, _ state: inout State, _ work: inout Work) {
+        switch state.sources.rangeFailed(source, hasStream: hasStream(of: source, state)) {
+        case .noMoreRanges:
+            stop(leg: id, &state, &work)
+            let message =
+                "no more ranges from \(describe(source)): \(problem); its connection of the whole file goes on"
+            work.notes.append((.splitDecided, .notice, message))
+        case .dropped:
+            work.notes.append((.sourceDropped, .notice, "dropped \(describe(source)): \(problem)"))
+            state.lastError = URLError(.badServerResponse)
+            stopLegs(of: source, &state, &work)
+        }
     }
 
     /// Stops connection `id`: its source runs one fewer, and what its range received stays while the rest waits
@@ -140,7 +169,8 @@ extension SplitDownload {
                 sources: state.sources.sources.indices.map {
                     SegmentMetrics.Source(
                         url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: state.sources.sources[$0].served,
-                        wasDropped: !state.sources.sources[$0].isLive)
+                        wasDropped: !state.sources.sources[$0].isLive,
+                        refusedRanges: !state.sources.sources[$0].takesRanges)
                 })
         }
         end(&state, &work, failing: false)

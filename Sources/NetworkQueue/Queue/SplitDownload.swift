@@ -28,6 +28,9 @@ final class SplitDownload: TransferHandle {
         let asked: Int64?
         /// True once its head was accepted.
         var isAccepted = false
+        /// Bytes its server sends next that are on disk already, dropped before its range's (see
+        /// ``SegmentPlan/follow(from:upTo:maxGap:)``).
+        var skipping: Int64 = 0
     }
 
     enum Mode {
@@ -205,10 +208,7 @@ final class SplitDownload: TransferHandle {
                 let start = state.plan?.runs.first(where: { $0.id == run })?.start
             else { return }
             if let problem = SplitRules.problem(with: head, start: start, shape: shape) {
-                state.sources.drop(leg.source)
-                work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(problem)"))
-                state.lastError = URLError(.badServerResponse)
-                stopLegs(of: leg.source, &state, &work)
+                rangeFailed(leg: id, source: leg.source, problem: problem, &state, &work)
                 fillConnections(&state, &work)
             } else {
                 state.legs[id]?.isAccepted = true
@@ -257,6 +257,12 @@ final class SplitDownload: TransferHandle {
     func take(
         _ bytes: UnsafeRawBufferPointer, run: Int, leg: Leg, id: Int, _ state: inout State, _ work: inout Work
     ) {
+        if leg.skipping > 0 {
+            let dropped = min(leg.skipping, Int64(bytes.count))
+            state.legs[id]?.skipping -= dropped
+            guard dropped < bytes.count, let leg = state.legs[id] else { return }
+            return take(.init(rebasing: bytes[Int(dropped)...]), run: run, leg: leg, id: id, &state, &work)
+        }
         guard let offset = state.plan?.runs.first(where: { $0.id == run })?.next,
             let piece = state.plan?.received(Int64(bytes.count), run: run)
         else { return }
@@ -272,8 +278,9 @@ final class SplitDownload: TransferHandle {
                 return
             }
             state.sources.served(piece.kept, by: leg.source)
-            state.deliveries += 1
-            work.counted = Int(piece.kept)
+            // One delivery per event, whatever the runs its bytes filled.
+            if work.counted == 0 { state.deliveries += 1 }
+            work.counted += Int(piece.kept)
             state.sinceLoanAsked += piece.kept
             if state.probe != nil {
                 judgePace(keeping: piece.kept, now: now, &state, &work)
@@ -285,11 +292,32 @@ final class SplitDownload: TransferHandle {
         guard piece.isRunDone else { return }
         _ = sink.endSegment(run: run)
         state.legs[id]?.run = nil
-        let ranPast = leg.asked.map { $0 > offset + piece.kept } ?? true
-        if ranPast {
-            // Its server would send more than is wanted now: stopped, and its slot given new work.
-            work.cancels.append(leg.cell)
-            legEnded(id, &state, &work)
+        let end = offset + piece.kept
+        guard leg.asked.map({ $0 > end }) ?? true else { return }
+        // A source that takes ranges is asked again rather than streamed past more than a range's worth of bytes
+        // on disk; one that takes none is streamed to the end.
+        let maxGap = state.sources.sources[leg.source].takesRanges ? minimumSize : nil
+        // A range whose connection has not answered yet may be taken over: this one is sending its bytes already.
+        let idle = Set(state.legs.values.filter { !$0.isAccepted }.compactMap(\.run))
+        if state.mode == .split,
+            let (next, gap, takenOver) = state.plan?.follow(
+                from: end, upTo: leg.asked, maxGap: maxGap, takingOver: idle)
+        {
+            // Its server goes on sending the bytes of the next range: the connection takes that range.
+            if let takenOver, let other = state.legs.first(where: { $0.value.run == takenOver })?.key {
+                state.legs[other]?.run = nil
+                stop(leg: other, &state, &work)
+                fillConnections(&state, &work)
+            }
+            state.legs[id]?.run = next.id
+            state.legs[id]?.skipping = gap
+            if bytes.count > Int(piece.kept), let leg = state.legs[id] {
+                take(.init(rebasing: bytes[Int(piece.kept)...]), run: next.id, leg: leg, id: id, &state, &work)
+            }
+            return
         }
+        // Its server would send more than is wanted now: stopped, and its slot given new work.
+        work.cancels.append(leg.cell)
+        legEnded(id, &state, &work)
     }
 }
