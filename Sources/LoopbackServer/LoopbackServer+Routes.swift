@@ -138,7 +138,8 @@ extension LoopbackServer {
     }
 
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support; `rate=` paces each connection,
-    /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body, `rangeFault=` answers every
+    /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body, `ignoreIfRange=1` answers it
+    /// whatever its `If-Range`, `rangeFault=` answers every
     /// range wrongly (see ``serveRangeFault(_:_:_:_:)``).
     private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
         if let fault = request.query["rangeFault"], request.method == "GET", let header = request.headers["range"],
@@ -160,7 +161,10 @@ extension LoopbackServer {
         var status = 200
         var range = 0..<size
         let validator = headers["ETag"] ?? headers["Last-Modified"]
-        let ifRangeMatches = request.headers["if-range"].map { $0 == validator } ?? true
+        // ignoreIfRange=1: a range is answered whatever its If-Range says (a server that changed its file and
+        // ignores the validator).
+        let ifRangeMatches =
+            request.query["ignoreIfRange"] == "1" || (request.headers["if-range"].map { $0 == validator } ?? true)
         if let header = request.headers["range"], ifRangeMatches, request.query["ignoreRange"] != "1" {
             guard let requested = Self.parseRange(header, size: size), request.query["refuseRange"] != "1" else {
                 return response.send(416, ["Content-Range": "bytes */\(size)"])

@@ -252,4 +252,28 @@ import Testing
         _ = started.received(20, run: head.id)
         #expect(started.follow(from: 20, upTo: nil, maxGap: 0, takingOver: [tail.id]) == nil)
     }
+
+    /// Issue 50, item 3: the first answer to a continued split part continues it only when it is the same file.
+    @Test func aContinuedPartIsContinuedOnlyByTheSameFile() {
+        let resumed = PartSegments(done: [0..<100], validator: .entityTag("\"v1\""), length: 1000)
+        func head(_ range: String, etag: String = "\"v1\"") -> ResponseHead {
+            ResponseHead(
+                url: URL(string: "http://h/f")!, statusCode: 206, httpVersion: "HTTP/1.1",
+                fields: [.init(name: "Content-Range", value: range), .init(name: "ETag", value: etag)])
+        }
+        #expect(SplitRules.continuationProblem(with: head("bytes 100-199/1000"), resumed: resumed) == nil)
+        #expect(
+            SplitRules.continuationProblem(with: head("bytes 100-199/1000", etag: "\"v2\""), resumed: resumed)
+                == "its validator \"v2\" is not \"v1\"")
+        #expect(
+            SplitRules.continuationProblem(with: head("bytes 100-199/2000"), resumed: resumed)
+                == "the file's length is 2000, not the 1000 on record")
+        #expect(
+            SplitRules.continuationProblem(with: head("bytes 100-199/*"), resumed: resumed)
+                == "its Content-Range says no length")
+        let unrecorded = PartSegments(done: [0..<100, 500..<600], validator: .entityTag("\"v1\""), length: nil)
+        #expect(
+            SplitRules.continuationProblem(with: head("bytes 100-199/300"), resumed: unrecorded)
+                == "the file's length is 300, shorter than the part")
+    }
 }

@@ -105,6 +105,23 @@ enum SplitRules {
         return nil
     }
 
+    /// Why `head`, a 206 to the first request continuing the split part `resumed`, does not continue it (the part
+    /// then starts over), or nil when it does: its range starts at the part's first hole, its length is the record's
+    /// (when the record has one) and not short of what is on disk, and it is the file the part was fetched under.
+    static func continuationProblem(with head: ResponseHead, resumed: PartSegments) -> String? {
+        guard let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range")),
+            let length = range.total
+        else { return "its Content-Range says no length" }
+        if let recorded = resumed.length, recorded != length {
+            return "the file's length is \(length), not the \(recorded) on record"
+        }
+        if let last = resumed.done.last, length < last.upperBound {
+            return "the file's length is \(length), shorter than the part"
+        }
+        return problem(
+            with: head, start: resumed.firstHole.lowerBound, shape: Shape(length: length, validator: resumed.validator))
+    }
+
     /// The validator of `head` of the same kind as `kind` (a strong `ETag`, or `Last-Modified`), read from any
     /// status (a 206's own fields describe the resource).
     static func validator(of head: ResponseHead, kind: RangeRules.Validator) -> RangeRules.Validator? {

@@ -16,16 +16,27 @@ extension SplitDownload {
         guard let source = state.sources.pick(forRange: false) else { return end(&state, &work, failing: true) }
         var request = requests[source]
         var asked: Int64?
-        if let resumed = sink.resumed {
-            // Its first hole: to the next range on disk, or (a part of one connection) to the end.
-            let hole = resumed.firstHole
-            let open = hole.upperBound == resumed.length ?? Int64.max
+        if let resumed = resumed(state) {
+            // The first range its plan will give it (`begin` makes the same plan): to the next range on disk or the
+            // next connection's range, so that its server sends no byte past it; open only for a part of one
+            // connection, whose length is not known yet.
+            let first = resumed.length.flatMap {
+                SegmentPlan(length: $0, connections: connections, minimumSize: minimumSize, done: resumed.done)
+                    .waiting.first
+            }
+            let hole = first ?? resumed.firstHole
+            let open = hole.upperBound == resumed.length ?? Int64.max && first == nil
             asked = open ? nil : hole.upperBound
             for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         }
         addLeg(Leg(cell: TransferCell(), source: source, asked: asked), request, &state, &work)
+    }
+
+    /// The part this download continues: the sink's, unless it was found to be another file's.
+    func resumed(_ state: State) -> PartSegments? {
+        state.partStartsOver ? nil : sink.resumed
     }
 
     func addLeg(_ leg: Leg, _ request: URLRequest, _ state: inout State, _ work: inout Work) {

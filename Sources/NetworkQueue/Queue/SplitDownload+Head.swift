@@ -16,11 +16,17 @@ extension SplitDownload {
             }
             return true
         }
-        if let resumed = sink.resumed, head.statusCode == 206 {
-            return !beginResumed(head, resumed, leg: id, &state, &work)
+        if let resumed = resumed(state), head.statusCode == 206 {
+            if beginResumed(head, resumed, leg: id, &state, &work) { return false }
+            // Its server has another file now (it ignored If-Range): the bytes on disk are not its, and the part is
+            // fetched anew, as a part of one connection starts over.
+            let why = SplitRules.continuationProblem(with: head, resumed: resumed) ?? "it cannot be continued"
+            return !startOver(id, reason: why, &state, &work)
         }
         switch SplitRules.shape(of: head, minimumSize: minimumSize) {
         case .success(let shape):
+            // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
+            state.legs[id]?.asked = nil
             return !begin(shape: shape, done: [], forwarded: head, leg: id, &state, &work)
         case .failure(.status(let code)) where !(200..<300).contains(code):
             return !retryFirst(id, reason: "it answered \(code)", &state, &work)
@@ -48,18 +54,25 @@ extension SplitDownload {
         return true
     }
 
+    /// The part cannot be continued from the first answer (`reason`): the first connection stops, and the file is
+    /// asked for anew, as it is; its answer begins the part again (the record is replaced). False when the
+    /// connection had ended.
+    func startOver(_ id: Int, reason: String, _ state: inout State, _ work: inout Work) -> Bool {
+        guard stop(leg: id, &state, &work) != nil else { return false }
+        state.partStartsOver = true
+        work.notes.append((.splitDecided, .notice, "the part starts over: \(reason)"))
+        startFirst(&state, &work)
+        return true
+    }
+
     /// A split part continued: its first connection asked from its first missing byte.
     func beginResumed(
         _ head: ResponseHead, _ resumed: PartSegments, leg id: Int, _ state: inout State, _ work: inout Work
     ) -> Bool {
-        guard let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range")),
-            let length = range.total, resumed.length == nil || resumed.length == length,
-            resumed.done.last.map({ length >= $0.upperBound }) ?? true
+        guard SplitRules.continuationProblem(with: head, resumed: resumed) == nil,
+            let length = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))?.total
         else { return false }
         let shape = SplitRules.Shape(length: length, validator: resumed.validator)
-        guard SplitRules.problem(with: head, start: resumed.firstHole.lowerBound, shape: shape) == nil else {
-            return false
-        }
         let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
         return begin(shape: shape, done: resumed.done, forwarded: forwarded, leg: id, &state, &work)
     }

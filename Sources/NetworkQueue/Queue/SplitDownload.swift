@@ -24,8 +24,8 @@ final class SplitDownload: TransferHandle {
         let source: Int
         /// The range it fetches, while it runs one.
         var run: Int?
-        /// The last byte it asked for plus one (nil: to the end of the file).
-        let asked: Int64?
+        /// The last byte it asked for plus one (nil: to the end of the file, or its server sends the whole file).
+        var asked: Int64?
         /// True once its head was accepted.
         var isAccepted = false
         /// Bytes its server sends next that are on disk already, dropped before its range's (see
@@ -67,6 +67,9 @@ final class SplitDownload: TransferHandle {
         var recordedAt = -Double.infinity
         var mostConnections = 1
         var lastError: URLError?
+        /// True once the part from an earlier attempt or run was found not to be this file's any more (its server
+        /// answered the continuing request with another validator or length): it is fetched anew.
+        var partStartsOver = false
     }
 
     /// What to do outside the lock.
