@@ -205,6 +205,35 @@ import Testing
         #expect(machine.phase.attempt === attempt && machine.attempts == 1)
     }
 
+    /// Issue 50, item 1: a HEAD that failed asks the next mirror while one is left, as a new HEAD of the same
+    /// request (a new token, the same request sent); with none left, the request fails with the preflight's error.
+    @Test func aFailedHeadAsksTheNextMirrorThenFails() throws {
+        let bench = try Bench()
+        var machine = try bench.make(.preflighting)
+        var token: UInt64 = 20
+        var sources: [Int] = []
+        for _ in 0..<2 {
+            let action = machine.transferEnded(
+                .failed(URLError(.cannotConnectToHost)), received: 0, file: nil, checksExistingFile: false,
+                metrics: nil, expectedBefore: nil, mirrors: 2, nextToken: &token, now: 3)
+            guard case .startPreflight(let preflight, let sent) = action else {
+                Issue.record("no next HEAD: \(action)")
+                return
+            }
+            #expect(sent.url == bench.sent.url && preflight.token == token && machine.phase.token == token)
+            sources.append(preflight.source)
+        }
+        #expect(sources == [1, 2] && token == 22)
+        let last = machine.transferEnded(
+            .failed(URLError(.cannotConnectToHost)), received: 0, file: nil, checksExistingFile: false, metrics: nil,
+            expectedBefore: nil, mirrors: 2, nextToken: &token, now: 3)
+        guard case .attemptFailed(.preflightFailed(let error)) = last else {
+            Issue.record("not failed: \(last)")
+            return
+        }
+        #expect(error.code == .cannotConnectToHost)
+    }
+
     @Test func anAttemptsTransfersAreKeptInOrderAndFoundByIdentity() {
         let (first, second, other) = (TransferCell(), TransferCell(), TransferCell())
         var transfers = Transfers()

@@ -24,13 +24,15 @@ import Testing
     /// Runs `request` on a queue of `transport` collecting metrics and retrying at once; checks the file is the
     /// pattern, nothing is left beside it, the delegate heard one request, and the fraction never fell.
     static func run(
-        _ request: NetworkRequest, _ transport: TransportKind, file: URL, limit: Int = 8, attempts: Int = 1
+        _ request: NetworkRequest, _ transport: TransportKind, file: URL, limit: Int = 8, attempts: Int = 1,
+        accurate: Bool = false
     ) async throws
         -> (QueueProgress, Recorder)
     {
         let (queue, recorder) = RetryIntegrationTests.retryingQueue(transport)
         queue.maxConcurrentRequestCount = limit
         queue.collectsMetrics = true
+        queue.showsAccurateProgress = accurate
         // The queue's log, with the time of each record, to say what happened when a check fails.
         let log = Box<[String]>([])
         let began = Date()
@@ -267,6 +269,41 @@ import Testing
         let (_, recorder) = try await Self.run(request, transport, file: file)
         #expect(first.statistics.requests == 1, "\(first.statistics.log) \(recorder.events)")
         #expect(Self.ranges(second).first == .some(nil))
+    }
+
+    /// Issue 50, item 1: under accurate progress, a dead origin's HEAD fails over to its mirrors in turn (a refused
+    /// connection, then a mirror that answers), with or without splitting; the GET then reaches the live mirror. Only
+    /// when no source answers the HEAD does the request fail, with the preflight's error. Without it the request
+    /// failed at the origin's HEAD and no mirror was asked.
+    @Test(arguments: TransportKind.allCases, [1, 4])
+    func aDeadOriginsHeadIsAskedOfItsMirrors(_ transport: TransportKind, _ connections: Int) async throws {
+        let (held, port) = try LoopbackPorts.held()
+        defer { close(held) }
+        let (dead, live) = (URL(string: "http://127.0.0.1:\(port)/f.bin")!, try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mirrored-\(connections).bin")
+        let request = Self.request(
+            dead, to: file, connections: connections,
+            mirrors: [dead.appending(queryItems: [.init(name: "m", value: "1")]), live.url("/bytes/\(Self.size)")])
+        let (progress, _) = try await Self.run(request, transport, file: file, accurate: true)
+        #expect(live.statistics.log.first == "HEAD /bytes/\(Self.size)", "\(live.statistics.log)")
+        #expect(live.statistics.log.contains("GET /bytes/\(Self.size)"), "\(live.statistics.log)")
+        #expect(progress.bytesExpectedToReceive == Int64(Self.size))
+
+        // No source answers: the request fails with the preflight's error, no GET sent.
+        let none = Self.request(
+            dead, to: directory.appendingPathComponent("none.bin"), connections: connections,
+            mirrors: [dead.appending(queryItems: [.init(name: "m", value: "1")])])
+        let queue = NetworkQueue(transport: transport.make())
+        queue.showsAccurateProgress = true
+        try queue.add(none)
+        _ = await queue.run()
+        guard case .preflightFailed(let error)? = none.failure else {
+            Issue.record("expected a preflight failure, got \(String(describing: none.failure))")
+            return
+        }
+        #expect(error.code == .cannotConnectToHost, "\(error)")
     }
 
     @Test(arguments: TransportKind.allCases) func aSegmentCutShortContinuesFromWhereItStopped(

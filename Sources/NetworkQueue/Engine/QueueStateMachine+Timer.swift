@@ -22,7 +22,21 @@ extension QueueStateMachine {
                     limit: $0, moved: record.bytesMoved + (record.machine.phase.attempt?.sentBytes ?? 0),
                     queueReceived: receivedTotal, rateCap: rateCap, url: record.request.url)
             }
-            perform(record.machine.timedCheck(idle: idle, speed: speed, now: now), entry.id, now: now)
+            let action = record.machine.timedCheck(idle: idle, speed: speed, now: now)
+            if case .attemptFailed(.preflightFailed(let error)) = action, case .preflighting = record.machine.phase,
+                !record.request.fileOptions.mirrors.isEmpty
+            {
+                // A HEAD that timed out ends as one that failed: the next mirror is asked, and this one stopped.
+                let before = record.machine.phase
+                let next = record.machine.transferEnded(
+                    .failed(error), received: 0, file: nil, checksExistingFile: false, metrics: nil,
+                    expectedBefore: record.progress.expectedDown, mirrors: record.request.fileOptions.mirrors.count,
+                    nextToken: &nextToken, now: now)
+                move(entry.id, from: before)
+                perform(next, entry.id, now: now)
+                continue
+            }
+            perform(action, entry.id, now: now)
         }
         for entry in timer.deadlines.popDue(at: now) {
             guard let record = table.record(at: entry.id), record.sequence == entry.token else { continue }

@@ -72,7 +72,8 @@ extension QueueStateMachine {
         let action = record.machine.transferEnded(
             outcome, received: record.progress.received, file: record.claim?.url,
             checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
-            expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
+            expectedBefore: record.progress.expectedDown, mirrors: record.request.fileOptions.mirrors.count,
+            nextToken: &nextToken, now: now)
         // A transfer sent again replaces one the queue stops itself.
         let replaced = if case .startTransfer = action { true } else { false }
         move(slot, from: before, transferEnded: !replaced)
@@ -122,6 +123,15 @@ extension QueueStateMachine {
                 .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
         case .startPreflight(let preflight, let sent):
             var head = sent
+            if preflight.source > 0 {
+                // The sources before it failed: the HEAD asks its mirror, as the GET would (the credentials a
+                // redirect to another origin loses stay behind).
+                let mirror = request.fileOptions.mirrors[preflight.source - 1]
+                head = SplitRules.request(sent, to: mirror, origin: sent.url, policy: redirectPolicy)
+                outbox.log(.notice, .sourceDropped, request, now: now) {
+                    "the HEAD before failed: asking mirror \(preflight.source) (\(Redaction.describe(mirror)))"
+                }
+            }
             head.httpMethod = "HEAD"
             head.httpBody = nil
             actions.publish(record)

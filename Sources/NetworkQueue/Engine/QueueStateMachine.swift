@@ -30,6 +30,8 @@ struct QueueStateMachine {
     var retryPolicy = RetryPolicy()
     /// The deadline and lowest speed of requests that have none of their own.
     var timeLimits = TimeLimits()
+    /// What a mirror's HEAD leaves behind of the request's headers: the transport's redirect policy.
+    var redirectPolicy = RedirectPolicy.default
     /// The queue's receive cap (``NetworkQueue/maximumBytesPerSecond``), which a lowest speed never holds against
     /// a transfer.
     var rateCap: Int?

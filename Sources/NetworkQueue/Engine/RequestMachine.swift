@@ -79,7 +79,7 @@ struct RequestMachine {
         lastActivity = now
         switch phase {
         case .awaitingPreflight where preflight, .adaptingPreflight where preflight:
-            let started = RequestState.Preflight(token: nextToken, cell: TransferCell())
+            let started = RequestState.Preflight(token: nextToken, cell: TransferCell(), sent: sent)
             phase = .preflighting(started)
             return .startPreflight(started, sending: sent)
         case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight,
@@ -150,14 +150,24 @@ struct RequestMachine {
     }
 
     /// The transport reported the end of the current transfer, as `outcome` says. A HEAD that failed while
-    /// checking an existing file (`existingFile`) leaves the decision to the GET; `file` is the claimed destination.
+    /// checking an existing file (`existingFile`) leaves the decision to the GET; one that failed with `mirrors`
+    /// left asks the next mirror, and fails the request only when none is left.
+    /// `file` is the claimed destination.
     mutating func transferEnded(
         _ outcome: TransferOutcome, received: Int64, file: URL?, checksExistingFile: Bool, metrics: RequestMetrics?,
-        expectedBefore: Int64?, nextToken: inout UInt64, now: Double
+        expectedBefore: Int64?, mirrors: Int = 0, nextToken: inout UInt64, now: Double
     ) -> Action {
         switch phase {
         case .preflighting(let preflight):
             if case .failed(let error) = outcome, !checksExistingFile {
+                if preflight.source < mirrors {
+                    nextToken += 1
+                    lastActivity = now
+                    let next = RequestState.Preflight(
+                        token: nextToken, cell: TransferCell(), source: preflight.source + 1, sent: preflight.sent)
+                    phase = .preflighting(next)
+                    return .startPreflight(next, sending: preflight.sent)
+                }
                 return .attemptFailed(.preflightFailed(Redaction.redacted(error)))
             }
             if case .succeeded = outcome, let head = preflight.unchangedHead {

@@ -63,12 +63,19 @@ enum RequestState {
     final class Preflight {
         let token: UInt64
         let cell: TransferCell
+        /// Which source the HEAD asks: 0 for the request's URL, k for its k-th mirror (issue 50: a dead origin's
+        /// mirrors are asked in turn).
+        let source: Int
+        /// The request the HEAD was made from (after the adapt hooks): a mirror's HEAD is made from it too.
+        let sent: URLRequest
         /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
         var unchangedHead: ResponseHead?
 
-        init(token: UInt64, cell: TransferCell) {
+        init(token: UInt64, cell: TransferCell, source: Int = 0, sent: URLRequest) {
             self.token = token
             self.cell = cell
+            self.source = source
+            self.sent = sent
         }
     }
 

@@ -63,6 +63,7 @@ public final class NetworkQueue: Sendable {
         var machine = QueueStateMachine(
             limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
         machine.outbox.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
+        machine.redirectPolicy = transport.redirectPolicy
         self.locked = Locked(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
