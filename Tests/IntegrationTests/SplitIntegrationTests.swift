@@ -390,6 +390,34 @@ import Testing
         #expect(asked.first != .some(nil) && asked.dropFirst().first == .some(nil), "asked anew: \(asked)")
     }
 
+    /// Issue 50, item 6: a folder where a split part's record or its temporary name goes is a local obstacle: the
+    /// request fails at once with a file error naming it, no retry, no request sent, and nothing new is left (the
+    /// folder stays: it is the user's). Without the check the file failed only after its retries and left
+    /// `.part.segments.new` behind, or failed on every run.
+    @Test(arguments: TransportKind.allCases, [".part.segments", ".part.segments.new"])
+    func aFolderWhereTheRecordGoesIsAClearImmediateFileError(_ transport: TransportKind, _ suffix: String)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("blocked.bin")
+        let obstacle = file.path + suffix
+        try FileManager.default.createDirectory(atPath: obstacle, withIntermediateDirectories: false)
+        let request = Self.request(server.url("/bytes/\(Self.size)?rate=4000000"), to: file)
+        let (queue, _) = RetryIntegrationTests.retryingQueue(transport)
+        try queue.add(request)
+        _ = await queue.run()
+        guard case .fileError(let path, let reason)? = request.failure else {
+            Issue.record("expected a file error, got \(String(describing: request.failure))")
+            return
+        }
+        #expect(path == obstacle && reason == "is a directory", "\(path): \(reason)")
+        #expect(request.attemptCount <= 1 && server.statistics.requests == 0, "\(server.statistics.log)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(left == ["blocked.bin" + suffix], "\(left)")
+    }
+
     @Test(arguments: TransportKind.allCases) func theWholeFileIsCheckedBeforeItIsMovedIntoPlace(
         _ transport: TransportKind
     )

@@ -181,7 +181,12 @@ extension FileSink {
             throw error
         }
         closeDescriptor(fd)
-        try Self.check(rename(temporary, path) == 0)
+        guard rename(temporary, path) == 0 else {
+            let failure = FileFailure.current()
+            // Nothing new is left beside the part.
+            unlink(temporary)
+            throw FileFailure(reason: "cannot replace \(path): \(failure.reason)")
+        }
         writer.recorded()
     }
 }

@@ -77,6 +77,14 @@ final class FileSink: Sendable {
         validatorPath = Self.validatorPath(of: partialPath)
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
         if let reason = Self.refusal(at: destinationPath) { throw .fileError(path: destinationPath, reason: reason) }
+        if segmented {
+            // A split part's record and its temporary name must be free for files (issue 50): a folder or a FIFO
+            // there is an obstacle the user must remove, failing the request now, before anything is created.
+            let record = Self.recordPath(of: partialPath)
+            for path in [record, record + ".new"] {
+                if let reason = Self.refusal(at: path) { throw .fileError(path: path, reason: reason) }
+            }
+        }
         guard claim.openFile() else { return nil }
         self.claim = claim
         // A retry's earlier attempt may still have its file open (its closing waits on another thread):

@@ -83,8 +83,21 @@ extension SplitDownload {
         shape: SplitRules.Shape, done: [Range<Int64>], forwarded: ResponseHead, leg id: Int, _ state: inout State,
         _ work: inout Work
     ) -> Bool {
-        guard case .head(let reading) = pipeline.splitHead(forwarded) else { return false }
-        guard sink.beginSegments(shape, done: done) == nil else { return false }
+        let reading: HeadReading
+        switch pipeline.splitHead(forwarded) {
+        case .head(let read): reading = read
+        case .fileFailed(let failure):
+            end(&state, &work, failing: false)
+            work.fileFailure = failure
+            return true
+        case .forward, .integrityFailed: return false
+        }
+        if let failure = sink.beginSegments(shape, done: done) {
+            // The part cannot be begun (its record cannot be written): the file fails now, as any file error.
+            end(&state, &work, failing: false)
+            work.fileFailure = failure
+            return true
+        }
         // A new file runs on its first connection alone until its pace says whether sharing is worth it; a
         // continued one shares its holes at once.
         let probing = done.isEmpty && connections > 1
