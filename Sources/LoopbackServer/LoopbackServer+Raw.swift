@@ -78,6 +78,13 @@ extension LoopbackServer {
         "lf-only": ("HTTP/1.1 200 OK\nContent-Length: 5\nSet-Cookie: lf=1; Path=/\n\nhello", false),
         "lf-mixed": ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\nContent-Length: 5\r\n\nhello", false),
         "obs-fold": ("HTTP/1.1 200 OK\r\nX-Long: one\r\n two\r\nContent-Length: 5\r\n\r\nhello", false),
+        // curl's test 1473: the first field line begins with white space (a fold with nothing to fold into).
+        "first-field-folded": ("HTTP/1.1 200 OK\r\n  Server: x\r\nContent-Length: 5\r\n\r\nhello", true),
+        // What a proxy answers a forwarded request it wants credentials for.
+        "proxy-407": (
+            "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n"
+                + "Content-Length: 5\r\n\r\nproxy", false
+        ),
         "te-folded": ("HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\n chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true),
         "cl-folded": ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n 5\r\n\r\nhello", true),
         "te-space-before-colon": (

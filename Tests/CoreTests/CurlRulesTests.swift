@@ -33,7 +33,9 @@ import Testing
             (45, .cannotConnectToHost), (96, .cannotConnectToHost), (65, .requestBodyStreamExhausted),
             (81, .networkConnectionLost), (95, .networkConnectionLost), (99, .networkConnectionLost),
             (94, .userAuthenticationRequired),
-            (2, .unknown), (43, .unknown), (48, .unknown), (93, .unknown), (1234, .unknown),
+            // 43 before the final head: libcurl's word for a head it refused (curl's test 1473).
+            (43, .badServerResponse),
+            (2, .unknown), (48, .unknown), (93, .unknown), (1234, .unknown),
         ] as [(Int32, URLError.Code?)])
     func eachCurlCodeHasItsURLErrorCode(curlCode: Int32, expected: URLError.Code?) {
         #expect(CurlErrorTable.code(for: curlCode, scheme: "http") == expected)
@@ -46,6 +48,8 @@ import Testing
             CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 104) == .networkConnectionLost)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 0) == .badServerResponse)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: false, osErrno: 0) == .badServerResponse)
+        // A bad argument once the head is read is the program's fault, never the server's.
+        #expect(CurlErrorTable.code(for: 43, scheme: "http", afterResponse: true) == .unknown)
     }
 
     @Test func aProxyThatRefusesTheTunnelSaysSoWhateverLibcurlsCode() {

@@ -41,6 +41,11 @@ let responseCorpus: [CorpusRow] = [
     CorpusRow(name: "lf-only", curl: hello, urlSession: bad),
     CorpusRow(name: "lf-mixed", curl: hello, urlSession: bad),
     CorpusRow(name: "obs-fold", curl: hello, urlSession: hello),
+    CorpusRow(name: "first-field-folded", curl: bad, urlSession: bad),
+    // Only a proxy sends 407 (RFC 9110 §15.5.8): the origin never answered.
+    CorpusRow(
+        name: "proxy-407", curl: .transport(.userAuthenticationRequired),
+        urlSession: .transport(.userAuthenticationRequired)),
     CorpusRow(
         name: "te-folded", curl: bad,
         urlSession: .notRun("Foundation shows the folded field unfolded, though libcurl framed the body without it")),

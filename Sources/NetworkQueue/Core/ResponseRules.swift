@@ -28,6 +28,12 @@ enum ResponseRules {
         acceptableContentTypes: Set<String>?, maximumResponseSize: Int64?, expectedLength: Int64?
     ) -> NetworkQueueError? {
         let url: URL? = response.url
+        if response.statusCode == 407 {
+            // Only a proxy sends 407 (RFC 9110 §15.5.8): the origin never answered, whatever statuses are accepted.
+            var info: [String: Any] = [NSLocalizedDescriptionKey: "the proxy asked for credentials (407)"]
+            if let url { info[NSURLErrorFailingURLErrorKey] = url }
+            return .transport(URLError(.userAuthenticationRequired, userInfo: info))
+        }
         if !isAcceptableStatus {
             return .unacceptableStatus(code: response.statusCode, url: url)
         }

@@ -16,6 +16,8 @@ enum LibcurlWords {
         // "Header without colon", "Too large response headers", and 7.88's "Out of memory" for a long line).
         if text.contains("encoding") { return .cannotDecodeContentData }
         if text.contains("header") || text == "out of memory" { return .badServerResponse }
+        // libcurl 7.88's words for a head whose first field line begins with white space (curl's test 1473).
+        if text.contains("bad argument") { return .badServerResponse }
         // A proxy that would not open the tunnel ("CONNECT tunnel failed, response 407").
         if text.contains("connect tunnel failed") || text.contains("proxy connect aborted") {
             return text.contains("response 407") ? .userAuthenticationRequired : .cannotConnectToHost

@@ -65,6 +65,9 @@ enum CurlErrorTable {
         case 65: .requestBodyStreamExhausted  // SEND_FAIL_REWIND: the body could not be sent again
         case 81, 95, 99: .networkConnectionLost  // AGAIN, HTTP3, UNRECOVERABLE_POLL
         case 94: .userAuthenticationRequired  // AUTH_ERROR
+        // BAD_FUNCTION_ARGUMENT before the final head: libcurl 7.88's word for a head whose first field line begins
+        // with white space (curl's test 1473). The transport sets every option before the transfer starts.
+        case 43 where !afterResponse: .badServerResponse
         // FAILED_INIT, BAD_FUNCTION_ARGUMENT, UNKNOWN_OPTION, RECURSIVE_API_CALL and the codes of protocols this
         // transport never speaks (FTP, SSH, LDAP, ...): a fault of the program, never the network's.
         default: .unknown
