@@ -276,4 +276,17 @@ import Testing
             SplitRules.continuationProblem(with: head("bytes 100-199/300"), resumed: unrecorded)
                 == "the file's length is 300, shorter than the part")
     }
+
+    /// Issue 50, item 5: at the end of a file, a connection whose head came and that received nothing for two
+    /// seconds while the file moved on elsewhere is stalled; never one waiting for its head, never one that was the
+    /// last to move, never while ranges wait or the queue's cap may hold it back.
+    @Test func aConnectionStalledAtTheEndOfTheFileIsFound() {
+        let connections: [(id: Int, lastByteAt: Double?)] = [(1, 10), (2, 11.5), (3, nil), (4, 12.5)]
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 13, isEndGame: true, isCapped: false) == [1])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: true, isCapped: false) == [1, 2])
+        // Nothing moved after them: the queue, not the server, may be what is slow.
+        #expect(SplitRules.stalled(connections, movedAt: 10, now: 20, isEndGame: true, isCapped: false) == [])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: false, isCapped: false) == [])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: true, isCapped: true) == [])
+    }
 }

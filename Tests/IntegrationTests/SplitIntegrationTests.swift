@@ -167,7 +167,10 @@ import Testing
         let request = Self.request(first.url(path), to: file, connections: 4, mirrors: [broken])
         _ = try await Self.run(request, transport, file: file)
         let sources = request.metrics?.final?.segments?.sources ?? []
-        #expect(sources.map(\.wasDropped) == [false, true], "\(sources)")
+        // Dropped once its answer came; a connection to it that had not answered when the first connection's stream
+        // reached its range is taken over (issue 50), and the mirror then served nothing.
+        #expect(sources.first?.wasDropped == false && (sources.last?.wasDropped == true || sources.last?.bytes == 0))
+        #expect(sources.count == 2, "\(sources)")
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
 
@@ -190,8 +193,9 @@ import Testing
         let asked = Self.ranges(server)
         #expect(asked.first == .some(nil) && asked.count >= 2, "the file was split: \(asked)")
         let sources = request.metrics?.final?.segments?.sources ?? []
+        // The source is never dropped. (Whether a wrong answer was judged before the stream reached its range, which
+        // then takes it over, depends on how soon the answer comes: refusedRanges is not checked here.)
         #expect(sources.map(\.wasDropped) == [false], "\(sources)")
-        #expect(sources.map(\.refusedRanges) == [true], "\(sources)")
         #expect(sources.map(\.bytes) == [Int64(Self.size)], "\(sources)")
     }
 
@@ -208,9 +212,11 @@ import Testing
         let request = Self.request(first.url(path + "&rangeFault=whole"), to: file, mirrors: [second.url(path)])
         _ = try await Self.run(request, transport, file: file)
         let sources = request.metrics?.final?.segments?.sources ?? []
+        // Neither is dropped; the mirror never refuses a range. (The origin's wrong answers are judged only when they
+        // come before its stream reaches their ranges.)
         #expect(sources.map(\.wasDropped) == [false, false], "\(sources)")
-        #expect(sources.map(\.refusedRanges) == [true, false], "\(sources)")
-        #expect(sources.allSatisfy { $0.bytes > 0 } && sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
+        #expect(sources.last?.refusedRanges == false, "\(sources)")
+        #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
 
     /// A mirror dropped for a broken connection stops its other connections too, and their ranges go to the live
@@ -234,6 +240,28 @@ import Testing
         let asked = Self.ranges(second)
         #expect(asked.count >= 1 && asked.allSatisfy { $0 != nil }, "\(asked)")
         // The stalled ones ended when the queue hung up, not when the stall did.
+        await eventually { second.statistics.inFlight == 0 }
+        #expect(second.statistics.inFlight == 0)
+    }
+
+    /// Issue 50, item 5: a good source and a mirror whose every connection sends its head and then nothing. Once no
+    /// range is left to share, a connection that received nothing for two seconds gives its range up: the mirror is
+    /// dropped, and the file completes in its first attempt. Without it the mirror held its range until the
+    /// attempt's idle timeout (60 s), and the file needed a second attempt.
+    @Test(arguments: TransportKind.allCases) func aStalledMirrorGivesItsRangeUpAtTheEndOfTheFile(
+        _ transport: TransportKind
+    ) async throws {
+        let (first, second) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("stalling.bin")
+        let path = "/bytes/\(Self.size)?rate=4000000"
+        let request = Self.request(
+            first.url(path), to: file, connections: 4, mirrors: [second.url(path + "&stallAt=0&stall=120000")])
+        _ = try await Self.run(request, transport, file: file)
+        let sources = request.metrics?.final?.segments?.sources ?? []
+        #expect(sources.map(\.wasDropped) == [false, true], "\(sources)")
+        #expect(sources.map(\.bytes) == [Int64(Self.size), 0], "\(sources)")
         await eventually { second.statistics.inFlight == 0 }
         #expect(second.statistics.inFlight == 0)
     }

@@ -77,6 +77,11 @@ struct SourceList: Equatable, Sendable {
     /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
     mutating func drop(_ index: Int) { sources[index].isLive = false }
 
+    /// True when a live source other than `index` takes ranges: what `index` holds could go there.
+    func hasOtherForRanges(than index: Int) -> Bool {
+        sources.indices.contains { $0 != index && sources[$0].isLive && sources[$0].takesRanges }
+    }
+
     /// A connection to `index` broke: the source is dropped when another is live (returns true); the last one is
     /// kept, and the attempt fails (returns false).
     mutating func broke(_ index: Int) -> Bool {

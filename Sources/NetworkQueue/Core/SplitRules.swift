@@ -51,6 +51,27 @@ enum SplitRules {
         return .success(Shape(length: length, validator: validator))
     }
 
+    /// How long a connection of a split file whose head was accepted may receive nothing, once no range is left to
+    /// share (the end of the file), before it gives its range up to another source (2 s): a mirror that stalls never
+    /// holds the end of the file until the idle timeout.
+    static let stallSeconds = 2.0
+
+    /// The connections among `connections` (each one's id, when its head was accepted or it last received a byte,
+    /// nil before its head) that received nothing for ``stallSeconds`` at `now` while the file moved on elsewhere
+    /// (`movedAt`: when any other connection last received a byte), in the end game of a file (`isEndGame`: no range
+    /// waits), unless the queue's own rate cap may be what holds them back (`isCapped`). A connection waiting for its
+    /// head is left to the idle timeout.
+    static func stalled(
+        _ connections: [(id: Int, lastByteAt: Double?)], movedAt: Double, now: Double, isEndGame: Bool,
+        isCapped: Bool
+    ) -> [Int] {
+        guard isEndGame, !isCapped else { return [] }
+        return connections.filter { connection in
+            guard let last = connection.lastByteAt else { return false }
+            return now - last >= stallSeconds && movedAt > last
+        }.map(\.id).sorted()
+    }
+
     /// How long each window is over which the first connection's pace is judged, while it runs alone, in seconds:
     /// long enough to tell a fast connection from a capped one, short against what sharing saves (10 ms).
     static let probeSeconds = 0.01

@@ -31,7 +31,9 @@ extension SplitDownload {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         }
-        addLeg(Leg(cell: TransferCell(), source: source, asked: asked), request, &state, &work)
+        addLeg(
+            Leg(cell: TransferCell(), source: source, asked: asked), request, &state,
+            &work)
     }
 
     /// The part this download continues: the sink's, unless it was found to be another file's.
@@ -89,7 +91,9 @@ extension SplitDownload {
             for (name, value) in SplitRules.headers(for: run.start..<run.end, open: false, validator: shape.validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
-            addLeg(Leg(cell: TransferCell(), source: source, run: run.id, asked: run.end), request, &state, &work)
+            let leg = Leg(
+                cell: TransferCell(), source: source, run: run.id, asked: run.end)
+            addLeg(leg, request, &state, &work)
         }
         while !state.loans.isEmpty, state.legs.count < 1 + state.loans.count {
             work.returns.append(state.loans.removeLast())
@@ -99,6 +103,50 @@ extension SplitDownload {
             // Bytes are missing and no connection runs: no source is left to fetch them.
             end(&state, &work, failing: true)
         }
+        if state.mode == .split, state.isShared, state.plan?.waiting.isEmpty == true, !state.legs.isEmpty,
+            state.stallCheckAt == nil, options.rateCap?.maximumBytesPerSecond == nil
+        {
+            // The end of the file: a connection that stalls now would hold it alone.
+            let at = owner.clock.now() + SplitRules.stallSeconds
+            state.stallCheckAt = at
+            work.stallCheck = at
+        }
+    }
+
+    /// The stall check came: each connection that received nothing for ``SplitRules/stallSeconds`` at the end of
+    /// the file, to a source another live source can stand in for, stops with that source (what they received
+    /// stays), and its range goes to a connection that is free.
+    func stallCheckCame() {
+        let work = state.withLock { state -> Work in
+            var work = Work()
+            state.stallCheckAt = nil
+            guard state.mode == .split, let plan = state.plan else { return work }
+            let now = owner.clock.now()
+            let stalled = SplitRules.stalled(
+                state.legs.map { ($0.key, $0.value.lastByteAt) }, movedAt: state.movedAt, now: now,
+                isEndGame: plan.waiting.isEmpty, isCapped: options.rateCap?.maximumBytesPerSecond != nil)
+            // Only a source another live source can stand in for is dropped: the last one is left to the idle
+            // timeout, as without splitting (a server slow to its first byte is not one that stalled).
+            var dropped = 0
+            for id in stalled {
+                guard let leg = state.legs[id], state.sources.sources[leg.source].isLive,
+                    state.sources.hasOtherForRanges(than: leg.source)
+                else { continue }
+                let quiet = String(format: "nothing for %.1f s at the end of the file", now - (leg.lastByteAt ?? now))
+                stop(leg: id, &state, &work)
+                _ = state.sources.broke(leg.source)
+                work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(quiet)"))
+                stopLegs(of: leg.source, &state, &work)
+                dropped += 1
+            }
+            if dropped == 0 {
+                fillConnections(&state, &work)
+            } else {
+                askForConnections(&state, &work)
+            }
+            return work
+        }
+        perform(work)
     }
 
     /// A connection ended (completed, failed, stopped or dropped): a range it had not finished waits again, a
@@ -238,6 +286,7 @@ extension SplitDownload {
             if !cell.attach(started) { started.cancel() }
         }
         for loan in work.returns { owner.send(inline: true) { $0.returnConnection(loan, now: $1) } }
+        if let at = work.stallCheck { owner.clock.schedule(at: at) { [self] in stallCheckCame() } }
         if let failure = work.fileFailure { owner.pass(.fileFailed(failure), slot: slot, token: token) }
         if let failure = work.failure {
             owner.send(inline: true) { $0.transferEvent(.completed(failure), slot: slot, token: token, now: $1) }

@@ -29,8 +29,10 @@ final class SplitDownload: TransferHandle {
         /// True once its head was accepted.
         var isAccepted = false
         /// Bytes its server sends next that are on disk already, dropped before its range's (see
-        /// ``SegmentPlan/follow(from:upTo:maxGap:)``).
+        /// ``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``).
         var skipping: Int64 = 0
+        /// When it last received a byte, or its head was accepted (queue clock); nil before its head.
+        var lastByteAt: Double?
     }
 
     enum Mode {
@@ -70,6 +72,10 @@ final class SplitDownload: TransferHandle {
         /// True once the part from an earlier attempt or run was found not to be this file's any more (its server
         /// answered the continuing request with another validator or length): it is fetched anew.
         var partStartsOver = false
+        /// When the next check for stalled connections is due, while one is scheduled (queue clock).
+        var stallCheckAt: Double?
+        /// When any connection last received a byte (queue clock).
+        var movedAt = -Double.infinity
     }
 
     /// What to do outside the lock.
@@ -87,6 +93,8 @@ final class SplitDownload: TransferHandle {
         var fileFailure: NetworkQueueError?
         /// The file is whole: the head it began with and its length.
         var finish: (head: ResponseHead, length: Int64, metrics: TransferMetrics?)?
+        /// A check for stalled connections to schedule at this time (queue clock).
+        var stallCheck: Double?
     }
 
     let owner: NetworkQueue
@@ -215,6 +223,7 @@ final class SplitDownload: TransferHandle {
                 fillConnections(&state, &work)
             } else {
                 state.legs[id]?.isAccepted = true
+                state.legs[id]?.lastByteAt = owner.clock.now()
             }
         case .data(let data):
             guard leg.isAccepted, let run = leg.run else { return }
@@ -260,6 +269,9 @@ final class SplitDownload: TransferHandle {
     func take(
         _ bytes: UnsafeRawBufferPointer, run: Int, leg: Leg, id: Int, _ state: inout State, _ work: inout Work
     ) {
+        let now = owner.clock.now()
+        state.legs[id]?.lastByteAt = now
+        state.movedAt = now
         if leg.skipping > 0 {
             let dropped = min(leg.skipping, Int64(bytes.count))
             state.legs[id]?.skipping -= dropped
@@ -270,7 +282,6 @@ final class SplitDownload: TransferHandle {
             let piece = state.plan?.received(Int64(bytes.count), run: run)
         else { return }
         if piece.kept > 0 {
-            let now = owner.clock.now()
             let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - state.recordedAt)
             let (failure, recorded) = sink.writeSegment(
                 .init(rebasing: bytes.prefix(Int(piece.kept))), at: offset, run: run, recordingAfter: threshold)
