@@ -289,4 +289,43 @@ import Testing
         #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: false, isCapped: false) == [])
         #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: true, isCapped: true) == [])
     }
+
+    /// Issue 50, item 8: each source is held to its own validator. A source answering for the first time may name
+    /// another entity tag than the file's only with the same Last-Modified; once learned, its own tag is what its
+    /// later answers must carry. The first answer's date is part of the file's shape, and only a mirror whose
+    /// validator is known is asked with `If-Range`.
+    @Test func eachSourceIsHeldToItsOwnValidator() {
+        let date = "Tue, 14 Nov 2023 22:13:20 GMT"
+        let shape = SplitRules.Shape(length: 4_000_000, validator: .entityTag("\"nginx\""), lastModified: date)
+        func range(etag: String?, modified: String?) -> ResponseHead {
+            var fields = ["Content-Range": "bytes 1000-1999/4000000", "Content-Length": "1000"]
+            fields["ETag"] = etag
+            fields["Last-Modified"] = modified
+            return Self.head(206, fields)
+        }
+        let apache = range(etag: "\"2dc6c0-6474846204000\"", modified: date)
+        #expect(SplitRules.problem(with: apache, start: 1000, shape: shape) == nil)
+        #expect(SplitRules.ownValidator(of: apache) == .entityTag("\"2dc6c0-6474846204000\""))
+        // The same date written otherwise (RFC 850) is the same second.
+        let otherForm = range(etag: "\"x\"", modified: "Tuesday, 14-Nov-23 22:13:20 GMT")
+        #expect(SplitRules.problem(with: otherForm, start: 1000, shape: shape) == nil)
+        #expect(
+            SplitRules.problem(
+                with: range(etag: "\"x\"", modified: "Wed, 15 Nov 2023 22:13:20 GMT"), start: 1000, shape: shape)
+                == "its Last-Modified Wed, 15 Nov 2023 22:13:20 GMT is not \(date)")
+        // Another tag and no date to agree on: another file.
+        #expect(
+            SplitRules.problem(with: range(etag: "\"x\"", modified: nil), start: 1000, shape: shape)
+                == "its validator \"x\" is not \"nginx\"")
+        // Its own tag learned: a later answer under another tag is refused, whatever its date.
+        #expect(
+            SplitRules.problem(
+                with: range(etag: "\"y\"", modified: date), start: 1000, shape: shape, validator: .entityTag("\"x\""))
+                == "its validator \"y\" is not \"x\"")
+        #expect(SplitRules.headers(for: 0..<10, open: false, validator: nil) == ["Range": "bytes=0-9"])
+        var sources = SourceList(count: 2)
+        sources.learn(.entityTag("\"a\""), for: 1)
+        sources.learn(.entityTag("\"b\""), for: 1)
+        #expect(sources.sources.map(\.validator) == [nil, .entityTag("\"a\"")])
+    }
 }

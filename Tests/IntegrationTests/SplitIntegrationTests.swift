@@ -266,6 +266,44 @@ import Testing
         #expect(second.statistics.inFlight == 0)
     }
 
+    #if os(Linux)
+        /// Issue 50, item 8: one file served by nginx, Apache httpd and lighttpd (Debian's packages), three formats of
+        /// entity tag for the same bytes, length and Last-Modified. Each mirror's first range is asked without
+        /// `If-Range` and accepted for the Last-Modified it shares; its own tag then guards its later ranges. All
+        /// three serve the file and none is dropped. Before, every range carried nginx's tag, which the others
+        /// rightly answered with the whole file: both mirrors were dropped.
+        @Test(
+            .enabled(if: StaticWebServer.runsAll, "needs nginx, apache2 and lighttpd (apt-get install them)"),
+            arguments: TransportKind.allCases)
+        func mirrorsOnOtherServerSoftwareShareTheFile(_ transport: TransportKind) async throws {
+            let root = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: root) }
+            _ = chmod(root.path, 0o755)
+            try pattern(0..<Self.size).write(to: root.appendingPathComponent("same.bin"))
+            _ = chmod(root.appendingPathComponent("same.bin").path, 0o644)
+            // Older than a second: lighttpd names no validator for a file it may see still being written.
+            var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
+            _ = utimensat(AT_FDCWD, root.appendingPathComponent("same.bin").path, &times, 0)
+            let rate = 512 << 10
+            try await StaticWebServer.with(.nginx, root: root, rate: rate) { nginx in
+                try await StaticWebServer.with(.apache2, root: root, rate: rate) { apache in
+                    try await StaticWebServer.with(.lighttpd, root: root, rate: rate) { lighttpd in
+                        let directory = try temporaryDirectory()
+                        defer { try? FileManager.default.removeItem(at: directory) }
+                        let file = directory.appendingPathComponent("same.bin")
+                        let request = Self.request(
+                            nginx.url("/same.bin"), to: file, connections: 8,
+                            mirrors: [apache.url("/same.bin"), lighttpd.url("/same.bin")])
+                        _ = try await Self.run(request, transport, file: file, limit: 8)
+                        let sources = request.metrics?.final?.segments?.sources ?? []
+                        #expect(sources.map(\.wasDropped) == [false, false, false], "\(sources)")
+                        #expect(sources.allSatisfy { $0.bytes > 0 }, "\(sources)")
+                    }
+                }
+            }
+        }
+    #endif
+
     @Test(arguments: TransportKind.allCases) func threeSourcesOneDyingAt30PercentGiveTheExactFile(
         _ transport: TransportKind
     ) async throws {

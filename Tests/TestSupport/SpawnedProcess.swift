@@ -38,8 +38,20 @@ public struct SpawnedProcess: Sendable {
         let words = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory.path, path] + arguments
         let argv = words.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        // The child starts with no signal blocked and every signal's default action, whatever the spawning thread
+        // had: a server that keeps the mask it is given (lighttpd, Apache) would otherwise never hear SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
+        let status = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environ)
         guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EINVAL) }
         self.pid = pid
     }

@@ -17,6 +17,9 @@ struct SourceList: Equatable, Sendable {
         var served: Int64 = 0
         /// False once it answered a range wrongly while its stream of the file was good: no range is sent to it.
         var takesRanges = true
+        /// Its own validator, learned from its first answer (nil until then): its ranges are asked and checked
+        /// under it (issue 50: other server software makes other entity tags for the same file).
+        var validator: RangeRules.Validator?
     }
 
     /// What becomes of a source whose answer to a range was wrong (``rangeFailed(_:hasStream:)``).
@@ -68,6 +71,11 @@ struct SourceList: Equatable, Sendable {
 
     /// A connection to `index` ended.
     mutating func ended(_ index: Int) { sources[index].running -= 1 }
+
+    /// `index` names itself by `validator` (learned once, from its first good answer).
+    mutating func learn(_ validator: RangeRules.Validator?, for index: Int) {
+        if sources[index].validator == nil { sources[index].validator = validator }
+    }
 
     /// `index` served `count` kept bytes.
     mutating func served(_ count: Int64, by index: Int) {

@@ -11,8 +11,11 @@ enum SplitRules {
     struct Shape: Equatable, Sendable {
         /// The file's length in bytes.
         let length: Int64
-        /// The validator each segment is asked under (`If-Range`) and checked against.
+        /// The validator of the source that answered first (its `If-Range`), which the part's record keeps.
         let validator: RangeRules.Validator
+        /// The first answer's `Last-Modified`, which every source that sends one must agree with (issue 50: other
+        /// servers make other entity tags for the same file, but the same date).
+        var lastModified: String? = nil
     }
 
     /// Why a response does not allow splitting (logged, so that a user sees why one connection was used).
@@ -48,7 +51,8 @@ enum SplitRules {
         guard acceptsByteRanges(head) else { return .failure(.noByteRanges) }
         guard let validator = RangeRules.validator(of: head) else { return .failure(.noValidator) }
         guard length >= 2 * minimumSize else { return .failure(.tooSmall(length: length)) }
-        return .success(Shape(length: length, validator: validator))
+        let lastModified = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces)
+        return .success(Shape(length: length, validator: validator, lastModified: lastModified))
     }
 
     /// How long a connection of a split file whose head was accepted may receive nothing, once no range is left to
@@ -100,15 +104,43 @@ enum SplitRules {
         return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }
     }
 
-    /// The headers asking for the bytes `range` (nil upper end: to the end of the file) under `validator`.
-    static func headers(for range: Range<Int64>, open: Bool, validator: RangeRules.Validator) -> [String: String] {
+    /// The headers asking for the bytes `range` (`open`: to the end of the file) under `validator` (nil: a source
+    /// whose own validator is not known yet is asked without `If-Range`).
+    static func headers(for range: Range<Int64>, open: Bool, validator: RangeRules.Validator?) -> [String: String] {
         let last = open ? "" : String(range.upperBound - 1)
-        return ["Range": "bytes=\(range.lowerBound)-\(last)", "If-Range": validator.headerValue]
+        var headers = ["Range": "bytes=\(range.lowerBound)-\(last)"]
+        if let validator { headers["If-Range"] = validator.headerValue }
+        return headers
+    }
+
+    /// The validator a source's answer names for itself, whatever its status: its strong `ETag`, else its
+    /// `Last-Modified`; nil when it has neither.
+    static func ownValidator(of head: ResponseHead) -> RangeRules.Validator? {
+        if let tag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+            RangeRules.isStrongEntityTag(tag)
+        {
+            return .entityTag(tag)
+        }
+        guard let date = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces),
+            !date.isEmpty, !date.contains("\n")
+        else { return nil }
+        return .lastModified(date)
+    }
+
+    /// True when two `Last-Modified` values name the same second (as written, or as parsed dates).
+    static func sameDate(_ one: String, _ other: String) -> Bool {
+        one == other || HTTPDate.parse(one).map { $0 == HTTPDate.parse(other) } == true
     }
 
     /// Why a segment's response is not the file's bytes from `start` (the source is dropped), or nil when it is: a
-    /// 206 from `start` of a body of the file's length, without a content coding, under the same validator.
-    static func problem(with head: ResponseHead, start: Int64, shape: Shape) -> String? {
+    /// 206 from `start` of a body of the file's length, without a content coding. Each source is held to its own
+    /// validator (`validator`, learned from its first answer; the file's for the source that answered first). Other
+    /// server software makes another entity tag for the same file (RFC 9110 §13.1.5): a source answering for the
+    /// first time (`validator` nil, its range asked without `If-Range`) may name another entity tag than the file's
+    /// only when both name the same `Last-Modified`; a tag of its own without a date to agree on is another file.
+    static func problem(
+        with head: ResponseHead, start: Int64, shape: Shape, validator: RangeRules.Validator? = nil
+    ) -> String? {
         guard head.statusCode == 206 else {
             return head.statusCode == 200
                 ? "it sent the whole file (200) for a range" : "it answered \(head.statusCode)"
@@ -120,10 +152,15 @@ enum SplitRules {
         guard range.total == shape.length else {
             return "its length is \(range.total.map(String.init) ?? "unknown"), not \(shape.length)"
         }
-        if let other = validator(of: head, kind: shape.validator), other != shape.validator {
-            return "its validator \(other.headerValue) is not \(shape.validator.headerValue)"
+        let expected = validator ?? shape.validator
+        guard let other = self.validator(of: head, kind: expected), other != expected else { return nil }
+        // A source asked for the first time: another server's entity tag for the same file, when both say the
+        // same Last-Modified.
+        let theirDate = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces)
+        if validator == nil, case .entityTag = expected, let theirDate, let ours = shape.lastModified {
+            return sameDate(theirDate, ours) ? nil : "its Last-Modified \(theirDate) is not \(ours)"
         }
-        return nil
+        return "its validator \(other.headerValue) is not \(expected.headerValue)"
     }
 
     /// Why `head`, a 206 to the first request continuing the split part `resumed`, does not continue it (the part
@@ -140,7 +177,8 @@ enum SplitRules {
             return "the file's length is \(length), shorter than the part"
         }
         return problem(
-            with: head, start: resumed.firstHole.lowerBound, shape: Shape(length: length, validator: resumed.validator))
+            with: head, start: resumed.firstHole.lowerBound, shape: Shape(length: length, validator: resumed.validator),
+            validator: resumed.validator)
     }
 
     /// The validator of `head` of the same kind as `kind` (a strong `ETag`, or `Last-Modified`), read from any

@@ -81,14 +81,15 @@ extension SplitDownload {
     /// Gives every connection the file may run a range (to the live source with the fewest), gives back lent
     /// connections left without work, and ends the file when it is whole or no source is left.
     func fillConnections(_ state: inout State, _ work: inout Work) {
-        guard state.mode == .split, let shape = state.shape else { return }
+        guard state.mode == .split, state.shape != nil else { return }
         while state.legs.count < 1 + state.loans.count, state.sources.leastBusy != nil, let run = state.plan?.assign() {
             guard let source = state.sources.pick() else {
                 state.plan?.failed(run: run.id)
                 break
             }
             var request = requests[source]
-            for (name, value) in SplitRules.headers(for: run.start..<run.end, open: false, validator: shape.validator) {
+            let validator = state.sources.sources[source].validator
+            for (name, value) in SplitRules.headers(for: run.start..<run.end, open: false, validator: validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             let leg = Leg(

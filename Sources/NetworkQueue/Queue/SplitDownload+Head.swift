@@ -111,6 +111,7 @@ extension SplitDownload {
         state.mode = .split
         state.legs[id]?.run = run.id
         state.legs[id]?.isAccepted = true
+        if let source = state.legs[id]?.source { state.sources.learn(shape.validator, for: source) }
         // The engine hears the head before any count: from this thread, before any other connection starts.
         work.head = (forwarded, reading)
         if !probing { share(&state, &work) }

@@ -218,10 +218,12 @@ final class SplitDownload: TransferHandle {
             guard !leg.isAccepted, let shape = state.shape, let run = leg.run,
                 let start = state.plan?.runs.first(where: { $0.id == run })?.start
             else { return }
-            if let problem = SplitRules.problem(with: head, start: start, shape: shape) {
+            let known = state.sources.sources[leg.source].validator
+            if let problem = SplitRules.problem(with: head, start: start, shape: shape, validator: known) {
                 rangeFailed(leg: id, source: leg.source, problem: problem, &state, &work)
                 fillConnections(&state, &work)
             } else {
+                state.sources.learn(SplitRules.ownValidator(of: head), for: leg.source)
                 state.legs[id]?.isAccepted = true
                 state.legs[id]?.lastByteAt = owner.clock.now()
             }

@@ -1,0 +1,151 @@
+#if os(Linux)
+    import Foundation
+    import Glibc
+    import TestSupport
+
+    /// A real web server from Debian's packages, serving one folder over plain HTTP on a free loopback port for one
+    /// test, each connection capped at a rate: nginx, Apache httpd or lighttpd. Three programs that name the same file
+    /// by three formats of entity tag, and by the same `Last-Modified` (issue 50: mirrors on other server software).
+    ///
+    /// A test of a program that is not installed is skipped, with the package in its reason; CI installs them and
+    /// sets `NQ_REQUIRE_REAL_SERVERS=1`, which makes a missing program a failure instead.
+    final class StaticWebServer: LocalServer, @unchecked Sendable {
+        enum Program: String, CaseIterable, Sendable {
+            case nginx
+            case apache2
+            case lighttpd
+
+            /// Debian's package of the program.
+            var package: String { rawValue }
+        }
+
+        /// The program's path, if it is installed.
+        static func path(of program: Program) -> String? {
+            ["/usr/sbin", "/usr/bin", "/usr/local/sbin"].map { "\($0)/\(program.rawValue)" }
+                .first { FileManager.default.isExecutableFile(atPath: $0) }
+        }
+
+        /// Whether tests needing every program run: each is installed, or CI requires them.
+        static var runsAll: Bool {
+            Program.allCases.allSatisfy { path(of: $0) != nil }
+                || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0
+        }
+
+        let program: Program
+        let port: UInt16
+        private let directory: URL
+        private let process: SpawnedProcess
+
+        private init(_ program: Program, port: UInt16, directory: URL, process: SpawnedProcess) {
+            self.program = program
+            self.port = port
+            self.directory = directory
+            self.process = process
+        }
+
+        /// `http://127.0.0.1:port/path`.
+        func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+        /// The configuration of `program` serving `root` on `port`, each response at `rate` bytes per second
+        /// (rounded to KiB for Apache and lighttpd), its files and logs in `directory`.
+        private static func config(_ program: Program, root: String, port: UInt16, rate: Int, directory: String)
+            -> String
+        {
+            switch program {
+            case .nginx:
+                return """
+                    daemon off; master_process on; worker_processes 1;
+                    pid \(directory)/server.pid; error_log \(directory)/error.log warn;
+                    events { worker_connections 256; }
+                    http {
+                        access_log off;
+                        client_body_temp_path \(directory)/tmp; proxy_temp_path \(directory)/tmp;
+                        fastcgi_temp_path \(directory)/tmp; uwsgi_temp_path \(directory)/tmp; scgi_temp_path \(directory)/tmp;
+                        server { listen 127.0.0.1:\(port); root \(root); limit_rate \(rate); }
+                    }
+
+                    """
+            case .apache2:
+                // Apache drops root for www-data once it listens: the folder is made readable to it.
+                let modules = "/usr/lib/apache2/modules"
+                return """
+                    ServerRoot "\(directory)"
+                    ServerName 127.0.0.1
+                    Listen 127.0.0.1:\(port)
+                    LoadModule mpm_event_module \(modules)/mod_mpm_event.so
+                    LoadModule authz_core_module \(modules)/mod_authz_core.so
+                    LoadModule env_module \(modules)/mod_env.so
+                    LoadModule ratelimit_module \(modules)/mod_ratelimit.so
+                    User www-data
+                    Group www-data
+                    PidFile \(directory)/server.pid
+                    ErrorLog \(directory)/error.log
+                    DocumentRoot "\(root)"
+                    <Directory "\(root)">
+                        Require all granted
+                        SetOutputFilter RATE_LIMIT
+                        SetEnv rate-limit \(max(1, rate / 1024))
+                    </Directory>
+
+                    """
+            case .lighttpd:
+                // Without a type for every file, lighttpd sends neither ETag nor Last-Modified.
+                return """
+                    server.document-root = "\(root)"
+                    server.bind = "127.0.0.1"
+                    server.port = \(port)
+                    server.errorlog = "\(directory)/error.log"
+                    mimetype.assign = ( "" => "application/octet-stream" )
+                    connection.kbytes-per-second = \(max(1, rate / 1024))
+
+                    """
+            }
+        }
+
+        /// Starts `program` serving `root` (readable by every user), each connection at `rate` bytes per second.
+        private static func make(_ program: Program, root: URL, rate: Int) throws -> StaticWebServer {
+            guard let path = path(of: program) else {
+                throw SetupFailure("this test needs \(program.rawValue) (apt-get install \(program.package))")
+            }
+            let directory = try temporaryDirectory()
+            _ = chmod(directory.path, 0o755)
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+            do {
+                return try SpawnedProcess.listening(program.rawValue, stopSignal: SIGTERM) {
+                    let port = try LoopbackPorts.free()
+                    let file = directory.appendingPathComponent("server.conf")
+                    try config(program, root: root.path, port: port, rate: rate, directory: directory.path)
+                        .write(to: file, atomically: true, encoding: .utf8)
+                    let arguments =
+                        switch program {
+                        case .nginx: ["-c", file.path, "-e", "\(directory.path)/startup.log"]
+                        case .apache2: ["-f", file.path, "-DFOREGROUND"]
+                        case .lighttpd: ["-D", "-f", file.path]
+                        }
+                    let process = try SpawnedProcess(path, arguments, in: directory)
+                    return (
+                        process, [port], StaticWebServer(program, port: port, directory: directory, process: process)
+                    )
+                }
+            } catch {
+                let log = readText(of: directory.appendingPathComponent("error.log")) ?? ""
+                try? FileManager.default.removeItem(at: directory)
+                throw TestFailure("\(program.rawValue): \(error): \(log.suffix(500))")
+            }
+        }
+
+        /// Runs `body` with `program` started, and stops it however `body` ends.
+        static func with(
+            _ program: Program, root: URL, rate: Int, _ body: (StaticWebServer) async throws -> Void
+        ) async throws {
+            try await with({ try make(program, root: root, rate: rate) }, body)
+        }
+
+        /// Stops the server (SIGTERM: Apache's parent stops its children) and removes its folder.
+        func stop() async {
+            await process.stop(SIGTERM)
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+#endif
