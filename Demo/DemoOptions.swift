@@ -133,7 +133,9 @@ struct DemoOptions {
                             collide get -2, -3...); a .part left by an interrupted run is continued, and
                             a file already there is kept when a HEAD finds the same size and a
                             Last-Modified no newer than the file's (saved files take their
-                            Last-Modified), so running the same command again fetches only what is missing
+                            Last-Modified), so running the same command again fetches only what is missing.
+                            Two runs on one folder at once: a file the other run moved into place first is
+                            kept, not failed (--shard splits a list between runs without overlap)
           --replace         with --output: download files that exist already again
           --no-clobber      with --output: keep every file that exists already and send no request for
                             it (files only appear complete, renamed into place, so one that exists is
@@ -249,7 +251,7 @@ struct DemoOptions {
                 options.limitRate = rate
             case "--max-time", "--speed-time":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
-                guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds < 1e6 else {
+                guard let seconds = decimal(value), seconds.isFinite, seconds > 0, seconds < 1e6 else {
                     throw .badSeconds(flag: argument, value: value)
                 }
                 if argument == "--max-time" { options.maxTime = seconds } else { options.speedTime = seconds }
@@ -298,6 +300,15 @@ struct DemoOptions {
         return options
     }
 
+    /// A decimal number (`12`, `1.5`, `.5`, `2e3`): Swift's `Double` also reads hexadecimal (`0x10` is sixteen), `inf`
+    /// and `nan`, which no user means here.
+    static func decimal(_ text: some StringProtocol) -> Double? {
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }) else {
+            return nil
+        }
+        return Double(String(text))
+    }
+
     /// `500K`, `2M`, `1G` or a plain number (K = 1,000): the bytes (or bytes per second) of `--limit-rate`,
     /// `--speed-limit` and `--max-filesize`; nil when malformed or not above 0.
     static func amount(_ text: String) -> Int? {
@@ -308,7 +319,7 @@ struct DemoOptions {
             scale = unit
             digits = digits.dropLast()
         }
-        guard let number = Double(digits), number.isFinite, number > 0, number * scale < 1e15 else { return nil }
+        guard let number = decimal(digits), number.isFinite, number > 0, number * scale < 1e15 else { return nil }
         let rate = Int(number * scale)
         return rate > 0 ? rate : nil
     }

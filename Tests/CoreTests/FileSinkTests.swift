@@ -45,6 +45,29 @@ import Testing
         #expect(try Data(contentsOf: url).count == 8_192)
     }
 
+    /// Issue 50, item 9: a second run on the same folder finished the file first and moved the part into place.
+    /// The file there is kept, not failed; with nothing there the missing part is still a file error.
+    @Test func aFileAnotherRunFinishedFirstIsKept() throws {
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        write(sink, 4_096)
+        #expect(sink.finishWriting() == nil)
+        #expect(rename(url.path + ".part", url.path) == 0)
+        #expect(sink.commit() == nil)
+        #expect(names(in: directory) == ["f.bin"])
+
+        let (gone, goneURL, goneDirectory) = try opened()
+        defer { try? FileManager.default.removeItem(at: goneDirectory) }
+        write(gone, 10)
+        #expect(gone.finishWriting() == nil)
+        #expect(unlink(goneURL.path + ".part") == 0)
+        guard case .fileError(let path, let reason)? = gone.commit() else {
+            Issue.record("a part gone with no file there must fail")
+            return
+        }
+        #expect(path == goneURL.path && reason == "No such file or directory")
+    }
+
     @Test func bytesThatReachThePartBeforeTheEndAreDescribedFirst() throws {
         // A piece written where it is (64 KiB or more): a process killed now leaves a part it can continue.
         let (sink, url, directory) = try opened()

@@ -77,11 +77,30 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).isEmpty)
     }
 
+    /// Issue 50, item 9: with the length known from the HEAD (accurate progress, the Demo's default), a file over
+    /// `--max-filesize` fails at the HEAD: no GET is sent for it.
+    @Test(arguments: transports) func aLengthOverMaxFilesizeFailsAtTheHead(_ transport: String) async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let run = try await runDemo(
+            [
+                "--transport", transport, "--max-filesize", "1M", "--output", setup.output.path,
+                setup.server.url("/bytes/2000000").absoluteString,
+            ], in: setup.directory)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("Summary: 0/1 succeeded, 1 failed (1 too large)"), "\(run.output)")
+        #expect(setup.server.statistics.log == ["HEAD /bytes/2000000"], "\(setup.server.statistics.log)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path).isEmpty)
+    }
+
     @Test func badBoundsAreBadUsage() async throws {
         let directory = FileManager.default.temporaryDirectory
         for arguments in [
             ["--max-time", "0"], ["--max-time", "-1"], ["--max-time", "nan"], ["--speed-time", "inf"],
             ["--speed-limit", "0"], ["--speed-limit", "x"], ["--max-filesize", "-5"], ["--max-time"],
+            // Numbers are decimal: Swift's Double reads "0x10" as sixteen (issue 50, item 9).
+            ["--max-time", "0x10"], ["--speed-time", "0x1p4"], ["--speed-limit", "0x10"], ["--max-filesize", "0x10"],
+            ["--limit-rate", "0x10"],
         ] {
             let run = try await runDemo(arguments, in: directory)
             #expect(run.status == 2, "\(arguments): \(run.output)")

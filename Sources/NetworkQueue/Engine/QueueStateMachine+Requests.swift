@@ -136,10 +136,11 @@ extension QueueStateMachine {
             timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
             actions.publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
-            let next = record.machine.attempts + 1
-            let maximum = (request.retryPolicy ?? retryPolicy).maximumAttempts
+            // Counted as retries (the first retry of two is "retry 1/2"), as the Demo's rows count them (issue 50).
+            let retry = record.machine.attempts
+            let retries = (request.retryPolicy ?? retryPolicy).maximumAttempts - 1
             outbox.log(.notice, .retryScheduled, request, now: now) {
-                "retry \(next)/\(maximum) in \(String(format: "%.2f", delay)) s: \(error)"
+                "retry \(retry)/\(retries) in \(String(format: "%.2f", delay)) s: \(error)"
             }
         case .end(.success(let response)):
             end(slot, .success(response), transferEnded: transferEnded, now: now)

@@ -108,6 +108,11 @@ struct RequestMachine {
         case .preflighting(let preflight):
             if let existingFile, ExistingFileRules.isUnchanged(reading.head, file: existingFile) {
                 preflight.unchangedHead = reading.head
+            } else if let limit = request.maximumResponseSize, (200..<300).contains(reading.head.statusCode),
+                let length = ResponseRules.knownLength(of: reading.head), length > limit
+            {
+                // The size is known before the GET: a body over the limit is not asked for (issue 50).
+                preflight.tooLarge = .responseTooLarge(limit: limit, url: reading.head.url)
             }
             return .interim
         case .running(let attempt):
@@ -174,6 +179,7 @@ struct RequestMachine {
                 // The file on disk is the resource: kept as it is, no GET.
                 return .end(.success(.init(head: head, body: Data(), fileURL: file, keptExistingFile: true)))
             }
+            if case .succeeded = outcome, let tooLarge = preflight.tooLarge { return .attemptFailed(tooLarge) }
             phase = .awaitingMain
             // The HEAD's deadline ends with it: the transfer's starts with its slot.
             deadline = .notStarted

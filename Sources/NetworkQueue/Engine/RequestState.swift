@@ -70,6 +70,8 @@ enum RequestState {
         let sent: URLRequest
         /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
         var unchangedHead: ResponseHead?
+        /// Set when the HEAD's length is over the request's size limit: the request fails with it, sending no GET.
+        var tooLarge: NetworkQueueError?
 
         init(token: UInt64, cell: TransferCell, source: Int = 0, sent: URLRequest) {
             self.token = token

@@ -203,7 +203,15 @@ final class FileSink: Sendable {
             // A split part's record goes first: a part left without one is started over, never misread.
             if state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
             guard rename(partialPath, destinationPath) == 0 else {
-                return .fileError(path: destinationPath, reason: String(cString: strerror(errno)))
+                let failure = errno
+                // The part is gone and the file is there: another process on the same folder (a second run of the
+                // same list) finished it first and moved it into place. The file is kept, not failed (issue 50).
+                if failure == ENOENT, Self.regularFile(at: destinationPath) != nil {
+                    if state.hasValidator { unlink(validatorPath) }
+                    state.isClosed = true
+                    return nil
+                }
+                return .fileError(path: destinationPath, reason: String(cString: strerror(failure)))
             }
             if state.hasValidator { unlink(validatorPath) }
             state.isClosed = true

@@ -223,7 +223,12 @@ extension SplitDownload {
         else { return }
         var metrics: TransferMetrics?
         if options.collectsMetrics {
-            metrics = state.metrics ?? TransferMetrics(totalDuration: 0)
+            // The first connection's figures (its connect, its first byte), over the whole file's time: a connection
+            // stopped before its figures came (a retry's, say) would leave it at 0.
+            var figures = state.metrics ?? TransferMetrics(totalDuration: 0)
+            let elapsed = owner.clock.now() - state.startedAt
+            if elapsed.isFinite { figures.totalDuration = max(figures.totalDuration, elapsed) }
+            metrics = figures
             metrics?.segments = SegmentMetrics(
                 connections: state.mostConnections,
                 sources: state.sources.sources.indices.map {

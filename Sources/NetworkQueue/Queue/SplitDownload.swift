@@ -76,6 +76,8 @@ final class SplitDownload: TransferHandle {
         var stallCheckAt: Double?
         /// When any connection last received a byte (queue clock).
         var movedAt = -Double.infinity
+        /// When the download began (queue clock): its metrics' total time runs from here.
+        var startedAt = Double.nan
     }
 
     /// What to do outside the lock.
@@ -143,8 +145,10 @@ final class SplitDownload: TransferHandle {
 
     /// Sends the first connection's request; returns the handle the engine holds.
     func start() -> SplitDownload {
+        let now = owner.clock.now()
         let work = state.withLock { state in
             var work = Work()
+            state.startedAt = now
             startFirst(&state, &work)
             return work
         }
