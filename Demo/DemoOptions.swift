@@ -163,7 +163,9 @@ struct DemoOptions {
                             URL [MIRROR ...] [sha256:HEX|sha512:HEX], fields apart by TABs (as aria2's
                             input files) or spaces: further URLs are mirrors of the same file (at most
                             16), which share its segments with --split and stand in when a source
-                            fails; blank lines and # comments are skipped. A file
+                            fails (its HEAD too) or stalls at the end of the file; they may run other
+                            server software (each is held to its own ETag, agreeing on the length and
+                            Last-Modified); blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a
                             list runs as with --keep-going, so the other files are still fetched. The
                             list is opened once and read as a stream (a pipe or <(command) too; a regular
