@@ -85,6 +85,15 @@ struct SourceList: Equatable, Sendable {
     /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
     mutating func drop(_ index: Int) { sources[index].isLive = false }
 
+    /// True when no live source but `index` is left.
+    func isLast(_ index: Int) -> Bool { !sources.indices.contains { $0 != index && sources[$0].isLive } }
+
+    /// A connection to `index` starts (one it was not picked for: a stream of the whole file).
+    mutating func started(_ index: Int) { sources[index].running += 1 }
+
+    /// `index` is asked for no more ranges: what is left of the file comes over a stream of the whole file.
+    mutating func refuseRanges(_ index: Int) { sources[index].takesRanges = false }
+
     /// True when a live source other than `index` takes ranges: what `index` holds could go there.
     func hasOtherForRanges(than index: Int) -> Bool {
         sources.indices.contains { $0 != index && sources[$0].isLive && sources[$0].takesRanges }

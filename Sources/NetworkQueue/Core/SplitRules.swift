@@ -181,6 +181,22 @@ enum SplitRules {
             validator: resumed.validator)
     }
 
+    /// Why `head`, the answer to a request for the whole file sent to carry a split file on after its ranges
+    /// failed, is not the file, or nil when it is: a 200 of the file's length, without a content coding, under
+    /// `validator` (the source's own, when known).
+    static func streamProblem(with head: ResponseHead, shape: Shape, validator expected: RangeRules.Validator?)
+        -> String?
+    {
+        guard head.statusCode == 200 else { return "it answered \(head.statusCode) to the whole file" }
+        guard let length = ResponseRules.knownLength(of: head), length == shape.length else {
+            return "its whole file is not \(shape.length) bytes"
+        }
+        if let expected, let other = validator(of: head, kind: expected), other != expected {
+            return "its validator \(other.headerValue) is not \(expected.headerValue)"
+        }
+        return nil
+    }
+
     /// The validator of `head` of the same kind as `kind` (a strong `ETag`, or `Last-Modified`), read from any
     /// status (a 206's own fields describe the resource).
     static func validator(of head: ResponseHead, kind: RangeRules.Validator) -> RangeRules.Validator? {

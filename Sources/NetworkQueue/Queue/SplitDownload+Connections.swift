@@ -78,10 +78,40 @@ extension SplitDownload {
         fillConnections(&state, &work)
     }
 
+    /// Connections of the last source started again in one attempt after one broke having received bytes.
+    static let restartLimit = 16
+
+    /// Starts the stream of the whole file `streamWanted` names, once the first missing range is not behind another
+    /// connection's and a connection is free: its server's bytes up to that range (on disk already) are skipped,
+    /// and it takes each waiting range it reaches.
+    func startStream(_ state: inout State, _ work: inout Work) {
+        guard let source = state.streamWanted, state.legs.count < 1 + state.loans.count else { return }
+        // One stream of a source at a time, answered or not.
+        guard state.sources.sources[source].isLive,
+            !state.legs.values.contains(where: { $0.source == source && $0.asked == nil })
+        else {
+            state.streamWanted = nil
+            return
+        }
+        let idle = Set(state.legs.values.filter { !$0.isAccepted }.compactMap(\.run))
+        guard let (run, gap, takenOver) = state.plan?.follow(from: 0, upTo: nil, maxGap: nil, takingOver: idle)
+        else { return }
+        if let takenOver, let other = state.legs.first(where: { $0.value.run == takenOver })?.key {
+            state.legs[other]?.run = nil
+            stop(leg: other, &state, &work)
+        }
+        state.streamWanted = nil
+        state.sources.started(source)
+        var leg = Leg(cell: TransferCell(), source: source, run: run.id, asked: nil)
+        leg.skipping = gap
+        addLeg(leg, requests[source], &state, &work)
+    }
+
     /// Gives every connection the file may run a range (to the live source with the fewest), gives back lent
     /// connections left without work, and ends the file when it is whole or no source is left.
     func fillConnections(_ state: inout State, _ work: inout Work) {
         guard state.mode == .split, state.shape != nil else { return }
+        startStream(&state, &work)
         while state.legs.count < 1 + state.loans.count, state.sources.leastBusy != nil, let run = state.plan?.assign() {
             guard let source = state.sources.pick() else {
                 state.plan?.failed(run: run.id)
@@ -154,12 +184,22 @@ extension SplitDownload {
     /// broken source is counted, and its slot is given new work.
     func legEnded(_ id: Int, _ state: inout State, _ work: inout Work) {
         guard let leg = stop(leg: id, &state, &work) else { return }
+        let why = state.lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
+        let isLast = state.sources.isLast(leg.source)
         if leg.run != nil, leg.asked != nil, state.sources.sources[leg.source].isLive,
-            hasStream(of: leg.source, state)
+            hasStream(of: leg.source, state) || isLast
         {
-            // A range cut short while the same server's stream of the file goes on: no more ranges from it.
-            let why = state.lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
+            // A range cut short while the same server's stream of the file goes on, or by the last source: no more
+            // ranges from it; a stream of the whole file carries the file on.
             rangeFailed(leg: id, source: leg.source, problem: "a range's connection broke (\(why))", &state, &work)
+        } else if leg.run != nil, leg.asked == nil, isLast, leg.received > 0, state.restarts < Self.restartLimit {
+            // The last source's stream broke after bytes came: what is left is asked for again, as ranges while it
+            // takes them, else by a new stream (never more than a bound of times an attempt).
+            state.restarts += 1
+            work.notes.append(
+                (.splitDecided, .notice, "\(describe(leg.source))'s connection broke (\(why)): the rest is asked again")
+            )
+            if !state.sources.sources[leg.source].takesRanges { state.streamWanted = leg.source }
         } else if leg.run != nil, state.sources.sources[leg.source].isLive {
             guard state.sources.broke(leg.source) else {
                 // The last source broke: the attempt fails, and its retry continues every range.
@@ -182,7 +222,12 @@ extension SplitDownload {
     /// the same source, the source takes no more ranges and that stream goes on; otherwise the source is dropped
     /// and its connections stop. Either way the connection stops, and its range waits again.
     func rangeFailed(leg id: Int, source: Int, problem: String, _ state: inout State, _ work: inout Work) {
-        switch state.sources.rangeFailed(source, hasStream: hasStream(of: source, state)) {
+        let hasStream = hasStream(of: source, state)
+        if !hasStream, state.sources.isLast(source), state.sources.sources[source].takesRanges {
+            // The last source's stream had stopped before this answer came: a new one carries the file on.
+            state.streamWanted = source
+        }
+        switch state.sources.rangeFailed(source, hasStream: hasStream || state.streamWanted == source) {
         case .noMoreRanges:
             stop(leg: id, &state, &work)
             let message =

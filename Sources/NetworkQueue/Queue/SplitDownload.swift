@@ -33,6 +33,8 @@ final class SplitDownload: TransferHandle {
         var skipping: Int64 = 0
         /// When it last received a byte, or its head was accepted (queue clock); nil before its head.
         var lastByteAt: Double?
+        /// Bytes of the file it received (kept).
+        var received: Int64 = 0
     }
 
     enum Mode {
@@ -78,6 +80,11 @@ final class SplitDownload: TransferHandle {
         var movedAt = -Double.infinity
         /// When the download began (queue clock): its metrics' total time runs from here.
         var startedAt = Double.nan
+        /// The last source, when its ranges failed and a stream of the whole file is to carry the file on (it starts
+        /// as soon as the first missing range is not behind another connection's).
+        var streamWanted: Int?
+        /// Connections of the last source started again after one broke having received bytes (bounded).
+        var restarts = 0
     }
 
     /// What to do outside the lock.
@@ -223,6 +230,20 @@ final class SplitDownload: TransferHandle {
                 let start = state.plan?.runs.first(where: { $0.id == run })?.start
             else { return }
             let known = state.sources.sources[leg.source].validator
+            if leg.asked == nil {
+                // A stream of the whole file carrying the file on after its ranges failed.
+                if let problem = SplitRules.streamProblem(with: head, shape: shape, validator: known) {
+                    state.sources.drop(leg.source)
+                    work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(problem)"))
+                    state.lastError = URLError(.badServerResponse)
+                    stopLegs(of: leg.source, &state, &work)
+                    fillConnections(&state, &work)
+                } else {
+                    state.legs[id]?.isAccepted = true
+                    state.legs[id]?.lastByteAt = owner.clock.now()
+                }
+                return
+            }
             if let problem = SplitRules.problem(with: head, start: start, shape: shape, validator: known) {
                 rangeFailed(leg: id, source: leg.source, problem: problem, &state, &work)
                 fillConnections(&state, &work)
@@ -298,6 +319,7 @@ final class SplitDownload: TransferHandle {
                 return
             }
             state.sources.served(piece.kept, by: leg.source)
+            state.legs[id]?.received += piece.kept
             // One delivery per event, whatever the runs its bytes filled.
             if work.counted == 0 { state.deliveries += 1 }
             work.counted += Int(piece.kept)
