@@ -277,17 +277,18 @@ import Testing
                 == "the file's length is 300, shorter than the part")
     }
 
-    /// Issue 50, item 5: at the end of a file, a connection whose head came and that received nothing for two
+    /// Issue 50, item 5: at the end of a file, a connection whose head came and that received nothing for five
     /// seconds while the file moved on elsewhere is stalled; never one waiting for its head, never one that was the
     /// last to move, never while ranges wait or the queue's cap may hold it back.
     @Test func aConnectionStalledAtTheEndOfTheFileIsFound() {
         let connections: [(id: Int, lastByteAt: Double?)] = [(1, 10), (2, 11.5), (3, nil), (4, 12.5)]
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 13, isEndGame: true, isCapped: false) == [1])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: true, isCapped: false) == [1, 2])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14.9, isEndGame: true, isCapped: false) == [])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 15, isEndGame: true, isCapped: false) == [1])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: true, isCapped: false) == [1, 2])
         // Nothing moved after them: the queue, not the server, may be what is slow.
         #expect(SplitRules.stalled(connections, movedAt: 10, now: 20, isEndGame: true, isCapped: false) == [])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: false, isCapped: false) == [])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14, isEndGame: true, isCapped: true) == [])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: false, isCapped: false) == [])
+        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: true, isCapped: true) == [])
     }
 
     /// Issue 50, item 8: each source is held to its own validator. A source answering for the first time may name

@@ -82,7 +82,7 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
             survives: ["dropped mid-body"],
             fileOptions: { _ in .init(maximumConnections: 4, minimumSegmentSize: 64 << 10) }),
         // The URL and a mirror whose every connection sends its head and then waits 3 s (issue 50): at the end of
-        // the file a connection that received nothing for two seconds gives its range up and the mirror is dropped;
+        // the file a connection that received nothing for five seconds gives its range up and the mirror is dropped;
         // when the mirror is the last source left it is waited for, as without mirrors.
         MatrixFeature(
             name: "stalled mirror", path: { _, path, _ in paced(path) }, file: true, survives: ["dropped mid-body"],

@@ -248,7 +248,7 @@ import Testing
     }
 
     /// Issue 50, item 5: a good source and a mirror whose every connection sends its head and then nothing. Once no
-    /// range is left to share, a connection that received nothing for two seconds gives its range up: the mirror is
+    /// range is left to share, a connection that received nothing for five seconds gives its range up: the mirror is
     /// dropped, and the file completes in its first attempt. Without it the mirror held its range until the
     /// attempt's idle timeout (60 s), and the file needed a second attempt.
     @Test(arguments: TransportKind.allCases) func aStalledMirrorGivesItsRangeUpAtTheEndOfTheFile(
@@ -523,8 +523,10 @@ import Testing
             Issue.record("\(String(describing: wrong.failure))")
             return
         }
-        // Both were split (more GETs than files); the wrong one left nothing, its part and record included.
-        #expect(server.statistics.log.count > 2)
+        // Both were split (each a range request at least: a first connection that streamed on past every range
+        // whose connection had not answered sends one GET more only); the wrong one left nothing, its part and
+        // record included.
+        #expect(server.statistics.headers.contains { $0["range"] != nil }, "\(server.statistics.log)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["right.bin"])
     }
 

@@ -56,9 +56,9 @@ enum SplitRules {
     }
 
     /// How long a connection of a split file whose head was accepted may receive nothing, once no range is left to
-    /// share (the end of the file), before it gives its range up to another source (2 s): a mirror that stalls never
-    /// holds the end of the file until the idle timeout.
-    static let stallSeconds = 2.0
+    /// share (the end of the file), before it gives its range up to another source (5 s: well past the pauses of a
+    /// loaded machine): a mirror that stalls never holds the end of the file until the idle timeout.
+    static let stallSeconds = 5.0
 
     /// The connections among `connections` (each one's id, when its head was accepted or it last received a byte,
     /// nil before its head) that received nothing for ``stallSeconds`` at `now` while the file moved on elsewhere

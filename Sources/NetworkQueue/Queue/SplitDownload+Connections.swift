@@ -223,7 +223,7 @@ extension SplitDownload {
     /// and its connections stop. Either way the connection stops, and its range waits again.
     func rangeFailed(leg id: Int, source: Int, problem: String, _ state: inout State, _ work: inout Work) {
         let hasStream = hasStream(of: source, state)
-        if !hasStream, state.sources.isLast(source), state.sources.sources[source].takesRanges {
+        if !hasStream, state.sources.isLast(source) {
             // The last source's stream had stopped before this answer came: a new one carries the file on.
             state.streamWanted = source
         }
