@@ -31,9 +31,7 @@ extension SplitDownload {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         }
-        addLeg(
-            Leg(cell: TransferCell(), source: source, asked: asked), request, &state,
-            &work)
+        addLeg(Leg(cell: TransferCell(), source: source, asked: asked), request, &state, &work)
     }
 
     /// The part this download continues: the sink's, unless it was found to be another file's.
@@ -122,9 +120,7 @@ extension SplitDownload {
             for (name, value) in SplitRules.headers(for: run.start..<run.end, open: false, validator: validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
-            let leg = Leg(
-                cell: TransferCell(), source: source, run: run.id, asked: run.end)
-            addLeg(leg, request, &state, &work)
+            addLeg(Leg(cell: TransferCell(), source: source, run: run.id, asked: run.end), request, &state, &work)
         }
         while !state.loans.isEmpty, state.legs.count < 1 + state.loans.count {
             work.returns.append(state.loans.removeLast())
