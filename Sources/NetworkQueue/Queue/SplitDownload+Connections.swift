@@ -91,18 +91,40 @@ extension SplitDownload {
             state.streamWanted = nil
             return
         }
-        let idle = Set(state.legs.values.filter { !$0.isAccepted }.compactMap(\.run))
-        guard let (run, gap, takenOver) = state.plan?.follow(from: 0, upTo: nil, maxGap: nil, takingOver: idle)
-        else { return }
-        if let takenOver, let other = state.legs.first(where: { $0.value.run == takenOver })?.key {
-            state.legs[other]?.run = nil
-            stop(leg: other, &state, &work)
-        }
+        guard let (run, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &state, &work) else { return }
         state.streamWanted = nil
         state.sources.started(source)
         var leg = Leg(cell: TransferCell(), source: source, run: run.id, asked: nil)
         leg.skipping = gap
         addLeg(leg, requests[source], &state, &work)
+    }
+
+    /// The next range a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
+    /// at most `maxGap` bytes on disk (``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``): a waiting one, or one
+    /// whose connection has not answered yet, which is then stopped. Returns the range, the gap, and whether a
+    /// connection was stopped for it.
+    func follow(
+        from offset: Int64, upTo limit: Int64?, maxGap: Int64?, _ state: inout State, _ work: inout Work
+    ) -> (run: SegmentPlan.Run, gap: Int64, tookOver: Bool)? {
+        let idle = Set(state.legs.values.filter { !$0.isAccepted }.compactMap(\.run))
+        guard
+            let (run, gap, takenOver) = state.plan?.follow(from: offset, upTo: limit, maxGap: maxGap, takingOver: idle)
+        else { return nil }
+        guard let takenOver, let other = state.legs.first(where: { $0.value.run == takenOver })?.key else {
+            return (run, gap, false)
+        }
+        state.legs[other]?.run = nil
+        stop(leg: other, &state, &work)
+        return (run, gap, true)
+    }
+
+    /// `source` answered what is not the file (`problem`): dropped, its connections stop, and the rest of their
+    /// ranges waits for the live sources.
+    func drop(_ source: Int, problem: String, _ state: inout State, _ work: inout Work) {
+        state.sources.drop(source)
+        work.notes.append((.sourceDropped, .notice, "dropped \(describe(source)): \(problem)"))
+        state.lastError = URLError(.badServerResponse)
+        stopLegs(of: source, &state, &work)
     }
 
     /// Gives every connection the file may run a range (to the live source with the fewest), gives back lent
@@ -230,9 +252,7 @@ extension SplitDownload {
                 "no more ranges from \(describe(source)): \(problem); its connection of the whole file goes on"
             work.notes.append((.splitDecided, .notice, message))
         case .dropped:
-            work.notes.append((.sourceDropped, .notice, "dropped \(describe(source)): \(problem)"))
-            state.lastError = URLError(.badServerResponse)
-            stopLegs(of: source, &state, &work)
+            drop(source, problem: problem, &state, &work)
         }
     }
 

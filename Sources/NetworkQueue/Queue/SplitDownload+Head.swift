@@ -17,11 +17,11 @@ extension SplitDownload {
             return true
         }
         if let resumed = resumed(state), head.statusCode == 206 {
-            if beginResumed(head, resumed, leg: id, &state, &work) { return false }
             // Its server has another file now (it ignored If-Range): the bytes on disk are not its, and the part is
             // fetched anew, as a part of one connection starts over.
-            let why = SplitRules.continuationProblem(with: head, resumed: resumed) ?? "it cannot be continued"
-            return !startOver(id, reason: why, &state, &work)
+            let problem = SplitRules.continuationProblem(with: head, resumed: resumed)
+            if problem == nil, beginResumed(head, resumed, leg: id, &state, &work) { return false }
+            return !startOver(id, reason: problem ?? "it cannot be continued", &state, &work)
         }
         switch SplitRules.shape(of: head, minimumSize: minimumSize) {
         case .success(let shape):
@@ -65,13 +65,14 @@ extension SplitDownload {
         return true
     }
 
-    /// A split part continued: its first connection asked from its first missing byte.
+    /// A split part continued: its first connection asked from its first missing byte, and its answer continues
+    /// the part (``SplitRules/continuationProblem(with:resumed:)`` found nothing wrong with it).
     func beginResumed(
         _ head: ResponseHead, _ resumed: PartSegments, leg id: Int, _ state: inout State, _ work: inout Work
     ) -> Bool {
-        guard SplitRules.continuationProblem(with: head, resumed: resumed) == nil,
-            let length = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))?.total
-        else { return false }
+        guard let length = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))?.total else {
+            return false
+        }
         let shape = SplitRules.Shape(length: length, validator: resumed.validator)
         let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
         return begin(shape: shape, done: resumed.done, forwarded: forwarded, leg: id, &state, &work)

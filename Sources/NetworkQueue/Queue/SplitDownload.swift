@@ -233,10 +233,7 @@ final class SplitDownload: TransferHandle {
             if leg.asked == nil {
                 // A stream of the whole file carrying the file on after its ranges failed.
                 if let problem = SplitRules.streamProblem(with: head, shape: shape, validator: known) {
-                    state.sources.drop(leg.source)
-                    work.notes.append((.sourceDropped, .notice, "dropped \(describe(leg.source)): \(problem)"))
-                    state.lastError = URLError(.badServerResponse)
-                    stopLegs(of: leg.source, &state, &work)
+                    drop(leg.source, problem: problem, &state, &work)
                     fillConnections(&state, &work)
                 } else {
                     state.legs[id]?.isAccepted = true
@@ -299,11 +296,13 @@ final class SplitDownload: TransferHandle {
         let now = owner.clock.now()
         state.legs[id]?.lastByteAt = now
         state.movedAt = now
+        var bytes = bytes
         if leg.skipping > 0 {
+            // Bytes on disk already, sent before the range's own: dropped.
             let dropped = min(leg.skipping, Int64(bytes.count))
             state.legs[id]?.skipping -= dropped
-            guard dropped < bytes.count, let leg = state.legs[id] else { return }
-            return take(.init(rebasing: bytes[Int(dropped)...]), run: run, leg: leg, id: id, &state, &work)
+            bytes = .init(rebasing: bytes[Int(dropped)...])
+            guard !bytes.isEmpty else { return }
         }
         guard let offset = state.plan?.runs.first(where: { $0.id == run })?.next,
             let piece = state.plan?.received(Int64(bytes.count), run: run)
@@ -340,17 +339,12 @@ final class SplitDownload: TransferHandle {
         // on disk; one that takes none is streamed to the end.
         let maxGap = state.sources.sources[leg.source].takesRanges ? minimumSize : nil
         // A range whose connection has not answered yet may be taken over: this one is sending its bytes already.
-        let idle = Set(state.legs.values.filter { !$0.isAccepted }.compactMap(\.run))
         if state.mode == .split,
-            let (next, gap, takenOver) = state.plan?.follow(
-                from: end, upTo: leg.asked, maxGap: maxGap, takingOver: idle)
+            let (next, gap, tookOver) = follow(from: end, upTo: leg.asked, maxGap: maxGap, &state, &work)
         {
-            // Its server goes on sending the bytes of the next range: the connection takes that range.
-            if let takenOver, let other = state.legs.first(where: { $0.value.run == takenOver })?.key {
-                state.legs[other]?.run = nil
-                stop(leg: other, &state, &work)
-                fillConnections(&state, &work)
-            }
+            // Its server goes on sending the bytes of the next range: the connection takes that range, and the one
+            // it was taken from gets other work.
+            if tookOver { fillConnections(&state, &work) }
             state.legs[id]?.run = next.id
             state.legs[id]?.skipping = gap
             if bytes.count > Int(piece.kept), let leg = state.legs[id] {
