@@ -216,11 +216,11 @@ import Testing
             let action = machine.transferEnded(
                 .failed(URLError(.cannotConnectToHost)), received: 0, file: nil, checksExistingFile: false,
                 metrics: nil, expectedBefore: nil, mirrors: 2, nextToken: &token, now: 3)
-            guard case .startPreflight(let preflight, let sent) = action else {
+            guard case .startPreflight(let preflight) = action else {
                 Issue.record("no next HEAD: \(action)")
                 return
             }
-            #expect(sent.url == bench.sent.url && preflight.token == token && machine.phase.token == token)
+            #expect(preflight.sent.url == bench.sent.url && preflight.token == token && machine.phase.token == token)
             sources.append(preflight.source)
         }
         #expect(sources == [1, 2] && token == 22)

@@ -121,7 +121,8 @@ extension QueueStateMachine {
             let hooks = [adapter, request.adapt].compactMap { $0 }
             actions.list.append(
                 .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
-        case .startPreflight(let preflight, let sent):
+        case .startPreflight(let preflight):
+            let sent = preflight.sent
             var head = sent
             if preflight.source > 0 {
                 // The sources before it failed: the HEAD asks its mirror, as the GET would (the credentials a

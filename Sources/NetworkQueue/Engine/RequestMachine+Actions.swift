@@ -12,8 +12,8 @@ extension RequestMachine {
         case none
         /// Run the adapt hooks; their answer comes back under `token`.
         case adapt(token: UInt64)
-        /// Start the HEAD preflight.
-        case startPreflight(RequestState.Preflight, sending: URLRequest)
+        /// Start the HEAD preflight (of the request the preflight carries, to the source it names).
+        case startPreflight(RequestState.Preflight)
         /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
         /// `replacing`: the attempt sent again without a range, whose file is to be discarded.
         case startTransfer(Attempt, first: Bool, replacing: Attempt?)

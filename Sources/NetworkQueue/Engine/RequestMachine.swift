@@ -81,7 +81,7 @@ struct RequestMachine {
         case .awaitingPreflight where preflight, .adaptingPreflight where preflight:
             let started = RequestState.Preflight(token: nextToken, cell: TransferCell(), sent: sent)
             phase = .preflighting(started)
-            return .startPreflight(started, sending: sent)
+            return .startPreflight(started)
         case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight,
             .running where replacing != nil:
             let attempt = Attempt(
@@ -171,7 +171,7 @@ struct RequestMachine {
                     let next = RequestState.Preflight(
                         token: nextToken, cell: TransferCell(), source: preflight.source + 1, sent: preflight.sent)
                     phase = .preflighting(next)
-                    return .startPreflight(next, sending: preflight.sent)
+                    return .startPreflight(next)
                 }
                 return .attemptFailed(.preflightFailed(Redaction.redacted(error)))
             }
