@@ -13,10 +13,10 @@ import Foundation
 final class Attempt {
     /// Identifies the transfer: events carrying another token are stale.
     let token: UInt64
-    /// The attempt's transfers (one today: see ``Transfers``).
-    let transfers: Transfers
+    /// The attempt's transfers: one, or a split download's connections.
+    var transfers: Transfers
     /// Where the attempt's first transfer's handle goes (filled in by the shell).
-    var cell: TransferCell { transfers.first! }
+    let cell: TransferCell
     /// What the transfer sends (adapted, or the request's own): sent again as it is without a range.
     let sent: URLRequest
     /// When the transfer started (queue clock): where its rate and metrics are measured from.
@@ -39,11 +39,14 @@ final class Attempt {
     var retryAfter: Double?
     /// The body bytes sent so far, as the transport reported them.
     var sentBytes: Int64 = 0
+    /// The split download the attempt is, when its file is fetched over several connections or sources.
+    var split: SplitMachine?
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 
     init(token: UInt64, cell: TransferCell, sent: URLRequest, startedAt: Double, expectedBefore: Int64?) {
         self.token = token
+        self.cell = cell
         transfers = Transfers(cell)
         self.sent = sent
         self.startedAt = startedAt

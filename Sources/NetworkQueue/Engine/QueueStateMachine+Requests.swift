@@ -65,6 +65,12 @@ extension QueueStateMachine {
             let job = Job(id: slot, lane: .main)
             if after.mainLane { scheduler.enqueue(job) } else { _ = scheduler.remove(job) }
         }
+        if before.runsTransfers, case .running(let left)? = phase, leaving || table[slot].machine.phase.attempt !== left,
+            let loans = left.split?.release()
+        {
+            // A split download's lent connections go back with its attempt, however it ended.
+            for loan in loans { scheduler.returnExtra(host: loan.host) }
+        }
         if !transferEnded, before.runsTransfers, let phase {
             let kept = leaving ? Transfers() : table[slot].machine.phase.transfers
             for cell in phase.transfers where !kept.contains(cell) { actions.list.append(.cancel(cell)) }
@@ -155,13 +161,21 @@ extension QueueStateMachine {
         _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
     ) -> QueueActions {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
+        transferEventApplied(event, reading: reading, slot: slot, token: token, now: now)
+        return finishEvent(now)
+    }
+
+    /// ``transferEvent(_:reading:slot:token:now:)`` of a current transfer, the event not finished.
+    mutating func transferEventApplied(
+        _ event: TransferEvent, reading: HeadReading?, slot: Int, token: UInt64, now: Double
+    ) {
         let record = table[slot]
         record.machine.lastActivity = now
         let preflight: Bool
         switch record.machine.phase {
         case .preflighting: preflight = true
         case .running: preflight = false
-        case .committing: return finishEvent(now)  // the transport reported after completing: nothing can change
+        case .committing: return  // the transport reported after completing: nothing can change
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .following, .paused:
             // A current token is held only by the phases above and these; none of these runs a transfer.
@@ -188,13 +202,12 @@ extension QueueStateMachine {
             guard !preflight, collectsMetrics else { break }
             outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
         case .completed(let error):
-            return transferEnded(error.map { .failed($0) } ?? .succeeded, slot: slot, token: token, now: now)
+            transferEndedApplied(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
         }
-        return finishEvent(now)
     }
 
     /// The final head of an attempt: what it means for the part, the progress and the request's rules.
-    private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
+    mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
         let record = table[slot]
         let (head, request) = (reading.head, record.request)
         let read = record.machine.headRead(

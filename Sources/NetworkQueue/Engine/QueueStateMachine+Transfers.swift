@@ -63,11 +63,17 @@ extension QueueStateMachine {
         -> QueueActions
     {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
-        let record = table[slot]
         if case .checksumMismatch(let expected, let actual) = outcome {
-            guard case .running = record.machine.phase else { return QueueActions() }
-            outbox.log(.error, .checksumFailed, record.request, now: now) { "expected \(expected), got \(actual)" }
+            guard case .running = table[slot].machine.phase else { return QueueActions() }
+            outbox.log(.error, .checksumFailed, table[slot].request, now: now) { "expected \(expected), got \(actual)" }
         }
+        transferEndedApplied(outcome, slot: slot, now: now)
+        return finishEvent(now)
+    }
+
+    /// ``transferEnded(_:slot:token:now:)`` of a current transfer, the event not finished.
+    mutating func transferEndedApplied(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
+        let record = table[slot]
         let before = record.machine.phase
         let action = record.machine.transferEnded(
             outcome, received: record.progress.received, file: record.claim?.url,
@@ -78,7 +84,6 @@ extension QueueStateMachine {
         let replaced = if case .startTransfer = action { true } else { false }
         move(slot, from: before, transferEnded: !replaced)
         perform(action, slot, transferEnded: true, now: now)
-        return finishEvent(now)
     }
 
     /// An event of the file of `slot`'s current transfer: opened by the shell before the transfer starts (when

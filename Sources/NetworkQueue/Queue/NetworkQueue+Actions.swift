@@ -147,14 +147,15 @@ extension NetworkQueue {
             case let failed: self.pass(failed, slot: slot, token: token)
             }
         }
-        let handle: any TransferHandle
         if let shared, let sink = pipeline.sink {
-            // One file over several connections or sources: one transfer to the engine.
-            handle = SplitDownload(
+            // One file over several connections or sources: the attempt's transfers, as its split machine decides.
+            return SplitDownload(
                 owner: self, slot: slot, token: token, transport: transport, options: options, pipeline: pipeline,
-                sink: sink, request: urlRequest, fileOptions: shared, forward: events
-            ).start()
-        } else if pipeline.sink != nil, let lending = lender {
+                sink: sink, forward: events
+            ).start(urlRequest, fileOptions: shared)
+        }
+        let handle: any TransferHandle
+        if pipeline.sink != nil, let lending = lender {
             // The pipeline writes and hashes each piece before it returns: the transport may lend it.
             handle = lending.startTransfer(
                 urlRequest, options: options,

@@ -1,5 +1,5 @@
-/// The transfers one request runs at once, for its HEAD or its attempt: one today; the segments and mirrors of
-/// one file will be several transfers of one attempt, with one start, one head and one ending. The first is kept
+/// The transfers one request runs at once, for its HEAD or its attempt: one, or the connections of a split download
+/// (``SplitMachine``), several transfers of one attempt with one start, one head and one ending. The first is kept
 /// inline, so a set of one allocates nothing.
 struct Transfers: Sequence {
     /// The first transfer, nil in an empty set.
@@ -9,9 +9,15 @@ struct Transfers: Sequence {
     /// An empty set, or a set of `cell`.
     init(_ cell: TransferCell? = nil) { first = cell }
 
-    /// Adds a transfer.
+    /// Adds a transfer (once).
     mutating func insert(_ cell: TransferCell) {
+        if contains(cell) { return }
         if first == nil { first = cell } else { others.append(cell) }
+    }
+
+    /// Removes a transfer (stopped, or ended).
+    mutating func remove(_ cell: TransferCell) {
+        if first === cell { first = others.isEmpty ? nil : others.removeFirst() } else { others.removeAll { $0 === cell } }
     }
 
     /// True when `cell` is one of the set.

@@ -1,0 +1,766 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One file fetched over several connections and sources (issue 36), as a part of its request's running attempt
+/// (issue 51): every decision of a split download, made by events that take the time and return ``Action``s. Pure:
+/// no lock, no clock, no I/O. The coordinator holds it in the ``Attempt`` and applies its actions under the queue's
+/// one lock; the shell (`SplitDownload`) only starts and stops transports, writes bytes at offsets and hands events
+/// in.
+///
+/// Words: a *source* is a place the file can be fetched from (the request's URL, then its mirrors); a *connection*
+/// is one transfer of the attempt; a *segment* is a connection's share of the file (``SegmentPlan/Run``).
+///
+/// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
+/// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
+/// the file, goes on as a transfer of one connection (``Action/passOn``). Otherwise the part is sized and recorded
+/// (``Action/beginFile(_:done:head:)``, answered by ``fileBegun(_:now:)``), ``SegmentPlan`` shares its missing bytes
+/// among connections, each a `Range` request with `If-Range` to a source the ``SourceList`` picks. A connection
+/// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
+/// answered by ``lent(_:now:)``), and given back when no work is left for it. Moving from a failed source to the next
+/// is the ``FailoverRules`` verdict, logged as a failover. The file fails only when no source is left, and then keeps
+/// its part and record for the retry policy.
+struct SplitMachine {
+    /// One connection of the file.
+    struct Connection {
+        let cell: TransferCell
+        let source: Int
+        /// The segment it fetches, while it runs one.
+        var segment: Int?
+        /// The last byte it asked for plus one (nil: to the end of the file, or its server sends the whole file).
+        var asked: Int64?
+        /// True once its head was accepted.
+        var isAccepted = false
+        /// Bytes its server sends next that are on disk already, dropped before its segment's (see
+        /// ``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``).
+        var skipping: Int64 = 0
+        /// When it last received a byte, or its head was accepted (queue clock); nil before its head.
+        var lastByteAt: Double?
+        /// Bytes of the file it received (kept).
+        var received: Int64 = 0
+    }
+
+    enum Mode: Equatable {
+        /// The first connection's head has not come.
+        case first
+        /// The first head said split: the shell begins the file (``Action/beginFile(_:done:head:)``).
+        case beginning
+        /// The head was not one to split on: the first connection's events pass as they are.
+        case plain
+        case split
+        case ended
+    }
+
+    /// What the coordinator and the shell must do, in order.
+    enum Action {
+        /// Start connection `id` sending `request`; its handle goes to `cell` (one of the attempt's transfers).
+        case start(id: Int, URLRequest, TransferCell)
+        /// Stop a connection's transfer.
+        case stop(TransferCell)
+        /// Write `count` bytes of the event's piece from `from` on at `offset` of the part, for `segment`; the record
+        /// is saved once `recordAfter` bytes were written since the last. ``written(_:recorded:failure:now:)``
+        /// follows the event's writes.
+        case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
+        /// Write what `segment` gathered: it is done, or its connection stopped.
+        case endSegment(Int)
+        /// Size and record the part for `shape` (`done`: on disk already), and read `head`, which the engine hears
+        /// first; ``fileBegun(_:now:)`` follows.
+        case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
+        /// The engine hears the head the file began with (read by ``fileBegun(_:now:)``).
+        case hearHead(ResponseHead)
+        /// The first connection's head is not one to split on: it and every later event of that connection go on as
+        /// a transfer of one connection.
+        case passOn
+        /// An event of the first connection, before its head, that the engine hears as it is.
+        case forward(TransferEvent)
+        /// Log this.
+        case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
+        /// `count` bytes kept and written: counted once.
+        case count(Int)
+        /// Ask the queue for up to `count` more connections, each answered with ``lent(_:now:)``.
+        case borrow(Int)
+        /// A lent connection is not needed any more.
+        case giveBack(QueueStateMachine.ConnectionLoan)
+        /// Check for stalled connections at this time (``stallCheckDue(now:)``).
+        case checkStalls(at: Double)
+        /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
+        case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
+        /// The attempt fails with this error.
+        case fail(URLError)
+        /// The part could not be written: the attempt fails with this error.
+        case fileFailed(NetworkQueueError)
+    }
+
+    /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
+    static let askEvery: Int64 = 4 << 20
+    /// Connections of the last source started again in one attempt after one broke having received bytes.
+    static let restartLimit = 16
+
+    // What the download is.
+    /// The request as the queue would send it, once per source: its own URL first, then the mirrors.
+    let requests: [URLRequest]
+    /// The most connections the file may use (at least 1).
+    let connectionLimit: Int
+    /// The smallest segment (at least 64 KiB).
+    let minimumSize: Int64
+    /// True when the queue caps the transfer's rate (no connection is judged stalled then).
+    let isCapped: Bool
+    let collectsMetrics: Bool
+    /// The part an earlier attempt or run left, as its file says (nil: none).
+    let part: PartSegments?
+
+    // Where it is.
+    private(set) var mode = Mode.first
+    private(set) var sources: SourceList
+    private(set) var connections: [Int: Connection] = [:]
+    private var nextConnection = 0
+    private(set) var plan: SegmentPlan?
+    private var shape: SplitRules.Shape?
+    /// The head the engine heard (the first response's, or its continuing form).
+    private var head: ResponseHead?
+    /// The file being begun: its shape, what is on disk and the connection whose head began it.
+    private var beginning: (shape: SplitRules.Shape, done: [Range<Int64>], connection: Int)?
+    private(set) var loans: [QueueStateMachine.ConnectionLoan] = []
+    /// Events whose writes have not been answered yet: the ending waits for them.
+    private(set) var writesInFlight = 0
+    private var metrics: TransferMetrics?
+    private var sinceLoanAsked: Int64 = 0
+    /// While the first connection runs alone, the window its pace is measured over: when it began and the bytes
+    /// kept since.
+    private var probe: (start: Double, received: Int64)?
+    /// True once the file is shared among connections (they are asked for again as slots come free).
+    private var isShared = false
+    /// True once the log said the first connection runs alone for now.
+    private var saidAlone = false
+    /// When the record beside the part was last saved (queue clock).
+    private var recordedAt = -Double.infinity
+    private var mostConnections = 1
+    private var lastError: URLError?
+    /// True once the part was found not to be this file's any more (its server answered the continuing request
+    /// with another validator or length): it is fetched anew.
+    private var partStartsOver = false
+    /// When the next check for stalled connections is due, while one is scheduled (queue clock).
+    private var stallCheckAt: Double?
+    /// When any connection last received a byte (queue clock).
+    private var movedAt = -Double.infinity
+    /// When the download began (queue clock): its metrics' total time runs from here.
+    private let startedAt: Double
+    /// The last source, when its ranges failed and a stream of the whole file is to carry the file on (it starts
+    /// as soon as the first missing range is not behind another connection's).
+    private var streamWanted: Int?
+    /// Connections of the last source started again after one broke having received bytes (bounded).
+    private var restarts = 0
+
+    /// A split download of `request` (its `Range` and `If-Range` dropped) over its own URL and `options.mirrors`
+    /// (each made with `policy`, as a redirect there would be), continuing `part`, beginning at `now`. The first
+    /// connection's start is in `actions`, its handle going to `cell` (the attempt's first transfer).
+    init(
+        request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
+        isCapped: Bool, collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
+    ) {
+        var base = request
+        for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
+        requests =
+            [base] + options.mirrors.map { SplitRules.request(base, to: $0, origin: request.url, policy: policy) }
+        connectionLimit = max(1, options.maximumConnections)
+        minimumSize = max(64 << 10, options.minimumSegmentSize)
+        self.isCapped = isCapped
+        self.collectsMetrics = collectsMetrics
+        self.part = part
+        sources = SourceList(count: requests.count)
+        startedAt = now
+        startFirst(cell: cell, &actions)
+    }
+
+    // MARK: Events
+
+    /// An event of connection `id` other than its body (``bytes(_:connection:now:_:)``).
+    mutating func transferEvent(_ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]) {
+        guard let connection = connections[id] else { return }
+        switch mode {
+        case .first: first(event, connection: id, now: now, &actions)
+        case .split: segmentEvent(event, connection, id: id, now: now, &actions)
+        case .beginning, .plain, .ended: break
+        }
+    }
+
+    /// The shell began the file (``Action/beginFile(_:done:head:)``): the head is heard, the first connection takes
+    /// the first segment and the others are asked for; or the part could not be begun, and the attempt fails.
+    mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
+        guard mode == .beginning, let (shape, done, id) = beginning else { return }
+        beginning = nil
+        if let failure {
+            end(failing: false, &actions)
+            actions.append(.fileFailed(failure))
+            return
+        }
+        // A new file runs on its first connection alone until its pace says whether sharing is worth it; a
+        // continued one shares its holes at once.
+        let probing = done.isEmpty && connectionLimit > 1
+        var plan = SegmentPlan(
+            length: shape.length, connections: probing ? 1 : connectionLimit, minimumSize: minimumSize, done: done)
+        guard let segment = plan.assign() else { return end(failing: true, &actions) }
+        if probing { probe = (now, 0) }
+        self.plan = plan
+        self.shape = shape
+        mode = .split
+        connections[id]?.segment = segment.id
+        connections[id]?.isAccepted = true
+        if let source = connections[id]?.source { sources.learn(shape.validator, for: source) }
+        // The engine hears the head before any count, and before any other connection starts.
+        actions.append(.hearHead(head!))
+        if !probing { share(&actions) }
+    }
+
+    /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``. Nothing when
+    /// they are not the file's (before its head was accepted, or after its segment ended).
+    mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
+        guard mode == .split, let connection = connections[id], connection.isAccepted,
+            let segment = connection.segment
+        else { return }
+        // Counted in flight before they are placed: a segment they complete must not finish the file before
+        // they are written.
+        writesInFlight += 1
+        let before = actions.count
+        take(from: 0, count: count, segment: segment, connection: id, now: now, &actions)
+        if !actions[before...].contains(where: { if case .write = $0 { true } else { false } }) {
+            writesInFlight -= 1
+            finishIfDone(now: now, &actions)
+        }
+    }
+
+    /// The writes of one ``bytes(_:connection:now:_:)`` event are done: `kept` bytes in all (the record saved when
+    /// `recorded`), or the part could not be written (`failure`). The bytes are counted, the first connection's pace
+    /// judged, more connections asked for, and the file finished when whole.
+    mutating func written(
+        _ kept: Int, recorded: Bool, failure: NetworkQueueError?, now: Double, _ actions: inout [Action]
+    ) {
+        guard mode == .split else { return }
+        writesInFlight -= 1
+        if recorded { recordedAt = now }
+        if let failure {
+            end(failing: false, &actions)
+            actions.append(.fileFailed(failure))
+            return
+        }
+        actions.append(.count(kept))
+        sinceLoanAsked += Int64(kept)
+        if probe != nil {
+            judgePace(keeping: Int64(kept), now: now, &actions)
+        } else if isShared, sinceLoanAsked >= Self.askEvery {
+            sinceLoanAsked = 0
+            askForConnections(&actions)
+        }
+        finishIfDone(now: now, &actions)
+    }
+
+    /// The queue lent a connection (nil: it had none to lend): it is given a segment.
+    mutating func lent(_ loan: QueueStateMachine.ConnectionLoan?, now: Double, _ actions: inout [Action]) {
+        guard mode == .split else {
+            if let loan { actions.append(.giveBack(loan)) }
+            return
+        }
+        if let loan { loans.append(loan) }
+        fillConnections(now: now, &actions)
+    }
+
+    /// The stall check came: each connection that received nothing for ``SplitRules/stallSeconds`` at the end of
+    /// the file, to a source another live source can stand in for, stops with that source (what they received
+    /// stays), and its segment goes to a connection that is free.
+    mutating func stallCheckDue(now: Double, _ actions: inout [Action]) {
+        stallCheckAt = nil
+        guard mode == .split, let plan else { return }
+        let stalled = SplitRules.stalled(
+            connections.map { ($0.key, $0.value.lastByteAt) }, movedAt: movedAt, now: now,
+            isEndGame: plan.waiting.isEmpty, isCapped: isCapped)
+        // Only a source another live source can stand in for is dropped: the last one is left to the idle
+        // timeout, as without splitting (a server slow to its first byte is not one that stalled).
+        var dropped = 0
+        for id in stalled {
+            guard let connection = connections[id], sources.sources[connection.source].isLive,
+                sources.hasOtherForRanges(than: connection.source)
+            else { continue }
+            let quiet = String(format: "nothing for %.1f s at the end of the file", now - (connection.lastByteAt ?? now))
+            stop(id, &actions)
+            failover(from: connection.source, .stalled, reason: quiet, &actions)
+            dropped += 1
+        }
+        if dropped == 0 {
+            fillConnections(now: now, &actions)
+        } else {
+            askForConnections(&actions)
+        }
+    }
+
+    /// The attempt ends another way (cancelled, paused, timed out, failed by its engine): every connection stops
+    /// and the loans still held are returned.
+    mutating func release() -> [QueueStateMachine.ConnectionLoan] {
+        mode = .ended
+        connections.removeAll()
+        defer { loans.removeAll() }
+        return loans
+    }
+
+    // MARK: The first head
+
+    /// An event of the first connection before its head decided.
+    private mutating func first(_ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]) {
+        guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
+            if case .completed(let error?) = event, sources.sources.count > 1 {
+                // No byte reached the file: the next source is asked instead.
+                return firstFailed(id, .broke, reason: error.localizedDescription, error: error, &actions)
+            }
+            if case .completed(nil) = event {
+                // It ended without a head: no response.
+                return actions.append(.fail(URLError(.badServerResponse)))
+            }
+            return actions.append(.forward(event))
+        }
+        if let resumed = resumed, head.statusCode == 206 {
+            // Its server has another file now (it ignored If-Range): the bytes on disk are not its, and the part is
+            // fetched anew, as a part of one connection starts over.
+            let problem = SplitRules.continuationProblem(with: head, resumed: resumed)
+            if problem == nil,
+                let length = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))?.total
+            {
+                let shape = SplitRules.Shape(length: length, validator: resumed.validator)
+                let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
+                return begin(shape, done: resumed.done, head: forwarded, connection: id, &actions)
+            }
+            return startOver(id, reason: problem ?? "it cannot be continued", &actions)
+        }
+        switch SplitRules.shape(of: head, minimumSize: minimumSize) {
+        case .success(let shape):
+            // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
+            connections[id]?.asked = nil
+            begin(shape, done: [], head: head, connection: id, &actions)
+        case .failure(.status(let code)) where !(200..<300).contains(code):
+            firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, &actions)
+        case .failure(let refusal):
+            mode = .plain
+            actions.append(.note(.splitDecided, .info, "one connection: \(refusal.text)"))
+            actions.append(.passOn)
+        }
+    }
+
+    /// The first connection's source failed before any byte was written (`cause`): the ``FailoverRules`` verdict
+    /// asks the next live source, or (none left) the attempt fails as that connection did (`error`; a status passes
+    /// on as the response).
+    private mutating func firstFailed(
+        _ id: Int, _ cause: FailoverRules.Cause, reason: String, error: URLError?, _ actions: inout [Action]
+    ) {
+        guard let connection = connections[id] else { return }
+        let verdict = FailoverRules.verdict(after: cause, of: connection.source, among: sources, hasStream: false)
+        sources.drop(connection.source)
+        guard case .nextSource = verdict, sources.hasLive else {
+            mode = .plain
+            if let error { return actions.append(.fail(error)) }
+            return actions.append(.passOn)
+        }
+        stop(id, &actions)
+        actions.append(.note(.sourceDropped, .notice, FailoverRules.message(describe(connection.source), reason)))
+        startFirst(cell: TransferCell(), &actions)
+    }
+
+    /// The part cannot be continued from the first answer (`reason`): the first connection stops, and the file is
+    /// asked for anew, as it is; its answer begins the part again (the record is replaced).
+    private mutating func startOver(_ id: Int, reason: String, _ actions: inout [Action]) {
+        guard stop(id, &actions) != nil else { return }
+        partStartsOver = true
+        actions.append(.note(.splitDecided, .notice, "the part starts over: \(reason)"))
+        startFirst(cell: TransferCell(), &actions)
+    }
+
+    /// The file is split: the shell begins the part (``fileBegun(_:now:)`` follows), `head` being what the engine
+    /// hears.
+    private mutating func begin(
+        _ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, connection id: Int,
+        _ actions: inout [Action]
+    ) {
+        mode = .beginning
+        beginning = (shape, done, id)
+        self.head = head
+        actions.append(.beginFile(shape, done: done, head: head))
+    }
+
+    /// The part this download continues: the file's, unless it was found to be another file's.
+    private var resumed: PartSegments? { partStartsOver ? nil : part }
+
+    /// Sends the first connection's request to the next live source (from the part's first missing byte when a
+    /// split part is continued).
+    private mutating func startFirst(cell: TransferCell, _ actions: inout [Action]) {
+        guard let source = sources.pick(forRange: false) else { return end(failing: true, &actions) }
+        var request = requests[source]
+        var asked: Int64?
+        if let resumed {
+            // The first segment its plan will give it (`fileBegun` makes the same plan): to the next range on disk
+            // or the next connection's segment, so that its server sends no byte past it; open only for a part of
+            // one connection, whose length is not known yet.
+            let first = resumed.length.flatMap {
+                SegmentPlan(length: $0, connections: connectionLimit, minimumSize: minimumSize, done: resumed.done)
+                    .waiting.first
+            }
+            let hole = first ?? resumed.firstHole
+            let open = hole.upperBound == resumed.length ?? Int64.max && first == nil
+            asked = open ? nil : hole.upperBound
+            for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
+                request.setValue(value, forHTTPHeaderField: name)
+            }
+        }
+        add(Connection(cell: cell, source: source, asked: asked), request, &actions)
+    }
+
+    // MARK: Connections of a split file
+
+    /// An event of a connection of a split file.
+    private mutating func segmentEvent(
+        _ event: TransferEvent, _ connection: Connection, id: Int, now: Double, _ actions: inout [Action]
+    ) {
+        switch event {
+        case .head(let head) where !ResponseRules.isInterim(head):
+            guard !connection.isAccepted, let shape, let segment = connection.segment,
+                let start = plan?.runs.first(where: { $0.id == segment })?.start
+            else { return }
+            let known = sources.sources[connection.source].validator
+            if connection.asked == nil {
+                // A stream of the whole file carrying the file on after its ranges failed.
+                if let problem = SplitRules.streamProblem(with: head, shape: shape, validator: known) {
+                    failover(from: connection.source, .wrongAnswer, reason: problem, &actions)
+                    fillConnections(now: now, &actions)
+                } else {
+                    connections[id]?.isAccepted = true
+                    connections[id]?.lastByteAt = now
+                }
+                return
+            }
+            if let problem = SplitRules.problem(with: head, start: start, shape: shape, validator: known) {
+                rangeFailed(id, source: connection.source, problem: problem, &actions)
+                fillConnections(now: now, &actions)
+            } else {
+                sources.learn(SplitRules.ownValidator(of: head), for: connection.source)
+                connections[id]?.isAccepted = true
+                connections[id]?.lastByteAt = now
+            }
+        case .data(let data):
+            // Bodies come through ``bytes(_:connection:now:_:)``.
+            bytes(data.count, connection: id, now: now, &actions)
+        case .metrics(let figures):
+            if metrics == nil { metrics = figures }
+        case .completed(let error):
+            if let error { lastError = error }
+            ended(id, now: now, &actions)
+        case .head, .sent, .redirect:
+            break
+        }
+    }
+
+    /// While the first connection runs alone: `kept` more bytes at `now`. Once a window is over it is judged on its
+    /// own (a server's first burst, such as nginx's second's worth of its cap at once, does not hide the pace that
+    /// follows): the rest is shared when one connection would take too long, else a new window begins.
+    private mutating func judgePace(keeping kept: Int64, now: Double, _ actions: inout [Action]) {
+        guard let window = probe, let plan else { return }
+        let received = window.received + kept
+        let elapsed = now - window.start
+        guard elapsed >= SplitRules.probeSeconds else {
+            probe = (window.start, received)
+            return
+        }
+        let remaining = plan.length - plan.receivedBytes
+        if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
+            probe = nil
+            self.plan?.divide(into: connectionLimit)
+            share(&actions)
+            return
+        }
+        probe = (now, 0)
+        if !saidAlone {
+            saidAlone = true
+            let seconds = Double(remaining) * elapsed / Double(received)
+            let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
+            actions.append(.note(.splitDecided, .info, message))
+        }
+    }
+
+    /// `count` bytes of a piece of connection `id`'s `segment`, from `from` on: what the plan keeps is written;
+    /// bytes past the segment's end go to the next segment its server sends, or stop the connection.
+    private mutating func take(
+        from: Int, count: Int, segment: Int, connection id: Int, now: Double, _ actions: inout [Action]
+    ) {
+        guard let connection = connections[id] else { return }
+        connections[id]?.lastByteAt = now
+        movedAt = now
+        var (from, count) = (from, count)
+        if connection.skipping > 0 {
+            // Bytes on disk already, sent before the segment's own: dropped.
+            let dropped = Int(min(connection.skipping, Int64(count)))
+            connections[id]?.skipping -= Int64(dropped)
+            (from, count) = (from + dropped, count - dropped)
+            guard count > 0 else { return }
+        }
+        guard let offset = plan?.runs.first(where: { $0.id == segment })?.next,
+            let piece = plan?.received(Int64(count), run: segment)
+        else { return }
+        if piece.kept > 0 {
+            let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - recordedAt)
+            actions.append(
+                .write(from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold))
+            sources.served(piece.kept, by: connection.source)
+            connections[id]?.received += piece.kept
+        }
+        guard piece.isRunDone else { return }
+        actions.append(.endSegment(segment))
+        connections[id]?.segment = nil
+        let end = offset + piece.kept
+        guard connection.asked.map({ $0 > end }) ?? true else { return }
+        // A source that takes ranges is asked again rather than streamed past more than a segment's worth of bytes
+        // on disk; one that takes none is streamed to the end.
+        let maxGap = sources.sources[connection.source].takesRanges ? minimumSize : nil
+        // A segment whose connection has not answered yet may be taken over: this one is sending its bytes already.
+        if let (next, gap, tookOver) = follow(from: end, upTo: connection.asked, maxGap: maxGap, &actions) {
+            // Its server goes on sending the bytes of the next segment: the connection takes it, and the one it was
+            // taken from gets other work.
+            if tookOver { fillConnections(now: now, &actions) }
+            connections[id]?.segment = next.id
+            connections[id]?.skipping = gap
+            if count > Int(piece.kept) {
+                let rest = Int(piece.kept)
+                take(from: from + rest, count: count - rest, segment: next.id, connection: id, now: now, &actions)
+            }
+            return
+        }
+        // Its server would send more than is wanted now: stopped, and its slot given new work.
+        ended(id, now: now, &actions)
+    }
+
+    private mutating func add(_ connection: Connection, _ request: URLRequest, _ actions: inout [Action]) {
+        let id = nextConnection
+        nextConnection += 1
+        connections[id] = connection
+        mostConnections = max(mostConnections, connections.count)
+        actions.append(.start(id: id, request, connection.cell))
+    }
+
+    /// The file is shared: logged, and the connections beyond the first asked for.
+    private mutating func share(_ actions: inout [Action]) {
+        guard let plan else { return }
+        isShared = true
+        let segments = plan.runs.count + plan.waiting.count
+        let message =
+            "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) sources"
+        actions.append(.note(.splitDecided, .info, message))
+        askForConnections(&actions)
+    }
+
+    /// Asks the queue for the connections beyond the first that the file may use and has work for (answered by
+    /// ``lent(_:now:)``; the last answer fills them).
+    private mutating func askForConnections(_ actions: inout [Action]) {
+        guard mode == .split, let plan else { return }
+        let shareable = plan.waiting.count + plan.runs.filter { $0.remaining >= 2 * minimumSize }.count
+        let wanted = min(connectionLimit - 1 - loans.count, shareable)
+        actions.append(.borrow(sources.leastBusy == nil ? 0 : max(0, wanted)))
+    }
+
+    /// The source the next lent connection would go to (its host is what a per-host limit counts).
+    var nextSourceURL: URL? { sources.leastBusy.flatMap { requests[$0].url } }
+
+    /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
+    /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
+    /// skipped, and it takes each waiting segment it reaches.
+    private mutating func startStream(_ actions: inout [Action]) {
+        guard let source = streamWanted, connections.count < 1 + loans.count else { return }
+        // One stream of a source at a time, answered or not.
+        guard sources.sources[source].isLive,
+            !connections.values.contains(where: { $0.source == source && $0.asked == nil })
+        else {
+            streamWanted = nil
+            return
+        }
+        guard let (segment, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &actions) else { return }
+        streamWanted = nil
+        sources.started(source)
+        var connection = Connection(cell: TransferCell(), source: source, segment: segment.id, asked: nil)
+        connection.skipping = gap
+        add(connection, requests[source], &actions)
+    }
+
+    /// The next segment a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
+    /// at most `maxGap` bytes on disk (``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``): a waiting one, or one
+    /// whose connection has not answered yet, which is then stopped. Returns the segment, the gap, and whether a
+    /// connection was stopped for it.
+    private mutating func follow(
+        from offset: Int64, upTo limit: Int64?, maxGap: Int64?, _ actions: inout [Action]
+    ) -> (segment: SegmentPlan.Run, gap: Int64, tookOver: Bool)? {
+        let idle = Set(connections.values.filter { !$0.isAccepted }.compactMap(\.segment))
+        guard let (segment, gap, takenOver) = plan?.follow(from: offset, upTo: limit, maxGap: maxGap, takingOver: idle)
+        else { return nil }
+        guard let takenOver, let other = connections.first(where: { $0.value.segment == takenOver })?.key else {
+            return (segment, gap, false)
+        }
+        connections[other]?.segment = nil
+        stop(other, &actions)
+        return (segment, gap, true)
+    }
+
+    /// Gives every connection the file may run a segment (to the live source with the fewest), gives back lent
+    /// connections left without work, and ends the file when it is whole or no source is left.
+    private mutating func fillConnections(now: Double, _ actions: inout [Action]) {
+        guard mode == .split, shape != nil else { return }
+        startStream(&actions)
+        while connections.count < 1 + loans.count, sources.leastBusy != nil, let segment = plan?.assign() {
+            guard let source = sources.pick() else {
+                plan?.failed(run: segment.id)
+                break
+            }
+            var request = requests[source]
+            let validator = sources.sources[source].validator
+            for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator)
+            {
+                request.setValue(value, forHTTPHeaderField: name)
+            }
+            add(
+                Connection(cell: TransferCell(), source: source, segment: segment.id, asked: segment.end), request,
+                &actions)
+        }
+        while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }
+        finishIfDone(now: now, &actions)
+        if mode == .split, connections.isEmpty, plan?.isComplete == false {
+            // Bytes are missing and no connection runs: no source is left to fetch them.
+            end(failing: true, &actions)
+        }
+        if mode == .split, isShared, plan?.waiting.isEmpty == true, !connections.isEmpty, stallCheckAt == nil,
+            !isCapped
+        {
+            // The end of the file: a connection that stalls now would hold it alone.
+            let at = now + SplitRules.stallSeconds
+            stallCheckAt = at
+            actions.append(.checkStalls(at: at))
+        }
+    }
+
+    /// A connection ended (completed, failed, stopped or dropped): a segment it had not finished waits again, a
+    /// broken source is counted, and its slot is given new work.
+    private mutating func ended(_ id: Int, now: Double, _ actions: inout [Action]) {
+        guard let connection = stop(id, &actions) else { return }
+        let why = lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
+        let isLast = sources.isLast(connection.source)
+        if connection.segment != nil, connection.asked != nil, sources.sources[connection.source].isLive,
+            hasStream(of: connection.source) || isLast
+        {
+            // A range cut short while the same server's stream of the file goes on, or by the last source: no more
+            // ranges from it; a stream of the whole file carries the file on.
+            rangeFailed(id, source: connection.source, problem: "a range's connection broke (\(why))", &actions)
+        } else if connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
+            restarts < Self.restartLimit
+        {
+            // The last source's stream broke after bytes came: what is left is asked for again, as ranges while it
+            // takes them, else by a new stream (never more than a bound of times an attempt).
+            restarts += 1
+            let message = "\(describe(connection.source))'s connection broke (\(why)): the rest is asked again"
+            actions.append(.note(.splitDecided, .notice, message))
+            if !sources.sources[connection.source].takesRanges { streamWanted = connection.source }
+        } else if connection.segment != nil, sources.sources[connection.source].isLive {
+            guard case .nextSource = FailoverRules.verdict(after: .broke, of: connection.source, among: sources) else {
+                // The last source broke: the attempt fails, and its retry continues every segment.
+                return end(failing: true, &actions)
+            }
+            let why = lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
+            failover(from: connection.source, .broke, reason: "its connection broke\(why)", &actions)
+        }
+        fillConnections(now: now, &actions)
+    }
+
+    /// True when a connection to `source` streams the file to its end and its head was accepted (the first
+    /// connection, asking for the file as it is).
+    private func hasStream(of source: Int) -> Bool {
+        connections.values.contains { $0.source == source && $0.isAccepted && $0.asked == nil }
+    }
+
+    /// Connection `id` to `source` got a wrong answer to its range (`problem`): with a good stream of the file from
+    /// the same source, the source takes no more ranges and that stream goes on; otherwise the source is dropped
+    /// (the ``FailoverRules`` verdict) and its connections stop. Either way the connection stops, and its segment
+    /// waits again.
+    private mutating func rangeFailed(_ id: Int, source: Int, problem: String, _ actions: inout [Action]) {
+        let hasStream = hasStream(of: source)
+        if !hasStream, sources.isLast(source) {
+            // The last source's stream had stopped before this answer came: a new one carries the file on.
+            streamWanted = source
+        }
+        let verdict = FailoverRules.verdict(
+            after: .wrongRange, of: source, among: sources, hasStream: hasStream || streamWanted == source)
+        if case .noMoreRanges = verdict {
+            sources.refuseRanges(source)
+            stop(id, &actions)
+            let message =
+                "no more ranges from \(describe(source)): \(problem); its connection of the whole file goes on"
+            actions.append(.note(.splitDecided, .notice, message))
+        } else {
+            failover(from: source, .wrongRange, reason: problem, &actions)
+        }
+    }
+
+    /// Leaves `source` for the others (``FailoverRules``): dropped, logged as a failover with its `reason`, and its
+    /// connections stop (what they received stays; the rest of their segments waits for the live sources: a dropped
+    /// mirror that stalls would otherwise hold its segments until the attempt's idle timeout).
+    private mutating func failover(
+        from source: Int, _ cause: FailoverRules.Cause, reason: String, _ actions: inout [Action]
+    ) {
+        sources.drop(source)
+        actions.append(.note(.sourceDropped, .notice, FailoverRules.message(describe(source), reason)))
+        if cause != .broke, cause != .stalled { lastError = URLError(.badServerResponse) }
+        for (id, connection) in connections where connection.source == source { stop(id, &actions) }
+    }
+
+    /// Stops connection `id`: its source runs one fewer, and what its segment received stays while the rest waits
+    /// again. Returns it, or nil when it had ended.
+    @discardableResult
+    private mutating func stop(_ id: Int, _ actions: inout [Action]) -> Connection? {
+        guard let connection = connections.removeValue(forKey: id) else { return nil }
+        sources.ended(connection.source)
+        actions.append(.stop(connection.cell))
+        if let segment = connection.segment {
+            actions.append(.endSegment(segment))
+            plan?.failed(run: segment)
+        }
+        return connection
+    }
+
+    /// Ends the file when every byte is kept and written.
+    private mutating func finishIfDone(now: Double, _ actions: inout [Action]) {
+        guard mode == .split, let plan, plan.isComplete, writesInFlight == 0, let head else { return }
+        var figures: TransferMetrics?
+        if collectsMetrics {
+            // The first connection's figures (its connect, its first byte), over the whole file's time: a connection
+            // stopped before its figures came (a retry's, say) would leave it at 0.
+            var measured = metrics ?? TransferMetrics(totalDuration: 0)
+            let elapsed = now - startedAt
+            if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
+            measured.segments = SegmentMetrics(
+                connections: mostConnections,
+                sources: sources.sources.indices.map {
+                    SegmentMetrics.Source(
+                        url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: sources.sources[$0].served,
+                        wasDropped: !sources.sources[$0].isLive, refusedRanges: !sources.sources[$0].takesRanges)
+                })
+            figures = measured
+        }
+        end(failing: false, &actions)
+        actions.append(.finish(head, length: plan.length, metrics: figures))
+    }
+
+    /// Stops every connection and gives back every lent one; `failing`: the attempt fails.
+    private mutating func end(failing: Bool, _ actions: inout [Action]) {
+        guard mode != .ended else { return }
+        mode = .ended
+        for connection in connections.values { actions.append(.stop(connection.cell)) }
+        connections.removeAll()
+        for loan in loans { actions.append(.giveBack(loan)) }
+        loans.removeAll()
+        if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
+    }
+
+    private func describe(_ source: Int) -> String {
+        source == 0 ? "the request's URL" : "mirror \(source) (\(Redaction.describe(requests[source].url)))"
+    }
+}
