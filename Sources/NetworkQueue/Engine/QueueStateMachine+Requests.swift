@@ -65,7 +65,8 @@ extension QueueStateMachine {
             let job = Job(id: slot, lane: .main)
             if after.mainLane { scheduler.enqueue(job) } else { _ = scheduler.remove(job) }
         }
-        if before.runsTransfers, case .running(let left)? = phase, leaving || table[slot].machine.phase.attempt !== left,
+        if before.runsTransfers, case .running(let left)? = phase,
+            leaving || table[slot].machine.phase.attempt !== left,
             let loans = left.split?.release()
         {
             // A split download's lent connections go back with its attempt, however it ended.

@@ -38,9 +38,12 @@ extension QueueStateMachine {
         var reading: HeadReading?
         switch event {
         case .begin(let request, let options, let part, let isCapped, let collectsMetrics):
+            // The sources the HEAD found dead are left by the first attempt (a retry asks every source again).
+            let record = table[slot]
+            let dead = record.machine.attempts == 1 ? record.sourcesDeadAtHead : 0
             attempt.split = SplitMachine(
-                request: request, options: options, policy: redirectPolicy, part: part, isCapped: isCapped,
-                collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided)
+                request: request, options: options, policy: redirectPolicy, part: part, deadAtHead: dead,
+                isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided)
         case .transfer(let transferEvent, let id):
             attempt.split?.transferEvent(transferEvent, connection: id, now: now, &decided)
         case .bytes(let count, let id):

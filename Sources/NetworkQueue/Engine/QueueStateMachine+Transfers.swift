@@ -130,6 +130,7 @@ extension QueueStateMachine {
             let sent = preflight.sent
             var head = sent
             if preflight.source > 0 {
+                record.sourcesDeadAtHead = preflight.source
                 // The sources before it failed: the HEAD asks its mirror, as the GET would (the credentials a
                 // redirect to another origin loses stay behind).
                 let mirror = request.fileOptions.mirrors[preflight.source - 1]

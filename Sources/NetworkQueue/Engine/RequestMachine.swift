@@ -165,7 +165,7 @@ struct RequestMachine {
         switch phase {
         case .preflighting(let preflight):
             if case .failed(let error) = outcome, !checksExistingFile {
-                if preflight.source < mirrors {
+                if FailoverRules.verdict(afterHeadOf: preflight.source, count: mirrors + 1) == .nextSource {
                     nextToken += 1
                     lastActivity = now
                     let next = RequestState.Preflight(

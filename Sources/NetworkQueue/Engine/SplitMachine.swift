@@ -155,10 +155,13 @@ struct SplitMachine {
 
     /// A split download of `request` (its `Range` and `If-Range` dropped) over its own URL and `options.mirrors`
     /// (each made with `policy`, as a redirect there would be), continuing `part`, beginning at `now`. The first
-    /// connection's start is in `actions`, its handle going to `cell` (the attempt's first transfer).
+    /// `deadAtHead` sources failed the HEAD preflight: they are left at once (issue 51: a failover everyone hears,
+    /// wherever it came). The first connection's start is in `actions`, its handle going to `cell` (the attempt's
+    /// first transfer).
     init(
         request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
-        isCapped: Bool, collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
+        deadAtHead: Int = 0, isCapped: Bool, collectsMetrics: Bool, cell: TransferCell, now: Double,
+        _ actions: inout [Action]
     ) {
         var base = request
         for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
@@ -171,6 +174,9 @@ struct SplitMachine {
         self.part = part
         sources = SourceList(count: requests.count)
         startedAt = now
+        for source in 0..<min(deadAtHead, requests.count - 1) {
+            failover(from: source, .broke, reason: "its HEAD failed", &actions)
+        }
         startFirst(cell: cell, &actions)
     }
 
@@ -282,7 +288,8 @@ struct SplitMachine {
             guard let connection = connections[id], sources.sources[connection.source].isLive,
                 sources.hasOtherForRanges(than: connection.source)
             else { continue }
-            let quiet = String(format: "nothing for %.1f s at the end of the file", now - (connection.lastByteAt ?? now))
+            let quiet = String(
+                format: "nothing for %.1f s at the end of the file", now - (connection.lastByteAt ?? now))
             stop(id, &actions)
             failover(from: connection.source, .stalled, reason: quiet, &actions)
             dropped += 1
@@ -310,7 +317,8 @@ struct SplitMachine {
         guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
             if case .completed(let error?) = event, sources.sources.count > 1 {
                 // No byte reached the file: the next source is asked instead.
-                return firstFailed(id, .broke, reason: error.localizedDescription, error: error, &actions)
+                let reason = "its connection failed (URLError \(error.code.rawValue))"
+                return firstFailed(id, .broke, reason: reason, error: error, &actions)
             }
             if case .completed(nil) = event {
                 // It ended without a head: no response.

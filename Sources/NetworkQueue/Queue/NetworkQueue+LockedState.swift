@@ -38,7 +38,8 @@ extension NetworkQueue {
 
     /// ``send(inline:_:)`` from one of the queue's own threads, for an event that also answers the caller (a split
     /// download's shell work, say): returns the answer once the actions are performed.
-    func ask<Answer>(_ event: (inout QueueStateMachine, Double, inout Answer) -> QueueActions, answer: Answer) -> Answer {
+    func ask<Answer>(_ event: (inout QueueStateMachine, Double, inout Answer) -> QueueActions, answer: Answer) -> Answer
+    {
         var answer = answer
         let actions = locked.withLock { event(&$0.machine, clock.now(), &answer) }
         perform(actions, inline: true)

@@ -17,7 +17,11 @@ struct Transfers: Sequence {
 
     /// Removes a transfer (stopped, or ended).
     mutating func remove(_ cell: TransferCell) {
-        if first === cell { first = others.isEmpty ? nil : others.removeFirst() } else { others.removeAll { $0 === cell } }
+        if first === cell {
+            first = others.isEmpty ? nil : others.removeFirst()
+        } else {
+            others.removeAll { $0 === cell }
+        }
     }
 
     /// True when `cell` is one of the set.

@@ -1,0 +1,417 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A split download's decisions driven alone (issue 51), transcript-style: each event in each mode gives exactly the
+/// actions listed. Sources are named `o` (the request's URL), `m1` and `m2` (its mirrors); connections by number.
+@Suite(.timeLimit(.minutes(1))) struct SplitMachineTests {
+    static let mib: Int64 = 1 << 20
+    static let length = 4 * mib
+
+    /// Drives one ``SplitMachine`` and describes its actions.
+    struct Bench {
+        var machine: SplitMachine
+        var now: Double = 0
+        /// Each started connection's cell, by connection.
+        var cells: [Int: TransferCell] = [:]
+        /// The lines of the actions so far.
+        var lines: [String] = []
+
+        static let urls = ["o": "http://origin.test/f", "m1": "http://m1.test/f", "m2": "http://m2.test/f"]
+
+        init(connections: Int = 4, mirrors: Int = 2, part: PartSegments? = nil, deadAtHead: Int = 0) {
+            let request = URLRequest(url: URL(string: Self.urls["o"]!)!)
+            let options = NetworkRequest.FileOptions(
+                maximumConnections: connections,
+                mirrors: ["m1", "m2"].prefix(mirrors).map { URL(string: Self.urls[$0]!)! }, minimumSegmentSize: mib)
+            var actions: [SplitMachine.Action] = []
+            machine = SplitMachine(
+                request: request, options: options, policy: .default, part: part, deadAtHead: deadAtHead,
+                isCapped: false, collectsMetrics: true, cell: TransferCell(), now: 0, &actions)
+            lines = describe(actions)
+        }
+
+        /// Runs one event at `time`; returns its lines.
+        mutating func on(
+            _ time: Double? = nil, _ event: (inout SplitMachine, Double, inout [SplitMachine.Action]) -> Void
+        ) -> [String] {
+            if let time { now = time }
+            var actions: [SplitMachine.Action] = []
+            event(&machine, now, &actions)
+            let described = describe(actions)
+            lines += described
+            return described
+        }
+
+        mutating func head(_ head: ResponseHead, to id: Int, at time: Double? = nil) -> [String] {
+            on(time) { $0.transferEvent(.head(head), connection: id, now: $1, &$2) }
+        }
+
+        /// `count` bytes to connection `id`, and their writes answered at once (as the shell does).
+        mutating func bytes(_ count: Int64, to id: Int, at time: Double? = nil) -> [String] {
+            let placed = on(time) { $0.bytes(Int(count), connection: id, now: $1, &$2) }
+            let kept = placed.compactMap { line -> Int? in
+                guard line.hasPrefix("write ") else { return nil }
+                return Int(line.dropFirst(6).prefix { $0 != "@" }.split(separator: "+").last!)
+            }
+            guard !kept.isEmpty else { return placed }
+            return placed + on { $0.written(kept.reduce(0, +), recorded: false, failure: nil, now: $1, &$2) }
+        }
+
+        mutating func ended(_ id: Int, _ error: URLError? = nil, at time: Double? = nil) -> [String] {
+            on(time) { $0.transferEvent(.completed(error), connection: id, now: $1, &$2) }
+        }
+
+        mutating func fileBegun(_ failure: NetworkQueueError? = nil) -> [String] {
+            on { $0.fileBegun(failure, now: $1, &$2) }
+        }
+
+        /// Answers a borrow of `count` with `lent` loans.
+        mutating func lend(_ lent: Int) -> [String] {
+            var lines: [String] = []
+            for _ in 0..<lent {
+                lines += on { $0.lent(QueueStateMachine.ConnectionLoan(host: nil), now: $1, &$2) }
+            }
+            return lines + on { $0.lent(nil, now: $1, &$2) }
+        }
+
+        mutating func describe(_ actions: [SplitMachine.Action]) -> [String] {
+            actions.map { action in
+                switch action {
+                case .start(let id, let request, let cell):
+                    cells[id] = cell
+                    let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
+                    let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
+                    let ifRange = request.value(forHTTPHeaderField: "If-Range").map { " if \($0)" } ?? ""
+                    return "start \(id) \(name) \(range ?? "whole")\(ifRange)"
+                case .stop(let cell):
+                    return "stop \(cells.first { $0.value === cell }.map { String($0.key) } ?? "?")"
+                case .write(let from, let count, let offset, let segment, _):
+                    return "write \(from == 0 ? "" : "\(from)+")\(count)@\(offset) s\(segment)"
+                case .endSegment(let segment): return "end s\(segment)"
+                case .beginFile(let shape, let done, let head):
+                    return "begin file \(shape.length) \(head.statusCode)\(done.isEmpty ? "" : " done \(done)")"
+                case .hearHead(let head): return "hear \(head.statusCode)"
+                case .passOn: return "pass on"
+                case .forward(.completed(let error?)): return "forward failed \(error.code.rawValue)"
+                case .forward: return "forward"
+                case .note(let event, _, let message): return "\(event): \(message)"
+                case .count(let count): return "count \(count)"
+                case .borrow(let count): return "borrow \(count)"
+                case .giveBack: return "give back"
+                case .checkStalls(let at): return "check stalls at \(at)"
+                case .finish(_, let length, let metrics):
+                    let sources = metrics?.segments?.sources.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
+                    return
+                        "finish \(length) over \(metrics?.segments?.connections ?? 0) [\(sources.joined(separator: " "))]"
+                case .fail(let error): return "fail \(error.code.rawValue)"
+                case .fileFailed: return "file failed"
+                }
+            }
+        }
+    }
+
+    static func head(
+        _ status: Int = 200, length: Int64 = length, range: String? = nil, etag: String = "\"v1\"",
+        ranges: Bool = true
+    ) -> ResponseHead {
+        var fields = [ResponseHead.Field(name: "ETag", value: etag)]
+        if ranges { fields.append(.init(name: "Accept-Ranges", value: "bytes")) }
+        if let range {
+            let bounds = range.split(separator: "-").compactMap { Int64($0) }
+            fields.append(.init(name: "Content-Range", value: "bytes \(range)/\(length)"))
+            fields.append(.init(name: "Content-Length", value: String(bounds[1] - bounds[0] + 1)))
+        } else {
+            fields.append(.init(name: "Content-Length", value: String(length)))
+        }
+        return ResponseHead(
+            url: URL(string: "http://origin.test/f")!, statusCode: status, httpVersion: "1.1", fields: fields)
+    }
+}
+
+extension SplitMachineTests {
+    static let k64: Int64 = 64 << 10
+
+    /// A split file from its first head to its end: the first connection runs alone until its pace says sharing is
+    /// worth it, the mirrors take the other segments, and the file finishes once every byte is written.
+    @Test func aFileIsSharedOnceItsPaceSaysSoAndFinishesWhenEveryByteIsWritten() {
+        var bench = Bench()
+        #expect(bench.lines == ["start 0 o whole"])
+        #expect(bench.head(Self.head(), to: 0) == ["begin file 4194304 200"])
+        #expect(bench.fileBegun() == ["hear 200"])
+        // Under the probe's window: no judgement yet.
+        #expect(bench.bytes(Self.k64, to: 0, at: 0.001) == ["write 65536@0 s1", "count 65536"])
+        #expect(
+            bench.bytes(Self.k64, to: 0, at: 0.02) == [
+                "write 65536@65536 s1", "count 65536",
+                "splitDecided: split into 3 ranges over up to 4 connections and 3 sources", "borrow 2",
+            ])
+        #expect(
+            bench.lend(2) == ["start 1 m1 1485483-2839893", "start 2 m2 2839894-4194303", "check stalls at 5.02"])
+        #expect(bench.head(Self.head(206, range: "1485483-2839893"), to: 1) == [])
+        #expect(bench.head(Self.head(206, range: "2839894-4194303"), to: 2) == [])
+        #expect(
+            bench.bytes(1_354_411, to: 0, at: 0.1) == [
+                "write 1354411@131072 s1", "end s1", "stop 0", "give back", "count 1354411",
+            ])
+        // Its server ends the response where the range ends: the connection ends by itself.
+        #expect(bench.bytes(1_354_411, to: 1) == ["write 1354411@1485483 s2", "end s2", "count 1354411"])
+        #expect(bench.ended(1) == ["stop 1", "give back"])
+        // The last bytes are placed, and the file finishes only once they are written.
+        #expect(
+            bench.on { $0.bytes(1_354_410, connection: 2, now: $1, &$2) } == [
+                "write 1354410@2839894 s3", "end s3",
+            ])
+        #expect(
+            bench.on { $0.written(1_354_410, recorded: true, failure: nil, now: $1, &$2) } == [
+                "count 1354410", "borrow 0", "stop 2", "finish 4194304 over 3 [1485483 1354411 1354410]",
+            ])
+        #expect(bench.machine.mode == .ended && bench.machine.loans.isEmpty)
+    }
+
+    /// A first head that is not one to split on: the file goes on as a transfer of one connection.
+    @Test func aHeadNotToSplitOnPassesOnAsOneConnection() {
+        var bench = Bench()
+        #expect(
+            bench.head(Self.head(ranges: false), to: 0) == [
+                "splitDecided: one connection: the server does not say Accept-Ranges: bytes", "pass on",
+            ])
+        #expect(bench.machine.mode == .plain)
+        // Its later events are not the machine's.
+        #expect(bench.bytes(10, to: 0) == [] && bench.ended(0) == [])
+        var small = Bench()
+        #expect(small.head(Self.head(length: 100), to: 0).last == "pass on")
+    }
+
+    /// Issue 51, "a 503 at the origin with two mirrors": each source that fails before a byte is written is left
+    /// for the next (the FailoverRules verdict, logged), and the last one's answer is the request's.
+    @Test func aFirstAnswerThatFailsGoesToTheNextSourceAndTheLastOnesIsTheRequests() {
+        var bench = Bench()
+        #expect(
+            bench.head(Self.head(503), to: 0) == [
+                "stop 0", "sourceDropped: dropped the request's URL: it answered 503", "start 1 m1 whole",
+            ])
+        #expect(
+            bench.ended(1, URLError(.cannotConnectToHost)) == [
+                "stop 1", "sourceDropped: dropped mirror 1 (http://m1.test/f): its connection failed (URLError -1004)",
+                "start 2 m2 whole",
+            ])
+        #expect(bench.head(Self.head(503), to: 2) == ["pass on"])
+        // One source: its failure is the attempt's at once.
+        var alone = Bench(mirrors: 0)
+        #expect(alone.ended(0, URLError(.cannotConnectToHost)) == ["forward failed -1004"])
+    }
+
+    /// Issue 51, "the origin dead at the HEAD with a live mirror": the sources the HEAD found dead are left at once,
+    /// heard in the log and in the metrics, and the file comes from the mirror.
+    @Test func theSourcesDeadAtTheHeadAreLeftAtOnceAndHeardInTheMetrics() {
+        var bench = Bench(connections: 1, mirrors: 1, deadAtHead: 1)
+        #expect(bench.lines == ["sourceDropped: dropped the request's URL: its HEAD failed", "start 0 m1 whole"])
+        #expect(bench.head(Self.head(length: 2 * Self.mib), to: 0) == ["begin file 2097152 200"])
+        #expect(
+            bench.fileBegun() == [
+                "hear 200", "splitDecided: split into 1 ranges over up to 1 connections and 2 sources", "borrow 0",
+            ])
+        #expect(
+            bench.bytes(2 * Self.mib, to: 0) == [
+                "write 2097152@0 s1", "end s1", "stop 0", "count 2097152", "finish 2097152 over 1 [0x 2097152]",
+            ])
+    }
+
+    /// A continued part asks from its first missing byte to the next segment's start; an answer from another file
+    /// starts the part over; the right answer continues it from what is on disk.
+    @Test func aContinuedPartAsksForItsHolesAndStartsOverWhenItsServerChangedItsFile() {
+        let part = PartSegments(done: [0..<Self.mib], validator: .entityTag("\"v1\""), length: Self.length)
+        var bench = Bench(mirrors: 0, part: part)
+        #expect(bench.lines == ["start 0 o 1048576-2097151 if \"v1\""])
+        #expect(
+            bench.head(Self.head(206, range: "1048576-2097151", etag: "\"v2\""), to: 0) == [
+                "stop 0", "splitDecided: the part starts over: its validator \"v2\" is not \"v1\"", "start 1 o whole",
+            ])
+        var continued = Bench(mirrors: 0, part: part)
+        #expect(
+            continued.head(Self.head(206, range: "1048576-2097151"), to: 0) == [
+                "begin file 4194304 206 done [Range(0..<1048576)]"
+            ])
+        #expect(
+            continued.fileBegun() == [
+                "hear 206", "splitDecided: split into 3 ranges over up to 4 connections and 1 sources", "borrow 2",
+            ])
+    }
+
+    /// A part that cannot be written fails the attempt at once: its connections stop and its loans go back.
+    @Test func aWriteThatFailsStopsEveryConnectionAndGivesBackTheLoans() {
+        var bench = Bench()
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        #expect(bench.lend(2).count == 3)
+        #expect(bench.on { $0.bytes(100, connection: 0, now: $1, &$2) } == ["write 100@65536 s1"])
+        let failure = NetworkQueueError.fileError(path: "/x", reason: "disk full")
+        #expect(
+            bench.on { $0.written(0, recorded: false, failure: failure, now: $1, &$2) }.sorted() == [
+                "file failed", "give back", "give back", "stop 0", "stop 1", "stop 2",
+            ])
+    }
+
+    /// The last source's stream breaking before it brought a byte fails the attempt (its retry continues every
+    /// segment); with bytes, the rest is asked again within the attempt.
+    @Test func theLastSourceBreakingFailsTheAttemptUnlessItBroughtBytes() {
+        var bench = Bench(connections: 1, mirrors: 0)
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        #expect(bench.ended(0, URLError(.networkConnectionLost)) == ["stop 0", "end s1", "fail -1005"])
+        var again = Bench(connections: 1, mirrors: 0)
+        _ = again.head(Self.head(), to: 0)
+        _ = again.fileBegun()
+        _ = again.bytes(Self.k64, to: 0)
+        #expect(
+            again.ended(0, URLError(.networkConnectionLost)) == [
+                "stop 0", "end s1",
+                "splitDecided: the request's URL's connection broke (URLError -1005): the rest is asked again",
+                "start 1 o 65536-4194303 if \"v1\"", "check stalls at 5.0",
+            ])
+    }
+
+    /// At the end of the file, a connection that brought nothing for 5 s while the others moved on is left with its
+    /// source; its segment goes to a free connection.
+    @Test func aConnectionStalledAtTheEndOfTheFileLeavesItsSource() {
+        var bench = Bench()
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        _ = bench.lend(2)
+        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1)
+        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2)
+        _ = bench.bytes(Self.k64, to: 0, at: 1)
+        _ = bench.bytes(Self.k64, to: 1, at: 2)
+        _ = bench.bytes(Self.k64, to: 0, at: 6)
+        #expect(
+            bench.on(6) { $0.stallCheckDue(now: $1, &$2) } == [
+                "stop 2", "end s3",
+                "sourceDropped: dropped mirror 2 (http://m2.test/f): nothing for 6.0 s at the end of the file",
+                "borrow 1",
+            ])
+    }
+
+    /// An attempt that ends another way (a cancel, a pause, a timeout) returns the loans it held.
+    @Test func anAttemptEndedFromOutsideReturnsItsLoans() {
+        var bench = Bench()
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        _ = bench.lend(2)
+        #expect(bench.machine.release().count == 2)
+        #expect(bench.machine.mode == .ended && bench.machine.connections.isEmpty)
+        #expect(bench.ended(1) == [] && bench.bytes(10, to: 0) == [])
+    }
+
+    /// The rule every failover follows, wherever the failure came.
+    @Test func aSourceIsLeftOnlyForAnother() {
+        var sources = SourceList(count: 3)
+        #expect(FailoverRules.verdict(after: .broke, of: 0, among: sources) == .nextSource)
+        #expect(FailoverRules.verdict(after: .wrongRange, of: 0, among: sources, hasStream: true) == .noMoreRanges)
+        sources.drop(1)
+        sources.drop(2)
+        for cause in [FailoverRules.Cause.broke, .status(503), .wrongRange, .wrongAnswer, .stalled] {
+            #expect(FailoverRules.verdict(after: cause, of: 0, among: sources) == .fail)
+        }
+        #expect(FailoverRules.verdict(afterHeadOf: 0, count: 2) == .nextSource)
+        #expect(FailoverRules.verdict(afterHeadOf: 1, count: 2) == .fail)
+    }
+
+    // MARK: Through the request's machine
+
+    static func request(connections: Int = 2, mirrors: Int) -> NetworkRequest {
+        let options = NetworkRequest.FileOptions(
+            maximumConnections: connections,
+            mirrors: ["m1", "m2"].prefix(mirrors).map { URL(string: Bench.urls[$0]!)! })
+        return NetworkRequest(URLRequest(url: URL(string: Bench.urls["o"]!)!), fileOptions: options, tag: 1)
+    }
+
+    /// Begins the split download of the newest transfer of `driver`'s request 1, as the shell does.
+    static func begin(_ driver: inout MachineDriver, _ request: NetworkRequest) -> [SplitMachine.Action] {
+        let start = driver.transfers.last!.start
+        var shell: [SplitMachine.Action] = []
+        let actions = driver.machine.split(
+            .begin(start.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false),
+            slot: start.slot, token: start.token, shell: &shell, now: driver.now)
+        _ = driver.apply(actions)
+        return shell
+    }
+
+    /// Issue 51, "the origin dead at the HEAD with a live mirror", through the request's machine: the HEAD asks the
+    /// mirror, and the transfer's first connection goes to the mirror at once, the origin left in the log.
+    @Test func theOriginDeadAtTheHeadWithALiveMirrorIsLeftByTheTransferToo() {
+        var driver = MachineDriver(limit: 2)
+        driver.machine.showsAccurateProgress = true
+        driver.machine.outbox.isLogging = true
+        let request = Self.request(mirrors: 1)
+        driver.add(request)
+        #expect(driver.go() == ["publish 1 preflighting", "start 1 preflight", "deliver"])
+        #expect(
+            driver.send(.completed(URLError(.cannotConnectToHost)), to: 1) == [
+                "publish 1 preflighting", "start 1 preflight", "deliver",
+            ])
+        #expect(driver.transfers.last?.start.urlRequest.url?.host == "m1.test")
+        driver.send(MachineDriver.head(200, length: 4 << 20), to: 1)
+        #expect(
+            driver.send(.completed(nil), to: 1) == [
+                "publish 1 pending", "publish 1 running", "start 1 main", "deliver",
+            ])
+        #expect(driver.transfers.last?.start.urlRequest.url?.host == "origin.test")
+        _ = driver.takeDeliveries()
+        let shell = Self.begin(&driver, request)
+        guard case .start(0, let sent, let cell)? = shell.first, shell.count == 1 else {
+            Issue.record("not one start: \(shell)")
+            return
+        }
+        #expect(sent.url?.host == "m1.test" && cell === driver.transfers.last!.start.cell)
+        #expect(driver.takeDeliveries() == ["log 1 sourceDropped"])
+    }
+
+    /// Issue 51, "a 503 at the origin with two mirrors", through the request's machine: the attempt's transfers
+    /// follow its connections from source to source, and the last source's 503 is the request's answer.
+    @Test func aFiveOThreeAtTheOriginWithTwoMirrorsIsTheLastMirrorsAnswer() {
+        var driver = MachineDriver(limit: 2)
+        let request = Self.request(mirrors: 2)
+        driver.add(request)
+        driver.go()
+        let start = driver.transfers.last!.start
+        var cells = [start.cell]
+        #expect(Self.begin(&driver, request).count == 1)
+        for id in 0..<3 {
+            var shell: [SplitMachine.Action] = []
+            let head = Self.head(503)
+            _ = driver.machine.split(
+                .transfer(.head(head), connection: id), slot: start.slot, token: start.token, shell: &shell,
+                now: 0)
+            guard id < 2 else {
+                #expect(shell.count == 1)
+                guard case .passOn? = shell.first else {
+                    Issue.record("not passed on: \(shell)")
+                    return
+                }
+                break
+            }
+            guard case .stop(let stopped) = shell.first, case .start(id + 1, let sent, let cell) = shell.last else {
+                Issue.record("no failover: \(shell)")
+                return
+            }
+            #expect(stopped === cells.last && sent.url?.host == ["m1.test", "m2.test"][id])
+            cells.append(cell)
+            let transfers = driver.machine.table[start.slot].machine.phase.attempt.map { Array($0.transfers) } ?? []
+            #expect(transfers.count == 1 && transfers.first === cell)
+        }
+        // The shell passes the last source's head on, as the transfer of one connection it now is.
+        driver.send(.head(Self.head(503)), to: 1)
+        #expect(driver.takeDeliveries().contains { $0.hasPrefix("didFail 1 HTTP status 503") })
+    }
+}
