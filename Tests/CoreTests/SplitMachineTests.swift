@@ -50,35 +50,35 @@ import Testing
         }
 
         mutating func head(_ head: ResponseHead, to id: Int, at time: Double? = nil) -> [String] {
-            on(time) { $0.transferEvent(.head(head), connection: id, now: $1, &$2) }
+            on(time) { $0.handle(.transfer(.head(head), connection: id), now: $1, &$2) }
         }
 
         /// `count` bytes to connection `id`, and their writes answered at once (as the shell does).
         mutating func bytes(_ count: Int64, to id: Int, at time: Double? = nil) -> [String] {
-            let placed = on(time) { $0.bytes(Int(count), connection: id, now: $1, &$2) }
+            let placed = on(time) { $0.handle(.bytes(Int(count), connection: id), now: $1, &$2) }
             let kept = placed.compactMap { line -> Int? in
                 guard line.hasPrefix("write ") else { return nil }
                 return Int(line.dropFirst(6).prefix { $0 != "@" }.split(separator: "+").last!)
             }
             guard !kept.isEmpty else { return placed }
-            return placed + on { $0.written(kept.reduce(0, +), recorded: false, failure: nil, now: $1, &$2) }
+            return placed + on { $0.handle(.written(kept.reduce(0, +), recorded: false, failure: nil), now: $1, &$2) }
         }
 
         mutating func ended(_ id: Int, _ error: URLError? = nil, at time: Double? = nil) -> [String] {
-            on(time) { $0.transferEvent(.completed(error), connection: id, now: $1, &$2) }
+            on(time) { $0.handle(.transfer(.completed(error), connection: id), now: $1, &$2) }
         }
 
         mutating func fileBegun(_ failure: NetworkQueueError? = nil) -> [String] {
-            on { $0.fileBegun(failure, now: $1, &$2) }
+            on { $0.handle(.fileBegun(failure), now: $1, &$2) }
         }
 
         /// Answers a borrow of `count` with `lent` loans.
         mutating func lend(_ lent: Int) -> [String] {
             var lines: [String] = []
             for _ in 0..<lent {
-                lines += on { $0.lent(QueueStateMachine.ConnectionLoan(host: nil), now: $1, &$2) }
+                lines += on { $0.handle(.lent(QueueStateMachine.ConnectionLoan(host: nil)), now: $1, &$2) }
             }
-            return lines + on { $0.lent(nil, now: $1, &$2) }
+            return lines + on { $0.handle(.lent(nil), now: $1, &$2) }
         }
 
         mutating func describe(_ actions: [SplitMachine.Action]) -> [String] {
@@ -165,11 +165,11 @@ extension SplitMachineTests {
         #expect(bench.ended(1) == ["stop 1", "give back"])
         // The last bytes are placed, and the file finishes only once they are written.
         #expect(
-            bench.on { $0.bytes(1_354_410, connection: 2, now: $1, &$2) } == [
+            bench.on { $0.handle(.bytes(1_354_410, connection: 2), now: $1, &$2) } == [
                 "write 1354410@2839894 s3", "end s3",
             ])
         #expect(
-            bench.on { $0.written(1_354_410, recorded: true, failure: nil, now: $1, &$2) } == [
+            bench.on { $0.handle(.written(1_354_410, recorded: true, failure: nil), now: $1, &$2) } == [
                 "count 1354410", "borrow 0", "stop 2", "finish 4194304 over 3 [1485483 1354411 1354410]",
             ])
         #expect(bench.machine.mode == .ended && bench.machine.loans.isEmpty)
@@ -252,10 +252,10 @@ extension SplitMachineTests {
         _ = bench.fileBegun()
         _ = bench.bytes(Self.k64, to: 0, at: 0.02)
         #expect(bench.lend(2).count == 3)
-        #expect(bench.on { $0.bytes(100, connection: 0, now: $1, &$2) } == ["write 100@65536 s1"])
+        #expect(bench.on { $0.handle(.bytes(100, connection: 0), now: $1, &$2) } == ["write 100@65536 s1"])
         let failure = NetworkQueueError.fileError(path: "/x", reason: "disk full")
         #expect(
-            bench.on { $0.written(0, recorded: false, failure: failure, now: $1, &$2) }.sorted() == [
+            bench.on { $0.handle(.written(0, recorded: false, failure: failure), now: $1, &$2) }.sorted() == [
                 "file failed", "give back", "give back", "stop 0", "stop 1", "stop 2",
             ])
     }
@@ -294,7 +294,7 @@ extension SplitMachineTests {
         _ = bench.bytes(Self.k64, to: 1, at: 2)
         _ = bench.bytes(Self.k64, to: 0, at: 6)
         #expect(
-            bench.on(6) { $0.stallCheckDue(now: $1, &$2) } == [
+            bench.on(6) { $0.handle(.stallCheckDue, now: $1, &$2) } == [
                 "stop 2", "end s3",
                 "sourceDropped: dropped mirror 2 (http://m2.test/f): nothing for 6.0 s at the end of the file",
                 "borrow 1",

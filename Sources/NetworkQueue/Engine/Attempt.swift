@@ -39,8 +39,16 @@ final class Attempt {
     var retryAfter: Double?
     /// The body bytes sent so far, as the transport reported them.
     var sentBytes: Int64 = 0
-    /// The split download the attempt is, when its file is fetched over several connections or sources.
-    var split: SplitMachine?
+    /// The split download the attempt is, when its file is fetched over several connections or sources: boxed, so
+    /// that an attempt of one connection (nearly all of them) stays small.
+    var split: Split?
+
+    /// A split download's machine, held by reference from its attempt and changed in place.
+    final class Split {
+        var machine: SplitMachine
+
+        init(_ machine: SplitMachine) { self.machine = machine }
+    }
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 
@@ -51,28 +59,5 @@ final class Attempt {
         self.sent = sent
         self.startedAt = startedAt
         self.expectedBefore = expectedBefore
-    }
-
-    /// What this attempt's transfer ending as `outcome` means (`received` body bytes): success, a file to move
-    /// into place first (`file`: the claimed destination), a failure, or (a continued part that did not verify)
-    /// the attempt sent again without a range.
-    func ended(_ outcome: RequestMachine.TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?)
-        -> RequestMachine.Action
-    {
-        switch outcome {
-        case .failed(let error): return .attemptFailed(.transport(Redaction.redacted(error)))
-        // The part may be what was wrong: once more from byte 0.
-        case .checksumMismatch where continuedFrom > 0: return .sendAgainWithoutRange
-        case .checksumMismatch(let expected, let actual):
-            return .attemptFailed(.integrityCheckFailed(expected: expected, actual: actual))
-        case .succeeded: break
-        }
-        guard let head else { return .attemptFailed(.transport(URLError(.badServerResponse))) }
-        if ResponseRules.isShort(head, method: sent.httpMethod, received: received, knownLength: announcedLength) {
-            return .attemptFailed(.transport(URLError(.networkConnectionLost)))
-        }
-        guard let file else { return .end(.success(NetworkResponse(head: head, body: body, metrics: metrics))) }
-        guard let sink else { return .attemptFailed(.fileError(path: file.path, reason: "no file open")) }
-        return .commit(self, sink)
     }
 }

@@ -129,12 +129,9 @@ extension QueueStateMachine {
             return (record.request.retryPolicy ?? retryPolicy).retriesEarlyWhenHostRecovers
                 && RequestRules.hostKey(record.request.url) == host
         }
-        for (slot, record) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
+        for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // As if its retry time came.
-            let before = record.machine.phase
-            let action = record.machine.retryTimeCame()
-            move(slot, from: before)
-            perform(action, slot, now: now)
+            apply(slot, now: now) { machine, _ in machine.retryTimeCame() }
         }
     }
 

@@ -21,10 +21,8 @@ extension QueueStateMachine {
                 return RequestRules.wantsPreflight($0.record.request)
             }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                let before = record.machine.phase
-                _ = record.machine.planPreflight()
+                apply(slot, now: now) { machine, _ in machine.planPreflight() }
                 ledger.awaitSize(&record.progress)
-                move(slot, from: before)
             }
         }
         scheduler.go()
@@ -77,31 +75,25 @@ extension QueueStateMachine {
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
         guard let record = table.record(at: slot), record.request === request else { return }
-        let action = record.machine.cancel()
-        guard case .end = action else { return }
-        handOver(from: slot)
-        perform(action, slot, now: now)
+        guard case .end = record.machine.cancel() else { return }
+        handOver(from: slot, now: now)
+        apply(slot, now: now) { machine, _ in machine.cancel() }
     }
 
     /// Cancelling a leader with followers: the oldest follower inherits its place in the index, its file
     /// claim and the other followers, and waits for a slot of its own.
-    private mutating func handOver(from slot: Int) {
+    private mutating func handOver(from slot: Int, now: Double) {
         let leader = table[slot]
         guard !leader.followers.isEmpty else { return }
         let heirSlot = leader.followers.removeFirst()
         let heir = table[heirSlot]
         // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
         scheduler.setHost(heirSlot, scheduler.perHostLimit > 0 ? servers.number(of: heir.request.url) : nil)
-        let before = heir.machine.phase
-        _ = heir.machine.follow(nil)
-        move(heirSlot, from: before)
+        apply(heirSlot, now: now) { machine, _ in machine.follow(nil) }
         let others = leader.followers
         leader.followers = []
         for follower in others {
-            let record = table[follower]
-            let held = record.machine.phase
-            _ = record.machine.follow(heirSlot)
-            move(follower, from: held)
+            apply(follower, now: now) { machine, _ in machine.follow(heirSlot) }
         }
         heir.claim = leader.claim
         leader.claim = nil

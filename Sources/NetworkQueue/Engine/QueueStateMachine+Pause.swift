@@ -35,46 +35,19 @@ extension QueueStateMachine {
     ) {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
-            guard let record = table.record(at: slot), record.request === request else { continue }
-            let before = record.machine.phase
-            let action = record.machine.resume(now: now)
-            guard case .resumed = action else { continue }
-            if case .running(let until) = record.machine.deadline {
-                timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
-            }
-            move(slot, from: before)
-            perform(action, slot, now: now)
-            outbox.post(.didResume(request))
-            outbox.log(.info, .resumed, request, now: now) { "resumed" }
-            resumed.append(request)
+            guard table.record(at: slot)?.request === request else { continue }
+            let action = apply(slot, now: now) { machine, _ in machine.resume(now: now) }
+            if case .resumed = action { resumed.append(request) }
         }
         return (resumed, finishEvent(now))
     }
 
+    /// Pauses `request` if `slot` still holds it and it can be paused (the machine says; the coordinator keeps or
+    /// deletes the part of the attempt it stops, as for a retry).
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
-        guard let record = table.record(at: slot), record.request === request else { return false }
-        let before = record.machine.phase
-        let action = record.machine.pause(now: now)
-        guard case .paused(let stopped) = action else { return false }
-        // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
-        // phase holds no token.
-        move(slot, from: before)
-        if let stopped {
-            // Its part is kept for the resumed transfer to continue (the sink keeps it only with a validator);
-            // its bytes stay counted until that transfer's response rebases them.
-            if let sink = stopped.sink {
-                record.hasKeptPart = request.continuesPartialDownloads
-                actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
-            }
-            record.downloadDirty = request.downloadProgressHandler != nil
-            flush.markChanged(at: now)
-        }
-        actions.publish(record)
-        outbox.post(.didPause(request))
-        outbox.log(.info, .paused, request, now: now) {
-            (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart
-                ? "paused, keeping the partial file" : "paused"
-        }
-        return true
+        guard table.record(at: slot)?.request === request else { return false }
+        let action = apply(slot, now: now) { machine, _ in machine.pause(now: now) }
+        if case .paused = action { return true }
+        return false
     }
 }

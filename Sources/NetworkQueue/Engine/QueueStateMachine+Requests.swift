@@ -4,9 +4,10 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The coordinator's side of a request's life: each event goes to the request's ``RequestMachine``, its lanes and
-/// counts follow its holdings (``move(_:from:leaving:transferEnded:)``), and what the machine asks is done
-/// (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`: a request's path from its slot to its retry.
+/// The coordinator's side of a request's life: each event goes to the request's ``RequestMachine`` through
+/// ``apply(_:transferEnded:now:_:)``, its lanes and counts follow its holdings (``move(_:from:leaving:transferEnded:)``),
+/// and what the machine asks is done in one place (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`:
+/// a request's path from its slot to its retry.
 extension QueueStateMachine {
     /// Ends an event: starts what may start, grants reads, ends an empty drain, arms the timer; returns the actions.
     mutating func finishEvent(_ now: Double) -> QueueActions {
@@ -19,6 +20,40 @@ extension QueueStateMachine {
         return actions.take(deliverAfter: outbox.announce(now: now))
     }
 
+    // MARK: The queue's one timer (see ``QueueTimer``)
+
+    /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle or
+    /// lowest-speed check and each passed deadline to its request's machine, and lets requests whose retry time
+    /// has come rejoin the pending ones.
+    mutating func timerFired(now: Double) -> QueueActions {
+        timer.fired(at: now)
+        if let due = flush.due, now >= due { flushProgress(at: now) }
+        for entry in timer.idle.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
+            let record = table[entry.id]
+            guard record.machine.phase.isTimed else { continue }
+            var idle: Double?
+            if case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) { idle = timeout }
+            let speed = (record.request.timeLimits ?? timeLimits).lowestSpeed.map {
+                RequestMachine.SpeedCheck(
+                    limit: $0, moved: record.bytesMoved + (record.machine.phase.attempt?.sentBytes ?? 0),
+                    queueReceived: receivedTotal, rateCap: rateCap, url: record.request.url)
+            }
+            apply(entry.id, now: now) { $0.timedCheck(idle: idle, speed: speed, of: record.request, &$1, now: now) }
+        }
+        for entry in timer.deadlines.popDue(at: now) {
+            guard let record = table.record(at: entry.id), record.sequence == entry.token else { continue }
+            let seconds = (record.request.timeLimits ?? timeLimits).deadline
+            apply(entry.id, now: now) { machine, _ in
+                machine.deadlinePassed(seconds: seconds, url: record.request.url, now: now)
+            }
+        }
+        // Only a waiting request holds a retry deadline's token.
+        for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
+            apply(entry.id, now: now) { machine, _ in machine.retryTimeCame() }
+        }
+        return finishEvent(now)
+    }
+
     /// Gives each job the scheduler allows now its slot; an invalid request fails instead.
     private mutating func startReady(_ now: Double) {
         while let job = scheduler.nextStart() {
@@ -28,20 +63,15 @@ extension QueueStateMachine {
                 ?? (limits.problem == nil ? nil : .invalidTimeLimits(limits))
             {
                 scheduler.finish(job)
-                attemptFailed(job.id, .invalidRequest(problem), now: now)
+                apply(job.id, now: now) { $0.attemptEnded(.invalidRequest(problem), of: record.request, &$1, now: now) }
                 continue
             }
-            let before = record.machine.phase
-            let clock = record.machine.deadline
-            let action = record.machine.granted(
-                job.lane, hooks: adapter != nil || record.request.adapt != nil, sending: record.request.urlRequest,
-                expectedBefore: record.progress.expectedDown, deadline: limits.deadlineSeconds, nextToken: &nextToken,
-                now: now)
-            if case .running(let until) = record.machine.deadline, record.machine.deadline != clock {
-                timer.addDeadline(until, slot: job.id, sequence: record.sequence, table: table)
+            let hooks = adapter != nil || record.request.adapt != nil
+            apply(job.id, now: now) { machine, shared in
+                machine.granted(
+                    job.lane, hooks: hooks, sending: record.request.urlRequest,
+                    expectedBefore: record.progress.expectedDown, deadline: limits.deadlineSeconds, &shared, now: now)
             }
-            move(job.id, from: before)
-            perform(action, job.id, now: now)
         }
     }
 
@@ -67,7 +97,7 @@ extension QueueStateMachine {
         }
         if before.runsTransfers, case .running(let left)? = phase,
             leaving || table[slot].machine.phase.attempt !== left,
-            let loans = left.split?.release()
+            let loans = left.split?.machine.release()
         {
             // A split download's lent connections go back with its attempt, however it ended.
             for loan in loans { scheduler.returnExtra(host: loan.host) }
@@ -87,19 +117,46 @@ extension QueueStateMachine {
         }
     }
 
+    /// Applies one event of `slot`'s machine: the phase before it, the event (with what every machine draws on), the
+    /// lanes and counts that follow its holdings, a deadline clock it started, then what it asks. `transferEnded`: the
+    /// transport reported the end of the transfer (a transfer sent again replaces one the queue stops itself).
+    /// Returns what the event asked.
+    @discardableResult
+    mutating func apply(
+        _ slot: Int, transferEnded: Bool = false, now: Double,
+        _ event: (inout RequestMachine, inout RequestMachine.Shared) -> RequestMachine.Action
+    ) -> RequestMachine.Action {
+        let record = table[slot]
+        let before = record.machine.phase
+        let clock = record.machine.deadline
+        let action = event(&record.machine, &shared)
+        if case .running(let until) = record.machine.deadline, record.machine.deadline != clock {
+            timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
+        }
+        let replaced = if case .startTransfer = action { true } else { false }
+        move(slot, from: before, transferEnded: transferEnded && !replaced)
+        perform(action, slot, transferEnded: transferEnded, now: now)
+        return action
+    }
+
     /// Does what the machine of the request in `slot` asked (`transferEnded`: the transport reported the end).
-    mutating func perform(_ action: RequestMachine.Action, _ slot: Int, transferEnded: Bool = false, now: Double) {
+    private mutating func perform(
+        _ action: RequestMachine.Action, _ slot: Int, transferEnded: Bool = false, now: Double
+    ) {
         let record = table[slot]
         let request = record.request
         switch action {
         case .none:
             break
-        case .adapt, .startPreflight, .commit, .rejoin, .resumed, .preflightDone, .waitUntil:
-            performControl(action, slot, now: now)
-        case .paused:
-            preconditionFailure("a pause is performed where it is asked")
-        case .sendAgainWithoutRange:
-            preconditionFailure("the machine sends an attempt again itself")
+        case .adapt(let token):
+            timer.addTimeout(
+                request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
+            actions.publish(record)
+            let hooks = [adapter, request.adapt].compactMap { $0 }
+            actions.list.append(
+                .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
+        case .startPreflight(let preflight):
+            startPreflight(preflight, slot, now: now)
         case .startTransfer(let attempt, let first, let replacing):
             if let replacing {
                 // The new transfer's file replaces the refused one's (deleting it first).
@@ -128,9 +185,8 @@ extension QueueStateMachine {
                 body: .checked(request, file: record.claim, continuesPart: continuesPart),
                 collectsMetrics: collectsMetrics)
             actions.list.append(.start(start))
-        case .attemptFailed(let error):
-            attemptFailed(slot, error, transferEnded: transferEnded, now: now)
-        case .askRetry(let decision, _):
+        case .askRetry(let decision, let left):
+            leave(left, slot, transferEnded: transferEnded, now: now)
             timer.addTimeout(
                 request.timeoutInterval, slot: slot, token: decision.token, now: now, live: scheduler.activeCount,
                 table: table)
@@ -139,7 +195,8 @@ extension QueueStateMachine {
                 slot: slot, token: decision.token, request: request, error: decision.failure,
                 attempts: record.machine.attempts, decide: (request.retryPolicy ?? retryPolicy).decide!)
             actions.list.append(.decide(decide))
-        case .waitToRetry(let wait, let delay, let error, _):
+        case .waitToRetry(let wait, let delay, let error, let left):
+            leave(left, slot, transferEnded: transferEnded, now: now)
             timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
             actions.publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
@@ -149,153 +206,125 @@ extension QueueStateMachine {
             outbox.log(.notice, .retryScheduled, request, now: now) {
                 "retry \(retry)/\(retries) in \(String(format: "%.2f", delay)) s: \(error)"
             }
+        case .commit(let attempt, let sink):
+            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
         case .end(.success(let response)):
             end(slot, .success(response), transferEnded: transferEnded, now: now)
         case .end(.failure(let error)):
             end(slot, .failure(error), transferEnded: transferEnded, failsSiblings: true, now: now)
+        case .rejoin:
+            actions.publish(record)
+        case .resumed:
+            actions.publish(record)
+            outbox.post(.didResume(request))
+            outbox.log(.info, .resumed, request, now: now) { "resumed" }
+        case .paused(let stopped):
+            // A late transfer event, hook, decision, timeout or retry deadline of what ran is now stale: the paused
+            // phase holds no token. Its bytes stay counted until the resumed transfer's response rebases them.
+            if let stopped {
+                keepOrDiscardPart(of: stopped, record)
+                record.downloadDirty = request.downloadProgressHandler != nil
+                flush.markChanged(at: now)
+            }
+            actions.publish(record)
+            outbox.post(.didPause(request))
+            outbox.log(.info, .paused, request, now: now) {
+                (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart
+                    ? "paused, keeping the partial file" : "paused"
+            }
+        case .preflightDone:
+            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
+            ledger.stopAwaitingSize(&record.progress)
+            actions.publish(record)
+        case .waitUntil(let deadline, let token):
+            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
         }
     }
 
-    /// Applies one transport event; a final head comes with its pipeline's `reading`. Events of a transfer that
-    /// is no longer current (ended, cancelled, timed out) are dropped: the queue's own state is the truth.
-    mutating func transferEvent(
-        _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
+    /// Starts `preflight`, the HEAD of `record`'s request to the source it names (the sources before it failed: a
+    /// mirror is asked as the GET would ask it, the credentials a redirect to another origin loses left behind).
+    private mutating func startPreflight(_ preflight: RequestState.Preflight, _ slot: Int, now: Double) {
+        let record = table[slot]
+        let request = record.request
+        var head = preflight.sent
+        if preflight.source > 0 {
+            record.sourcesDeadAtHead = preflight.source
+            let mirror = request.fileOptions.mirrors[preflight.source - 1]
+            head = SplitRules.request(preflight.sent, to: mirror, origin: preflight.sent.url, policy: redirectPolicy)
+            outbox.log(.notice, .sourceDropped, request, now: now) {
+                "the HEAD before failed: asking mirror \(preflight.source) (\(Redaction.describe(mirror)))"
+            }
+        }
+        head.httpMethod = "HEAD"
+        head.httpBody = nil
+        actions.publish(record)
+        timer.addTimeout(
+            head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount,
+            table: table)
+        outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
+        let start = QueueAction.Start(
+            slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
+            collectsMetrics: false)
+        actions.list.append(.start(start))
+    }
+
+    /// The request in `slot` left its failed attempt `left` for a retry (nil: none had started): what the queue saw
+    /// of it is its metrics unless its transport reported them (`transferEnded`), its part is kept or deleted, and
+    /// its bytes and size go back to what the next attempt's response will say.
+    private mutating func leave(_ left: Attempt?, _ slot: Int, transferEnded: Bool, now: Double) {
+        let record = table[slot]
+        if !transferEnded, collectsMetrics, let left {
+            outbox.post(.didCollectMetrics(record.request, metrics: record.collect(.init(stopped: left, at: now))))
+        }
+        // A kept part's bytes stay counted until the next attempt's response says whether they still count.
+        let kept = left.map { keepOrDiscardPart(of: $0, record) } ?? false
+        if !kept { ledger.restart(&record.progress) }
+        if let left, record.progress.expectedDown != left.expectedBefore {
+            // The size came from this attempt's response (perhaps an error page's): back to what was known.
+            ledger.replaceExpectedDownload(&record.progress, left.expectedBefore)
+        }
+        record.downloadDirty = record.request.downloadProgressHandler != nil
+        record.uploadDirty = record.request.uploadProgressHandler != nil
+        flush.markChanged(at: now)
+    }
+
+    /// The one rule for the part an attempt leaves (failed, or paused): kept for the next attempt when the request
+    /// continues parts (the sink keeps it only with a validator), else deleted. Returns true when kept.
+    @discardableResult
+    private mutating func keepOrDiscardPart(of attempt: Attempt, _ record: RequestRecord) -> Bool {
+        guard let sink = attempt.sink else { return false }
+        record.hasKeptPart = record.request.continuesPartialDownloads
+        actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+        return record.hasKeptPart
+    }
+
+    /// The adapt hooks of the attempt `token` returned the request to send, or threw.
+    mutating func adapted(
+        slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
     ) -> QueueActions {
-        guard table.isCurrent(slot, token: token) else { return QueueActions() }
-        transferEventApplied(event, reading: reading, slot: slot, token: token, now: now)
+        // The token is current only while the hooks run: a request ended or paused meanwhile holds another.
+        guard table.isCurrent(slot, token: token) else { return finishEvent(now) }
+        let record = table[slot]
+        let checked = outcome.mapError { NetworkQueueError.adaptationFailed($0) }.flatMap { urlRequest in
+            RequestRules.validate(urlRequest, destination: record.request.destination).map {
+                .failure(.invalidRequest($0))
+            } ?? .success(urlRequest)
+        }
+        apply(slot, now: now) {
+            $0.adapted(checked, of: record.request, expectedBefore: record.progress.expectedDown, &$1, now: now)
+        }
         return finishEvent(now)
     }
 
-    /// ``transferEvent(_:reading:slot:token:now:)`` of a current transfer, the event not finished.
-    mutating func transferEventApplied(
-        _ event: TransferEvent, reading: HeadReading?, slot: Int, token: UInt64, now: Double
-    ) {
-        let record = table[slot]
-        record.machine.lastActivity = now
-        let preflight: Bool
-        switch record.machine.phase {
-        case .preflighting: preflight = true
-        case .running: preflight = false
-        case .committing: return  // the transport reported after completing: nothing can change
-        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
-            .waitingToRetry, .following, .paused:
-            // A current token is held only by the phases above and these; none of these runs a transfer.
-            preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
+    /// The retry policy's closure answered about the attempt that failed in `slot`.
+    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions
+    {
+        // Cancelled or paused meanwhile: the token is stale.
+        guard table.isCurrent(slot, token: token), case .deciding = table[slot].machine.phase else {
+            return finishEvent(now)
         }
-        switch event {
-        case .head(let head):
-            guard !preflight else {
-                preflightHead(head, slot: slot, now: now)
-                break
-            }
-            // Without a pipeline's reading (tests drive the machine alone) no part is continued.
-            let acceptable = record.request.acceptableStatusCodes
-            headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
-        case .data(let data): if !preflight { receive(data.count, keeping: data, slot: slot, now: now) }
-        case .sent(let sent, let expected):
-            guard !preflight else { break }
-            ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
-            record.machine.phase.attempt?.sentBytes = sent
-            flush.list(slot, isListed: &record.isListedDirty)
-        case .redirect(let redirect): if !preflight { outbox.log(redirect, of: record.request, now: now) }
-        // Reported unasked (a transport that always measures): nobody reads them.
-        case .metrics(let metrics):
-            guard !preflight, collectsMetrics else { break }
-            outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
-        case .completed(let error):
-            transferEndedApplied(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
-        }
-    }
-
-    /// The final head of an attempt: what it means for the part, the progress and the request's rules.
-    mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
-        let record = table[slot]
-        let (head, request) = (reading.head, record.request)
-        let read = record.machine.headRead(
-            reading, of: request, received: record.progress.received, existingFile: nil,
-            expectedBefore: record.progress.expectedDown, wallClock: outbox.wallClock(at: now), nextToken: &nextToken,
-            now: now)
-        switch read {
-        case .interim: return
-        case .refusedRange(let offset, let restart):
-            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
-            outbox.log(.notice, .rangeRefused, request, now: now) {
-                "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
-            }
-            guard case .startTransfer(_, _, let refused?) = restart else { preconditionFailure("no restart") }
-            move(slot, from: .running(refused))
-            return perform(restart, slot, now: now)
-        case .read(let continuation, let length, let encoded, let problem):
-            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
-            switch continuation {
-            case .fresh: break
-            case .appended(let offset):
-                outbox.log(.info, .continuedFromByte, request, now: now) { "continued from byte \(offset)" }
-                // The part's bytes are done: counted once, as progress (never twice: see rebase).
-                ledger.rebase(&record.progress, received: offset)
-            case .startedOver(let offset):
-                outbox.log(.notice, .rangeRefused, request, now: now) {
-                    "the server sent the whole body (200) instead of continuing from byte \(offset)"
-                }
-                ledger.rebase(&record.progress, received: 0)
-            case .unrelated: ledger.rebase(&record.progress, received: 0)
-            // The earlier bytes no longer count.
-            case .restarted: ledger.restart(&record.progress)
-            }
-            // An unacceptable response's length (an error page's) never describes the resource: a retry would
-            // otherwise have counted the difference as progress.
-            if problem == nil {
-                if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
-                // No size: one unit, as any download of unknown size.
-                ledger.stopAwaitingSize(&record.progress)
-            }
-            // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
-            if outbox.hasListeners {
-                actions.publish(record)
-            } else {
-                flush.list(slot, isListed: &record.isListedDirty)
-                record.uploadDirty = true
-            }
-            flush.markChanged(at: now)
-            outbox.post(.didReceiveHeaders(request, head: head))
-            if let problem { attemptFailed(slot, problem, now: now) }
-        }
-    }
-
-    /// An attempt failed: the request's machine asks its retry policy; the request leaves the attempt and waits
-    /// (or asks the policy's closure), or ends with the failure.
-    private mutating func attemptFailed(
-        _ slot: Int, _ error: NetworkQueueError, transferEnded: Bool = false, now: Double
-    ) {
-        let record = table[slot]
-        let before = record.machine.phase
-        let action = record.machine.attemptEnded(
-            error, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
-            nextToken: &nextToken, jitter: &jitter, now: now)
-        switch action {
-        case .askRetry(_, let left), .waitToRetry(_, _, _, let left):
-            if !transferEnded, collectsMetrics, let left {
-                outbox.post(.didCollectMetrics(record.request, metrics: record.collect(.init(stopped: left, at: now))))
-            }
-            move(slot, from: before, transferEnded: transferEnded)
-            // A part is kept for the next attempt when the request continues parts (the sink keeps it only with a
-            // validator); its bytes stay counted until the next attempt's response says whether they still count.
-            if let sink = left?.sink {
-                record.hasKeptPart = record.request.continuesPartialDownloads
-                actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
-            }
-            if left?.sink == nil || !record.hasKeptPart { ledger.restart(&record.progress) }
-            if let left, record.progress.expectedDown != left.expectedBefore {
-                // The size came from this attempt's response (perhaps an error page's): back to what was known.
-                ledger.replaceExpectedDownload(&record.progress, left.expectedBefore)
-            }
-            record.downloadDirty = record.request.downloadProgressHandler != nil
-            record.uploadDirty = record.request.uploadProgressHandler != nil
-            flush.markChanged(at: now)
-        case .none, .adapt, .startPreflight, .startTransfer, .attemptFailed, .commit, .end, .rejoin, .waitUntil,
-            .preflightDone, .paused, .resumed, .sendAgainWithoutRange:
-            break
-        }
-        perform(action, slot, transferEnded: transferEnded, now: now)
+        let request = table[slot].request
+        apply(slot, now: now) { $0.retryDecided(decision, of: request, &$1, now: now) }
+        return finishEvent(now)
     }
 }

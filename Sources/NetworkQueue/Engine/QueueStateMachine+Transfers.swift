@@ -4,30 +4,84 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The other events of a request's transfers: its HEAD, its body, its file, its checksum, its adapt hooks and
-/// its retry closure. Each is handed to the request's ``RequestMachine``; ``perform(_:_:transferEnded:now:)``
-/// does what it asks.
+/// What a request's transfers report: their events, heads and bodies, their endings, their files, and a split
+/// download's connections (its ``SplitMachine``). Each is handed to the request's machine through
+/// ``apply(_:transferEnded:now:_:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
+/// are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
+    /// Applies one transport event; a final head comes with its pipeline's `reading`.
+    mutating func transferEvent(
+        _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
+    ) -> QueueActions {
+        guard table.isCurrent(slot, token: token) else { return QueueActions() }
+        transferEventApplied(event, reading: reading, slot: slot, now: now)
+        return finishEvent(now)
+    }
+
+    /// ``transferEvent(_:reading:slot:token:now:)`` of a current transfer, the event not finished.
+    private mutating func transferEventApplied(_ event: TransferEvent, reading: HeadReading?, slot: Int, now: Double) {
+        let record = table[slot]
+        let preflight: Bool
+        switch record.machine.phase {
+        case .preflighting: preflight = true
+        case .running: preflight = false
+        case .committing: return  // the transport reported after completing: nothing can change
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .following, .paused:
+            // A current token is held only by the phases above and these; none of these runs a transfer.
+            preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
+        }
+        switch event {
+        case .head(let head):
+            record.machine.touched(at: now)
+            guard !preflight else {
+                preflightHead(head, slot: slot, now: now)
+                break
+            }
+            // Without a pipeline's reading (tests drive the machine alone) no part is continued.
+            let acceptable = record.request.acceptableStatusCodes
+            headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
+        case .data(let data):
+            if preflight {
+                record.machine.touched(at: now)
+            } else {
+                receive(data.count, keeping: data, slot: slot, now: now)
+            }
+        case .sent(let sent, let expected):
+            guard !preflight else { break }
+            ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
+            record.machine.sent(sent, now: now)
+            flush.list(slot, isListed: &record.isListedDirty)
+        case .redirect(let redirect):
+            record.machine.touched(at: now)
+            if !preflight { outbox.log(redirect, of: record.request, now: now) }
+        // Reported unasked (a transport that always measures): nobody reads them.
+        case .metrics(let metrics):
+            record.machine.touched(at: now)
+            guard !preflight, collectsMetrics else { break }
+            outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
+        case .completed(let error):
+            transferEndedApplied(error.map { .failed($0) } ?? .succeeded, slot: slot, now: now)
+        }
+    }
+
     /// `count` bytes of a file-bound body arrived, written and hashed already (lent by the transport: see
     /// ``LendingTransport``). Dropped when the transfer is no longer current, as any transfer event.
     mutating func bodyReceived(_ count: Int, slot: Int, token: UInt64, now: Double) -> QueueActions {
         guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else {
             return QueueActions()
         }
-        table[slot].machine.lastActivity = now
         receive(count, keeping: nil, slot: slot, now: now)
         return finishEvent(now)
     }
 
     /// `count` body bytes of a main transfer arrived: `data`, which a body in memory keeps.
-    mutating func receive(_ count: Int, keeping data: Data?, slot: Int, now: Double) {
+    private mutating func receive(_ count: Int, keeping data: Data?, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
         receivedTotal &+= Int64(count)
         let isMemory = if case .memory = request.destination { true } else { false }
-        let action = record.machine.bodyPiece(
-            keeping: isMemory ? data : nil, received: record.progress.received, of: request)
         if let startedAt = record.machine.phase.attempt?.startedAt {
             record.bytesMoved += Int64(count)
             // Measured from the moment the transfer started, so that the first bytes already give a rate.
@@ -36,14 +90,19 @@ extension QueueStateMachine {
             }
             record.downloadMeter?.window.record(total: record.bytesMoved, at: now)
         }
-        guard case .none = action else { return perform(action, slot, now: now) }
+        let received = record.progress.received
+        apply(slot, now: now) {
+            $0.bodyPiece(keeping: isMemory ? data : nil, received: received, of: request, &$1, now: now)
+        }
+        // Past the size cap the attempt failed: the request waits or ended.
+        guard table.record(at: slot) === record, case .running = record.machine.phase else { return }
         flush.list(slot, isListed: &record.isListedDirty)
         record.downloadDirty = true
         flush.markChanged(at: now)
     }
 
     /// The final head of `slot`'s HEAD: its size, and whether the existing file is unchanged.
-    mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
+    private mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
         guard !ResponseRules.isInterim(head) else { return }
         let record = table[slot]
         if (200..<300).contains(head.statusCode) {
@@ -53,7 +112,65 @@ extension QueueStateMachine {
         let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: record.request.acceptableStatusCodes)
         _ = record.machine.headRead(
             reading, of: record.request, received: 0, existingFile: record.existingFile, expectedBefore: nil,
-            wallClock: outbox.wallClock(at: now), nextToken: &nextToken, now: now)
+            wallClock: outbox.wallClock(at: now), &shared, now: now)
+    }
+
+    /// The final head of an attempt: what it means for the part, the progress and the request's rules.
+    private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
+        let record = table[slot]
+        let (head, request) = (reading.head, record.request)
+        var read = RequestMachine.HeadAction.interim
+        let wallClock = outbox.wallClock(at: now)
+        // A refused range starts the attempt again in the same slot: its restart is applied as the machine's action.
+        apply(slot, now: now) { machine, shared in
+            read = machine.headRead(
+                reading, of: request, received: record.progress.received, existingFile: nil,
+                expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared, now: now)
+            if case .refusedRange(_, let restart) = read { return restart }
+            return .none
+        }
+        switch read {
+        case .interim: return
+        case .refusedRange(let offset, _):
+            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+            outbox.log(.notice, .rangeRefused, request, now: now) {
+                "the server refused to continue from byte \(offset) (\(head.statusCode)): sending again from byte 0"
+            }
+        case .read(let continuation, let length, let encoded, let problem):
+            outbox.log(.debug, .headReceived, request, now: now) { LogText.head(head) }
+            switch continuation {
+            case .fresh: break
+            case .appended(let offset):
+                outbox.log(.info, .continuedFromByte, request, now: now) { "continued from byte \(offset)" }
+                // The part's bytes are done: counted once, as progress (never twice: see rebase).
+                ledger.rebase(&record.progress, received: offset)
+            case .startedOver(let offset):
+                outbox.log(.notice, .rangeRefused, request, now: now) {
+                    "the server sent the whole body (200) instead of continuing from byte \(offset)"
+                }
+                ledger.rebase(&record.progress, received: 0)
+            case .unrelated: ledger.rebase(&record.progress, received: 0)
+            // The earlier bytes no longer count.
+            case .restarted: ledger.restart(&record.progress)
+            }
+            // An unacceptable response's length (an error page's) never describes the resource: a retry would
+            // otherwise have counted the difference as progress.
+            if problem == nil {
+                if length != nil || encoded { ledger.setExpectedDownload(&record.progress, length) }
+                // No size: one unit, as any download of unknown size.
+                ledger.stopAwaitingSize(&record.progress)
+            }
+            // Shown before didReceiveHeaders is delivered; when nobody hears it, with the next coalesced progress.
+            if outbox.hasListeners {
+                actions.publish(record)
+            } else {
+                flush.list(slot, isListed: &record.isListedDirty)
+                record.uploadDirty = true
+            }
+            flush.markChanged(at: now)
+            outbox.post(.didReceiveHeaders(request, head: head))
+            if let problem { apply(slot, now: now) { $0.attemptEnded(problem, of: request, &$1, now: now) } }
+        }
     }
 
     /// The current transfer of `slot` ended as `outcome` says (a checksum mismatch is reported by its pipeline):
@@ -72,18 +189,17 @@ extension QueueStateMachine {
     }
 
     /// ``transferEnded(_:slot:token:now:)`` of a current transfer, the event not finished.
-    mutating func transferEndedApplied(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
+    private mutating func transferEndedApplied(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
         let record = table[slot]
-        let before = record.machine.phase
-        let action = record.machine.transferEnded(
-            outcome, received: record.progress.received, file: record.claim?.url,
-            checksExistingFile: record.existingFile != nil, metrics: record.requestMetrics,
-            expectedBefore: record.progress.expectedDown, mirrors: record.request.fileOptions.mirrors.count,
-            nextToken: &nextToken, now: now)
-        // A transfer sent again replaces one the queue stops itself.
-        let replaced = if case .startTransfer = action { true } else { false }
-        move(slot, from: before, transferEnded: !replaced)
-        perform(action, slot, transferEnded: true, now: now)
+        let file = record.claim?.url
+        let checksExistingFile = record.existingFile != nil
+        let metrics = record.requestMetrics
+        apply(slot, transferEnded: true, now: now) {
+            $0.transferEnded(
+                outcome, of: record.request, received: record.progress.received, file: file,
+                checksExistingFile: checksExistingFile, metrics: metrics, expectedBefore: record.progress.expectedDown,
+                &$1, now: now)
+        }
     }
 
     /// An event of the file of `slot`'s current transfer: opened by the shell before the transfer starts (when
@@ -98,107 +214,137 @@ extension QueueStateMachine {
                 return actions.take(deliverAfter: outbox.announce(now: now))
             }
             // The new attempt's file takes over the part (continuing or replacing it).
-            table[slot].hasKeptPart = false
-            _ = table[slot].machine.file(event, file: nil, metrics: nil)
+            let record = table[slot]
+            record.hasKeptPart = false
+            _ = record.machine.file(event, of: record.request, file: nil, metrics: nil, &shared, now: now)
             return actions.take(deliverAfter: outbox.announce(now: now))
         case .failed:
-            if isCurrent { perform(table[slot].machine.file(event, file: nil, metrics: nil), slot, now: now) }
+            guard isCurrent else { break }
+            let request = table[slot].request
+            apply(slot, now: now) { $0.file(event, of: request, file: nil, metrics: nil, &$1, now: now) }
         case .committed(let error):
             guard isCurrent else { preconditionFailure("a commit for a request not committing") }
             let record = table[slot]
-            let action = record.machine.file(
-                event, file: record.claim?.url, metrics: error == nil ? record.requestMetrics : nil)
-            perform(action, slot, transferEnded: true, now: now)
-        }
-        return finishEvent(now)
-    }
-
-    /// Does what the machine of the request in `slot` asked that is not a transfer's or a retry's (see
-    /// ``perform(_:_:transferEnded:now:)``): its hooks or its HEAD to start, its file to commit, its slot again.
-    mutating func performControl(_ action: RequestMachine.Action, _ slot: Int, now: Double) {
-        let record = table[slot]
-        let request = record.request
-        switch action {
-        case .adapt(let token):
-            timer.addTimeout(
-                request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
-            actions.publish(record)
-            let hooks = [adapter, request.adapt].compactMap { $0 }
-            actions.list.append(
-                .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
-        case .startPreflight(let preflight):
-            let sent = preflight.sent
-            var head = sent
-            if preflight.source > 0 {
-                record.sourcesDeadAtHead = preflight.source
-                // The sources before it failed: the HEAD asks its mirror, as the GET would (the credentials a
-                // redirect to another origin loses stay behind).
-                let mirror = request.fileOptions.mirrors[preflight.source - 1]
-                head = SplitRules.request(sent, to: mirror, origin: sent.url, policy: redirectPolicy)
-                outbox.log(.notice, .sourceDropped, request, now: now) {
-                    "the HEAD before failed: asking mirror \(preflight.source) (\(Redaction.describe(mirror)))"
-                }
+            let (file, metrics) = (record.claim?.url, error == nil ? record.requestMetrics : nil)
+            apply(slot, transferEnded: true, now: now) {
+                $0.file(event, of: record.request, file: file, metrics: metrics, &$1, now: now)
             }
-            head.httpMethod = "HEAD"
-            head.httpBody = nil
-            actions.publish(record)
-            timer.addTimeout(
-                head.timeoutInterval, slot: slot, token: preflight.token, now: now, live: scheduler.activeCount,
-                table: table)
-            outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
-            let start = QueueAction.Start(
-                slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
-                collectsMetrics: false)
-            actions.list.append(.start(start))
-        case .commit(let attempt, let sink):
-            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
-        case .rejoin, .resumed:
-            actions.publish(record)
-        case .preflightDone:
-            // A HEAD without a size: the request weighs one unit, as any download of unknown size.
-            ledger.stopAwaitingSize(&record.progress)
-            actions.publish(record)
-        case .waitUntil(let deadline, let token):
-            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
-        case .none, .startTransfer, .attemptFailed, .askRetry, .waitToRetry, .end, .sendAgainWithoutRange, .paused:
-            preconditionFailure("performed where it is asked")
         }
+        return finishEvent(now)
     }
 
-    /// The adapt hooks of the attempt `token` returned the request to send, or threw.
-    mutating func adapted(
-        slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
+    // MARK: A split download
+
+    /// An event of a split download.
+    enum SplitEvent {
+        /// The download begins, sending `request` over its attempt's first transfer (options: its file's; `part`: what
+        /// its file holds already; `isCapped`: the queue caps its rate).
+        case begin(URLRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool)
+        /// An event of connection `id` (its body comes as ``bytes(_:connection:)``).
+        case transfer(TransferEvent, connection: Int)
+        /// `count` body bytes of connection `id` came.
+        case bytes(Int, connection: Int)
+        /// The writes of the last ``bytes(_:connection:)`` are done (see ``SplitMachine/written(_:recorded:failure:now:_:)``).
+        case written(Int, recorded: Bool, failure: NetworkQueueError?)
+        /// The shell began the file: its first head read, or the failure.
+        case fileBegun(Result<HeadReading, NetworkQueueError>)
+        /// A check for stalled connections came.
+        case stallCheckDue
+    }
+
+    /// Hands `event` of `slot`'s split attempt `token` to its machine and applies what it decides; what is the
+    /// shell's (``SplitMachine/Action``s: start, stop, write, end a segment, begin or finish the file, pass on,
+    /// check stalls) is appended to `shell`, in order. Dropped when the attempt is not current.
+    mutating func split(
+        _ event: SplitEvent, slot: Int, token: UInt64, shell: inout [SplitMachine.Action], now: Double
     ) -> QueueActions {
-        // The token is current only while the hooks run: a request ended or paused meanwhile holds another.
-        guard table.isCurrent(slot, token: token) else { return finishEvent(now) }
-        let record = table[slot]
-        let checked = outcome.mapError { NetworkQueueError.adaptationFailed($0) }.flatMap { urlRequest in
-            RequestRules.validate(urlRequest, destination: record.request.destination).map {
-                .failure(.invalidRequest($0))
-            } ?? .success(urlRequest)
+        guard table.isCurrent(slot, token: token), let attempt = table[slot].machine.phase.attempt else {
+            return QueueActions()
         }
-        let before = record.machine.phase
-        let action = record.machine.adapted(
-            checked, expectedBefore: record.progress.expectedDown, nextToken: &nextToken, now: now)
-        move(slot, from: before)
-        perform(action, slot, transferEnded: true, now: now)
+        var decided: [SplitMachine.Action] = []
+        var reading: HeadReading?
+        switch event {
+        case .begin(let request, let options, let part, let isCapped, let collectsMetrics):
+            // The sources the HEAD found dead are left by the first attempt (a retry asks every source again).
+            let record = table[slot]
+            let dead = record.machine.attempts == 1 ? record.sourcesDeadAtHead : 0
+            attempt.split = Attempt.Split(
+                SplitMachine(
+                    request: request, options: options, policy: redirectPolicy, part: part, deadAtHead: dead,
+                    isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided))
+        case .transfer(let transferEvent, let id):
+            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
+        case .bytes(let count, let id):
+            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &decided)
+        case .written(let kept, let recorded, let failure):
+            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
+        case .fileBegun(.success(let read)):
+            reading = read
+            attempt.split?.machine.handle(.fileBegun(nil), now: now, &decided)
+        case .fileBegun(.failure(let failure)):
+            attempt.split?.machine.handle(.fileBegun(failure), now: now, &decided)
+        case .stallCheckDue:
+            attempt.split?.machine.handle(.stallCheckDue, now: now, &decided)
+        }
+        applySplit(&decided, reading: reading, of: attempt, slot: slot, shell: &shell, now: now)
         return finishEvent(now)
     }
 
-    /// The retry policy's closure answered about the attempt that failed in `slot`.
-    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions
-    {
-        // Cancelled or paused meanwhile: the token is stale.
-        guard table.isCurrent(slot, token: token), case .deciding = table[slot].machine.phase else {
-            return finishEvent(now)
+    /// Applies a split machine's actions in order; the shell's go to `shell`. Once the attempt is over (one of them
+    /// ended it), the rest are dropped: its transfers were stopped with it.
+    private mutating func applySplit(
+        _ decided: inout [SplitMachine.Action], reading: HeadReading?, of attempt: Attempt, slot: Int,
+        shell: inout [SplitMachine.Action], now: Double
+    ) {
+        var index = 0
+        while index < decided.count, table.isCurrent(slot, token: attempt.token),
+            table[slot].machine.phase.attempt === attempt
+        {
+            let action = decided[index]
+            index += 1
+            switch action {
+            case .start(_, _, let cell):
+                attempt.transfers.insert(cell)
+                shell.append(action)
+            case .stop(let cell):
+                attempt.transfers.remove(cell)
+                shell.append(action)
+            case .write, .endSegment, .beginFile, .passOn, .checkStalls, .finish:
+                shell.append(action)
+            case .hearHead:
+                if let reading { headRead(reading, slot, now) }
+            case .forward(let event):
+                transferEventApplied(event, reading: nil, slot: slot, now: now)
+            case .note(let event, let level, let message):
+                outbox.log(level, event, table[slot].request, now: now) { message }
+            case .count(let count):
+                receive(count, keeping: nil, slot: slot, now: now)
+            case .borrow(let wanted):
+                for _ in 0..<wanted {
+                    guard let loan = lendConnection(slot: slot, to: attempt.split?.machine.nextSourceURL) else { break }
+                    attempt.split?.machine.handle(.lent(loan), now: now, &decided)
+                }
+                attempt.split?.machine.handle(.lent(nil), now: now, &decided)
+            case .giveBack(let loan):
+                scheduler.returnExtra(host: loan.host)
+            case .fail(let error):
+                transferEndedApplied(.failed(error), slot: slot, now: now)
+            case .fileFailed(let error):
+                let request = table[slot].request
+                apply(slot, now: now) { $0.file(.failed(error), of: request, file: nil, metrics: nil, &$1, now: now) }
+            }
         }
-        let record = table[slot]
-        let before = record.machine.phase
-        let action = record.machine.retryDecided(
-            decision, policy: (record.request.retryPolicy ?? retryPolicy), method: record.request.method,
-            nextToken: &nextToken, jitter: &jitter, now: now)
-        move(slot, from: before)
-        perform(action, slot, transferEnded: true, now: now)
-        return finishEvent(now)
+    }
+
+    /// One connection lent to a running split download.
+    struct ConnectionLoan: Sendable {
+        /// The host it counts toward under a per-host limit.
+        let host: Int?
+    }
+
+    /// Lends `slot`'s running attempt one more connection to `source`, or nil when no slot would idle.
+    private mutating func lendConnection(slot: Int, to source: URL?) -> ConnectionLoan? {
+        let host = scheduler.perHostLimit > 0 ? servers.number(of: source) : nil
+        return scheduler.lendExtra(host: host) ? ConnectionLoan(host: host) : nil
     }
 }

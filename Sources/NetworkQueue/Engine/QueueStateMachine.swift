@@ -27,7 +27,10 @@ struct QueueStateMachine {
     /// asking for them.
     var collectsMetrics = false
     /// The retry policy of requests that have none of their own.
-    var retryPolicy = RetryPolicy()
+    var retryPolicy: RetryPolicy {
+        get { shared.retryPolicy }
+        set { shared.retryPolicy = newValue }
+    }
     /// The deadline and lowest speed of requests that have none of their own.
     var timeLimits = TimeLimits()
     /// What a mirror's HEAD leaves behind of the request's headers: the transport's redirect policy.
@@ -40,8 +43,8 @@ struct QueueStateMachine {
     var receivedTotal: Int64 = 0
     /// The queue's adapt hook, run before each attempt of every request (the machine never calls it).
     var adapter: (@Sendable (URLRequest) async throws -> URLRequest)?
-    /// Draws the backoff's jitter.
-    var jitter: JitterSource
+    /// What every request's machine draws on: the next token, the backoff's jitter, the queue's retry policy.
+    var shared: RequestMachine.Shared
     /// Requests in ``RequestState/waitingToRetry(_:)``.
     var waitingRetries = 0
 
@@ -71,7 +74,6 @@ struct QueueStateMachine {
     var leaders: [String: Int] = [:]
     /// The servers seen while a per-host limit was on (see ``perHostLimit``).
     var servers = ServerNumbers()
-    var nextToken: UInt64 = 0
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
     var actions = QueueActions()
@@ -89,7 +91,7 @@ struct QueueStateMachine {
         self.ceiling = max(1, ceiling)
         scheduler = Scheduler(limit: Scheduler.effectiveLimit(limit, ceiling: self.ceiling))
         scheduler.preflightWindow = Scheduler.preflightWindow(limit: scheduler.limit)
-        jitter = JitterSource(seed: seed)
+        shared = RequestMachine.Shared(jitter: JitterSource(seed: seed))
     }
 
     // MARK: Queries

@@ -6,8 +6,18 @@ import Foundation
 
 /// One request's life: its phase (``RequestState``), which only the events in this file move, and what lives for
 /// the whole request. Each event returns an ``Action``: what the coordinator (``QueueStateMachine``) must do with
-/// the shared resources. An event its phase cannot take stops the process, naming both.
+/// the shared resources. An event that fails an attempt returns the final action itself (its retry verdict, through
+/// ``RetryRules``): nothing is handed back for a second decision. An event its phase cannot take stops the process,
+/// naming both.
 struct RequestMachine {
+    /// What every request's machine draws on, held once by the coordinator: the next token to hand out, the backoff's
+    /// jitter, and the retry policy of requests that have none of their own.
+    struct Shared {
+        var nextToken: UInt64 = 0
+        var jitter: JitterSource
+        var retryPolicy = RetryPolicy()
+    }
+
     /// Where the request is. Only the machine's events assign it.
     private(set) var phase = RequestState.pending
     // In this order (flag, count behind the phase's tag; the clock's tag last): 41 bytes per waiting request.
@@ -15,8 +25,8 @@ struct RequestMachine {
     private(set) var hasStarted = false
     /// ``attempts``, kept in 32 bits beside the flag.
     private var attemptCount: Int32 = 0
-    /// When the request last moved a byte or changed phase (the coordinator notes its transfer's events here).
-    var lastActivity: Double = 0
+    /// When the request last moved a byte or changed phase (``touched(at:)`` notes its transfer's events).
+    private(set) var lastActivity: Double = 0
     /// ``startedAt``, NaN until then (an optional would take a tag and padding).
     private var firstStart = Double.nan
     /// The request's deadline clock (see ``TimeLimits/deadline``): started with its first slot, stopped while
@@ -32,7 +42,7 @@ struct RequestMachine {
     /// nil: none) unless it runs already.
     mutating func granted(
         _ lane: Scheduler.Lane, hooks: Bool, sending sent: URLRequest, expectedBefore: Int64?, deadline limit: Double?,
-        nextToken: inout UInt64, now: Double
+        _ shared: inout Shared, now: Double
     ) -> Action {
         switch phase {
         case .awaitingPreflight where lane == .preflight, .pending where lane == .main,
@@ -43,17 +53,18 @@ struct RequestMachine {
             .deciding, .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a slot in the \(lane) lane in phase \(phase.name)")
         }
-        guard hooks else { return start(lane == .preflight, sent, expectedBefore, &nextToken, now: now) }
-        nextToken += 1
+        guard hooks else { return start(lane == .preflight, sent, expectedBefore, &shared, now: now) }
+        shared.nextToken += 1
         lastActivity = now
-        phase = lane == .preflight ? .adaptingPreflight(token: nextToken) : .adaptingMain(token: nextToken)
-        return .adapt(token: nextToken)
+        phase =
+            lane == .preflight ? .adaptingPreflight(token: shared.nextToken) : .adaptingMain(token: shared.nextToken)
+        return .adapt(token: shared.nextToken)
     }
 
-    /// The adapt hooks answered with the request to send (already validated) or a failure.
+    /// The adapt hooks of `request` answered with the request to send (already validated) or a failure.
     mutating func adapted(
-        _ outcome: Result<URLRequest, NetworkQueueError>, expectedBefore: Int64?, nextToken: inout UInt64,
-        now: Double
+        _ outcome: Result<URLRequest, NetworkQueueError>, of request: NetworkRequest, expectedBefore: Int64?,
+        _ shared: inout Shared, now: Double
     ) -> Action {
         let preflight: Bool
         switch phase {
@@ -64,18 +75,19 @@ struct RequestMachine {
             preconditionFailure("adapt hooks answering in phase \(phase.name)")
         }
         switch outcome {
-        case .failure(let error): return .attemptFailed(error)
-        case .success(let sent): return start(preflight, sent, expectedBefore, &nextToken, now: now)
+        case .failure(let error): return attemptEnded(error, of: request, &shared, now: now)
+        case .success(let sent): return start(preflight, sent, expectedBefore, &shared, now: now)
         }
     }
 
     /// Starts the HEAD (`preflight`) or a new attempt sending `sent`; `replacing`: the running attempt, sent
     /// again without a range.
     private mutating func start(
-        _ preflight: Bool, _ sent: URLRequest, _ expectedBefore: Int64?, _ nextToken: inout UInt64,
+        _ preflight: Bool, _ sent: URLRequest, _ expectedBefore: Int64?, _ shared: inout Shared,
         replacing: Attempt? = nil, now: Double
     ) -> Action {
-        nextToken += 1
+        shared.nextToken += 1
+        let nextToken = shared.nextToken
         lastActivity = now
         switch phase {
         case .awaitingPreflight where preflight, .adaptingPreflight where preflight:
@@ -102,7 +114,7 @@ struct RequestMachine {
     /// a part the server refused to continue is sent again at once without a range, in the same slot.
     mutating func headRead(
         _ reading: HeadReading, of request: NetworkRequest, received: Int64, existingFile: ExistingFileRules.FileState?,
-        expectedBefore: Int64?, wallClock: Date, nextToken: inout UInt64, now: Double
+        expectedBefore: Int64?, wallClock: Date, _ shared: inout Shared, now: Double
     ) -> HeadAction {
         switch phase {
         case .preflighting(let preflight):
@@ -125,7 +137,7 @@ struct RequestMachine {
                 continuation = .appended(offset: attempt.continuedFrom)
                 total = whole ?? ResponseRules.knownLength(of: head).map { $0 + attempt.continuedFrom }
             case .restartWithoutRange?:
-                let restart = start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
+                let restart = start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
                 return .refusedRange(offset: attempt.continuedFrom, restart: restart)
             case .startOver?: continuation = .startedOver(offset: attempt.continuedFrom)
             case .unrelated?: continuation = .unrelated
@@ -154,57 +166,115 @@ struct RequestMachine {
         }
     }
 
-    /// The transport reported the end of the current transfer, as `outcome` says. A HEAD that failed while
-    /// checking an existing file (`existingFile`) leaves the decision to the GET; one that failed with `mirrors`
-    /// left asks the next mirror, and fails the request only when none is left.
-    /// `file` is the claimed destination.
+    /// The transport reported the end of the current transfer of `request`, as `outcome` says. A HEAD that failed
+    /// while checking an existing file (`checksExistingFile`) leaves the decision to the GET; one that failed with a
+    /// source left asks the next (``FailoverRules``), and fails the request only when none is left. `file` is the
+    /// claimed destination.
     mutating func transferEnded(
-        _ outcome: TransferOutcome, received: Int64, file: URL?, checksExistingFile: Bool, metrics: RequestMetrics?,
-        expectedBefore: Int64?, mirrors: Int = 0, nextToken: inout UInt64, now: Double
+        _ outcome: TransferOutcome, of request: NetworkRequest, received: Int64, file: URL?, checksExistingFile: Bool,
+        metrics: RequestMetrics?, expectedBefore: Int64?, _ shared: inout Shared, now: Double
     ) -> Action {
         switch phase {
         case .preflighting(let preflight):
             if case .failed(let error) = outcome, !checksExistingFile {
-                if FailoverRules.verdict(afterHeadOf: preflight.source, count: mirrors + 1) == .nextSource {
-                    nextToken += 1
-                    lastActivity = now
-                    let next = RequestState.Preflight(
-                        token: nextToken, cell: TransferCell(), source: preflight.source + 1, sent: preflight.sent)
-                    phase = .preflighting(next)
-                    return .startPreflight(next)
-                }
-                return .attemptFailed(.preflightFailed(Redaction.redacted(error)))
+                return preflightFailed(preflight, error, of: request, &shared, now: now)
             }
             if case .succeeded = outcome, let head = preflight.unchangedHead {
                 // The file on disk is the resource: kept as it is, no GET.
                 return .end(.success(.init(head: head, body: Data(), fileURL: file, keptExistingFile: true)))
             }
-            if case .succeeded = outcome, let tooLarge = preflight.tooLarge { return .attemptFailed(tooLarge) }
+            if case .succeeded = outcome, let tooLarge = preflight.tooLarge {
+                return attemptEnded(tooLarge, of: request, &shared, now: now)
+            }
             phase = .awaitingMain
             // The HEAD's deadline ends with it: the transfer's starts with its slot.
             deadline = .notStarted
             return .preflightDone
         case .running(let attempt):
-            let action = attempt.ended(outcome, received: received, file: file, metrics: metrics)
-            if case .sendAgainWithoutRange = action {
-                return start(false, attempt.sent, expectedBefore, &nextToken, replacing: attempt, now: now)
+            switch Self.ending(of: attempt, outcome, received: received, file: file, metrics: metrics) {
+            case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
+            case .sendAgainWithoutRange:
+                return start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
+            case .succeeded(let response): return .end(.success(response))
+            case .commit(let sink):
+                phase = .committing(attempt)
+                return .commit(attempt, sink)
             }
-            if case .commit = action { phase = .committing(attempt) }
-            return action
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a transfer ending in phase \(phase.name)")
         }
     }
 
-    /// The current attempt failed with `error`. When the retry `policy` allows another attempt the request
-    /// leaves it (`left` in the action) and asks the policy's closure
-    /// or waits; otherwise it ends with the failure. Only main attempts are retried: a preflight's failure
-    /// is final, as is a failure while committing or deciding.
-    mutating func attemptEnded(
-        _ error: NetworkQueueError, policy: RetryPolicy, method: String, nextToken: inout UInt64,
-        jitter: inout JitterSource, now: Double
+    /// `preflight` failed with `error` (or timed out): the next source of `request`'s file is asked while one is left
+    /// (``FailoverRules``), as a new HEAD of the same request in the same slot; otherwise the request fails.
+    private mutating func preflightFailed(
+        _ preflight: RequestState.Preflight, _ error: URLError, of request: NetworkRequest, _ shared: inout Shared,
+        now: Double
     ) -> Action {
+        let count = request.fileOptions.mirrors.count + 1
+        guard FailoverRules.verdict(afterHeadOf: preflight.source, count: count) == .nextSource else {
+            return attemptEnded(.preflightFailed(Redaction.redacted(error)), of: request, &shared, now: now)
+        }
+        shared.nextToken += 1
+        lastActivity = now
+        let next = RequestState.Preflight(
+            token: shared.nextToken, cell: TransferCell(), source: preflight.source + 1, sent: preflight.sent)
+        phase = .preflighting(next)
+        return .startPreflight(next)
+    }
+
+    /// What an attempt's transfer ending means.
+    private enum Ending {
+        case failed(NetworkQueueError)
+        /// A continued part that did not verify: the attempt is sent again without a range.
+        case sendAgainWithoutRange
+        case succeeded(NetworkResponse)
+        /// The file is to be moved into place first.
+        case commit(FileSink)
+    }
+
+    /// What `attempt`'s transfer ending as `outcome` means (`received` body bytes in all, `file` the claimed
+    /// destination, `metrics` the request's).
+    private static func ending(
+        of attempt: Attempt, _ outcome: TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?
+    ) -> Ending {
+        switch outcome {
+        case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
+        // The part may be what was wrong: once more from byte 0.
+        case .checksumMismatch where attempt.continuedFrom > 0: return .sendAgainWithoutRange
+        case .checksumMismatch(let expected, let actual):
+            return .failed(.integrityCheckFailed(expected: expected, actual: actual))
+        case .succeeded: break
+        }
+        guard let head = attempt.head else { return .failed(.transport(URLError(.badServerResponse))) }
+        let method = attempt.sent.httpMethod
+        if ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength) {
+            return .failed(.transport(URLError(.networkConnectionLost)))
+        }
+        guard let file else { return .succeeded(NetworkResponse(head: head, body: attempt.body, metrics: metrics)) }
+        guard let sink = attempt.sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }
+        return .commit(sink)
+    }
+
+    /// The current transfer reported something at `now`: its idle timeout counts from here.
+    mutating func touched(at now: Double) { lastActivity = now }
+
+    /// The running attempt's transport sent `bytes` of its body so far, at `now`.
+    mutating func sent(_ bytes: Int64, now: Double) {
+        lastActivity = now
+        phase.attempt?.sentBytes = bytes
+    }
+
+    /// The current attempt of `request` failed with `error` (an event of this machine, or the coordinator's: an
+    /// invalid request, a response's problem). When its retry policy (the request's, else the queue's) allows another
+    /// attempt the request leaves it (`left` in the action) and asks the policy's closure or waits; otherwise it ends
+    /// with the failure. Only main attempts are retried: a preflight's failure is final, as is a failure while
+    /// committing or deciding.
+    mutating func attemptEnded(
+        _ error: NetworkQueueError, of request: NetworkRequest, _ shared: inout Shared, now: Double
+    ) -> Action {
+        let policy = request.retryPolicy ?? shared.retryPolicy
         let attempt: Attempt?
         switch phase {
         case .running(let running): attempt = running
@@ -214,42 +284,43 @@ struct RequestMachine {
             return .end(.failure(error))
         }
         let verdict = RetryRules.verdict(
-            policy: policy, error: error, method: method, attempts: attempts, retryAfter: attempt?.retryAfter)
+            policy: policy, error: error, method: request.method, attempts: attempts, retryAfter: attempt?.retryAfter)
         guard verdict != .fail else { return .end(.failure(error)) }
-        nextToken += 1
+        shared.nextToken += 1
         if verdict == .ask, policy.decide != nil {
             lastActivity = now
             let decision = RequestState.Decision(
-                token: nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head)
+                token: shared.nextToken, failure: error, retryAfter: attempt?.retryAfter, lastHead: attempt?.head)
             phase = .deciding(decision)
             return .askRetry(decision, left: attempt)
         }
-        return wait(verdict, error, policy, attempt?.head, nextToken, &jitter, left: attempt, now: now)
+        return wait(verdict, error, policy, attempt?.head, &shared, left: attempt, now: now)
     }
 
-    /// The retry policy's closure answered `decision` about the failed attempt.
+    /// The retry policy's closure answered `decision` about `request`'s failed attempt.
     mutating func retryDecided(
-        _ decision: RetryPolicy.Decision, policy: RetryPolicy, method: String, nextToken: inout UInt64,
-        jitter: inout JitterSource, now: Double
+        _ decision: RetryPolicy.Decision, of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         guard case .deciding(let deciding) = phase else { preconditionFailure("a decision in phase \(phase.name)") }
         let error = deciding.failure
+        let policy = request.retryPolicy ?? shared.retryPolicy
         let verdict = RetryRules.verdict(
-            after: decision, policy: policy, error: error, method: method, retryAfter: deciding.retryAfter)
+            after: decision, policy: policy, error: error, method: request.method, retryAfter: deciding.retryAfter)
         if verdict == .fail || verdict == .ask { return .end(.failure(error)) }
-        nextToken += 1
-        return wait(verdict, error, policy, deciding.lastHead, nextToken, &jitter, left: nil, now: now)
+        shared.nextToken += 1
+        return wait(verdict, error, policy, deciding.lastHead, &shared, left: nil, now: now)
     }
 
     /// Waits for the retry as `verdict` says, unless the wait would end at or past the deadline: no attempt could
     /// follow, so the request ends with the attempt's failure now.
     private mutating func wait(
         _ verdict: RetryVerdict, _ error: NetworkQueueError, _ policy: RetryPolicy, _ lastHead: ResponseHead?,
-        _ token: UInt64, _ jitter: inout JitterSource, left: Attempt?, now: Double
+        _ shared: inout Shared, left: Attempt?, now: Double
     ) -> Action {
+        let token = shared.nextToken
         let (delay, serverAsked): (Double, Bool)
         switch verdict {
-        case .backoff: (delay, serverAsked) = (policy.backoff.delay(forRetry: attempts, using: &jitter), false)
+        case .backoff: (delay, serverAsked) = (policy.backoff.delay(forRetry: attempts, using: &shared.jitter), false)
         case .wait(let seconds, let asked): (delay, serverAsked) = (seconds, asked)
         case .fail, .ask: preconditionFailure("no wait for verdict \(verdict)")
         }
@@ -312,5 +383,193 @@ struct RequestMachine {
             preconditionFailure("\(leader == nil ? "a leader's work inherited" : "a leader") in phase \(phase.name)")
         }
         return .none
+    }
+}
+
+// MARK: - What the events say
+
+extension RequestMachine {
+    /// What the coordinator must do after an event.
+    enum Action {
+        /// Nothing beyond what the phase's holdings say.
+        case none
+        /// Run the adapt hooks; their answer comes back under `token`.
+        case adapt(token: UInt64)
+        /// Start the HEAD preflight (of the request the preflight carries, to the source it names).
+        case startPreflight(RequestState.Preflight)
+        /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
+        /// `replacing`: the attempt sent again without a range, whose file is to be discarded.
+        case startTransfer(Attempt, first: Bool, replacing: Attempt?)
+        /// Ask the retry policy's closure about `left`'s failure.
+        case askRetry(RequestState.Decision, left: Attempt?)
+        /// Wait `delay` seconds, then rejoin the pending requests.
+        case waitToRetry(RequestState.RetryWait, delay: Double, error: NetworkQueueError, left: Attempt?)
+        /// Move the finished attempt's file into place.
+        case commit(Attempt, FileSink)
+        /// The request ends with this result.
+        case end(Result<NetworkResponse, NetworkQueueError>)
+        /// The request waits for a slot again (its retry time came).
+        case rejoin
+        /// Check again at this time (the request was active since its deadline was set).
+        case waitUntil(Double, token: UInt64)
+        /// Its HEAD ended without ending the request: it waits for a slot for its transfer.
+        case preflightDone
+        /// Paused (`stopped`: the attempt it stopped, whose part is kept when the request continues parts).
+        case paused(stopped: Attempt?)
+        /// Resumed: it waits for a slot again (for its HEAD first when `withPreflight`).
+        case resumed(withPreflight: Bool)
+    }
+
+    /// How a transfer ended, as its transport and pipeline report it.
+    enum TransferOutcome {
+        /// Its transport reported success (and its body verified, when checked).
+        case succeeded
+        /// Its transport failed.
+        case failed(URLError)
+        /// Its body did not hash as `expected`.
+        case checksumMismatch(expected: Checksum, actual: Checksum)
+    }
+
+    /// An event of an attempt's file.
+    enum FileEvent {
+        /// The shell opened it, before the transfer starts.
+        case opened(FileSink)
+        /// It could not be opened or written.
+        case failed(NetworkQueueError)
+        /// It was moved into place (`error` nil), or could not be.
+        case committed(NetworkQueueError?)
+    }
+
+    /// Body bytes of the running attempt arrived at `now`, `received` in all: `data` is kept for a memory body (nil:
+    /// written to its file already). Past the request's size cap the attempt fails.
+    mutating func bodyPiece(
+        keeping data: Data?, received: Int64, of request: NetworkRequest, _ shared: inout Shared, now: Double
+    ) -> Action {
+        lastActivity = now
+        guard case .running(let attempt) = phase else { preconditionFailure("a body piece in phase \(phase.name)") }
+        if let data {
+            // The first piece is kept as it is (its buffer shared, not copied): most bodies are one piece. A
+            // slice is copied, so that a body's indices always start at 0.
+            if attempt.body.isEmpty, data.startIndex == 0 { attempt.body = data } else { attempt.body.append(data) }
+        }
+        guard let limit = request.maximumResponseSize, received > limit else { return .none }
+        return attemptEnded(.responseTooLarge(limit: limit, url: request.url), of: request, &shared, now: now)
+    }
+
+    /// What a final head means to the coordinator: the bytes counted so far, the size, the response's problem.
+    enum HeadAction {
+        /// An interim head (100 Continue, 103 Early Hints): never the final response.
+        case interim
+        /// The server refused to continue the part from byte `offset`: `restart` sends it again without a range
+        /// (``Action/none`` as ``Attempt`` reads it).
+        case refusedRange(offset: Int64, restart: Action)
+        /// The head was read. `continuation` says what becomes of the bytes counted so far; `length` is the
+        /// body's decoded size when known; `problem` fails the attempt.
+        case read(Continuation, length: Int64?, encoded: Bool, problem: NetworkQueueError?)
+    }
+
+    /// What a final head did to the part or the bytes before it.
+    enum Continuation: Equatable {
+        /// A first head of a fresh transfer.
+        case fresh
+        /// A 206 continued the part after `offset` bytes.
+        case appended(offset: Int64)
+        /// A 200 sent the whole body instead of continuing from `offset`.
+        case startedOver(offset: Int64)
+        /// A part that did not describe this response: its bytes no longer count.
+        case unrelated
+        /// A second head (the transfer restarted) or an attempt that kept its part and did not continue it.
+        case restarted
+    }
+
+    /// What a lowest-speed check reads: the limit, the running attempt's bytes moved (received and sent) and the
+    /// queue's bytes received now, the queue's cap, the request's URL (for the error).
+    struct SpeedCheck {
+        let limit: LowestSpeed
+        let moved: Int64
+        let queueReceived: Int64
+        let rateCap: Int?
+        let url: URL?
+    }
+
+    /// The queue's timer came at `now` for what `request` waits for (a transfer, hooks, the retry closure).
+    /// Idle for `idle` seconds (nil: no idle timeout), it fails (a HEAD that timed out as one that failed: the next
+    /// source is asked); a running attempt's lowest-speed window ends and is judged (`speed`, nil: no lowest speed).
+    /// Otherwise it is checked again when the next of those comes.
+    mutating func timedCheck(
+        idle: Double?, speed: SpeedCheck?, of request: NetworkRequest, _ shared: inout Shared, now: Double
+    ) -> Action {
+        if let idle, now - lastActivity >= idle {
+            switch phase {
+            case .preflighting(let preflight):
+                return preflightFailed(preflight, URLError(.timedOut), of: request, &shared, now: now)
+            case .adaptingPreflight:
+                return attemptEnded(.preflightFailed(URLError(.timedOut)), of: request, &shared, now: now)
+            case .adaptingMain, .running:
+                return attemptEnded(.transport(URLError(.timedOut)), of: request, &shared, now: now)
+            // The closure deciding on a failed attempt never answered: no more attempts.
+            case .deciding: return .end(.failure(.transport(URLError(.timedOut))))
+            case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
+                preconditionFailure("a timeout in phase \(phase.name)")
+            }
+        }
+        switch phase {
+        case .preflighting, .adaptingPreflight, .adaptingMain, .running, .deciding: break
+        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a timeout in phase \(phase.name)")
+        }
+        var next = idle.map { lastActivity + $0 }
+        if let speed, let attempt = phase.attempt {
+            var window =
+                attempt.speedWindow ?? SpeedWindow(start: now, moved: speed.moved, queueReceived: speed.queueReceived)
+            switch window.judge(
+                speed.limit, moved: speed.moved, queueReceived: speed.queueReceived, rateCap: speed.rateCap, now: now)
+            {
+            case .tooSlow(let rate):
+                let error = NetworkQueueError.tooSlow(bytesPerSecond: rate, limit: speed.limit, url: speed.url)
+                return attemptEnded(error, of: request, &shared, now: now)
+            case .due(let due), .kept(let due): next = min(next ?? due, due)
+            }
+            attempt.speedWindow = window
+        }
+        return next.map { .waitUntil($0, token: phase.token!) } ?? .none
+    }
+
+    /// The deadline timer came at `now`: past its deadline (`seconds` long) the request ends, unless its file is
+    /// being moved into place (a local rename, its end near) or it follows a leader (which has its own deadline).
+    /// A paused request's clock is stopped; a clock restarted since (resumed) is checked by its own entry.
+    func deadlinePassed(seconds: Double, url: URL?, now: Double) -> Action {
+        guard case .running(let until) = deadline, now >= until else { return .none }
+        switch phase {
+        case .committing, .following, .paused: return .none
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding, .waitingToRetry:
+            return .end(.failure(.deadlineExceeded(seconds: seconds, url: url)))
+        }
+    }
+
+    /// The user cancelled the request: it ends, unless its file is being moved into place.
+    func cancel() -> Action {
+        if case .committing = phase { return .none }
+        return .end(.failure(.cancelled))
+    }
+
+    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
+    mutating func file(
+        _ event: FileEvent, of request: NetworkRequest, file url: URL?, metrics: RequestMetrics?,
+        _ shared: inout Shared, now: Double
+    ) -> Action {
+        switch (event, phase) {
+        case (.opened(let sink), .running(let attempt)):
+            attempt.sink = sink
+            attempt.continuedFrom = sink.continuedFrom
+            return .none
+        case (.failed(let error), .running): return attemptEnded(error, of: request, &shared, now: now)
+        case (.failed, _): return .none
+        case (.committed(let error?), .committing): return attemptEnded(error, of: request, &shared, now: now)
+        case (.committed(nil), .committing(let attempt)):
+            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
+        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
+        }
     }
 }

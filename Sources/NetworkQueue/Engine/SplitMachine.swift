@@ -93,6 +93,23 @@ struct SplitMachine {
         case fileFailed(NetworkQueueError)
     }
 
+    /// What happens to the download.
+    enum Event {
+        /// An event of connection `id` other than its body.
+        case transfer(TransferEvent, connection: Int)
+        /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``.
+        case bytes(Int, connection: Int)
+        /// The writes of the last ``bytes(_:connection:)`` are done: `kept` bytes in all (the record saved when
+        /// `recorded`), or the part could not be written (`failure`).
+        case written(Int, recorded: Bool, failure: NetworkQueueError?)
+        /// The shell began the file (``Action/beginFile(_:done:head:)``), or could not (the failure).
+        case fileBegun(NetworkQueueError?)
+        /// The queue answered a ``Action/borrow(_:)``: a connection lent, or (nil) none more.
+        case lent(QueueStateMachine.ConnectionLoan?)
+        /// The check for stalled connections came (``Action/checkStalls(at:)``).
+        case stallCheckDue
+    }
+
     /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
     static let askEvery: Int64 = 4 << 20
     /// Connections of the last source started again in one attempt after one broke having received bytes.
@@ -182,8 +199,23 @@ struct SplitMachine {
 
     // MARK: Events
 
+    /// Applies `event` at `now`; what follows from it is appended to `actions`, in order.
+    mutating func handle(_ event: Event, now: Double, _ actions: inout [Action]) {
+        switch event {
+        case .transfer(let transferEvent, let id): self.transferEvent(transferEvent, connection: id, now: now, &actions)
+        case .bytes(let count, let id): bytes(count, connection: id, now: now, &actions)
+        case .written(let kept, let recorded, let failure):
+            written(kept, recorded: recorded, failure: failure, now: now, &actions)
+        case .fileBegun(let failure): fileBegun(failure, now: now, &actions)
+        case .lent(let loan): lent(loan, now: now, &actions)
+        case .stallCheckDue: stallCheckDue(now: now, &actions)
+        }
+    }
+
     /// An event of connection `id` other than its body (``bytes(_:connection:now:_:)``).
-    mutating func transferEvent(_ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]) {
+    private mutating func transferEvent(
+        _ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]
+    ) {
         guard let connection = connections[id] else { return }
         switch mode {
         case .first: first(event, connection: id, now: now, &actions)
@@ -194,7 +226,7 @@ struct SplitMachine {
 
     /// The shell began the file (``Action/beginFile(_:done:head:)``): the head is heard, the first connection takes
     /// the first segment and the others are asked for; or the part could not be begun, and the attempt fails.
-    mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
+    private mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
         guard mode == .beginning, let (shape, done, id) = beginning else { return }
         beginning = nil
         if let failure {
@@ -222,7 +254,7 @@ struct SplitMachine {
 
     /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
-    mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
+    private mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
         guard mode == .split, let connection = connections[id], connection.isAccepted,
             let segment = connection.segment
         else { return }
@@ -240,7 +272,7 @@ struct SplitMachine {
     /// The writes of one ``bytes(_:connection:now:_:)`` event are done: `kept` bytes in all (the record saved when
     /// `recorded`), or the part could not be written (`failure`). The bytes are counted, the first connection's pace
     /// judged, more connections asked for, and the file finished when whole.
-    mutating func written(
+    private mutating func written(
         _ kept: Int, recorded: Bool, failure: NetworkQueueError?, now: Double, _ actions: inout [Action]
     ) {
         guard mode == .split else { return }
@@ -263,7 +295,7 @@ struct SplitMachine {
     }
 
     /// The queue lent a connection (nil: it had none to lend): it is given a segment.
-    mutating func lent(_ loan: QueueStateMachine.ConnectionLoan?, now: Double, _ actions: inout [Action]) {
+    private mutating func lent(_ loan: QueueStateMachine.ConnectionLoan?, now: Double, _ actions: inout [Action]) {
         guard mode == .split else {
             if let loan { actions.append(.giveBack(loan)) }
             return
@@ -275,7 +307,7 @@ struct SplitMachine {
     /// The stall check came: each connection that received nothing for ``SplitRules/stallSeconds`` at the end of
     /// the file, to a source another live source can stand in for, stops with that source (what they received
     /// stays), and its segment goes to a connection that is free.
-    mutating func stallCheckDue(now: Double, _ actions: inout [Action]) {
+    private mutating func stallCheckDue(now: Double, _ actions: inout [Action]) {
         stallCheckAt = nil
         guard mode == .split, let plan else { return }
         let stalled = SplitRules.stalled(
