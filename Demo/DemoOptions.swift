@@ -162,7 +162,7 @@ struct DemoOptions {
           --input FILE      read the requests from FILE (- for standard input), one a line:
                             URL [MIRROR ...] [sha256:HEX|sha512:HEX], fields apart by TABs (as aria2's
                             input files) or spaces: further URLs are mirrors of the same file (at most
-                            16), which share its segments with --split and stand in when a source
+                            16), which share its segments with --split and stand in when a location
                             fails (its HEAD too) or stalls at the end of the file; they may run other
                             server software (each is held to its own ETag, agreeing on the length and
                             Last-Modified); blank lines and # comments are skipped. A file

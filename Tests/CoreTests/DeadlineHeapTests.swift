@@ -7,7 +7,7 @@ import Testing
     @Test func popsDueEntriesEarliestFirstAndKeepsTheRest() {
         var heap = DeadlineHeap<Int>()
         for (id, deadline) in [(1, 5.0), (2, 1.0), (3, 3.0), (4, 9.0), (5, 3.0)] {
-            heap.insert(.init(deadline: deadline, id: id, token: UInt64(id)))
+            heap.insert(.init(deadline: deadline, id: id, stamp: UInt64(id)))
         }
         #expect(heap.earliest == 1.0)
         #expect(heap.popDue(at: 3.0).map(\.deadline) == [1.0, 3.0, 3.0])
@@ -24,7 +24,7 @@ import Testing
         for id in 0..<5_000 {
             let deadline = Double.random(in: 0...1_000, using: &rng)
             all.append(deadline)
-            heap.insert(.init(deadline: deadline, id: id, token: 0))
+            heap.insert(.init(deadline: deadline, id: id, stamp: 0))
         }
         var popped: [Double] = []
         var now = 0.0

@@ -233,7 +233,7 @@ import Testing
             }
             let token = shared.nextToken
             #expect(preflight.sent.url == bench.sent.url && preflight.token == token && machine.phase.token == token)
-            sources.append(preflight.source)
+            sources.append(preflight.location)
         }
         #expect(sources == [1, 2] && shared.nextToken == 22)
         let last = fail()

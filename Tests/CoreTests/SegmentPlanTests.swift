@@ -28,23 +28,23 @@ import Testing
         let first = plan.assign()!
         let second = plan.assign()!
         #expect((first.start, first.end, second.start, second.end) == (0, 50, 50, 100))
-        #expect(plan.received(40, run: first.id) == .init(kept: 40, isRunDone: false))
-        #expect(plan.received(50, run: second.id) == .init(kept: 50, isRunDone: true))
+        #expect(plan.received(40, segment: first.id) == .init(kept: 40, isSegmentDone: false))
+        #expect(plan.received(50, segment: second.id) == .init(kept: 50, isSegmentDone: true))
         // The second connection is free: the first has 10 left, under twice the minimum: nothing to take.
         #expect(plan.assign() == nil)
 
         var wide = SegmentPlan(length: 100, connections: 2, minimumSize: 10)
         let slow = wide.assign()!
         let fast = wide.assign()!
-        _ = wide.received(10, run: slow.id)
-        _ = wide.received(50, run: fast.id)
-        // 40 left on the slow one: the new run takes its second half, and the slow one now ends at 30.
+        _ = wide.received(10, segment: slow.id)
+        _ = wide.received(50, segment: fast.id)
+        // 40 left on the slow one: the new segment takes its second half, and the slow one now ends at 30.
         let stolen = wide.assign()!
         #expect((stolen.start, stolen.end) == (30, 50))
-        #expect(wide.runs.first { $0.id == slow.id }?.end == 30)
-        // Bytes the slow run receives past its new end are not its own.
-        #expect(wide.received(25, run: slow.id) == .init(kept: 20, isRunDone: true))
-        #expect(wide.received(20, run: stolen.id) == .init(kept: 20, isRunDone: true))
+        #expect(wide.segments.first { $0.id == slow.id }?.end == 30)
+        // Bytes the slow segment receives past its new end are not its own.
+        #expect(wide.received(25, segment: slow.id) == .init(kept: 20, isSegmentDone: true))
+        #expect(wide.received(20, segment: stolen.id) == .init(kept: 20, isSegmentDone: true))
         #expect(wide.isComplete && wide.receivedBytes == 100 && wide.doneRanges == [0..<100])
     }
 
@@ -52,14 +52,14 @@ import Testing
         var plan = SegmentPlan(length: 100, connections: 2, minimumSize: 10)
         let first = plan.assign()!
         _ = plan.assign()!
-        _ = plan.received(30, run: first.id)
+        _ = plan.received(30, segment: first.id)
         let before = plan.receivedBytes
-        plan.failed(run: first.id)
+        plan.failed(segment: first.id)
         #expect(plan.receivedBytes == before)
         #expect(plan.waiting == [30..<50])
         #expect(plan.doneRanges == [0..<30])
         // Its events after the end count for nothing.
-        #expect(plan.received(5, run: first.id) == .init(kept: 0, isRunDone: false))
+        #expect(plan.received(5, segment: first.id) == .init(kept: 0, isSegmentDone: false))
         let again = plan.assign()!
         #expect((again.start, again.end) == (30, 50))
     }
@@ -95,17 +95,17 @@ import Testing
                 #expect(steps < 100_000, "seed \(seed): no progress")
                 if steps >= 100_000 { return }
                 let roll = Int.random(in: 0..<10, using: &random)
-                if plan.runs.isEmpty || roll < 2 {
-                    if plan.assign() == nil, plan.runs.isEmpty {
-                        Issue.record("seed \(seed): incomplete with nothing to run")
+                if plan.segments.isEmpty || roll < 2 {
+                    if plan.assign() == nil, plan.segments.isEmpty {
+                        Issue.record("seed \(seed): incomplete with nothing to segment")
                         return
                     }
                 } else if roll == 2 {
-                    plan.failed(run: plan.runs[Int.random(in: 0..<plan.runs.count, using: &random)].id)
+                    plan.failed(segment: plan.segments[Int.random(in: 0..<plan.segments.count, using: &random)].id)
                 } else {
-                    let run = plan.runs[Int.random(in: 0..<plan.runs.count, using: &random)]
-                    let piece = plan.received(Int64.random(in: 0...400, using: &random), run: run.id)
-                    for byte in run.next..<(run.next + piece.kept) {
+                    let segment = plan.segments[Int.random(in: 0..<plan.segments.count, using: &random)]
+                    let piece = plan.received(Int64.random(in: 0...400, using: &random), segment: segment.id)
+                    for byte in segment.next..<(segment.next + piece.kept) {
                         #expect(!written[Int(byte)], "seed \(seed): byte \(byte) written twice")
                         written[Int(byte)] = true
                     }
@@ -114,7 +114,7 @@ import Testing
                 counted = plan.receivedBytes
                 #expect(counted == Int64(written.filter { $0 }.count), "seed \(seed)")
                 #expect(plan.doneRanges.reduce(0) { $0 + Int64($1.count) } == counted, "seed \(seed)")
-                #expect(plan.runs.allSatisfy { $0.remaining >= 0 && $0.start <= $0.next }, "seed \(seed)")
+                #expect(plan.segments.allSatisfy { $0.remaining >= 0 && $0.start <= $0.next }, "seed \(seed)")
             }
             #expect(written.allSatisfy { $0 }, "seed \(seed)")
             #expect(plan.doneRanges == (length == 0 ? [] : [0..<length]), "seed \(seed)")

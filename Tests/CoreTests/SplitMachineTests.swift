@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A split download's decisions driven alone (issue 51), transcript-style: each event in each mode gives exactly the
-/// actions listed. Sources are named `o` (the request's URL), `m1` and `m2` (its mirrors); connections by number.
+/// actions listed. Locations are named `o` (the request's URL), `m1` and `m2` (its mirrors); connections by number.
 @Suite(.timeLimit(.minutes(1))) struct SplitMachineTests {
     static let mib: Int64 = 1 << 20
     static let length = 4 * mib
@@ -107,9 +107,9 @@ import Testing
                 case .giveBack: return "give back"
                 case .checkStalls(let at): return "check stalls at \(at)"
                 case .finish(_, let length, let metrics):
-                    let sources = metrics?.segments?.sources.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
+                    let locations = metrics?.segments?.locations.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
                     return
-                        "finish \(length) over \(metrics?.segments?.connections ?? 0) [\(sources.joined(separator: " "))]"
+                        "finish \(length) over \(metrics?.segments?.connections ?? 0) [\(locations.joined(separator: " "))]"
                 case .fail(let error): return "fail \(error.code.rawValue)"
                 case .fileFailed: return "file failed"
                 }
@@ -150,7 +150,7 @@ extension SplitMachineTests {
         #expect(
             bench.bytes(Self.k64, to: 0, at: 0.02) == [
                 "write 65536@65536 s1", "count 65536",
-                "splitDecided: split into 3 ranges over up to 4 connections and 3 sources", "borrow 2",
+                "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
             ])
         #expect(
             bench.lend(2) == ["start 1 m1 1485483-2839893", "start 2 m2 2839894-4194303", "check stalls at 5.02"])
@@ -189,34 +189,35 @@ extension SplitMachineTests {
         #expect(small.head(Self.head(length: 100), to: 0).last == "pass on")
     }
 
-    /// Issue 51, "a 503 at the origin with two mirrors": each source that fails before a byte is written is left
+    /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
     /// for the next (the FailoverRules verdict, logged), and the last one's answer is the request's.
     @Test func aFirstAnswerThatFailsGoesToTheNextSourceAndTheLastOnesIsTheRequests() {
         var bench = Bench()
         #expect(
             bench.head(Self.head(503), to: 0) == [
-                "stop 0", "sourceDropped: dropped the request's URL: it answered 503", "start 1 m1 whole",
+                "stop 0", "locationDropped: dropped the request's URL: it answered 503", "start 1 m1 whole",
             ])
         #expect(
             bench.ended(1, URLError(.cannotConnectToHost)) == [
-                "stop 1", "sourceDropped: dropped mirror 1 (http://m1.test/f): its connection failed (URLError -1004)",
+                "stop 1",
+                "locationDropped: dropped mirror 1 (http://m1.test/f): its connection failed (URLError -1004)",
                 "start 2 m2 whole",
             ])
         #expect(bench.head(Self.head(503), to: 2) == ["pass on"])
-        // One source: its failure is the attempt's at once.
+        // One location: its failure is the attempt's at once.
         var alone = Bench(mirrors: 0)
         #expect(alone.ended(0, URLError(.cannotConnectToHost)) == ["forward failed -1004"])
     }
 
-    /// Issue 51, "the origin dead at the HEAD with a live mirror": the sources the HEAD found dead are left at once,
+    /// Issue 51, "the origin dead at the HEAD with a live mirror": the locations the HEAD found dead are left at once,
     /// heard in the log and in the metrics, and the file comes from the mirror.
     @Test func theSourcesDeadAtTheHeadAreLeftAtOnceAndHeardInTheMetrics() {
         var bench = Bench(connections: 1, mirrors: 1, deadAtHead: 1)
-        #expect(bench.lines == ["sourceDropped: dropped the request's URL: its HEAD failed", "start 0 m1 whole"])
+        #expect(bench.lines == ["locationDropped: dropped the request's URL: its HEAD failed", "start 0 m1 whole"])
         #expect(bench.head(Self.head(length: 2 * Self.mib), to: 0) == ["begin file 2097152 200"])
         #expect(
             bench.fileBegun() == [
-                "hear 200", "splitDecided: split into 1 ranges over up to 1 connections and 2 sources", "borrow 0",
+                "hear 200", "splitDecided: split into 1 ranges over up to 1 connections and 2 locations", "borrow 0",
             ])
         #expect(
             bench.bytes(2 * Self.mib, to: 0) == [
@@ -241,7 +242,7 @@ extension SplitMachineTests {
             ])
         #expect(
             continued.fileBegun() == [
-                "hear 206", "splitDecided: split into 3 ranges over up to 4 connections and 1 sources", "borrow 2",
+                "hear 206", "splitDecided: split into 3 ranges over up to 4 connections and 1 locations", "borrow 2",
             ])
     }
 
@@ -260,7 +261,7 @@ extension SplitMachineTests {
             ])
     }
 
-    /// The last source's stream breaking before it brought a byte fails the attempt (its retry continues every
+    /// The last location's stream breaking before it brought a byte fails the attempt (its retry continues every
     /// segment); with bytes, the rest is asked again within the attempt.
     @Test func theLastSourceBreakingFailsTheAttemptUnlessItBroughtBytes() {
         var bench = Bench(connections: 1, mirrors: 0)
@@ -280,7 +281,7 @@ extension SplitMachineTests {
     }
 
     /// At the end of the file, a connection that brought nothing for 5 s while the others moved on is left with its
-    /// source; its segment goes to a free connection.
+    /// location; its segment goes to a free connection.
     @Test func aConnectionStalledAtTheEndOfTheFileLeavesItsSource() {
         var bench = Bench()
         _ = bench.head(Self.head(), to: 0)
@@ -296,7 +297,7 @@ extension SplitMachineTests {
         #expect(
             bench.on(6) { $0.handle(.stallCheckDue, now: $1, &$2) } == [
                 "stop 2", "end s3",
-                "sourceDropped: dropped mirror 2 (http://m2.test/f): nothing for 6.0 s at the end of the file",
+                "locationDropped: dropped mirror 2 (http://m2.test/f): nothing for 6.0 s at the end of the file",
                 "borrow 1",
             ])
     }
@@ -315,15 +316,15 @@ extension SplitMachineTests {
 
     /// The rule every failover follows, wherever the failure came.
     @Test func aSourceIsLeftOnlyForAnother() {
-        var sources = SourceList(count: 3)
-        #expect(FailoverRules.verdict(after: .broke, of: 0, among: sources) == .nextSource)
-        #expect(FailoverRules.verdict(after: .wrongRange, of: 0, among: sources, hasStream: true) == .noMoreRanges)
-        sources.drop(1)
-        sources.drop(2)
+        var locations = LocationList(count: 3)
+        #expect(FailoverRules.verdict(after: .broke, of: 0, among: locations) == .nextLocation)
+        #expect(FailoverRules.verdict(after: .wrongRange, of: 0, among: locations, hasStream: true) == .noMoreRanges)
+        locations.drop(1)
+        locations.drop(2)
         for cause in [FailoverRules.Cause.broke, .status(503), .wrongRange, .wrongAnswer, .stalled] {
-            #expect(FailoverRules.verdict(after: cause, of: 0, among: sources) == .fail)
+            #expect(FailoverRules.verdict(after: cause, of: 0, among: locations) == .fail)
         }
-        #expect(FailoverRules.verdict(afterHeadOf: 0, count: 2) == .nextSource)
+        #expect(FailoverRules.verdict(afterHeadOf: 0, count: 2) == .nextLocation)
         #expect(FailoverRules.verdict(afterHeadOf: 1, count: 2) == .fail)
     }
 
@@ -374,11 +375,11 @@ extension SplitMachineTests {
             return
         }
         #expect(sent.url?.host == "m1.test" && cell === driver.transfers.last!.start.cell)
-        #expect(driver.takeDeliveries() == ["log 1 sourceDropped"])
+        #expect(driver.takeDeliveries() == ["log 1 locationDropped"])
     }
 
     /// Issue 51, "a 503 at the origin with two mirrors", through the request's machine: the attempt's transfers
-    /// follow its connections from source to source, and the last source's 503 is the request's answer.
+    /// follow its connections from location to location, and the last location's 503 is the request's answer.
     @Test func aFiveOThreeAtTheOriginWithTwoMirrorsIsTheLastMirrorsAnswer() {
         var driver = MachineDriver(limit: 2)
         let request = Self.request(mirrors: 2)
@@ -410,7 +411,7 @@ extension SplitMachineTests {
             let transfers = driver.machine.table[start.slot].machine.phase.attempt.map { Array($0.transfers) } ?? []
             #expect(transfers.count == 1 && transfers.first === cell)
         }
-        // The shell passes the last source's head on, as the transfer of one connection it now is.
+        // The shell passes the last location's head on, as the transfer of one connection it now is.
         driver.send(.head(Self.head(503)), to: 1)
         #expect(driver.takeDeliveries().contains { $0.hasPrefix("didFail 1 HTTP status 503") })
     }

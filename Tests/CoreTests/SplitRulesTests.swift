@@ -151,7 +151,7 @@ import Testing
     }
 
     @Test func connectionsGoToTheLeastBusyLiveSource() {
-        var sources = SourceList(count: 3)
+        var sources = LocationList(count: 3)
         var picked: [Int?] = []
         for _ in 0..<4 { picked.append(sources.pick()) }
         #expect(picked == [0, 1, 2, 0])
@@ -167,9 +167,9 @@ import Testing
         let droppedLast = sources.broke(2)
         #expect(droppedFirst && !droppedLast)
         #expect(sources.hasLive)
-        #expect(sources.sources.map(\.isLive) == [false, false, true])
+        #expect(sources.locations.map(\.isLive) == [false, false, true])
         sources.served(10, by: 2)
-        #expect(sources.sources[2].served == 10)
+        #expect(sources.locations[2].served == 10)
         sources.drop(2)
         #expect(!sources.hasLive)
         let none = sources.pick()
@@ -179,17 +179,17 @@ import Testing
     @Test func aSlowRunIsSharedAmongConnections() {
         var plan = SegmentPlan(length: 100, connections: 1, minimumSize: 10)
         let run = plan.assign()!
-        _ = plan.received(20, run: run.id)
+        _ = plan.received(20, segment: run.id)
         plan.divide(into: 4)
         // Its 80 left: 20 for it, three ranges of 20 waiting.
-        #expect(plan.runs.map { $0.start..<$0.end } == [0..<40])
+        #expect(plan.segments.map { $0.start..<$0.end } == [0..<40])
         #expect(plan.waiting == [40..<60, 60..<80, 80..<100])
         // Never under the minimum: 25 left among 4 gives two.
         var small = SegmentPlan(length: 45, connections: 1, minimumSize: 10)
         let first = small.assign()!
-        _ = small.received(20, run: first.id)
+        _ = small.received(20, segment: first.id)
         small.divide(into: 4)
-        #expect(small.runs.map { $0.start..<$0.end } == [0..<33])
+        #expect(small.segments.map { $0.start..<$0.end } == [0..<33])
         #expect(small.waiting == [33..<45])
         #expect(small.receivedBytes == 20)
     }
@@ -198,10 +198,10 @@ import Testing
     /// ranges but stays live (its stream goes on, and it may still start a first connection); without a stream it is
     /// dropped.
     @Test func aSourceThatGetsRangesWrongKeepsItsStream() {
-        var sources = SourceList(count: 2)
+        var sources = LocationList(count: 2)
         #expect(sources.rangeFailed(0, hasStream: true) == .noMoreRanges)
-        #expect(sources.sources.map(\.isLive) == [true, true])
-        #expect(sources.sources.map(\.takesRanges) == [false, true])
+        #expect(sources.locations.map(\.isLive) == [true, true])
+        #expect(sources.locations.map(\.takesRanges) == [false, true])
         let ranged = [sources.pick(), sources.pick()]
         #expect(ranged == [1, 1], "ranges go to the mirror only")
         let first = sources.pick(forRange: false)
@@ -218,17 +218,17 @@ import Testing
         let b = plan.assign()!
         #expect((a.start, a.end, b.start, b.end) == (0, 25, 25, 50))
         // b got 5 bytes and failed: 25..<30 is done, 30..<50 waits first.
-        _ = plan.received(5, run: b.id)
-        plan.failed(run: b.id)
+        _ = plan.received(5, segment: b.id)
+        plan.failed(segment: b.id)
         #expect(plan.waiting == [30..<50, 50..<75, 75..<100])
-        #expect(plan.received(25, run: a.id).isRunDone)
+        #expect(plan.received(25, segment: a.id).isSegmentDone)
         // Five bytes on disk lie between: over a bound of 4 it is not followed, under 5 it is.
         #expect(plan.follow(from: 25, upTo: nil, maxGap: 4) == nil)
         let next = plan.follow(from: 25, upTo: nil, maxGap: 5)
-        #expect(next?.gap == 5 && next?.run.start == 30 && next?.run.end == 50)
+        #expect(next?.gap == 5 && next?.segment.start == 30 && next?.segment.end == 50)
         // A limit shortens the run; the rest of the range waits on.
         let limited = plan.follow(from: 50, upTo: 60, maxGap: 0)
-        #expect(limited?.run.start == 50 && limited?.run.end == 60 && plan.waiting == [60..<75, 75..<100])
+        #expect(limited?.segment.start == 50 && limited?.segment.end == 60 && plan.waiting == [60..<75, 75..<100])
         // Bytes another run holds are never streamed past.
         let c = plan.assign()!
         #expect(c.start == 60)
@@ -240,16 +240,16 @@ import Testing
         var race = SegmentPlan(length: 40, connections: 2, minimumSize: 10)
         let stream = race.assign()!
         let ranged = race.assign()!
-        #expect(race.received(20, run: stream.id).isRunDone)
+        #expect(race.received(20, segment: stream.id).isSegmentDone)
         #expect(race.follow(from: 20, upTo: nil, maxGap: 0) == nil)
         let taken = race.follow(from: 20, upTo: nil, maxGap: 0, takingOver: [ranged.id])
-        #expect(taken?.takenOver == ranged.id && taken?.run.start == 20 && taken?.run.end == 40)
-        #expect(race.runs.count == 1 && race.waiting.isEmpty)
+        #expect(taken?.takenOver == ranged.id && taken?.segment.start == 20 && taken?.segment.end == 40)
+        #expect(race.segments.count == 1 && race.waiting.isEmpty)
         var started = SegmentPlan(length: 40, connections: 2, minimumSize: 10)
         let head = started.assign()!
         let tail = started.assign()!
-        _ = started.received(1, run: tail.id)
-        _ = started.received(20, run: head.id)
+        _ = started.received(1, segment: tail.id)
+        _ = started.received(20, segment: head.id)
         #expect(started.follow(from: 20, upTo: nil, maxGap: 0, takingOver: [tail.id]) == nil)
     }
 
@@ -324,9 +324,9 @@ import Testing
                 with: range(etag: "\"y\"", modified: date), start: 1000, shape: shape, validator: .entityTag("\"x\""))
                 == "its validator \"y\" is not \"x\"")
         #expect(SplitRules.headers(for: 0..<10, open: false, validator: nil) == ["Range": "bytes=0-9"])
-        var sources = SourceList(count: 2)
+        var sources = LocationList(count: 2)
         sources.learn(.entityTag("\"a\""), for: 1)
         sources.learn(.entityTag("\"b\""), for: 1)
-        #expect(sources.sources.map(\.validator) == [nil, .entityTag("\"a\"")])
+        #expect(sources.locations.map(\.validator) == [nil, .entityTag("\"a\"")])
     }
 }

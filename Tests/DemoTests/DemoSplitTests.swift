@@ -53,7 +53,7 @@ import Testing
             // the ranges no other connection took: issue 50).
             #expect(ranged.count >= 1, "\(setup.server.statistics.log) \(mirror.statistics.log)")
             #expect(run.output.contains("splitDecided"), "\(run.output)")
-            #expect(run.output.contains("sourceDropped"), "\(run.output)")
+            #expect(run.output.contains("locationDropped"), "\(run.output)")
         }
     }
 

@@ -81,7 +81,7 @@ import Testing
         #expect(server.statistics.maxInFlight >= 2)
         let segments = request.metrics?.final?.segments
         #expect(segments?.connections ?? 0 >= 2)
-        #expect(segments?.sources.map(\.bytes) == [Int64(Self.size)])
+        #expect(segments?.locations.map(\.bytes) == [Int64(Self.size)])
         #expect(request.response?.statusCode == 200)
     }
 
@@ -110,7 +110,7 @@ import Testing
             first.url(path), to: file, connections: 6,
             mirrors: [second.url(path), third.url(path + "&seed=7&etag=other")])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         #expect(sources.count == 3)
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
         // The third is dropped at its first answer, unless the others' streams reached its ranges before it answered;
@@ -167,7 +167,7 @@ import Testing
             }
         let request = Self.request(first.url(path), to: file, connections: 4, mirrors: [broken])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         // Dropped once its answer came; a connection to it that had not answered when the first connection's stream
         // reached its range is taken over (issue 50), and the mirror then served nothing.
         #expect(sources.first?.wasDropped == false && (sources.last?.wasDropped == true || sources.last?.bytes == 0))
@@ -193,7 +193,7 @@ import Testing
         _ = try await Self.run(request, transport, file: file)
         let asked = Self.ranges(server)
         #expect(asked.first == .some(nil) && asked.count >= 2, "the file was split: \(asked)")
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         // The source is never dropped. (Whether a wrong answer was judged before the stream reached its range, which
         // then takes it over, depends on how soon the answer comes: refusedRanges is not checked here.)
         #expect(sources.map(\.wasDropped) == [false], "\(sources)")
@@ -212,7 +212,7 @@ import Testing
         let path = "/bytes/\(Self.size)?rate=1000000"
         let request = Self.request(first.url(path + "&rangeFault=whole"), to: file, mirrors: [second.url(path)])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         // The mirror is never dropped and never refuses a range. (The origin's wrong answers are judged only when they
         // come before its stream reaches their ranges; one that comes after its stream stopped drops it, since the
         // mirror can stand in.)
@@ -235,7 +235,7 @@ import Testing
         let mirror = second.url(path + "&dropAt=0&key=stalled&stallAt=0&stall=120000")
         let request = Self.request(first.url(path), to: file, connections: 4, mirrors: [mirror])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         // The mirror served nothing: dropped, or (its connections slower to answer than the first connection's
         // stream to reach their ranges) never asked for a byte.
         #expect(sources.map(\.bytes) == [Int64(Self.size), 0], "\(sources)")
@@ -262,7 +262,7 @@ import Testing
         let request = Self.request(
             first.url(path), to: file, connections: 4, mirrors: [second.url(path + "&stallAt=0&stall=120000")])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         // The mirror served nothing: dropped, or (its connections slower to answer than the first connection's
         // stream to reach their ranges) never asked for a byte.
         #expect(sources.map(\.bytes) == [Int64(Self.size), 0], "\(sources)")
@@ -300,7 +300,7 @@ import Testing
                             nginx.url("/same.bin"), to: file, connections: 8,
                             mirrors: [apache.url("/same.bin"), lighttpd.url("/same.bin")])
                         _ = try await Self.run(request, transport, file: file, limit: 8)
-                        let sources = request.metrics?.final?.segments?.sources ?? []
+                        let sources = request.metrics?.final?.segments?.locations ?? []
                         #expect(sources.map(\.wasDropped) == [false, false, false], "\(sources)")
                         #expect(sources.dropFirst().contains { $0.bytes > 0 }, "\(sources)")
                     }
@@ -322,7 +322,7 @@ import Testing
             servers[0].url(path), to: file, connections: 6,
             mirrors: [servers[1].url(path + "&dropAt=30&cutAll=1"), servers[2].url(path)])
         _ = try await Self.run(request, transport, file: file)
-        let sources = request.metrics?.final?.segments?.sources ?? []
+        let sources = request.metrics?.final?.segments?.locations ?? []
         guard sources.count == 3 else {
             Issue.record("three sources expected: \(sources)")
             return

@@ -1,13 +1,15 @@
 /// Deadlines of running transfers in a min-heap, so one timer per queue can serve every timeout.
 ///
 /// Pure: times are passed in. An entry whose transfer has ended is not removed at once: it is recognised as
-/// stale by its token when it comes due, or dropped by a bulk ``removeAll(where:)`` when stale entries
+/// stale by its stamp when it comes due, or dropped by a bulk ``removeAll(where:)`` when stale entries
 /// pile up, which keeps every operation O(log n) amortized.
 struct DeadlineHeap<ID: Hashable> {
     struct Entry: Equatable {
         var deadline: Double
         var id: ID
-        var token: UInt64
+        /// What the entry is valid for: the token of what a request waits for (idle checks, retry times), or the
+        /// request's sequence number (its deadline).
+        var stamp: UInt64
     }
 
     private var entries: [Entry] = []

@@ -1,19 +1,19 @@
 /// How one file's bytes are shared among several connections (issue 36: segmented downloads and mirrors): which
-/// ranges are on disk, which run on which connection, and which wait. Pure: no time, no I/O.
+/// ranges are on disk, which segment on which connection, and which wait. Pure: no time, no I/O.
 ///
-/// A *run* fetches one range in order, from its start (a `Range: bytes=start-` request) and ends when its range
-/// is whole: the plan tells it, piece by piece, how many of the bytes it received belong to it, so a run whose
+/// A *segment* fetches one range in order, from its start (a `Range: bytes=start-` request) and ends when its range
+/// is whole: the plan tells it, piece by piece, how many of the bytes it received belong to it, so a segment whose
 /// range was shortened (stolen from) stops at its new end, and nothing is written twice. A connection that is
-/// free takes a waiting range, or else half of what the run with the most left has not received yet ("work
+/// free takes a waiting range, or else half of what the segment with the most left has not received yet ("work
 /// stealing"), never leaving either part under ``minimumSize``: the slowest connection never holds the end alone.
-/// A run that fails gives back what it had not received, which waits for the next connection; what it received
+/// A segment that fails gives back what it had not received, which waits for the next connection; what it received
 /// stays done.
 ///
 /// The bytes counted (``receivedBytes``) are each counted once and never go backwards, whatever is stolen or
 /// failed. ``doneRanges`` is what a record beside the part may claim (see ``SegmentRecord``).
 struct SegmentPlan: Equatable, Sendable {
     /// One connection's range: `start..<end`, received up to `next`.
-    struct Run: Equatable, Sendable {
+    struct Segment: Equatable, Sendable {
         let id: Int
         let start: Int64
         var next: Int64
@@ -22,23 +22,23 @@ struct SegmentPlan: Equatable, Sendable {
         var remaining: Int64 { end - next }
     }
 
-    /// What the plan makes of a piece a run received.
+    /// What the plan makes of a piece a segment received.
     struct Piece: Equatable, Sendable {
-        /// How many of its first bytes belong to the run (written at the run's offset); the rest are beyond its
+        /// How many of its first bytes belong to the segment (written at the segment's offset); the rest are beyond its
         /// end (its range was shortened) and are dropped.
         let kept: Int64
-        /// True when the run's range is now whole: its transfer is stopped (and ends as done).
-        let isRunDone: Bool
+        /// True when the segment's range is now whole: its transfer is stopped (and ends as done).
+        let isSegmentDone: Bool
     }
 
     /// The file's length.
     let length: Int64
-    /// The smallest range a run is given or left with when stealing (the last waiting range may be smaller).
+    /// The smallest range a segment is given or left with when stealing (the last waiting range may be smaller).
     let minimumSize: Int64
     /// Ranges waiting for a connection, by start.
     private(set) var waiting: [Range<Int64>]
-    /// The runs in flight, by id.
-    private(set) var runs: [Run] = []
+    /// The segments in flight, by id.
+    private(set) var segments: [Segment] = []
     /// Whole ranges received (merged, by start), not counting the received parts of running ranges.
     private(set) var done: [Range<Int64>]
     private var nextID = 1
@@ -68,56 +68,58 @@ struct SegmentPlan: Equatable, Sendable {
         self.waiting = waiting
     }
 
-    /// Bytes received: whole ranges and the received part of each run, each byte once.
+    /// Bytes received: whole ranges and the received part of each segment, each byte once.
     var receivedBytes: Int64 {
-        done.reduce(0) { $0 + Int64($1.count) } + runs.reduce(0) { $0 + ($1.next - $1.start) }
+        done.reduce(0) { $0 + Int64($1.count) } + segments.reduce(0) { $0 + ($1.next - $1.start) }
     }
 
     /// True when every byte is received.
-    var isComplete: Bool { runs.isEmpty && waiting.isEmpty && receivedBytes == length }
+    var isComplete: Bool { segments.isEmpty && waiting.isEmpty && receivedBytes == length }
 
-    /// What a record beside the part may claim: the whole ranges and the received part of each run, merged.
+    /// What a record beside the part may claim: the whole ranges and the received part of each segment, merged.
     var doneRanges: [Range<Int64>] {
-        Self.merged(done + runs.filter { $0.next > $0.start }.map { $0.start..<$0.next })
+        Self.merged(done + segments.filter { $0.next > $0.start }.map { $0.start..<$0.next })
     }
 
-    /// Gives a free connection a range: the first waiting one, else half of the largest remainder of a run (which
-    /// is shortened to end where the new run starts). Nil when nothing is left to share.
-    mutating func assign() -> Run? {
+    /// Gives a free connection a range: the first waiting one, else half of the largest remainder of a segment (which
+    /// is shortened to end where the new segment starts). Nil when nothing is left to share.
+    mutating func assign() -> Segment? {
         if !waiting.isEmpty { return start(waiting.removeFirst()) }
-        guard let index = runs.indices.max(by: { runs[$0].remaining < runs[$1].remaining }),
-            runs[index].remaining >= 2 * minimumSize
+        guard let index = segments.indices.max(by: { segments[$0].remaining < segments[$1].remaining }),
+            segments[index].remaining >= 2 * minimumSize
         else { return nil }
-        let victim = runs[index]
+        let victim = segments[index]
         let cut = victim.next + victim.remaining / 2
-        runs[index].end = cut
+        segments[index].end = cut
         return start(cut..<victim.end)
     }
 
-    /// A run whose range is whole, at `offset`, on a connection that goes on sending the bytes after it (up to
+    /// A segment whose range is whole, at `offset`, on a connection that goes on sending the bytes after it (up to
     /// `limit`, nil: to the end of the file), continues into the next range after it that is not done when every
     /// byte between is done and that gap is at most `maxGap` bytes (nil: any): its connection keeps streaming,
-    /// dropping the gap, instead of being stopped while another is opened. The next range is a waiting one, or a run
-    /// of `idle` (whose connection has not answered yet) that received nothing: that run is taken over, and its
-    /// connection is to be stopped. Returns the new run (at most to `limit`; the rest of the range waits), the gap,
-    /// and the run taken over; nil when no range can be reached so.
+    /// dropping the gap, instead of being stopped while another is opened. The next range is a waiting one, or a segment
+    /// of `idle` (whose connection has not answered yet) that received nothing: that segment is taken over, and its
+    /// connection is to be stopped. Returns the new segment (at most to `limit`; the rest of the range waits), the gap,
+    /// and the segment taken over; nil when no range can be reached so.
     mutating func follow(
         from offset: Int64, upTo limit: Int64?, maxGap: Int64?, takingOver idle: Set<Int> = []
-    ) -> (run: Run, gap: Int64, takenOver: Int?)? {
-        guard !runs.contains(where: { $0.start < offset && $0.end > offset }) else { return nil }
+    ) -> (segment: Segment, gap: Int64, takenOver: Int?)? {
+        guard !segments.contains(where: { $0.start < offset && $0.end > offset }) else { return nil }
         let nextWaiting = waiting.firstIndex { $0.lowerBound >= offset }
-        let nextRun = runs.indices.filter { runs[$0].start >= offset }.min { runs[$0].start < runs[$1].start }
+        let nextRun = segments.indices.filter { segments[$0].start >= offset }.min {
+            segments[$0].start < segments[$1].start
+        }
         var takenOver: Int?
         let index: Int
-        if let w = nextWaiting, nextRun.map({ waiting[w].lowerBound < runs[$0].start }) ?? true {
+        if let w = nextWaiting, nextRun.map({ waiting[w].lowerBound < segments[$0].start }) ?? true {
             index = w
         } else if let r = nextRun {
-            let run = runs[r]
-            guard idle.contains(run.id), run.next == run.start else { return nil }
-            runs.remove(at: r)
-            takenOver = run.id
-            index = waiting.firstIndex { $0.lowerBound > run.start } ?? waiting.endIndex
-            waiting.insert(run.start..<run.end, at: index)
+            let segment = segments[r]
+            guard idle.contains(segment.id), segment.next == segment.start else { return nil }
+            segments.remove(at: r)
+            takenOver = segment.id
+            index = waiting.firstIndex { $0.lowerBound > segment.start } ?? waiting.endIndex
+            waiting.insert(segment.start..<segment.end, at: index)
         } else {
             return nil
         }
@@ -137,59 +139,63 @@ struct SegmentPlan: Equatable, Sendable {
         return (start(range.lowerBound..<end), gap, takenOver)
     }
 
-    /// Puts back the run `id` that ``follow(from:upTo:maxGap:takingOver:)`` took out of `waiting[index]`.
+    /// Puts back the segment `id` that ``follow(from:upTo:maxGap:takingOver:)`` took out of `waiting[index]`.
     private mutating func restore(_ id: Int, at index: Int) {
         let range = waiting.remove(at: index)
-        runs.append(Run(id: id, start: range.lowerBound, next: range.lowerBound, end: range.upperBound))
+        segments.append(Segment(id: id, start: range.lowerBound, next: range.lowerBound, end: range.upperBound))
     }
 
-    /// Shares the run with the most left among `parts` connections: it keeps the first of `parts` equal shares of
+    /// Shares the segment with the most left among `parts` connections: it keeps the first of `parts` equal shares of
     /// what it has not received (each at least ``minimumSize``), and the others wait, in order. Used when one
     /// connection turns out too slow for the file alone.
     mutating func divide(into parts: Int) {
-        guard parts > 1, let index = runs.indices.max(by: { runs[$0].remaining < runs[$1].remaining }) else { return }
-        let run = runs[index]
-        let count = max(1, min(Int64(parts), run.remaining / minimumSize))
+        guard parts > 1, let index = segments.indices.max(by: { segments[$0].remaining < segments[$1].remaining })
+        else { return }
+        let segment = segments[index]
+        let count = max(1, min(Int64(parts), segment.remaining / minimumSize))
         guard count > 1 else { return }
-        let step = (run.remaining + count - 1) / count
-        runs[index].end = run.next + step
-        var start = run.next + step
+        let step = (segment.remaining + count - 1) / count
+        segments[index].end = segment.next + step
+        var start = segment.next + step
         var shares: [Range<Int64>] = []
-        while start < run.end {
-            var end = min(run.end, start + step)
-            if run.end - end < minimumSize { end = run.end }
+        while start < segment.end {
+            var end = min(segment.end, start + step)
+            if segment.end - end < minimumSize { end = segment.end }
             shares.append(start..<end)
             start = end
         }
         waiting = (waiting + shares).sorted { $0.lowerBound < $1.lowerBound }
     }
 
-    private mutating func start(_ range: Range<Int64>) -> Run {
-        let run = Run(id: nextID, start: range.lowerBound, next: range.lowerBound, end: range.upperBound)
+    private mutating func start(_ range: Range<Int64>) -> Segment {
+        let segment = Segment(id: nextID, start: range.lowerBound, next: range.lowerBound, end: range.upperBound)
         nextID += 1
-        runs.append(run)
-        return run
+        segments.append(segment)
+        return segment
     }
 
-    /// The run `id` received `count` more bytes (at its `next` offset). A run not in the plan (it ended) keeps
+    /// The segment `id` received `count` more bytes (at its `next` offset). A segment not in the plan (it ended) keeps
     /// nothing.
-    mutating func received(_ count: Int64, run id: Int) -> Piece {
-        guard let index = runs.firstIndex(where: { $0.id == id }) else { return Piece(kept: 0, isRunDone: false) }
-        let kept = min(max(0, count), runs[index].remaining)
-        runs[index].next += kept
-        guard runs[index].remaining == 0 else { return Piece(kept: kept, isRunDone: false) }
-        let run = runs.remove(at: index)
-        done = Self.merged(done + [run.start..<run.end])
-        return Piece(kept: kept, isRunDone: true)
+    mutating func received(_ count: Int64, segment id: Int) -> Piece {
+        guard let index = segments.firstIndex(where: { $0.id == id }) else {
+            return Piece(kept: 0, isSegmentDone: false)
+        }
+        let kept = min(max(0, count), segments[index].remaining)
+        segments[index].next += kept
+        guard segments[index].remaining == 0 else { return Piece(kept: kept, isSegmentDone: false) }
+        let segment = segments.remove(at: index)
+        done = Self.merged(done + [segment.start..<segment.end])
+        return Piece(kept: kept, isSegmentDone: true)
     }
 
-    /// The run `id` ended before its range was whole: what it received stays done, the rest waits again (first,
+    /// The segment `id` ended before its range was whole: what it received stays done, the rest waits again (first,
     /// so that the file fills from its start).
-    mutating func failed(run id: Int) {
-        guard let index = runs.firstIndex(where: { $0.id == id }) else { return }
-        let run = runs.remove(at: index)
-        if run.next > run.start { done = Self.merged(done + [run.start..<run.next]) }
-        waiting.insert(run.next..<run.end, at: waiting.firstIndex { $0.lowerBound > run.next } ?? waiting.endIndex)
+    mutating func failed(segment id: Int) {
+        guard let index = segments.firstIndex(where: { $0.id == id }) else { return }
+        let segment = segments.remove(at: index)
+        if segment.next > segment.start { done = Self.merged(done + [segment.start..<segment.next]) }
+        waiting.insert(
+            segment.next..<segment.end, at: waiting.firstIndex { $0.lowerBound > segment.next } ?? waiting.endIndex)
     }
 
     /// `ranges` sorted and joined where they touch or overlap.

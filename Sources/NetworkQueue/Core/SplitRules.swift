@@ -4,16 +4,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The rules of one file fetched over several connections and sources (issue 36): when a response allows it,
+/// The rules of one file fetched over several connections and locations (issue 36): when a response allows it,
 /// what each segment's request says and whether a segment's response is the file's bytes. Pure functions of heads.
 enum SplitRules {
-    /// What every source of a split file must agree on.
+    /// What every location of a split file must agree on.
     struct Shape: Equatable, Sendable {
         /// The file's length in bytes.
         let length: Int64
-        /// The validator of the source that answered first (its `If-Range`), which the part's record keeps.
+        /// The validator of the location that answered first (its `If-Range`), which the part's record keeps.
         let validator: RangeRules.Validator
-        /// The first answer's `Last-Modified`, which every source that sends one must agree with (issue 50: other
+        /// The first answer's `Last-Modified`, which every location that sends one must agree with (issue 50: other
         /// servers make other entity tags for the same file, but the same date).
         var lastModified: String? = nil
     }
@@ -56,7 +56,7 @@ enum SplitRules {
     }
 
     /// How long a connection of a split file whose head was accepted may receive nothing, once no range is left to
-    /// share (the end of the file), before it gives its range up to another source (5 s: well past the pauses of a
+    /// share (the end of the file), before it gives its range up to another location (5 s: well past the pauses of a
     /// loaded machine): a mirror that stalls never holds the end of the file until the idle timeout.
     static let stallSeconds = 5.0
 
@@ -104,7 +104,7 @@ enum SplitRules {
         return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }
     }
 
-    /// The headers asking for the bytes `range` (`open`: to the end of the file) under `validator` (nil: a source
+    /// The headers asking for the bytes `range` (`open`: to the end of the file) under `validator` (nil: a location
     /// whose own validator is not known yet is asked without `If-Range`).
     static func headers(for range: Range<Int64>, open: Bool, validator: RangeRules.Validator?) -> [String: String] {
         let last = open ? "" : String(range.upperBound - 1)
@@ -113,7 +113,7 @@ enum SplitRules {
         return headers
     }
 
-    /// The validator a source's answer names for itself, whatever its status: its strong `ETag`, else its
+    /// The validator a location's answer names for itself, whatever its status: its strong `ETag`, else its
     /// `Last-Modified`; nil when it has neither.
     static func ownValidator(of head: ResponseHead) -> RangeRules.Validator? {
         if let tag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
@@ -132,10 +132,10 @@ enum SplitRules {
         one == other || HTTPDate.parse(one).map { $0 == HTTPDate.parse(other) } == true
     }
 
-    /// Why a segment's response is not the file's bytes from `start` (the source is dropped), or nil when it is: a
-    /// 206 from `start` of a body of the file's length, without a content coding. Each source is held to its own
-    /// validator (`validator`, learned from its first answer; the file's for the source that answered first). Other
-    /// server software makes another entity tag for the same file (RFC 9110 §13.1.5): a source answering for the
+    /// Why a segment's response is not the file's bytes from `start` (the location is dropped), or nil when it is: a
+    /// 206 from `start` of a body of the file's length, without a content coding. Each location is held to its own
+    /// validator (`validator`, learned from its first answer; the file's for the location that answered first). Other
+    /// server software makes another entity tag for the same file (RFC 9110 §13.1.5): a location answering for the
     /// first time (`validator` nil, its range asked without `If-Range`) may name another entity tag than the file's
     /// only when both name the same `Last-Modified`; a tag of its own without a date to agree on is another file.
     static func problem(
@@ -154,7 +154,7 @@ enum SplitRules {
         }
         let expected = validator ?? shape.validator
         guard let other = self.validator(of: head, kind: expected), other != expected else { return nil }
-        // A source asked for the first time: another server's entity tag for the same file, when both say the
+        // A location asked for the first time: another server's entity tag for the same file, when both say the
         // same Last-Modified.
         let theirDate = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces)
         if validator == nil, case .entityTag = expected, let theirDate, let ours = shape.lastModified {
@@ -183,7 +183,7 @@ enum SplitRules {
 
     /// Why `head`, the answer to a request for the whole file sent to carry a split file on after its ranges
     /// failed, is not the file, or nil when it is: a 200 of the file's length, without a content coding, under
-    /// `validator` (the source's own, when known).
+    /// `validator` (the location's own, when known).
     static func streamProblem(with head: ResponseHead, shape: Shape, validator expected: RangeRules.Validator?)
         -> String?
     {
@@ -226,14 +226,14 @@ enum SplitRules {
         return ResponseHead(url: head.url, statusCode: 206, httpVersion: head.httpVersion, fields: fields)
     }
 
-    /// `request` sent to `source` instead: the headers `policy` strips from a redirect to another origin
+    /// `request` sent to `location` instead: the headers `policy` strips from a redirect to another origin
     /// (credentials: `Authorization`, `Cookie`, `Proxy-Authorization` and any the user added) stay behind unless
-    /// `source` has the same scheme, host and port as `origin`.
+    /// `location` has the same scheme, host and port as `origin`.
     static func request(
-        _ request: URLRequest, to source: URL, origin: URL?, policy: RedirectPolicy = .default
+        _ request: URLRequest, to location: URL, origin: URL?, policy: RedirectPolicy = .default
     ) -> URLRequest {
         var sent = request
-        sent.url = source
+        sent.url = location
         return policy.sending(sent, from: origin)
     }
 }

@@ -99,33 +99,22 @@ public struct RequestMetrics: Sendable, Hashable {
     public var totalDuration: TimeInterval { attempts.reduce(0) { $0 + $1.totalDuration } }
 }
 
-extension TransferMetrics {
-    /// What the queue saw on its own clock of an attempt it stopped itself at `now` (an unacceptable response, a
-    /// timeout, a cancel, a sibling's failure): its transport reports nothing more. Time to the head, total time,
-    /// the head's HTTP version.
-    init(stopped attempt: Attempt, at now: Double) {
-        let version = attempt.head?.httpVersion ?? ""
-        self.init(
-            timeToFirstByte: attempt.headAt.map { max(0, $0 - attempt.startedAt) },
-            totalDuration: max(0, now - attempt.startedAt), httpVersion: version.isEmpty ? nil : version)
-    }
-}
-
-/// What a split download's attempt measured: its connections and its sources.
+/// What a split download's attempt measured: its connections and its locations.
 public struct SegmentMetrics: Sendable, Hashable {
-    /// One source of the file: the request's URL or a mirror.
-    public struct Source: Sendable, Hashable {
-        /// The source's URL.
+    /// One location of the file: the request's URL or a mirror.
+    public struct Location: Sendable, Hashable {
+        /// The location's URL.
         public var url: URL
         /// The bytes of the file it served (each byte counted once).
         public var bytes: Int64
-        /// True when it was dropped for this file (it failed, or served other bytes).
+        /// True when the file left it (it failed, stalled, or served other bytes): see "Big files: connections and
+        /// mirrors".
         public var wasDropped: Bool
         /// True when it answered a range wrongly while its stream of the whole file was good: it was asked for no
         /// more ranges, and that stream went on (issue 50).
         public var refusedRanges: Bool
 
-        /// Creates a source's figures (`refusedRanges` default false).
+        /// Creates a location's figures (`refusedRanges` default false).
         public init(url: URL, bytes: Int64, wasDropped: Bool, refusedRanges: Bool = false) {
             self.url = url
             self.bytes = bytes
@@ -134,14 +123,25 @@ public struct SegmentMetrics: Sendable, Hashable {
         }
     }
 
+    /// The former name of ``Location``.
+    @available(*, deprecated, renamed: "Location")
+    public typealias Source = Location
+
     /// The most connections that ran at once.
     public var connections: Int
-    /// The sources, the request's own URL first, then the mirrors in their order.
-    public var sources: [Source]
+    /// The locations, the request's own URL first, then the mirrors in their order.
+    public var locations: [Location]
+
+    /// The former name of ``locations``.
+    @available(*, deprecated, renamed: "locations")
+    public var sources: [Location] {
+        get { locations }
+        set { locations = newValue }
+    }
 
     /// Creates the figures of a split download.
-    public init(connections: Int, sources: [Source]) {
+    public init(connections: Int, locations: [Location]) {
         self.connections = connections
-        self.sources = sources
+        self.locations = locations
     }
 }

@@ -39,7 +39,7 @@ final class Attempt {
     var retryAfter: Double?
     /// The body bytes sent so far, as the transport reported them.
     var sentBytes: Int64 = 0
-    /// The split download the attempt is, when its file is fetched over several connections or sources: boxed, so
+    /// The split download the attempt is, when its file is fetched over several connections or locations: boxed, so
     /// that an attempt of one connection (nearly all of them) stays small.
     var split: Split?
 
@@ -59,5 +59,17 @@ final class Attempt {
         self.sent = sent
         self.startedAt = startedAt
         self.expectedBefore = expectedBefore
+    }
+}
+
+extension TransferMetrics {
+    /// What the queue saw on its own clock of an attempt it stopped itself at `now` (an unacceptable response, a
+    /// timeout, a cancel, a sibling's failure): its transport reports nothing more. Time to the head, total time,
+    /// the head's HTTP version.
+    init(stopped attempt: Attempt, at now: Double) {
+        let version = attempt.head?.httpVersion ?? ""
+        self.init(
+            timeToFirstByte: attempt.headAt.map { max(0, $0 - attempt.startedAt) },
+            totalDuration: max(0, now - attempt.startedAt), httpVersion: version.isEmpty ? nil : version)
     }
 }

@@ -20,38 +20,19 @@ extension QueueStateMachine {
         return actions.take(deliverAfter: outbox.announce(now: now))
     }
 
-    // MARK: The queue's one timer (see ``QueueTimer``)
-
-    /// The timer fired at `now` (perhaps late, or superseded): flushes progress if due, hands each due idle or
-    /// lowest-speed check and each passed deadline to its request's machine, and lets requests whose retry time
-    /// has come rejoin the pending ones.
-    mutating func timerFired(now: Double) -> QueueActions {
-        timer.fired(at: now)
-        if let due = flush.due, now >= due { flushProgress(at: now) }
-        for entry in timer.idle.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
-            let record = table[entry.id]
-            guard record.machine.phase.isTimed else { continue }
-            var idle: Double?
-            if case .seconds(let timeout)? = RequestRules.idleTimeout(record.request.timeoutInterval) { idle = timeout }
-            let speed = (record.request.timeLimits ?? timeLimits).lowestSpeed.map {
-                RequestMachine.SpeedCheck(
-                    limit: $0, moved: record.bytesMoved + (record.machine.phase.attempt?.sentBytes ?? 0),
-                    queueReceived: receivedTotal, rateCap: rateCap, url: record.request.url)
-            }
-            apply(entry.id, now: now) { $0.timedCheck(idle: idle, speed: speed, of: record.request, &$1, now: now) }
+    /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
+    private mutating func endDrain(_ now: Double) {
+        inDrain = false
+        // No slot holds a request: the numbering of servers starts over.
+        servers.removeAll()
+        let progress = ledger.snapshot(at: now)
+        outbox.post(.didUpdateProgress(progress))
+        flush.queueChanged = false
+        outbox.post(.queueDidFinish)
+        if waitingRuns > 0 {
+            outbox.post(.wakeRuns(waitingRuns, progress))
+            waitingRuns = 0
         }
-        for entry in timer.deadlines.popDue(at: now) {
-            guard let record = table.record(at: entry.id), record.sequence == entry.token else { continue }
-            let seconds = (record.request.timeLimits ?? timeLimits).deadline
-            apply(entry.id, now: now) { machine, _ in
-                machine.deadlinePassed(seconds: seconds, url: record.request.url, now: now)
-            }
-        }
-        // Only a waiting request holds a retry deadline's token.
-        for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.token) {
-            apply(entry.id, now: now) { machine, _ in machine.retryTimeCame() }
-        }
-        return finishEvent(now)
     }
 
     /// Gives each job the scheduler allows now its slot; an invalid request fails instead.
@@ -197,7 +178,7 @@ extension QueueStateMachine {
             actions.list.append(.decide(decide))
         case .waitToRetry(let wait, let delay, let error, let left):
             leave(left, slot, transferEnded: transferEnded, now: now)
-            timer.retries.insert(.init(deadline: now + delay, id: slot, token: wait.token))
+            timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
             actions.publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
             // Counted as retries (the first retry of two is "retry 1/2"), as the Demo's rows count them (issue 50).
@@ -237,7 +218,7 @@ extension QueueStateMachine {
             ledger.stopAwaitingSize(&record.progress)
             actions.publish(record)
         case .waitUntil(let deadline, let token):
-            timer.idle.insert(.init(deadline: deadline, id: slot, token: token))
+            timer.idle.insert(.init(deadline: deadline, id: slot, stamp: token))
         }
     }
 
@@ -247,12 +228,12 @@ extension QueueStateMachine {
         let record = table[slot]
         let request = record.request
         var head = preflight.sent
-        if preflight.source > 0 {
-            record.sourcesDeadAtHead = preflight.source
-            let mirror = request.fileOptions.mirrors[preflight.source - 1]
+        if preflight.location > 0 {
+            record.locationsDeadAtHead = preflight.location
+            let mirror = request.fileOptions.mirrors[preflight.location - 1]
             head = SplitRules.request(preflight.sent, to: mirror, origin: preflight.sent.url, policy: redirectPolicy)
-            outbox.log(.notice, .sourceDropped, request, now: now) {
-                "the HEAD before failed: asking mirror \(preflight.source) (\(Redaction.describe(mirror)))"
+            outbox.log(.notice, .locationDropped, request, now: now) {
+                "the HEAD before failed: asking mirror \(preflight.location) (\(Redaction.describe(mirror)))"
             }
         }
         head.httpMethod = "HEAD"

@@ -50,7 +50,7 @@ extension QueueStateMachine {
         case .sent(let sent, let expected):
             guard !preflight else { break }
             ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
-            record.machine.sent(sent, now: now)
+            record.machine.touched(at: now, sent: sent)
             flush.list(slot, isListed: &record.isListedDirty)
         case .redirect(let redirect):
             record.machine.touched(at: now)
@@ -265,9 +265,9 @@ extension QueueStateMachine {
         var reading: HeadReading?
         switch event {
         case .begin(let request, let options, let part, let isCapped, let collectsMetrics):
-            // The sources the HEAD found dead are left by the first attempt (a retry asks every source again).
+            // The locations the HEAD found dead are left by the first attempt (a retry asks every location again).
             let record = table[slot]
-            let dead = record.machine.attempts == 1 ? record.sourcesDeadAtHead : 0
+            let dead = record.machine.attempts == 1 ? record.locationsDeadAtHead : 0
             attempt.split = Attempt.Split(
                 SplitMachine(
                     request: request, options: options, policy: redirectPolicy, part: part, deadAtHead: dead,
@@ -321,7 +321,9 @@ extension QueueStateMachine {
                 receive(count, keeping: nil, slot: slot, now: now)
             case .borrow(let wanted):
                 for _ in 0..<wanted {
-                    guard let loan = lendConnection(slot: slot, to: attempt.split?.machine.nextSourceURL) else { break }
+                    guard let loan = lendConnection(slot: slot, to: attempt.split?.machine.nextLocationURL) else {
+                        break
+                    }
                     attempt.split?.machine.handle(.lent(loan), now: now, &decided)
                 }
                 attempt.split?.machine.handle(.lent(nil), now: now, &decided)

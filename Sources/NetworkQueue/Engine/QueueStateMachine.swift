@@ -110,19 +110,4 @@ struct QueueStateMachine {
         drainHasRun = !scheduler.isSuspended
         ledger.reset()
     }
-
-    /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
-    mutating func endDrain(_ now: Double) {
-        inDrain = false
-        // No slot holds a request: the numbering of servers starts over.
-        servers.removeAll()
-        let progress = ledger.snapshot(at: now)
-        outbox.post(.didUpdateProgress(progress))
-        flush.queueChanged = false
-        outbox.post(.queueDidFinish)
-        if waitingRuns > 0 {
-            outbox.post(.wakeRuns(waitingRuns, progress))
-            waitingRuns = 0
-        }
-    }
 }

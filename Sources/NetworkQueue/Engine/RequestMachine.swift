@@ -168,7 +168,7 @@ struct RequestMachine {
 
     /// The transport reported the end of the current transfer of `request`, as `outcome` says. A HEAD that failed
     /// while checking an existing file (`checksExistingFile`) leaves the decision to the GET; one that failed with a
-    /// source left asks the next (``FailoverRules``), and fails the request only when none is left. `file` is the
+    /// location left asks the next (``FailoverRules``), and fails the request only when none is left. `file` is the
     /// claimed destination.
     mutating func transferEnded(
         _ outcome: TransferOutcome, of request: NetworkRequest, received: Int64, file: URL?, checksExistingFile: Bool,
@@ -206,20 +206,20 @@ struct RequestMachine {
         }
     }
 
-    /// `preflight` failed with `error` (or timed out): the next source of `request`'s file is asked while one is left
+    /// `preflight` failed with `error` (or timed out): the next location of `request`'s file is asked while one is left
     /// (``FailoverRules``), as a new HEAD of the same request in the same slot; otherwise the request fails.
     private mutating func preflightFailed(
         _ preflight: RequestState.Preflight, _ error: URLError, of request: NetworkRequest, _ shared: inout Shared,
         now: Double
     ) -> Action {
         let count = request.fileOptions.mirrors.count + 1
-        guard FailoverRules.verdict(afterHeadOf: preflight.source, count: count) == .nextSource else {
+        guard FailoverRules.verdict(afterHeadOf: preflight.location, count: count) == .nextLocation else {
             return attemptEnded(.preflightFailed(Redaction.redacted(error)), of: request, &shared, now: now)
         }
         shared.nextToken += 1
         lastActivity = now
         let next = RequestState.Preflight(
-            token: shared.nextToken, cell: TransferCell(), source: preflight.source + 1, sent: preflight.sent)
+            token: shared.nextToken, cell: TransferCell(), location: preflight.location + 1, sent: preflight.sent)
         phase = .preflighting(next)
         return .startPreflight(next)
     }
@@ -257,13 +257,11 @@ struct RequestMachine {
         return .commit(sink)
     }
 
-    /// The current transfer reported something at `now`: its idle timeout counts from here.
-    mutating func touched(at now: Double) { lastActivity = now }
-
-    /// The running attempt's transport sent `bytes` of its body so far, at `now`.
-    mutating func sent(_ bytes: Int64, now: Double) {
+    /// The current transfer reported something at `now` (its idle timeout counts from here): `sent`, the bytes of
+    /// the running attempt's body sent so far.
+    mutating func touched(at now: Double, sent: Int64? = nil) {
         lastActivity = now
-        phase.attempt?.sentBytes = bytes
+        if let sent { phase.attempt?.sentBytes = sent }
     }
 
     /// The current attempt of `request` failed with `error` (an event of this machine, or the coordinator's: an
@@ -395,7 +393,7 @@ extension RequestMachine {
         case none
         /// Run the adapt hooks; their answer comes back under `token`.
         case adapt(token: UInt64)
-        /// Start the HEAD preflight (of the request the preflight carries, to the source it names).
+        /// Start the HEAD preflight (of the request the preflight carries, to the location it names).
         case startPreflight(RequestState.Preflight)
         /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
         /// `replacing`: the attempt sent again without a range, whose file is to be discarded.

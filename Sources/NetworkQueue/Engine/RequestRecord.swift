@@ -39,7 +39,7 @@ final class RequestRecord {
         var followers: [Int] = []
         var existingFile: ExistingFileRules.FileState?
         var rejection: NetworkQueueError.InvalidRequestReason?
-        var sourcesDeadAtHead = 0
+        var locationsDeadAtHead = 0
         // Unchecked: as `state`, touched by every event of a request that collects metrics.
         @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     }
@@ -82,11 +82,11 @@ final class RequestRecord {
     }
     /// Why the request, read from a source before the drain ran, cannot run (its file is another request's):
     /// it fails when it would start.
-    /// How many of the file's sources (its URL, then its mirrors, in order) failed its HEAD preflight: its first
-    /// attempt leaves them for the source that answered (``FailoverRules``).
-    var sourcesDeadAtHead: Int {
-        get { extras?.sourcesDeadAtHead ?? 0 }
-        set { if newValue != 0 || extras != nil { madeExtras.sourcesDeadAtHead = newValue } }
+    /// How many of the file's locations (its URL, then its mirrors, in order) failed its HEAD preflight: its first
+    /// attempt leaves them for the location that answered (``FailoverRules``).
+    var locationsDeadAtHead: Int {
+        get { extras?.locationsDeadAtHead ?? 0 }
+        set { if newValue != 0 || extras != nil { madeExtras.locationsDeadAtHead = newValue } }
     }
     var rejection: NetworkQueueError.InvalidRequestReason? {
         get { extras?.rejection }

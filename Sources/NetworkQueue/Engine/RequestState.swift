@@ -63,9 +63,9 @@ enum RequestState {
     final class Preflight {
         let token: UInt64
         let cell: TransferCell
-        /// Which source the HEAD asks: 0 for the request's URL, k for its k-th mirror (issue 50: a dead origin's
+        /// Which location the HEAD asks: 0 for the request's URL, k for its k-th mirror (issue 50: a dead origin's
         /// mirrors are asked in turn).
-        let source: Int
+        let location: Int
         /// The request the HEAD was made from (after the adapt hooks): a mirror's HEAD is made from it too.
         let sent: URLRequest
         /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
@@ -73,10 +73,10 @@ enum RequestState {
         /// Set when the HEAD's length is over the request's size limit: the request fails with it, sending no GET.
         var tooLarge: NetworkQueueError?
 
-        init(token: UInt64, cell: TransferCell, source: Int = 0, sent: URLRequest) {
+        init(token: UInt64, cell: TransferCell, location: Int = 0, sent: URLRequest) {
             self.token = token
             self.cell = cell
-            self.source = source
+            self.location = location
             self.sent = sent
         }
     }

@@ -4,29 +4,29 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One file fetched over several connections and sources (issue 36), as a part of its request's running attempt
+/// One file fetched over several connections and locations (issue 36), as a part of its request's running attempt
 /// (issue 51): every decision of a split download, made by events that take the time and return ``Action``s. Pure:
 /// no lock, no clock, no I/O. The coordinator holds it in the ``Attempt`` and applies its actions under the queue's
 /// one lock; the shell (`SplitDownload`) only starts and stops transports, writes bytes at offsets and hands events
 /// in.
 ///
-/// Words: a *source* is a place the file can be fetched from (the request's URL, then its mirrors); a *connection*
-/// is one transfer of the attempt; a *segment* is a connection's share of the file (``SegmentPlan/Run``).
+/// Words: a *location* is a place the file can be fetched from (the request's URL, then its mirrors); a *connection*
+/// is one transfer of the attempt; a *segment* is a connection's share of the file (``SegmentPlan/Segment``).
 ///
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
 /// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
 /// the file, goes on as a transfer of one connection (``Action/passOn``). Otherwise the part is sized and recorded
 /// (``Action/beginFile(_:done:head:)``, answered by ``fileBegun(_:now:)``), ``SegmentPlan`` shares its missing bytes
-/// among connections, each a `Range` request with `If-Range` to a source the ``SourceList`` picks. A connection
+/// among connections, each a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection
 /// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
-/// answered by ``lent(_:now:)``), and given back when no work is left for it. Moving from a failed source to the next
-/// is the ``FailoverRules`` verdict, logged as a failover. The file fails only when no source is left, and then keeps
+/// answered by ``lent(_:now:)``), and given back when no work is left for it. Moving from a failed location to the next
+/// is the ``FailoverRules`` verdict, logged as a failover. The file fails only when no location is left, and then keeps
 /// its part and record for the retry policy.
 struct SplitMachine {
     /// One connection of the file.
     struct Connection {
         let cell: TransferCell
-        let source: Int
+        let location: Int
         /// The segment it fetches, while it runs one.
         var segment: Int?
         /// The last byte it asked for plus one (nil: to the end of the file, or its server sends the whole file).
@@ -112,11 +112,11 @@ struct SplitMachine {
 
     /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
     static let askEvery: Int64 = 4 << 20
-    /// Connections of the last source started again in one attempt after one broke having received bytes.
+    /// Connections of the last location started again in one attempt after one broke having received bytes.
     static let restartLimit = 16
 
     // What the download is.
-    /// The request as the queue would send it, once per source: its own URL first, then the mirrors.
+    /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
     let requests: [URLRequest]
     /// The most connections the file may use (at least 1).
     let connectionLimit: Int
@@ -130,7 +130,7 @@ struct SplitMachine {
 
     // Where it is.
     private(set) var mode = Mode.first
-    private(set) var sources: SourceList
+    private(set) var locations: LocationList
     private(set) var connections: [Int: Connection] = [:]
     private var nextConnection = 0
     private(set) var plan: SegmentPlan?
@@ -164,15 +164,15 @@ struct SplitMachine {
     private var movedAt = -Double.infinity
     /// When the download began (queue clock): its metrics' total time runs from here.
     private let startedAt: Double
-    /// The last source, when its ranges failed and a stream of the whole file is to carry the file on (it starts
+    /// The last location, when its ranges failed and a stream of the whole file is to carry the file on (it starts
     /// as soon as the first missing range is not behind another connection's).
     private var streamWanted: Int?
-    /// Connections of the last source started again after one broke having received bytes (bounded).
+    /// Connections of the last location started again after one broke having received bytes (bounded).
     private var restarts = 0
 
     /// A split download of `request` (its `Range` and `If-Range` dropped) over its own URL and `options.mirrors`
     /// (each made with `policy`, as a redirect there would be), continuing `part`, beginning at `now`. The first
-    /// `deadAtHead` sources failed the HEAD preflight: they are left at once (issue 51: a failover everyone hears,
+    /// `deadAtHead` locations failed the HEAD preflight: they are left at once (issue 51: a failover everyone hears,
     /// wherever it came). The first connection's start is in `actions`, its handle going to `cell` (the attempt's
     /// first transfer).
     init(
@@ -189,10 +189,10 @@ struct SplitMachine {
         self.isCapped = isCapped
         self.collectsMetrics = collectsMetrics
         self.part = part
-        sources = SourceList(count: requests.count)
+        locations = LocationList(count: requests.count)
         startedAt = now
-        for source in 0..<min(deadAtHead, requests.count - 1) {
-            failover(from: source, .broke, reason: "its HEAD failed", &actions)
+        for location in 0..<min(deadAtHead, requests.count - 1) {
+            failover(from: location, .broke, reason: "its HEAD failed", &actions)
         }
         startFirst(cell: cell, &actions)
     }
@@ -246,7 +246,7 @@ struct SplitMachine {
         mode = .split
         connections[id]?.segment = segment.id
         connections[id]?.isAccepted = true
-        if let source = connections[id]?.source { sources.learn(shape.validator, for: source) }
+        if let location = connections[id]?.location { locations.learn(shape.validator, for: location) }
         // The engine hears the head before any count, and before any other connection starts.
         actions.append(.hearHead(head!))
         if !probing { share(&actions) }
@@ -305,7 +305,7 @@ struct SplitMachine {
     }
 
     /// The stall check came: each connection that received nothing for ``SplitRules/stallSeconds`` at the end of
-    /// the file, to a source another live source can stand in for, stops with that source (what they received
+    /// the file, to a location another live location can stand in for, stops with that location (what they received
     /// stays), and its segment goes to a connection that is free.
     private mutating func stallCheckDue(now: Double, _ actions: inout [Action]) {
         stallCheckAt = nil
@@ -313,17 +313,17 @@ struct SplitMachine {
         let stalled = SplitRules.stalled(
             connections.map { ($0.key, $0.value.lastByteAt) }, movedAt: movedAt, now: now,
             isEndGame: plan.waiting.isEmpty, isCapped: isCapped)
-        // Only a source another live source can stand in for is dropped: the last one is left to the idle
+        // Only a location another live location can stand in for is dropped: the last one is left to the idle
         // timeout, as without splitting (a server slow to its first byte is not one that stalled).
         var dropped = 0
         for id in stalled {
-            guard let connection = connections[id], sources.sources[connection.source].isLive,
-                sources.hasOtherForRanges(than: connection.source)
+            guard let connection = connections[id], locations.locations[connection.location].isLive,
+                locations.hasOtherForRanges(than: connection.location)
             else { continue }
             let quiet = String(
                 format: "nothing for %.1f s at the end of the file", now - (connection.lastByteAt ?? now))
             stop(id, &actions)
-            failover(from: connection.source, .stalled, reason: quiet, &actions)
+            failover(from: connection.location, .stalled, reason: quiet, &actions)
             dropped += 1
         }
         if dropped == 0 {
@@ -347,8 +347,8 @@ struct SplitMachine {
     /// An event of the first connection before its head decided.
     private mutating func first(_ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]) {
         guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
-            if case .completed(let error?) = event, sources.sources.count > 1 {
-                // No byte reached the file: the next source is asked instead.
+            if case .completed(let error?) = event, locations.locations.count > 1 {
+                // No byte reached the file: the next location is asked instead.
                 let reason = "its connection failed (URLError \(error.code.rawValue))"
                 return firstFailed(id, .broke, reason: reason, error: error, &actions)
             }
@@ -385,22 +385,22 @@ struct SplitMachine {
         }
     }
 
-    /// The first connection's source failed before any byte was written (`cause`): the ``FailoverRules`` verdict
-    /// asks the next live source, or (none left) the attempt fails as that connection did (`error`; a status passes
+    /// The first connection's location failed before any byte was written (`cause`): the ``FailoverRules`` verdict
+    /// asks the next live location, or (none left) the attempt fails as that connection did (`error`; a status passes
     /// on as the response).
     private mutating func firstFailed(
         _ id: Int, _ cause: FailoverRules.Cause, reason: String, error: URLError?, _ actions: inout [Action]
     ) {
         guard let connection = connections[id] else { return }
-        let verdict = FailoverRules.verdict(after: cause, of: connection.source, among: sources, hasStream: false)
-        sources.drop(connection.source)
-        guard case .nextSource = verdict, sources.hasLive else {
+        let verdict = FailoverRules.verdict(after: cause, of: connection.location, among: locations, hasStream: false)
+        locations.drop(connection.location)
+        guard case .nextLocation = verdict, locations.hasLive else {
             mode = .plain
             if let error { return actions.append(.fail(error)) }
             return actions.append(.passOn)
         }
         stop(id, &actions)
-        actions.append(.note(.sourceDropped, .notice, FailoverRules.message(describe(connection.source), reason)))
+        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(connection.location), reason)))
         startFirst(cell: TransferCell(), &actions)
     }
 
@@ -428,11 +428,11 @@ struct SplitMachine {
     /// The part this download continues: the file's, unless it was found to be another file's.
     private var resumed: PartSegments? { partStartsOver ? nil : part }
 
-    /// Sends the first connection's request to the next live source (from the part's first missing byte when a
+    /// Sends the first connection's request to the next live location (from the part's first missing byte when a
     /// split part is continued).
     private mutating func startFirst(cell: TransferCell, _ actions: inout [Action]) {
-        guard let source = sources.pick(forRange: false) else { return end(failing: true, &actions) }
-        var request = requests[source]
+        guard let location = locations.pick(forRange: false) else { return end(failing: true, &actions) }
+        var request = requests[location]
         var asked: Int64?
         if let resumed {
             // The first segment its plan will give it (`fileBegun` makes the same plan): to the next range on disk
@@ -449,7 +449,7 @@ struct SplitMachine {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         }
-        add(Connection(cell: cell, source: source, asked: asked), request, &actions)
+        add(Connection(cell: cell, location: location, asked: asked), request, &actions)
     }
 
     // MARK: Connections of a split file
@@ -461,13 +461,13 @@ struct SplitMachine {
         switch event {
         case .head(let head) where !ResponseRules.isInterim(head):
             guard !connection.isAccepted, let shape, let segment = connection.segment,
-                let start = plan?.runs.first(where: { $0.id == segment })?.start
+                let start = plan?.segments.first(where: { $0.id == segment })?.start
             else { return }
-            let known = sources.sources[connection.source].validator
+            let known = locations.locations[connection.location].validator
             if connection.asked == nil {
                 // A stream of the whole file carrying the file on after its ranges failed.
                 if let problem = SplitRules.streamProblem(with: head, shape: shape, validator: known) {
-                    failover(from: connection.source, .wrongAnswer, reason: problem, &actions)
+                    failover(from: connection.location, .wrongAnswer, reason: problem, &actions)
                     fillConnections(now: now, &actions)
                 } else {
                     connections[id]?.isAccepted = true
@@ -476,10 +476,10 @@ struct SplitMachine {
                 return
             }
             if let problem = SplitRules.problem(with: head, start: start, shape: shape, validator: known) {
-                rangeFailed(id, source: connection.source, problem: problem, &actions)
+                rangeFailed(id, location: connection.location, problem: problem, &actions)
                 fillConnections(now: now, &actions)
             } else {
-                sources.learn(SplitRules.ownValidator(of: head), for: connection.source)
+                locations.learn(SplitRules.ownValidator(of: head), for: connection.location)
                 connections[id]?.isAccepted = true
                 connections[id]?.lastByteAt = now
             }
@@ -539,24 +539,24 @@ struct SplitMachine {
             (from, count) = (from + dropped, count - dropped)
             guard count > 0 else { return }
         }
-        guard let offset = plan?.runs.first(where: { $0.id == segment })?.next,
-            let piece = plan?.received(Int64(count), run: segment)
+        guard let offset = plan?.segments.first(where: { $0.id == segment })?.next,
+            let piece = plan?.received(Int64(count), segment: segment)
         else { return }
         if piece.kept > 0 {
             let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - recordedAt)
             actions.append(
                 .write(from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold))
-            sources.served(piece.kept, by: connection.source)
+            locations.served(piece.kept, by: connection.location)
             connections[id]?.received += piece.kept
         }
-        guard piece.isRunDone else { return }
+        guard piece.isSegmentDone else { return }
         actions.append(.endSegment(segment))
         connections[id]?.segment = nil
         let end = offset + piece.kept
         guard connection.asked.map({ $0 > end }) ?? true else { return }
-        // A source that takes ranges is asked again rather than streamed past more than a segment's worth of bytes
+        // A location that takes ranges is asked again rather than streamed past more than a segment's worth of bytes
         // on disk; one that takes none is streamed to the end.
-        let maxGap = sources.sources[connection.source].takesRanges ? minimumSize : nil
+        let maxGap = locations.locations[connection.location].takesRanges ? minimumSize : nil
         // A segment whose connection has not answered yet may be taken over: this one is sending its bytes already.
         if let (next, gap, tookOver) = follow(from: end, upTo: connection.asked, maxGap: maxGap, &actions) {
             // Its server goes on sending the bytes of the next segment: the connection takes it, and the one it was
@@ -586,9 +586,9 @@ struct SplitMachine {
     private mutating func share(_ actions: inout [Action]) {
         guard let plan else { return }
         isShared = true
-        let segments = plan.runs.count + plan.waiting.count
+        let segments = plan.segments.count + plan.waiting.count
         let message =
-            "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) sources"
+            "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) locations"
         actions.append(.note(.splitDecided, .info, message))
         askForConnections(&actions)
     }
@@ -597,32 +597,32 @@ struct SplitMachine {
     /// ``lent(_:now:)``; the last answer fills them).
     private mutating func askForConnections(_ actions: inout [Action]) {
         guard mode == .split, let plan else { return }
-        let shareable = plan.waiting.count + plan.runs.filter { $0.remaining >= 2 * minimumSize }.count
+        let shareable = plan.waiting.count + plan.segments.filter { $0.remaining >= 2 * minimumSize }.count
         let wanted = min(connectionLimit - 1 - loans.count, shareable)
-        actions.append(.borrow(sources.leastBusy == nil ? 0 : max(0, wanted)))
+        actions.append(.borrow(locations.leastBusy == nil ? 0 : max(0, wanted)))
     }
 
-    /// The source the next lent connection would go to (its host is what a per-host limit counts).
-    var nextSourceURL: URL? { sources.leastBusy.flatMap { requests[$0].url } }
+    /// The location the next lent connection would go to (its host is what a per-host limit counts).
+    var nextLocationURL: URL? { locations.leastBusy.flatMap { requests[$0].url } }
 
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
     /// skipped, and it takes each waiting segment it reaches.
     private mutating func startStream(_ actions: inout [Action]) {
-        guard let source = streamWanted, connections.count < 1 + loans.count else { return }
-        // One stream of a source at a time, answered or not.
-        guard sources.sources[source].isLive,
-            !connections.values.contains(where: { $0.source == source && $0.asked == nil })
+        guard let location = streamWanted, connections.count < 1 + loans.count else { return }
+        // One stream of a location at a time, answered or not.
+        guard locations.locations[location].isLive,
+            !connections.values.contains(where: { $0.location == location && $0.asked == nil })
         else {
             streamWanted = nil
             return
         }
         guard let (segment, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &actions) else { return }
         streamWanted = nil
-        sources.started(source)
-        var connection = Connection(cell: TransferCell(), source: source, segment: segment.id, asked: nil)
+        locations.started(location)
+        var connection = Connection(cell: TransferCell(), location: location, segment: segment.id, asked: nil)
         connection.skipping = gap
-        add(connection, requests[source], &actions)
+        add(connection, requests[location], &actions)
     }
 
     /// The next segment a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
@@ -631,7 +631,7 @@ struct SplitMachine {
     /// connection was stopped for it.
     private mutating func follow(
         from offset: Int64, upTo limit: Int64?, maxGap: Int64?, _ actions: inout [Action]
-    ) -> (segment: SegmentPlan.Run, gap: Int64, tookOver: Bool)? {
+    ) -> (segment: SegmentPlan.Segment, gap: Int64, tookOver: Bool)? {
         let idle = Set(connections.values.filter { !$0.isAccepted }.compactMap(\.segment))
         guard let (segment, gap, takenOver) = plan?.follow(from: offset, upTo: limit, maxGap: maxGap, takingOver: idle)
         else { return nil }
@@ -643,30 +643,30 @@ struct SplitMachine {
         return (segment, gap, true)
     }
 
-    /// Gives every connection the file may run a segment (to the live source with the fewest), gives back lent
-    /// connections left without work, and ends the file when it is whole or no source is left.
+    /// Gives every connection the file may run a segment (to the live location with the fewest), gives back lent
+    /// connections left without work, and ends the file when it is whole or no location is left.
     private mutating func fillConnections(now: Double, _ actions: inout [Action]) {
         guard mode == .split, shape != nil else { return }
         startStream(&actions)
-        while connections.count < 1 + loans.count, sources.leastBusy != nil, let segment = plan?.assign() {
-            guard let source = sources.pick() else {
-                plan?.failed(run: segment.id)
+        while connections.count < 1 + loans.count, locations.leastBusy != nil, let segment = plan?.assign() {
+            guard let location = locations.pick() else {
+                plan?.failed(segment: segment.id)
                 break
             }
-            var request = requests[source]
-            let validator = sources.sources[source].validator
+            var request = requests[location]
+            let validator = locations.locations[location].validator
             for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator)
             {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             add(
-                Connection(cell: TransferCell(), source: source, segment: segment.id, asked: segment.end), request,
+                Connection(cell: TransferCell(), location: location, segment: segment.id, asked: segment.end), request,
                 &actions)
         }
         while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }
         finishIfDone(now: now, &actions)
         if mode == .split, connections.isEmpty, plan?.isComplete == false {
-            // Bytes are missing and no connection runs: no source is left to fetch them.
+            // Bytes are missing and no connection runs: no location is left to fetch them.
             end(failing: true, &actions)
         }
         if mode == .split, isShared, plan?.waiting.isEmpty == true, !connections.isEmpty, stallCheckAt == nil,
@@ -680,88 +680,89 @@ struct SplitMachine {
     }
 
     /// A connection ended (completed, failed, stopped or dropped): a segment it had not finished waits again, a
-    /// broken source is counted, and its slot is given new work.
+    /// broken location is counted, and its slot is given new work.
     private mutating func ended(_ id: Int, now: Double, _ actions: inout [Action]) {
         guard let connection = stop(id, &actions) else { return }
         let why = lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
-        let isLast = sources.isLast(connection.source)
-        if connection.segment != nil, connection.asked != nil, sources.sources[connection.source].isLive,
-            hasStream(of: connection.source) || isLast
+        let isLast = locations.isLast(connection.location)
+        if connection.segment != nil, connection.asked != nil, locations.locations[connection.location].isLive,
+            hasStream(of: connection.location) || isLast
         {
-            // A range cut short while the same server's stream of the file goes on, or by the last source: no more
+            // A range cut short while the same server's stream of the file goes on, or by the last location: no more
             // ranges from it; a stream of the whole file carries the file on.
-            rangeFailed(id, source: connection.source, problem: "a range's connection broke (\(why))", &actions)
+            rangeFailed(id, location: connection.location, problem: "a range's connection broke (\(why))", &actions)
         } else if connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
             restarts < Self.restartLimit
         {
-            // The last source's stream broke after bytes came: what is left is asked for again, as ranges while it
+            // The last location's stream broke after bytes came: what is left is asked for again, as ranges while it
             // takes them, else by a new stream (never more than a bound of times an attempt).
             restarts += 1
-            let message = "\(describe(connection.source))'s connection broke (\(why)): the rest is asked again"
+            let message = "\(describe(connection.location))'s connection broke (\(why)): the rest is asked again"
             actions.append(.note(.splitDecided, .notice, message))
-            if !sources.sources[connection.source].takesRanges { streamWanted = connection.source }
-        } else if connection.segment != nil, sources.sources[connection.source].isLive {
-            guard case .nextSource = FailoverRules.verdict(after: .broke, of: connection.source, among: sources) else {
-                // The last source broke: the attempt fails, and its retry continues every segment.
+            if !locations.locations[connection.location].takesRanges { streamWanted = connection.location }
+        } else if connection.segment != nil, locations.locations[connection.location].isLive {
+            guard case .nextLocation = FailoverRules.verdict(after: .broke, of: connection.location, among: locations)
+            else {
+                // The last location broke: the attempt fails, and its retry continues every segment.
                 return end(failing: true, &actions)
             }
             let why = lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
-            failover(from: connection.source, .broke, reason: "its connection broke\(why)", &actions)
+            failover(from: connection.location, .broke, reason: "its connection broke\(why)", &actions)
         }
         fillConnections(now: now, &actions)
     }
 
-    /// True when a connection to `source` streams the file to its end and its head was accepted (the first
+    /// True when a connection to `location` streams the file to its end and its head was accepted (the first
     /// connection, asking for the file as it is).
-    private func hasStream(of source: Int) -> Bool {
-        connections.values.contains { $0.source == source && $0.isAccepted && $0.asked == nil }
+    private func hasStream(of location: Int) -> Bool {
+        connections.values.contains { $0.location == location && $0.isAccepted && $0.asked == nil }
     }
 
-    /// Connection `id` to `source` got a wrong answer to its range (`problem`): with a good stream of the file from
-    /// the same source, the source takes no more ranges and that stream goes on; otherwise the source is dropped
+    /// Connection `id` to `location` got a wrong answer to its range (`problem`): with a good stream of the file from
+    /// the same location, the location takes no more ranges and that stream goes on; otherwise the location is dropped
     /// (the ``FailoverRules`` verdict) and its connections stop. Either way the connection stops, and its segment
     /// waits again.
-    private mutating func rangeFailed(_ id: Int, source: Int, problem: String, _ actions: inout [Action]) {
-        let hasStream = hasStream(of: source)
-        if !hasStream, sources.isLast(source) {
-            // The last source's stream had stopped before this answer came: a new one carries the file on.
-            streamWanted = source
+    private mutating func rangeFailed(_ id: Int, location: Int, problem: String, _ actions: inout [Action]) {
+        let hasStream = hasStream(of: location)
+        if !hasStream, locations.isLast(location) {
+            // The last location's stream had stopped before this answer came: a new one carries the file on.
+            streamWanted = location
         }
         let verdict = FailoverRules.verdict(
-            after: .wrongRange, of: source, among: sources, hasStream: hasStream || streamWanted == source)
+            after: .wrongRange, of: location, among: locations, hasStream: hasStream || streamWanted == location)
         if case .noMoreRanges = verdict {
-            sources.refuseRanges(source)
+            locations.refuseRanges(location)
             stop(id, &actions)
             let message =
-                "no more ranges from \(describe(source)): \(problem); its connection of the whole file goes on"
+                "no more ranges from \(describe(location)): \(problem); its connection of the whole file goes on"
             actions.append(.note(.splitDecided, .notice, message))
         } else {
-            failover(from: source, .wrongRange, reason: problem, &actions)
+            failover(from: location, .wrongRange, reason: problem, &actions)
         }
     }
 
-    /// Leaves `source` for the others (``FailoverRules``): dropped, logged as a failover with its `reason`, and its
-    /// connections stop (what they received stays; the rest of their segments waits for the live sources: a dropped
+    /// Leaves `location` for the others (``FailoverRules``): dropped, logged as a failover with its `reason`, and its
+    /// connections stop (what they received stays; the rest of their segments waits for the live locations: a dropped
     /// mirror that stalls would otherwise hold its segments until the attempt's idle timeout).
     private mutating func failover(
-        from source: Int, _ cause: FailoverRules.Cause, reason: String, _ actions: inout [Action]
+        from location: Int, _ cause: FailoverRules.Cause, reason: String, _ actions: inout [Action]
     ) {
-        sources.drop(source)
-        actions.append(.note(.sourceDropped, .notice, FailoverRules.message(describe(source), reason)))
+        locations.drop(location)
+        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
         if cause != .broke, cause != .stalled { lastError = URLError(.badServerResponse) }
-        for (id, connection) in connections where connection.source == source { stop(id, &actions) }
+        for (id, connection) in connections where connection.location == location { stop(id, &actions) }
     }
 
-    /// Stops connection `id`: its source runs one fewer, and what its segment received stays while the rest waits
+    /// Stops connection `id`: its location runs one fewer, and what its segment received stays while the rest waits
     /// again. Returns it, or nil when it had ended.
     @discardableResult
     private mutating func stop(_ id: Int, _ actions: inout [Action]) -> Connection? {
         guard let connection = connections.removeValue(forKey: id) else { return nil }
-        sources.ended(connection.source)
+        locations.ended(connection.location)
         actions.append(.stop(connection.cell))
         if let segment = connection.segment {
             actions.append(.endSegment(segment))
-            plan?.failed(run: segment)
+            plan?.failed(segment: segment)
         }
         return connection
     }
@@ -778,10 +779,11 @@ struct SplitMachine {
             if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
             measured.segments = SegmentMetrics(
                 connections: mostConnections,
-                sources: sources.sources.indices.map {
-                    SegmentMetrics.Source(
-                        url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: sources.sources[$0].served,
-                        wasDropped: !sources.sources[$0].isLive, refusedRanges: !sources.sources[$0].takesRanges)
+                locations: locations.locations.indices.map {
+                    SegmentMetrics.Location(
+                        url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: locations.locations[$0].served,
+                        wasDropped: !locations.locations[$0].isLive, refusedRanges: !locations.locations[$0].takesRanges
+                    )
                 })
             figures = measured
         }
@@ -800,7 +802,7 @@ struct SplitMachine {
         if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
     }
 
-    private func describe(_ source: Int) -> String {
-        source == 0 ? "the request's URL" : "mirror \(source) (\(Redaction.describe(requests[source].url)))"
+    private func describe(_ location: Int) -> String {
+        location == 0 ? "the request's URL" : "mirror \(location) (\(Redaction.describe(requests[location].url)))"
     }
 }

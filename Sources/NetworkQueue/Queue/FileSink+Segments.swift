@@ -6,7 +6,7 @@ import Foundation
     import Darwin
 #endif
 
-/// What a split part left by an earlier attempt or run holds: read from its record, or (a part of one connection
+/// What a split part left by an earlier attempt or segment holds: read from its record, or (a part of one connection
 /// continued by a split request) its bytes from 0 with its validator.
 struct PartSegments: Equatable, Sendable {
     /// The ranges on disk.
@@ -60,32 +60,32 @@ struct SegmentWriter {
         SegmentRecord(length: length, validator: validator.recordText, done: written).encoded()
     }
 
-    /// Gathers `bytes` of connection `run` at `offset`; writes its buffer when full or when the bytes do not follow
+    /// Gathers `bytes` of connection `segment` at `offset`; writes its buffer when full or when the bytes do not follow
     /// it.
     mutating func take(
-        _ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, fd: Int32
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, segment: Int, fd: Int32
     ) throws(FileSink.FileFailure) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        if let buffer = pending[run], buffer.offset + Int64(buffer.data.count) != offset { try flush(run, fd) }
+        if let buffer = pending[segment], buffer.offset + Int64(buffer.data.count) != offset { try flush(segment, fd) }
         if bytes.count >= FileSink.directWriteSize {
             // A big piece is written where it is, after what was gathered before it: never copied.
-            try flush(run, fd)
+            try flush(segment, fd)
             try FileSink.writeAll(fd, bytes, at: offset)
             wrote(offset..<(offset + Int64(bytes.count)))
             return
         }
-        if pending[run] == nil {
+        if pending[segment] == nil {
             var data = Data()
             data.reserveCapacity(Self.bufferSize)
-            pending[run] = Pending(offset: offset, data: data)
+            pending[segment] = Pending(offset: offset, data: data)
         }
-        pending[run]!.data.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
-        if pending[run]!.data.count >= Self.bufferSize { try flush(run, fd) }
+        pending[segment]!.data.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        if pending[segment]!.data.count >= Self.bufferSize { try flush(segment, fd) }
     }
 
-    /// Writes connection `run`'s buffer at its offset.
-    mutating func flush(_ run: Int, _ fd: Int32) throws(FileSink.FileFailure) {
-        guard let buffer = pending.removeValue(forKey: run), !buffer.data.isEmpty else { return }
+    /// Writes connection `segment`'s buffer at its offset.
+    mutating func flush(_ segment: Int, _ fd: Int32) throws(FileSink.FileFailure) {
+        guard let buffer = pending.removeValue(forKey: segment), !buffer.data.isEmpty else { return }
         try buffer.data.withUnsafeBytes { bytes in
             Result { () throws(FileSink.FileFailure) in try FileSink.writeAll(fd, bytes, at: buffer.offset) }
         }.get()
@@ -107,7 +107,7 @@ struct SegmentWriter {
 
     /// Writes every connection's buffer.
     mutating func flushAll(_ fd: Int32) throws(FileSink.FileFailure) {
-        for run in Array(pending.keys) { try flush(run, fd) }
+        for segment in Array(pending.keys) { try flush(segment, fd) }
     }
 
     /// The record was saved.
@@ -131,16 +131,16 @@ extension FileSink {
         }
     }
 
-    /// Writes `bytes` of connection `run` at `offset` of a split part (gathered per connection; see
+    /// Writes `bytes` of connection `segment` at `offset` of a split part (gathered per connection; see
     /// ``SegmentWriter``), and saves the record once `threshold` bytes were written since the last. The bytes may be
     /// lent: nothing of them is kept but a copy. Returns the failure, and whether the record was saved.
-    func writeSegment(_ bytes: UnsafeRawBufferPointer, at offset: Int64, run: Int, recordingAfter threshold: Int64)
+    func writeSegment(_ bytes: UnsafeRawBufferPointer, at offset: Int64, segment: Int, recordingAfter threshold: Int64)
         -> (failure: NetworkQueueError?, recorded: Bool)
     {
         var recorded = false
         let failure = perform { state throws(FileFailure) in
             guard state.isAccepting, state.segments != nil else { return }
-            try state.segments!.take(bytes, at: offset, run: run, fd: state.fd)
+            try state.segments!.take(bytes, at: offset, segment: segment, fd: state.fd)
             if state.segments!.sinceRecord >= threshold {
                 try saveRecord(&state.segments!)
                 recorded = true
@@ -149,15 +149,15 @@ extension FileSink {
         return (failure, recorded)
     }
 
-    /// Writes what connection `run` gathered: its range is done, or it stopped.
-    func endSegment(run: Int) -> NetworkQueueError? {
+    /// Writes what connection `segment` gathered: its range is done, or it stopped.
+    func endSegment(segment: Int) -> NetworkQueueError? {
         perform { state throws(FileFailure) in
             guard state.segments != nil, state.fd >= 0 else { return }
-            try state.segments!.flush(run, state.fd)
+            try state.segments!.flush(segment, state.fd)
         }
     }
 
-    /// Writes every connection's buffer and the record, for a part kept for the next attempt or run.
+    /// Writes every connection's buffer and the record, for a part kept for the next attempt or segment.
     func keepSegments(_ state: inout State) throws(FileFailure) {
         guard state.segments != nil, state.fd >= 0 else { return }
         try state.segments!.flushAll(state.fd)

@@ -148,7 +148,7 @@ extension NetworkQueue {
             }
         }
         if let shared, let sink = pipeline.sink {
-            // One file over several connections or sources: the attempt's transfers, as its split machine decides.
+            // One file over several connections or locations: the attempt's transfers, as its split machine decides.
             return SplitDownload(
                 owner: self, slot: slot, token: token, transport: transport, options: options, pipeline: pipeline,
                 sink: sink, forward: events

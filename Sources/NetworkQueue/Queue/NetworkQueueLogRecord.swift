@@ -54,10 +54,14 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case continuedFromByte
         /// The server would not continue the partial file: the download starts over from byte 0.
         case rangeRefused
-        /// A file download was split over several connections or sources, or (and why) it was not.
+        /// A file download was split over several connections or locations, or (and why) it was not.
         case splitDecided
-        /// A source of a split download (its URL or a mirror) was dropped for the file, and why.
-        case sourceDropped
+        /// A location of a file (its URL or a mirror) was left for the next, and why: at its HEAD, at its first
+        /// answer, in a range or stalled (``FailoverRules``).
+        case locationDropped
+        /// The former name of ``locationDropped``.
+        @available(*, deprecated, renamed: "locationDropped")
+        public static var sourceDropped: Event { .locationDropped }
         /// The request was paused.
         case paused
         /// The paused request was resumed.

@@ -73,9 +73,11 @@ extension NetworkRequest {
         /// taken only from slots no waiting request could start in. See "Big files: connections and mirrors".
         public var maximumConnections: Int
         /// Other URLs that serve the same bytes as the request's own, tried for segments when the file is split
-        /// and, before any byte is written, in turn when a source fails. A source that fails (a transport error,
-        /// a status, a different length or validator, a 200 to a range) is dropped for this file and its
-        /// segments go to the others; the file fails only when no source is left. A source of another origin
+        /// and, before any byte is written, in turn when a location fails (the file's locations: the request's URL,
+        /// then these). A location that fails (a transport error, a status, a different length or validator, a 200
+        /// to a range) is dropped for this file and its segments go to the others; the file fails only when no
+        /// location is left. A location the HEAD preflight found dead is left by the transfer too. A location of
+        /// another origin
         /// gets the request without the headers the transport's ``RedirectPolicy`` strips from a cross-origin
         /// redirect (`Authorization`, `Cookie`, `Proxy-Authorization` and any added there). Default empty.
         public var mirrors: [URL]
@@ -95,7 +97,7 @@ extension NetworkRequest {
             self.minimumSegmentSize = minimumSegmentSize
         }
 
-        /// True when the file may be fetched over more than one connection or source.
+        /// True when the file may be fetched over more than one connection or location.
         var mayShare: Bool { maximumConnections > 1 || !mirrors.isEmpty }
     }
 

@@ -103,12 +103,12 @@ final class SplitDownload: Sendable {
                 wrote = true
                 guard failure == nil, let bytes else { continue }
                 let piece = UnsafeRawBufferPointer(rebasing: bytes[from..<(from + count)])
-                let result = sink.writeSegment(piece, at: offset, run: segment, recordingAfter: threshold)
+                let result = sink.writeSegment(piece, at: offset, segment: segment, recordingAfter: threshold)
                 failure = result.failure
                 recorded = recorded || result.recorded
                 kept += count
             case .endSegment(let segment):
-                _ = sink.endSegment(run: segment)
+                _ = sink.endSegment(segment: segment)
             case .stop(let cell):
                 cell.cancel()?.cancel()
             case .start(let id, let request, let cell):

@@ -29,19 +29,19 @@ struct QueueTimer {
         if case .seconds(let timeout)? = RequestRules.idleTimeout(interval) { first = min(first ?? timeout, timeout) }
         guard let first else { return }
         if idle.count > 2 * live + 64 {
-            idle.removeAll { !table.isCurrent($0.id, token: $0.token) || !table[$0.id].machine.phase.isTimed }
+            idle.removeAll { !table.isCurrent($0.id, token: $0.stamp) || !table[$0.id].machine.phase.isTimed }
         }
-        idle.insert(.init(deadline: now + first, id: slot, token: token))
+        idle.insert(.init(deadline: now + first, id: slot, stamp: token))
     }
 
     /// Adds the deadline of the request with `sequence` in `slot`, passing at `time`. Entries of requests that
     /// ended stay until they come due or are dropped in bulk (those `table` no longer holds).
     mutating func addDeadline(_ time: Double, slot: Int, sequence: UInt64, table: RequestTable) {
         if deadlines.count >= deadlinesPruneAt {
-            deadlines.removeAll { table.record(at: $0.id)?.sequence != $0.token }
+            deadlines.removeAll { table.record(at: $0.id)?.sequence != $0.stamp }
             deadlinesPruneAt = 2 * deadlines.count + 64
         }
-        deadlines.insert(.init(deadline: time, id: slot, token: sequence))
+        deadlines.insert(.init(deadline: time, id: slot, stamp: sequence))
     }
 
     /// The timer fired at `now`: an arming that came due is over.
@@ -55,7 +55,7 @@ struct QueueTimer {
     /// until they come due; once they outnumber twice the `waiting` ones (plus 64), those `table` no longer
     /// holds are dropped. Deadlines of ended requests are dropped with the last request.
     mutating func arm(flushDue: Double?, waiting: Int, table: RequestTable) -> Double? {
-        if retries.count > 2 * waiting + 64 { retries.removeAll { !table.isCurrent($0.id, token: $0.token) } }
+        if retries.count > 2 * waiting + 64 { retries.removeAll { !table.isCurrent($0.id, token: $0.stamp) } }
         // With no request left, every deadline is of a request that ended: none keeps the timer armed.
         if table.isEmpty, deadlines.count > 0 { deadlines = DeadlineHeap() }
         // Pairwise, without an array: this runs after every event.

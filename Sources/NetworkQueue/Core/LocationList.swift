@@ -1,0 +1,109 @@
+/// The locations of one split file (its URL, then its mirrors): which are still used, how many connections each
+/// runs and how many bytes each served (issue 36). Pure.
+///
+/// A location that served the wrong bytes or a status is dropped at once. A location whose connection broke is dropped
+/// when another location is left; when it is the last, the attempt fails instead, and the request's retry policy
+/// decides whether a next attempt continues every range from where it stopped.
+///
+/// Splitting is an optimisation, never a reason to fail (issue 50): a location whose answer to a range is wrong while
+/// its stream of the whole file is good (the first connection's) is not dropped but asked for no more ranges; its
+/// stream goes on, taking each waiting range it reaches.
+struct LocationList: Equatable, Sendable {
+    struct Location: Equatable, Sendable {
+        var isLive = true
+        /// Connections running to it now.
+        var running = 0
+        /// Bytes it served that were kept.
+        var served: Int64 = 0
+        /// False once it answered a range wrongly while its stream of the file was good: no range is sent to it.
+        var takesRanges = true
+        /// Its own validator, learned from its first answer (nil until then): its ranges are asked and checked
+        /// under it (issue 50: other server software makes other entity tags for the same file).
+        var validator: RangeRules.Validator?
+    }
+
+    /// What becomes of a location whose answer to a range was wrong (``rangeFailed(_:hasStream:)``).
+    enum RangeVerdict: Equatable, Sendable {
+        /// It is asked for no more ranges; its stream of the file goes on.
+        case noMoreRanges
+        /// It is dropped: its connections stop.
+        case dropped
+    }
+
+    private(set) var locations: [Location]
+
+    /// `count` locations, all live.
+    init(count: Int) { locations = Array(repeating: Location(), count: max(1, count)) }
+
+    /// True while any location is live.
+    var hasLive: Bool { locations.contains { $0.isLive } }
+
+    /// The live location that takes ranges with the fewest connections running (the first of equals: the request's
+    /// own URL first); nil when none is left.
+    var leastBusy: Int? {
+        locations.indices.filter { locations[$0].isLive && locations[$0].takesRanges }
+            .min { locations[$0].running < locations[$1].running }
+    }
+
+    /// The ``leastBusy`` location, which then runs one more connection; nil when none is left. With `forRange` false
+    /// (a first connection, asking for the file as it is), any live location.
+    mutating func pick(forRange: Bool = true) -> Int? {
+        let found =
+            forRange
+            ? leastBusy
+            : locations.indices.filter { locations[$0].isLive }.min { locations[$0].running < locations[$1].running }
+        guard let index = found else { return nil }
+        locations[index].running += 1
+        return index
+    }
+
+    /// `index` answered a range with what is not the file's bytes there (a status, a whole file, other offsets,
+    /// length or validator, a content coding, a short body). With a good stream of the file (`hasStream`) it only
+    /// takes no more ranges; otherwise it is dropped.
+    mutating func rangeFailed(_ index: Int, hasStream: Bool) -> RangeVerdict {
+        if hasStream {
+            locations[index].takesRanges = false
+            return .noMoreRanges
+        }
+        locations[index].isLive = false
+        return .dropped
+    }
+
+    /// A connection to `index` ended.
+    mutating func ended(_ index: Int) { locations[index].running -= 1 }
+
+    /// `index` names itself by `validator` (learned once, from its first good answer).
+    mutating func learn(_ validator: RangeRules.Validator?, for index: Int) {
+        if locations[index].validator == nil { locations[index].validator = validator }
+    }
+
+    /// `index` served `count` kept bytes.
+    mutating func served(_ count: Int64, by index: Int) {
+        locations[index].served += count
+    }
+
+    /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
+    mutating func drop(_ index: Int) { locations[index].isLive = false }
+
+    /// True when no live location but `index` is left.
+    func isLast(_ index: Int) -> Bool { !locations.indices.contains { $0 != index && locations[$0].isLive } }
+
+    /// A connection to `index` starts (one it was not picked for: a stream of the whole file).
+    mutating func started(_ index: Int) { locations[index].running += 1 }
+
+    /// `index` is asked for no more ranges: what is left of the file comes over a stream of the whole file.
+    mutating func refuseRanges(_ index: Int) { locations[index].takesRanges = false }
+
+    /// True when a live location other than `index` takes ranges: what `index` holds could go there.
+    func hasOtherForRanges(than index: Int) -> Bool {
+        locations.indices.contains { $0 != index && locations[$0].isLive && locations[$0].takesRanges }
+    }
+
+    /// A connection to `index` broke: the location is dropped when another is live (returns true); the last one is
+    /// kept, and the attempt fails (returns false).
+    mutating func broke(_ index: Int) -> Bool {
+        guard locations.indices.contains(where: { $0 != index && locations[$0].isLive }) else { return false }
+        locations[index].isLive = false
+        return true
+    }
+}
