@@ -6,7 +6,7 @@ import Testing
 
 /// When a file download's validator file (`<file>.part.validator`) is written: only once its part is worth
 /// continuing. A body that arrives whole is written once and renamed, with no validator file made or removed.
-@Suite(.testLane) struct FileSinkTests {
+@Suite(.testLane, .timeLimit(.minutes(2))) struct FileSinkTests {
     /// A sink for a new file in a folder of its own, after a 200 with a strong ETag (or none).
     private func opened(etag: String? = "\"v1\"") throws -> (FileSink, URL, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")

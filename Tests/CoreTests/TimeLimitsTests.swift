@@ -10,7 +10,7 @@ import Testing
 
 /// A request's deadline and lowest speed (``TimeLimits``), decided by the engine on the time the test gives it:
 /// every figure below is exact, and no test sleeps.
-@Suite(.testLane) struct TimeLimitsTests {
+@Suite(.testLane, .timeLimit(.minutes(2))) struct TimeLimitsTests {
     typealias Driver = MachineDriver
 
     /// The lines of the deliveries that say how requests ended or were retried.

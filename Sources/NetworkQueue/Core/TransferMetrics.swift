@@ -144,4 +144,10 @@ public struct SegmentMetrics: Sendable, Hashable {
         self.connections = connections
         self.locations = locations
     }
+
+    /// The former form of ``init(connections:locations:)``.
+    @available(*, deprecated, renamed: "init(connections:locations:)")
+    public init(connections: Int, sources: [Location]) {
+        self.init(connections: connections, locations: sources)
+    }
 }

@@ -57,7 +57,7 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// A file download was split over several connections or locations, or (and why) it was not.
         case splitDecided
         /// A location of a file (its URL or a mirror) was left for the next, and why: at its HEAD, at its first
-        /// answer, in a range or stalled (``FailoverRules``).
+        /// answer, in a range or stalled (see "Big files: connections and mirrors").
         case locationDropped
         /// The former name of ``locationDropped``.
         @available(*, deprecated, renamed: "locationDropped")
