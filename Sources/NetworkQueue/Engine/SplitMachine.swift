@@ -16,10 +16,10 @@ import Foundation
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
 /// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
 /// the file, goes on as a transfer of one connection (``Action/passOn``). Otherwise the part is sized and recorded
-/// (``Action/beginFile(_:done:head:)``, answered by ``fileBegun(_:now:)``), ``SegmentPlan`` shares its missing bytes
+/// (``Action/beginFile(_:done:head:)``, answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
 /// among connections, each a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection
 /// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
-/// answered by ``lent(_:now:)``), and given back when no work is left for it. Moving from a failed location to the next
+/// answered by ``Event/lent(_:)``), and given back when no work is left for it. Moving from a failed location to the next
 /// is the ``FailoverRules`` verdict, logged as a failover. The file fails only when no location is left, and then keeps
 /// its part and record for the retry policy.
 struct SplitMachine {
@@ -60,15 +60,15 @@ struct SplitMachine {
         /// Stop a connection's transfer.
         case stop(TransferCell)
         /// Write `count` bytes of the event's piece from `from` on at `offset` of the part, for `segment`; the record
-        /// is saved once `recordAfter` bytes were written since the last. ``written(_:recorded:failure:now:)``
+        /// is saved once `recordAfter` bytes were written since the last. ``Event/written(_:recorded:failure:)``
         /// follows the event's writes.
         case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
         /// Write what `segment` gathered: it is done, or its connection stopped.
         case endSegment(Int)
         /// Size and record the part for `shape` (`done`: on disk already), and read `head`, which the engine hears
-        /// first; ``fileBegun(_:now:)`` follows.
+        /// first; ``Event/fileBegun(_:)`` follows.
         case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
-        /// The engine hears the head the file began with (read by ``fileBegun(_:now:)``).
+        /// The engine hears the head the file began with (read by ``Event/fileBegun(_:)``).
         case hearHead(ResponseHead)
         /// The first connection's head is not one to split on: it and every later event of that connection go on as
         /// a transfer of one connection.
@@ -79,11 +79,11 @@ struct SplitMachine {
         case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
         /// `count` bytes kept and written: counted once.
         case count(Int)
-        /// Ask the queue for up to `count` more connections, each answered with ``lent(_:now:)``.
+        /// Ask the queue for up to `count` more connections, each answered with ``Event/lent(_:)``.
         case borrow(Int)
         /// A lent connection is not needed any more.
         case giveBack(QueueStateMachine.ConnectionLoan)
-        /// Check for stalled connections at this time (``stallCheckDue(now:)``).
+        /// Check for stalled connections at this time (``Event/stallCheckDue``).
         case checkStalls(at: Double)
         /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
         case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
@@ -99,7 +99,7 @@ struct SplitMachine {
         case transfer(TransferEvent, connection: Int)
         /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``.
         case bytes(Int, connection: Int)
-        /// The writes of the last ``bytes(_:connection:)`` are done: `kept` bytes in all (the record saved when
+        /// The writes of the last ``bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
         /// `recorded`), or the part could not be written (`failure`).
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
         /// The shell began the file (``Action/beginFile(_:done:head:)``), or could not (the failure).
@@ -212,7 +212,7 @@ struct SplitMachine {
         }
     }
 
-    /// An event of connection `id` other than its body (``bytes(_:connection:now:_:)``).
+    /// An event of connection `id` other than its body (``Event/bytes(_:connection:)``).
     private mutating func transferEvent(
         _ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]
     ) {
@@ -269,7 +269,7 @@ struct SplitMachine {
         }
     }
 
-    /// The writes of one ``bytes(_:connection:now:_:)`` event are done: `kept` bytes in all (the record saved when
+    /// The writes of one ``Event/bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
     /// `recorded`), or the part could not be written (`failure`). The bytes are counted, the first connection's pace
     /// judged, more connections asked for, and the file finished when whole.
     private mutating func written(
@@ -413,7 +413,7 @@ struct SplitMachine {
         startFirst(cell: TransferCell(), &actions)
     }
 
-    /// The file is split: the shell begins the part (``fileBegun(_:now:)`` follows), `head` being what the engine
+    /// The file is split: the shell begins the part (``Event/fileBegun(_:)`` follows), `head` being what the engine
     /// hears.
     private mutating func begin(
         _ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, connection id: Int,
@@ -484,7 +484,7 @@ struct SplitMachine {
                 connections[id]?.lastByteAt = now
             }
         case .data(let data):
-            // Bodies come through ``bytes(_:connection:now:_:)``.
+            // Bodies come through ``Event/bytes(_:connection:)``.
             bytes(data.count, connection: id, now: now, &actions)
         case .metrics(let figures):
             if metrics == nil { metrics = figures }
@@ -594,7 +594,7 @@ struct SplitMachine {
     }
 
     /// Asks the queue for the connections beyond the first that the file may use and has work for (answered by
-    /// ``lent(_:now:)``; the last answer fills them).
+    /// ``Event/lent(_:)``; the last answer fills them).
     private mutating func askForConnections(_ actions: inout [Action]) {
         guard mode == .split, let plan else { return }
         let shareable = plan.waiting.count + plan.segments.filter { $0.remaining >= 2 * minimumSize }.count
