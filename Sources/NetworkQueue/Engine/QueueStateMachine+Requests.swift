@@ -111,6 +111,10 @@ extension QueueStateMachine {
         let before = record.machine.phase
         let clock = record.machine.deadline
         let action = event(&record.machine, &shared)
+        // Most body pieces and heads move nothing: no holdings to compare, nothing to do.
+        if case .none = action, record.machine.phase.isSame(as: before), record.machine.deadline == clock {
+            return action
+        }
         if case .running(let until) = record.machine.deadline, record.machine.deadline != clock {
             timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
         }

@@ -182,6 +182,27 @@ enum RequestState {
         }
     }
 
+    /// True when `other` is this very phase: the same case carrying the same object or value. A cheap check that an
+    /// event moved nothing (most body pieces and heads), so that nothing of the request's holdings need be compared.
+    func isSame(as other: RequestState) -> Bool {
+        switch (self, other) {
+        case (.pending, .pending), (.awaitingPreflight, .awaitingPreflight), (.awaitingMain, .awaitingMain): true
+        case (.preflighting(let one), .preflighting(let two)): one === two
+        case (.running(let one), .running(let two)), (.committing(let one), .committing(let two)): one === two
+        case (.adaptingPreflight(let one), .adaptingPreflight(let two)),
+            (.adaptingMain(let one), .adaptingMain(let two)):
+            one == two
+        case (.deciding(let one), .deciding(let two)): one === two
+        case (.waitingToRetry(let one), .waitingToRetry(let two)): one === two
+        case (.following(let one), .following(let two)): one == two
+        case (.paused(let one), .paused(let two)): one == two
+        case (.pending, _), (.awaitingPreflight, _), (.preflighting, _), (.awaitingMain, _), (.adaptingPreflight, _),
+            (.adaptingMain, _), (.running, _), (.deciding, _), (.waitingToRetry, _), (.committing, _), (.following, _),
+            (.paused, _):
+            false
+        }
+    }
+
     /// The running attempt (nil in any other phase).
     var attempt: Attempt? {
         if case .running(let attempt) = self { return attempt }
