@@ -45,7 +45,9 @@ final class Attempt {
 
     /// A split download's machine, held by reference from its attempt and changed in place.
     final class Split {
-        var machine: SplitMachine
+        // Unchecked: changed in place by every event of the file's connections, only by the coordinator, which runs
+        // only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.
+        @exclusivity(unchecked) var machine: SplitMachine
 
         init(_ machine: SplitMachine) { self.machine = machine }
     }

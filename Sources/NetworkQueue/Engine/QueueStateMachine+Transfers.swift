@@ -254,14 +254,14 @@ extension QueueStateMachine {
 
     /// Hands `event` of `slot`'s split attempt `token` to its machine and applies what it decides; what is the
     /// shell's (``SplitMachine/Action``s: start, stop, write, end a segment, begin or finish the file, pass on,
-    /// check stalls) is appended to `shell`, in order. Dropped when the attempt is not current.
+    /// check stalls) is left in `shell` (empty when called; its capacity is reused, so that a body piece allocates
+    /// nothing), in order. Dropped when the attempt is not current.
     mutating func split(
         _ event: SplitEvent, slot: Int, token: UInt64, shell: inout [SplitMachine.Action], now: Double
     ) -> QueueActions {
         guard table.isCurrent(slot, token: token), let attempt = table[slot].machine.phase.attempt else {
             return QueueActions()
         }
-        var decided: [SplitMachine.Action] = []
         var reading: HeadReading?
         switch event {
         case .begin(let request, let options, let part, let isCapped, let collectsMetrics):
@@ -271,32 +271,43 @@ extension QueueStateMachine {
             attempt.split = Attempt.Split(
                 SplitMachine(
                     request: request, options: options, policy: redirectPolicy, part: part, deadAtHead: dead,
-                    isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided))
+                    isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &shell))
         case .transfer(let transferEvent, let id):
-            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
+            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &shell)
         case .bytes(let count, let id):
-            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &decided)
+            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &shell)
         case .written(let kept, let recorded, let failure):
-            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
+            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &shell)
         case .fileBegun(.success(let read)):
             reading = read
-            attempt.split?.machine.handle(.fileBegun(nil), now: now, &decided)
+            attempt.split?.machine.handle(.fileBegun(nil), now: now, &shell)
         case .fileBegun(.failure(let failure)):
-            attempt.split?.machine.handle(.fileBegun(failure), now: now, &decided)
+            attempt.split?.machine.handle(.fileBegun(failure), now: now, &shell)
         case .stallCheckDue:
-            attempt.split?.machine.handle(.stallCheckDue, now: now, &decided)
+            attempt.split?.machine.handle(.stallCheckDue, now: now, &shell)
         }
-        applySplit(&decided, reading: reading, of: attempt, slot: slot, shell: &shell, now: now)
-        return finishEvent(now)
+        // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their
+        // count, with its progress, comes with their writes).
+        let placedOnly = shell.allSatisfy {
+            if case .write = $0 { true } else if case .endSegment = $0 { true } else { false }
+        }
+        applySplit(&shell, reading: reading, of: attempt, slot: slot, now: now)
+        return placedOnly ? QueueActions() : finishEvent(now)
     }
 
-    /// Applies a split machine's actions in order; the shell's go to `shell`. Once the attempt is over (one of them
-    /// ended it), the rest are dropped: its transfers were stopped with it.
+    /// Applies a split machine's actions in order, in place: the shell's are kept at the front of `decided`, the
+    /// engine's are done and removed. Once the attempt is over (one of them ended it), the rest are dropped: its
+    /// transfers were stopped with it.
     private mutating func applySplit(
-        _ decided: inout [SplitMachine.Action], reading: HeadReading?, of attempt: Attempt, slot: Int,
-        shell: inout [SplitMachine.Action], now: Double
+        _ decided: inout [SplitMachine.Action], reading: HeadReading?, of attempt: Attempt, slot: Int, now: Double
     ) {
         var index = 0
+        var kept = 0
+        func keep(_ action: SplitMachine.Action) {
+            decided[kept] = action
+            kept += 1
+        }
+        defer { decided.removeSubrange(kept...) }
         while index < decided.count, table.isCurrent(slot, token: attempt.token),
             table[slot].machine.phase.attempt === attempt
         {
@@ -305,12 +316,12 @@ extension QueueStateMachine {
             switch action {
             case .start(_, _, let cell):
                 attempt.transfers.insert(cell)
-                shell.append(action)
+                keep(action)
             case .stop(let cell):
                 attempt.transfers.remove(cell)
-                shell.append(action)
+                keep(action)
             case .write, .endSegment, .beginFile, .passOn, .checkStalls, .finish:
-                shell.append(action)
+                keep(action)
             case .hearHead:
                 if let reading { headRead(reading, slot, now) }
             case .forward(let event):

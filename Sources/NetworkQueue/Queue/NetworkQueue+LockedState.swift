@@ -36,14 +36,11 @@ extension NetworkQueue {
         perform(actions, inline: inline)
     }
 
-    /// ``send(inline:_:)`` from one of the queue's own threads, for an event that also answers the caller (a split
-    /// download's shell work, say): returns the answer once the actions are performed.
-    func ask<Answer>(_ event: (inout QueueStateMachine, Double, inout Answer) -> QueueActions, answer: Answer) -> Answer
-    {
-        var answer = answer
+    /// ``send(inline:_:)`` from one of the queue's own threads, for an event that also answers the caller in
+    /// `answer` (a split download's shell work, say), once the actions are performed.
+    func ask<Answer>(_ answer: inout Answer, _ event: (inout QueueStateMachine, Double, inout Answer) -> QueueActions) {
         let actions = locked.withLock { event(&$0.machine, clock.now(), &answer) }
         perform(actions, inline: true)
-        return answer
     }
 
     /// Marks `request` added, or throws if it already was (to this queue or another).

@@ -16,6 +16,8 @@ final class SplitDownload: Sendable {
     /// Touched only by that connection's events, which are serial.
     final class Route: @unchecked Sendable {
         var passes = false
+        /// The actions of its last event, emptied: their capacity is reused, so that a body piece allocates nothing.
+        var buffer: [SplitMachine.Action] = []
     }
 
     let owner: NetworkQueue
@@ -90,9 +92,11 @@ final class SplitDownload: Sendable {
         bytes: UnsafeRawBufferPointer? = nil
     ) {
         let (slot, token) = (slot, token)
-        let work = owner.ask(
-            { machine, now, shell in machine.split(event, slot: slot, token: token, shell: &shell, now: now) },
-            answer: [SplitMachine.Action]())
+        var work: [SplitMachine.Action] = []
+        if let route { swap(&work, &route.buffer) }
+        owner.ask(&work) { machine, now, shell in
+            machine.split(event, slot: slot, token: token, shell: &shell, now: now)
+        }
         var kept = 0
         var recorded = false
         var failure: NetworkQueueError?
@@ -125,6 +129,10 @@ final class SplitDownload: Sendable {
             case .hearHead, .forward, .note, .count, .borrow, .giveBack, .fail, .fileFailed:
                 preconditionFailure("the engine's own split action \(action)")
             }
+        }
+        if let route {
+            work.removeAll(keepingCapacity: true)
+            swap(&work, &route.buffer)
         }
         if wrote { handIn(.written(kept, recorded: recorded, failure: failure), route: route) }
     }
