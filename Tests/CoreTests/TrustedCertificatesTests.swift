@@ -15,7 +15,7 @@
             #expect(FileManager.default.contents(atPath: path) == pem)
             // Read twice (libcurl opens it for each new connection): each open starts at the beginning.
             #expect(FileManager.default.contents(atPath: path) == pem)
-            #expect(certificates.pem == pem)
+            #expect(Data(certificates.pem) == pem)
         }
     }
 #endif

@@ -10,13 +10,16 @@
     /// string, and libcurl 7.87 and later also keep the parsed store for the next connections. Where no
     /// in-memory file can be made (no `memfd_create`, no `/proc`), the blob is used.
     final class TrustedCertificates: Sendable {
-        let pem: Data
+        /// The bundle's bytes. An array, not `Data`: a `Data`'s storage is held through an enum whose tag bits sit
+        /// in the reference, which LeakSanitizer cannot read, so a transport still alive at exit looked as if its
+        /// bundle leaked (the ASan run of CI).
+        let pem: [UInt8]
         /// The path libcurl opens, or nil: use ``pem`` as a blob.
         let path: String?
         private let descriptor: Int32
 
         init(pem: Data) {
-            self.pem = pem
+            self.pem = Array(pem)
             let descriptor = pem.withUnsafeBytes { nq_memory_file("nq-ca-bundle", $0.baseAddress, UInt($0.count)) }
             let path = "/proc/self/fd/\(descriptor)"
             if descriptor >= 0, access(path, R_OK) == 0 {
