@@ -55,17 +55,7 @@ public struct TestLaneTrait: SuiteTrait, TestTrait, TestScoping {
                     await Task.yield()
                     if TestLane.isCurrentThreadOnLane { break }
                 }
-                guard !TestLane.isCurrentThreadOnLane else { return try await function() }
-                // Still off the lane (seen once in CI under the thread sanitizer: a yield did not honour the
-                // preference): the test runs as a child task made for the lane, whose first job goes to the lane
-                // itself. A child inherits the task's values and its cancellation.
-                // The group waits for the child: the body does not outlive this call.
-                try await withoutActuallyEscaping(function) { body in
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask(executorPreference: TestLane.shared) { try await body() }
-                        try await group.waitForAll()
-                    }
-                }
+                try await function()
             }
         }
     }
