@@ -59,9 +59,9 @@ struct LocationList: Equatable, Sendable {
 
     /// `index` answered a range with what is not the file's bytes there (a status, a whole file, other offsets,
     /// length or validator, a content coding, a short body). With a good stream of the file (`hasStream`) it only
-    /// takes no more ranges; otherwise it is dropped.
+    /// takes no more ranges; otherwise it is dropped (``FailoverRules``).
     mutating func rangeFailed(_ index: Int, hasStream: Bool) -> RangeVerdict {
-        if hasStream {
+        if FailoverRules.verdict(after: .wrongRange, of: index, among: self, hasStream: hasStream) == .noMoreRanges {
             locations[index].takesRanges = false
             return .noMoreRanges
         }
@@ -91,9 +91,6 @@ struct LocationList: Equatable, Sendable {
     /// A connection to `index` starts (one it was not picked for: a stream of the whole file).
     mutating func started(_ index: Int) { locations[index].running += 1 }
 
-    /// `index` is asked for no more ranges: what is left of the file comes over a stream of the whole file.
-    mutating func refuseRanges(_ index: Int) { locations[index].takesRanges = false }
-
     /// True when a live location other than `index` takes ranges: what `index` holds could go there.
     func hasOtherForRanges(than index: Int) -> Bool {
         locations.indices.contains { $0 != index && locations[$0].isLive && locations[$0].takesRanges }
@@ -102,7 +99,7 @@ struct LocationList: Equatable, Sendable {
     /// A connection to `index` broke: the location is dropped when another is live (returns true); the last one is
     /// kept, and the attempt fails (returns false).
     mutating func broke(_ index: Int) -> Bool {
-        guard locations.indices.contains(where: { $0 != index && locations[$0].isLive }) else { return false }
+        guard FailoverRules.verdict(after: .broke, of: index, among: self) == .nextLocation else { return false }
         locations[index].isLive = false
         return true
     }

@@ -31,9 +31,10 @@ extension QueueStateMachine {
             // A current token is held only by the phases above and these; none of these runs a transfer.
             preconditionFailure("a transfer event for a request in phase \(record.machine.phase.name)")
         }
+        // Every event of the transfer is activity: its idle timeout counts from here.
+        record.machine.touched(at: now)
         switch event {
         case .head(let head):
-            record.machine.touched(at: now)
             guard !preflight else {
                 preflightHead(head, slot: slot, now: now)
                 break
@@ -42,22 +43,16 @@ extension QueueStateMachine {
             let acceptable = record.request.acceptableStatusCodes
             headRead(reading ?? HeadReading(head, continuedFrom: 0, acceptableStatusCodes: acceptable), slot, now)
         case .data(let data):
-            if preflight {
-                record.machine.touched(at: now)
-            } else {
-                receive(data.count, keeping: data, slot: slot, now: now)
-            }
+            if !preflight { receive(data.count, keeping: data, slot: slot, now: now) }
         case .sent(let sent, let expected):
             guard !preflight else { break }
             ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
             record.machine.touched(at: now, sent: sent)
             flush.list(slot, isListed: &record.isListedDirty)
         case .redirect(let redirect):
-            record.machine.touched(at: now)
             if !preflight { outbox.log(redirect, of: record.request, now: now) }
         // Reported unasked (a transport that always measures): nobody reads them.
         case .metrics(let metrics):
-            record.machine.touched(at: now)
             guard !preflight, collectsMetrics else { break }
             outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
         case .completed(let error):

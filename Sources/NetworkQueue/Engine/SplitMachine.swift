@@ -483,9 +483,10 @@ struct SplitMachine {
                 connections[id]?.isAccepted = true
                 connections[id]?.lastByteAt = now
             }
-        case .data(let data):
-            // Bodies come through ``Event/bytes(_:connection:)``.
-            bytes(data.count, connection: id, now: now, &actions)
+        // A body comes only as ``Event/bytes(_:connection:)``, with the piece the shell writes: a count here would
+        // place bytes nobody writes.
+        case .data:
+            break
         case .metrics(let figures):
             if metrics == nil { metrics = figures }
         case .completed(let error):
@@ -701,8 +702,7 @@ struct SplitMachine {
             actions.append(.note(.splitDecided, .notice, message))
             if !locations.locations[connection.location].takesRanges { streamWanted = connection.location }
         } else if connection.segment != nil, locations.locations[connection.location].isLive {
-            guard case .nextLocation = FailoverRules.verdict(after: .broke, of: connection.location, among: locations)
-            else {
+            guard locations.broke(connection.location) else {
                 // The last location broke: the attempt fails, and its retry continues every segment.
                 return end(failing: true, &actions)
             }
@@ -728,15 +728,13 @@ struct SplitMachine {
             // The last location's stream had stopped before this answer came: a new one carries the file on.
             streamWanted = location
         }
-        let verdict = FailoverRules.verdict(
-            after: .wrongRange, of: location, among: locations, hasStream: hasStream || streamWanted == location)
-        if case .noMoreRanges = verdict {
-            locations.refuseRanges(location)
+        switch locations.rangeFailed(location, hasStream: hasStream || streamWanted == location) {
+        case .noMoreRanges:
             stop(id, &actions)
             let message =
                 "no more ranges from \(describe(location)): \(problem); its connection of the whole file goes on"
             actions.append(.note(.splitDecided, .notice, message))
-        } else {
+        case .dropped:
             failover(from: location, .wrongRange, reason: problem, &actions)
         }
     }

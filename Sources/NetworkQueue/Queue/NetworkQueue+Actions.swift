@@ -159,19 +159,25 @@ extension NetworkQueue {
             // The pipeline writes and hashes each piece before it returns: the transport may lend it.
             handle = lending.startTransfer(
                 urlRequest, options: options,
-                lendingBodyTo: { piece in
-                    let count = piece.count
-                    switch pipeline.write(piece) {
-                    case .forward: self.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-                    case let failed: self.pass(failed, slot: slot, token: token)
-                    }
-                }, events: events)
+                lendingBodyTo: { piece in self.write(piece, through: pipeline, slot: slot, token: token) },
+                events: events)
         } else {
             handle = transport.startTransfer(urlRequest, options: options, events: events)
         }
         if !start.cell.attach(handle) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
+        }
+    }
+
+    /// Writes and hashes a body piece lent by the transport through `pipeline`, then tells the machine its count, or
+    /// the file's or the checks' failure (a transfer of one connection: a split file's first one too, once it passes
+    /// on).
+    func write(_ piece: borrowing LentBytes, through pipeline: TransferPipeline, slot: Int, token: UInt64) {
+        let count = piece.count
+        switch pipeline.write(piece) {
+        case .forward: send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+        case let failed: pass(failed, slot: slot, token: token)
         }
     }
 

@@ -72,11 +72,7 @@ final class SplitDownload: Sendable {
         guard route.passes else {
             return piece.withUnsafeBytes { body($0, connection: id, route: route) }
         }
-        let (slot, token, count) = (slot, token, piece.count)
-        switch pipeline.write(piece) {
-        case .forward: owner.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-        case let failed: owner.pass(failed, slot: slot, token: token)
-        }
+        owner.write(piece, through: pipeline, slot: slot, token: token)
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer, connection id: Int, route: Route) {
