@@ -5,7 +5,7 @@ import Testing
 /// The test lane keeps the tests off the Swift concurrency pool (see `TestLaneTrait`): a test runs on the lane's
 /// threads, before and after it suspends; an unstructured task (the library's kind) does not.
 @Suite(.testLane, .timeLimit(.minutes(5))) struct TestLaneTests {
-    private static func isOnTheLane() -> Bool { Thread.current.name?.hasPrefix(TestLane.threadNamePrefix) == true }
+    private static func isOnTheLane() -> Bool { TestLane.isCurrentThreadOnLane }
 
     @Test(arguments: 0..<3) func aTestRunsOnTheLane(_ run: Int) async {
         #expect(Self.isOnTheLane())

@@ -111,7 +111,25 @@ public final class TestLane: TaskExecutor, @unchecked Sendable {
     public static let threadNamePrefix = "test lane"
 
     /// True when the calling thread is one of the lane's.
-    public static var isCurrentThreadOnLane: Bool { Thread.current.name?.hasPrefix(threadNamePrefix) == true }
+    ///
+    /// Told by the thread's id, which the lane's threads record as they start, not by its name: in three clean-clone
+    /// CI runs under the thread sanitizer, a test that ran on the lane read another name (or none) from
+    /// `Thread.current`, and every check of `TestLaneTests` failed, the first included.
+    public static var isCurrentThreadOnLane: Bool {
+        let current = pthread_self()
+        laneThreads.lock.lock()
+        defer { laneThreads.lock.unlock() }
+        return laneThreads.ids.contains { pthread_equal($0, current) != 0 }
+    }
+
+    /// The ids of the lane's threads, each added by the thread itself before it takes a job.
+    private static let laneThreads = ThreadIDs()
+
+    /// Unchecked: `ids` is read and written only under `lock`.
+    private final class ThreadIDs: @unchecked Sendable {
+        let lock = NSLock()
+        var ids: [pthread_t] = []
+    }
 
     // Unchecked: `jobs` and `first` are read and written only under `condition`.
     private let condition = NSCondition()
@@ -123,6 +141,9 @@ public final class TestLane: TaskExecutor, @unchecked Sendable {
             // Named from inside: on Linux a thread named before it starts keeps its creator's name.
             Thread { [self] in
                 Thread.current.name = "\(Self.threadNamePrefix) \(index)"
+                Self.laneThreads.lock.lock()
+                Self.laneThreads.ids.append(pthread_self())
+                Self.laneThreads.lock.unlock()
                 work()
             }.start()
         }
