@@ -347,15 +347,17 @@ private struct StallingSource: AsyncSequence, Sendable {
         // Each reader's task starts when the machine gets to it: count from when both have read.
         await eventually { first.calls.current > 0 && second.calls.current > 0 }
         let (a0, b0, finished0) = (first.calls.current, second.calls.current, queue.progress.finishedRequestCount)
-        await eventually { queue.progress.finishedRequestCount >= finished0 + 4_000 }
+        // Liveness only, not a timing: under the thread sanitizer with seven other suites on two cores these
+        // requests took over a minute (alone, two seconds), so the wait is long.
+        await eventually(within: 300) { queue.progress.finishedRequestCount >= finished0 + 2_000 }
         queue.cancelAll()
         await eventually { first.released.current && second.released.current }
-        // A source waiting for room is served before one that asks after it: neither starves. (Over 4,000
+        // A source waiting for room is served before one that asks after it: neither starves. (Over 2,000
         // requests each got several batches; a source that always asked first would have had them all.)
         let (a, b) = (first.calls.current - a0, second.calls.current - b0)
         #expect(a > Self.lookAhead && b > Self.lookAhead)
         // At most the look-ahead of them was read before the count began.
-        #expect(a + b >= 4_000 - Self.lookAhead)
+        #expect(a + b >= 2_000 - Self.lookAhead)
     }
 
     @Test func twoSourcesBothRunToTheirEnds() async throws {
