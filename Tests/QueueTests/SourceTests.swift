@@ -349,7 +349,7 @@ private struct StallingSource: AsyncSequence, Sendable {
         let (a0, b0, finished0) = (first.calls.current, second.calls.current, queue.progress.finishedRequestCount)
         // Liveness only, not a timing: under the thread sanitizer with seven other suites on two cores these
         // requests took over a minute (alone, two seconds), so the wait is long.
-        await eventually(within: 300) { queue.progress.finishedRequestCount >= finished0 + 2_000 }
+        await eventually(within: 240) { queue.progress.finishedRequestCount >= finished0 + 2_000 }
         queue.cancelAll()
         await eventually { first.released.current && second.released.current }
         // A source waiting for room is served before one that asks after it: neither starves. (Over 2,000
