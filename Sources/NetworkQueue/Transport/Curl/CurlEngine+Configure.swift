@@ -81,7 +81,7 @@
                 library.set(easy, .bufferSize, Self.receiveBufferSize)
                 library.set(easy, .sockOptFunction, pointer: nil)
             }
-            let rate = transfer.shared.withLock({ $0.maximumBytesPerSecond })
+            let rate = transfer.maximumBytesPerSecond
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
             let method = transfer.method

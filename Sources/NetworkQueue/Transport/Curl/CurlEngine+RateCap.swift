@@ -21,7 +21,7 @@
                     continue
                 }
                 guard let rateCap = transfer.rateCap else { continue }
-                if transfer.shared.withLock({ $0.isPaused }) {
+                if transfer.isPaused {
                     // Paused by its owner: it holds up nobody in the rate cap's line.
                     rateCap.leave(transfer.consumer)
                     continue
@@ -35,7 +35,7 @@
             // Those still held (or held again just now) say when the next tokens come.
             var wait = 0.1
             for transfer in starved {
-                guard let rateCap = transfer.rateCap, !transfer.shared.withLock({ $0.isPaused }) else { continue }
+                guard let rateCap = transfer.rateCap, !transfer.isPaused else { continue }
                 wait = min(wait, rateCap.delayUntilAvailable(for: transfer.consumer))
             }
             return max(wait, 0.001)

@@ -185,7 +185,7 @@
                 finish(transfer, easy: easy)
             case .update(let transfer):
                 guard let easy = transfer.easy, transfer.activeIndex != nil else { return }
-                let (paused, rate) = transfer.shared.withLock { ($0.isPaused, $0.maximumBytesPerSecond) }
+                let (paused, rate) = (transfer.isPaused, transfer.maximumBytesPerSecond)
                 library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
                 // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0. A transfer held for tokens stays held: the cap resumes it.
                 guard paused || !transfer.isStarved else { return }
@@ -219,7 +219,7 @@
                 return transfer.emit(.completed(URLError(.cannotLoadFromNetwork)))
             }
             // Paused before it began (or across a redirect): stays paused.
-            if transfer.shared.withLock({ $0.isPaused }) { _ = library.easyPause(easy, 1) }
+            if transfer.isPaused { _ = library.easyPause(easy, 1) }
         }
 
         /// The engine's list holding only `Accept-Encoding: identity` (made on first use, freed at shutdown).
@@ -251,7 +251,7 @@
         /// Releases what a transfer holds of libcurl: its header list and its easy handle (kept for reuse).
         func finish(_ transfer: CurlTransfer, easy: OpaquePointer) {
             // A handle that was paused keeps libcurl's pause state: it is not used again.
-            var reusable = !transfer.shared.withLock { $0.isPaused }
+            var reusable = !transfer.isPaused
             if transfer.isStarved {
                 transfer.isStarved = false
                 starved.removeAll { $0 === transfer }

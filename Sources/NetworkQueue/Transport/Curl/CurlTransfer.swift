@@ -2,18 +2,14 @@
     import Foundation
     import FoundationNetworking
     import Glibc
+    import Synchronization
 
     /// One transfer of a ``CurlTransport``, possibly over several easy-handle runs (one per redirect).
     ///
-    /// Two kinds of state: `shared` (cancelled, pause, rate cap) may be touched from any thread under its
-    /// lock; everything else belongs to the engine's thread alone, which is the only one that runs
-    /// libcurl's callbacks and the engine's loop — hence `@unchecked Sendable`.
+    /// Two kinds of state: what any thread may set (cancelled, paused, the rate cap) is atomic; everything else
+    /// belongs to the engine's thread alone, which is the only one that runs libcurl's callbacks and the engine's
+    /// loop — hence `@unchecked Sendable`.
     final class CurlTransfer: ThrottlableTransfer, @unchecked Sendable {
-        struct Shared {
-            var isCancelled = false
-            var isPaused = false
-            var maximumBytesPerSecond: Int?
-        }
 
         /// A request body, replayable when it is `Data`.
         enum Body {
@@ -23,7 +19,14 @@
         }
 
         let events: @Sendable (TransferEvent) -> Void
-        let shared: Locked<Shared>
+        /// ``isCancelled`` and ``isPaused``, as bits: set from any thread, read by the engine on every callback.
+        /// Atomic rather than locked: the engine reads them several times per transfer, and a lock was an object
+        /// of its own and a lock round trip each time.
+        private let flags = Atomic<UInt8>(0)
+        private static let cancelledBit: UInt8 = 1
+        private static let pausedBit: UInt8 = 2
+        /// ``maximumBytesPerSecond``, 0 for none.
+        private let rate: Atomic<Int>
         private let engine: CurlEngine
         /// The shared cap its received bytes are drawn from, and its number there.
         let rateCap: RateCap?
@@ -81,7 +84,7 @@
             self.events = events
             self.rateCap = rateCap
             self.consumer = rateCap?.makeConsumer() ?? 0
-            self.shared = Locked(Shared(maximumBytesPerSecond: engine.options.maximumBytesPerSecond))
+            self.rate = Atomic(max(0, engine.options.maximumBytesPerSecond ?? 0))
             self.body = Self.body(of: request)
         }
 
@@ -103,7 +106,15 @@
             }
         }
 
-        var isCancelled: Bool { shared.withLock { $0.isCancelled } }
+        /// True once ``cancel()`` was called.
+        var isCancelled: Bool { flags.load(ordering: .acquiring) & Self.cancelledBit != 0 }
+        /// True while ``setReceivingPaused(_:)`` holds the transfer's receiving.
+        var isPaused: Bool { flags.load(ordering: .acquiring) & Self.pausedBit != 0 }
+        /// The transfer's own receive cap (nil: none), as ``setMaximumBytesPerSecond(_:)`` last set it.
+        var maximumBytesPerSecond: Int? {
+            let rate = rate.load(ordering: .acquiring)
+            return rate > 0 ? rate : nil
+        }
 
         // MARK: TransferHandle
 
@@ -111,20 +122,21 @@
         /// after this returns but an event whose delivery had already begun; a connection cancelled before
         /// its response ended is closed, never reused.
         func cancel() {
-            let isFirst = shared.withLock { shared in
-                defer { shared.isCancelled = true }
-                return !shared.isCancelled
-            }
-            if isFirst { engine.post(.cancel(self)) }
+            let before = flags.bitwiseOr(Self.cancelledBit, ordering: .acquiringAndReleasing).oldValue
+            if before & Self.cancelledBit == 0 { engine.post(.cancel(self)) }
         }
 
         func setReceivingPaused(_ paused: Bool) {
-            shared.withLock { $0.isPaused = paused }
+            if paused {
+                flags.bitwiseOr(Self.pausedBit, ordering: .acquiringAndReleasing)
+            } else {
+                flags.bitwiseAnd(~Self.pausedBit, ordering: .acquiringAndReleasing)
+            }
             engine.post(.update(self))
         }
 
         func setMaximumBytesPerSecond(_ bytesPerSecond: Int?) {
-            shared.withLock { $0.maximumBytesPerSecond = bytesPerSecond.map { max(1, $0) } }
+            rate.store(bytesPerSecond.map { max(1, $0) } ?? 0, ordering: .releasing)
             engine.post(.update(self))
         }
 
