@@ -245,7 +245,7 @@ import Testing
     }
 
     @Test func anAttemptsTransfersAreKeptInOrderAndFoundByIdentity() {
-        let (first, second, other) = (TransferCell(), TransferCell(), TransferCell())
+        let (first, second, other) = (TransferCell.makeCell(), TransferCell.makeCell(), TransferCell.makeCell())
         var transfers = Transfers()
         #expect(transfers.first == nil && Array(transfers).isEmpty)
         transfers.insert(first)

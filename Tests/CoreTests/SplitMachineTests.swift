@@ -33,7 +33,7 @@ import Testing
             var actions: [SplitMachine.Action] = []
             machine = SplitMachine(
                 request: request, options: options, policy: .default, part: part, deadAtHead: deadAtHead,
-                isCapped: false, collectsMetrics: true, cell: TransferCell(), now: 0, &actions)
+                isCapped: false, collectsMetrics: true, cell: TransferCell.makeCell(), now: 0, &actions)
             lines = describe(actions)
         }
 

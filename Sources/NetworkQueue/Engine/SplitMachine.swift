@@ -401,7 +401,7 @@ struct SplitMachine {
         }
         stop(id, &actions)
         actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(connection.location), reason)))
-        startFirst(cell: TransferCell(), &actions)
+        startFirst(cell: TransferCell.makeCell(), &actions)
     }
 
     /// The part cannot be continued from the first answer (`reason`): the first connection stops, and the file is
@@ -410,7 +410,7 @@ struct SplitMachine {
         guard stop(id, &actions) != nil else { return }
         partStartsOver = true
         actions.append(.note(.splitDecided, .notice, "the part starts over: \(reason)"))
-        startFirst(cell: TransferCell(), &actions)
+        startFirst(cell: TransferCell.makeCell(), &actions)
     }
 
     /// The file is split: the shell begins the part (``Event/fileBegun(_:)`` follows), `head` being what the engine
@@ -621,7 +621,7 @@ struct SplitMachine {
         guard let (segment, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &actions) else { return }
         streamWanted = nil
         locations.started(location)
-        var connection = Connection(cell: TransferCell(), location: location, segment: segment.id, asked: nil)
+        var connection = Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil)
         connection.skipping = gap
         add(connection, requests[location], &actions)
     }
@@ -661,7 +661,7 @@ struct SplitMachine {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             add(
-                Connection(cell: TransferCell(), location: location, segment: segment.id, asked: segment.end), request,
+                Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end), request,
                 &actions)
         }
         while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }

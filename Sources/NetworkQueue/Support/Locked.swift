@@ -22,16 +22,22 @@ struct Locked<Value>: @unchecked Sendable {
 
     @inline(__always)
     func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try storage.withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result in
+        try storage.withLock(body)
+    }
+}
+
+/// The value (header) and its mutex (the one element) of a ``Locked``, in one allocation; used directly where the
+/// object itself is what is handed around (a ``TransferCell``). The value is reached only through ``withLock(_:)``.
+final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    @inline(__always)
+    func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        try withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)
         }
     }
-}
 
-/// The value (header) and its mutex (the one element) of a ``Locked``, in one allocation.
-final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
     static func make(_ value: Value) -> LockedStorage {
         let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: LockedStorage.self)
         storage.withUnsafeMutablePointerToElements { mutex in
