@@ -97,7 +97,8 @@ struct RequestMachine {
         case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight,
             .running where replacing != nil:
             let attempt = Attempt(
-                token: nextToken, cell: TransferCell.makeCell(), sent: sent, startedAt: now, expectedBefore: expectedBefore)
+                token: nextToken, cell: TransferCell.makeCell(), sent: sent, startedAt: now,
+                expectedBefore: expectedBefore)
             phase = .running(attempt)
             if firstStart.isNaN { firstStart = now }
             // Once per request: a retry is not a new start to the delegate.
@@ -219,7 +220,8 @@ struct RequestMachine {
         shared.nextToken += 1
         lastActivity = now
         let next = RequestState.Preflight(
-            token: shared.nextToken, cell: TransferCell.makeCell(), location: preflight.location + 1, sent: preflight.sent)
+            token: shared.nextToken, cell: TransferCell.makeCell(), location: preflight.location + 1,
+            sent: preflight.sent)
         phase = .preflighting(next)
         return .startPreflight(next)
     }

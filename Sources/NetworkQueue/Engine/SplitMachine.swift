@@ -661,7 +661,8 @@ struct SplitMachine {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             add(
-                Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end), request,
+                Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end),
+                request,
                 &actions)
         }
         while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }
