@@ -43,10 +43,15 @@ enum Side: String, CaseIterable {
         case .queue, .queueOverURLSession:
             let queue = makeQueue(trusted: trusted)
             queue.maxConcurrentRequestCount = window
+            // NQ_COMPACT=1: the compact form a list's requests take (the URL alone, as the Demo makes them).
+            let compact = ProcessInfo.processInfo.environment["NQ_COMPACT"] == "1"
             for (index, url) in urls.enumerated() {
                 let destination: NetworkRequest.Destination =
                     directory.map { .file($0.appendingPathComponent("nq-\(index).bin")) } ?? .memory
-                try? queue.add(NetworkRequest(URLRequest(url: url), destination: destination))
+                try? queue.add(
+                    compact
+                        ? NetworkRequest(url: url, destination: destination)
+                        : NetworkRequest(URLRequest(url: url), destination: destination))
             }
             let progress = await queue.run()
             return progress.totalRequestCount - progress.finishedRequestCount

@@ -179,7 +179,7 @@ import Testing
         var shared = RequestMachine.Shared(nextToken: 100, jitter: JitterSource(seed: 1))
         guard
             case .startTransfer(_, let first, nil) = machine.granted(
-                .main, hooks: false, sending: bench.sent, expectedBefore: nil, deadline: 5, &shared, now: 5)
+                .main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 5, &shared, now: 5)
         else {
             Issue.record("no transfer after resuming")
             return
@@ -301,7 +301,8 @@ struct Bench {
         var machine = RequestMachine()
         var shared = RequestMachine.Shared(jitter: JitterSource(seed: 1), retryPolicy: policy)
         func grant(_ lane: Scheduler.Lane, hooks: Bool) {
-            _ = machine.granted(lane, hooks: hooks, sending: sent, expectedBefore: nil, deadline: 5, &shared, now: 1)
+            _ = machine.granted(
+                lane, hooks: hooks, sending: .request(sent), expectedBefore: nil, deadline: 5, &shared, now: 1)
         }
         switch phase {
         case .pending: break
@@ -363,7 +364,8 @@ struct Bench {
         case .granted, .grantedHead, .grantedWithHooks:
             said = describe(
                 machine.granted(
-                    event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks, sending: sent,
+                    event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks,
+                    sending: .request(sent),
                     expectedBefore: nil, deadline: 5, &shared, now: 2))
         case .adapted:
             said = describe(machine.adapted(.success(sent), of: request, expectedBefore: nil, &shared, now: 2))

@@ -291,12 +291,12 @@ import Testing
         var adapted = URLRequest(url: URL(string: "http://example.test/1")!)
         adapted.setValue("token-1", forHTTPHeaderField: "Authorization")
         #expect(driver.answerAdapt(.success(adapted)) == ["publish 1 running", "start 1 main", "deliver"])
-        #expect(driver.transfers[0].start.urlRequest.value(forHTTPHeaderField: "Authorization") == "token-1")
+        #expect(driver.transfers[0].start.outgoing.urlRequest.value(forHTTPHeaderField: "Authorization") == "token-1")
         driver.send(.completed(URLError(.networkConnectionLost)), to: 1)
         #expect(driver.timer(at: 1) == ["publish 1 pending", "publish 1 running", "adapt 1", "deliver", "timer 60.0"])
         adapted.setValue("token-2", forHTTPHeaderField: "Authorization")
         driver.answerAdapt(.success(adapted))
-        #expect(driver.transfers[0].start.urlRequest.value(forHTTPHeaderField: "Authorization") == "token-2")
+        #expect(driver.transfers[0].start.outgoing.urlRequest.value(forHTTPHeaderField: "Authorization") == "token-2")
         #expect(driver.machine.table[driver.slots[1]!].machine.attempts == 2)
     }
 
@@ -322,8 +322,8 @@ import Testing
         var adapted = URLRequest(url: URL(string: "http://example.test/1")!)
         adapted.setValue("yes", forHTTPHeaderField: "X-Adapted")
         #expect(driver.answerAdapt(.success(adapted)) == ["publish 1 preflighting", "start 1 preflight"])
-        #expect(driver.transfers[0].start.urlRequest.httpMethod == "HEAD")
-        #expect(driver.transfers[0].start.urlRequest.value(forHTTPHeaderField: "X-Adapted") == "yes")
+        #expect(driver.transfers[0].start.outgoing.urlRequest.httpMethod == "HEAD")
+        #expect(driver.transfers[0].start.outgoing.urlRequest.value(forHTTPHeaderField: "X-Adapted") == "yes")
         driver.send(Driver.head(length: 3), to: 1)
         #expect(driver.send(.completed(nil), to: 1) == ["publish 1 pending", "publish 1 running", "adapt 1"])
     }

@@ -342,7 +342,7 @@ extension SplitMachineTests {
         let start = driver.transfers.last!.start
         var shell: [SplitMachine.Action] = []
         let actions = driver.machine.split(
-            .begin(start.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false),
+            .begin(start.outgoing.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false),
             slot: start.slot, token: start.token, shell: &shell, now: driver.now)
         _ = driver.apply(actions)
         return shell
@@ -361,13 +361,13 @@ extension SplitMachineTests {
             driver.send(.completed(URLError(.cannotConnectToHost)), to: 1) == [
                 "publish 1 preflighting", "start 1 preflight", "deliver",
             ])
-        #expect(driver.transfers.last?.start.urlRequest.url?.host == "m1.test")
+        #expect(driver.transfers.last?.start.outgoing.urlRequest.url?.host == "m1.test")
         driver.send(MachineDriver.head(200, length: 4 << 20), to: 1)
         #expect(
             driver.send(.completed(nil), to: 1) == [
                 "publish 1 pending", "publish 1 running", "start 1 main", "deliver",
             ])
-        #expect(driver.transfers.last?.start.urlRequest.url?.host == "origin.test")
+        #expect(driver.transfers.last?.start.outgoing.urlRequest.url?.host == "origin.test")
         _ = driver.takeDeliveries()
         let shell = Self.begin(&driver, request)
         guard case .start(0, let sent, let cell)? = shell.first, shell.count == 1 else {

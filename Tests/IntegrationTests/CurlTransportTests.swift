@@ -206,6 +206,35 @@
             #expect(await spread(over: transport, server) == [2, 2, 2])
         }
 
+        /// A request made from a URL alone goes to libcurl as its text, with no `URL` parsed on the way: its cookies,
+        /// its redirects and its response's URL are the same as a `URLRequest`'s would be.
+        @Test func aRequestOfAURLsTextKeepsCookiesRedirectsAndItsURL() async throws {
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            queue.maxConcurrentRequestCount = 1
+            let setter = NetworkRequest(url: server.url("/cookie?value=text"))
+            let redirected = NetworkRequest(url: server.url("/redirect/2?to=/bytes/20"))
+            try queue.add(setter)
+            try queue.add(redirected)
+            let progress = await queue.run()
+            #expect(progress.finishedRequestCount == 2)
+            let response = try #require(try redirected.result?.get())
+            #expect(response.body == pattern(0..<20))
+            // The head's URL, parsed when first read, is the last one's.
+            #expect(response.head.url == server.url("/bytes/20"))
+            #expect(response.head.httpURLResponse.url == server.url("/bytes/20"))
+            #expect(try setter.result?.get().head.url == server.url("/cookie?value=text"))
+            // The cookie the first set went with the second, and with each of its redirects.
+            let sent = server.statistics.headers.suffix(3).map { $0["cookie"] }
+            #expect(sent == ["session=text", "session=text", "session=text"])
+            #expect(server.statistics.log.filter { $0.hasPrefix("GET /redirect/") }.count == 2)
+            // Its scheme is read from the text, in any case.
+            for secure in ["https://a.test/", "HTTPS://a.test", "HtTpS:x"] { #expect(CurlTransfer.isSecure(secure)) }
+            for plain in ["http://a.test/", "https", "httpsx://a", "", "ftp://a"] {
+                #expect(!CurlTransfer.isSecure(plain))
+            }
+        }
+
         @Test func engineThreadsShareOneCookieJar() async throws {
             let server = try LoopbackServer()
             var options = CurlTransport.Options()

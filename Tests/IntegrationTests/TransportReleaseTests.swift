@@ -71,7 +71,7 @@
                     let request = URLRequest(url: server.url("/bytes/3000000"))
                     if lends {
                         _ = transport.startTransfer(
-                            request, options: TransferOptions(),
+                            .request(request), options: TransferOptions(),
                             lendingBodyTo: { piece in
                                 piece.withUnsafeBytes { bytes in copied.with { $0.append(contentsOf: bytes) } }
                             }, events: events)

@@ -91,6 +91,11 @@ enum RangeRules {
         RequestRules.isGet(request.httpMethod ?? "GET") && request.value(forHTTPHeaderField: "Range") == nil
     }
 
+    /// As ``mayContinue(_:)-(URLRequest)``, for what a transfer sends (the text form is a GET without a range).
+    static func mayContinue(_ request: OutgoingRequest) -> Bool {
+        RequestRules.isGet(request.method) && request.value(forHTTPHeaderField: "Range") == nil
+    }
+
     /// As ``mayContinue(_:)-(URLRequest)``, read without building the request's `URLRequest`.
     static func mayContinue(_ request: NetworkRequest) -> Bool {
         RequestRules.isGet(request.method) && request.sentValue(forHTTPHeaderField: "Range") == nil

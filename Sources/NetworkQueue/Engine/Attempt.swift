@@ -18,7 +18,7 @@ final class Attempt {
     /// Where the attempt's first transfer's handle goes (filled in by the shell).
     let cell: TransferCell
     /// What the transfer sends (adapted, or the request's own): sent again as it is without a range.
-    let sent: URLRequest
+    let sent: OutgoingRequest
     /// When the transfer started (queue clock): where its rate and metrics are measured from.
     let startedAt: Double
     /// The expected download size before this attempt's response changed it (a HEAD's, or nil).
@@ -54,7 +54,7 @@ final class Attempt {
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 
-    init(token: UInt64, cell: TransferCell, sent: URLRequest, startedAt: Double, expectedBefore: Int64?) {
+    init(token: UInt64, cell: TransferCell, sent: OutgoingRequest, startedAt: Double, expectedBefore: Int64?) {
         self.token = token
         self.cell = cell
         transfers = Transfers(cell)

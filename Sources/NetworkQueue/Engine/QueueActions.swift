@@ -67,7 +67,8 @@ enum QueueAction {
     struct Start {
         let slot: Int
         let token: UInt64
-        let urlRequest: URLRequest
+        /// What the transfer sends.
+        let outgoing: OutgoingRequest
         let cell: TransferCell
         /// What becomes of the response body.
         let body: BodyPolicy

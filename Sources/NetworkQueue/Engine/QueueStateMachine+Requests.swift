@@ -50,7 +50,7 @@ extension QueueStateMachine {
             let hooks = adapter != nil || record.request.adapt != nil
             apply(job.id, now: now) { machine, shared in
                 machine.granted(
-                    job.lane, hooks: hooks, sending: record.request.urlRequest,
+                    job.lane, hooks: hooks, sending: record.request.outgoing,
                     expectedBefore: record.progress.expectedDown, deadline: limits.deadlineSeconds, &shared, now: now)
             }
         }
@@ -160,13 +160,13 @@ extension QueueStateMachine {
                 sent.timeoutInterval, speedWindow: lowestSpeed?.seconds, slot: slot, token: attempt.token, now: now,
                 live: scheduler.activeCount, table: table)
             outbox.log(.debug, .attemptStarted, request, now: now) {
-                "attempt \(record.machine.attempts): \(sent.httpMethod ?? "GET") \(Redaction.describe(sent.url))"
+                "attempt \(record.machine.attempts): \(sent.method) \(Redaction.describe(sent.url))"
             }
             let continuesPart =
                 record.claim != nil && request.continuesPartialDownloads && replacing == nil
                 && RangeRules.mayContinue(sent)
             let start = QueueAction.Start(
-                slot: slot, token: attempt.token, urlRequest: sent, cell: attempt.cell,
+                slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
                 body: .checked(request, file: record.claim, continuesPart: continuesPart),
                 collectsMetrics: collectsMetrics)
             actions.list.append(.start(start))
@@ -231,11 +231,11 @@ extension QueueStateMachine {
     private mutating func startPreflight(_ preflight: RequestState.Preflight, _ slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
-        var head = preflight.sent
+        var head = preflight.sent.urlRequest
         if preflight.location > 0 {
             record.locationsDeadAtHead = preflight.location
             let mirror = request.fileOptions.mirrors[preflight.location - 1]
-            head = SplitRules.request(preflight.sent, to: mirror, origin: preflight.sent.url, policy: redirectPolicy)
+            head = SplitRules.request(head, to: mirror, origin: head.url, policy: redirectPolicy)
             outbox.log(.notice, .locationDropped, request, now: now) {
                 "the HEAD before failed: asking mirror \(preflight.location) (\(Redaction.describe(mirror)))"
             }
@@ -248,7 +248,7 @@ extension QueueStateMachine {
             table: table)
         outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
         let start = QueueAction.Start(
-            slot: slot, token: preflight.token, urlRequest: head, cell: preflight.cell, body: .preflight,
+            slot: slot, token: preflight.token, outgoing: .request(head), cell: preflight.cell, body: .preflight,
             collectsMetrics: false)
         actions.list.append(.start(start))
     }

@@ -41,7 +41,8 @@ struct RequestMachine {
     /// its transfer starts, sending `sent` (its own request). Its deadline clock starts (`deadline` seconds long,
     /// nil: none) unless it runs already.
     mutating func granted(
-        _ lane: Scheduler.Lane, hooks: Bool, sending sent: URLRequest, expectedBefore: Int64?, deadline limit: Double?,
+        _ lane: Scheduler.Lane, hooks: Bool, sending sent: OutgoingRequest, expectedBefore: Int64?,
+        deadline limit: Double?,
         _ shared: inout Shared, now: Double
     ) -> Action {
         switch phase {
@@ -76,14 +77,14 @@ struct RequestMachine {
         }
         switch outcome {
         case .failure(let error): return attemptEnded(error, of: request, &shared, now: now)
-        case .success(let sent): return start(preflight, sent, expectedBefore, &shared, now: now)
+        case .success(let sent): return start(preflight, .request(sent), expectedBefore, &shared, now: now)
         }
     }
 
     /// Starts the HEAD (`preflight`) or a new attempt sending `sent`; `replacing`: the running attempt, sent
     /// again without a range.
     private mutating func start(
-        _ preflight: Bool, _ sent: URLRequest, _ expectedBefore: Int64?, _ shared: inout Shared,
+        _ preflight: Bool, _ sent: OutgoingRequest, _ expectedBefore: Int64?, _ shared: inout Shared,
         replacing: Attempt? = nil, now: Double
     ) -> Action {
         shared.nextToken += 1
@@ -250,7 +251,7 @@ struct RequestMachine {
         case .succeeded: break
         }
         guard let head = attempt.head else { return .failed(.transport(URLError(.badServerResponse))) }
-        let method = attempt.sent.httpMethod
+        let method = attempt.sent.method
         if ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength) {
             return .failed(.transport(URLError(.networkConnectionLost)))
         }

@@ -67,13 +67,13 @@ enum RequestState {
         /// mirrors are asked in turn).
         let location: Int
         /// The request the HEAD was made from (after the adapt hooks): a mirror's HEAD is made from it too.
-        let sent: URLRequest
+        let sent: OutgoingRequest
         /// The HEAD's response, when it said the existing file is unchanged: the request ends with it.
         var unchangedHead: ResponseHead?
         /// Set when the HEAD's length is over the request's size limit: the request fails with it, sending no GET.
         var tooLarge: NetworkQueueError?
 
-        init(token: UInt64, cell: TransferCell, location: Int = 0, sent: URLRequest) {
+        init(token: UInt64, cell: TransferCell, location: Int = 0, sent: OutgoingRequest) {
             self.token = token
             self.cell = cell
             self.location = location

@@ -110,7 +110,7 @@ extension NetworkQueue {
     /// thread.
     func launch(_ start: QueueAction.Start) {
         let (slot, token) = (start.slot, start.token)
-        var urlRequest = start.urlRequest
+        var outgoing = start.outgoing
         let pipeline: TransferPipeline
         var shared: NetworkRequest.FileOptions?
         var options = TransferOptions(collectsMetrics: start.collectsMetrics)
@@ -120,7 +120,7 @@ extension NetworkQueue {
         case .checked(let request, let claim, let continuesPart):
             var sink: FileSink?
             if let claim {
-                let splits = request.fileOptions.mayShare && RangeRules.mayContinue(urlRequest)
+                let splits = request.fileOptions.mayShare && RangeRules.mayContinue(outgoing)
                 guard
                     let opened = openPart(
                         claim, continuing: continuesPart, segmented: splits, slot: slot, token: token)
@@ -128,7 +128,7 @@ extension NetworkQueue {
                 if splits { shared = request.fileOptions }
                 if !splits, opened.continuedFrom > 0, let validator = opened.validator {
                     for (name, value) in RangeRules.headers(offset: opened.continuedFrom, validator: validator) {
-                        urlRequest.setValue(value, forHTTPHeaderField: name)
+                        outgoing.setValue(value, forHTTPHeaderField: name)
                     }
                 }
                 sink = opened
@@ -152,17 +152,19 @@ extension NetworkQueue {
             return SplitDownload(
                 owner: self, slot: slot, token: token, transport: transport, options: options, pipeline: pipeline,
                 sink: sink, forward: events
-            ).start(urlRequest, fileOptions: shared)
+            ).start(outgoing.urlRequest, fileOptions: shared)
         }
         let handle: any TransferHandle
-        if pipeline.sink != nil, let lending = lender {
-            // The pipeline writes and hashes each piece before it returns: the transport may lend it.
-            handle = lending.startTransfer(
-                urlRequest, options: options,
-                lendingBodyTo: { piece in self.write(piece, through: pipeline, slot: slot, token: token) },
-                events: events)
+        if let lending = lender {
+            // The transport takes the URL's text as it is. For a file, the pipeline writes and hashes each piece
+            // before it returns: the transport may lend it.
+            var body: LentBodyReceiver?
+            if pipeline.sink != nil {
+                body = { piece in self.write(piece, through: pipeline, slot: slot, token: token) }
+            }
+            handle = lending.startTransfer(outgoing, options: options, lendingBodyTo: body, events: events)
         } else {
-            handle = transport.startTransfer(urlRequest, options: options, events: events)
+            handle = transport.startTransfer(outgoing.urlRequest, options: options, events: events)
         }
         if !start.cell.attach(handle) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.

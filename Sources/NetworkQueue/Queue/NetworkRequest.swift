@@ -62,14 +62,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
     public static let noTimeoutThreshold: TimeInterval = RequestRules.noTimeoutThreshold
 
-    /// What is sent: the text of a URL to GET with `URLRequest`'s defaults (the compact form a waiting request
-    /// of a big batch keeps; its `URLRequest` is built when it starts), or a whole `URLRequest`.
-    private enum Target {
-        case get(String)
-        case request(URLRequest)
-    }
-
-    private let target: Target
+    /// What is sent: the text of a URL to GET with `URLRequest`'s defaults (the compact form a request of a big batch
+    /// keeps; its `URLRequest` is built only when something needs one), or a whole `URLRequest`.
+    let outgoing: OutgoingRequest
     /// Where the response body goes. Default ``Destination-swift.enum/memory``.
     public let destination: Destination
     /// An integer for the caller's own use. Default 0.
@@ -85,12 +80,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The request to send. A request created with ``init(url:destination:validation:integrity:fileOptions:retryPolicy:timeLimits:priority:handlers:tag:userInfo:)`` builds it on each read (it keeps only the
     /// URL's text until it starts).
-    public var urlRequest: URLRequest {
-        switch target {
-        case .request(let request): request
-        case .get(let text): URLRequest(url: URL(string: text)!)
-        }
-    }
+    public var urlRequest: URLRequest { outgoing.urlRequest }
     /// What counts as a successful response (see ``Validation-swift.struct``).
     public var validation: Validation { options.validation }
     /// How the body is checked (see ``Integrity-swift.struct``).
@@ -121,7 +111,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     var existingFile: ExistingFile { fileOptions.existingFile }
     /// A header field sent (nil: none), read without building the `URLRequest` (one made from a URL has none).
     func sentValue(forHTTPHeaderField name: String) -> String? {
-        if case .request(let request) = target { return request.value(forHTTPHeaderField: name) }
+        if case .request(let request) = outgoing { return request.value(forHTTPHeaderField: name) }
         return nil
     }
 
@@ -135,7 +125,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The method sent, read without building the `URLRequest`.
     var method: String {
-        switch target {
+        switch outgoing {
         case .get: "GET"
         case .request(let request): request.httpMethod ?? "GET"
         }
@@ -143,7 +133,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The `timeoutInterval` sent, read without building the `URLRequest`.
     var timeoutInterval: TimeInterval {
-        switch target {
+        switch outgoing {
         case .get: RequestRules.defaultTimeout
         case .request(let request): request.timeoutInterval
         }
@@ -151,7 +141,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The size of the body sent, read without building the `URLRequest`.
     var uploadSize: Int64 {
-        switch target {
+        switch outgoing {
         case .get: 0
         case .request(let request): Int64(request.httpBody?.count ?? 0)
         }
@@ -159,7 +149,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The URL's text, read without building the `URLRequest` (empty without a URL).
     var urlText: String {
-        switch target {
+        switch outgoing {
         case .get(let text): text
         case .request(let request): request.url?.absoluteString ?? ""
         }
@@ -228,13 +218,13 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     private init(
-        target: Target, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination,
+        target: OutgoingRequest, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination,
         validation: Validation,
         integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, timeLimits: TimeLimits?,
         priority: Priority, handlers: Handlers, tag: Int,
         userInfo: [String: any Sendable]
     ) {
-        self.target = target
+        self.outgoing = target
         self.destination = destination
         self.initialPriority = priority
         self.tag = tag
@@ -283,7 +273,8 @@ public final class NetworkRequest: Sendable, Identifiable {
             url: url, timeout: RequestRules.defaultTimeout, destination: destination)
         let text = url.absoluteString
         // A URL whose text does not parse back to it (rare) is kept whole.
-        let target: Target = invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
+        let target: OutgoingRequest =
+            invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
         self.init(
             target: target, invalidReason: invalidReason, destination: destination, validation: validation,
             integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, timeLimits: timeLimits,
@@ -292,7 +283,7 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     /// The URL of ``urlRequest``.
     public var url: URL? {
-        switch target {
+        switch outgoing {
         case .get(let text): URL(string: text)
         case .request(let request): request.url
         }

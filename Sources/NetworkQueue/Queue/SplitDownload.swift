@@ -139,7 +139,7 @@ final class SplitDownload: Sendable {
         let started =
             if let lender {
                 lender.startTransfer(
-                    request, options: options,
+                    .request(request), options: options,
                     lendingBodyTo: { [self] piece in lent(piece, connection: id, route: route) },
                     events: { [self] event in self.event(event, connection: id, route: route) })
             } else {

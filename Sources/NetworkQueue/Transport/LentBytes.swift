@@ -32,10 +32,11 @@ typealias LentBodyReceiver = @Sendable (borrowing LentBytes) -> Void
 /// A transport that can lend a transfer's body (``CurlTransport`` on Linux): a private arrangement with the
 /// queue, which writes and hashes each piece before it returns.
 protocol LendingTransport: Transport {
-    /// Starts `request` as ``Transport/startTransfer(_:options:events:)`` does, but hands each body piece to
-    /// `body` instead of reporting it as ``TransferEvent/data(_:)``.
+    /// Starts `request` as ``Transport/startTransfer(_:options:events:)`` does, taking a URL's text as it is (no
+    /// `URLRequest` built for it), and, when `body` is given, hands each body piece to it instead of reporting it as
+    /// ``TransferEvent/data(_:)``.
     func startTransfer(
-        _ request: URLRequest, options: TransferOptions, lendingBodyTo body: @escaping LentBodyReceiver,
+        _ request: OutgoingRequest, options: TransferOptions, lendingBodyTo body: LentBodyReceiver?,
         events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle
 }

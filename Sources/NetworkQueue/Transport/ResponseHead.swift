@@ -13,8 +13,8 @@ import Foundation
 /// spelling (a transport that reports an `HTTPURLResponse` gets its fields as Foundation keeps them).
 /// Immutable, and safe to share between threads.
 ///
-/// `@unchecked Sendable`: the one mutable property, the built `HTTPURLResponse`, is only read and written
-/// under `buildLock`.
+/// `@unchecked Sendable`: the mutable properties, the built `HTTPURLResponse` and the parsed URL, are only read and
+/// written under `buildLock`.
 public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable {
@@ -31,7 +31,27 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The URL of the response (the last one's, after redirects).
-    public let url: URL
+    public var url: URL {
+        switch address {
+        case .url(let url): return url
+        case .text(let text):
+            Self.buildLock.lock()
+            defer { Self.buildLock.unlock() }
+            if let parsed { return parsed }
+            let url = URL(string: text) ?? URL(fileURLWithPath: "/")
+            parsed = url
+            return url
+        }
+    }
+    /// Where the response came from: a URL, or the text a transport was given (``url`` parses it when first read,
+    /// which most responses never are).
+    enum Address {
+        case url(URL)
+        case text(String)
+    }
+    private let address: Address
+    /// ``url`` once parsed from a text ``address``; guarded by `buildLock`.
+    private var parsed: URL?
     /// The status code, e.g. 200.
     public let statusCode: Int
     /// The protocol as in the status line, e.g. `HTTP/1.1` or `HTTP/2`; empty when unknown.
@@ -55,8 +75,15 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Creates a head from fields a parser kept as bytes, whose `Content-Length` it has read already (-1: none).
-    init(url: URL, statusCode: Int, httpVersion: String, storage: HeadFields, contentLength: Int64) {
-        self.url = url
+    convenience init(url: URL, statusCode: Int, httpVersion: String, storage: HeadFields, contentLength: Int64) {
+        self.init(
+            address: .url(url), statusCode: statusCode, httpVersion: httpVersion, storage: storage,
+            contentLength: contentLength)
+    }
+
+    /// As ``init(url:statusCode:httpVersion:storage:contentLength:)``, from where the response came from.
+    init(address: Address, statusCode: Int, httpVersion: String, storage: HeadFields, contentLength: Int64) {
+        self.address = address
         self.statusCode = statusCode
         self.httpVersion = httpVersion
         self.storage = storage
@@ -66,7 +93,7 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// Wraps a response a transport built itself (URLSession's, reported as ``TransferEvent/head(_:)``); ``httpURLResponse`` returns
     /// it, the same object.
     public init(_ response: HTTPURLResponse) {
-        url = response.url ?? URL(fileURLWithPath: "/")
+        address = .url(response.url ?? URL(fileURLWithPath: "/"))
         statusCode = response.statusCode
         httpVersion = ""
         let fields: [Field] = response.allHeaderFields.compactMap { name, value in
@@ -102,6 +129,8 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// The head as Foundation's type, built on the first call (Foundation reads every field into a
     /// dictionary of its own) and the same object from then on.
     public var httpURLResponse: HTTPURLResponse {
+        // Read before the lock, which a text address's first read takes too.
+        let url = url
         Self.buildLock.lock()
         defer { Self.buildLock.unlock() }
         if let built { return built }

@@ -58,9 +58,8 @@
         /// before: each option a run may change is set here, every time) and builds its header list, which the
         /// transfer owns until the run ends.
         func configure(_ easy: OpaquePointer, for transfer: CurlTransfer, isSecure: Bool) {
-            let request = transfer.request
             transfer.handle?.errorBuffer[0] = 0
-            library.set(easy, .url, string: transfer.url.absoluteString)
+            library.set(easy, .url, string: transfer.urlText)
             if proxies.http != proxies.https {
                 library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http)
             }
@@ -85,8 +84,8 @@
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
             let method = transfer.method
-            var headers = request.allHTTPHeaderFields ?? [:]
-            let cookies = cookieHeader(for: transfer.url)
+            var headers = transfer.request?.allHTTPHeaderFields ?? [:]
+            let cookies = cookieHeader(for: transfer)
             // The common case: only `Accept-Encoding: identity` is sent.
             let isPlain =
                 headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
@@ -155,13 +154,19 @@
 
         // MARK: Cookies and connections (engine thread)
 
-        /// The `Cookie` header the jar has for `url`, if any.
-        func cookieHeader(for url: URL) -> String? { cookieJar?.withLock { $0.header(for: url, now: Date()) } }
+        /// The `Cookie` header the jar has for the URL of `transfer`'s run, if any (its URL is parsed only when there
+        /// is a jar).
+        func cookieHeader(for transfer: CurlTransfer) -> String? {
+            guard let cookieJar else { return nil }
+            let url = transfer.url
+            return cookieJar.withLock { $0.header(for: url, now: Date()) }
+        }
 
-        /// Stores the cookies of a head that passed every check.
-        func storeCookies(_ setCookies: [String], from url: URL) {
-            guard !setCookies.isEmpty else { return }
-            cookieJar?.withLock { $0.store(setCookies, from: url, now: Date()) }
+        /// Stores the cookies of a head that passed every check, set by the URL of `transfer`'s run.
+        func storeCookies(_ setCookies: [String], from transfer: CurlTransfer) {
+            guard !setCookies.isEmpty, let cookieJar else { return }
+            let url = transfer.url
+            cookieJar.withLock { $0.store(setCookies, from: url, now: Date()) }
         }
 
         /// Closes the transfer's connection when its run ends instead of keeping it for reuse: the response

@@ -195,7 +195,7 @@
 
         /// Configures an easy handle for the transfer's current request and adds it to the multi handle.
         func begin(_ transfer: CurlTransfer) {
-            let isSecure = transfer.url.scheme?.lowercased() == "https"
+            let isSecure = transfer.isSecure
             if !library.supportsTLS, isSecure {
                 // A libcurl without TLS would call this an unsupported protocol: say it plainly.
                 let reason = "this libcurl (\(library.version)) was built without TLS support"

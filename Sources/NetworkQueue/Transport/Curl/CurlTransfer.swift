@@ -35,10 +35,15 @@
         let lentBody: LentBodyReceiver?
 
         // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
-        @exclusivity(unchecked) var request: URLRequest
+        /// What this run sends when it is a whole `URLRequest` (a redirect's after one); nil for a URL's text alone,
+        /// a plain GET.
+        @exclusivity(unchecked) var request: URLRequest?
         /// The request's method, uppercased (read once per run: `URLRequest` takes a lock for it).
         @exclusivity(unchecked) var method: String
-        @exclusivity(unchecked) var url: URL
+        /// The run's URL as text: what libcurl is given.
+        @exclusivity(unchecked) var urlText: String
+        /// ``url``, once something needed it.
+        @exclusivity(unchecked) private var parsedURL: URL?
         @exclusivity(unchecked) var easy: OpaquePointer?
         /// The run's header lists: the server's, and the proxy's (a request's own `Proxy-Authorization`).
         @exclusivity(unchecked) var headerLists: (server: OpaquePointer?, proxy: OpaquePointer?) = (nil, nil)
@@ -71,21 +76,47 @@
         @exclusivity(unchecked) var handle: CurlHandle?
         @exclusivity(unchecked) var activeIndex: Int?
 
+        /// A transfer of `request` (nil: a GET of `urlText` alone), whose URL is `url` when it was parsed already, and
+        /// whose URL's text is `urlText` (empty for a request without a URL).
         init(
-            request: URLRequest, url: URL, engine: CurlEngine, rateCap: RateCap? = nil, collectsMetrics: Bool = false,
-            lentBody: LentBodyReceiver? = nil, events: @escaping @Sendable (TransferEvent) -> Void
+            _ request: URLRequest?, url: URL?, urlText: String, engine: CurlEngine, rateCap: RateCap? = nil,
+            collectsMetrics: Bool = false, lentBody: LentBodyReceiver? = nil,
+            events: @escaping @Sendable (TransferEvent) -> Void
         ) {
             self.lentBody = lentBody
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
-            self.method = (request.httpMethod ?? "GET").uppercased()
-            self.url = url
+            self.method = request.map { ($0.httpMethod ?? "GET").uppercased() } ?? "GET"
+            self.urlText = urlText
+            self.parsedURL = url
             self.engine = engine
             self.events = events
             self.rateCap = rateCap
             self.consumer = rateCap?.makeConsumer() ?? 0
             self.rate = Atomic(max(0, engine.options.maximumBytesPerSecond ?? 0))
-            self.body = Self.body(of: request)
+            self.body = request.map(Self.body(of:)) ?? .none
+        }
+
+        /// The run's URL: parsed from ``urlText`` the first time something needs it (a cookie jar, a redirect, an
+        /// error), never for a plain request of the text form.
+        var url: URL {
+            if let parsedURL { return parsedURL }
+            let parsed = URL(string: urlText) ?? URL(fileURLWithPath: "/")
+            parsedURL = parsed
+            return parsed
+        }
+
+        /// True when the run's URL is `https` (read from its text: no URL parsed).
+        var isSecure: Bool { Self.isSecure(urlText) }
+
+        /// True when the URL `text` has the scheme `https`, in any case.
+        static func isSecure(_ text: String) -> Bool {
+            var bytes = text.utf8.makeIterator()
+            // "https:", each letter compared with its lowercase bit set (the colon has it set already).
+            for expected: UInt8 in [0x68, 0x74, 0x74, 0x70, 0x73, 0x3A] {
+                guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
+            }
+            return true
         }
 
         static func body(of request: URLRequest) -> Body {
@@ -166,11 +197,12 @@
                 return false
             }
             // Only a head that passed every check stores its cookies.
-            engine.storeCookies(head.setCookies, from: url)
+            engine.storeCookies(head.setCookies, from: self)
             if head.closesConnection { engine.forbidReuse(of: self) }
             if RedirectRules.redirectStatuses.contains(head.statusCode),
                 let next = RedirectRules.next(
-                    after: head.statusCode, location: head.value("Location"), request: request, url: url)
+                    after: head.statusCode, location: head.value("Location"), request: request ?? URLRequest(url: url),
+                    url: url)
             {
                 redirect = next
                 redirectStatus = head.statusCode
@@ -187,7 +219,8 @@
             emit(
                 .head(
                     ResponseHead(
-                        url: url, statusCode: head.statusCode, httpVersion: head.httpVersion, storage: head.storage,
+                        address: parsedURL.map(ResponseHead.Address.url) ?? .text(urlText),
+                        statusCode: head.statusCode, httpVersion: head.httpVersion, storage: head.storage,
                         contentLength: head.contentLength ?? -1)))
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
@@ -291,7 +324,10 @@
             if keepsBody, case .stream = body { return false }
             request = next
             method = (next.httpMethod ?? "GET").uppercased()
-            url = next.url ?? url
+            if let url = next.url {
+                urlText = url.absoluteString
+                parsedURL = url
+            }
             body = Self.body(of: next)
             bytesSent = 0
             parser = ResponseHeadParser()

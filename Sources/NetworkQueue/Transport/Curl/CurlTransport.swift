@@ -208,10 +208,10 @@ import Foundation
             start(request, options: options, lentBody: nil, events: events)
         }
 
-        /// As ``startTransfer(_:options:events:)``, but each body piece is lent to `body` from libcurl's (or the
-        /// decoder's) buffer instead of copied into a `.data` event.
+        /// As ``startTransfer(_:options:events:)``, taking a URL's text as it is, and with `body`, each body piece
+        /// lent to it from libcurl's (or the decoder's) buffer instead of copied into a `.data` event.
         func startTransfer(
-            _ request: URLRequest, options: TransferOptions, lendingBodyTo body: @escaping LentBodyReceiver,
+            _ request: OutgoingRequest, options: TransferOptions, lendingBodyTo body: LentBodyReceiver?,
             events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
             start(request, options: options, lentBody: body, events: events)
@@ -221,15 +221,28 @@ import Foundation
             _ request: URLRequest, options: TransferOptions, lentBody: LentBodyReceiver?,
             events: @escaping @Sendable (TransferEvent) -> Void
         ) -> any TransferHandle {
+            start(.request(request), options: options, lentBody: lentBody, events: events)
+        }
+
+        private func start(
+            _ request: OutgoingRequest, options: TransferOptions, lentBody: LentBodyReceiver?,
+            events: @escaping @Sendable (TransferEvent) -> Void
+        ) -> any TransferHandle {
             let engine = leastLoadedEngine()
-            guard let url = request.url else {
-                let failed = CurlTransfer(
-                    request: request, url: URL(fileURLWithPath: "/"), engine: engine, events: events)
+            let (whole, url, text): (URLRequest?, URL?, String?)
+            switch request {
+            case .get(let urlText): (whole, url, text) = (nil, nil, urlText)
+            case .request(let request):
+                let parsed = request.url
+                (whole, url, text) = (request, parsed, parsed?.absoluteString)
+            }
+            guard let text else {
+                let failed = CurlTransfer(whole, url: nil, urlText: "", engine: engine, events: events)
                 DispatchQueue.global().async { failed.emit(.completed(URLError(.badURL))) }
                 return failed
             }
             let transfer = CurlTransfer(
-                request: request, url: url, engine: engine, rateCap: options.rateCap,
+                whole, url: url, urlText: text, engine: engine, rateCap: options.rateCap,
                 collectsMetrics: options.collectsMetrics,
                 lentBody: lentBody, events: events)
             engine.post(.start(transfer))
