@@ -43,14 +43,14 @@ extension QueueStateMachine {
         var sink: FileSink?
         if case .failure = result, let failed = record.machine.phase.attempt?.sink {
             sink = failed
-            actions.list.append(.discard(failed))
+            actions.append(.discard(failed))
         }
         if case .failure = result, record.hasKeptPart, let claim = record.claim {
             // The part an earlier attempt (or a pause) kept for the next: none is coming.
-            actions.list.append(.discardPart(claim))
+            actions.append(.discardPart(claim))
         }
-        if let claim = record.claim { actions.list.append(.release(claim)) }
-        actions.list.append(.publish(request, status))
+        if let claim = record.claim { actions.append(.release(claim)) }
+        actions.append(.publish(request, status))
         // Not urgent by itself (the events below are, when someone hears them), unless a value waits for it.
         outbox.post(
             .settle(status, request, sink, record.claim, observed: record.isObserved), urgent: record.isObserved)
@@ -76,7 +76,7 @@ extension QueueStateMachine {
         // `next()` under way still returns is not added).
         for (id, unread) in sources.stopAll() {
             ledger.closeSource(unread: unread)
-            actions.list.append(.stopSource(id))
+            actions.append(.stopSource(id))
         }
         let alone = table.records.filter { $0.record.machine.phase.endsAlone }
         for (slot, record) in alone.sorted(by: { $0.record.sequence < $1.record.sequence }) {
@@ -103,19 +103,19 @@ extension QueueStateMachine {
                 claims.append(claim)
                 // A part an earlier attempt or a pause kept for the next attempt (back in the pending list
                 // to be resumed or retried early): none is coming.
-                if record.hasKeptPart { actions.list.append(.discardPart(claim)) }
+                if record.hasKeptPart { actions.append(.discardPart(claim)) }
             }
             isObserved = isObserved || record.isObserved
         }
         // Waiting requests have moved no byte in this attempt: their end changes only their state and result.
-        actions.list.append(.publishEnd(requests, error))
-        for claim in claims { actions.list.append(.release(claim)) }
+        actions.append(.publishEnd(requests, error))
+        for claim in claims { actions.append(.release(claim)) }
         outbox.post(.settleAll(requests, error, claims, observed: isObserved), urgent: isObserved)
         for request in requests {
             outbox.log(.warning, .cancelled, request, now: now) { error.description }
             outbox.post(.didFail(request, error: error))
         }
-        actions.list.append(.free(table.removeAll()))
+        actions.append(.free(table.removeAll()))
         // The table is empty: no request leads a duplicate key any more.
         leaders.removeAll()
     }

@@ -13,7 +13,7 @@ extension QueueStateMachine {
     mutating func finishEvent(_ now: Double) -> QueueActions {
         startReady(now)
         for (id, count) in sources.line.isEmpty ? [] : sources.grantWaiting(room: readRoom) {
-            actions.list.append(.readSource(id, count: count))
+            actions.append(.readSource(id, count: count))
         }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
         if let time = timer.arm(flushDue: flush.due, waiting: waitingRetries, table: table) { actions.armTimer = time }
@@ -85,7 +85,7 @@ extension QueueStateMachine {
         }
         if !transferEnded, before.runsTransfers, let phase {
             let kept = leaving ? Transfers() : table[slot].machine.phase.transfers
-            for cell in phase.transfers where !kept.contains(cell) { actions.list.append(.cancel(cell)) }
+            for cell in phase.transfers where !kept.contains(cell) { actions.append(.cancel(cell)) }
         }
         if before.retryWait != after.retryWait { waitingRetries += after.retryWait ? 1 : -1 }
         if before.committing != after.committing { committingCount += after.committing ? 1 : -1 }
@@ -138,14 +138,14 @@ extension QueueStateMachine {
                 request.timeoutInterval, slot: slot, token: token, now: now, live: scheduler.activeCount, table: table)
             actions.publish(record)
             let hooks = [adapter, request.adapt].compactMap { $0 }
-            actions.list.append(
+            actions.append(
                 .adapt(.init(slot: slot, token: token, urlRequest: request.urlRequest, hooks: hooks)))
         case .startPreflight(let preflight):
             startPreflight(preflight, slot, now: now)
         case .startTransfer(let attempt, let first, let replacing):
             if let replacing {
                 // The new transfer's file replaces the refused one's (deleting it first).
-                if let sink = replacing.sink { actions.list.append(.discard(sink)) }
+                if let sink = replacing.sink { actions.append(.discard(sink)) }
                 ledger.rebase(&record.progress, received: 0)
                 flush.markChanged(at: now)
             }
@@ -169,7 +169,7 @@ extension QueueStateMachine {
                 slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
                 body: .checked(request, file: record.claim, continuesPart: continuesPart),
                 collectsMetrics: collectsMetrics)
-            actions.list.append(.start(start))
+            actions.append(.start(start))
         case .askRetry(let decision, let left):
             leave(left, slot, transferEnded: transferEnded, now: now)
             timer.addTimeout(
@@ -179,7 +179,7 @@ extension QueueStateMachine {
             let decide = QueueAction.Decide(
                 slot: slot, token: decision.token, request: request, error: decision.failure,
                 attempts: record.machine.attempts, decide: (request.retryPolicy ?? retryPolicy).decide!)
-            actions.list.append(.decide(decide))
+            actions.append(.decide(decide))
         case .waitToRetry(let wait, let delay, let error, let left):
             leave(left, slot, transferEnded: transferEnded, now: now)
             timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
@@ -192,7 +192,7 @@ extension QueueStateMachine {
                 "retry \(retry)/\(retries) in \(String(format: "%.2f", delay)) s: \(error)"
             }
         case .commit(let attempt, let sink):
-            actions.list.append(.commit(slot: slot, token: attempt.token, sink: sink))
+            actions.append(.commit(slot: slot, token: attempt.token, sink: sink))
         case .end(.success(let response)):
             end(slot, .success(response), transferEnded: transferEnded, now: now)
         case .end(.failure(let error)):
@@ -250,7 +250,7 @@ extension QueueStateMachine {
         let start = QueueAction.Start(
             slot: slot, token: preflight.token, outgoing: .request(head), cell: preflight.cell, body: .preflight,
             collectsMetrics: false)
-        actions.list.append(.start(start))
+        actions.append(.start(start))
     }
 
     /// The request in `slot` left its failed attempt `left` for a retry (nil: none had started): what the queue saw
@@ -279,7 +279,7 @@ extension QueueStateMachine {
     private mutating func keepOrDiscardPart(of attempt: Attempt, _ record: RequestRecord) -> Bool {
         guard let sink = attempt.sink else { return false }
         record.hasKeptPart = record.request.continuesPartialDownloads
-        actions.list.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
+        actions.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
         return record.hasKeptPart
     }
 

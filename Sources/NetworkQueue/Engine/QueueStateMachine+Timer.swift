@@ -47,7 +47,7 @@ extension QueueStateMachine {
             record.isListedDirty = false
             // Made once and read from where it is published: no second copy of the status.
             let published = NetworkRequest.PublishedStatus(record.status())
-            actions.list.append(.publish(record.request, published))
+            actions.append(.publish(record.request, published))
             if record.uploadDirty, record.request.uploadProgressHandler != nil {
                 outbox.post(.uploadProgress(record.request, published.status.upload))
             }

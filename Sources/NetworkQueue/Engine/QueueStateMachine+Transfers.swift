@@ -205,7 +205,7 @@ extension QueueStateMachine {
         switch event {
         case .opened(let sink):
             guard isCurrent else {
-                actions.list.append(.discard(sink))
+                actions.append(.discard(sink))
                 return actions.take(deliverAfter: outbox.announce(now: now))
             }
             // The new attempt's file takes over the part (continuing or replacing it).
