@@ -5,8 +5,17 @@ import Testing
 @testable import NetworkQueue
 
 /// When a file download's validator file (`<file>.part.validator`) is written: only once its part is worth
-/// continuing. A body that arrives whole is written once and renamed, with no validator file made or removed.
+/// continuing. A body that arrives whole is written once and put in place, with no validator file made or removed;
+/// on Linux its part has no name until then (nothing but the whole file ever appears in the folder).
 @Suite(.testLane, .timeLimit(.minutes(2))) struct FileSinkTests {
+    /// What the folder shows of a new part before it is worth continuing: nothing on Linux (an unnamed file), the
+    /// part file elsewhere.
+    #if os(Linux)
+        private static let newPart: [String] = []
+    #else
+        private static let newPart = ["f.bin.part"]
+    #endif
+
     /// A sink for a new file in a folder of its own, after a 200 with a strong ETag (or none).
     private func opened(etag: String? = "\"v1\"") throws -> (FileSink, URL, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
@@ -32,25 +41,58 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
     }
 
-    @Test func aBodyThatArrivesWholeIsWrittenOnceAndRenamedWithoutAValidator() throws {
+    @Test func aBodyThatArrivesWholeIsWrittenOnceAndPutInPlaceWithoutAValidator() throws {
         let (sink, url, directory) = try opened()
         defer { try? FileManager.default.removeItem(at: directory) }
         write(sink, 4_096)
         write(sink, 4_096)
-        #expect(names(in: directory) == ["f.bin.part"])
+        #expect(names(in: directory) == Self.newPart)
         #expect(sink.finishWriting() == nil)
-        #expect(names(in: directory) == ["f.bin.part"])
+        #expect(names(in: directory) == Self.newPart)
         #expect(sink.commit() == nil)
         #expect(names(in: directory) == ["f.bin"])
         #expect(try Data(contentsOf: url).count == 8_192)
     }
 
+    /// A whole body replaces a file at the destination (linked where nothing is there, else named and renamed over
+    /// it), never a folder; an abandoned one leaves nothing.
+    @Test func aWholeBodyReplacesAFileButNeverAFolder() throws {
+        let (sink, url, directory) = try opened()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data("old".utf8).write(to: url)
+        write(sink, 4_096)
+        #expect(sink.finishWriting() == nil && sink.commit() == nil)
+        #expect(names(in: directory) == ["f.bin"])
+        #expect(try Data(contentsOf: url) == Data(repeating: 7, count: 4_096))
+
+        let (blocked, blockedURL, blockedDirectory) = try opened()
+        defer { try? FileManager.default.removeItem(at: blockedDirectory) }
+        write(blocked, 100)
+        // A folder made at the destination after the part was opened (the open refuses one that is there before).
+        try FileManager.default.createDirectory(at: blockedURL, withIntermediateDirectories: false)
+        #expect(blocked.finishWriting() == nil)
+        guard case .fileError(let path, _)? = blocked.commit() else {
+            Issue.record("a folder at the destination must not be replaced")
+            return
+        }
+        #expect(path == blockedURL.path)
+        #expect(names(in: blockedDirectory) == ["f.bin"])
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: blockedURL.path)) == [])
+
+        let (abandoned, _, abandonedDirectory) = try opened()
+        defer { try? FileManager.default.removeItem(at: abandonedDirectory) }
+        write(abandoned, 100)
+        abandoned.discard()
+        #expect(names(in: abandonedDirectory).isEmpty)
+    }
+
     /// Issue 50, item 9: a second run on the same folder finished the file first and moved the part into place.
     /// The file there is kept, not failed; with nothing there the missing part is still a file error.
     @Test func aFileAnotherRunFinishedFirstIsKept() throws {
+        // A part with a name (bytes written ahead of the end): only then can another run move it.
         let (sink, url, directory) = try opened()
         defer { try? FileManager.default.removeItem(at: directory) }
-        write(sink, 4_096)
+        write(sink, FileSink.directWriteSize)
         #expect(sink.finishWriting() == nil)
         #expect(rename(url.path + ".part", url.path) == 0)
         #expect(sink.commit() == nil)
@@ -58,7 +100,7 @@ import Testing
 
         let (gone, goneURL, goneDirectory) = try opened()
         defer { try? FileManager.default.removeItem(at: goneDirectory) }
-        write(gone, 10)
+        write(gone, FileSink.directWriteSize)
         #expect(gone.finishWriting() == nil)
         #expect(unlink(goneURL.path + ".part") == 0)
         guard case .fileError(let path, let reason)? = gone.commit() else {
@@ -101,7 +143,7 @@ import Testing
         let (sink, url, directory) = try opened()
         defer { try? FileManager.default.removeItem(at: directory) }
         write(sink, 100)
-        #expect(names(in: directory) == ["f.bin.part"])
+        #expect(names(in: directory) == Self.newPart)
         sink.close(keeping: true)
         #expect(names(in: directory) == ["f.bin.part", "f.bin.part.validator"])
         #expect(try Data(contentsOf: url.appendingPathExtension("part")).count == 100)

@@ -184,5 +184,36 @@ extension FileSink {
 @discardableResult
 func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
+extension FileSink {
+    /// Opens an unnamed file (`O_TMPFILE`) in the folder of the part file `partialPath`, to be linked into place
+    /// through `/proc/self/fd` (see ``FileSink``); -1 when nothing may be made that way: something is at
+    /// `partialPath` already (to continue, or to replace, the long way), the system or the file system cannot, or
+    /// there is no `/proc` (then no unnamed file could ever be named). Linux only.
+    static func openUnnamed(besides partialPath: String) -> Int32 {
+        #if os(Linux)
+            guard canLinkUnnamed else { return -1 }
+            var info = stat()
+            guard lstat(partialPath, &info) != 0, errno == ENOENT else { return -1 }
+            let folder = partialPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(partialPath[..<$0]) } ?? "."
+            // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
+            return open(folder.isEmpty ? "/" : folder, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
+        #else
+            return -1
+        #endif
+    }
+
+    /// Whether `/proc/self/fd` is there to link an unnamed file by (checked once).
+    private static let canLinkUnnamed: Bool = access("/proc/self/fd", F_OK) == 0
+
+    /// Links the unnamed file open as `fd` at `path`; 0, or the error number (`EEXIST` when something is there).
+    static func link(_ fd: Int32, to path: String) -> Int32 {
+        #if os(Linux)
+            linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno
+        #else
+            ENOTSUP
+        #endif
+    }
+}
+
 /// `write(2)` (a free function: inside ``FileSink`` the name `write` is its own method's).
 private func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int { write(fd, bytes, count) }
