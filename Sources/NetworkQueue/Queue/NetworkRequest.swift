@@ -55,7 +55,8 @@ public final class NetworkRequest: Sendable, Identifiable {
         /// ``NetworkResponse/fileURL`` is `url` and ``NetworkResponse/body`` is empty.
         ///
         /// If the process is killed mid-transfer, the `.part` file stays behind and may hold up to 1 MiB
-        /// less than had arrived (the unwritten buffer).
+        /// less than had arrived (the unwritten buffer). On Linux the part has no name until bytes are written to it
+        /// ahead of the body's end (an unnamed file, linked into place whole): a small file leaves nothing.
         case file(URL)
     }
 
