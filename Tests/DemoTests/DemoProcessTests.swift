@@ -4,6 +4,53 @@ import TestSupport
 import Testing
 
 @Suite(.testLane, .timeLimit(.minutes(10))) struct DemoProcessTests {
+    /// Files only ever appear whole: a run killed while a small file's body is under way leaves the files it
+    /// finished and, on Linux, nothing of the other (its part has no name until bytes reach it ahead of the end),
+    /// and the next run fetches it from its first byte.
+    @Test func aRunKilledMidFileLeavesOnlyWholeFiles() async throws {
+        // The second file's body stops at its half (sent in pieces of 10,000 bytes) for a minute: the run is killed
+        // while it waits.
+        let setup = try DemoSetup(paths: ["/bytes/4000", "/bytes/20000?rate=200000&stallAt=50&stall=60000"])
+        defer { setup.tearDown() }
+        let arguments = ["--no-accurate", "--input", setup.list.path, "--output", setup.output.path]
+        let process = try SpawnedProcess(
+            demo.path, arguments, in: setup.directory, output: setup.directory.appendingPathComponent("first.log"))
+        let finished = setup.output.appendingPathComponent("4000")
+        let server = setup.server
+        // Watched from a thread of its own (see `aRunKilledAtHalfIsContinuedRangeByRange`), bounded at 30 s.
+        let killed = Box(false)
+        let watcher = Thread {
+            for _ in 0..<6000 {
+                if FileManager.default.fileExists(atPath: finished.path), server.statistics.bytesWritten >= 14_000 {
+                    process.kill()
+                    killed.with { $0 = true }
+                    return
+                }
+                usleep(5_000)
+            }
+        }
+        watcher.start()
+        let status = await process.exitStatus()
+        #expect(killed.current)
+        #expect(status == 128 + 9)
+        let names = try FileManager.default.contentsOfDirectory(atPath: setup.output.path).sorted()
+        #if os(Linux)
+            #expect(names == ["4000"])
+        #else
+            #expect(names == ["20000.part", "4000"])
+        #endif
+        #expect(try Data(contentsOf: finished) == Data((0..<4000).map { UInt8($0 % 256) }))
+        // The next run (the same file, not held) starts it from its first byte: there was nothing to continue.
+        try Data((server.url("/bytes/20000").absoluteString + "\n").utf8).write(to: setup.list)
+        server.resetStatistics()
+        let run = try await runDemo(arguments, in: setup.directory)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(
+            try Data(contentsOf: setup.output.appendingPathComponent("20000"))
+                == Data((0..<20000).map { UInt8($0 % 256) }))
+        #expect(server.statistics.headers.map { $0["range"] } == [nil])
+    }
+
     @Test func noClobberRerunSendsNothingAndAPipedListRuns() async throws {
         #expect(FileManager.default.fileExists(atPath: demo.path), "the Demo is built beside the tests")
         // Sixty entries, twenty sharing one name.
