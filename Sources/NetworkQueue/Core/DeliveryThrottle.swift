@@ -1,8 +1,8 @@
 /// Decides when coalesced progress may be delivered: at most one flush per `interval`, with every change
 /// reported by the next flush. Pure: the caller passes the time and runs the timer.
 struct DeliveryThrottle {
-    /// The shortest time between two flushes, in seconds.
-    let interval: Double
+    /// The shortest time between two flushes, in seconds (the outbox stretches its own while events flood in).
+    var interval: Double
     /// True while a flush is scheduled and not yet done.
     private(set) var isScheduled = false
     private var lastFlush = -Double.infinity
