@@ -86,6 +86,33 @@ import Testing
         #expect(names(in: abandonedDirectory).isEmpty)
     }
 
+    #if os(Linux)
+        /// Something other than a file that appears at the part's path while the part is unnamed is left alone when
+        /// the part takes its name: the write fails as the open would have (a part that is a file is replaced).
+        @Test func anUnnamedPartNeverReplacesAFIFOAtItsName() throws {
+            let (sink, url, directory) = try opened()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            write(sink, 100)
+            #expect(mkfifo(url.path + ".part", 0o644) == 0)
+            let bytes = [UInt8](repeating: 7, count: FileSink.directWriteSize)
+            #expect(
+                bytes.withUnsafeBytes { sink.write($0) }
+                    == .fileError(path: url.path + ".part", reason: "is not a regular file"))
+            sink.discard()
+            #expect(names(in: directory) == ["f.bin.part"])
+            var info = stat()
+            #expect(lstat(url.path + ".part", &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+
+            let (replacing, replacingURL, replacingDirectory) = try opened()
+            defer { try? FileManager.default.removeItem(at: replacingDirectory) }
+            write(replacing, 100)
+            try Data("stale".utf8).write(to: replacingURL.appendingPathExtension("part"))
+            write(replacing, FileSink.directWriteSize)
+            #expect(replacing.finishWriting() == nil && replacing.commit() == nil)
+            #expect(try Data(contentsOf: replacingURL).count == 100 + FileSink.directWriteSize)
+        }
+    #endif
+
     /// Issue 50, item 9: a second run on the same folder finished the file first and moved the part into place.
     /// The file there is kept, not failed; with nothing there the missing part is still a file error.
     @Test func aFileAnotherRunFinishedFirstIsKept() throws {

@@ -341,11 +341,13 @@ final class FileSink: Sendable {
     }
 
     /// Gives an unnamed part its `.part` name (see ``FileSink``). A part that appeared at that path since the open
-    /// (another process) is replaced, as the open would have truncated it.
+    /// (another process) is replaced, as the open would have truncated it; anything else there (a folder, a FIFO) is
+    /// left alone and refused, as the open refuses it (``refusal(at:)``).
     private func name(_ state: inout State) throws(FileFailure) {
         guard !state.isNamed else { return }
         var linked = Self.link(state.fd, to: partialPath)
         if linked == EEXIST {
+            if let reason = Self.refusal(at: partialPath) { throw FileFailure(reason: reason) }
             unlink(partialPath)
             linked = Self.link(state.fd, to: partialPath)
         }
