@@ -87,9 +87,7 @@ enum RangeRules {
     }
 
     /// True when a request may continue a part at all: a GET that does not ask for a range of its own.
-    static func mayContinue(_ request: URLRequest) -> Bool {
-        RequestRules.isGet(request.httpMethod ?? "GET") && request.value(forHTTPHeaderField: "Range") == nil
-    }
+    static func mayContinue(_ request: URLRequest) -> Bool { mayContinue(.request(request)) }
 
     /// As ``mayContinue(_:)-(URLRequest)``, for what a transfer sends (the text form is a GET without a range).
     static func mayContinue(_ request: OutgoingRequest) -> Bool {
@@ -97,9 +95,7 @@ enum RangeRules {
     }
 
     /// As ``mayContinue(_:)-(URLRequest)``, read without building the request's `URLRequest`.
-    static func mayContinue(_ request: NetworkRequest) -> Bool {
-        RequestRules.isGet(request.method) && request.sentValue(forHTTPHeaderField: "Range") == nil
-    }
+    static func mayContinue(_ request: NetworkRequest) -> Bool { mayContinue(request.outgoing) }
 
     /// What the final response to a request continuing from `offset` means.
     static func outcome(of response: ResponseHead, offset: Int64) -> Outcome {

@@ -110,12 +110,6 @@ public final class NetworkRequest: Sendable, Identifiable {
     var verifiesServerDigests: Bool { integrity.verifiesServerDigests }
     var continuesPartialDownloads: Bool { fileOptions.continuesPartialDownloads }
     var existingFile: ExistingFile { fileOptions.existingFile }
-    /// A header field sent (nil: none), read without building the `URLRequest` (one made from a URL has none).
-    func sentValue(forHTTPHeaderField name: String) -> String? {
-        if case .request(let request) = outgoing { return request.value(forHTTPHeaderField: name) }
-        return nil
-    }
-
     /// Why ``urlRequest`` cannot be sent, worked out once: the request is immutable.
     var invalidReason: NetworkQueueError.InvalidRequestReason? { options.invalidReason }
     var completionHandler: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)? {
@@ -133,12 +127,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     /// The `timeoutInterval` sent, read without building the `URLRequest`.
-    var timeoutInterval: TimeInterval {
-        switch outgoing {
-        case .get: RequestRules.defaultTimeout
-        case .request(let request): request.timeoutInterval
-        }
-    }
+    var timeoutInterval: TimeInterval { outgoing.timeoutInterval }
 
     /// The size of the body sent, read without building the `URLRequest`.
     var uploadSize: Int64 {
@@ -149,12 +138,7 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     /// The URL's text, read without building the `URLRequest` (empty without a URL).
-    var urlText: String {
-        switch outgoing {
-        case .get(let text): text
-        case .request(let request): request.url?.absoluteString ?? ""
-        }
-    }
+    var urlText: String { outgoing.urlText ?? "" }
 
     /// The request's shared state under its lock.
     var shared: SharedState { SharedState(request: self) }
@@ -283,10 +267,5 @@ public final class NetworkRequest: Sendable, Identifiable {
     }
 
     /// The URL of ``urlRequest``.
-    public var url: URL? {
-        switch outgoing {
-        case .get(let text): URL(string: text)
-        case .request(let request): request.url
-        }
-    }
+    public var url: URL? { outgoing.url }
 }
