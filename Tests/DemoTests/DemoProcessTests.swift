@@ -17,21 +17,11 @@ import Testing
             demo.path, arguments, in: setup.directory, output: setup.directory.appendingPathComponent("first.log"))
         let finished = setup.output.appendingPathComponent("4000")
         let server = setup.server
-        // Watched from a thread of its own (see `aRunKilledAtHalfIsContinuedRangeByRange`), bounded at 30 s.
-        let killed = Box(false)
-        let watcher = Thread {
-            for _ in 0..<6000 {
-                if FileManager.default.fileExists(atPath: finished.path), server.statistics.bytesWritten >= 14_000 {
-                    process.kill()
-                    killed.with { $0 = true }
-                    return
-                }
-                usleep(5_000)
-            }
+        let killed = kill(process) {
+            FileManager.default.fileExists(atPath: finished.path) && server.statistics.bytesWritten >= 14_000 ? 1 : nil
         }
-        watcher.start()
         let status = await process.exitStatus()
-        #expect(killed.current)
+        #expect(killed.current != nil)
         #expect(status == 128 + 9)
         let names = try FileManager.default.contentsOfDirectory(atPath: setup.output.path).sorted()
         #if os(Linux)

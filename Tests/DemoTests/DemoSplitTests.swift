@@ -68,28 +68,17 @@ import Testing
         let arguments = ["--no-accurate", "--split", "4", "--input", setup.list.path, "--output", setup.output.path]
         let process = try SpawnedProcess(
             demo.path, arguments, in: setup.directory, output: setup.directory.appendingPathComponent("first.log"))
-        // Watched from a thread of its own, not a task: the suite's long synchronous loops can hold the cooperative
-        // pool's two threads for seconds, longer than the whole download.
-        let watched = Box(0)
-        let watcher = Thread {
-            // Bounded: half the file takes about two seconds (the bound only guards a broken run).
-            for _ in 0..<6000 {
-                let text = readText(of: record) ?? ""
-                let claimed = text.split(separator: "\n").filter { $0.hasPrefix("done ") }.reduce(0) { sum, line in
-                    let bounds = line.dropFirst(5).split(separator: "-").compactMap { Int($0) }
-                    return sum + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 0)
-                }
-                if claimed >= size / 2 {
-                    process.kill()
-                    watched.with { $0 = claimed }
-                    return
-                }
-                usleep(5_000)
+        // Half the file takes about two seconds.
+        let watched = kill(process) {
+            let text = readText(of: record) ?? ""
+            let claimed = text.split(separator: "\n").filter { $0.hasPrefix("done ") }.reduce(0) { sum, line in
+                let bounds = line.dropFirst(5).split(separator: "-").compactMap { Int($0) }
+                return sum + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 0)
             }
+            return claimed >= size / 2 ? claimed : nil
         }
-        watcher.start()
         let status = await process.exitStatus()
-        let claimed = watched.current
+        let claimed = watched.current ?? 0
         let firstLog = (try? String(contentsOf: setup.directory.appendingPathComponent("first.log"), encoding: .utf8))
         #expect(status == 128 + 9, "\(firstLog ?? "")")
         #expect(claimed >= size / 2)

@@ -63,3 +63,23 @@ struct DemoSetup {
         try? FileManager.default.removeItem(at: directory)
     }
 }
+
+/// Kills `process` (SIGKILL) once `condition` returns a value, and keeps that value in the box returned (nil until
+/// then). Watched from a thread of its own, not a task: the suite's long synchronous loops can hold the cooperative
+/// pool's two threads for seconds, longer than a whole download. Polled every 5 ms for at most 30 s: the bound only
+/// guards a broken run.
+func kill(_ process: SpawnedProcess, once condition: @escaping @Sendable () -> Int?) -> Box<Int?> {
+    let seen = Box<Int?>(nil)
+    let watcher = Thread {
+        for _ in 0..<6000 {
+            if let value = condition() {
+                process.kill()
+                seen.with { $0 = value }
+                return
+            }
+            usleep(5_000)
+        }
+    }
+    watcher.start()
+    return seen
+}
