@@ -55,6 +55,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         MatrixFeature(name: "accurate progress", configure: { $0.showsAccurateProgress = true }),
         MatrixFeature(name: "streamed source", file: true, viaSource: true),
         MatrixFeature(name: "list from a pipe", file: true, viaOpenStream: true),
+        // A body that comes in pieces under 64 KiB and fits in one chunk of the file's buffer: on Linux its part has no
+        // name until it is linked into place whole, or kept (named then) while it is paused.
+        MatrixFeature(name: "file in small pieces", path: { _, path, _ in paced(path) }, file: true),
         // One file over four connections (issue 36): paced at 1 MB/s a connection, so that the first one, alone for
         // its first 10 ms, finds the file worth sharing.
         // A cut at half the file falls past the range its first connection kept once the file was shared: the
