@@ -233,6 +233,7 @@ struct MachineDriver {
             case .stopSource(let id):
                 grants[id] = nil
                 lines.append("stop source \(id)")
+            case .moved: lines.append("moved")
             }
         }
         if actions.deliver { lines.append("deliver") }

@@ -44,6 +44,8 @@ enum QueueAction {
     case readSource(Int, count: Int)
     /// Stop the reader of this source: a waiting reader is told to stop, a reading one is cancelled.
     case stopSource(Int)
+    /// Nothing: what is left in a list's place once the shell has moved an action out of it.
+    case moved
 
     /// Adapt hooks to run before a transfer.
     struct Adapt {

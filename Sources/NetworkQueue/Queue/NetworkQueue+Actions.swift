@@ -14,57 +14,17 @@ extension NetworkQueue {
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
         var starts: [QueueAction.Start] = []
         var cancels: [any TransferHandle] = []
-        // Each action is moved out of the list (popped from its end, the list reversed first so that they come
-        // in order) rather than copied: a status or a start payload is handed on without a retain of each of
-        // its references.
+        // Each action is moved out of the list in order rather than copied (a status or a start payload is handed on
+        // without a retain of each of its references), its place refilled with a payload-free action so that the
+        // list's end frees nothing twice. Reversing the list to pop from its end cost 800 instructions a request.
         var list: [QueueAction] = []
         swap(&list, &actions.list)
-        list.reverse()
-        while let action = list.popLast() {
-            switch consume action {
-            case .publish(let request, let status):
-                request.publish(status)
-            case .publishEnd(let requests, let error):
-                for request in requests { request.publishEnd(error) }
-            case .start(let start):
-                starts.append(start)
-            case .cancel(let cell):
-                if let handle = cell.cancel() { cancels.append(handle) }
-            case .keep(let sink):
-                sink.close(keeping: true)
-            case .discard(let sink):
-                // A cancelled file request has no partial file left when cancel() returns. Only running
-                // requests have one, so this is bounded by the concurrency limit.
-                sink.discard()
-            case .discardPart(let claim):
-                FileSink.removePart(of: claim)
-            case .release(let claim):
-                claim.endRequest()
-            case .commit(let slot, let token, let sink):
-                // Only a transport's completion asks for a commit: this is its thread.
-                let error = sink.commit()
-                send(inline: true) { $0.fileEvent(.committed(error), slot: slot, token: token, now: $1) }
-            case .free(let records):
-                // Moved into the background queue's closure, so that the freeing is that queue's work.
-                let garbage = Locked(records)
-                DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
-            case .adapt(let adapt):
-                runHooks(adapt)
-            case .readSource(let id, let count):
-                locked.withLock { $0.readers.removeValue(forKey: id) }?.resume(returning: count)
-            case .stopSource(let id):
-                let (reader, task) = locked.withLock {
-                    ($0.readers.removeValue(forKey: id), $0.readerTasks.removeValue(forKey: id))
-                }
-                reader?.resume(returning: 0)
-                task?.cancel()
-            case .decide(let decide):
-                Task {
-                    let decision = await decide.decide(decide.request, decide.error, decide.attempts)
-                    self.send(inline: true) {
-                        $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1)
-                    }
-                }
+        list.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for index in 0..<buffer.count {
+                let action = (base + index).move()
+                (base + index).initialize(to: .moved)
+                perform(action, starts: &starts, cancels: &cancels)
             }
         }
         if !cancels.isEmpty {
@@ -85,6 +45,58 @@ extension NetworkQueue {
                 deliveryQueue.asyncAfter(deadline: .now() + delay) { self.deliver() }
             } else {
                 deliveryQueue.async { self.deliver() }
+            }
+        }
+    }
+
+    /// Performs one action of ``perform(_:inline:)``: starts and cancels are gathered, to go after the others.
+    private func perform(
+        _ action: consuming QueueAction, starts: inout [QueueAction.Start], cancels: inout [any TransferHandle]
+    ) {
+        switch consume action {
+        case .moved: break
+        case .publish(let request, let status):
+            request.publish(status)
+        case .publishEnd(let requests, let error):
+            for request in requests { request.publishEnd(error) }
+        case .start(let start):
+            starts.append(start)
+        case .cancel(let cell):
+            if let handle = cell.cancel() { cancels.append(handle) }
+        case .keep(let sink):
+            sink.close(keeping: true)
+        case .discard(let sink):
+            // A cancelled file request has no partial file left when cancel() returns. Only running
+            // requests have one, so this is bounded by the concurrency limit.
+            sink.discard()
+        case .discardPart(let claim):
+            FileSink.removePart(of: claim)
+        case .release(let claim):
+            claim.endRequest()
+        case .commit(let slot, let token, let sink):
+            // Only a transport's completion asks for a commit: this is its thread.
+            let error = sink.commit()
+            send(inline: true) { $0.fileEvent(.committed(error), slot: slot, token: token, now: $1) }
+        case .free(let records):
+            // Moved into the background queue's closure, so that the freeing is that queue's work.
+            let garbage = Locked(records)
+            DispatchQueue.global(qos: .background).async { garbage.withLock { $0 = [] } }
+        case .adapt(let adapt):
+            runHooks(adapt)
+        case .readSource(let id, let count):
+            locked.withLock { $0.readers.removeValue(forKey: id) }?.resume(returning: count)
+        case .stopSource(let id):
+            let (reader, task) = locked.withLock {
+                ($0.readers.removeValue(forKey: id), $0.readerTasks.removeValue(forKey: id))
+            }
+            reader?.resume(returning: 0)
+            task?.cancel()
+        case .decide(let decide):
+            Task {
+                let decision = await decide.decide(decide.request, decide.error, decide.attempts)
+                self.send(inline: true) {
+                    $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1)
+                }
             }
         }
     }
