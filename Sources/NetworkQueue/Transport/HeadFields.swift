@@ -57,12 +57,6 @@ struct HeadFields: Sendable, Equatable {
         nameLengths |= Self.lengthBit(name.count)
     }
 
-    /// Adds a field from bytes where they are (a parser's line), as typed buffers: copied with `memcpy`, not byte
-    /// by byte as a slice of raw bytes would be.
-    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        append(name: name.assumingMemoryBound(to: UInt8.self), value: value.assumingMemoryBound(to: UInt8.self))
-    }
-
     /// Sets the value of the field at `index` to `value`.
     mutating func setValue<Value: Collection<UInt8>>(at index: Int, to value: Value) {
         let start = UInt32(bytes.count)

@@ -54,7 +54,7 @@ struct ResponseHeadParser {
     }
 
     /// The work of ``feed(bytes:)``, on the bytes where they are (this runs for every header line of every
-    /// response: it copies only the name and value it keeps).
+    /// response: it reads the line once, on a pointer, and copies only the name and value it keeps).
     private mutating func feed(line rawLine: UnsafeRawBufferPointer) -> Head? {
         guard !isComplete, violation == nil else { return nil }
         headBytes += rawLine.count
@@ -62,22 +62,39 @@ struct ResponseHeadParser {
             return fail("a response head over \(Self.maximumHeadBytes) bytes")
         }
         var count = rawLine.count
-        guard count >= 1, rawLine[count - 1] == 10 else { return fail("a header line not ended by LF") }
+        guard count >= 1, let start = rawLine.baseAddress, rawLine[count - 1] == 10 else {
+            return fail("a header line not ended by LF")
+        }
         count -= 1
         if count > 0, rawLine[count - 1] == 13 { count -= 1 }
-        let line = rawLine[..<count]
-        let nul = Self.find(0, in: line)
-        if let breaking = Self.find(13, in: line) ?? Self.find(10, in: line), nul.map({ breaking < $0 }) ?? true {
-            return fail("a bare CR in a header line")
+        let line = UnsafeBufferPointer(start: start.assumingMemoryBound(to: UInt8.self), count: count)
+        // One pass finds what every line is checked for: the first CR, LF and NUL (none may be inside a line), and
+        // the first colon.
+        var (firstCR, firstLF, firstNUL, colon) = (-1, -1, -1, -1)
+        for index in 0..<count {
+            let byte = line[index]
+            if byte > 13 {
+                if byte == 58, colon < 0 { colon = index }
+            } else if byte == 13 {
+                if firstCR < 0 { firstCR = index }
+            } else if byte == 10 {
+                if firstLF < 0 { firstLF = index }
+            } else if byte == 0, firstNUL < 0 {
+                firstNUL = index
+            }
         }
-        if nul != nil { return fail("a NUL in a header line") }
+        let breaking = firstCR >= 0 ? firstCR : firstLF
+        if breaking >= 0, firstNUL < 0 || breaking < firstNUL { return fail("a bare CR in a header line") }
+        if firstNUL >= 0 { return fail("a NUL in a header line") }
         guard let code = statusCode else {
             // Only a status line starts a head: "HTTP/1.1 200 OK", the version up to the first space, then the
             // code (three digits) after any spaces. Anything else before it is not ours (libcurl refuses it).
-            if line.starts(with: Self.httpPrefix) { startHead(line) }
+            if count >= 5, line[0] == 72, line[1] == 84, line[2] == 84, line[3] == 80, line[4] == 47 {
+                startHead(line)
+            }
             return nil
         }
-        if line.isEmpty {
+        if count == 0 {
             if (100..<200).contains(code) {
                 statusCode = nil
                 return nil
@@ -88,11 +105,11 @@ struct ResponseHeadParser {
         guard fieldLines <= Self.maximumFieldLines else {
             return fail("a response head over \(Self.maximumFieldLines) fields")
         }
-        if line[line.startIndex] == 32 || line[line.startIndex] == 9 {
+        if line[0] == 32 || line[0] == 9 {
             // Obsolete line folding: the line continues the previous field's value, read as one space.
             guard let last = lastField else { return nil }
             if isFramingField(fields.nameBytes(at: last)) { return fail("a folded \(fields.name(at: last)) field") }
-            let more = Self.trimmed(line)
+            let more = Self.trimmed(line, 0, count)
             if fields.valueBytes(at: last).isEmpty {
                 fields.setValue(at: last, to: more)
             } else if !more.isEmpty {
@@ -101,20 +118,20 @@ struct ResponseHeadParser {
             return nil
         }
         lastField = nil
-        guard let colon = Self.find(58, in: line) else { return nil }
-        let nameBytes = Self.trimmed(line[..<colon])
+        guard colon >= 0 else { return nil }
+        let nameBytes = Self.trimmed(line, 0, colon)
         guard !nameBytes.isEmpty else { return nil }
-        if nameBytes.endIndex != colon || nameBytes.startIndex != line.startIndex, isFramingField(nameBytes) {
+        if nameBytes.count != colon, isFramingField(nameBytes) {
             // libcurl would not read "Transfer-Encoding :" as a framing field; we must not either way.
             return fail("white space around a framing field's name")
         }
-        let value = Self.trimmed(line[(colon + 1)...])
+        let value = Self.trimmed(line, colon + 1, count)
         if nameBytes.count == Self.setCookieKey.count, HeaderName.equal(nameBytes, Self.setCookieKey) {
             setCookies.append(String(decoding: value, as: UTF8.self))
         }
         if let index = existingField(nameBytes) {
             if nameBytes.count == Self.locationKey.count, HeaderName.equal(nameBytes, Self.locationKey),
-                let code = statusCode, RedirectRules.redirectStatuses.contains(code)
+                RedirectRules.redirectStatuses.contains(code)
             {
                 // Joined, two targets would name a URL the server never sent: a redirect must say one place.
                 guard fields.valueBytes(at: index).elementsEqual(value) else {
@@ -135,26 +152,25 @@ struct ResponseHeadParser {
             {
                 transferEncodingIndex = fields.count
             }
-            fields.append(
-                name: UnsafeRawBufferPointer(rebasing: nameBytes), value: UnsafeRawBufferPointer(rebasing: value))
+            fields.append(name: nameBytes, value: value)
         }
         return nil
     }
 
     /// Starts a head at a status line.
-    private mutating func startHead(_ line: Slice<UnsafeRawBufferPointer>) {
-        let versionEnd = line.firstIndex(of: 32) ?? line.endIndex
-        httpVersion = String(decoding: line[..<versionEnd], as: UTF8.self)
+    private mutating func startHead(_ line: UnsafeBufferPointer<UInt8>) {
+        let versionEnd = line.firstIndex(of: 32) ?? line.count
+        httpVersion = String(decoding: UnsafeBufferPointer(rebasing: line[..<versionEnd]), as: UTF8.self)
         var index = versionEnd
-        while index < line.endIndex, line[index] == 32 { index += 1 }
+        while index < line.count, line[index] == 32 { index += 1 }
         var code = 0
         var digits = 0
-        while index < line.endIndex, (48...57).contains(line[index]), digits < 4 {
+        while index < line.count, (48...57).contains(line[index]), digits < 4 {
             code = code * 10 + Int(line[index] - 48)
             digits += 1
             index += 1
         }
-        let isEnd = index == line.endIndex || line[index] == 32
+        let isEnd = index == line.count || line[index] == 32
         statusCode = digits > 0 && digits < 4 && isEnd ? code : nil
         fields = HeadFields()
         fields.reserve(bytes: 384, fields: 12)
@@ -167,7 +183,7 @@ struct ResponseHeadParser {
     }
 
     /// The index of the field named `name` (any case), if it is already in the head.
-    private mutating func existingField(_ name: Slice<UnsafeRawBufferPointer>) -> Int? {
+    private mutating func existingField(_ name: UnsafeBufferPointer<UInt8>) -> Int? {
         if let fieldIndex { return fieldIndex[String(decoding: name, as: UTF8.self).lowercased()] }
         // Checked here too, before any call: most lines name a field not seen yet.
         guard fields.nameLengths & HeadFields.lengthBit(name.count) != 0 else { return nil }
@@ -194,9 +210,12 @@ struct ResponseHeadParser {
     /// Ends the final head, checking its framing: one length however often it is repeated, and none
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
-        var head = Head(statusCode: code, httpVersion: httpVersion, storage: fields, setCookies: setCookies)
+        // The fields and cookies move into the head: the parser reads no line after its head is complete.
+        var head = Head(statusCode: code, httpVersion: httpVersion, storage: HeadFields())
+        swap(&head.storage, &fields)
+        swap(&head.setCookies, &setCookies)
         if let coding = transferEncodingIndex {
-            switch FramingRules.transferCoding(fields.value(at: coding)) {
+            switch FramingRules.transferCoding(head.storage.value(at: coding)) {
             case .valid(let codings, _): head.transferCodings = codings
             case .unsupported(let name): head.unsupportedTransferCoding = name
             case .invalid(let reason): return fail(reason)
@@ -207,7 +226,7 @@ struct ResponseHeadParser {
                 head.storage.remove(at: index)
                 head.closesConnection = true
             } else {
-                let value = fields.valueBytes(at: index)
+                let value = head.storage.valueBytes(at: index)
                 switch FramingRules.contentLength(String(decoding: value, as: UTF8.self)) {
                 case .valid(let length):
                     head.contentLength = length
@@ -225,27 +244,18 @@ struct ResponseHeadParser {
         return head
     }
 
-    private static let httpPrefix = Array("HTTP/".utf8)
     private static let setCookieKey = Array("set-cookie".utf8)
     private static let locationKey = Array("location".utf8)
     private static let contentLengthKey = Array("content-length".utf8)
     private static let transferEncodingKey = Array("transfer-encoding".utf8)
 
-    /// The index of the first `byte` in `bytes` (memchr: each header line is scanned for four bytes).
-    @inline(__always)
-    private static func find(_ byte: UInt8, in bytes: Slice<UnsafeRawBufferPointer>) -> Int? {
-        guard !bytes.isEmpty, let base = bytes.base.baseAddress else { return nil }
-        guard let found = memchr(base + bytes.startIndex, Int32(byte), bytes.count) else { return nil }
-        return bytes.startIndex + (UnsafeRawPointer(found) - base)
-    }
-
-    /// `bytes` without leading and trailing spaces and tabs.
-    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
-        let base = bytes.base
-        var start = bytes.startIndex
-        var end = bytes.endIndex
-        while start < end, base[start] == 32 || base[start] == 9 { start += 1 }
-        while end > start, base[end - 1] == 32 || base[end - 1] == 9 { end -= 1 }
-        return base[start..<end]
+    /// The bytes of `line` from `start` to `end` without leading and trailing spaces and tabs.
+    private static func trimmed(_ line: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UnsafeBufferPointer<
+        UInt8
+    > {
+        var (start, end) = (start, end)
+        while start < end, line[start] == 32 || line[start] == 9 { start += 1 }
+        while end > start, line[end - 1] == 32 || line[end - 1] == 9 { end -= 1 }
+        return UnsafeBufferPointer(rebasing: line[start..<end])
     }
 }
