@@ -13,6 +13,9 @@ final class DestinationClaim: Sendable {
     /// The file's path, made once (`url.path`).
     let path: String
     private let key: String
+    /// True when nothing was at the path when its request was added: the part's first open need not look again (see
+    /// ``FileSink``).
+    let wasAbsentAtAdd: Bool
     private let state = Locked((requestEnded: false, openFiles: 0, released: false))
     /// The partial file of the request's newest attempt, so that the next attempt's closes it first.
     private let newest = Locked(NewestSink())
@@ -21,18 +24,20 @@ final class DestinationClaim: Sendable {
         weak var sink: FileSink?
     }
 
-    private init(url: URL, path: String, key: String) {
+    private init(url: URL, path: String, key: String, wasAbsentAtAdd: Bool) {
         self.url = url
         self.path = path
         self.key = key
+        self.wasAbsentAtAdd = wasAbsentAtAdd
     }
 
-    /// Claims `url`, or returns nil when another request holds it.
-    static func claim(_ url: URL) -> DestinationClaim? {
+    /// Claims `url`, or returns nil when another request holds it. `absentAtAdd`: nothing was at the path when the
+    /// request was added.
+    static func claim(_ url: URL, absentAtAdd: Bool = false) -> DestinationClaim? {
         let path = url.path
         let key = isStandard(path) ? path : url.standardizedFileURL.path
         let isNew = claimed.withLock { $0.insert(key).inserted }
-        return isNew ? DestinationClaim(url: url, path: path, key: key) : nil
+        return isNew ? DestinationClaim(url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd) : nil
     }
 
     /// True when `path` is already what standardizing it gives: absolute, with no `.` or `..` component and no

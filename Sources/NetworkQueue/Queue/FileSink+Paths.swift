@@ -2,6 +2,7 @@ import Foundation
 
 #if canImport(Glibc)
     import Glibc
+    import Synchronization
 #elseif canImport(Darwin)
     import Darwin
 #endif
@@ -120,17 +121,36 @@ extension FileSink {
         return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
-    /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
-    /// there is none: one `lstat`, read by the queue for every file request that may keep a file already there.
-    static func regularFile(at path: String) -> (size: Int64, modified: Date)? {
+    /// What is at a path, as one `lstat` (not following a link) tells.
+    enum Entry {
+        /// Nothing.
+        case absent
+        /// A regular file: its size and modification time.
+        case regular(size: Int64, modified: Date)
+        /// Anything else (a folder, a link, a FIFO), or a path that cannot be looked at.
+        case other
+    }
+
+    /// What is at `path`: one `lstat`, made by the queue for every file request as it is added.
+    static func entry(at path: String) -> Entry {
         var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard lstat(path, &info) == 0 else { return errno == ENOENT ? .absent : .other }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .other }
         #if canImport(Darwin)
             let time = info.st_mtimespec
         #else
             let time = info.st_mtim
         #endif
-        return (Int64(info.st_size), Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9))
+        return .regular(
+            size: Int64(info.st_size),
+            modified: Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9))
+    }
+
+    /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
+    /// there is none.
+    static func regularFile(at path: String) -> (size: Int64, modified: Date)? {
+        guard case .regular(let size, let modified) = entry(at: path) else { return nil }
+        return (size, modified)
     }
 
     /// Why the entry at `path` must not be written over, or nil when nothing is there or it may be: a regular
@@ -151,6 +171,8 @@ extension FileSink {
     /// A system call failed: its reason, as `strerror` says it.
     struct FileFailure: Error {
         let reason: String
+        /// The path the failure is about, when it is not the part's (the destination a part may not replace).
+        var path: String?
 
         /// The failure `errno` names now.
         static func current() -> FileFailure { FileFailure(reason: String(cString: strerror(errno))) }
@@ -191,7 +213,6 @@ extension FileSink {
     /// there is no `/proc` (then no unnamed file could ever be named). Linux only.
     static func openUnnamed(besides partialPath: String) -> Int32 {
         #if os(Linux)
-            guard canLinkUnnamed else { return -1 }
             var info = stat()
             guard lstat(partialPath, &info) != 0, errno == ENOENT else { return -1 }
             let folder = partialPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(partialPath[..<$0]) } ?? "."
@@ -202,17 +223,45 @@ extension FileSink {
         #endif
     }
 
-    /// Whether `/proc/self/fd` is there to link an unnamed file by (checked once).
-    private static let canLinkUnnamed: Bool = access("/proc/self/fd", F_OK) == 0
+    /// Whether an unnamed file can be linked into place here: on Linux, when `/proc/self/fd` is there to link it by
+    /// (checked once).
+    static let canLinkUnnamed: Bool = {
+        #if os(Linux)
+            access("/proc/self/fd", F_OK) == 0
+        #else
+            false
+        #endif
+    }()
 
     /// Links the unnamed file open as `fd` at `path`; 0, or the error number (`EEXIST` when something is there).
+    ///
+    /// By the descriptor itself (`AT_EMPTY_PATH`) while that works: it needs `CAP_DAC_READ_SEARCH` (a root process,
+    /// most containers) and costs a third less than the link through `/proc/self/fd`, whose path the kernel resolves
+    /// through procfs. Without it the kernel answers `ENOENT`: the `/proc` link then decides, and is used from then on
+    /// when it succeeds.
     static func link(_ fd: Int32, to path: String) -> Int32 {
         #if os(Linux)
-            linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno
+            if linksByDescriptor.load(ordering: .relaxed) {
+                // AT_EMPTY_PATH, which Glibc's module does not export.
+                if linkat(fd, "", AT_FDCWD, path, 0x1000) == 0 { return 0 }
+                let failure = errno
+                guard failure == ENOENT || failure == EPERM else { return failure }
+                guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                    return errno
+                }
+                linksByDescriptor.store(false, ordering: .relaxed)
+                return 0
+            }
+            return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno
         #else
             ENOTSUP
         #endif
     }
+
+    #if os(Linux)
+        /// False once a link by descriptor failed where the one through `/proc` succeeded (see ``link(_:to:)``).
+        private static let linksByDescriptor = Atomic(true)
+    #endif
 }
 
 /// `write(2)` (a free function: inside ``FileSink`` the name `write` is its own method's).

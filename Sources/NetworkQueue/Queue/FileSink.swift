@@ -78,6 +78,10 @@ final class FileSink: Sendable {
     let claim: DestinationClaim
     /// What a split part left by an earlier attempt or run holds (nil: none, or the part is not continued).
     let resumed: PartSegments?
+    /// True when the open left the destination unchecked (an unnamed part of a request that found nothing there as it
+    /// was added): naming the part, or the commit, refuses whatever is there that a file must not replace, before
+    /// anything is named or renamed over it.
+    let checksDestinationAtCommit: Bool
     let state: Locked<State>
 
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
@@ -86,8 +90,15 @@ final class FileSink: Sendable {
         destinationPath = claim.path
         partialPath = Self.partPath(of: destinationPath)
         validatorPath = Self.validatorPath(of: partialPath)
-        // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device.
-        if let reason = Self.refusal(at: destinationPath) { throw .fileError(path: destinationPath, reason: reason) }
+        // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
+        // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
+        // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
+        // `lstat` of a missing file is one of a small file's costliest calls).
+        let mayBeUnnamed = !segmented && Self.canLinkUnnamed
+        let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
+        if !checksLater, let reason = Self.refusal(at: destinationPath) {
+            throw .fileError(path: destinationPath, reason: reason)
+        }
         if segmented {
             // A split part's record and its temporary name must be free for files (issue 50): a folder or a FIFO
             // there is an obstacle the user must remove, failing the request now, before anything is created.
@@ -107,8 +118,12 @@ final class FileSink: Sendable {
         var resumed: PartSegments?
         // Most parts are new: unnamed when nothing is at the part's path, else one create that follows no link and
         // opens no FIFO, with nothing to continue.
-        var fd = segmented ? -1 : Self.openUnnamed(besides: partialPath)
+        var fd = mayBeUnnamed ? Self.openUnnamed(besides: partialPath) : -1
         let isNamed = fd < 0
+        if isNamed, checksLater, let reason = Self.refusal(at: destinationPath) {
+            claim.closeFile()
+            throw .fileError(path: destinationPath, reason: reason)
+        }
         if fd < 0 { fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
         if fd < 0 {
             // Something is there (or the create failed: the open below says why).
@@ -116,6 +131,7 @@ final class FileSink: Sendable {
                 partialPath, validatorPath, continuing: continuing, segmented: segmented, claim: claim)
         }
         continuedFrom = offset
+        checksDestinationAtCommit = checksLater && !isNamed
         validator = offset > 0 ? saved : nil
         self.resumed = resumed
         state = Locked(
@@ -222,9 +238,11 @@ final class FileSink: Sendable {
             guard state.fd < 0 || state.isFinished else {
                 return .fileError(path: partialPath, reason: "not finished writing")
             }
+            var destinationChecked = !checksDestinationAtCommit
             if !state.isNamed {
-                // Linked into place whole. Something at the destination already (a file to replace, or a folder,
-                // which is refused below) makes it a named part, renamed over it as a named part is.
+                // Linked into place whole. Something at the destination already makes it a named part, renamed over
+                // it as a named part is when it is a file (or a link); anything else there is refused, as the open
+                // refuses it for a named part.
                 let linked = Self.link(state.fd, to: destinationPath)
                 if linked == 0 || linked != EEXIST {
                     closeDescriptor(state.fd)
@@ -236,12 +254,19 @@ final class FileSink: Sendable {
                     return nil
                 }
                 do throws(FileFailure) {
+                    // Naming it checks the destination.
                     try name(&state)
                 } catch {
-                    return .fileError(path: partialPath, reason: error.reason)
+                    return .fileError(path: error.path ?? partialPath, reason: error.reason)
                 }
+                destinationChecked = true
                 closeDescriptor(state.fd)
                 state.fd = -1
+            }
+            // A part unnamed at the open and named since (kept ahead of its end) is checked as the open checks a
+            // named one.
+            if !destinationChecked, let reason = Self.refusal(at: destinationPath) {
+                return .fileError(path: destinationPath, reason: reason)
             }
             // A split part's record goes first: a part left without one is started over, never misread.
             if state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
@@ -320,7 +345,7 @@ final class FileSink: Sendable {
                 try body(&state)
                 return nil
             } catch {
-                return .fileError(path: partialPath, reason: error.reason)
+                return .fileError(path: error.path ?? partialPath, reason: error.reason)
             }
         }
     }
@@ -343,8 +368,14 @@ final class FileSink: Sendable {
     /// Gives an unnamed part its `.part` name (see ``FileSink``). A part that appeared at that path since the open
     /// (another process) is replaced, as the open would have truncated it; anything else there (a folder, a FIFO) is
     /// left alone and refused, as the open refuses it (``refusal(at:)``).
+    ///
+    /// A part whose open left its destination unchecked checks it here, as a named part's open does: a body bigger than
+    /// the file's buffer stops at its first chunk when a folder or a FIFO has appeared where the file would go.
     private func name(_ state: inout State) throws(FileFailure) {
         guard !state.isNamed else { return }
+        if checksDestinationAtCommit, let reason = Self.refusal(at: destinationPath) {
+            throw FileFailure(reason: reason, path: destinationPath)
+        }
         var linked = Self.link(state.fd, to: partialPath)
         if linked == EEXIST {
             if let reason = Self.refusal(at: partialPath) { throw FileFailure(reason: reason) }

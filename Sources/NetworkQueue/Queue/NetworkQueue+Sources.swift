@@ -168,7 +168,7 @@ extension NetworkQueue {
                 ending = .failed(error)
             }
         }
-        let existingFile = request.flatMap(Self.existingFile(of:))
+        let found = request.map(Self.destinationAtAdd(of:)) ?? DestinationAtAdd()
         let added = locked.withLock { core -> (slot: Int?, actions: QueueActions)? in
             guard core.machine.sources.isOpen(id) else { return nil }
             let now = clock.now()
@@ -176,9 +176,9 @@ extension NetworkQueue {
             if let request {
                 core.machine.sources.read(id, count: 1)
                 // A file another request writes: the request joins and fails alone (an add would throw).
-                let (claim, rejection) = Self.claimDestination(of: request, in: core.machine)
+                let (claim, rejection) = Self.claimDestination(of: request, in: core.machine, absent: found.isAbsent)
                 slot = core.machine.insert(
-                    request, claim: claim, existingFile: existingFile, source: id, rejection: rejection, now: now)
+                    request, claim: claim, existingFile: found.existingFile, source: id, rejection: rejection, now: now)
             }
             switch ending {
             case nil: break

@@ -161,13 +161,14 @@ public final class NetworkQueue: Sendable {
     ) throws(NetworkQueueError) {
         try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
-        let existingFile = Self.existingFile(of: request)
+        let found = Self.destinationAtAdd(of: request)
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
-            let (claim, refusal) = Self.claimDestination(of: request, in: core.machine)
+            let (claim, refusal) = Self.claimDestination(of: request, in: core.machine, absent: found.isAbsent)
             if let refusal { return .failure(.invalidRequest(refusal)) }
             let now = clock.now()
             let slot = core.machine.insert(
-                request, claim: claim, isObserved: observer != nil, existingFile: existingFile, source: nil, now: now)
+                request, claim: claim, isObserved: observer != nil, existingFile: found.existingFile, source: nil,
+                now: now)
             return .success((slot, core.machine.finishEvent(now)))
         }
         switch added {
@@ -184,44 +185,49 @@ public final class NetworkQueue: Sendable {
         }
     }
 
-    /// The file destination of a request that may keep it, as found now (read before the queue's lock); nil
-    /// when there is none to keep.
-    static func existingFile(of request: NetworkRequest) -> ExistingFileRules.FileState? {
-        // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
-        // size and the date cannot tell a wrong file from the right one).
-        ExistingFileRules.checksExistingFile(request)
-            ? fileState(of: request.destination, checksum: request.checksum) : nil
+    /// What is at a request's file destination as it is added (read before the queue's lock, one `lstat`): the file
+    /// it may keep, and whether nothing at all is there (then its part's open need not look again).
+    struct DestinationAtAdd {
+        /// The file to keep if the server says it is unchanged (see ``ExistingFileRules``); nil when there is none.
+        var existingFile: ExistingFileRules.FileState?
+        /// True when nothing was at the path.
+        var isAbsent = false
+    }
+
+    /// Looks at `request`'s file destination once (see ``DestinationAtAdd``).
+    static func destinationAtAdd(of request: NetworkRequest) -> DestinationAtAdd {
+        guard case .file(let url) = request.destination, request.invalidReason == nil else { return DestinationAtAdd() }
+        switch FileSink.entry(at: url.path) {
+        case .absent: return DestinationAtAdd(isAbsent: true)
+        case .other: return DestinationAtAdd()
+        case .regular(let size, let modified):
+            // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
+            // size and the date cannot tell a wrong file from the right one).
+            guard ExistingFileRules.checksExistingFile(request) else { return DestinationAtAdd() }
+            if let checksum = request.checksum, !checksum.matches(file: url) { return DestinationAtAdd() }
+            return DestinationAtAdd(existingFile: ExistingFileRules.FileState(size: size, modified: modified))
+        }
     }
 
     /// The claim on `request`'s file destination, taken under the queue's lock: whether one is needed depends
     /// on the requests in `machine` (a coalesced duplicate shares its leader's file; a replacing one takes it
     /// over). Both nil when none is needed; `refusal` is `destinationInUse` when another request writes the file.
     static func claimDestination(
-        of request: NetworkRequest, in machine: QueueStateMachine
+        of request: NetworkRequest, in machine: QueueStateMachine, absent: Bool
     ) -> (claim: DestinationClaim?, refusal: NetworkQueueError.InvalidRequestReason?) {
         guard case .file(let file) = request.destination, request.invalidReason == nil, machine.needsOwnClaim(request)
         else {
             return (nil, nil)
         }
-        guard let claim = DestinationClaim.claim(file) else { return (nil, .destinationInUse(file)) }
+        guard let claim = DestinationClaim.claim(file, absentAtAdd: absent) else {
+            return (nil, .destinationInUse(file))
+        }
         return (claim, nil)
     }
 
     /// Records the slot `request` was given in this queue (where ``cancel(_:)`` and the others find it).
     func join(_ request: NetworkRequest, slot: Int) {
         request.shared.withLock { $0.membership = .init(queue: ObjectIdentifier(self), slot: slot) }
-    }
-
-    /// The size and modification time of a file destination that exists as a regular file and, when
-    /// `checksum` is given, hashes to it (read once, here); nil otherwise: the file is fetched again.
-    private static func fileState(of destination: NetworkRequest.Destination, checksum: Checksum?) -> ExistingFileRules
-        .FileState?
-    {
-        guard case .file(let url) = destination, let (size, modified) = FileSink.regularFile(at: url.path) else {
-            return nil
-        }
-        if let checksum, !checksum.matches(file: url) { return nil }
-        return ExistingFileRules.FileState(size: size, modified: modified)
     }
 
     /// Adds a request for `urlRequest` with default settings and returns it.
