@@ -154,10 +154,10 @@
 
         // MARK: Cookies and connections (engine thread)
 
-        /// The `Cookie` header the jar has for the URL of `transfer`'s run, if any (its URL is parsed only when there
-        /// is a jar).
+        /// The `Cookie` header the jar has for the URL of `transfer`'s run, if any (its URL is parsed only when the jar
+        /// holds a cookie: a batch's jar is most often empty, and parsing cost about 1% of the engine thread's time).
         func cookieHeader(for transfer: CurlTransfer) -> String? {
-            guard let cookieJar else { return nil }
+            guard let cookieJar, !cookieJar.withLock({ $0.cookies.isEmpty }) else { return nil }
             let url = transfer.url
             return cookieJar.withLock { $0.header(for: url, now: Date()) }
         }
