@@ -31,6 +31,9 @@ public struct ListSource: AsyncSequence, Sendable {
     /// The list opened already (to count its lines on the same descriptor: a list is opened and read once).
     private let opened: LineReader?
     public let output: URL?
+    /// The output folder's path with a slash after it, made once: each file's URL is made from its path (half the cost
+    /// of appending a component to a folder's URL).
+    private let outputPrefix: String?
     public let shard: Shard
     public let noClobber: Bool
     /// What each request's file does when it exists (without `noClobber`).
@@ -55,6 +58,7 @@ public struct ListSource: AsyncSequence, Sendable {
         self.path = path
         opened = reader
         self.output = output
+        outputPrefix = output.map { $0.path.hasSuffix("/") ? $0.path : $0.path + "/" }
         self.shard = shard
         self.noClobber = noClobber
         self.existingFile = existingFile
@@ -78,9 +82,9 @@ public struct ListSource: AsyncSequence, Sendable {
                     continue
                 }
                 var destination = NetworkRequest.Destination.memory
-                if let output = source.output, let name {
+                if let prefix = source.outputPrefix, let name {
                     // Said to be a file: Foundation would otherwise stat the path to find out.
-                    let file = output.appendingPathComponent(name, isDirectory: false)
+                    let file = URL(fileURLWithPath: prefix + name, isDirectory: false)
                     // Files only appear complete (renamed into place), so a regular file there is whole. Anything
                     // else (a directory, a FIFO) is not a download: the request runs and fails on it.
                     if source.noClobber, FileNames.isRegularFile(file) {

@@ -24,18 +24,21 @@ enum RequestRules {
 
     /// Why `request` cannot be sent to `destination`, or nil when it can.
     static func validate(
-        _ request: URLRequest, destination: NetworkRequest.Destination = .memory
+        _ request: URLRequest, destination: NetworkRequest.Destination = .memory, destinationPath: String? = nil
     ) -> NetworkQueueError.InvalidRequestReason? {
         guard let url = request.url else { return .missingURL }
-        return validate(url: url, timeout: request.timeoutInterval, destination: destination)
+        return validate(
+            url: url, timeout: request.timeoutInterval, destination: destination, destinationPath: destinationPath)
     }
 
     /// `URLRequest`'s default `timeoutInterval`, which a request created from a URL has.
     static let defaultTimeout: TimeInterval = 60
 
-    /// Why a request for `url` with `timeout` to `destination` cannot be sent, or nil.
+    /// Why a request for `url` with `timeout` to `destination` cannot be sent, or nil. `destinationPath`: the file
+    /// destination's path, when the caller has made it already.
     static func validate(
-        url: URL, timeout: TimeInterval, destination: NetworkRequest.Destination = .memory
+        url: URL, timeout: TimeInterval, destination: NetworkRequest.Destination = .memory,
+        destinationPath: String? = nil
     ) -> NetworkQueueError.InvalidRequestReason? {
         // Compared and checked without allocating or percent-decoding: this runs for every request added.
         let scheme = url.scheme
@@ -43,7 +46,9 @@ enum RequestRules {
         else { return .unsupportedScheme(scheme) }
         guard let host = url.host(percentEncoded: true), !host.isEmpty else { return .missingHost(url) }
         guard idleTimeout(timeout) != nil else { return .invalidTimeout(timeout) }
-        if case .file(let file) = destination, !file.isFileURL || file.path.isEmpty || file.hasDirectoryPath {
+        if case .file(let file) = destination,
+            !file.isFileURL || (destinationPath ?? file.path).isEmpty || file.hasDirectoryPath
+        {
             return .invalidDestination(file)
         }
         return nil

@@ -33,8 +33,9 @@ final class DestinationClaim: Sendable {
 
     /// Claims `url`, or returns nil when another request holds it. `absentAtAdd`: nothing was at the path when the
     /// request was added.
-    static func claim(_ url: URL, absentAtAdd: Bool = false) -> DestinationClaim? {
-        let path = url.path
+    /// `path`: the URL's path, when the caller has it.
+    static func claim(_ url: URL, path: String? = nil, absentAtAdd: Bool = false) -> DestinationClaim? {
+        let path = path ?? url.path
         let key = isStandard(path) ? path : url.standardizedFileURL.path
         let isNew = claimed.withLock { $0.insert(key).inserted }
         return isNew ? DestinationClaim(url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd) : nil

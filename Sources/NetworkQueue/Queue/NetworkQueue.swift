@@ -196,8 +196,10 @@ public final class NetworkQueue: Sendable {
 
     /// Looks at `request`'s file destination once (see ``DestinationAtAdd``).
     static func destinationAtAdd(of request: NetworkRequest) -> DestinationAtAdd {
-        guard case .file(let url) = request.destination, request.invalidReason == nil else { return DestinationAtAdd() }
-        switch FileSink.entry(at: url.path) {
+        guard case .file(let url) = request.destination, let path = request.destinationPath,
+            request.invalidReason == nil
+        else { return DestinationAtAdd() }
+        switch FileSink.entry(at: path) {
         case .absent: return DestinationAtAdd(isAbsent: true)
         case .other: return DestinationAtAdd()
         case .regular(let size, let modified):
@@ -219,7 +221,7 @@ public final class NetworkQueue: Sendable {
         else {
             return (nil, nil)
         }
-        guard let claim = DestinationClaim.claim(file, absentAtAdd: absent) else {
+        guard let claim = DestinationClaim.claim(file, path: request.destinationPath, absentAtAdd: absent) else {
             return (nil, .destinationInUse(file))
         }
         return (claim, nil)

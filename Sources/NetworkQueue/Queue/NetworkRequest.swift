@@ -58,6 +58,12 @@ public final class NetworkRequest: Sendable, Identifiable {
         /// less than had arrived (the unwritten buffer). On Linux the part has no name until bytes are written to it
         /// ahead of the body's end (an unnamed file, linked into place whole): a small file leaves nothing.
         case file(URL)
+
+        /// The file's path (nil for memory).
+        var path: String? {
+            if case .file(let url) = self { return url.path }
+            return nil
+        }
     }
 
     /// Timeouts of this many seconds (about 11.6 days) or more, infinity and NaN mean no timeout.
@@ -68,6 +74,9 @@ public final class NetworkRequest: Sendable, Identifiable {
     let outgoing: OutgoingRequest
     /// Where the response body goes. Default ``Destination-swift.enum/memory``.
     public let destination: Destination
+    /// The file destination's path (`URL.path`, which percent-decodes: made once, here, where the add read it three
+    /// times); nil for memory.
+    let destinationPath: String?
     /// An integer for the caller's own use. Default 0.
     public let tag: Int
     /// The priority it was created with: the one it has when it is added (``NetworkQueue/setPriority(_:for:)``
@@ -194,9 +203,11 @@ public final class NetworkRequest: Sendable, Identifiable {
         tag: Int = 0,
         userInfo: [String: any Sendable] = [:]
     ) {
+        let path = destination.path
         self.init(
-            target: .request(urlRequest), invalidReason: RequestRules.validate(urlRequest, destination: destination),
-            destination: destination,
+            target: .request(urlRequest),
+            invalidReason: RequestRules.validate(urlRequest, destination: destination, destinationPath: path),
+            destination: destination, destinationPath: path,
             validation: validation, integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy,
             timeLimits: timeLimits, priority: priority,
             handlers: handlers, tag: tag, userInfo: userInfo)
@@ -204,13 +215,14 @@ public final class NetworkRequest: Sendable, Identifiable {
 
     private init(
         target: OutgoingRequest, invalidReason: NetworkQueueError.InvalidRequestReason?, destination: Destination,
-        validation: Validation,
+        destinationPath: String?, validation: Validation,
         integrity: Integrity, fileOptions: FileOptions, retryPolicy: RetryPolicy?, timeLimits: TimeLimits?,
         priority: Priority, handlers: Handlers, tag: Int,
         userInfo: [String: any Sendable]
     ) {
         self.outgoing = target
         self.destination = destination
+        self.destinationPath = destinationPath
         self.initialPriority = priority
         self.tag = tag
         let invalidReason =
@@ -254,14 +266,16 @@ public final class NetworkRequest: Sendable, Identifiable {
         tag: Int = 0,
         userInfo: [String: any Sendable] = [:]
     ) {
+        let path = destination.path
         let invalidReason = RequestRules.validate(
-            url: url, timeout: RequestRules.defaultTimeout, destination: destination)
+            url: url, timeout: RequestRules.defaultTimeout, destination: destination, destinationPath: path)
         let text = url.absoluteString
         // A URL whose text does not parse back to it (rare) is kept whole.
         let target: OutgoingRequest =
             invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))
         self.init(
-            target: target, invalidReason: invalidReason, destination: destination, validation: validation,
+            target: target, invalidReason: invalidReason, destination: destination, destinationPath: path,
+            validation: validation,
             integrity: integrity, fileOptions: fileOptions, retryPolicy: retryPolicy, timeLimits: timeLimits,
             priority: priority, handlers: handlers, tag: tag, userInfo: userInfo)
     }
