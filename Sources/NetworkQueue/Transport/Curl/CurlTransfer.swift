@@ -199,7 +199,7 @@
             // Only a head that passed every check stores its cookies.
             engine.storeCookies(head.setCookies, from: self)
             if head.closesConnection { engine.forbidReuse(of: self) }
-            if RedirectRules.redirectStatuses.contains(head.statusCode),
+            if RedirectRules.isFollowed(head.statusCode),
                 let next = RedirectRules.next(
                     after: head.statusCode, location: head.value("Location"), request: request ?? URLRequest(url: url),
                     url: url)

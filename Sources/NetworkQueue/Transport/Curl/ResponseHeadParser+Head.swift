@@ -27,11 +27,19 @@ extension ResponseHeadParser {
         /// A transfer coding this library cannot decode, which fails any response with a body.
         var unsupportedTransferCoding: String?
 
-        init(statusCode: Int, httpVersion: String, storage: HeadFields, setCookies: [String] = []) {
+        init(
+            statusCode: Int, httpVersion: String, storage: HeadFields, setCookies: [String] = [],
+            contentLength: Int64? = nil, transferCodings: [String] = [], unsupportedTransferCoding: String? = nil,
+            closesConnection: Bool = false
+        ) {
             self.statusCode = statusCode
             self.httpVersion = httpVersion
             self.storage = storage
             self.setCookies = setCookies
+            self.contentLength = contentLength
+            self.transferCodings = transferCodings
+            self.unsupportedTransferCoding = unsupportedTransferCoding
+            self.closesConnection = closesConnection
         }
 
         /// A head with `fields` given as pairs (tests).

@@ -131,7 +131,7 @@ struct ResponseHeadParser {
         }
         if let index = existingField(nameBytes) {
             if nameBytes.count == Self.locationKey.count, HeaderName.equal(nameBytes, Self.locationKey),
-                RedirectRules.redirectStatuses.contains(code)
+                RedirectRules.isFollowed(code)
             {
                 // Joined, two targets would name a URL the server never sent: a redirect must say one place.
                 guard fields.valueBytes(at: index).elementsEqual(value) else {
@@ -210,30 +210,35 @@ struct ResponseHeadParser {
     /// Ends the final head, checking its framing: one length however often it is repeated, and none
     /// beside a transfer coding.
     private mutating func completeHead(_ code: Int) -> Head? {
-        // The fields and cookies move into the head: the parser reads no line after its head is complete.
-        var head = Head(statusCode: code, httpVersion: httpVersion, storage: HeadFields())
-        swap(&head.storage, &fields)
-        swap(&head.setCookies, &setCookies)
+        // The fields and cookies move into the head (the parser reads no line after its head is complete), which is
+        // made once, at the end, from locals: a head built first and changed after was copied and destroyed on its
+        // way out (12 retains and releases a response).
+        var storage = HeadFields()
+        swap(&storage, &fields)
+        var transferCodings: [String] = []
+        var unsupported: String?
+        var closes = false
+        var length: Int64?
         if let coding = transferEncodingIndex {
-            switch FramingRules.transferCoding(head.storage.value(at: coding)) {
-            case .valid(let codings, _): head.transferCodings = codings
-            case .unsupported(let name): head.unsupportedTransferCoding = name
+            switch FramingRules.transferCoding(storage.value(at: coding)) {
+            case .valid(let codings, _): transferCodings = codings
+            case .unsupported(let name): unsupported = name
             case .invalid(let reason): return fail(reason)
             }
         }
         if let index = contentLengthIndex {
             if transferEncodingIndex != nil {
-                head.storage.remove(at: index)
-                head.closesConnection = true
+                storage.remove(at: index)
+                closes = true
+            } else if let plain = Self.plainLength(storage.valueBytes(at: index)) {
+                // The usual value, digits alone: read where it is.
+                length = plain
             } else {
-                let value = head.storage.valueBytes(at: index)
-                switch FramingRules.contentLength(String(decoding: value, as: UTF8.self)) {
-                case .valid(let length):
-                    head.contentLength = length
+                switch FramingRules.contentLength(String(decoding: storage.valueBytes(at: index), as: UTF8.self)) {
+                case .valid(let value):
+                    length = value
                     // Repeated or padded values (" 7 , 7 ") become the one number.
-                    if !value.allSatisfy({ (48...57).contains($0) }) || value.first == 48 {
-                        head.storage.setValue(at: index, to: String(length).utf8)
-                    }
+                    storage.setValue(at: index, to: String(value).utf8)
                 case .invalid(let reason):
                     violation = reason
                     return nil
@@ -241,7 +246,23 @@ struct ResponseHeadParser {
             }
         }
         isComplete = true
-        return head
+        var cookies: [String] = []
+        swap(&cookies, &setCookies)
+        return Head(
+            statusCode: code, httpVersion: httpVersion, storage: storage, setCookies: cookies, contentLength: length,
+            transferCodings: transferCodings, unsupportedTransferCoding: unsupported, closesConnection: closes)
+    }
+
+    /// The value of a `Content-Length` of digits alone without a leading zero (or "0"), at most 18 of them: nil for
+    /// anything else, which ``FramingRules/contentLength(_:)`` reads.
+    private static func plainLength(_ value: ArraySlice<UInt8>) -> Int64? {
+        guard !value.isEmpty, value.count <= 18, value.first != 48 || value.count == 1 else { return nil }
+        var length: Int64 = 0
+        for byte in value {
+            guard byte >= 48, byte <= 57 else { return nil }
+            length = length * 10 + Int64(byte - 48)
+        }
+        return length
     }
 
     private static let setCookieKey = Array("set-cookie".utf8)
