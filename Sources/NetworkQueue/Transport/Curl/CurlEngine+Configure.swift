@@ -63,6 +63,23 @@
             if proxies.http != proxies.https {
                 library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http)
             }
+            let method = transfer.method
+            var headers = transfer.request?.allHTTPHeaderFields ?? [:]
+            let cookies = cookieHeader(for: transfer)
+            // The common case: only `Accept-Encoding: identity` is sent.
+            let isPlain =
+                headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
+            let isPlainGet =
+                isPlain && method == "GET" && transfer.rateCap?.maximumBytesPerSecond == nil
+                && transfer.maximumBytesPerSecond == nil
+            if isPlainGet, let handle = transfer.handle, handle.plainGet == isSecure {
+                // The handle's last run was the same: every other option already has this run's value (a batch's
+                // runs are nearly all alike, and setting each again cost about ten calls into libcurl a run).
+                transfer.decodesBody = false
+                transfer.headerLists = (nil, nil)
+                return
+            }
+            transfer.handle?.plainGet = isPlainGet ? isSecure : nil
             // Waiting for a connection that may multiplex helps HTTP/2 only (TLS with ALPN); over plain HTTP
             // it would hold a transfer until another's response arrives.
             library.set(easy, .pipeWait, isSecure ? 1 : 0)
@@ -83,12 +100,6 @@
             let rate = transfer.maximumBytesPerSecond
             library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
 
-            let method = transfer.method
-            var headers = transfer.request?.allHTTPHeaderFields ?? [:]
-            let cookies = cookieHeader(for: transfer)
-            // The common case: only `Accept-Encoding: identity` is sent.
-            let isPlain =
-                headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
             // A GET without a custom method, then what this run needs: a used handle may carry a HEAD's or a
             // POST's settings.
             library.set(easy, .httpGet, 1)
@@ -173,6 +184,7 @@
         /// was framed two ways (RFC 9112 §6.3), so what follows it on the connection cannot be trusted.
         func forbidReuse(of transfer: CurlTransfer) {
             guard let easy = transfer.easy else { return }
+            transfer.handle?.plainGet = nil
             library.set(easy, .forbidReuse, 1)
         }
     }

@@ -198,6 +198,7 @@
             case .update:
                 guard let easy = transfer.easy, transfer.activeIndex != nil else { return }
                 let (paused, rate) = (transfer.isPaused, transfer.maximumBytesPerSecond)
+                transfer.handle?.plainGet = nil
                 library.set(easy, .maxRecvSpeedLarge, offset: Int64(rate ?? 0))
                 // CURLPAUSE_RECV = 1, CURLPAUSE_CONT = 0. A transfer held for tokens stays held: the cap resumes it.
                 guard paused || !transfer.isStarved else { return }
@@ -270,9 +271,12 @@
                 reusable = false
             }
             transfer.rateCap?.leave(transfer.consumer)
-            // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's.
-            library.set(easy, .httpHeader, pointer: nil)
-            library.set(easy, .proxyHeader, pointer: nil)
+            // The handle keeps its options for the next run (see `prepare`), but nothing of this transfer's: a plain
+            // run's header list is the engine's, kept.
+            if transfer.headerLists.server != nil || transfer.headerLists.proxy != nil {
+                library.set(easy, .httpHeader, pointer: nil)
+                library.set(easy, .proxyHeader, pointer: nil)
+            }
             library.slistFreeAll(transfer.headerLists.server)
             library.slistFreeAll(transfer.headerLists.proxy)
             transfer.headerLists = (nil, nil)

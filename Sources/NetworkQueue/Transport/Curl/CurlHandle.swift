@@ -9,6 +9,10 @@
         /// The transfer of the current run; nil between runs. Not retained: the transfer holds its handle
         /// while it runs, and the engine's active set holds the transfer.
         unowned(unsafe) var transfer: CurlTransfer?
+        /// Set when the handle's last run was a plain GET (no header, body, cookie, cap or rate of its own) and nothing
+        /// changed its options since: the next plain GET with the same security sets only its URL (see
+        /// ``CurlEngine/configure(_:for:isSecure:)``). The value is the run's `isSecure`.
+        var plainGet: Bool?
 
         init(_ easy: OpaquePointer) {
             self.easy = easy
