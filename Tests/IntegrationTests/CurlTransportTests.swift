@@ -157,7 +157,29 @@
             #expect(headAfterPut.status == 200 && headAfterPut.body.isEmpty)
             let last = await exchange(transport, request("/upload"))
             #expect(last.status == 200 && last.body == "0" && last.error == nil)
-            #expect(server.statistics.connections == 1)
+            // Plain GETs in a row: from the second on, a run sets only its URL (its other options are the run's before
+            // it). A GET with a header of its own between them leaves nothing of it on the handle.
+            let plain = await exchange(transport, request("/bytes/7"))
+            #expect(plain.status == 200 && plain.body.utf8.count == 7 && plain.error == nil)
+            var marked = request("/bytes/3")
+            marked.setValue("yes", forHTTPHeaderField: "X-Mark")
+            let markedRun = await exchange(transport, marked)
+            #expect(markedRun.status == 200 && markedRun.body.utf8.count == 3)
+            let plainAgain = await exchange(transport, request("/bytes/4"))
+            #expect(plainAgain.status == 200 && plainAgain.body.utf8.count == 4)
+            let headAfterPlain = await exchange(transport, request("/bytes/100", "HEAD"))
+            #expect(headAfterPlain.status == 200 && headAfterPlain.body.isEmpty)
+            let plainAfterHead = await exchange(transport, request("/bytes/6"))
+            #expect(plainAfterHead.status == 200 && plainAfterHead.body.utf8.count == 6)
+            let statistics = server.statistics
+            #expect(
+                statistics.log.suffix(5) == [
+                    "GET /bytes/7", "GET /bytes/3", "GET /bytes/4", "HEAD /bytes/100", "GET /bytes/6",
+                ])
+            let headers = statistics.headers.suffix(5).map { ($0["x-mark"], $0["accept-encoding"]) }
+            #expect(headers.map(\.0) == [nil, "yes", nil, nil, nil])
+            #expect(headers.map(\.1) == ["identity", "identity", "identity", "identity", "identity"])
+            #expect(statistics.connections == 1)
         }
 
         /// Starts six transfers the server holds until all six have arrived; returns the names of the threads
