@@ -166,8 +166,9 @@ import Testing
                 #expect(server.statistics.requests - before.requests == 0)
             #endif
             let written = server.statistics.bytesWritten - before.bytesWritten
-            // URLSession reads far ahead of what it hands over; libcurl stops within its socket's buffers.
-            if size == big { #expect(written < (transport == .curl ? big / 4 : big), "\(written)") }
+            // libcurl stops within its socket's buffers. URLSession reads ahead of what it hands over, as fast as the
+            // loopback server sends (measured: up to the whole 128 MiB before its cancel lands): no bound holds there.
+            if size == big, transport == .curl { #expect(written < big / 4, "\(written)") }
             #expect(try FileManager.default.contentsOfDirectory(atPath: target.path) == ["inside.txt"])
         }
         #expect(

