@@ -16,12 +16,16 @@ struct SmallFiles {
     /// Where every side writes (on tmpfs when there is one), emptied before and after each run.
     let folder: URL
 
+    /// The file system the folder is on, as the table names it ("tmpfs", "ext4"; empty: the machine's own disk).
+    let fileSystem: String
+
     var title: String {
-        "\(count.formatted()) x 4 KB to a folder\(folder.path.hasPrefix("/dev/shm") ? " (tmpfs)" : ""), 8 in flight"
+        "\(count.formatted()) x 4 KB to a folder\(fileSystem.isEmpty ? "" : " (\(fileSystem))"), 8 in flight"
     }
 
-    /// Writes the files into nginx's `www/s`, the list and curl's config.
-    init(count: Int, nginx: Nginx) throws {
+    /// Writes the files into nginx's `www/s`, the list and curl's config. `into`: the folder's parent and its file
+    /// system's name (default: tmpfs where there is one, else nginx's folder on the machine's disk).
+    init(count: Int, nginx: Nginx, into place: (parent: URL, fileSystem: String)? = nil) throws {
         self.count = count
         let served = nginx.folder.appendingPathComponent("www/s")
         try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
@@ -31,9 +35,16 @@ struct SmallFiles {
         // On tmpfs where there is one: the comparison is of the clients, and a disk's file system (this machine's ext4
         // takes seconds to create 20,000 files again after deleting them) would be most of every side's time.
         let shm = URL(fileURLWithPath: "/dev/shm")
-        folder =
-            FileManager.default.isWritableFile(atPath: shm.path)
-            ? shm.appendingPathComponent("nq-peers-out-\(getpid())") : nginx.folder.appendingPathComponent("out")
+        if let place {
+            folder = place.parent.appendingPathComponent("nq-peers-out-\(getpid())")
+            fileSystem = place.fileSystem
+        } else if FileManager.default.isWritableFile(atPath: shm.path) {
+            folder = shm.appendingPathComponent("nq-peers-out-\(getpid())")
+            fileSystem = "tmpfs"
+        } else {
+            folder = nginx.folder.appendingPathComponent("out")
+            fileSystem = ""
+        }
         var urls = ""
         var config = ""
         for index in 0..<count {
@@ -43,7 +54,7 @@ struct SmallFiles {
             config += "url = \"\(url)\"\noutput = \"\(folder.path)/f\(index).bin\"\n"
         }
         list = nginx.folder.appendingPathComponent("list.txt")
-        curlConfig = nginx.folder.appendingPathComponent("curl.cfg")
+        curlConfig = nginx.folder.appendingPathComponent("curl-\(fileSystem.isEmpty ? "disk" : fileSystem).cfg")
         try urls.write(to: list, atomically: true, encoding: .utf8)
         try config.write(to: curlConfig, atomically: true, encoding: .utf8)
     }

@@ -92,24 +92,37 @@ if !rows.isEmpty {
 }
 
 if runsSmallFiles {
-    let smallFiles = try SmallFiles(count: quick ? 2_000 : 20_000, nginx: nginx)
+    // On tmpfs (the clients alone), then on a fresh ext4 (what users have) when this process can make one.
+    var places: [(parent: URL, fileSystem: String)?] = [nil]
+    let ext4 = Ext4Folder()
+    defer { ext4?.stop() }
+    if let ext4 { places.append((ext4.mountPoint, "ext4")) } else {
+        print("small files on ext4: left out (a fresh ext4 needs root, mkfs.ext4 and a loop device)")
+    }
     let demo = value(after: "--demo") ?? benchmarks.deletingLastPathComponent().appendingPathComponent("Demo").path
-    let tools = smallFiles.tools(peers: CommandLine.arguments[0], demo: demo)
-    for tool in tools where tool.command == nil { print("\(tool.name): not installed, left out") }
-    var samples: [String: [Sample]] = [:]
-    let present = tools.filter { $0.command != nil }
-    for round in 0..<rounds {
-        for offset in present.indices {
-            let tool = present[(round + offset) % present.count]
-            let sample = try smallFiles.measure(tool.command ?? [])
-            guard sample.failures == 0 else {
-                throw PeerFailure("\(tool.name): \(sample.failures) files missing in \(smallFiles.title)")
+    var table: [[String]] = []
+    var header: [String] = []
+    for place in places {
+        let smallFiles = try SmallFiles(count: quick ? 2_000 : 20_000, nginx: nginx, into: place)
+        let tools = smallFiles.tools(peers: CommandLine.arguments[0], demo: demo)
+        if place == nil { for tool in tools where tool.command == nil { print("\(tool.name): not installed, left out") } }
+        var samples: [String: [Sample]] = [:]
+        let present = tools.filter { $0.command != nil }
+        for round in 0..<rounds {
+            for offset in present.indices {
+                let tool = present[(round + offset) % present.count]
+                let sample = try smallFiles.measure(tool.command ?? [])
+                guard sample.failures == 0 else {
+                    throw PeerFailure("\(tool.name): \(sample.failures) files missing in \(smallFiles.title)")
+                }
+                samples[tool.name, default: []].append(sample)
             }
-            samples[tool.name, default: []].append(sample)
         }
+        header = ["workload (ratio: to curl in the same round)"] + tools.map(\.name)
+        table += smallFiles.rows(samples, tools: tools)
     }
     print("")
-    printTable(["workload (ratio: to curl in the same round)"] + tools.map(\.name), smallFiles.rows(samples, tools: tools))
+    printTable(header, table)
 }
 
 if runsCapped {
