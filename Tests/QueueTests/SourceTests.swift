@@ -315,7 +315,10 @@ private struct StallingSource: AsyncSequence, Sendable {
     }
 
     @Test func aThrowingSourceCancelsTheBatchWhenCancelAllOnFailureIsOn() async throws {
-        let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.instant())
+        // Transfers of half a second: the throw comes a few reads after the start, while the first requests still run
+        // (an instant transport could end every request before it, leaving nothing to cancel).
+        let queue = NetworkQueue.oneAttempt(
+            transport: InMemoryTransport { _ in [.respond(status: 200), .wait(0.5)] })
         let recorder = queue.recording()
         // An endless source and one that throws at its fourth read: they take turns, so the second is read.
         let other = CountingSource(count: nil)
