@@ -22,6 +22,24 @@ import Testing
         #expect(RequestRules.idleTimeout(interval) == expected)
     }
 
+    /// The text's answer is Foundation's wherever the text answers: a URL the plain-host check accepts is one whose
+    /// scheme and host Foundation accepts, and every other URL is left to Foundation.
+    @Test(arguments: [
+        ("http://example.com/a.bin", true), ("https://a-b.example.com", true), ("http://127.0.0.1:8080/x", true),
+        ("http://host:/x", true), ("http://:80/x", false), ("http://h:8x/", false),
+        ("http://user@host/x", false), ("http://[::1]/x", false), ("http://h%41st/x", false), ("HTTP://host/", false),
+        ("ftp://host/x", false), ("http:///x", false), ("http://?q", false), ("https://host?q=1#f", true),
+        ("http://host#f", true), ("file:///tmp/a", false), ("mailto:a@b", false),
+    ])
+    func aPlainHostIsReadFromTheTextAsFoundationReadsIt(text: String, plain: Bool) {
+        #expect(RequestRules.hasPlainHTTPHost(text) == plain)
+        // Not a URL to Foundation: there is nothing to compare.
+        guard let url = URL(string: text) else { return }
+        let byFoundation = RequestRules.validate(url: url, timeout: 60)
+        #expect(RequestRules.validate(url: url, timeout: 60, text: url.absoluteString) == byFoundation)
+        if plain { #expect(byFoundation == nil) }
+    }
+
     @Test(arguments: [0.0, -1, -TimeInterval.infinity, -TimeInterval.leastNonzeroMagnitude])
     func aNonPositiveTimeoutIsInvalid(interval: TimeInterval) {
         var request = URLRequest(url: URL(string: "http://host/")!)

@@ -46,7 +46,7 @@ enum OutgoingRequest: Sendable {
     var method: String {
         switch self {
         case .get: "GET"
-        case .request(let request): (request.httpMethod ?? "GET").uppercased()
+        case .request(let request): RequestRules.sentMethod(request.httpMethod)
         }
     }
 

@@ -31,6 +31,49 @@ enum RequestRules {
             url: url, timeout: request.timeoutInterval, destination: destination, destinationPath: destinationPath)
     }
 
+    /// Whether `text` is an `http` or `https` URL (the scheme in lowercase) whose authority is a host of letters,
+    /// digits, dots and hyphens, not empty, and perhaps a port of digits: no user, brackets or escapes. Such a URL has
+    /// the scheme and the host ``validate(url:timeout:destination:destinationPath:text:)`` asks for; any other text is
+    /// left to Foundation's reading.
+    static func hasPlainHTTPHost(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            let start: Int
+            if bytes.starts(with: "http://".utf8) {
+                start = 7
+            } else if bytes.starts(with: "https://".utf8) {
+                start = 8
+            } else {
+                return false
+            }
+            var host = 0
+            var index = start
+            while index < bytes.count {
+                let byte = bytes[index]
+                // The authority ends at a path, a query or a fragment.
+                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+                if byte == UInt8(ascii: ":") {
+                    // A port: digits alone to the authority's end.
+                    index += 1
+                    while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+                    guard
+                        index == bytes.count
+                            || [UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")]
+                                .contains(bytes[index])
+                    else { return false }
+                    break
+                }
+                guard
+                    (97...122).contains(byte | 0x20) || (48...57).contains(byte) || byte == UInt8(ascii: ".")
+                        || byte == UInt8(ascii: "-")
+                else { return false }
+                host += 1
+                index += 1
+            }
+            return host > 0
+        }
+    }
+
     /// `URLRequest`'s default `timeoutInterval`, which a request created from a URL has.
     static let defaultTimeout: TimeInterval = 60
 
@@ -38,13 +81,16 @@ enum RequestRules {
     /// destination's path, when the caller has made it already.
     static func validate(
         url: URL, timeout: TimeInterval, destination: NetworkRequest.Destination = .memory,
-        destinationPath: String? = nil
+        destinationPath: String? = nil, text: String? = nil
     ) -> NetworkQueueError.InvalidRequestReason? {
-        // Compared and checked without allocating or percent-decoding: this runs for every request added.
-        let scheme = url.scheme
-        guard let scheme, HeaderName.equal(scheme.utf8, "http".utf8) || HeaderName.equal(scheme.utf8, "https".utf8)
-        else { return .unsupportedScheme(scheme) }
-        guard let host = url.host(percentEncoded: true), !host.isEmpty else { return .missingHost(url) }
+        // Compared and checked without allocating or percent-decoding: this runs for every request added. The URL's
+        // text, when the caller has it, answers for the usual URL alone (Foundation parses each part again).
+        if !(text.map(hasPlainHTTPHost) ?? false) {
+            let scheme = url.scheme
+            guard let scheme, HeaderName.equal(scheme.utf8, "http".utf8) || HeaderName.equal(scheme.utf8, "https".utf8)
+            else { return .unsupportedScheme(scheme) }
+            guard let host = url.host(percentEncoded: true), !host.isEmpty else { return .missingHost(url) }
+        }
         guard idleTimeout(timeout) != nil else { return .invalidTimeout(timeout) }
         if case .file(let file) = destination,
             !file.isFileURL || (destinationPath ?? file.path).isEmpty || file.hasDirectoryPath
@@ -63,6 +109,13 @@ enum RequestRules {
     /// Whether `method` is GET in any case (methods are case-sensitive, RFC 9110 §9.1, but a lowercase `get` has
     /// always been taken as GET here); the usual spelling is compared without making an uppercased copy.
     static func isGet(_ method: String) -> Bool { method == "GET" || method.uppercased() == "GET" }
+
+    /// `method` (nil: GET) uppercased as it is sent, without a copy when it is uppercase already (the usual
+    /// spellings: uppercasing made a new string for every request of a `URLRequest`).
+    static func sentMethod(_ method: String?) -> String {
+        guard let method else { return "GET" }
+        return method.utf8.contains(where: { (97...122).contains($0) }) ? method.uppercased() : method
+    }
 
     /// The largest body accepted for `limit` and `destination`, or nil for no limit.
     static func maximumResponseSize(

@@ -267,9 +267,9 @@ public final class NetworkRequest: Sendable, Identifiable {
         userInfo: [String: any Sendable] = [:]
     ) {
         let path = destination.path
-        let invalidReason = RequestRules.validate(
-            url: url, timeout: RequestRules.defaultTimeout, destination: destination, destinationPath: path)
         let text = url.absoluteString
+        let invalidReason = RequestRules.validate(
+            url: url, timeout: RequestRules.defaultTimeout, destination: destination, destinationPath: path, text: text)
         // A URL whose text does not parse back to it (rare) is kept whole.
         let target: OutgoingRequest =
             invalidReason == nil && !text.isEmpty ? .get(text) : .request(URLRequest(url: url))

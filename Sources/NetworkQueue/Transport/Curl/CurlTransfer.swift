@@ -86,7 +86,7 @@
             self.lentBody = lentBody
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
-            self.method = request.map { ($0.httpMethod ?? "GET").uppercased() } ?? "GET"
+            self.method = request.map { RequestRules.sentMethod($0.httpMethod) } ?? "GET"
             self.urlText = urlText
             self.parsedURL = url
             self.engine = engine
@@ -323,7 +323,7 @@
             let keepsBody = next.httpBody != nil || next.httpBodyStream != nil
             if keepsBody, case .stream = body { return false }
             request = next
-            method = (next.httpMethod ?? "GET").uppercased()
+            method = RequestRules.sentMethod(next.httpMethod)
             if let url = next.url {
                 urlText = url.absoluteString
                 parsedURL = url
