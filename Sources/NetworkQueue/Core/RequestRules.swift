@@ -38,14 +38,14 @@ enum RequestRules {
     static func hasPlainHTTPHost(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
-            let start: Int
-            if bytes.starts(with: "http://".utf8) {
-                start = 7
-            } else if bytes.starts(with: "https://".utf8) {
-                start = 8
-            } else {
+            // "http://" or "https://", byte by byte (a generic `starts(with:)` cost 300 instructions).
+            guard bytes.count > 7, bytes[0] == 0x68, bytes[1] == 0x74, bytes[2] == 0x74, bytes[3] == 0x70 else {
                 return false
             }
+            let secure = bytes[4] == 0x73
+            let start = secure ? 8 : 7
+            guard bytes.count > start, bytes[start - 3] == 0x3A, bytes[start - 2] == 0x2F, bytes[start - 1] == 0x2F
+            else { return false }
             var host = 0
             var index = start
             while index < bytes.count {
