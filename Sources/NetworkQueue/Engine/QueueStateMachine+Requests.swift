@@ -149,14 +149,7 @@ extension QueueStateMachine {
                 ledger.rebase(&record.progress, received: 0)
                 flush.markChanged(at: now)
             }
-            // Shown before didStart is delivered; when nobody hears it, with the next coalesced progress, as a head is
-            // (a small request that ends before then is shown once, ended: two statuses fewer made and freed).
-            if outbox.hasListeners {
-                actions.publish(record)
-            } else {
-                flush.list(slot, isListed: &record.isListedDirty)
-                flush.markChanged(at: now)
-            }
+            actions.publish(record)
             if first { outbox.post(.didStart(request)) }
             let sent = attempt.sent
             let lowestSpeed = (request.timeLimits ?? timeLimits).lowestSpeed
