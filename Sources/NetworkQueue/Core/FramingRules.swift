@@ -16,14 +16,17 @@ enum FramingRules {
 
     /// Reads a `Content-Length` value: a list of identical decimal lengths is one length (RFC 9110 §8.6);
     /// differing values, an empty element or anything but digits is invalid.
-    static func contentLength(_ value: String) -> ContentLength {
+    static func contentLength(_ value: String) -> ContentLength { contentLength(bytes: value.utf8) }
+
+    /// As ``contentLength(_:)``, over the value's bytes where they are (a parser's field: no string made).
+    static func contentLength<Bytes: Sequence<UInt8>>(bytes value: Bytes) -> ContentLength {
         // One pass over the bytes (this runs for every response): each comma-separated element is 1–18
         // digits with optional spaces or tabs around them.
         var length: Int64?
         var number: Int64 = 0
         var digits = 0
         var spaceAfterDigits = false
-        var bytes = value.utf8.makeIterator()
+        var bytes = value.makeIterator()
         while true {
             let byte = bytes.next()
             switch byte {

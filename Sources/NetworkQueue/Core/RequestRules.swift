@@ -46,31 +46,28 @@ enum RequestRules {
             let start = secure ? 8 : 7
             guard bytes.count > start, bytes[start - 3] == 0x3A, bytes[start - 2] == 0x2F, bytes[start - 1] == 0x2F
             else { return false }
-            var host = 0
+            // The authority ends at a path, a query or a fragment.
+            func endsAuthority(_ index: Int) -> Bool {
+                index == bytes.count || bytes[index] == UInt8(ascii: "/") || bytes[index] == UInt8(ascii: "?")
+                    || bytes[index] == UInt8(ascii: "#")
+            }
+            // The host: letters, digits, dots and hyphens, up to a port or the authority's end.
             var index = start
-            while index < bytes.count {
+            while !endsAuthority(index), bytes[index] != UInt8(ascii: ":") {
                 let byte = bytes[index]
-                // The authority ends at a path, a query or a fragment.
-                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-                if byte == UInt8(ascii: ":") {
-                    // A port: digits alone to the authority's end.
-                    index += 1
-                    while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
-                    guard
-                        index == bytes.count
-                            || [UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")]
-                                .contains(bytes[index])
-                    else { return false }
-                    break
-                }
                 guard
                     (97...122).contains(byte | 0x20) || (48...57).contains(byte) || byte == UInt8(ascii: ".")
                         || byte == UInt8(ascii: "-")
                 else { return false }
-                host += 1
                 index += 1
             }
-            return host > 0
+            let host = index - start
+            // A port: digits alone.
+            if !endsAuthority(index) {
+                index += 1
+                while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+            }
+            return host > 0 && endsAuthority(index)
         }
     }
 

@@ -31,9 +31,8 @@ final class DestinationClaim: Sendable {
         self.wasAbsentAtAdd = wasAbsentAtAdd
     }
 
-    /// Claims `url`, or returns nil when another request holds it. `absentAtAdd`: nothing was at the path when the
-    /// request was added.
-    /// `path`: the URL's path, when the caller has it.
+    /// Claims `url`, or returns nil when another request holds it. `path`: the URL's path, when the caller has it;
+    /// `absentAtAdd`: nothing was at the path when the request was added.
     static func claim(_ url: URL, path: String? = nil, absentAtAdd: Bool = false) -> DestinationClaim? {
         let path = path ?? url.path
         let key = isStandard(path) ? path : url.standardizedFileURL.path

@@ -208,9 +208,9 @@ func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 extension FileSink {
     /// Opens an unnamed file (`O_TMPFILE`) in the folder of the part file `partialPath`, to be linked into place
-    /// through `/proc/self/fd` (see ``FileSink``); -1 when nothing may be made that way: something is at
-    /// `partialPath` already (to continue, or to replace, the long way), the system or the file system cannot, or
-    /// there is no `/proc` (then no unnamed file could ever be named). Linux only.
+    /// (``link(_:to:)``, see ``FileSink``); -1 when nothing may be made that way: something is at `partialPath`
+    /// already (to continue, or to replace, the long way), or the system or the file system cannot. Linux only; the
+    /// caller asks only where ``canLinkUnnamed``.
     static func openUnnamed(besides partialPath: String) -> Int32 {
         #if os(Linux)
             var info = stat()

@@ -230,15 +230,15 @@ struct ResponseHeadParser {
             if transferEncodingIndex != nil {
                 storage.remove(at: index)
                 closes = true
-            } else if let plain = Self.plainLength(storage.valueBytes(at: index)) {
-                // The usual value, digits alone: read where it is.
-                length = plain
             } else {
-                switch FramingRules.contentLength(String(decoding: storage.valueBytes(at: index), as: UTF8.self)) {
-                case .valid(let value):
-                    length = value
+                let value = storage.valueBytes(at: index)
+                switch FramingRules.contentLength(bytes: value) {
+                case .valid(let number):
+                    length = number
                     // Repeated or padded values (" 7 , 7 ") become the one number.
-                    storage.setValue(at: index, to: String(value).utf8)
+                    if !value.allSatisfy({ (48...57).contains($0) }) || value.first == 48 {
+                        storage.setValue(at: index, to: String(number).utf8)
+                    }
                 case .invalid(let reason):
                     violation = reason
                     return nil
@@ -251,18 +251,6 @@ struct ResponseHeadParser {
         return Head(
             statusCode: code, httpVersion: httpVersion, storage: storage, setCookies: cookies, contentLength: length,
             transferCodings: transferCodings, unsupportedTransferCoding: unsupported, closesConnection: closes)
-    }
-
-    /// The value of a `Content-Length` of digits alone without a leading zero (or "0"), at most 18 of them: nil for
-    /// anything else, which ``FramingRules/contentLength(_:)`` reads.
-    private static func plainLength(_ value: ArraySlice<UInt8>) -> Int64? {
-        guard !value.isEmpty, value.count <= 18, value.first != 48 || value.count == 1 else { return nil }
-        var length: Int64 = 0
-        for byte in value {
-            guard byte >= 48, byte <= 57 else { return nil }
-            length = length * 10 + Int64(byte - 48)
-        }
-        return length
     }
 
     private static let setCookieKey = Array("set-cookie".utf8)
