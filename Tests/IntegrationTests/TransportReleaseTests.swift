@@ -74,6 +74,7 @@
                             .request(request), options: TransferOptions(),
                             lendingBodyTo: { piece in
                                 piece.withUnsafeBytes { bytes in copied.with { $0.append(contentsOf: bytes) } }
+                                return true
                             }, events: events)
                     } else {
                         _ = transport.startTransfer(request, options: TransferOptions(), events: events)
@@ -83,6 +84,32 @@
                 #expect(copied.current == expected)
                 // Owned pieces are still the body's bytes once every event is over.
                 #expect(kept.current.reduce(into: Data()) { $0.append($1) } == (lends ? Data() : expected))
+            }
+        }
+
+        /// A receiver that refuses a lent piece (its file failed) stops the transfer there, on the engine's thread:
+        /// no other piece, no event after it, and the connection closes far before a fast server's big body ends
+        /// (plain, and gzip-coded: the decoder's pieces). A cancel from another thread used to land only after
+        /// libcurl's read loop, which kept up with the loopback server to the body's end.
+        @Test func aReceiverThatRefusesAPieceStopsTheTransferThere() async throws {
+            let size = 64 << 20
+            for path in ["/bytes/\(size)", "/gzip/\(size)?force=1"] {
+                let server = try LoopbackServer()
+                let transport = try CurlTransport()
+                let pieces = Box(0)
+                let events = Box(0)
+                _ = transport.startTransfer(
+                    .request(URLRequest(url: server.url(path))), options: TransferOptions(),
+                    lendingBodyTo: { _ in
+                        pieces.with { $0 += 1 }
+                        return false
+                    }, events: { event in if case .head = event {} else { events.with { $0 += 1 } } })
+                await eventually(within: 10) { pieces.current > 0 && server.statistics.openConnections == 0 }
+                #expect(server.statistics.openConnections == 0, "\(path)")
+                #expect(pieces.current == 1, "\(path)")
+                #expect(events.current == 0, "\(path)")
+                // A gzip-coded body of repeated bytes is small on the wire: sent whole at once.
+                if !path.hasPrefix("/gzip") { #expect(server.statistics.bytesWritten < size / 4) }
             }
         }
     }

@@ -186,12 +186,18 @@ extension NetworkQueue {
 
     /// Writes and hashes a body piece lent by the transport through `pipeline`, then tells the machine its count, or
     /// the file's or the checks' failure (a transfer of one connection: a split file's first one too, once it passes
-    /// on).
-    func write(_ piece: borrowing LentBytes, through pipeline: TransferPipeline, slot: Int, token: UInt64) {
+    /// on). Returns false on a failure: the transport stops the transfer before it reads more (see
+    /// ``LentBodyReceiver``).
+    @discardableResult
+    func write(_ piece: borrowing LentBytes, through pipeline: TransferPipeline, slot: Int, token: UInt64) -> Bool {
         let count = piece.count
         switch pipeline.write(piece) {
-        case .forward: send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-        case let failed: pass(failed, slot: slot, token: token)
+        case .forward:
+            send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+            return true
+        case let failed:
+            pass(failed, slot: slot, token: token)
+            return false
         }
     }
 

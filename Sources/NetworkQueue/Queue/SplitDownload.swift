@@ -68,11 +68,12 @@ final class SplitDownload: Sendable {
     }
 
     /// A body piece lent by the transport (see ``LendingTransport``).
-    private func lent(_ piece: borrowing LentBytes, connection id: Int, route: Route) {
+    private func lent(_ piece: borrowing LentBytes, connection id: Int, route: Route) -> Bool {
         guard route.passes else {
-            return piece.withUnsafeBytes { body($0, connection: id, route: route) }
+            piece.withUnsafeBytes { body($0, connection: id, route: route) }
+            return true
         }
-        owner.write(piece, through: pipeline, slot: slot, token: token)
+        return owner.write(piece, through: pipeline, slot: slot, token: token)
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer, connection id: Int, route: Route) {

@@ -26,8 +26,10 @@ struct LentBytes: ~Copyable {
 }
 
 /// Receives a lent body: each piece in order, on the transfer's thread, between its head and its
-/// `.completed` event (never at once with another event of the transfer).
-typealias LentBodyReceiver = @Sendable (borrowing LentBytes) -> Void
+/// `.completed` event (never at once with another event of the transfer). It returns false when it failed the
+/// transfer on that piece (its file refused it): the transport then stops the transfer at once, as a cancel, before
+/// reading more, and reports nothing more of it.
+typealias LentBodyReceiver = @Sendable (borrowing LentBytes) -> Bool
 
 /// A transport that can lend a transfer's body (``CurlTransport`` on Linux): a private arrangement with the
 /// queue, which writes and hashes each piece before it returns.

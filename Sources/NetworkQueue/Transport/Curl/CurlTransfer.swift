@@ -256,20 +256,37 @@
             bytesReceived += bytes.count
             guard let decoder else {
                 // Lent: libcurl's own buffer, written where it is.
-                if let lentBody { lentBody(LentBytes(bytes)) } else { events(.data(Data(bytes))) }
-                return bytes.count
+                guard let lentBody else {
+                    events(.data(Data(bytes)))
+                    return bytes.count
+                }
+                return lentBody(LentBytes(bytes)) ? bytes.count : stopForReceiver()
             }
+            var refused = false
             let decoded = decoder.decode(bytes) { piece in
                 guard !self.isCancelled else { return false }
                 // Lent: the decoder's own buffer, valid until it decodes more.
-                if let lentBody = self.lentBody { lentBody(LentBytes(piece)) } else { self.events(.data(Data(piece))) }
-                return true
+                guard let lentBody = self.lentBody else {
+                    self.events(.data(Data(piece)))
+                    return true
+                }
+                refused = !lentBody(LentBytes(piece))
+                return !refused
             }
             guard decoded else {
+                if refused { return stopForReceiver() }
                 if !isCancelled { failure = URLError(.cannotDecodeContentData) }
                 return 0
             }
             return bytes.count
+        }
+
+        /// The receiver of the lent body failed the transfer: it is cancelled here, on its engine thread, so that
+        /// libcurl reads no more of it (a cancel from the queue's side would land only after this read; a fast server
+        /// could send a whole big body meanwhile). Returns 0, libcurl's abort.
+        private func stopForReceiver() -> Int {
+            cancel()
+            return 0
         }
 
         /// The error this run ends with when libcurl itself saw none: a decoded body whose stream did not end.
