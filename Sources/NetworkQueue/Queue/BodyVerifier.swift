@@ -8,11 +8,11 @@ import Foundation
 /// Holds one transfer's body to the request's ``NetworkRequest/Integrity-swift.struct/checksum`` and the response's own digests
 /// (``DigestRules``), hashing it as it streams.
 ///
-/// Cheap when there is nothing to check (the common case: no checksum, no digest field): the hashing
-/// machinery is made only once a head asks for it. Events of one transfer are serial, and only they call
-/// the verifier (``begin(_:continuing:)``, then ``update(_:)``, then ``finish()``), one after the other:
-/// hence `@unchecked Sendable` and no lock around ``hashing``.
-final class BodyVerifier: @unchecked Sendable {
+/// A value kept in its transfer's ``TransferPipeline`` (no allocation of its own), and cheap when there is nothing to
+/// check (the common case: no checksum, no digest field): the hashing machinery is made only once a head asks for it.
+/// Only the transfer's events, which are serial, call it: ``begin(_:continuing:)``, then ``update(_:)``, then
+/// ``finish()``.
+struct BodyVerifier {
     private let checksum: Checksum?
     private let verifiesServerDigests: Bool
     private var hashing: Hashing?
@@ -26,7 +26,7 @@ final class BodyVerifier: @unchecked Sendable {
 
     /// The final head arrived: decides what to check. `part` is the part file a 206 continues (its
     /// first `length` bytes are hashed first, for the checks that cover the whole file).
-    func begin(_ response: ResponseHead, continuing part: (url: URL, length: Int64)?) {
+    mutating func begin(_ response: ResponseHead, continuing part: (url: URL, length: Int64)?) {
         var promises =
             verifiesServerDigests
             ? DigestRules.promises(of: response, continuesPart: part != nil, preferring: checksum?.algorithm) : []

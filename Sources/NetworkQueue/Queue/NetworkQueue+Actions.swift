@@ -128,7 +128,7 @@ extension NetworkQueue {
         var options = TransferOptions(collectsMetrics: start.collectsMetrics)
         switch start.body {
         case .preflight:
-            pipeline = TransferPipeline(request: nil, sink: nil)
+            pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)
         case .checked(let request, let claim, let continuesPart):
             var sink: FileSink?
             if let claim {
@@ -145,20 +145,13 @@ extension NetworkQueue {
                 }
                 sink = opened
             }
-            pipeline = TransferPipeline(request: request, sink: sink)
+            pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: request, sink: sink)
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
         }
-        // The closures hold the queue strongly: a queue stays alive while it has transfers in flight.
-        let events: @Sendable (TransferEvent) -> Void = { event in
-            // File I/O and hashing happen here, outside the lock; a transfer's events are serial.
-            switch pipeline.step(event) {
-            case .forward: self.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
-            case .head(let reading):
-                self.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
-            case let failed: self.pass(failed, slot: slot, token: token)
-            }
-        }
+        // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
+        // File I/O and hashing happen in it, outside the lock; a transfer's events are serial.
+        let events: @Sendable (TransferEvent) -> Void = { event in pipeline.receive(event) }
         if let shared, let sink = pipeline.sink {
             // One file over several connections or locations: the attempt's transfers, as its split machine decides.
             return SplitDownload(
@@ -171,9 +164,7 @@ extension NetworkQueue {
             // The transport takes the URL's text as it is. For a file, the pipeline writes and hashes each piece
             // before it returns: the transport may lend it.
             var body: LentBodyReceiver?
-            if pipeline.sink != nil {
-                body = { piece in self.write(piece, through: pipeline, slot: slot, token: token) }
-            }
+            if pipeline.sink != nil { body = { piece in pipeline.lend(piece) } }
             handle = lending.startTransfer(outgoing, options: options, lendingBodyTo: body, events: events)
         } else {
             handle = transport.startTransfer(outgoing.urlRequest, options: options, events: events)
@@ -181,38 +172,6 @@ extension NetworkQueue {
         if !start.cell.attach(handle) {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
-        }
-    }
-
-    /// Writes and hashes a body piece lent by the transport through `pipeline`, then tells the machine its count, or
-    /// the file's or the checks' failure (a transfer of one connection: a split file's first one too, once it passes
-    /// on). Returns false on a failure: the transport stops the transfer before it reads more (see
-    /// ``LentBodyReceiver``).
-    @discardableResult
-    func write(_ piece: borrowing LentBytes, through pipeline: TransferPipeline, slot: Int, token: UInt64) -> Bool {
-        let count = piece.count
-        switch pipeline.write(piece) {
-        case .forward:
-            send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
-            return true
-        case let failed:
-            pass(failed, slot: slot, token: token)
-            return false
-        }
-    }
-
-    /// Tells the machine that a transfer's file or checks failed (the steps that forward nothing; a split download's
-    /// too).
-    func pass(_ failed: TransferPipeline.Step, slot: Int, token: UInt64) {
-        switch failed {
-        case .fileFailed(let error):
-            send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
-        case .integrityFailed(let expected, let actual):
-            send(inline: true) {
-                $0.transferEnded(
-                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
-            }
-        case .forward, .head: break
         }
     }
 

@@ -73,7 +73,7 @@ final class SplitDownload: Sendable {
             piece.withUnsafeBytes { body($0, connection: id, route: route) }
             return true
         }
-        return owner.write(piece, through: pipeline, slot: slot, token: token)
+        return pipeline.lend(piece)
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer, connection id: Int, route: Route) {
@@ -174,7 +174,7 @@ final class SplitDownload: Sendable {
                 owner.send(inline: true) { $0.transferEvent(.metrics(metrics), slot: slot, token: token, now: $1) }
             }
             owner.send(inline: true) { $0.transferEvent(.completed(nil), slot: slot, token: token, now: $1) }
-        case let failed: owner.pass(failed, slot: slot, token: token)
+        case let failed: pipeline.pass(failed)
         }
     }
 }

@@ -9,8 +9,11 @@ import Foundation
 /// body is the resource's) and hands that one reading to the file, the verifier and the engine.
 ///
 /// A transfer's events are serial, and the pipeline runs them outside the queue's lock (file writes and
-/// hashing happen here), then says what the engine must hear.
-struct TransferPipeline: Sendable {
+/// hashing happen here), then tells the engine what it must hear, as the transfer's `slot` and `token`.
+///
+/// One object a transfer (its verifier a value inside it): the transport's event and body callbacks capture it
+/// alone, so that they need no context of their own.
+final class TransferPipeline: @unchecked Sendable {
     /// What the engine hears about one transport event.
     enum Step {
         /// The event as it is (not copied into the step: the caller still holds it).
@@ -23,20 +26,74 @@ struct TransferPipeline: Sendable {
         case integrityFailed(expected: Checksum, actual: Checksum)
     }
 
+    /// The queue whose engine hears the transfer. Held strongly: a queue stays alive while it has transfers in
+    /// flight.
+    let owner: NetworkQueue
+    let slot: Int
+    let token: UInt64
     /// The file the body goes to (file destination).
     let sink: FileSink?
     /// The checks the body is held to (nil when there are none, or for a HEAD).
-    private let verifier: BodyVerifier?
+    // Unchecked, and why the class is `@unchecked Sendable`: only the transfer's events touch it, and they are
+    // serial (a split download's head and end are ordered by the queue's lock).
+    @exclusivity(unchecked) private var verifier: BodyVerifier?
     /// The request's acceptable statuses (nil: any); unused for a HEAD.
     private let acceptableStatusCodes: Range<Int>?
 
-    /// A pipeline for a transfer of `request` (nil: a HEAD preflight) writing to `sink`.
-    init(request: NetworkRequest?, sink: FileSink?) {
+    /// A pipeline for transfer `token` of the request in `slot` of `owner` (`request` nil: a HEAD preflight), writing
+    /// to `sink`.
+    init(owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?) {
+        self.owner = owner
+        self.slot = slot
+        self.token = token
         self.sink = sink
         verifier = request.flatMap {
             BodyVerifier(checksum: $0.checksum, verifiesServerDigests: $0.verifiesServerDigests)
         }
         acceptableStatusCodes = request?.acceptableStatusCodes
+    }
+
+    /// Handles one transport event (the transfer's events callback): the file and the hashes first, then the engine
+    /// hears the event, or the failure.
+    func receive(_ event: TransferEvent) {
+        let (slot, token) = (slot, token)
+        switch step(event) {
+        case .forward: owner.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
+        case .head(let reading):
+            owner.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
+        case let failed: pass(failed)
+        }
+    }
+
+    /// Writes and hashes a body piece lent by the transport (the transfer's ``LentBodyReceiver``), then tells the
+    /// engine its count, or the file's or the checks' failure. Returns false on a failure: the transport stops the
+    /// transfer before it reads more.
+    func lend(_ piece: borrowing LentBytes) -> Bool {
+        let count = piece.count
+        switch piece.withUnsafeBytes({ take($0) }) {
+        case nil:
+            let (slot, token) = (slot, token)
+            owner.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+            return true
+        case let failed?:
+            pass(failed)
+            return false
+        }
+    }
+
+    /// Tells the engine that the transfer's file or checks failed (the steps that forward nothing).
+    func pass(_ failed: Step) {
+        let (slot, token) = (slot, token)
+        switch failed {
+        case .fileFailed(let error):
+            owner.send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
+        case .integrityFailed(let expected, let actual):
+            owner.send(inline: true) {
+                $0.transferEnded(
+                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
+            }
+        case .forward, .head: break
+        }
     }
 
     /// Applies one transport event to the file and the hashes, and returns what the engine must hear.
@@ -46,11 +103,11 @@ struct TransferPipeline: Sendable {
             let reading = HeadReading(
                 head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
             if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
-            if let verifier {
+            if verifier != nil {
                 // A 206 that continues the part: the whole-file checks hash the part's bytes first.
                 var part: (URL, Int64)?
                 if let sink, case .append? = reading.continuation { part = (sink.partial, sink.continuedFrom) }
-                verifier.begin(head, continuing: part)
+                verifier?.begin(head, continuing: part)
             }
             return .head(reading)
         case .data(let data) where sink != nil || verifier != nil:
@@ -69,12 +126,6 @@ struct TransferPipeline: Sendable {
         return .forward
     }
 
-    /// Writes and hashes a body piece lent by the transport (see ``LendingTransport``); returns what the
-    /// engine must hear (``Step/forward``: that `piece.count` bytes arrived).
-    func write(_ piece: borrowing LentBytes) -> Step {
-        piece.withUnsafeBytes { take($0) } ?? .forward
-    }
-
     /// The head of a split download (issue 36), read and begun on the file as ``step(_:)`` does; its bytes come out
     /// of order, so the hashes wait for ``finishSplit(head:length:)``.
     func splitHead(_ head: ResponseHead) -> Step {
@@ -89,14 +140,14 @@ struct TransferPipeline: Sendable {
     func finishSplit(head: ResponseHead, length: Int64) -> Step {
         guard let sink else { return .forward }
         if let error = sink.finishWriting() { return .fileFailed(error) }
-        guard let verifier else { return .forward }
+        guard verifier != nil else { return .forward }
         let whole =
             head.statusCode == 206
             ? ResponseHead(
                 url: head.url, statusCode: 206, httpVersion: head.httpVersion,
                 fields: head.fields.filter { $0.name.lowercased() != "content-digest" }) : head
-        verifier.begin(whole, continuing: (sink.partial, length))
-        if let (expected, actual) = verifier.finish() { return .integrityFailed(expected: expected, actual: actual) }
+        verifier?.begin(whole, continuing: (sink.partial, length))
+        if let (expected, actual) = verifier?.finish() { return .integrityFailed(expected: expected, actual: actual) }
         return .forward
     }
 
