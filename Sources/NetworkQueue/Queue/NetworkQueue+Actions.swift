@@ -34,7 +34,10 @@ extension NetworkQueue {
             }
         }
         if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
-            for start in starts { launch(start) }
+            // Moved out in order, not copied (a copy retains each of a start's references, and the list's end
+            // releases them again).
+            starts.reverse()
+            while let start = starts.popLast() { launch(start) }
         }
         // The timer before the delivery: whoever hears an event (a willRetry) finds its timer armed.
         if let deadline = actions.armTimer {
@@ -120,7 +123,7 @@ extension NetworkQueue {
     /// Starts one transfer: opens its file (file destination), starts it on the transport through its
     /// pipeline and hands the machine its handle. Runs outside the lock, on the launcher's or a transport's
     /// thread.
-    func launch(_ start: QueueAction.Start) {
+    func launch(_ start: consuming QueueAction.Start) {
         let (slot, token) = (start.slot, start.token)
         var outgoing = start.outgoing
         let pipeline: TransferPipeline
