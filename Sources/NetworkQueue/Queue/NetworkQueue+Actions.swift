@@ -152,16 +152,14 @@ extension NetworkQueue {
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
         }
+        if let shared, let sink = pipeline.sink {
+            // One file over several connections or locations: the attempt's transfers, as its split machine decides.
+            return SplitDownload(transport: transport, options: options, pipeline: pipeline, sink: sink)
+                .start(outgoing.urlRequest, fileOptions: shared)
+        }
         // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
         // File I/O and hashing happen in it, outside the lock; a transfer's events are serial.
         let events: @Sendable (TransferEvent) -> Void = { event in pipeline.receive(event) }
-        if let shared, let sink = pipeline.sink {
-            // One file over several connections or locations: the attempt's transfers, as its split machine decides.
-            return SplitDownload(
-                owner: self, slot: slot, token: token, transport: transport, options: options, pipeline: pipeline,
-                sink: sink, forward: events
-            ).start(outgoing.urlRequest, fileOptions: shared)
-        }
         let handle: any TransferHandle
         if let lending = lender {
             // The transport takes the URL's text as it is. For a file, the pipeline writes and hashes each piece

@@ -20,32 +20,27 @@ final class SplitDownload: Sendable {
         var buffer: [SplitMachine.Action] = []
     }
 
-    let owner: NetworkQueue
-    let slot: Int
-    let token: UInt64
     let transport: any Transport
     /// The transport, when it lends bodies (the file's bytes then skip a copy).
     let lender: (any LendingTransport)?
     let options: TransferOptions
+    /// The attempt's first transfer's pipeline: the queue, slot and token the download's events go to, and its file.
+    /// The events of a transfer of one connection (the first connection's, when the file is not split) go through it
+    /// as they are.
     let pipeline: TransferPipeline
+    /// The pipeline's file.
     let sink: FileSink
-    /// The events of a transfer of one connection, as the queue handles them (the first connection's, when the
-    /// file is not split).
-    let forward: @Sendable (TransferEvent) -> Void
+    var owner: NetworkQueue { pipeline.owner }
+    var slot: Int { pipeline.slot }
+    var token: UInt64 { pipeline.token }
 
-    init(
-        owner: NetworkQueue, slot: Int, token: UInt64, transport: any Transport, options: TransferOptions,
-        pipeline: TransferPipeline, sink: FileSink, forward: @escaping @Sendable (TransferEvent) -> Void
-    ) {
-        self.owner = owner
-        self.slot = slot
-        self.token = token
+    /// The split download of the transfer that `pipeline` writes to `sink` (its file).
+    init(transport: any Transport, options: TransferOptions, pipeline: TransferPipeline, sink: FileSink) {
         self.transport = transport
         lender = transport as? any LendingTransport
         self.options = options
         self.pipeline = pipeline
         self.sink = sink
-        self.forward = forward
     }
 
     /// Begins the download of `request` over the attempt's first transfer.
@@ -60,7 +55,7 @@ final class SplitDownload: Sendable {
     // MARK: A connection's events
 
     private func event(_ event: TransferEvent, connection id: Int, route: Route) {
-        if route.passes { return forward(event) }
+        if route.passes { return pipeline.receive(event) }
         if case .data(let data) = event {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
@@ -118,7 +113,7 @@ final class SplitDownload: Sendable {
                 handIn(.fileBegun(begin(shape, done: done, head: head)), route: route)
             case .passOn:
                 route?.passes = true
-                if let current { forward(current) }
+                if let current { pipeline.receive(current) }
             case .checkStalls(let at):
                 owner.clock.schedule(at: at) { [self] in handIn(.stallCheckDue, route: nil) }
             case .finish(let head, let length, let metrics):
