@@ -176,6 +176,9 @@ extension FileSink {
 
         /// The failure `errno` names now.
         static func current() -> FileFailure { FileFailure(reason: String(cString: strerror(errno))) }
+
+        /// The queue's error for this failure of the part at `partialPath`: about ``path`` when it names another.
+        func error(partialPath: String) -> NetworkQueueError { .fileError(path: path ?? partialPath, reason: reason) }
     }
 
     /// Throws the failure `errno` names unless `succeeded`.

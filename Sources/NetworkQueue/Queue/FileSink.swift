@@ -257,7 +257,7 @@ final class FileSink: Sendable {
                     // Naming it checks the destination.
                     try name(&state)
                 } catch {
-                    return .fileError(path: error.path ?? partialPath, reason: error.reason)
+                    return error.error(partialPath: partialPath)
                 }
                 destinationChecked = true
                 closeDescriptor(state.fd)
@@ -345,7 +345,7 @@ final class FileSink: Sendable {
                 try body(&state)
                 return nil
             } catch {
-                return .fileError(path: error.path ?? partialPath, reason: error.reason)
+                return error.error(partialPath: partialPath)
             }
         }
     }
