@@ -53,63 +53,6 @@ struct SplitMachine {
         case ended
     }
 
-    /// What the coordinator and the shell must do, in order.
-    enum Action {
-        /// Start connection `id` sending `request`; its handle goes to `cell` (one of the attempt's transfers).
-        case start(id: Int, URLRequest, TransferCell)
-        /// Stop a connection's transfer.
-        case stop(TransferCell)
-        /// Write `count` bytes of the event's piece from `from` on at `offset` of the part, for `segment`; the record
-        /// is saved once `recordAfter` bytes were written since the last. ``Event/written(_:recorded:failure:)``
-        /// follows the event's writes.
-        case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
-        /// Write what `segment` gathered: it is done, or its connection stopped.
-        case endSegment(Int)
-        /// Size and record the part for `shape` (`done`: on disk already), and read `head`, which the engine hears
-        /// first; ``Event/fileBegun(_:)`` follows.
-        case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
-        /// The engine hears the head the file began with (read by ``Event/fileBegun(_:)``).
-        case hearHead(ResponseHead)
-        /// The first connection's head is not one to split on: it and every later event of that connection go on as
-        /// a transfer of one connection.
-        case passOn
-        /// An event of the first connection, before its head, that the engine hears as it is.
-        case forward(TransferEvent)
-        /// Log this.
-        case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
-        /// `count` bytes kept and written: counted once.
-        case count(Int)
-        /// Ask the queue for up to `count` more connections, each answered with ``Event/lent(_:)``.
-        case borrow(Int)
-        /// A lent connection is not needed any more.
-        case giveBack(QueueStateMachine.ConnectionLoan)
-        /// Check for stalled connections at this time (``Event/stallCheckDue``).
-        case checkStalls(at: Double)
-        /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
-        case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
-        /// The attempt fails with this error.
-        case fail(URLError)
-        /// The part could not be written: the attempt fails with this error.
-        case fileFailed(NetworkQueueError)
-    }
-
-    /// What happens to the download.
-    enum Event {
-        /// An event of connection `id` other than its body.
-        case transfer(TransferEvent, connection: Int)
-        /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``.
-        case bytes(Int, connection: Int)
-        /// The writes of the last ``bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
-        /// `recorded`), or the part could not be written (`failure`).
-        case written(Int, recorded: Bool, failure: NetworkQueueError?)
-        /// The shell began the file (``Action/beginFile(_:done:head:)``), or could not (the failure).
-        case fileBegun(NetworkQueueError?)
-        /// The queue answered a ``Action/borrow(_:)``: a connection lent, or (nil) none more.
-        case lent(QueueStateMachine.ConnectionLoan?)
-        /// The check for stalled connections came (``Action/checkStalls(at:)``).
-        case stallCheckDue
-    }
-
     /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
     static let askEvery: Int64 = 4 << 20
     /// Connections of the last location started again in one attempt after one broke having received bytes.
