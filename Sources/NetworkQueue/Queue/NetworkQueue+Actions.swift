@@ -35,7 +35,8 @@ extension NetworkQueue {
         }
         if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
             // Moved out in order, not copied (a copy retains each of a start's references, and the list's end
-            // releases them again).
+            // releases them again). Reversed to pop from its end, unlike the action list: an event starts one or two
+            // transfers, and a start has no payload-free value to leave in its place.
             starts.reverse()
             while let start = starts.popLast() { launch(start) }
         }
