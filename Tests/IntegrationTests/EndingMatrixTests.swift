@@ -121,7 +121,11 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
 }
 
 struct MatrixEnding: Sendable, CustomTestStringConvertible {
-    enum Action: Sendable { case none, cancelAtHead, cancelMidBody, pauseThenResume, pauseThenCancel }
+    enum Action: Sendable {
+        case none, cancelAtHead, cancelMidBody, pauseThenResume, pauseThenCancel
+        /// A folder is made where the file goes once body bytes have come (a body in memory goes on).
+        case folderMidBody
+    }
     enum End: Sendable, Equatable { case finished, failed, cancelled }
 
     let name: String
@@ -134,6 +138,8 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
     var sizeCap: Int64? = nil
     var timeLimits: TimeLimits? = nil
     let end: End
+    /// How a body going to memory ends, when it ends otherwise than a file (nil: as ``end``).
+    var memoryEnd: End? = nil
     var testDescription: String { name }
 
     static let size = MatrixFeature.size
@@ -156,6 +162,10 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(name: "cancel mid-body", path: { _ in slow }, action: .cancelMidBody, end: .cancelled),
         MatrixEnding(name: "pause, resume", path: { _ in slow }, action: .pauseThenResume, end: .finished),
         MatrixEnding(name: "pause, cancel", path: { _ in slow }, action: .pauseThenCancel, end: .cancelled),
+        // The file refuses its body (a folder is never replaced), wherever its part is: unnamed, named, split.
+        MatrixEnding(
+            name: "folder at the file mid-body", path: { _ in slow }, action: .folderMidBody, end: .failed,
+            memoryEnd: .finished),
         MatrixEnding(
             name: "retried, then success", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" }, retries: true,
             end: .finished),
@@ -273,6 +283,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         for (name, value) in feature.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let controlled = Box(false)
         let action = ending.action
+        let isFile = feature.file
         let (stream, feed) = AsyncStream<NetworkRequest>.makeStream()
         let request = NetworkRequest(
             urlRequest,
@@ -291,6 +302,12 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                         return !done
                     }
                     guard isFirst else { return }
+                    if action == .folderMidBody {
+                        guard isFile else { return }
+                        try? FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+                        try? Data("keep me".utf8).write(to: file.appendingPathComponent("inside.txt"))
+                        return
+                    }
                     for request in queue.requests {
                         if action == .cancelMidBody { queue.cancel(request) } else { queue.pause(request) }
                     }
@@ -331,7 +348,12 @@ enum MatrixRoute: String, Sendable, CaseIterable {
             case .cancelled: .cancelled
             default: .failed
             }
-        let expected = feature.survives.contains(ending.name) ? .finished : ending.end
+        let expected: MatrixEnding.End =
+            if feature.survives.contains(ending.name) {
+                .finished
+            } else {
+                feature.file ? ending.end : ending.memoryEnd ?? ending.end
+            }
         #expect(end == expected, "\(cell): \(String(describing: request.failure))")
         switch (ending.name, request.failure) {
         case ("too slow", .tooSlow?), ("past deadline", .deadlineExceeded?): break
@@ -340,7 +362,20 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         default: break
         }
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        if end == .finished {
+        if ending.action == .folderMidBody, feature.file {
+            // Refused before the part's link or rename, the folder is left as it was, and nothing beside it. The
+            // reason is the refusal's ("is a directory") for a part without a name, `rename`'s ("Is a directory") for
+            // a named one: a split part, or a part that took its name ahead of its end.
+            guard case .fileError(let path, let reason)? = request.failure else {
+                Issue.record("\(cell): ended with \(String(describing: request.failure))")
+                return
+            }
+            #expect(path == file.path && reason.lowercased() == "is a directory", "\(cell): \(reason) at \(path)")
+            #expect(left == ["f.bin"], "\(cell): \(left)")
+            #expect(
+                try Data(contentsOf: file.appendingPathComponent("inside.txt")) == Data("keep me".utf8),
+                "\(cell): the folder kept")
+        } else if end == .finished {
             if feature.file {
                 #expect(left == ["f.bin"], "\(cell): \(left)")
                 #expect(try Data(contentsOf: file) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
