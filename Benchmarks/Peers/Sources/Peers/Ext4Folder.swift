@@ -14,12 +14,12 @@ final class Ext4Folder {
         guard getuid() == 0, let mkfs, FileManager.default.isWritableFile(atPath: "/dev/shm") else { return nil }
         image = "/dev/shm/nq-peers-ext4-\(getpid()).img"
         mountPoint = URL(fileURLWithPath: "/tmp/nq-peers-ext4-\(getpid())", isDirectory: true)
-        guard Self.run("/usr/bin/truncate", ["-s", "3G", image]), Self.run(mkfs, ["-q", "-F", image]) else {
+        guard Self.succeeds("/usr/bin/truncate", ["-s", "3G", image]), Self.succeeds(mkfs, ["-q", "-F", image]) else {
             unlink(image)
             return nil
         }
         try? FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        guard Self.run("/bin/mount", ["-o", "loop", image, mountPoint.path]) else {
+        guard Self.succeeds("/bin/mount", ["-o", "loop", image, mountPoint.path]) else {
             try? FileManager.default.removeItem(at: mountPoint)
             unlink(image)
             return nil
@@ -28,20 +28,11 @@ final class Ext4Folder {
 
     /// Unmounts the file system and deletes its image.
     func stop() {
-        _ = Self.run("/bin/umount", [mountPoint.path])
+        _ = Self.succeeds("/bin/umount", [mountPoint.path])
         try? FileManager.default.removeItem(at: mountPoint)
         unlink(image)
     }
 
-    /// Runs `tool` with `arguments`, its output discarded; true when it exits with 0.
-    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
+    /// Runs `tool` with `arguments` (``run(_:_:)``, its output discarded); true when it exits with 0.
+    private static func succeeds(_ tool: String, _ arguments: [String]) -> Bool { (try? run(tool, arguments)) != nil }
 }
