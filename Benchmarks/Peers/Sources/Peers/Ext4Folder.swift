@@ -10,7 +10,8 @@ final class Ext4Folder {
     private let image: String
 
     init?() {
-        let mkfs = ["/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"].first(where: FileManager.default.isExecutableFile(atPath:))
+        let mkfs = ["/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"].first(
+            where: FileManager.default.isExecutableFile(atPath:))
         guard getuid() == 0, let mkfs, FileManager.default.isWritableFile(atPath: "/dev/shm") else { return nil }
         image = "/dev/shm/nq-peers-ext4-\(getpid()).img"
         mountPoint = URL(fileURLWithPath: "/tmp/nq-peers-ext4-\(getpid())", isDirectory: true)
