@@ -113,6 +113,40 @@ import Testing
         }
     #endif
 
+    /// A sink may outlive its file (a transfer winding down still holds it): once the file is closed, kept, discarded
+    /// or committed, the sink holds none of its buffers, a split part's connections' buffers (a MiB each) included.
+    @Test(arguments: ["keep", "discard", "commit"])
+    func aClosedFileKeepsNoBuffers(_ ending: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("f.bin")
+        let size = 200_000
+        let claim = try #require(DestinationClaim.claim(url))
+        let sink = try #require(try FileSink(claim: claim, continuing: true, segmented: true))
+        let head = ResponseHead(
+            url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+            fields: [.init(name: "Content-Length", value: "\(size)"), .init(name: "ETag", value: "\"v1\"")])
+        #expect(sink.begin(HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300)) == nil)
+        let shape = SplitRules.Shape(length: Int64(size), validator: .entityTag("\"v1\""))
+        #expect(sink.beginSegments(shape, done: []) == nil)
+        let bytes = [UInt8](repeating: 7, count: size / 2)
+        let first = bytes.withUnsafeBytes { sink.writeSegment($0, at: 0, segment: 0, recordingAfter: .max) }
+        let second = bytes.withUnsafeBytes {
+            sink.writeSegment($0, at: Int64(size / 2), segment: 1, recordingAfter: .max)
+        }
+        #expect(first.failure == nil && second.failure == nil)
+        #expect(sink.state.withLock { $0.segments != nil })
+        switch ending {
+        case "keep": sink.close(keeping: true)
+        case "discard": sink.discard()
+        default: #expect(sink.finishWriting() == nil && sink.commit() == nil)
+        }
+        #expect(sink.state.withLock { $0.isClosed && $0.segments == nil && $0.buffer.isEmpty })
+        let expected = ["keep": ["f.bin.part", "f.bin.part.segments"], "discard": [], "commit": ["f.bin"]][ending]
+        #expect(names(in: directory) == expected)
+    }
+
     /// Issue 50, item 9: a second run on the same folder finished the file first and moved the part into place.
     /// The file there is kept, not failed; with nothing there the missing part is still a file error.
     @Test func aFileAnotherRunFinishedFirstIsKept() throws {

@@ -60,6 +60,14 @@ final class FileSink: Sendable {
         /// True once an unnamed part is written whole and dated: its descriptor stays open until ``commit()`` links
         /// it into place (a named part is closed then).
         var isFinished = false
+
+        /// Nothing more is written: the buffers go now, not with the sink, which a transfer still winding down may
+        /// hold for a while (a split file's connections' buffers are a MiB each).
+        mutating func markClosed() {
+            isClosed = true
+            buffer = Data()
+            segments = nil
+        }
     }
 
     /// The paths, made once: a file's few system calls are most of its cost, and building each path from a URL
@@ -250,7 +258,7 @@ final class FileSink: Sendable {
                     guard linked == 0 else {
                         return .fileError(path: destinationPath, reason: String(cString: strerror(linked)))
                     }
-                    state.isClosed = true
+                    state.markClosed()
                     return nil
                 }
                 do throws(FileFailure) {
@@ -276,13 +284,13 @@ final class FileSink: Sendable {
                 // same list) finished it first and moved it into place. The file is kept, not failed (issue 50).
                 if failure == ENOENT, Self.regularFile(at: destinationPath) != nil {
                     if state.hasValidator { unlink(validatorPath) }
-                    state.isClosed = true
+                    state.markClosed()
                     return nil
                 }
                 return .fileError(path: destinationPath, reason: String(cString: strerror(failure)))
             }
             if state.hasValidator { unlink(validatorPath) }
-            state.isClosed = true
+            state.markClosed()
             return nil
         }
         if error == nil { claim.closeFile() } else { discard() }
@@ -317,7 +325,6 @@ final class FileSink: Sendable {
     func close(keeping: Bool) {
         state.withLock { state in
             guard !state.isClosed else { return }
-            state.isClosed = true
             // Kept only under a validator: the one read at the start, or the response's, written now.
             var keep = keeping && (state.hasValidator || state.pendingResponse.flatMap(RangeRules.validator) != nil)
             // Its buffered bytes reach the part, the pending validator first; a part not written whole is not kept.
@@ -326,7 +333,6 @@ final class FileSink: Sendable {
             if keeping, state.segments != nil { keep = (try? keepSegments(&state)) != nil }
             // A continued split part whose attempt failed before it wrote (a 503, say) stays as it was, record and all.
             if keeping, state.segments == nil, state.recordIntact { keep = true }
-            state.buffer = Data()
             if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
             if !keep {
@@ -334,6 +340,7 @@ final class FileSink: Sendable {
                 if state.hasValidator { unlink(validatorPath) }
                 if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
             }
+            state.markClosed()
             claim.closeFile()
         }
     }
