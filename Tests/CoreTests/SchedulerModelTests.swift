@@ -142,7 +142,7 @@ struct ReferenceScheduler {
             }
             let activeBefore = real.activeCount
             var started: [IntScheduler.Job] = []
-            while let job = real.nextStart() {
+            while let job = real.nextStart(now: 0) {
                 started.append(job)
                 // Never above the limit: no start may push past it.
                 #expect(real.limit == 0 || real.activeCount <= real.limit, "seed \(seed) step \(step)")

@@ -9,7 +9,7 @@ extension Scheduler {
     /// Every job that may start now, in start order.
     mutating func startAll() -> [Job] {
         var started: [Job] = []
-        while let job = nextStart() { started.append(job) }
+        while let job = nextStart(now: 0) { started.append(job) }
         return started
     }
 }

@@ -1,12 +1,35 @@
 import Foundation
 
-/// The per-host limit's books for the ``Scheduler``: the host of each id (a small integer the caller assigns)
-/// and the active jobs of each host. Pure; ids and hosts index arrays, with no hashing.
+/// The per-host books for the ``Scheduler``: the host of each id (a small integer the caller assigns), and per host
+/// its active jobs, its pending jobs in each lane, and when it may next start one (its pacing and its hold). Pure;
+/// ids and hosts index arrays, with no hashing.
 struct HostBook {
     /// `hostOf[id]` is the id's host, or -1 when it has none (never held back by a host limit).
     private var hostOf: [Int32] = []
-    /// Active jobs per host.
-    private var activePerHost: [Int] = []
+    /// Per host, indexed by host.
+    private var entries: [Entry] = []
+    /// Pending jobs that have a host, per lane (preflight, main): the others are never held back by one.
+    private var hostedPending = (preflight: 0, main: 0)
+    /// True once a host was paced or held: from then on starts check the time.
+    private(set) var isTimed = false
+
+    /// One host's books.
+    private struct Entry {
+        var active = 0
+        var pendingPreflights: Int32 = 0
+        var pendingMains: Int32 = 0
+        /// The least time between two starts (seconds), when the host has its own (NaN: the scheduler's default).
+        var interval = Double.nan
+        /// Whether the host's own interval is drawn at random (see ``Scheduler/randomizesPacing``).
+        var randomized = false
+        /// No start before this time: the last start plus the interval.
+        var pacedUntil = -Double.infinity
+        /// No start before this time: the host said so (see ``hold(_:until:)``).
+        var heldUntil = -Double.infinity
+
+        var pending: Int32 { pendingPreflights + pendingMains }
+        var notBefore: Double { max(pacedUntil, heldUntil) }
+    }
 
     /// The host of `id`, if it has one.
     func host(of id: Int) -> Int? {
@@ -14,43 +37,156 @@ struct HostBook {
     }
 
     /// The active jobs of `host`.
-    func activeCount(ofHost host: Int) -> Int { host < activePerHost.count ? activePerHost[host] : 0 }
+    func activeCount(ofHost host: Int) -> Int { host < entries.count ? entries[host].active : 0 }
 
-    /// True when `id` may start under a limit of `limit` active jobs per host (0: no limit).
-    func allows(_ id: Int, limit: Int) -> Bool {
-        limit == 0 || id >= hostOf.count || hostOf[id] < 0 || activePerHost[Int(hostOf[id])] < limit
+    /// The pending jobs (both lanes) of `host`.
+    func pendingCount(ofHost host: Int) -> Int { host < entries.count ? Int(entries[host].pending) : 0 }
+
+    /// True when a job of `host` may start at `now` under a limit of `limit` active jobs per host (0: none).
+    func allows(host: Int, limit: Int, now: Double) -> Bool {
+        guard host < entries.count else { return true }
+        let entry = entries[host]
+        return (limit == 0 || entry.active < limit) && entry.notBefore <= now
     }
 
-    /// Records the host of `id` (nil: none), growing the per-id and per-host arrays as needed.
-    mutating func assign(_ host: Int?, to id: Int) {
+    /// True when `id` may start at `now` under a limit of `limit` active jobs per host (0: no limit).
+    func allows(_ id: Int, limit: Int, now: Double) -> Bool {
+        guard let host = host(of: id) else { return true }
+        return allows(host: host, limit: limit, now: now)
+    }
+
+    /// True when some job among `count` pending in `lane` may start at `now` as far as hosts go: one without a host,
+    /// or one whose host allows it. O(hosts): it spares the start pass a scan of a lane whose jobs all wait.
+    func mayStart(in lane: Scheduler.Lane, count: Int, limit: Int, now: Double) -> Bool {
+        let hosted = lane == .preflight ? hostedPending.preflight : hostedPending.main
+        if count > hosted { return true }
+        for host in entries.indices {
+            let pending = lane == .preflight ? entries[host].pendingPreflights : entries[host].pendingMains
+            if pending > 0, allows(host: host, limit: limit, now: now) { return true }
+        }
+        return false
+    }
+
+    /// The earliest time after `now` at which a host with pending jobs and room under `limit` may start one
+    /// again (its pacing or hold ends), or nil when no such host waits for time.
+    func nextTimedStart(limit: Int, now: Double) -> Double? {
+        guard isTimed else { return nil }
+        var earliest: Double?
+        for entry in entries where entry.pending > 0 && (limit == 0 || entry.active < limit) {
+            let time = entry.notBefore
+            if time > now { earliest = min(earliest ?? time, time) }
+        }
+        return earliest
+    }
+
+    /// Records the host of `id` (nil: none), growing the per-id and per-host arrays as needed. `pending` is the
+    /// id's pending lanes (bit 0 preflight, bit 1 main), which move with it from its former host.
+    mutating func assign(_ host: Int?, to id: Int, pending: UInt8 = 0) {
         guard host != nil || id < hostOf.count else { return }
         if id >= hostOf.count { hostOf.append(contentsOf: repeatElement(-1, count: id + 1 - hostOf.count)) }
+        if pending != 0 { countPending(id, lanes: pending, by: -1) }
         hostOf[id] = Int32(host ?? -1)
-        if let host, host >= activePerHost.count {
-            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
-        }
+        if let host { grow(to: host) }
+        if pending != 0 { countPending(id, lanes: pending, by: 1) }
+    }
+
+    private mutating func grow(to host: Int) {
+        if host >= entries.count { entries.append(contentsOf: repeatElement(Entry(), count: host + 1 - entries.count)) }
     }
 
     /// A job of `id` became active (`by` 1) or left the active set (`by` -1).
     mutating func count(_ id: Int, by change: Int) {
-        if let host = host(of: id) { activePerHost[host] += change }
+        if let host = host(of: id) { entries[host].active += change }
+    }
+
+    /// A job of `id` joined (`by` 1) or left (`by` -1) the pending jobs of the lanes in `lanes` (bit 0 preflight,
+    /// bit 1 main).
+    mutating func countPending(_ id: Int, lanes: UInt8, by change: Int32) {
+        guard let host = host(of: id) else { return }
+        if lanes & 1 != 0 {
+            entries[host].pendingPreflights += change
+            hostedPending.preflight += Int(change)
+        }
+        if lanes & 2 != 0 {
+            entries[host].pendingMains += change
+            hostedPending.main += Int(change)
+        }
     }
 
     /// A connection to `host` that is no job's own (an extra one) began (`by` 1) or ended (`by` -1).
     mutating func count(host: Int, by change: Int) {
-        if host >= activePerHost.count {
-            activePerHost.append(contentsOf: repeatElement(0, count: host + 1 - activePerHost.count))
-        }
-        activePerHost[host] = max(0, activePerHost[host] + change)
+        grow(to: host)
+        entries[host].active = max(0, entries[host].active + change)
     }
 
-    /// Counts the active jobs of each host again from `activeLanes` (the scheduler's per-id bits: bit 0 and
-    /// bit 1 are an active job each).
-    mutating func recount(_ activeLanes: [UInt8]) {
-        for host in activePerHost.indices { activePerHost[host] = 0 }
-        for (id, lanes) in activeLanes.enumerated() where lanes & 3 != 0 {
+    /// The pacing `host` has of its own (nil: the scheduler's default).
+    func ownPacing(of host: Int) -> (interval: Double, randomized: Bool)? {
+        guard host < entries.count, !entries[host].interval.isNaN else { return nil }
+        return (entries[host].interval, entries[host].randomized)
+    }
+
+    /// No start to `host` before `time` (its last start plus its interval).
+    mutating func pace(_ host: Int, until time: Double) {
+        grow(to: host)
+        entries[host].pacedUntil = time
+    }
+
+    /// The pacing of `host` of its own (nil: the default). Turns the time checks on.
+    mutating func setPacing(_ interval: Double?, randomized: Bool, ofHost host: Int) {
+        grow(to: host)
+        entries[host].interval = interval ?? .nan
+        entries[host].randomized = randomized
+        if interval != nil { isTimed = true }
+    }
+
+    /// Holds the starts of `host` until `time` (a later hold extends it; an earlier one changes nothing). Returns
+    /// true when the hold was extended.
+    @discardableResult
+    mutating func hold(_ host: Int, until time: Double) -> Bool {
+        grow(to: host)
+        isTimed = true
+        guard time > entries[host].heldUntil else { return false }
+        entries[host].heldUntil = time
+        return true
+    }
+
+    /// Until when `host` is held (nil: not held at `now`).
+    func heldUntil(_ host: Int, now: Double) -> Double? {
+        host < entries.count && entries[host].heldUntil > now ? entries[host].heldUntil : nil
+    }
+
+    /// The pending jobs of the hosts held at `now`.
+    func pendingOfHeldHosts(now: Double) -> Int {
+        guard isTimed else { return 0 }
+        return entries.reduce(0) { $0 + ($1.heldUntil > now ? Int($1.pending) : 0) }
+    }
+
+    /// True when some host's pacing or hold lasts past `now`: its number must not go to another server yet.
+    func hasTimesPast(_ now: Double) -> Bool { isTimed && entries.contains { $0.notBefore > now } }
+
+    /// Forgets every host's times and intervals (the numbering starts over); counts stay.
+    mutating func forgetTimes() {
+        for host in entries.indices {
+            entries[host].interval = .nan
+            entries[host].pacedUntil = -.infinity
+            entries[host].heldUntil = -.infinity
+        }
+        isTimed = false
+    }
+
+    /// Counts the active and pending jobs of each host again from `lanes` (the scheduler's per-id bits: bit 0 and
+    /// bit 1 an active job each, bit 4 a pending preflight, bit 5 a pending main job).
+    mutating func recount(_ lanes: [UInt8]) {
+        for host in entries.indices {
+            entries[host].active = 0
+            entries[host].pendingPreflights = 0
+            entries[host].pendingMains = 0
+        }
+        hostedPending = (0, 0)
+        for (id, bits) in lanes.enumerated() where bits & 0x33 != 0 {
             guard let host = host(of: id) else { continue }
-            activePerHost[host] += (lanes & 3).nonzeroBitCount
+            entries[host].active += (bits & 3).nonzeroBitCount
+            if bits & 0x30 != 0 { countPending(id, lanes: (bits >> 4) & 3, by: 1) }
         }
     }
 }
@@ -60,14 +196,22 @@ struct HostBook {
 struct ServerNumbers {
     private var numbers: [String: Int] = [:]
 
-    /// The number of `url`'s server; nil for a URL without a host (failed as invalid at its turn).
-    mutating func number(of url: URL?) -> Int? {
+    /// The number of `url`'s server; nil for a URL without a host (failed as invalid at its turn). `numbered` is
+    /// called with the number and the server's key (`scheme://host:port`) when the server is new.
+    mutating func number(of url: URL?, numbered: (Int, String) -> Void = { _, _ in }) -> Int? {
         guard let key = RequestRules.hostKey(url) else { return nil }
         if let number = numbers[key] { return number }
         let number = numbers.count
         numbers[key] = number
+        numbered(number, key)
         return number
     }
+
+    /// The number of the server `key` names, if it was met.
+    func number(ofKey key: String) -> Int? { numbers[key] }
+
+    /// The server numbered `number` (`scheme://host:port`), for the log.
+    func key(of number: Int) -> String? { numbers.first { $0.value == number }?.key }
 
     /// Forgets every server: no slot holds a request, so the numbering starts over.
     mutating func removeAll() { numbers.removeAll(keepingCapacity: true) }

@@ -50,6 +50,9 @@ public struct QueueProgress: Sendable, Hashable {
     public var estimatedBytesExpectedToReceive: Int64?
     /// True when ``estimatedBytesExpectedToReceive`` is an estimate (``bytesExpectedToReceive`` is nil).
     public var isEstimated: Bool
+    /// Requests waiting (not started yet, or waiting to start again) whose server asked the queue to slow down and
+    /// is held now (see ``NetworkQueue/hostBackoff``): they start when the hold ends. 0 when no server is held.
+    public var heldRequestCount = 0
 
     /// Requests that ended in any way: finished, failed or cancelled.
     public var endedRequestCount: Int {

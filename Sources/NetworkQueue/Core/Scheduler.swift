@@ -1,7 +1,8 @@
 /// The scheduling core of a ``NetworkQueue``: which job starts next, and when.
 ///
 /// A pure value-type state machine: events go in as mutating calls, and the only action it produces is
-/// the next job to start, pulled with ``nextStart()`` until it returns nil. It performs no I/O and holds
+/// the next job to start, pulled with ``nextStart(now:)`` until it returns nil, and when to ask again
+/// (``nextTimedStart(now:)``). It performs no I/O and holds
 /// no locks, clocks or callbacks; the queue owns it under its lock and performs the starts afterwards.
 ///
 /// Two lanes of pending jobs share one concurrency limit. The preflight lane (HEAD requests) has strict
@@ -19,6 +20,12 @@
 /// An optional per-host limit caps the active jobs of each host (a small integer the caller assigns to
 /// each id with ``setHost(_:_:)``). A job held back by its host's limit does not hold back the jobs
 /// behind it: the next *eligible* job in the lane's order starts.
+///
+/// Hosts may also be paced and held (see ``pacingInterval`` and ``hold(host:until:)``): a host's next start waits
+/// for its interval after the last one, and for the end of a hold its server asked for. A job held back by its
+/// host's time waits in its lane, holding no slot, while the jobs of other hosts start. The start pass looks at
+/// the hosts first (``HostBook/mayStart(in:count:limit:now:)``), so a lane whose jobs all wait for their hosts is
+/// not scanned; one that has an eligible job is scanned up to it.
 struct Scheduler {
     /// Jobs are identified by small non-negative integers (the queue's request slots): the scheduler
     /// keeps per-id state in arrays indexed by them, with no hashing.
@@ -49,10 +56,11 @@ struct Scheduler {
     /// `priorityOf[id]` is the id's priority (0 when never set).
     private var priorityOf: [Int] = []
     /// `activeLanes[id]` has bit 0 set when the id's preflight job is active, bit 1 for its main job, bit 2
-    /// (``aheadBit``) while the id is ahead, bit 3 (``outstandingBit``) while its preflight job is pending or active.
+    /// (``aheadBit``) while the id is ahead, bit 3 (``outstandingBit``) while its preflight job is pending or active,
+    /// bit 4 while its preflight job is pending, bit 5 while its main job is (their host's pending counts).
     private var activeLanes: [UInt8] = []
     private(set) var activeCount = 0
-    /// Extra connections lent to running jobs (a split file's: see ``lendExtra(host:)``); they fill slots as jobs do.
+    /// Extra connections lent to running jobs (a split file's: see ``lendExtra(host:now:)``); they fill slots as jobs do.
     var extraCount = 0
     private(set) var activePreflightCount = 0
     /// Ids whose preflight started and whose main job has not (see ``preflightWindow``).
@@ -77,6 +85,17 @@ struct Scheduler {
     var perHostLimit = 0 {
         didSet { if perHostLimit < 0 { perHostLimit = 0 } }
     }
+    /// The least time between two starts (either lane, extra connections too) to one host, in seconds, for hosts
+    /// without an interval of their own (``setPacing(_:ofHost:)``); 0 (the default) means none. Values that are not
+    /// finite and positive are stored as 0.
+    var pacingInterval = 0.0 {
+        didSet { if !(pacingInterval.isFinite && pacingInterval > 0) { pacingInterval = 0 } }
+    }
+    /// When true, each interval is drawn between 0.5 and 1.5 times its length (wget's `--random-wait`), from
+    /// ``jitter``. Default false.
+    var randomizesPacing = false
+    /// The source of the random intervals (seeded: a test knows every draw).
+    var jitter = JitterSource(seed: 0x9ACE)
 
     /// The most jobs active at once; 0 means unlimited. Negative values are stored as 0.
     var limit: Int {
@@ -99,6 +118,12 @@ struct Scheduler {
     var isIdle: Bool { activeCount == 0 && preflight.isEmpty && main.isEmpty }
 
     func isActive(_ job: Job) -> Bool { has(job.id, Self.bit(job.lane)) }
+
+    private static let pendingPreflightBit: UInt8 = 16
+    private static let pendingMainBit: UInt8 = 32
+
+    /// True when starts must look at the hosts: a per-host limit, or a host paced or held.
+    private var checksHosts: Bool { perHostLimit > 0 || pacingInterval > 0 || hosts.isTimed }
 
     private func has(_ id: ID, _ bit: UInt8) -> Bool { id >= 0 && id < activeLanes.count && activeLanes[id] & bit != 0 }
 
@@ -133,7 +158,7 @@ struct Scheduler {
 
     private static func bit(_ lane: Lane) -> UInt8 { lane == .preflight ? 1 : 2 }
 
-    private mutating func activate(_ job: Job) {
+    private mutating func activate(_ job: Job, now: Double) {
         set(job.id, Self.bit(job.lane))
         activeCount += 1
         if job.lane == .preflight {
@@ -146,6 +171,43 @@ struct Scheduler {
             leaveWindow(job.id)
         }
         hosts.count(job.id, by: 1)
+        if let host = hosts.host(of: job.id) { paced(host, now: now) }
+    }
+
+    /// A start to `host` at `now`: its next one waits for its interval (drawn at random when randomized).
+    mutating func paced(_ host: Int, now: Double) {
+        guard pacingInterval > 0 || hosts.isTimed else { return }
+        let own = hosts.ownPacing(of: host)
+        let interval = own?.interval ?? pacingInterval
+        guard interval > 0 else { return }
+        let factor = own?.randomized ?? randomizesPacing ? 0.5 + Double(jitter.next() >> 11) * 0x1p-53 : 1
+        hosts.pace(host, until: now + interval * factor)
+    }
+
+    /// Paces `host` with its own interval (nil: ``pacingInterval`` and ``randomizesPacing``; 0: none), in seconds.
+    mutating func setPacing(_ interval: Double?, randomized: Bool = false, ofHost host: Int) {
+        hosts.setPacing(interval.map { $0.isFinite && $0 > 0 ? $0 : 0 }, randomized: randomized, ofHost: host)
+    }
+
+    /// Holds every start to `host` until `time` (a server's word: see ``HostBook/hold(_:until:)``). Returns true when
+    /// the hold was extended.
+    @discardableResult
+    mutating func hold(host: Int, until time: Double) -> Bool { hosts.hold(host, until: time) }
+
+    /// The earliest time after `now` at which a job waiting only for its host's pacing or hold may start (nil:
+    /// none waits so, or nothing could start anyway: suspended, or every slot taken).
+    func nextTimedStart(now: Double) -> Double? {
+        guard !isSuspended, limit == 0 || activeCount + extraCount < limit, !preflight.isEmpty || !main.isEmpty else {
+            return nil
+        }
+        return hosts.nextTimedStart(limit: perHostLimit, now: now)
+    }
+
+    /// `id` joined (`by` 1) or left (`by` -1) `lane`'s pending jobs.
+    private mutating func notePending(_ id: ID, _ lane: Lane, by change: Int32) {
+        let bit = lane == .preflight ? Self.pendingPreflightBit : Self.pendingMainBit
+        if change > 0 { set(id, bit) } else if !clear(id, bit) { return }
+        hosts.countPending(id, lanes: lane == .preflight ? 1 : 2, by: change)
     }
 
     /// The host of `id`, if it has one.
@@ -154,7 +216,7 @@ struct Scheduler {
     /// Assigns the host of `id` (nil: none). The id must not be active: its host is counted while it is.
     mutating func setHost(_ id: ID, _ host: Int?) {
         precondition(activeLanes.count <= id || activeLanes[id] & 3 == 0, "the host of an active job cannot change")
-        hosts.assign(host, to: id)
+        hosts.assign(host, to: id, pending: id < activeLanes.count ? (activeLanes[id] >> 4) & 3 : 0)
     }
 
     /// Assigns the host of every id in `hosts` at once, active ones included, and counts the active jobs
@@ -195,9 +257,10 @@ struct Scheduler {
             guard preflight.append(job.id, priority: priority) else { return false }
             set(job.id, Self.outstandingBit)
             outstandingPreflights += 1
-            return true
-        case .main: return main.append(job.id, priority: priority)
+        case .main: guard main.append(job.id, priority: priority) else { return false }
         }
+        notePending(job.id, job.lane, by: 1)
+        return true
     }
 
     /// Allows jobs to start. Starting a suspended scheduler opens a new first window (see ``preflightWindow``).
@@ -236,7 +299,9 @@ struct Scheduler {
             if removed { settlePreflight(job.id) }
         case .main: removed = main.remove(job.id, priority: priority(of: job.id))
         }
-        return removed ? .wasPending : .notFound
+        guard removed else { return .notFound }
+        notePending(job.id, job.lane, by: -1)
+        return .wasPending
     }
 
     /// Removes every pending job (preflight first, each lane highest priority first, then oldest first),
@@ -244,20 +309,26 @@ struct Scheduler {
     mutating func removeAllPending() -> [Job] {
         let preflights = preflight.removeAll()
         let mains = main.removeAll()
-        for id in preflights { settlePreflight(id) }
-        for id in mains { leaveWindow(id) }
+        for id in preflights {
+            settlePreflight(id)
+            notePending(id, .preflight, by: -1)
+        }
+        for id in mains {
+            leaveWindow(id)
+            notePending(id, .main, by: -1)
+        }
         return preflights.map { Job(id: $0, lane: .preflight) } + mains.map { Job(id: $0, lane: .main) }
     }
 
     // MARK: Actions
 
     /// Moves the next startable job to the active set and returns it, or returns nil when nothing may
-    /// start now (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
-    mutating func nextStart() -> Job? {
+    /// start at `now` (suspended, at the limit, or nothing eligible pending). Call until it returns nil.
+    mutating func nextStart(now: Double) -> Job? {
         guard !isSuspended, limit == 0 || activeCount + extraCount < limit else { return nil }
-        if preflightWindow == 0 || preflightsAhead < preflightWindow, let id = pop(from: .preflight) {
+        if preflightWindow == 0 || preflightsAhead < preflightWindow, let id = pop(from: .preflight, now: now) {
             let job = Job(id: id, lane: .preflight)
-            activate(job)
+            activate(job, now: now)
             return job
         }
         if preflightWindow == 0 {
@@ -267,29 +338,43 @@ struct Scheduler {
             if activePreflightCount > 0 || (!preflight.isEmpty && preflightsAhead < preflightWindow) { return nil }
             mainWaitsForWindow = false
         }
-        guard let id = pop(from: .main) else { return nil }
+        guard let id = pop(from: .main, now: now) else { return nil }
         let job = Job(id: id, lane: .main)
-        activate(job)
+        activate(job, now: now)
         return job
     }
 
-    private mutating func pop(from lane: Lane) -> ID? {
-        if perHostLimit > 0 || (lane == .main && outstandingPreflights > 0) { return popEligible(from: lane) }
-        return switch lane {
-        case .preflight: preflight.pop(order)
-        case .main: main.pop(order)
+    private mutating func pop(from lane: Lane, now: Double) -> ID? {
+        let id: ID?
+        if checksHosts || (lane == .main && outstandingPreflights > 0) {
+            id = popEligible(from: lane, now: now)
+        } else {
+            id =
+                switch lane {
+                case .preflight: preflight.pop(order)
+                case .main: main.pop(order)
+                }
         }
+        if let id { notePending(id, lane, by: -1) }
+        return id
     }
 
-    /// The next job of `lane` in order whose host is under its limit, skipping (and keeping) the others.
-    private mutating func popEligible(from lane: Lane) -> ID? {
+    /// The next job of `lane` in order whose host allows it at `now` (room under its limit, its pacing and hold
+    /// over), skipping (and keeping) the others.
+    private mutating func popEligible(from lane: Lane, now: Double) -> ID? {
+        let checksHosts = checksHosts
+        if checksHosts,
+            !hosts.mayStart(in: lane, count: lane == .preflight ? preflight.count : main.count, limit: perHostLimit, now: now)
+        {
+            return nil
+        }
         // Copies for the closure, which cannot read `self` while a lane is being mutated.
         let (hosts, perHostLimit, flags) = (hosts, perHostLimit, activeLanes)
         let checksPreflight = lane == .main && outstandingPreflights > 0
         let isEligible = { (id: ID) in
             // A main job waits for its own preflight.
             if checksPreflight, id < flags.count, flags[id] & Self.outstandingBit != 0 { return false }
-            return hosts.allows(id, limit: perHostLimit)
+            return !checksHosts || hosts.allows(id, limit: perHostLimit, now: now)
         }
         return switch lane {
         case .preflight: preflight.pop(order, where: isEligible)

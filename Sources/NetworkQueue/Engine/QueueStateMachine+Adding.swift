@@ -33,7 +33,7 @@ extension QueueStateMachine {
         if !follows {
             // A request that will fail at its start leads no duplicate.
             if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
-            scheduler.setHost(slot, scheduler.perHostLimit > 0 ? servers.number(of: request.url) : nil)
+            scheduler.setHost(slot, hostNumber(of: request.url))
             if let existingFile {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile

@@ -56,12 +56,8 @@ extension QueueStateMachine {
     /// running ones included, so that they count against it at once. While it is on, each request is numbered
     /// as it joins the queue (otherwise nothing is hashed: the limit is off for almost every queue).
     mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
-        let wasOff = scheduler.perHostLimit == 0
         scheduler.perHostLimit = limit
-        if wasOff, scheduler.perHostLimit > 0 {
-            let hosts = table.records.map { (id: $0.slot, host: servers.number(of: $0.record.request.url)) }
-            scheduler.reassignHosts(hosts)
-        }
+        numberHostsIfNeeded()
         return finishEvent(now)
     }
 
@@ -88,7 +84,7 @@ extension QueueStateMachine {
         let heirSlot = leader.followers.removeFirst()
         let heir = table[heirSlot]
         // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
-        scheduler.setHost(heirSlot, scheduler.perHostLimit > 0 ? servers.number(of: heir.request.url) : nil)
+        scheduler.setHost(heirSlot, hostNumber(of: heir.request.url))
         apply(heirSlot, now: now) { machine, _ in machine.follow(nil) }
         let others = leader.followers
         leader.followers = []
@@ -138,7 +134,7 @@ extension QueueStateMachine {
     /// posted) when the queue holds no request.
     mutating func awaitDrain(now: Double) -> QueueActions {
         if table.isEmpty, sources.isEmpty {
-            outbox.post(.wakeRuns(1, ledger.snapshot(at: now)))
+            outbox.post(.wakeRuns(1, progress(at: now)))
         } else {
             waitingRuns += 1
         }

@@ -16,16 +16,20 @@ extension QueueStateMachine {
             actions.append(.readSource(id, count: count))
         }
         if inDrain, drainHasRun, table.isEmpty, sources.isEmpty { endDrain(now) }
-        if let time = timer.arm(flushDue: flush.due, waiting: waitingRetries, table: table) { actions.armTimer = time }
+        if let time = timer.arm(
+            flushDue: flush.due, startDue: scheduler.nextTimedStart(now: now), waiting: waitingRetries, table: table)
+        {
+            actions.armTimer = time
+        }
         return actions.take(deliverAfter: outbox.announce(now: now))
     }
 
     /// The last request of the drain ended: the final progress, queueDidFinish, then the `run()` callers.
     private mutating func endDrain(_ now: Double) {
         inDrain = false
-        // No slot holds a request: the numbering of servers starts over.
-        servers.removeAll()
-        let progress = ledger.snapshot(at: now)
+        // No slot holds a request: the numbering of servers starts over (unless a server's pacing or hold runs).
+        forgetHostsIfIdle(now: now)
+        let progress = progress(at: now)
         outbox.post(.didUpdateProgress(progress))
         flush.queueChanged = false
         outbox.post(.queueDidFinish)
@@ -37,7 +41,7 @@ extension QueueStateMachine {
 
     /// Gives each job the scheduler allows now its slot; an invalid request fails instead.
     private mutating func startReady(_ now: Double) {
-        while let job = scheduler.nextStart() {
+        while let job = scheduler.nextStart(now: now) {
             let record = table[job.id]
             let limits = record.request.timeLimits ?? timeLimits
             if let problem = record.request.invalidReason ?? record.rejection

@@ -59,7 +59,7 @@ extension QueueStateMachine {
         }
         if flush.queueChanged, inDrain {
             flush.queueChanged = false
-            outbox.post(.didUpdateProgress(ledger.snapshot(at: now)))
+            outbox.post(.didUpdateProgress(progress(at: now)))
         }
     }
 }

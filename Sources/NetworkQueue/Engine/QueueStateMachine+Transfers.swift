@@ -100,6 +100,7 @@ extension QueueStateMachine {
     private mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
         guard !ResponseRules.isInterim(head) else { return }
         let record = table[slot]
+        heedServer(head, of: record.request, now: now)
         if (200..<300).contains(head.statusCode) {
             ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
             flush.markChanged(at: now)
@@ -124,6 +125,8 @@ extension QueueStateMachine {
             if case .refusedRange(_, let restart) = read { return restart }
             return .none
         }
+        if case .interim = read { return }
+        heedServer(head, of: request, now: now)
         switch read {
         case .interim: return
         case .refusedRange(let offset, _):
@@ -327,7 +330,7 @@ extension QueueStateMachine {
                 receive(count, keeping: nil, slot: slot, now: now)
             case .borrow(let wanted):
                 for _ in 0..<wanted {
-                    guard let loan = lendConnection(slot: slot, to: attempt.split?.machine.nextLocationURL) else {
+                    guard let loan = lendConnection(to: attempt.split?.machine.nextLocationURL, now: now) else {
                         break
                     }
                     attempt.split?.machine.handle(.lent(loan), now: now, &decided)
@@ -350,9 +353,10 @@ extension QueueStateMachine {
         let host: Int?
     }
 
-    /// Lends `slot`'s running attempt one more connection to `source`, or nil when no slot would idle.
-    private mutating func lendConnection(slot: Int, to source: URL?) -> ConnectionLoan? {
-        let host = scheduler.perHostLimit > 0 ? servers.number(of: source) : nil
-        return scheduler.lendExtra(host: host) ? ConnectionLoan(host: host) : nil
+    /// Lends a running attempt one more connection to `source`, or nil when no slot would idle (or `source`'s server
+    /// is paced or held at `now`).
+    private mutating func lendConnection(to source: URL?, now: Double) -> ConnectionLoan? {
+        let host = hostNumber(of: source)
+        return scheduler.lendExtra(host: host, now: now) ? ConnectionLoan(host: host) : nil
     }
 }

@@ -72,8 +72,18 @@ struct QueueStateMachine {
     var duplicatePolicy = DuplicatePolicy.allow
     /// The slot of the request each duplicate key leads to (while the policy is not `.allow`).
     var leaders: [String: Int] = [:]
-    /// The servers seen while a per-host limit was on (see ``perHostLimit``).
+    /// The servers seen while requests were numbered by server (see ``numbersHosts``).
     var servers = ServerNumbers()
+    /// True while every request in the table is numbered by its server (see ``numberHostsIfNeeded()``).
+    var numbersHosts = false
+    /// The pacing of servers without one of their own (see ``NetworkQueue/hostPacing``).
+    var hostPacing = HostPacing.none
+    /// The pacing of servers that have their own, by `scheme://host:port`.
+    var pacingByServer: [String: HostPacing] = [:]
+    /// Whether servers that ask for it hold the queue's new requests to them (see ``NetworkQueue/hostBackoff``).
+    var hostBackoff = HostBackoff()
+    /// True once a server was held since the numbering started.
+    var hasHeldHost = false
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
     var actions = QueueActions()

@@ -49,12 +49,12 @@ struct QueueTimer {
         if let armed, now >= armed { self.armed = nil }
     }
 
-    /// The time to arm the timer for — the earliest of `flushDue`, the idle checks, the deadlines and the retry
-    /// times — when
+    /// The time to arm the timer for — the earliest of `flushDue`, `startDue` (when a paced or held server may
+    /// start a request again), the idle checks, the deadlines and the retry times — when
     /// it is not armed that early already. Retry times of waits that ended early (cancelled, retried early) stay
     /// until they come due; once they outnumber twice the `waiting` ones (plus 64), those `table` no longer
     /// holds are dropped. Deadlines of ended requests are dropped with the last request.
-    mutating func arm(flushDue: Double?, waiting: Int, table: RequestTable) -> Double? {
+    mutating func arm(flushDue: Double?, startDue: Double? = nil, waiting: Int, table: RequestTable) -> Double? {
         if retries.count > 2 * waiting + 64 { retries.removeAll { !table.isCurrent($0.id, token: $0.stamp) } }
         // With no request left, every deadline is of a request that ended: none keeps the timer armed.
         if table.isEmpty, deadlines.count > 0 { deadlines = DeadlineHeap() }
@@ -64,7 +64,7 @@ struct QueueTimer {
             return min(a, b)
         }
         let due = earlier(earlier(idle.earliest, deadlines.earliest), retries.earliest)
-        guard let next = earlier(flushDue, due) else { return nil }
+        guard let next = earlier(earlier(flushDue, startDue), due) else { return nil }
         guard armed.map({ next < $0 }) ?? true else { return nil }
         armed = next
         return next

@@ -17,6 +17,34 @@ extension NetworkQueue {
         set { send { $0.setPerHostLimit(newValue, now: $1) } }
     }
 
+    /// How often requests start to one server (scheme, host and port), for servers without pacing of their own
+    /// (``setHostPacing(_:for:)``); default ``HostPacing/none``. Takes effect at once, from each server's next start;
+    /// HEAD preflights and a split file's extra connections count as starts. A paced request waits in its place
+    /// without holding a slot, and requests to other servers start meanwhile.
+    public var hostPacing: HostPacing {
+        get { locked.withLock { $0.machine.hostPacing } }
+        set { send { $0.setHostPacing(newValue, now: $1) } }
+    }
+
+    /// Paces the server of `server` (its scheme, host and port; the path is ignored) as `pacing` says, instead of
+    /// ``hostPacing``; nil gives it ``hostPacing`` again, and ``HostPacing/none`` leaves it unpaced. A URL without a
+    /// host changes nothing and returns false.
+    @discardableResult
+    public func setHostPacing(_ pacing: HostPacing?, for server: URL) -> Bool {
+        guard let key = RequestRules.hostKey(server) else { return false }
+        send { $0.setHostPacing(pacing, forServer: key, now: $1) }
+        return true
+    }
+
+    /// Whether a server that answers 429 or 503 with `Retry-After`, or says its request budget is spent
+    /// (`RateLimit`, `X-RateLimit-Remaining: 0`), holds every new request to it until the time it gave (see
+    /// ``HostBackoff``); default ``HostBackoff/init(isEnabled:maximumHold:)`` with its defaults: on, at most 60 s a
+    /// hold. ``HostBackoff/off`` turns it off; a hold under way runs out as it was.
+    public var hostBackoff: HostBackoff {
+        get { locked.withLock { $0.machine.hostBackoff } }
+        set { locked.withLock { $0.machine.hostBackoff = newValue } }
+    }
+
     /// What ``add(_:)-(NetworkRequest)`` does with a request whose method, URL and destination match a request still in the
     /// queue (pending, running or waiting to retry); default ``DuplicatePolicy/allow``. Applies to requests
     /// added after it is set.

@@ -301,5 +301,5 @@ public final class NetworkQueue: Sendable {
     public var requestCount: Int { locked.withLock { $0.machine.requestCount } }
 
     /// A snapshot of the current drain's aggregate progress.
-    public var progress: QueueProgress { locked.withLock { $0.machine.ledger.snapshot(at: clock.now()) } }
+    public var progress: QueueProgress { locked.withLock { $0.machine.progress(at: clock.now()) } }
 }

@@ -76,6 +76,10 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case failed
         /// The request was cancelled.
         case cancelled
+        /// The request's response asked its server to slow down: no new request to that server (scheme, host and
+        /// port) starts before the time given, which the message says with the header that asked (see
+        /// ``NetworkQueue/hostBackoff``).
+        case hostHeld
     }
 
     /// How much this record matters.

@@ -1,0 +1,94 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What the queue keeps per server (scheme, host and port): the numbers the scheduler counts, paces and holds
+/// requests by, the pacing asked for, and the holds servers asked for (see ``HostPacing`` and ``HostBackoff``).
+///
+/// Requests are numbered by server only while something needs it: a per-host limit, pacing, or a server held
+/// (otherwise nothing is hashed: almost every queue has none of them). The first of them numbers every request in
+/// the queue at once.
+extension QueueStateMachine {
+    /// True when something needs the requests numbered by server.
+    private var needsHostNumbers: Bool {
+        scheduler.perHostLimit > 0 || hostPacing.isPaced || !pacingByServer.isEmpty || hasHeldHost
+    }
+
+    /// Numbers every request by server if something needs it now and they are not numbered yet.
+    mutating func numberHostsIfNeeded() {
+        guard !numbersHosts, needsHostNumbers else { return }
+        numbersHosts = true
+        let hosts = table.records.map { (id: $0.slot, host: hostNumber(of: $0.record.request.url)) }
+        scheduler.reassignHosts(hosts)
+    }
+
+    /// The number of `url`'s server while requests are numbered (nil otherwise, and for a URL without a host). A
+    /// server met for the first time takes the pacing set for it.
+    mutating func hostNumber(of url: URL?) -> Int? {
+        guard numbersHosts else { return nil }
+        var met: (number: Int, key: String)?
+        let number = servers.number(of: url) { met = ($0, $1) }
+        if let met, let own = pacingByServer[met.key] {
+            scheduler.setPacing(own.interval, randomized: own.isRandomized, ofHost: met.number)
+        }
+        return number
+    }
+
+    /// Sets the queue-wide pacing (see ``NetworkQueue/hostPacing``).
+    mutating func setHostPacing(_ pacing: HostPacing, now: Double) -> QueueActions {
+        hostPacing = pacing
+        scheduler.pacingInterval = pacing.interval
+        scheduler.randomizesPacing = pacing.isRandomized
+        numberHostsIfNeeded()
+        return finishEvent(now)
+    }
+
+    /// Sets the pacing of the server `key` names (nil: the queue-wide one).
+    mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String, now: Double) -> QueueActions {
+        pacingByServer[key] = pacing
+        numberHostsIfNeeded()
+        if let number = servers.number(ofKey: key) {
+            scheduler.setPacing(pacing?.interval, randomized: pacing?.isRandomized ?? false, ofHost: number)
+        }
+        return finishEvent(now)
+    }
+
+    /// A response of `request` arrived at `now`: when it asks its server to wait (see ``HostBackoff``), no new
+    /// request to that server starts before the time it gave (capped), and the log says so.
+    mutating func heedServer(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
+        guard hostBackoff.isEnabled, let hold = HostBackoffRules.hold(for: head, wallClock: outbox.wallClock(at: now))
+        else { return }
+        hasHeldHost = true
+        numberHostsIfNeeded()
+        // The server that answered (after redirects): the requests whose own URL names it wait.
+        guard let host = hostNumber(of: head.url) else { return }
+        let seconds = min(hold.seconds, hostBackoff.maximumHold)
+        guard seconds > 0, scheduler.hold(host: host, until: now + seconds) else { return }
+        let (server, until) = (servers.key(of: host) ?? "the server", outbox.wallClock(at: now + seconds))
+        outbox.log(.notice, .hostHeld, request, now: now) {
+            let capped = seconds < hold.seconds ? " (asked \(LogText.seconds(hold.seconds)) s, capped)" : ""
+            let until = ISO8601DateFormatter().string(from: until)
+            return "\(server) held for \(LogText.seconds(seconds)) s\(capped), until \(until): \(hold.reason)"
+        }
+    }
+
+    /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
+    /// still runs (its number must keep its times).
+    mutating func forgetHostsIfIdle(now: Double) {
+        guard !scheduler.hosts.hasTimesPast(now) else { return }
+        servers.removeAll()
+        scheduler.hosts.forgetTimes()
+        hasHeldHost = false
+        numbersHosts = false
+        numberHostsIfNeeded()
+    }
+
+    /// The queue's progress at `now`, with the requests that wait for a held server.
+    func progress(at now: Double) -> QueueProgress {
+        var progress = ledger.snapshot(at: now)
+        progress.heldRequestCount = scheduler.hosts.pendingOfHeldHosts(now: now)
+        return progress
+    }
+}
