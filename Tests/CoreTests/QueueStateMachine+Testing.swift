@@ -2,9 +2,6 @@
 
 /// Shorthands the tests read the machine by: each is one step the shell takes itself.
 extension QueueStateMachine {
-    /// The queue's progress at `now`.
-    func progress(at now: Double) -> QueueProgress { ledger.snapshot(at: now) }
-
     /// Stops new starts (running transfers continue), as ``NetworkQueue/suspend()`` does.
     mutating func suspend() { scheduler.suspend() }
 

@@ -70,7 +70,6 @@ struct HostBook {
     /// The earliest time after `now` at which a host with pending jobs and room under `limit` may start one
     /// again (its pacing or hold ends), or nil when no such host waits for time.
     func nextTimedStart(limit: Int, now: Double) -> Double? {
-        guard isTimed else { return nil }
         var earliest: Double?
         for entry in entries where entry.pending > 0 && (limit == 0 || entry.active < limit) {
             let time = entry.notBefore

@@ -17,7 +17,7 @@ public struct HostPacing: Sendable, Hashable {
     public var isRandomized: Bool
 
     /// No pacing: requests start as soon as a slot is free.
-    public static let none = HostPacing(interval: 0)
+    public static let unpaced = HostPacing(interval: 0)
 
     /// Paces starts `interval` seconds apart (randomized: 0.5–1.5 times it).
     public init(interval: TimeInterval, randomized: Bool = false) {
@@ -28,7 +28,7 @@ public struct HostPacing: Sendable, Hashable {
     /// At most `count` starts per `seconds` (a rate of 10 per 60 s starts one request every 6 s). A count that is
     /// not finite and positive means no pacing.
     public static func requests(_ count: Double, per seconds: TimeInterval, randomized: Bool = false) -> HostPacing {
-        guard count.isFinite, count > 0 else { return .none }
+        guard count.isFinite, count > 0 else { return .unpaced }
         return HostPacing(interval: seconds / count, randomized: randomized)
     }
 

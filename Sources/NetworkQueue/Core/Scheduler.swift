@@ -197,9 +197,9 @@ struct Scheduler {
     /// The earliest time after `now` at which a job waiting only for its host's pacing or hold may start (nil:
     /// none waits so, or nothing could start anyway: suspended, or every slot taken).
     func nextTimedStart(now: Double) -> Double? {
-        guard !isSuspended, limit == 0 || activeCount + extraCount < limit, !preflight.isEmpty || !main.isEmpty else {
-            return nil
-        }
+        guard pacingInterval > 0 || hosts.isTimed, !isSuspended, limit == 0 || activeCount + extraCount < limit,
+            !preflight.isEmpty || !main.isEmpty
+        else { return nil }
         return hosts.nextTimedStart(limit: perHostLimit, now: now)
     }
 
@@ -364,7 +364,8 @@ struct Scheduler {
     private mutating func popEligible(from lane: Lane, now: Double) -> ID? {
         let checksHosts = checksHosts
         if checksHosts,
-            !hosts.mayStart(in: lane, count: lane == .preflight ? preflight.count : main.count, limit: perHostLimit, now: now)
+            !hosts.mayStart(
+                in: lane, count: lane == .preflight ? preflight.count : main.count, limit: perHostLimit, now: now)
         {
             return nil
         }

@@ -77,7 +77,7 @@ struct QueueStateMachine {
     /// True while every request in the table is numbered by its server (see ``numberHostsIfNeeded()``).
     var numbersHosts = false
     /// The pacing of servers without one of their own (see ``NetworkQueue/hostPacing``).
-    var hostPacing = HostPacing.none
+    var hostPacing = HostPacing.unpaced
     /// The pacing of servers that have their own, by `scheme://host:port`.
     var pacingByServer: [String: HostPacing] = [:]
     /// Whether servers that ask for it hold the queue's new requests to them (see ``NetworkQueue/hostBackoff``).

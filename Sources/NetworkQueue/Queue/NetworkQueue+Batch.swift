@@ -18,7 +18,7 @@ extension NetworkQueue {
     }
 
     /// How often requests start to one server (scheme, host and port), for servers without pacing of their own
-    /// (``setHostPacing(_:for:)``); default ``HostPacing/none``. Takes effect at once, from each server's next start;
+    /// (``setHostPacing(_:for:)``); default ``HostPacing/unpaced``. Takes effect at once, from each server's next start;
     /// HEAD preflights and a split file's extra connections count as starts. A paced request waits in its place
     /// without holding a slot, and requests to other servers start meanwhile.
     public var hostPacing: HostPacing {
@@ -27,7 +27,7 @@ extension NetworkQueue {
     }
 
     /// Paces the server of `server` (its scheme, host and port; the path is ignored) as `pacing` says, instead of
-    /// ``hostPacing``; nil gives it ``hostPacing`` again, and ``HostPacing/none`` leaves it unpaced. A URL without a
+    /// ``hostPacing``; nil gives it ``hostPacing`` again, and ``HostPacing/unpaced`` leaves it unpaced. A URL without a
     /// host changes nothing and returns false.
     @discardableResult
     public func setHostPacing(_ pacing: HostPacing?, for server: URL) -> Bool {
