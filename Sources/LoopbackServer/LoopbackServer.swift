@@ -54,6 +54,8 @@ public final class LoopbackServer: Sendable {
         public var log: [String] = []
         /// The headers of every request (names lowercased), in the same order as ``log``.
         public var headers: [[String: String]] = []
+        /// When each request's head arrived, in seconds since the Unix epoch, in the same order as ``log``.
+        public var arrivals: [Double] = []
         /// Bytes written to clients, heads included.
         public var bytesWritten = 0
         /// Connections open now (accepted and not yet closed by either side).
@@ -226,6 +228,7 @@ public final class LoopbackServer: Sendable {
                 state.statistics.maxInFlight = max(state.statistics.maxInFlight, state.statistics.inFlight)
                 state.statistics.log.append("\(request.method) \(request.target)")
                 state.statistics.headers.append(request.headers)
+                state.statistics.arrivals.append(Date().timeIntervalSince1970)
                 state.serial += 1
                 state.statistics.spans.append(.init(id: state.serial, isEnd: false))
                 return state.serial
