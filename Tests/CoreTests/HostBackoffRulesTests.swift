@@ -62,7 +62,8 @@ import Testing
     @Test func numbersAreDecimalsAndNothingElse() {
         #expect(HostBackoffRules.number("12") == 12)
         #expect(HostBackoffRules.number(" 1.5 ") == 1.5)
-        for bad in ["", ".", "1.", ".5", "1.2.3", "-3", "1e3", "inf", "nan", "0x10", String(repeating: "9", count: 30)] {
+        for bad in ["", ".", "1.", ".5", "1.2.3", "-3", "1e3", "inf", "nan", "0x10", String(repeating: "9", count: 30)]
+        {
             #expect(HostBackoffRules.number(bad) == nil, "\(bad)")
         }
     }
