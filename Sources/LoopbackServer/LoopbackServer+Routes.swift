@@ -87,17 +87,8 @@ extension LoopbackServer {
 
     /// `/flaky/N?key=K&failures=F`: the first F requests (HEAD excluded) with key K fail, the next ones get
     /// N pattern bytes. A failure is `status` (default 503) with `Retry-After: retryAfter` when given, or with
-    /// `mode=drop` a 200 whose connection closes after 60% of the body. With `spent=S`, every response says the
-    /// request budget is spent for S seconds (`X-RateLimit-Remaining: 0`, `X-RateLimit-Reset: S`).
+    /// `mode=drop` a 200 whose connection closes after 60% of the body.
     private func serveFlaky(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
-        if let spent = request.query["spent"] {
-            let headers = [
-                "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": spent, "Content-Length": "\(size)",
-                "Content-Type": "application/octet-stream",
-            ]
-            guard response.head(200, headers, isLast: request.method == "HEAD") else { return false }
-            return request.method == "HEAD" || response.write(Self.patternBytes(size), isLast: true)
-        }
         guard request.method != "HEAD" else { return serveBytes(size, request, response) }
         let key = request.query["key"] ?? ""
         let arrival = state.with { state in

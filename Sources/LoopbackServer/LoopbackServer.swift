@@ -3,8 +3,9 @@ import Foundation
 /// A small HTTP/1.1 server on 127.0.0.1 for tests, benchmarks and the Demo, with fault injection.
 ///
 /// It listens on a random free port, serves each connection on its own thread with keep-alive, and
-/// counts what it sees. Endpoints (every one also takes `delay=<ms>` before the head and
-/// `rate=<bytes per second>` to throttle the body):
+/// counts what it sees. Endpoints (every one also takes `delay=<ms>` before the head,
+/// `rate=<bytes per second>` to throttle the body, and `spent=<seconds>` to say in every head that the request
+/// budget is spent until then: `X-RateLimit-Remaining: 0`, `X-RateLimit-Reset: <seconds>`):
 ///
 /// | path | response |
 /// |---|---|
@@ -234,6 +235,10 @@ public final class LoopbackServer: Sendable {
                 return state.serial
             }
             let response = Response(fd: fd, id: id, server: self)
+            // `spent=S` on any route: the response says the request budget is spent for S seconds.
+            if let spent = request.query["spent"] {
+                response.extraHeaders = ["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": spent]
+            }
             let keepAlive = respond(to: request, reader: &reader, with: response)
             response.finishRequest()
             guard keepAlive, !request.wantsClose else { return }

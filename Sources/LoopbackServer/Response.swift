@@ -8,6 +8,8 @@ final class Response {
     private var isFinished = false
     /// Set when a write found the client gone, or the client hung up while the body was paced.
     private var isAbandoned = false
+    /// Fields every head of this response carries besides its own (the request's `spent=S`: see ``LoopbackServer``).
+    var extraHeaders: [String: String] = [:]
 
     init(fd: Int32, id: Int, server: LoopbackServer) {
         self.fd = fd
@@ -42,6 +44,7 @@ final class Response {
     @discardableResult
     func head(_ status: Int, _ headers: [String: String] = [:], isLast: Bool = false) -> Bool {
         var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        let headers = headers.merging(extraHeaders) { own, _ in own }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
         text += "\r\n"
         return write(Array(text.utf8), isLast: isLast)

@@ -99,6 +99,13 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
                     ],
                     minimumSegmentSize: 64 << 10)
             }),
+        // Starts to the server spaced 50 ms apart (issue 53): a retry or a resume waits its turn.
+        MatrixFeature(name: "paced", configure: { $0.hostPacing = HostPacing(interval: 0.05) }),
+        // Every response says the server's budget is spent for a second (issue 53): the server is held, and a retry
+        // or a resume waits for the hold's end; the request itself runs on.
+        MatrixFeature(
+            name: "held",
+            path: { _, path, _ in path + (path.contains("?") ? "&" : "?") + "spent=1" }),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in

@@ -73,7 +73,7 @@ import Testing
         queue.maxConcurrentRequestCount = 1
         // Each response says the budget is spent for 1 s: the next start waits for it (without the hold they would
         // follow one another at once).
-        for tag in 0..<3 { try queue.add(request(server.url("/flaky/100?spent=1&n=\(tag)"), tag: tag)) }
+        for tag in 0..<3 { try queue.add(request(server.url("/bytes/100?spent=1&n=\(tag)"), tag: tag)) }
         let progress = await queue.run()
         #expect(progress.finishedRequestCount == 3)
         let gaps = Self.gaps(server.statistics.arrivals)
@@ -87,7 +87,7 @@ import Testing
         let queue = NetworkQueue(transport: transport.make())
         queue.hostBackoff = .off
         queue.maxConcurrentRequestCount = 1
-        for tag in 0..<3 { try queue.add(request(server.url("/flaky/100?spent=30&n=\(tag)"), tag: tag)) }
+        for tag in 0..<3 { try queue.add(request(server.url("/bytes/100?spent=30&n=\(tag)"), tag: tag)) }
         let progress = await queue.run()
         #expect(progress.finishedRequestCount == 3)
         #expect(server.statistics.requests == 3)
