@@ -49,6 +49,17 @@ struct DemoOptions {
     var split = 1
     /// True when `--concurrency` was given (else `--split` raises it to the split).
     var concurrencyGiven = false
+    /// The seconds between two starts to one server that `--rate` asks for.
+    var rateInterval: Double?
+    /// The seconds between two starts to one server that `--wait` asks for.
+    var wait: Double?
+    /// `--random-wait`: each wait 0.5 to 1.5 times as long.
+    var randomWait = false
+    /// `--dry-run`: check each URL instead of downloading it.
+    var dryRun = false
+
+    /// The pacing of every server these options ask for.
+    var pacing: HostPacing { Politeness.pacing(rateInterval: rateInterval, wait: wait, randomized: randomWait) }
 
     /// The queue's time limits these options ask for: curl's pairing (`--speed-limit` alone averages over 30 s,
     /// `--speed-time` alone asks for 1 byte per second).
@@ -88,6 +99,9 @@ struct DemoOptions {
         case badHeader(SentHeaders.Problem)
         case badProxy(Proxy.Problem)
         case badSplit(String)
+        case badRequestRate(String)
+        case badWait(String)
+        case randomWaitAlone
 
         var description: String {
             switch self {
@@ -109,6 +123,10 @@ struct DemoOptions {
             case .badHeader(let problem): problem.description
             case .badProxy(let problem): "--proxy: \(problem)"
             case .badSplit(let value): "--split needs a whole number from 1 to 16, not '\(value)'"
+            case .badRequestRate(let value):
+                "--rate needs N/U: N requests above 0 per s, m, h or d (N alone: per hour), like 2/s or 30/m, not '\(value)'"
+            case .badWait(let value): "--wait needs seconds of 0 or more (or Nm, Nh, Nd), like 1 or 0.5, not '\(value)'"
+            case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
             }
         }
     }
@@ -149,6 +167,18 @@ struct DemoOptions {
                             answers its ranges wrongly is asked for no more: the file goes on over its
                             first connection, never worse than without --split
           --per-host N      at most N transfers at once per server (default 0 = no per-host limit)
+          --rate N/U        start at most N requests per unit U (s, m, h or d; N alone: per hour, as
+                            curl's) to each server, spaced evenly, never in a burst. Unlike curl's
+                            --rate it holds with transfers in parallel; HEADs and --split connections
+                            count. A paced request waits without taking a slot: other servers go on
+          --wait S          wait S seconds (or Nm, Nh, Nd) between two starts to one server, as wget's
+                            --wait, however many transfers run at once (with --rate: the longer wait)
+          --random-wait     make each wait 0.5 to 1.5 times as long, drawn anew each time (wget's)
+          --dry-run         check each URL instead of downloading it: a HEAD (a GET of its first byte
+                            where HEAD is refused) under the same limits (--concurrency, --per-host,
+                            --rate, --retries); prints the status, size, the file name it would write
+                            and the final URL after redirects, then a total. Writes nothing but
+                            --report; exit 1 if any URL would fail
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --max-time S      fail a request that has not ended S seconds after its first attempt
                             started, retries and their waits included (paused time not counted); not
@@ -202,6 +232,9 @@ struct DemoOptions {
                             byte, total, size
           -h, --help        show this help
 
+        A server that answers 429 or 503 with Retry-After, or says its request budget is spent
+        (RateLimit, X-RateLimit-Remaining: 0 with a reset), holds every new request to it until then
+        (at most 60 s); requests under way go on, and so do the other servers.
         On a terminal, press p to pause every request that has not finished and r to resume them.
         Elsewhere (a pipe, a log) a list prints a line per request as it ends, and progress every second.
         Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
@@ -285,6 +318,16 @@ struct DemoOptions {
                 guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
                 options.concurrency = count
                 options.concurrencyGiven = true
+            case "--rate":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let interval = Politeness.interval(ofRate: value) else { throw .badRequestRate(value) }
+                options.rateInterval = interval
+            case "--wait":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let seconds = Politeness.seconds(ofWait: value) else { throw .badWait(value) }
+                options.wait = seconds
+            case "--random-wait": options.randomWait = true
+            case "--dry-run": options.dryRun = true
             case "--split", "-s":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (1...16).contains(count) else { throw .badSplit(value) }
@@ -298,6 +341,7 @@ struct DemoOptions {
         if options.shard != .whole, options.input == nil { throw .needsInput("--shard") }
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
+        if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }

@@ -23,8 +23,14 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     private let report: Report?
     /// Whether requests' tags are their `--input` line numbers.
     private let tagsAreLines: Bool
+    /// `--dry-run`: each probe's answer is printed there, not shown as a download.
+    private let dryRun: DryRunPrinter?
 
-    init(display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false) {
+    init(
+        display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false,
+        dryRun: DryRunPrinter? = nil
+    ) {
+        self.dryRun = dryRun
         self.display = display
         self.listName = listName
         self.report = report
@@ -43,6 +49,8 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     }
 
     private func show(_ event: NetworkQueueEvent) {
+        // A dry run prints a line per probe and a total: no rows, no progress lines.
+        guard dryRun == nil else { return }
         lock.withLock { display.apply(event) }
     }
 
@@ -61,11 +69,13 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
 
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
         report?.ended(request, .success(response), line: tagsAreLines ? request.tag : nil)
+        dryRun?.ended(request, .success(response))
         show(.didFinish(request, response: response))
     }
 
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
         report?.ended(request, .failure(error), line: tagsAreLines ? request.tag : nil)
+        dryRun?.ended(request, .failure(error))
         show(.didFail(request, error: error))
     }
 

@@ -121,12 +121,14 @@ if let path = options.report {
 let queue = NetworkQueue(transport: transport)
 queue.maxConcurrentRequestCount = options.concurrency
 queue.order = options.order
-queue.showsAccurateProgress = options.accurateProgress
-queue.cancelsAllOnFailure = !options.keepGoing
+queue.showsAccurateProgress = options.accurateProgress && !options.dryRun
+// A dry run checks every line: one that would fail stops no other.
+queue.cancelsAllOnFailure = !options.keepGoing && !options.dryRun
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 queue.maxConcurrentRequestsPerHost = options.perHost
 queue.maximumBytesPerSecond = options.limitRate
 queue.timeLimits = options.timeLimits
+queue.hostPacing = options.pacing
 // Set before the requests are added, so that the log begins with each one's `added`.
 if options.verbose {
     queue.collectsMetrics = true
@@ -136,7 +138,7 @@ if options.verbose {
     }
 }
 
-if let output = options.output {
+if let output = options.output, !options.dryRun {
     do {
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
     } catch {
@@ -150,7 +152,7 @@ let validation = NetworkRequest.Validation(maximumResponseSize: options.maxFileS
 var namer = FileNamer()
 var rows: [(NetworkRequest, String)] = []
 var keptArguments = 0
-for (url, label) in targets {
+for (index, (url, label)) in targets.enumerated() {
     var destination = NetworkRequest.Destination.memory
     if let output = options.output {
         let file = output.appendingPathComponent(namer.name(for: url), isDirectory: false)
@@ -161,12 +163,16 @@ for (url, label) in targets {
         destination = .file(file)
     }
     let fileOptions = NetworkRequest.FileOptions(existingFile: existingFile, maximumConnections: options.split)
+    var name: String?
+    if case .file(let file) = destination { name = file.lastPathComponent }
     let request =
-        options.headers.isEmpty
-        ? NetworkRequest(url: url, destination: destination, validation: validation, fileOptions: fileOptions)
-        : NetworkRequest(
-            options.headers.request(for: url), destination: destination, validation: validation,
-            fileOptions: fileOptions)
+        options.dryRun
+        ? DryRun.probe(url, headers: options.headers, name: name, attempts: options.retries + 1, tag: index + 1)
+        : options.headers.isEmpty
+            ? NetworkRequest(url: url, destination: destination, validation: validation, fileOptions: fileOptions)
+            : NetworkRequest(
+                options.headers.request(for: url), destination: destination, validation: validation,
+                fileOptions: fileOptions)
     do {
         try queue.add(request)
     } catch {
@@ -180,7 +186,7 @@ if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
-        tally: tally)
+        dryRunAttempts: options.dryRun ? options.retries + 1 : nil, tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)
@@ -202,10 +208,17 @@ let mode =
         count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
         options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
         options.order == .fifo ? "FIFO" : "LIFO",
-        options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+        options.dryRun
+            ? "dry run (a HEAD each, nothing saved)"
+            : options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
         options.retries == 1 ? "1 retry" : "\(options.retries) retries",
-    ] + (options.output.map { ["saving to \($0.path)"] } ?? [])
+    ] + (options.output.map { [(options.dryRun ? "names in " : "saving to ") + $0.path] } ?? [])
     + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
+    + (options.pacing.isPaced
+        ? [
+            "a start per server every \(Format.seconds(options.pacing.interval)) s"
+                + (options.pacing.isRandomized ? " on average (random waits)" : "")
+        ] : [])
     + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
     + (options.noClobber ? ["no clobber"] : [])
     + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
@@ -236,15 +249,16 @@ if rows.isEmpty, options.input == nil {
     server?.stop()
     exit(0)
 }
+let dryRun = options.dryRun ? DryRunPrinter() : nil
 let listener = Listener(
     display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
-    report: report, tagsAreLines: options.input != nil)
+    report: report, tagsAreLines: options.input != nil, dryRun: dryRun)
 queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 queue.go()
 let sourceProblem: InputList.Problem?
 (display, sourceProblem) = await listener.finished()
-let succeeded = display.finish(kept: keptArguments + tally.kept)
+let succeeded = dryRun?.finish(kept: keptArguments + tally.kept) ?? display.finish(kept: keptArguments + tally.kept)
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).
 if sourceProblem != nil { exit(2) }

@@ -44,6 +44,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let headers: SentHeaders
     /// The connections each file may use (`--split`).
     public let split: Int
+    /// With `--dry-run`: the attempts each probe may take (nil: the lines are downloaded).
+    public let dryRunAttempts: Int?
     public let tally: Tally
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
@@ -51,8 +53,9 @@ public struct ListSource: AsyncSequence, Sendable {
     public init(
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
-        headers: SentHeaders = .init(), split: Int = 1, tally: Tally
+        headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, tally: Tally
     ) {
+        self.dryRunAttempts = dryRunAttempts
         self.headers = headers
         self.split = split
         self.path = path
@@ -92,6 +95,10 @@ public struct ListSource: AsyncSequence, Sendable {
                         continue
                     }
                     destination = .file(file)
+                }
+                if let attempts = source.dryRunAttempts {
+                    // Asked about, not fetched: the name it would get comes with it.
+                    return DryRun.probe(entry.url, headers: source.headers, name: name, attempts: attempts, tag: number)
                 }
                 guard source.headers.isEmpty else {
                     return NetworkRequest(
