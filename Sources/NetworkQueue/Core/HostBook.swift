@@ -31,6 +31,9 @@ struct HostBook {
         var notBefore: Double { max(pacedUntil, heldUntil) }
     }
 
+    /// True once an id was given a host: from then on pending jobs are counted per host.
+    var hasHosts: Bool { !hostOf.isEmpty }
+
     /// The host of `id`, if it has one.
     func host(of id: Int) -> Int? {
         id < hostOf.count && hostOf[id] >= 0 ? Int(hostOf[id]) : nil

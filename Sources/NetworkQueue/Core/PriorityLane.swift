@@ -35,6 +35,11 @@ struct PriorityLane {
         return true
     }
 
+    /// True when `id`, added with `priority`, is in the lane.
+    func contains(_ id: Int, priority: Int) -> Bool {
+        levels.first { $0.priority == priority }?.list.contains(id) ?? false
+    }
+
     /// Removes `id`, which was added with `priority`; false when it is not there.
     @discardableResult
     mutating func remove(_ id: Int, priority: Int) -> Bool {

@@ -203,8 +203,10 @@ struct Scheduler {
         return hosts.nextTimedStart(limit: perHostLimit, now: now)
     }
 
-    /// `id` joined (`by` 1) or left (`by` -1) `lane`'s pending jobs.
+    /// `id` joined (`by` 1) or left (`by` -1) `lane`'s pending jobs. Kept only once an id has a host (until then no
+    /// count is read: ``reassignHosts(_:)`` counts the lanes when hosts are first assigned).
     private mutating func notePending(_ id: ID, _ lane: Lane, by change: Int32) {
+        guard hosts.hasHosts else { return }
         let bit = lane == .preflight ? Self.pendingPreflightBit : Self.pendingMainBit
         if change > 0 { set(id, bit) } else if !clear(id, bit) { return }
         hosts.countPending(id, lanes: lane == .preflight ? 1 : 2, by: change)
@@ -223,6 +225,16 @@ struct Scheduler {
     /// of each host again (a per-host limit set while jobs run).
     mutating func reassignHosts(_ hosts: [(id: ID, host: Int?)]) {
         for (id, host) in hosts { self.hosts.assign(host, to: id) }
+        // The pending bits, read from the lanes: they were not kept while no id had a host.
+        if let last = hosts.map(\.id).max(), last >= activeLanes.count {
+            activeLanes.append(contentsOf: repeatElement(0, count: last + 1 - activeLanes.count))
+        }
+        for id in activeLanes.indices {
+            activeLanes[id] &= ~(Self.pendingPreflightBit | Self.pendingMainBit)
+            let priority = priority(of: id)
+            if preflight.contains(id, priority: priority) { activeLanes[id] |= Self.pendingPreflightBit }
+            if main.contains(id, priority: priority) { activeLanes[id] |= Self.pendingMainBit }
+        }
         self.hosts.recount(activeLanes)
     }
 

@@ -25,11 +25,12 @@ extension QueueStateMachine {
     }
 
     /// The number of `url`'s server while requests are numbered (nil otherwise, and for a URL without a host). A
-    /// server met for the first time takes the pacing set for it.
-    mutating func hostNumber(of url: URL?) -> Int? {
+    /// server met for the first time takes the pacing set for it. The URL is not read otherwise: a compact request's
+    /// is parsed from its text when read.
+    mutating func hostNumber(of url: @autoclosure () -> URL?) -> Int? {
         guard numbersHosts else { return nil }
         var met: (number: Int, key: String)?
-        let number = servers.number(of: url) { met = ($0, $1) }
+        let number = servers.number(of: url()) { met = ($0, $1) }
         if let met, let own = pacingByServer[met.key] {
             scheduler.setPacing(own.interval, randomized: own.isRandomized, ofHost: met.number)
         }
