@@ -136,6 +136,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
     func batchControl() throws {
         let url = self.url
         queue.maxConcurrentRequestsPerHost = 2           // at most 2 transfers to one server
+        queue.hostPacing = .requests(2, per: 1)          // and at most 2 new requests a second to it
         queue.maximumBytesPerSecond = 5_000_000          // the whole queue's download rate
         queue.duplicatePolicy = .coalesce                // one transfer for requests of the same resource
         let urgent = NetworkRequest(URLRequest(url: url), priority: .high)
@@ -144,6 +145,13 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.resume(urgent)
         queue.cancel { $0.userInfo["album"] as? Int == 7 }   // returns the requests it chose
         queue.maximumBytesPerSecond = 2_000_000          // the whole queue's download rate; nil removes the cap
+    }
+
+    func batchControlPacing() {
+        queue.hostPacing = HostPacing(interval: 0.5)                         // a start every 0.5 s per server
+        queue.hostPacing = .requests(30, per: 60, randomized: true)         // 30 a minute, waits of 1-3 s at random
+        queue.setHostPacing(.unpaced, for: URL(string: "https://cdn.example")!)   // this server: as fast as slots allow
+        queue.setHostPacing(nil, for: URL(string: "https://cdn.example")!)        // back to the queue's pacing
     }
 
     func batchControlTasks() {
