@@ -198,6 +198,7 @@ extension Scheduler {
             justWoke = true
             now = next
         }
+        #expect(scheduler.hosts.isConsistent)
         #expect(startsPerHost.allSatisfy { $0 == count / hosts })
         #expect(lastStart.allSatisfy { $0 == 1_999 })
         #expect(wakeUps == 1_999)

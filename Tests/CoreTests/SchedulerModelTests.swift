@@ -154,6 +154,7 @@ struct ReferenceScheduler {
             while let job = model.nextStart() { expected.append(job) }
             #expect(started == expected, "seed \(seed) step \(step)")
             #expect(real.activeCount == model.active.count && real.pendingCount == model.pending.count)
+            #expect(real.hosts.isConsistent, "seed \(seed) step \(step)")
             #expect(started.isEmpty || activeBefore < max(real.limit, 1) || real.limit == 0)
             starts += started.count
         }

@@ -10,6 +10,9 @@ struct HostBook {
     private var entries: [Entry] = []
     /// Pending jobs that have a host, per lane (preflight, main): the others are never held back by one.
     private var hostedPending = (preflight: 0, main: 0)
+    /// The hosts with pending jobs, in no order: what a start pass looks at (a batch read from a source has a window
+    /// of pending requests, however many servers it met).
+    private var waiting: [Int32] = []
     /// True once a host was paced or held: from then on starts check the time.
     private(set) var isTimed = false
 
@@ -26,6 +29,8 @@ struct HostBook {
         var pacedUntil = -Double.infinity
         /// No start before this time: the host said so (see ``hold(_:until:)``).
         var heldUntil = -Double.infinity
+        /// The host's place in ``HostBook/waiting``, or -1 while it has no pending job.
+        var waitingIndex: Int32 = -1
 
         var pending: Int32 { pendingPreflights + pendingMains }
         var notBefore: Double { max(pacedUntil, heldUntil) }
@@ -63,9 +68,10 @@ struct HostBook {
     func mayStart(in lane: Scheduler.Lane, count: Int, limit: Int, now: Double) -> Bool {
         let hosted = lane == .preflight ? hostedPending.preflight : hostedPending.main
         if count > hosted { return true }
-        for host in entries.indices {
-            let pending = lane == .preflight ? entries[host].pendingPreflights : entries[host].pendingMains
-            if pending > 0, allows(host: host, limit: limit, now: now) { return true }
+        for host in waiting {
+            let entry = entries[Int(host)]
+            let pending = lane == .preflight ? entry.pendingPreflights : entry.pendingMains
+            if pending > 0, (limit == 0 || entry.active < limit) && entry.notBefore <= now { return true }
         }
         return false
     }
@@ -74,7 +80,9 @@ struct HostBook {
     /// again (its pacing or hold ends), or nil when no such host waits for time.
     func nextTimedStart(limit: Int, now: Double) -> Double? {
         var earliest: Double?
-        for entry in entries where entry.pending > 0 && (limit == 0 || entry.active < limit) {
+        for host in waiting {
+            let entry = entries[Int(host)]
+            guard limit == 0 || entry.active < limit else { continue }
             let time = entry.notBefore
             if time > now { earliest = min(earliest ?? time, time) }
         }
@@ -105,6 +113,7 @@ struct HostBook {
     /// bit 1 main).
     mutating func countPending(_ id: Int, lanes: UInt8, by change: Int32) {
         guard let host = host(of: id) else { return }
+        let before = entries[host].pending
         if lanes & 1 != 0 {
             entries[host].pendingPreflights += change
             hostedPending.preflight += Int(change)
@@ -113,6 +122,25 @@ struct HostBook {
             entries[host].pendingMains += change
             hostedPending.main += Int(change)
         }
+        let after = entries[host].pending
+        if before == 0, after > 0 {
+            entries[host].waitingIndex = Int32(waiting.count)
+            waiting.append(Int32(host))
+        } else if before > 0, after == 0 {
+            leaveWaiting(host)
+        }
+    }
+
+    /// `host` has no pending job any more: it leaves ``waiting`` (the last one takes its place).
+    private mutating func leaveWaiting(_ host: Int) {
+        let index = Int(entries[host].waitingIndex)
+        guard index >= 0 else { return }
+        let last = waiting.removeLast()
+        if index < waiting.count {
+            waiting[index] = last
+            entries[Int(last)].waitingIndex = Int32(index)
+        }
+        entries[host].waitingIndex = -1
     }
 
     /// A connection to `host` that is no job's own (an extra one) began (`by` 1) or ended (`by` -1).
@@ -160,7 +188,18 @@ struct HostBook {
     /// The pending jobs of the hosts held at `now`.
     func pendingOfHeldHosts(now: Double) -> Int {
         guard isTimed else { return 0 }
-        return entries.reduce(0) { $0 + ($1.heldUntil > now ? Int($1.pending) : 0) }
+        return waiting.reduce(0) { $0 + (entries[Int($1)].heldUntil > now ? Int(entries[Int($1)].pending) : 0) }
+    }
+
+    /// True when the books agree with themselves: ``waiting`` holds exactly the hosts with pending jobs, each where its
+    /// entry says, and the per-lane totals are the sums of the hosts' (for tests).
+    var isConsistent: Bool {
+        let expected = Set(entries.indices.filter { entries[$0].pending > 0 })
+        let listed = waiting.map(Int.init)
+        return Set(listed) == expected && listed.count == expected.count
+            && listed.enumerated().allSatisfy { entries[$1].waitingIndex == Int32($0) }
+            && hostedPending.preflight == entries.reduce(0) { $0 + Int($1.pendingPreflights) }
+            && hostedPending.main == entries.reduce(0) { $0 + Int($1.pendingMains) }
     }
 
     /// True when some host's pacing or hold lasts past `now`: its number must not go to another server yet.
@@ -183,8 +222,10 @@ struct HostBook {
             entries[host].active = 0
             entries[host].pendingPreflights = 0
             entries[host].pendingMains = 0
+            entries[host].waitingIndex = -1
         }
         hostedPending = (0, 0)
+        waiting.removeAll(keepingCapacity: true)
         for (id, bits) in lanes.enumerated() where bits & 0x33 != 0 {
             guard let host = host(of: id) else { continue }
             entries[host].active += (bits & 3).nonzeroBitCount
