@@ -235,6 +235,7 @@ public final class LoopbackServer: Sendable {
                 return state.serial
             }
             let response = Response(fd: fd, id: id, server: self)
+            response.isHead = request.method == "HEAD"
             // `spent=S` on any route: the response says the request budget is spent for S seconds.
             if let spent = request.query["spent"] {
                 response.extraHeaders = ["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": spent]

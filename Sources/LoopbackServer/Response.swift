@@ -10,6 +10,9 @@ final class Response {
     private var isAbandoned = false
     /// Fields every head of this response carries besides its own (the request's `spent=S`: see ``LoopbackServer``).
     var extraHeaders: [String: String] = [:]
+    /// True when the request is a HEAD: ``send(_:_:body:)`` writes the head alone (a body after it would be read as
+    /// the start of the next response on the connection).
+    var isHead = false
 
     init(fd: Int32, id: Int, server: LoopbackServer) {
         self.fd = fd
@@ -77,7 +80,8 @@ final class Response {
         var headers = headers
         headers["Content-Length"] = "\(body.utf8.count)"
         if headers["Content-Type"] == nil { headers["Content-Type"] = "text/plain" }
-        return head(status, headers, isLast: body.isEmpty) && (body.isEmpty || write(Array(body.utf8), isLast: true))
+        let bodyless = body.isEmpty || isHead
+        return head(status, headers, isLast: bodyless) && (bodyless || write(Array(body.utf8), isLast: true))
     }
 
     static func reason(_ status: Int) -> String {

@@ -181,4 +181,27 @@ import Testing
         let (response, _, _) = await fetch(server.url("/nothing/here"))
         #expect(response?.statusCode == 404)
     }
+
+    /// HEAD requests on kept-alive connections, over routes that answer with `send` (a status, a redirect) and their
+    /// own (bytes, chunked): the server writes the head alone, so the next request on the connection reads its own
+    /// response. It once wrote `/status/N`'s body after a HEAD's head, and libcurl read it as the next response
+    /// ("Received HTTP/0.9"): 2–5% of such HEADs failed.
+    @Test func headRequestsLeaveTheirConnectionForTheNextResponse() async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: TransportKind.curl.make())
+        queue.cancelsAllOnFailure = false
+        var requests: [NetworkRequest] = []
+        for tag in 0..<400 {
+            let path = [
+                "/redirect/1?to=/bytes/99", "/bytes/1234?i=\(tag)", "/chunked/50?i=\(tag)", "/status/404?i=\(tag)",
+            ]
+            var head = URLRequest(url: server.url(path[tag % 4]))
+            head.httpMethod = "HEAD"
+            requests.append(NetworkRequest(head, retryPolicy: .never, tag: tag))
+            try queue.add(requests[tag])
+        }
+        await queue.run()
+        #expect(requests.map { $0.head?.statusCode } == (0..<400).map { [200, 200, 200, 404][$0 % 4] })
+        #expect(server.statistics.log.filter { $0.hasPrefix("HEAD") }.count == 500)
+    }
 }
