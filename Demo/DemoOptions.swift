@@ -57,6 +57,9 @@ struct DemoOptions {
     var randomWait = false
     /// `--dry-run`: check each URL instead of downloading it.
     var dryRun = false
+    /// Where the JSON lines of `--progress-json` go (`-`: standard output, the rest of the output then going to
+    /// standard error).
+    var progressJSON: String?
 
     /// The pacing of every server these options ask for.
     var pacing: HostPacing { Politeness.pacing(rateInterval: rateInterval, wait: wait, randomized: randomWait) }
@@ -102,6 +105,7 @@ struct DemoOptions {
         case badRequestRate(String)
         case badWait(String)
         case randomWaitAlone
+        case sameFileTwice(String)
 
         var description: String {
             switch self {
@@ -127,6 +131,7 @@ struct DemoOptions {
                 "--rate needs N/U: N requests above 0 per s, m, h or d (N alone: per hour), like 2/s or 30/m, not '\(value)'"
             case .badWait(let value): "--wait needs seconds of 0 or more (or Nm, Nh, Nd), like 1 or 0.5, not '\(value)'"
             case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
+            case .sameFileTwice(let path): "--report and --progress-json both name \(path): give each its own file"
             }
         }
     }
@@ -225,6 +230,19 @@ struct DemoOptions {
                             jq -r 'select(.error) | .line' FILE | awk 'NR==FNR{f[$1];next} FNR in f' - LIST > again.txt
                             FILE may not be the --input list, lie inside the --output folder or be
                             anything but a regular file (a FIFO, a device): bad usage, nothing touched
+          --progress-json FILE
+                            write the run to FILE as JSON lines, for a program to read while it goes
+                            (- for standard output; the rest of the output then goes to standard error).
+                            A stable format: every line has "type" and "time" (seconds since the start).
+                            "progress" lines, at least once a second and at the end ("final": true):
+                            fraction (0 to 1, never decreasing), finished, failed, cancelled, total,
+                            total_final, bytes, bytes_expected, rate (bytes a second), eta (seconds),
+                            held (requests waiting for a server that asked the batch to wait). A line
+                            per request event: "start", "headers" (status, length), "retry" (attempt,
+                            delay, error), "pause", "resume", "end" (outcome: finished, unchanged,
+                            failed or cancelled; status, bytes, kind, error); each with url (redacted
+                            as the log is), and line (of --input) and file when there are. FILE is
+                            checked as --report's is
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
@@ -328,6 +346,9 @@ struct DemoOptions {
                 options.wait = seconds
             case "--random-wait": options.randomWait = true
             case "--dry-run": options.dryRun = true
+            case "--progress-json":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.progressJSON = value
             case "--split", "-s":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (1...16).contains(count) else { throw .badSplit(value) }
@@ -342,6 +363,7 @@ struct DemoOptions {
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
+        if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }

@@ -25,12 +25,15 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     private let tagsAreLines: Bool
     /// `--dry-run`: each probe's answer is printed there, not shown as a download.
     private let dryRun: DryRunPrinter?
+    /// `--progress-json`: each event as a JSON line.
+    private let json: ProgressJSON?
 
     init(
         display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false,
-        dryRun: DryRunPrinter? = nil
+        dryRun: DryRunPrinter? = nil, json: ProgressJSON? = nil
     ) {
         self.dryRun = dryRun
+        self.json = json
         self.display = display
         self.listName = listName
         self.report = report
@@ -56,10 +59,15 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
 
     func networkQueue(_ queue: NetworkQueue, didStart request: NetworkRequest) {
         report?.started(request)
+        json?.event("start", request)
         show(.didStart(request))
     }
 
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
+        json?.event("headers", request) { line in
+            line.status = head.statusCode
+            line.length = head.expectedContentLength >= 0 ? head.expectedContentLength : nil
+        }
         show(.didReceiveHeaders(request, head: head))
     }
 
@@ -70,24 +78,33 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
         report?.ended(request, .success(response), line: tagsAreLines ? request.tag : nil)
         dryRun?.ended(request, .success(response))
+        json?.ended(request, .success(response))
         show(.didFinish(request, response: response))
     }
 
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
         report?.ended(request, .failure(error), line: tagsAreLines ? request.tag : nil)
         dryRun?.ended(request, .failure(error))
+        json?.ended(request, .failure(error))
         show(.didFail(request, error: error))
     }
 
     func networkQueue(
         _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval, error: NetworkQueueError
     ) {
+        json?.retry(request, after: delay, error: error)
         show(.willRetry(request, after: delay, error: error))
     }
 
-    func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest) { show(.didPause(request)) }
+    func networkQueue(_ queue: NetworkQueue, didPause request: NetworkRequest) {
+        json?.event("pause", request)
+        show(.didPause(request))
+    }
 
-    func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest) { show(.didResume(request)) }
+    func networkQueue(_ queue: NetworkQueue, didResume request: NetworkRequest) {
+        json?.event("resume", request)
+        show(.didResume(request))
+    }
 
     func networkQueue(_ queue: NetworkQueue, didUpdateProgress progress: QueueProgress) {
         show(.didUpdateProgress(progress))

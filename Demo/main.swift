@@ -118,6 +118,25 @@ if let path = options.report {
         exit(error.isUsage ? 2 : 1)
     }
 }
+// --progress-json: a file checked as --report's is, or standard output (the rest of the output then goes to
+// standard error, so that a program reads nothing but JSON lines there).
+var json: ProgressJSON?
+if let path = options.progressJSON {
+    if path == "-" {
+        let fd = dup(STDOUT_FILENO)
+        fflush(nil)
+        dup2(STDERR_FILENO, STDOUT_FILENO)
+        json = ProgressJSON(fd: fd, tagsAreLines: options.input != nil)
+    } else {
+        do {
+            let fd = try ReportFile.openChecked(path: path, input: options.input, output: options.output)
+            json = ProgressJSON(fd: fd, tagsAreLines: options.input != nil)
+        } catch {
+            complain("Demo: error: cannot write --progress-json \(path): \(error)")
+            exit(error.isUsage ? 2 : 1)
+        }
+    }
+}
 let queue = NetworkQueue(transport: transport)
 queue.maxConcurrentRequestCount = options.concurrency
 queue.order = options.order
@@ -193,39 +212,44 @@ if let input = options.input, let listReader {
     queue.add(contentsOf: source, expectedCount: (listCount ?? 0) / options.shard.count)
 }
 
-let count =
-    options.input == nil
-    ? "\(rows.count) requests"
-    : listCount.map { "a list of \($0) lines" }
-        ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
-// Header values are never shown (they are often tokens), nor a proxy's credentials.
-var sendingWords: [String] = []
-if !options.headers.isEmpty { sendingWords.append("sending " + options.headers.names.joined(separator: ", ")) }
-if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
-if let path = options.report { sendingWords.append("report to \(path)") }
-let mode =
-    [
-        count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
-        options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
-        options.order == .fifo ? "FIFO" : "LIFO",
-        options.dryRun
-            ? "dry run (a HEAD each, nothing saved)"
-            : options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
-        options.retries == 1 ? "1 retry" : "\(options.retries) retries",
-    ] + (options.output.map { [(options.dryRun ? "names in " : "saving to ") + $0.path] } ?? [])
-    + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
-    + (options.pacing.isPaced
-        ? [
-            "a start per server every \(Format.seconds(options.pacing.interval)) s"
-                + (options.pacing.isRandomized ? " on average (random waits)" : "")
-        ] : [])
-    + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
-    + (options.noClobber ? ["no clobber"] : [])
-    + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
-    + (options.timeLimits.lowestSpeed.map { ["at least \($0)"] } ?? [])
-    + (options.maxFileSize.map { ["at most \(Format.bytes($0)) a file"] } ?? [])
-    + sendingWords
-print("NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server"))
+/// The run's first line: what it will do. Made in a function, so that its strings are gone before the process
+/// exits (LeakSanitizer reads a string kept in a global array as leaked: its pointer carries flag bits).
+@MainActor func modeLine() -> String {
+    let count =
+        options.input == nil
+        ? "\(rows.count) requests"
+        : listCount.map { "a list of \($0) lines" }
+            ?? "a list read as it comes (\(options.input == "-" ? "standard input" : "a pipe"))"
+    // Header values are never shown (they are often tokens), nor a proxy's credentials.
+    var sendingWords: [String] = []
+    if !options.headers.isEmpty { sendingWords.append("sending " + options.headers.names.joined(separator: ", ")) }
+    if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
+    if let path = options.report { sendingWords.append("report to \(path)") }
+    let mode =
+        [
+            count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
+            options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
+            options.order == .fifo ? "FIFO" : "LIFO",
+            options.dryRun
+                ? "dry run (a HEAD each, nothing saved)"
+                : options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+            options.retries == 1 ? "1 retry" : "\(options.retries) retries",
+        ] + (options.output.map { [(options.dryRun ? "names in " : "saving to ") + $0.path] } ?? [])
+        + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])
+        + (options.pacing.isPaced
+            ? [
+                "a start per server every \(Format.seconds(options.pacing.interval)) s"
+                    + (options.pacing.isRandomized ? " on average (random waits)" : "")
+            ] : [])
+        + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
+        + (options.noClobber ? ["no clobber"] : [])
+        + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
+        + (options.timeLimits.lowestSpeed.map { ["at least \($0)"] } ?? [])
+        + (options.maxFileSize.map { ["at most \(Format.bytes($0)) a file"] } ?? [])
+        + sendingWords
+    return "NetworkQueue demo: " + mode.joined(separator: ", ") + (server == nil ? "" : ", from a local server")
+}
+print(modeLine())
 
 // --verbose prints line by line: the log's lines would break a redrawn screen.
 var display = Display(
@@ -245,6 +269,7 @@ interrupt.setEventHandler {
 interrupt.resume()
 if rows.isEmpty, options.input == nil {
     // Every file was there already (--no-clobber): nothing to run.
+    json?.finish(queue.progress)
     _ = display.finish(kept: keptArguments)
     server?.stop()
     exit(0)
@@ -252,12 +277,14 @@ if rows.isEmpty, options.input == nil {
 let dryRun = options.dryRun ? DryRunPrinter() : nil
 let listener = Listener(
     display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
-    report: report, tagsAreLines: options.input != nil, dryRun: dryRun)
+    report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json)
 queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
+json?.start(queue)
 queue.go()
 let sourceProblem: InputList.Problem?
 (display, sourceProblem) = await listener.finished()
+json?.finish(queue.progress)
 let succeeded = dryRun?.finish(kept: keptArguments + tally.kept) ?? display.finish(kept: keptArguments + tally.kept)
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).

@@ -1,0 +1,171 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `--progress-json FILE|-`: the run as JSON lines a program can read while it goes, one object a line, each
+/// written with one `write` (a reader never sees half a line). A stable format, documented in `--help`:
+///
+/// - `{"type":"progress", …}` at least once a second and at the end (`"final":true`): `fraction` (0–1, never
+///   decreasing), `finished`, `failed`, `cancelled`, `total` (known so far) and `total_final`, `bytes`,
+///   `bytes_expected` (when known), `rate` (bytes a second) and `eta` (seconds) when known, `held` (requests waiting
+///   for a server that asked the batch to wait).
+/// - a line per request event: `start`, `headers` (`status`, `length`), `retry` (`attempt`: the next one, `delay`,
+///   `error`), `pause`, `resume`, `end` (`outcome`: `finished`, `unchanged`, `failed` or `cancelled`; `status`,
+///   `bytes`, and for a failure `kind` and `error`). Each carries `url` (redacted as the log is), and `line` (of
+///   `--input`) and `file` when there are.
+///
+/// Every line has `type` and `time` (seconds since the run began, to the millisecond).
+final class ProgressJSON: @unchecked Sendable {
+    /// One line; fields without a value are left out.
+    struct Line: Encodable {
+        let type: String
+        let time: Double
+        var final: Bool?
+        var fraction: Double?
+        var finished: Int?
+        var failed: Int?
+        var cancelled: Int?
+        var total: Int?
+        var totalFinal: Bool?
+        var bytes: Int64?
+        var bytesExpected: Int64?
+        var rate: Double?
+        var eta: Double?
+        var held: Int?
+        var url: String?
+        var line: Int?
+        var file: String?
+        var status: Int?
+        var length: Int64?
+        var attempt: Int?
+        var delay: Double?
+        var outcome: String?
+        var kind: String?
+        var error: String?
+    }
+
+    private let fd: Int32
+    private let lock = NSLock()
+    private let encoder = JSONEncoder()
+    private let began = DispatchTime.now().uptimeNanoseconds
+    /// The highest fraction written: a line never shows less.
+    private var fraction = 0.0
+    private var failedToWrite = false
+    private var timer: DispatchSourceTimer?
+    /// Whether requests' tags are their `--input` line numbers.
+    private let tagsAreLines: Bool
+    /// The retries announced so far of each request that retried and has not ended (the request's own attempt count
+    /// may have moved on by the time an event is delivered).
+    private var retries: [ObjectIdentifier: Int] = [:]
+
+    /// Writes to `fd` (a file opened by ``ReportFile/openChecked(path:input:output:)``, or standard output's).
+    init(fd: Int32, tagsAreLines: Bool) {
+        self.fd = fd
+        self.tagsAreLines = tagsAreLines
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+    }
+
+    /// Writes a progress line of `queue` now and every half second until ``finish(_:)``.
+    func start(_ queue: NetworkQueue) {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now(), repeating: .milliseconds(500))
+        timer.setEventHandler { [weak self, weak queue] in
+            guard let self, let queue else { return }
+            self.progress(queue.progress, final: false)
+        }
+        lock.withLock { self.timer = timer }
+        timer.resume()
+    }
+
+    /// Stops the timer and writes the last progress line.
+    func finish(_ progress: QueueProgress) {
+        lock.withLock { timer }?.cancel()
+        self.progress(progress, final: true)
+    }
+
+    private var now: Double { (Double(DispatchTime.now().uptimeNanoseconds - began) / 1e6).rounded() / 1000 }
+
+    func progress(_ progress: QueueProgress, final: Bool) {
+        let shown = lock.withLock {
+            fraction = max(fraction, progress.fractionCompleted)
+            return fraction
+        }
+        var line = Line(type: "progress", time: now)
+        line.final = final ? true : nil
+        line.fraction = (shown * 10_000).rounded(.down) / 10_000
+        line.finished = progress.finishedRequestCount
+        line.failed = progress.failedRequestCount
+        line.cancelled = progress.cancelledRequestCount
+        line.total = progress.totalRequestCount
+        line.totalFinal = progress.isTotalFinal
+        line.bytes = progress.bytesReceived
+        line.bytesExpected = progress.bytesExpectedToReceive
+        line.rate = progress.throughput.map { $0.rounded() }
+        line.eta = progress.estimatedTimeRemaining.map { ($0 * 10).rounded() / 10 }
+        line.held = progress.heldRequestCount
+        write(line)
+    }
+
+    /// A line of `type` about `request`, filled in by `fill`.
+    func event(_ type: String, _ request: NetworkRequest, _ fill: (inout Line) -> Void = { _ in }) {
+        var line = Line(type: type, time: now)
+        line.url = NetworkQueueLogRecord.redacted(request.url)
+        line.line = tagsAreLines ? request.tag : nil
+        if case .file(let url) = request.destination { line.file = url.path }
+        fill(&line)
+        write(line)
+    }
+
+    /// The `retry` line of `request`, whose next attempt comes after `delay` seconds, the last one having failed with
+    /// `error`: `attempt` is the number of the next attempt (2 for the first retry).
+    func retry(_ request: NetworkRequest, after delay: Double, error: NetworkQueueError) {
+        let count = lock.withLock {
+            retries[ObjectIdentifier(request), default: 0] += 1
+            return retries[ObjectIdentifier(request)] ?? 1
+        }
+        event("retry", request) { line in
+            line.attempt = count + 1
+            line.delay = (delay * 1000).rounded() / 1000
+            line.error = error.localizedDescription
+        }
+    }
+
+    /// The `end` line of `request`, which ended with `result`.
+    func ended(_ request: NetworkRequest, _ result: Result<NetworkResponse, NetworkQueueError>) {
+        _ = lock.withLock { retries.removeValue(forKey: ObjectIdentifier(request)) }
+        event("end", request) { line in
+            line.status = request.head?.statusCode
+            line.bytes = request.downloadProgress.completedBytes
+            switch result {
+            case .success(let response):
+                line.status = response.statusCode
+                line.outcome = response.keptExistingFile ? "unchanged" : "finished"
+            case .failure(let error):
+                line.outcome = error.isCancellation ? "cancelled" : "failed"
+                line.kind = Report.kind(of: error)
+                line.error = error.localizedDescription
+            }
+        }
+    }
+
+    private func write(_ line: Line) {
+        guard var bytes = try? encoder.encode(line) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        // One line, one write, under the lock: lines never interleave.
+        let failed = lock.withLock {
+            let written = bytes.withUnsafeBytes { writeAll(fd, $0) }
+            defer { if written != bytes.count { failedToWrite = true } }
+            return written != bytes.count && !failedToWrite
+        }
+        if failed { complain("Demo: error: cannot write --progress-json: \(String(cString: strerror(errno)))") }
+    }
+}
+
+/// Writes `bytes` to `fd` with one `write` (the system's, which ``ProgressJSON/write(_:)`` hides by its name).
+private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int { write(fd, bytes.baseAddress, bytes.count) }
