@@ -57,6 +57,10 @@ struct DemoOptions {
     var randomWait = false
     /// `--dry-run`: check each URL instead of downloading it.
     var dryRun = false
+    /// `--tree`: each file under its URL's host and folders; `--cut-dirs` drops that many leading folders.
+    var tree = false
+    var cutDirs = 0
+    var cutDirsGiven = false
     /// Where the JSON lines of `--progress-json` go (`-`: standard output, the rest of the output then going to
     /// standard error).
     var progressJSON: String?
@@ -106,6 +110,8 @@ struct DemoOptions {
         case badWait(String)
         case randomWaitAlone
         case sameFileTwice(String)
+        case badCutDirs(String)
+        case needsTree(String)
 
         var description: String {
             switch self {
@@ -132,6 +138,8 @@ struct DemoOptions {
             case .badWait(let value): "--wait needs seconds of 0 or more (or Nm, Nh, Nd), like 1 or 0.5, not '\(value)'"
             case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
             case .sameFileTwice(let path): "--report and --progress-json both name \(path): give each its own file"
+            case .badCutDirs(let value): "--cut-dirs needs a whole number of 0 or more, not '\(value)'"
+            case .needsTree(let flag): "\(flag) works with --tree"
             }
         }
     }
@@ -159,6 +167,11 @@ struct DemoOptions {
                             Last-Modified), so running the same command again fetches only what is missing.
                             Two runs on one folder at once: a file the other run moved into place first is
                             kept, not failed (--shard splits a list between runs without overlap)
+          --tree            with --output: keep each URL's folders under the output folder, host first
+                            (out/example.com/pub/file.iso; a port given in the URL joins the host as
+                            host:port), as wget's -x (-x is --proxy here, as in curl); folders are
+                            made as needed
+          --cut-dirs N      with --tree: drop the first N folders of each URL's path (wget's)
           --replace         with --output: download files that exist already again
           --no-clobber      with --output: keep every file that exists already and send no request for
                             it (files only appear complete, renamed into place, so one that exists is
@@ -195,8 +208,11 @@ struct DemoOptions {
           --max-filesize B  fail a response larger than B bytes (like 64K, 500M, 2G; K = 1,000):
                             its transfer stops at once and nothing of it is kept
           --input FILE      read the requests from FILE (- for standard input), one a line:
-                            URL [MIRROR ...] [sha256:HEX|sha512:HEX], fields apart by TABs (as aria2's
-                            input files) or spaces: further URLs are mirrors of the same file (at most
+                            URL [MIRROR ...] [sha256:HEX|sha512:HEX] [out=NAME] [dir=SUB], fields apart
+                            by TABs (as aria2's input files) or spaces. out= names the file and dir= its
+                            folder under --output (aria2's names; a TAB-separated one may hold spaces;
+                            one that would leave the output folder, with '..', '/' or an absolute
+                            path, is a bad line: exit 2). Further URLs are mirrors of the same file (at most
                             16), which share its segments with --split and stand in when a location
                             fails (its HEAD too) or stalls at the end of the file; they may run other
                             server software (each is held to its own ETag, agreeing on the length and
@@ -346,6 +362,12 @@ struct DemoOptions {
                 options.wait = seconds
             case "--random-wait": options.randomWait = true
             case "--dry-run": options.dryRun = true
+            case "--tree": options.tree = true
+            case "--cut-dirs":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), count >= 0 else { throw .badCutDirs(value) }
+                options.cutDirs = count
+                options.cutDirsGiven = true
             case "--progress-json":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 options.progressJSON = value
@@ -364,6 +386,8 @@ struct DemoOptions {
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }
+        if options.tree, options.output == nil { throw .needsOutput("--tree") }
+        if options.cutDirsGiven, !options.tree { throw .needsTree("--cut-dirs") }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }

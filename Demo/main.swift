@@ -174,7 +174,13 @@ var keptArguments = 0
 for (index, (url, label)) in targets.enumerated() {
     var destination = NetworkRequest.Destination.memory
     if let output = options.output {
-        let file = output.appendingPathComponent(namer.name(for: url), isDirectory: false)
+        let name = namer.name(
+            forBase: FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: options.tree ? options.cutDirs : nil))
+        let file = output.appendingPathComponent(name, isDirectory: false)
+        if !options.dryRun, name.contains("/") {
+            try? FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
         if options.noClobber, FileNames.isRegularFile(file) {
             keptArguments += 1
             continue
@@ -183,7 +189,9 @@ for (index, (url, label)) in targets.enumerated() {
     }
     let fileOptions = NetworkRequest.FileOptions(existingFile: existingFile, maximumConnections: options.split)
     var name: String?
-    if case .file(let file) = destination { name = file.lastPathComponent }
+    if case .file(let file) = destination, let output = options.output {
+        name = String(file.path.dropFirst(output.path.count).drop { $0 == "/" })
+    }
     let request =
         options.dryRun
         ? DryRun.probe(url, headers: options.headers, name: name, attempts: options.retries + 1, tag: index + 1)
@@ -205,7 +213,8 @@ if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
-        dryRunAttempts: options.dryRun ? options.retries + 1 : nil, tally: tally)
+        dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
+        tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)

@@ -6,8 +6,8 @@ import Foundation
     import Darwin
 #endif
 
-/// File names for `--output`: taken from each URL's last path component only (never from a server's
-/// header), made safe, and made unique within the list.
+/// File names for `--output`: taken from each URL's last path component (never from a server's header) or the
+/// list's `out=`, in the list's `dir=` folder or the URL's (`--tree`), made safe, and made unique within the list.
 public enum FileNames {
     /// True when a regular file is at `url` (a link to one counts): what `--no-clobber` keeps. A directory, a
     /// FIFO or a device under a download's name is not a download.
@@ -17,8 +17,10 @@ public enum FileNames {
     }
     /// A safe name for `url`: percent-decoded, without `/`, `\`, NUL or control characters, no `..`,
     /// not starting with a dot, at most 200 bytes; "download" when nothing is left.
-    public static func safeName(for url: URL) -> String {
-        let component = url.lastPathComponent
+    public static func safeName(for url: URL) -> String { safeName(of: url.lastPathComponent) }
+
+    /// `component` (a URL's path component, percent-encoded or not) made safe as ``safeName(for:)`` makes a URL's.
+    public static func safeName(of component: String) -> String {
         if isPlain(component) { return component }
         let decoded = component.removingPercentEncoding ?? component
         var name = String(
@@ -44,6 +46,25 @@ public enum FileNames {
             previous = byte
         }
         return name != "_"
+    }
+
+    /// The folder `--tree` keeps for `url` under the output folder: its host (with `:port` when the URL gives one),
+    /// then the folders of its path, each made safe, less the first `cutDirs` of them (wget's `-x --cut-dirs`).
+    public static func treeFolder(for url: URL, cutDirs: Int) -> String {
+        var host = safeName(of: (url.host ?? "host").lowercased())
+        if let port = url.port { host += ":\(port)" }
+        let folders = url.pathComponents.dropFirst().dropLast().dropFirst(max(0, cutDirs))
+        return ([host] + folders.map { safeName(of: $0) }).joined(separator: "/")
+    }
+
+    /// The path under the output folder (`folder/name`, or `name`) a list entry's file is named from, before it is
+    /// made unique: its `out=` name or its URL's, in its `dir=` folder, else `--tree`'s (`cutDirs` non-nil), else the
+    /// output folder itself.
+    public static func base(for url: URL, name: String?, folder: String?, treeCutDirs: Int?) -> String {
+        let name = name ?? safeName(for: url)
+        if let folder { return folder + "/" + name }
+        if let cutDirs = treeCutDirs { return treeFolder(for: url, cutDirs: cutDirs) + "/" + name }
+        return name
     }
 
     /// Safe names for `urls`, in order (see ``FileNamer``).

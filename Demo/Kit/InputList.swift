@@ -7,9 +7,11 @@ import NetworkQueue
     import Darwin
 #endif
 
-/// The `--input` list: one request per line, `URL [mirror ...] [sha256:HEX|sha512:HEX]` (fields apart by TABs or
-/// spaces; more URLs on a line are mirrors of the first, as in aria2's input files); blank lines and lines that
-/// start with `#` are skipped. Read as a stream, a chunk at a time: a list of any length in constant memory.
+/// The `--input` list: one request per line, `URL [mirror ...] [sha256:HEX|sha512:HEX] [out=NAME] [dir=SUB]` (fields
+/// apart by TABs or spaces; more URLs on a line are mirrors of the first, as in aria2's input files; `out=` and
+/// `dir=` are aria2's names for the file's name and its folder under `--output`, and a TAB-separated one may hold
+/// spaces); blank lines and lines that start with `#` are skipped. Read as a stream, a chunk at a time: a list of
+/// any length in constant memory.
 public enum InputList {
     public struct Entry: Sendable {
         public let url: URL
@@ -18,6 +20,11 @@ public enum InputList {
         public let mirrors: [URL]
         /// The 1-based number of its line.
         public let line: Int
+        /// The file's name (`out=`), a single safe path component; nil: named from its URL.
+        public var name: String? = nil
+        /// The file's folder under `--output` (`dir=`), relative, its components safe and joined by `/`; nil: the
+        /// output folder itself (or the URL's tree with `--tree`).
+        public var folder: String? = nil
     }
 
     /// A line that is not `URL [checksum]`, by its 1-based number.
@@ -31,18 +38,33 @@ public enum InputList {
     public static func parse(_ rawLine: Substring, number: Int) throws(Problem) -> Entry? {
         let line = trimmed(rawLine)
         if line.isEmpty || line.hasPrefix("#") { return nil }
-        // Most lines are one URL: one field, no splitting.
-        let fields =
-            line.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 })
-            ? line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) : [line]
+        // Most lines are one URL: one field, no splitting. A TAB-separated `out=` or `dir=` field is taken whole (a
+        // name may hold spaces); everything else is split at spaces too.
+        var fields: [String] = []
+        var options: [String] = []
+        if line.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 }) {
+            for part in line.split(separator: "\t") {
+                let trimmed = part.trimmingCharacters(in: .whitespaces)
+                if isOption(trimmed), line.utf8.contains(0x09) {
+                    options.append(trimmed)
+                    continue
+                }
+                for field in part.split(separator: " ") {
+                    if isOption(field) { options.append(String(field)) } else { fields.append(String(field)) }
+                }
+            }
+        } else {
+            fields = [line]
+        }
         guard fields.count <= 1 + maximumMirrors + 1 else {
             throw Problem(
                 line: number,
                 reason: "expected 'URL [mirror ...] [sha256:HEX]' with at most \(maximumMirrors) mirrors, found "
                     + "\(fields.count) fields")
         }
-        guard let url = webURL(fields[0]) else {
-            throw Problem(line: number, reason: "\(quoted(fields[0])) is not an http(s) URL with a host")
+        guard let first = fields.first else { throw Problem(line: number, reason: "no URL before its options") }
+        guard let url = webURL(first) else {
+            throw Problem(line: number, reason: "\(quoted(first)) is not an http(s) URL with a host")
         }
         var checksum: Checksum?
         var mirrors: [URL] = []
@@ -62,7 +84,49 @@ public enum InputList {
         guard mirrors.count <= maximumMirrors else {
             throw Problem(line: number, reason: "\(mirrors.count) mirrors: at most \(maximumMirrors) may follow a URL")
         }
-        return Entry(url: url, checksum: checksum, mirrors: mirrors, line: number)
+        var entry = Entry(url: url, checksum: checksum, mirrors: mirrors, line: number)
+        for option in options {
+            let value = String(option.dropFirst(4))
+            if option.hasPrefix("out=") {
+                guard entry.name == nil else { throw Problem(line: number, reason: "out= given twice") }
+                guard let name = safeComponent(value) else {
+                    throw Problem(line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
+                }
+                entry.name = name
+            } else {
+                guard entry.folder == nil else { throw Problem(line: number, reason: "dir= given twice") }
+                guard let folder = safeFolder(value) else {
+                    throw Problem(
+                        line: number, reason: "dir=\(quoted(value)) is not a folder inside the output folder (a relative "
+                            + "path without '..', '.' or empty parts)")
+                }
+                entry.folder = folder
+            }
+        }
+        return entry
+    }
+
+    /// True for a field that is an option (`out=…`, `dir=…`).
+    private static func isOption(_ field: some StringProtocol) -> Bool { field.hasPrefix("out=") || field.hasPrefix("dir=") }
+
+    /// `text` when it is one safe path component: not empty, not `.` or `..`, no `/`, `\\`, NUL or control character,
+    /// at most 255 bytes; else nil.
+    static func safeComponent(_ text: String) -> String? {
+        guard !text.isEmpty, text != ".", text != "..", text.utf8.count <= 255,
+            !text.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control })
+        else { return nil }
+        return text
+    }
+
+    /// `text` as a relative folder of safe components joined by `/` (a trailing `/` dropped), at most 4,096 bytes;
+    /// nil when absolute, empty, or holding an empty, `.` or `..` part.
+    static func safeFolder(_ text: String) -> String? {
+        var trimmed = Substring(text)
+        if trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard !trimmed.isEmpty, !trimmed.hasPrefix("/"), trimmed.utf8.count <= 4_096 else { return nil }
+        let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.allSatisfy({ safeComponent($0) != nil }) else { return nil }
+        return parts.joined(separator: "/")
     }
 
     /// `line` without the white space (Unicode's, and `\r`) at its ends. A line of printable ASCII at both ends,

@@ -46,6 +46,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let split: Int
     /// With `--dry-run`: the attempts each probe may take (nil: the lines are downloaded).
     public let dryRunAttempts: Int?
+    /// With `--tree`: the leading folders of each URL's path that are dropped (`--cut-dirs`); nil: no tree.
+    public let treeCutDirs: Int?
     public let tally: Tally
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
@@ -53,8 +55,10 @@ public struct ListSource: AsyncSequence, Sendable {
     public init(
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
-        headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, tally: Tally
+        headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
+        tally: Tally
     ) {
+        self.treeCutDirs = treeCutDirs
         self.dryRunAttempts = dryRunAttempts
         self.headers = headers
         self.split = split
@@ -73,13 +77,23 @@ public struct ListSource: AsyncSequence, Sendable {
         let source: ListSource
         var reader: LineReader?
         var namer = FileNamer()
+        /// The folders under the output folder made so far (each made once).
+        var madeFolders: Set<String> = []
 
         public mutating func next() async throws -> NetworkRequest? {
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (line, number) = try reader!.next() {
                 guard let entry = try InputList.parse(line, number: number) else { continue }
+                if source.output == nil, entry.name != nil || entry.folder != nil {
+                    throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
+                }
                 // Named before the shard is chosen: every shard names the whole list alike.
-                let name = source.output == nil ? nil : namer.name(for: entry.url)
+                let name =
+                    source.output == nil
+                    ? nil
+                    : namer.name(
+                        forBase: FileNames.base(
+                            for: entry.url, name: entry.name, folder: entry.folder, treeCutDirs: source.treeCutDirs))
                 guard source.shard.contains(entry.url) else {
                     source.tally.skip()
                     continue
@@ -88,6 +102,14 @@ public struct ListSource: AsyncSequence, Sendable {
                 if let prefix = source.outputPrefix, let name {
                     // Said to be a file: Foundation would otherwise stat the path to find out.
                     let file = URL(fileURLWithPath: prefix + name, isDirectory: false)
+                    // Its folder under the output folder, made once (a dry run makes nothing; a folder that cannot be
+                    // made fails the file's request, not the list).
+                    if source.dryRunAttempts == nil, let slash = name.lastIndex(of: "/") {
+                        let folder = prefix + name[..<slash]
+                        if madeFolders.insert(folder).inserted {
+                            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                        }
+                    }
                     // Files only appear complete (renamed into place), so a regular file there is whole. Anything
                     // else (a directory, a FIFO) is not a download: the request runs and fails on it.
                     if source.noClobber, FileNames.isRegularFile(file) {

@@ -1,0 +1,121 @@
+import DemoKit
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Files named and placed as the list says: `out=` and `dir=` on a line (aria2's names), `--tree` and `--cut-dirs`
+/// (wget's): where each file lands, and the fields that would leave the output folder refused.
+@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoPlacementTests {
+    @Test func outAndDirFieldsAreReadBesideMirrorsAndTheChecksum() throws {
+        let hex = String(repeating: "ab", count: 32)
+        let tab = try #require(
+            try InputList.parse(
+                Substring("http://h/a.bin\thttp://m/a.bin\tsha256:\(hex)\tout=my report.pdf\tdir=2026/q1"), number: 4))
+        #expect(tab.name == "my report.pdf" && tab.folder == "2026/q1")
+        #expect(tab.mirrors.map(\.absoluteString) == ["http://m/a.bin"] && tab.checksum != nil)
+        let spaces = try #require(try InputList.parse("http://h/a.bin out=b.bin dir=x/", number: 1))
+        #expect(spaces.name == "b.bin" && spaces.folder == "x")
+        let plain = try #require(try InputList.parse("http://h/a.bin", number: 1))
+        #expect(plain.name == nil && plain.folder == nil)
+    }
+
+    @Test func fieldsThatWouldLeaveTheOutputFolderAreBadLines() {
+        for line in [
+            "http://h/a out=../x", "http://h/a out=a/b", "http://h/a out=..", "http://h/a out=.", "http://h/a out=",
+            "http://h/a dir=../x", "http://h/a dir=/etc", "http://h/a dir=a/../../b", "http://h/a dir=a//b",
+            "http://h/a dir=.", "http://h/a\tout=a\u{0}b", "http://h/a\tout=a\rb", "http://h/a out=a out=b",
+            "http://h/a dir=a dir=b", "out=x", "http://h/a out=" + String(repeating: "n", count: 256),
+        ] {
+            #expect(throws: InputList.Problem.self, "\(line)") { try InputList.parse(Substring(line), number: 2) }
+        }
+    }
+
+    @Test func namesAreUniqueOverTheListWithTheirFolders() {
+        var namer = FileNamer()
+        let url = URL(string: "http://h/pub/a.bin")!
+        let bases = [
+            FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folder: "x", treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folder: "x", treeCutDirs: nil),
+            FileNames.base(for: url, name: "b.bin", folder: "X", treeCutDirs: nil),
+            FileNames.base(for: url, name: "b.bin", folder: "x", treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: 0),
+            FileNames.base(
+                for: URL(string: "http://H:8080/pub/2026/%2E%2E/a.bin")!, name: nil, folder: nil, treeCutDirs: 1),
+        ]
+        #expect(
+            bases.map { namer.name(forBase: $0) } == [
+                "a.bin", "x/a.bin", "x/a-2.bin", "X/b.bin", "x/b-2.bin", "h/pub/a.bin", "h:8080/2026/download/a.bin",
+            ])
+    }
+
+    @Test func filesLandWhereTheListAndTheTreeSay() async throws {
+        let setup = try DemoSetup(
+            paths: [], extraLines: [])
+        defer { setup.tearDown() }
+        let base = "http://127.0.0.1:\(setup.server.port)"
+        try Data(
+            [
+                "\(base)/bytes/10\tout=ten bytes.bin", "\(base)/bytes/20?x=1\tdir=deep/er",
+                "\(base)/bytes/30\tout=t.bin\tdir=d",
+                "\(base)/bytes/10?again=1\tout=ten bytes.bin",
+            ].map { $0 + "\n" }.joined().utf8
+        ).write(to: setup.list)
+        for transport in ["curl", "urlsession"] {
+            let output = setup.directory.appendingPathComponent("out-\(transport)")
+            let run = try await runDemo(
+                ["--transport", transport, "--input", setup.list.path, "--output", output.path], in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: output.path).sorted()
+            #expect(
+                files == ["d", "d/t.bin", "deep", "deep/er", "deep/er/20", "ten bytes-2.bin", "ten bytes.bin"],
+                "\(files)")
+            #expect(try Data(contentsOf: output.appendingPathComponent("d/t.bin")) == Data((0..<30).map { UInt8($0) }))
+        }
+        // --tree: host and folders, --cut-dirs dropping the first.
+        let output = setup.directory.appendingPathComponent("tree")
+        let run = try await runDemo(
+            [
+                "--tree", "--cut-dirs", "1", "--output", output.path, "\(base)/bytes/10",
+                "\(base)/redirect/1?to=/bytes/5",
+            ],
+            in: setup.directory)
+        #expect(run.status == 0, "\(run.output)")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: output.path).sorted()
+        #expect(
+            files == [
+                "127.0.0.1:\(setup.server.port)", "127.0.0.1:\(setup.server.port)/1",
+                "127.0.0.1:\(setup.server.port)/10",
+            ], "\(files)")
+    }
+
+    @Test func aBadFieldStopsTheRunAsBadUsageAndTheFieldsNeedAnOutputFolder() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let base = "http://127.0.0.1:\(setup.server.port)"
+        try Data("\(base)/bytes/10\n\(base)/bytes/20\tdir=../escape\n".utf8).write(to: setup.list)
+        let bad = try await runDemo(
+            ["--input", setup.list.path, "--output", setup.output.path], in: setup.directory, withErrors: true)
+        #expect(bad.status == 2)
+        #expect(
+            bad.output.contains("line 2: dir='../escape' is not a folder inside the output folder"), "\(bad.output)")
+        #expect(!FileManager.default.fileExists(atPath: setup.directory.appendingPathComponent("escape").path))
+        try Data("\(base)/bytes/10\tout=x.bin\n".utf8).write(to: setup.list)
+        let memory = try await runDemo(["--input", setup.list.path], in: setup.directory, withErrors: true)
+        #expect(memory.status == 2)
+        #expect(memory.output.contains("out= and dir= need --output DIR"), "\(memory.output)")
+        for (arguments, message) in [
+            (["--tree", "\(base)/bytes/1"], "--tree works with --output DIR"),
+            (["--cut-dirs", "1", "--output", "o", "\(base)/bytes/1"], "--cut-dirs works with --tree"),
+        ] {
+            let run = try await runDemo(arguments, in: setup.directory, withErrors: true)
+            #expect(run.status == 2 && run.output.contains(message), "\(arguments): \(run.output)")
+        }
+    }
+}
