@@ -175,7 +175,8 @@ for (index, (url, label)) in targets.enumerated() {
     var destination = NetworkRequest.Destination.memory
     if let output = options.output {
         let name = namer.name(
-            forBase: FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: options.tree ? options.cutDirs : nil))
+            forBase: FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: options.tree ? options.cutDirs : nil)
+        )
         let file = output.appendingPathComponent(name, isDirectory: false)
         if !options.dryRun, name.contains("/") {
             try? FileManager.default.createDirectory(

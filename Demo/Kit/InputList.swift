@@ -90,14 +90,16 @@ public enum InputList {
             if option.hasPrefix("out=") {
                 guard entry.name == nil else { throw Problem(line: number, reason: "out= given twice") }
                 guard let name = safeComponent(value) else {
-                    throw Problem(line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
+                    throw Problem(
+                        line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
                 }
                 entry.name = name
             } else {
                 guard entry.folder == nil else { throw Problem(line: number, reason: "dir= given twice") }
                 guard let folder = safeFolder(value) else {
                     throw Problem(
-                        line: number, reason: "dir=\(quoted(value)) is not a folder inside the output folder (a relative "
+                        line: number,
+                        reason: "dir=\(quoted(value)) is not a folder inside the output folder (a relative "
                             + "path without '..', '.' or empty parts)")
                 }
                 entry.folder = folder
@@ -107,13 +109,17 @@ public enum InputList {
     }
 
     /// True for a field that is an option (`out=…`, `dir=…`).
-    private static func isOption(_ field: some StringProtocol) -> Bool { field.hasPrefix("out=") || field.hasPrefix("dir=") }
+    private static func isOption(_ field: some StringProtocol) -> Bool {
+        field.hasPrefix("out=") || field.hasPrefix("dir=")
+    }
 
     /// `text` when it is one safe path component: not empty, not `.` or `..`, no `/`, `\\`, NUL or control character,
     /// at most 255 bytes; else nil.
     static func safeComponent(_ text: String) -> String? {
         guard !text.isEmpty, text != ".", text != "..", text.utf8.count <= 255,
-            !text.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control })
+            !text.unicodeScalars.contains(where: {
+                $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control
+            })
         else { return nil }
         return text
     }
