@@ -111,6 +111,7 @@ struct DemoOptions {
         case randomWaitAlone
         case sameFileTwice(String)
         case badCutDirs(String)
+        case badNetrc(path: String, reason: String)
         case needsTree(String)
 
         var description: String {
@@ -139,6 +140,7 @@ struct DemoOptions {
             case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
             case .sameFileTwice(let path): "--report and --progress-json both name \(path): give each its own file"
             case .badCutDirs(let value): "--cut-dirs needs a whole number of 0 or more, not '\(value)'"
+            case .badNetrc(let path, let reason): "cannot use \(path) for --netrc: \(reason)"
             case .needsTree(let flag): "\(flag) works with --tree"
             }
         }
@@ -232,6 +234,12 @@ struct DemoOptions {
                             send this header with every request (repeatable; a name given twice keeps
                             its last value). Values never appear in the Demo's output, and these
                             headers (but User-Agent) stay behind when a redirect leaves the origin
+          --netrc           send the credentials of ~/.netrc (machine HOST login USER password SECRET,
+                            as curl, wget and aria2 read it) to the servers it names, as Basic
+                            authorization: only to that host (a "default" entry is not used), never after
+                            a redirect to another origin (scheme, host and port), never shown; a field
+                            given with -H Authorization wins
+          --netrc-file FILE the same from FILE
           -A, --user-agent UA
                             send User-Agent: UA (default: the transport's)
           -x, --proxy URL   go through this proxy, as curl writes one:
@@ -363,6 +371,19 @@ struct DemoOptions {
             case "--random-wait": options.randomWait = true
             case "--dry-run": options.dryRun = true
             case "--tree": options.tree = true
+            case "--netrc", "--netrc-file":
+                var path = ProcessInfo.processInfo.environment["HOME"].map { $0 + "/.netrc" } ?? ".netrc"
+                if argument == "--netrc-file" {
+                    guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                    path = value
+                }
+                do {
+                    options.headers.netrc = try Netrc(path: path)
+                } catch let problem as Netrc.Problem {
+                    throw .badNetrc(path: path, reason: problem.description)
+                } catch {
+                    throw .badNetrc(path: path, reason: (error as NSError).localizedDescription)
+                }
             case "--cut-dirs":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badCutDirs(value) }

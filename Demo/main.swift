@@ -196,7 +196,7 @@ for (index, (url, label)) in targets.enumerated() {
     let request =
         options.dryRun
         ? DryRun.probe(url, headers: options.headers, name: name, attempts: options.retries + 1, tag: index + 1)
-        : options.headers.isEmpty
+        : options.headers.sendsNothing(to: url)
             ? NetworkRequest(url: url, destination: destination, validation: validation, fileOptions: fileOptions)
             : NetworkRequest(
                 options.headers.request(for: url), destination: destination, validation: validation,
@@ -233,6 +233,10 @@ if let input = options.input, let listReader {
     // Header values are never shown (they are often tokens), nor a proxy's credentials.
     var sendingWords: [String] = []
     if !options.headers.isEmpty { sendingWords.append("sending " + options.headers.names.joined(separator: ", ")) }
+    if let netrc = options.headers.netrc {
+        sendingWords.append(
+            "credentials for \(netrc.machineCount) server\(netrc.machineCount == 1 ? "" : "s") from netrc")
+    }
     if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
     if let path = options.report { sendingWords.append("report to \(path)") }
     let mode =

@@ -122,7 +122,7 @@ public struct ListSource: AsyncSequence, Sendable {
                     // Asked about, not fetched: the name it would get comes with it.
                     return DryRun.probe(entry.url, headers: source.headers, name: name, attempts: attempts, tag: number)
                 }
-                guard source.headers.isEmpty else {
+                guard source.headers.sendsNothing(to: entry.url) else {
                     return NetworkRequest(
                         source.headers.request(for: entry.url), destination: destination, validation: source.validation,
                         integrity: .init(checksum: entry.checksum),

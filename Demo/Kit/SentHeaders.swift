@@ -69,10 +69,23 @@ public struct SentHeaders: Sendable, Equatable {
         }
     }
 
-    /// A GET of `url` with these fields.
+    /// The `.netrc` whose credentials go to the hosts it names (`--netrc`, `--netrc-file`), as an `Authorization`
+    /// field unless one is given; nil: none.
+    public var netrc: Netrc?
+
+    /// True when a request to `url` sends no field of these (it may be made from its URL alone).
+    public func sendsNothing(to url: URL) -> Bool {
+        fields.isEmpty && (netrc == nil || url.host.flatMap { netrc?.credentials(for: $0) } == nil)
+    }
+
+    /// A GET of `url` with these fields (and the `.netrc`'s credentials for its host, unless `Authorization` is given).
     public func request(for url: URL) -> URLRequest {
         var request = URLRequest(url: url)
         for field in fields { request.setValue(field.value, forHTTPHeaderField: field.name) }
+        if let authorization = netrc?.authorization(for: url), request.value(forHTTPHeaderField: "Authorization") == nil
+        {
+            request.setValue(authorization, forHTTPHeaderField: "Authorization")
+        }
         return request
     }
 
