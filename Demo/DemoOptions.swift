@@ -57,6 +57,10 @@ struct DemoOptions {
     var randomWait = false
     /// `--dry-run`: check each URL instead of downloading it.
     var dryRun = false
+    /// `--load-cookies FILE`: the cookie file the run starts from; `--save-cookies FILE`: where the run's cookies
+    /// are written at its end.
+    var loadCookies: String?
+    var saveCookies: String?
     /// `--tree`: each file under its URL's host and folders; `--cut-dirs` drops that many leading folders.
     var tree = false
     var cutDirs = 0
@@ -234,6 +238,15 @@ struct DemoOptions {
                             send this header with every request (repeatable; a name given twice keeps
                             its last value). Values never appear in the Demo's output, and these
                             headers (but User-Agent) stay behind when a redirect leaves the origin
+          --load-cookies FILE
+                            start with the cookies of FILE, a Netscape cookie file as curl (-b) and wget
+                            write one (#HttpOnly_ lines too; expired and malformed lines are skipped); a
+                            cookie goes only where RFC 6265 allows (its domain, path, Secure, expiry)
+          --save-cookies FILE
+                            write every cookie at the end of the run to FILE, in the same format, whole
+                            (written beside it and renamed over it), readable by its owner only; session
+                            cookies are kept (expiry 0). May be the --load-cookies file; FILE is checked
+                            as --report's is
           --netrc           send the credentials of ~/.netrc (machine HOST login USER password SECRET,
                             as curl, wget and aria2 read it) to the servers it names, as Basic
                             authorization: only to that host (a "default" entry is not used), never after
@@ -371,6 +384,9 @@ struct DemoOptions {
             case "--random-wait": options.randomWait = true
             case "--dry-run": options.dryRun = true
             case "--tree": options.tree = true
+            case "--load-cookies", "--save-cookies":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                if argument == "--load-cookies" { options.loadCookies = value } else { options.saveCookies = value }
             case "--netrc", "--netrc-file":
                 var path = ProcessInfo.processInfo.environment["HOME"].map { $0 + "/.netrc" } ?? ".netrc"
                 if argument == "--netrc-file" {

@@ -72,6 +72,39 @@ if options.urls.isEmpty && options.input == nil {
 let redirects = RedirectPolicy(
     crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(
         options.headers.names.filter { $0.lowercased() != "user-agent" }))
+// --load-cookies and --save-cookies: one store, the transport's jar.
+let cookieStore: CookieStore? = {
+    guard options.loadCookies != nil || options.saveCookies != nil else { return nil }
+    let store = CookieStore()
+    if let path = options.loadCookies {
+        do {
+            let read = try store.load(contentsOf: URL(fileURLWithPath: path))
+            if read.skipped > 0 {
+                complain(
+                    "Demo: warning: \(path): \(read.skipped) line\(read.skipped == 1 ? "" : "s") skipped (expired or not a cookie)"
+                )
+            }
+        } catch {
+            complain("Demo: error: cannot read --load-cookies \(path): \(error.localizedDescription)")
+            exit(2)
+        }
+    }
+    if let path = options.saveCookies,
+        let refusal = ReportFile.refusal(forReplacing: path, input: options.input, output: options.output)
+    {
+        complain("Demo: error: cannot write --save-cookies \(path): \(refusal)")
+        exit(2)
+    }
+    return store
+}()
+/// Writes the cookies to --save-cookies, if given (at the end, and when interrupted).
+func saveCookies() {
+    guard let path = options.saveCookies, let cookieStore else { return }
+    do { try cookieStore.write(to: URL(fileURLWithPath: path)) } catch {
+        complain("Demo: error: cannot write --save-cookies \(path): \(error.localizedDescription)")
+    }
+}
+
 /// URLSession over Linux's Foundation takes proxies from the environment alone: --proxy is handed on there.
 func sessionTransport() -> URLSessionTransport {
     if let proxy = options.proxy {
@@ -81,7 +114,7 @@ func sessionTransport() -> URLSessionTransport {
         setenv("no_proxy", "", 1)
         setenv("NO_PROXY", "", 1)
     }
-    return URLSessionTransport(redirects: redirects)
+    return URLSessionTransport(cookies: cookieStore.map { .store($0) } ?? .ephemeral, redirects: redirects)
 }
 let transport: any Transport
 #if os(Linux)
@@ -90,6 +123,7 @@ let transport: any Transport
     } else {
         var curlOptions = CurlTransport.Options()
         curlOptions.redirects = redirects
+        if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
         do {
             transport = try CurlTransport(options: curlOptions)
@@ -278,6 +312,7 @@ interrupt.setEventHandler {
     print(
         "\nInterrupted: \(progress.finishedRequestCount)/\(progress.totalRequestCount) done, \(Format.bytes(progress.bytesReceived)) received"
             + (options.output == nil ? "" : "; partial files kept, run again to continue them"))
+    saveCookies()
     exit(130)
 }
 interrupt.resume()
@@ -285,6 +320,7 @@ if rows.isEmpty, options.input == nil {
     // Every file was there already (--no-clobber): nothing to run.
     json?.finish(queue.progress)
     _ = display.finish(kept: keptArguments)
+    saveCookies()
     server?.stop()
     exit(0)
 }
@@ -300,6 +336,7 @@ let sourceProblem: InputList.Problem?
 (display, sourceProblem) = await listener.finished()
 json?.finish(queue.progress)
 let succeeded = dryRun?.finish(kept: keptArguments + tally.kept) ?? display.finish(kept: keptArguments + tally.kept)
+saveCookies()
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).
 if sourceProblem != nil { exit(2) }

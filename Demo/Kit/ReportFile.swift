@@ -75,6 +75,18 @@ public enum ReportFile {
         return fd
     }
 
+    /// Why `path` may not be replaced at the end of the run by a file written beside it and renamed over it
+    /// (`--save-cookies`), or nil when it may: for the same reasons as a report's, checked before the run.
+    public static func refusal(forReplacing path: String, input: String?, output: URL?) -> Refusal? {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFREG else { return .notARegularFile }
+            if let input, isSameFile(info, asInput: input) { return .isTheInputList }
+        }
+        if let output, isInside(resolved(path), folder: resolved(output.path)) { return .insideOutput(output.path) }
+        return nil
+    }
+
     /// True when `info` is the file the `--input` list is read from.
     static func isSameFile(_ info: stat, asInput input: String) -> Bool {
         var other = stat()

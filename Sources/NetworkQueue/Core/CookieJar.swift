@@ -22,6 +22,9 @@ struct CookieJar {
         var expires: Date?
         /// Creation order, which also orders cookies of equal path length in a `Cookie` header.
         var serial: UInt64
+        /// Set by the server with `HttpOnly` (or read from a cookie file's `#HttpOnly_` line): kept to be written
+        /// back; it changes nothing here (no script reads this jar).
+        var isHTTPOnly = false
     }
 
     static let maximumCookieSize = 4096
@@ -123,6 +126,7 @@ struct CookieJar {
         var domain: String?
         var path: String?
         var isSecure = false
+        var isHTTPOnly = false
         var expires: Date?
         var maxAge: Int64?
         for attribute in parts {
@@ -149,6 +153,7 @@ struct CookieJar {
                 if !text.isEmpty { domain = text }
             case "path": path = argument.hasPrefix("/") ? argument : nil
             case "secure": isSecure = true
+            case "httponly": isHTTPOnly = true
             default: break
             }
         }
@@ -167,7 +172,8 @@ struct CookieJar {
         }
         var cookie = Cookie(
             name: name, value: value, domain: domain ?? host, isHostOnly: isHostOnly,
-            path: path ?? Self.defaultPath(requestPath), isSecure: isSecure, expires: expires, serial: nextSerial)
+            path: path ?? Self.defaultPath(requestPath), isSecure: isSecure, expires: expires, serial: nextSerial,
+            isHTTPOnly: isHTTPOnly)
         nextSerial += 1
         if let index = cookies.firstIndex(where: {
             $0.name == name && $0.domain == cookie.domain && $0.path == cookie.path
@@ -178,6 +184,94 @@ struct CookieJar {
         if let expires, expires <= now { return }
         cookies.append(cookie)
         evict(domain: cookie.domain)
+    }
+
+    // MARK: Cookie files (curl's and wget's Netscape format)
+
+    /// Adds the cookies of a Netscape cookie file's `text` (curl's `-b`/`-c`, wget's `--load-cookies`): a line per
+    /// cookie, seven TAB-separated fields — domain, whether subdomains match (`TRUE`/`FALSE`), path, secure
+    /// (`TRUE`/`FALSE`), expiry (Unix seconds; 0: a session cookie), name, value — and `#HttpOnly_` before the domain
+    /// of an HttpOnly cookie. Other `#` lines and blank lines are comments. Returns the cookies added and the lines
+    /// skipped: malformed ones, expired ones, and those the jar's rules refuse (a cookie over
+    /// ``maximumCookieSize``, control characters, a domain cookie for a whole top-level domain or an address). A
+    /// cookie already in the jar (same name, domain and path) is replaced.
+    @discardableResult
+    mutating func load(netscape text: String, now: Date) -> (added: Int, skipped: Int) {
+        var added = 0
+        var skipped = 0
+        for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            var line = Substring(rawLine)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            var isHTTPOnly = false
+            if line.hasPrefix("#HttpOnly_") {
+                line = line.dropFirst("#HttpOnly_".count)
+                isHTTPOnly = true
+            } else if line.hasPrefix("#") || line.allSatisfy({ $0 == " " || $0 == "\t" }) {
+                continue
+            }
+            guard var cookie = Self.cookie(fromFileLine: line, now: now) else {
+                skipped += 1
+                continue
+            }
+            cookie.isHTTPOnly = isHTTPOnly
+            cookie.serial = nextSerial
+            nextSerial += 1
+            if let index = cookies.firstIndex(where: {
+                $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
+            }) {
+                cookie.serial = cookies[index].serial
+                cookies.remove(at: index)
+            }
+            cookies.append(cookie)
+            evict(domain: cookie.domain)
+            added += 1
+        }
+        return (added, skipped)
+    }
+
+    /// The cookie of one cookie-file line (without `#HttpOnly_`), or nil when the line is malformed, expired at
+    /// `now` or refused by the jar's rules.
+    private static func cookie(fromFileLine line: Substring, now: Date) -> Cookie? {
+        let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 7 || fields.count == 6, line.utf8.count <= maximumCookieSize else { return nil }
+        var domain = fields[0].lowercased()
+        let includesSubdomains = fields[1].uppercased() == "TRUE"
+        guard includesSubdomains || fields[1].uppercased() == "FALSE" else { return nil }
+        if domain.hasPrefix(".") { domain.removeFirst() }
+        let path = String(fields[2])
+        guard fields[3].uppercased() == "TRUE" || fields[3].uppercased() == "FALSE",
+            let expiry = Int64(fields[4]), expiry >= 0,
+            !domain.isEmpty, domain.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: "/") }),
+            path.hasPrefix("/")
+        else { return nil }
+        let name = String(fields[5])
+        let value = fields.count == 7 ? String(fields[6]) : ""
+        guard !(name.isEmpty && value.isEmpty), isAllowed(name), isAllowed(value), isAllowed(path) else { return nil }
+        // As a server's Domain attribute: never a whole top-level domain or an address range.
+        if includesSubdomains, !domain.contains(".") || isAddress(domain) { return nil }
+        let expires = expiry == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(min(expiry, 1 << 40)))
+        if let expires, expires <= now { return nil }
+        return Cookie(
+            name: name, value: value, domain: domain, isHostOnly: !includesSubdomains, path: path,
+            isSecure: fields[3].uppercased() == "TRUE", expires: expires, serial: 0)
+    }
+
+    /// The jar as a Netscape cookie file (see ``load(netscape:now:)``), the cookies not expired at `now`, session
+    /// cookies with an expiry of 0 (as curl writes them), oldest first.
+    func netscapeText(now: Date) -> String {
+        var text = "# Netscape HTTP Cookie File\n# Written by NetworkQueue. Holds credentials: keep it private.\n\n"
+        for cookie in cookies.sorted(by: { $0.serial < $1.serial }) where cookie.expires.map({ $0 > now }) ?? true {
+            // A TAB in a field would break the line's fields: such a cookie is not written.
+            if cookie.name.contains("\t") || cookie.value.contains("\t") || cookie.path.contains("\t") { continue }
+            let domain = (cookie.isHTTPOnly ? "#HttpOnly_" : "") + (cookie.isHostOnly ? "" : ".") + cookie.domain
+            let expiry = cookie.expires.map { String(Int64($0.timeIntervalSince1970.rounded(.up))) } ?? "0"
+            let fields = [
+                domain, cookie.isHostOnly ? "FALSE" : "TRUE", cookie.path, cookie.isSecure ? "TRUE" : "FALSE", expiry,
+                cookie.name, cookie.value,
+            ]
+            text += fields.joined(separator: "\t") + "\n"
+        }
+        return text
     }
 
     /// Keeps the domain's and the jar's counts within their bounds, dropping the oldest first: of the

@@ -25,9 +25,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// out of every error and to tell an unusable proxy setting apart.
     let proxies = ProxyRoutes(ProcessInfo.processInfo.environment)
 
-    init(redirects: RedirectPolicy, cookieJar: CookieJar?) {
+    init(redirects: RedirectPolicy, cookieJar: Locked<CookieJar>?) {
         self.redirects = redirects
-        self.cookieJar = cookieJar.map { Locked($0) }
+        self.cookieJar = cookieJar
     }
 
     /// Adds the jar's cookies for the request's URL to `request`, after any `Cookie` header of its own.

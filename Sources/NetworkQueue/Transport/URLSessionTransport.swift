@@ -47,6 +47,9 @@ public final class URLSessionTransport: Transport {
         case fromConfiguration
         /// No cookie handling: nothing stored, nothing added; only a `Cookie` header you set is sent.
         case disabled
+        /// The jar of `store`, which the program holds (filled from a cookie file, say, and written back after the
+        /// batch): used as the ephemeral jar is; several transports may share it.
+        case store(CookieStore)
     }
 
     let session: URLSession
@@ -70,7 +73,7 @@ public final class URLSessionTransport: Transport {
         switch cookies {
         case .fromConfiguration:
             break
-        case .ephemeral, .disabled:
+        case .ephemeral, .disabled, .store:
             // Ephemeral cookies live in the bridge's own jar: Foundation would store a cookie from a head it
             // then rejects (one too large, say).
             configuration.httpCookieStorage = nil
@@ -83,7 +86,13 @@ public final class URLSessionTransport: Transport {
         let delegateQueue = OperationQueue()
         delegateQueue.maxConcurrentOperationCount = 1
         delegateQueue.name = "URLSessionTransport.delegate"
-        bridge = SessionBridge(redirects: redirects, cookieJar: cookies == .ephemeral ? CookieJar() : nil)
+        let jar: Locked<CookieJar>? =
+            switch cookies {
+            case .ephemeral: Locked(CookieJar())
+            case .store(let store): store.jar
+            case .fromConfiguration, .disabled: nil
+            }
+        bridge = SessionBridge(redirects: redirects, cookieJar: jar)
         session = URLSession(configuration: configuration, delegate: bridge, delegateQueue: delegateQueue)
     }
 

@@ -87,6 +87,9 @@ import Foundation
             case ephemeral
             /// No cookie engine: only a `Cookie` header you set is sent.
             case disabled
+            /// The jar of `store`, which the program holds (filled from a cookie file, say, and written back after
+            /// the batch): used as the ephemeral jar is; several transports may share it.
+            case store(CookieStore)
         }
 
         /// A transport's settings; every property has a default.
@@ -155,7 +158,12 @@ import Foundation
             }
             // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
             // head is known to be valid (and leaked memory with every reuse of a handle).
-            let cookieJar = options.cookies == .ephemeral ? Locked(CookieJar()) : nil
+            let cookieJar: Locked<CookieJar>? =
+                switch options.cookies {
+                case .ephemeral: Locked(CookieJar())
+                case .store(let store): store.jar
+                case .disabled: nil
+                }
             let count = max(1, options.engineThreads)
             let sizes = count > 1 ? TransferSizes() : nil
             if case .through(let proxy) = options.proxy {
