@@ -61,6 +61,8 @@ struct DemoOptions {
     /// are written at its end.
     var loadCookies: String?
     var saveCookies: String?
+    /// `--content-disposition`: a file takes the name its response gives it.
+    var contentDisposition = false
     /// `--tree`: each file under its URL's host and folders; `--cut-dirs` drops that many leading folders.
     var tree = false
     var cutDirs = 0
@@ -173,6 +175,13 @@ struct DemoOptions {
                             Last-Modified), so running the same command again fetches only what is missing.
                             Two runs on one folder at once: a file the other run moved into place first is
                             kept, not failed (--shard splits a list between runs without overlap)
+          --content-disposition
+                            with --output: name each file as its response's Content-Disposition says
+                            (RFC 6266; filename* preferred, as wget2's option), in the folder its line
+                            gives it, made safe (its last path component, no control characters or
+                            leading dots, at most 200 bytes); a name never replaces a file: one taken
+                            gets -2, -3... The report, --progress-json and --verbose say where each went.
+                            --no-clobber looks at the name from the URL
           --tree            with --output: keep each URL's folders under the output folder, host first
                             (out/example.com/pub/file.iso; a port given in the URL joins the host as
                             host:port), as wget's -x (-x is --proxy here, as in curl); folders are
@@ -384,6 +393,7 @@ struct DemoOptions {
             case "--random-wait": options.randomWait = true
             case "--dry-run": options.dryRun = true
             case "--tree": options.tree = true
+            case "--content-disposition": options.contentDisposition = true
             case "--load-cookies", "--save-cookies":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 if argument == "--load-cookies" { options.loadCookies = value } else { options.saveCookies = value }
@@ -424,6 +434,7 @@ struct DemoOptions {
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }
         if options.tree, options.output == nil { throw .needsOutput("--tree") }
+        if options.contentDisposition, options.output == nil { throw .needsOutput("--content-disposition") }
         if options.cutDirsGiven, !options.tree { throw .needsTree("--cut-dirs") }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options

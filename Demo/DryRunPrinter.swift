@@ -10,13 +10,22 @@ final class DryRunPrinter: @unchecked Sendable {
     private var failing = 0
     private var knownBytes: Int64 = 0
     private var unknownSizes = 0
+    /// `--content-disposition`: the name a response gives shows in place of the one from its URL.
+    private let namesFromResponse: Bool
+
+    init(namesFromResponse: Bool = false) { self.namesFromResponse = namesFromResponse }
 
     /// Prints what the probe of `request` learned, and counts it.
     func ended(_ request: NetworkRequest, _ result: Result<NetworkResponse, NetworkQueueError>) {
         let answer = DryRun.answer(request, result)
         let status = answer.status.map { String($0) } ?? "---"
         let size = answer.size.map(Format.bytes) ?? "-"
-        let name = request.userInfo[DryRun.nameKey] as? String ?? "(memory)"
+        var name = request.userInfo[DryRun.nameKey] as? String ?? "(memory)"
+        if namesFromResponse, let given = request.head?.suggestedFileName {
+            // In the line's folder, as the download would put it (made unique when it is saved).
+            let folder = (name as NSString).deletingLastPathComponent
+            name = folder.isEmpty ? given : folder + "/" + given
+        }
         let url = NetworkQueueLogRecord.redacted(request.head?.url ?? request.url)
         var line =
             "\(status.padding(toLength: 4, withPad: " ", startingAt: 0))"

@@ -145,6 +145,7 @@ final class ProgressJSON: @unchecked Sendable {
             switch result {
             case .success(let response):
                 line.status = response.statusCode
+                if let url = response.fileURL { line.file = url.path }
                 line.outcome = response.keptExistingFile ? "unchanged" : "finished"
             case .failure(let error):
                 line.outcome = error.isCancellation ? "cancelled" : "failed"

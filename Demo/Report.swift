@@ -60,6 +60,8 @@ final class Report: @unchecked Sendable {
         let began = lock.withLock { started.removeValue(forKey: ObjectIdentifier(request)) }
         var file: String?
         if case .file(let url) = request.destination { file = url.path }
+        // Where it went: the name its response gave it (--content-disposition), else the one asked for.
+        if case .success(let response) = result, let url = response.fileURL { file = url.path }
         var entry = Entry(
             url: NetworkQueueLogRecord.redacted(request.url), line: line, file: file,
             outcome: Self.outcome(of: result), status: request.head?.statusCode,

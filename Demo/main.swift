@@ -222,7 +222,9 @@ for (index, (url, label)) in targets.enumerated() {
         }
         destination = .file(file)
     }
-    let fileOptions = NetworkRequest.FileOptions(existingFile: existingFile, maximumConnections: options.split)
+    let fileOptions = NetworkRequest.FileOptions(
+        existingFile: existingFile, maximumConnections: options.split,
+        namesFileFromResponse: options.contentDisposition)
     var name: String?
     if case .file(let file) = destination, let output = options.output {
         name = String(file.path.dropFirst(output.path.count).drop { $0 == "/" })
@@ -249,6 +251,7 @@ if let input = options.input, let listReader {
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
         dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
+        namesFromResponse: options.contentDisposition,
         tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
@@ -324,7 +327,7 @@ if rows.isEmpty, options.input == nil {
     server?.stop()
     exit(0)
 }
-let dryRun = options.dryRun ? DryRunPrinter() : nil
+let dryRun = options.dryRun ? DryRunPrinter(namesFromResponse: options.contentDisposition) : nil
 let listener = Listener(
     display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
     report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json)

@@ -46,6 +46,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let split: Int
     /// With `--dry-run`: the attempts each probe may take (nil: the lines are downloaded).
     public let dryRunAttempts: Int?
+    /// `--content-disposition`: each file takes the name its response gives it.
+    public let namesFromResponse: Bool
     /// With `--tree`: the leading folders of each URL's path that are dropped (`--cut-dirs`); nil: no tree.
     public let treeCutDirs: Int?
     public let tally: Tally
@@ -56,8 +58,9 @@ public struct ListSource: AsyncSequence, Sendable {
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
         headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
-        tally: Tally
+        namesFromResponse: Bool = false, tally: Tally
     ) {
+        self.namesFromResponse = namesFromResponse
         self.treeCutDirs = treeCutDirs
         self.dryRunAttempts = dryRunAttempts
         self.headers = headers
@@ -142,7 +145,9 @@ public struct ListSource: AsyncSequence, Sendable {
 
     /// The file options of an entry with `mirrors`: the list's existing-file rule and connections.
     func fileOptions(mirrors: [URL]) -> NetworkRequest.FileOptions {
-        .init(existingFile: existingFile, maximumConnections: split, mirrors: mirrors)
+        .init(
+            existingFile: existingFile, maximumConnections: split, mirrors: mirrors,
+            namesFileFromResponse: namesFromResponse)
     }
 }
 

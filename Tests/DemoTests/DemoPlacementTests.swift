@@ -119,3 +119,47 @@ import Testing
         }
     }
 }
+
+/// `--content-disposition`: each file named by its response, in its line's folder, never over a file.
+@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoContentDispositionTests {
+    static func path(_ size: Int, _ disposition: String) -> String {
+        "/bytes/\(size)?header="
+            + ("Content-Disposition:" + disposition).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
+
+    @Test func filesTakeTheirResponsesNamesSafelyAndTheReportSaysWhere() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let base = "http://127.0.0.1:\(setup.server.port)"
+        try Data(
+            [
+                base + Self.path(10, #"attachment; filename="../../../etc/report.pdf""#),
+                base + Self.path(20, "attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.txt") + "\tdir=cv",
+                base + Self.path(30, #"attachment; filename="report.pdf""#),
+                base + "/bytes/5?plain=1",
+            ].map { $0 + "\n" }.joined().utf8
+        ).write(to: setup.list)
+        let report = setup.directory.appendingPathComponent("report.jsonl")
+        for transport in ["curl", "urlsession"] {
+            let output = setup.directory.appendingPathComponent("out-\(transport)")
+            let run = try await runDemo(
+                [
+                    "--transport", transport, "--input", setup.list.path, "--output", output.path,
+                    "--content-disposition", "--report", report.path, "--concurrency", "1",
+                ], in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: output.path).sorted()
+            #expect(files == ["5", "cv", "cv/résumé.txt", "report-2.pdf", "report.pdf"], "\(transport): \(files)")
+            #expect(
+                try Data(contentsOf: output.appendingPathComponent("report-2.pdf")) == Data((0..<30).map { UInt8($0) }))
+            let saved = try String(contentsOf: report, encoding: .utf8)
+            #expect(saved.contains(output.appendingPathComponent("cv/résumé.txt").path), "\(saved)")
+        }
+        // The dry run shows the names the responses give.
+        let dry = try await runDemo(
+            ["--input", setup.list.path, "--output", "never", "--content-disposition", "--dry-run"], in: setup.directory
+        )
+        #expect(dry.status == 0, "\(dry.output)")
+        #expect(dry.output.contains("  report.pdf  ") && dry.output.contains("  cv/résumé.txt  "), "\(dry.output)")
+    }
+}

@@ -28,6 +28,8 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     var viaOpenStream = false
     /// The endings this feature turns into a success (a mirror stands in for a source that broke).
     var survives: Set<String> = []
+    /// The name the file is saved as when its response names it (nil: the destination's, `f.bin`).
+    var savedName: String? = nil
     /// The file options, given the URL the request asks for (its mirrors are other URLs of the same bytes).
     var fileOptions: @Sendable (URL) -> NetworkRequest.FileOptions = { _ in .init() }
     var configure: @Sendable (NetworkQueue) -> Void = { _ in }
@@ -106,6 +108,17 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         MatrixFeature(
             name: "held",
             path: { _, path, _ in path + (path.contains("?") ? "&" : "?") + "spent=1" }),
+        // The response names the file (issue 54): saved as `named.bin` beside the destination. A folder made where the
+        // destination goes is in no one's way then: the file is saved under its own name, the folder kept.
+        MatrixFeature(
+            name: "named by response",
+            path: { _, path, _ in
+                path.hasPrefix("/bytes/")
+                    ? path + (path.contains("?") ? "&" : "?")
+                        + "header=Content-Disposition:attachment%3B%20filename%3Dnamed.bin"
+                    : path
+            }, file: true, survives: ["folder at the file mid-body"],
+            savedName: "named.bin", fileOptions: { _ in .init(namesFileFromResponse: true) }),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in
@@ -369,7 +382,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         default: break
         }
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        if ending.action == .folderMidBody, feature.file {
+        if ending.action == .folderMidBody, feature.file, feature.savedName == nil {
             // Refused before the part's link or rename, the folder is left as it was, and nothing beside it. The
             // reason is the refusal's ("is a directory") for a part without a name, `rename`'s ("Is a directory") for
             // a named one: a split part, or a part that took its name ahead of its end.
@@ -384,8 +397,13 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                 "\(cell): the folder kept")
         } else if end == .finished {
             if feature.file {
-                #expect(left == ["f.bin"], "\(cell): \(left)")
-                #expect(try Data(contentsOf: file) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
+                let saved = feature.savedName ?? "f.bin"
+                // A folder made at the destination mid-body is kept beside a file the response named.
+                let expected = ending.action == .folderMidBody ? ["f.bin", saved] : [saved]
+                #expect(left.sorted() == expected, "\(cell): \(left)")
+                let savedFile = file.deletingLastPathComponent().appendingPathComponent(saved)
+                #expect(try Data(contentsOf: savedFile) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
+                #expect(request.response?.fileURL?.lastPathComponent == saved, "\(cell): the response's file")
             } else {
                 #expect(left.isEmpty, "\(cell): \(left)")
                 #expect(

@@ -150,7 +150,14 @@ extension QueueStateMachine {
             outbox.log(.info, .finished, record.request, now: now) {
                 let took = record.machine.startedAt.map { " in " + LogText.duration(now - $0) } ?? ""
                 if response.keptExistingFile { return "\(response.statusCode), existing file unchanged\(took)" }
-                return "\(response.statusCode), \(record.progress.received) bytes\(took)"
+                // A file named by its response: where it went.
+                var saved = ""
+                if let file = response.fileURL, case .file(let asked) = record.request.destination,
+                    file.standardizedFileURL.path != asked.standardizedFileURL.path
+                {
+                    saved = ", saved as \(file.path)"
+                }
+                return "\(response.statusCode), \(record.progress.received) bytes\(took)\(saved)"
             }
         case .failure(let error) where error.isCancellation:
             outbox.log(.warning, .cancelled, record.request, now: now) { error.description }

@@ -223,7 +223,14 @@ extension QueueStateMachine {
         case .committed(let error):
             guard isCurrent else { preconditionFailure("a commit for a request not committing") }
             let record = table[slot]
-            let (file, metrics) = (record.claim?.url, error == nil ? record.requestMetrics : nil)
+            // Where the file went: the name its response gave it, else its destination.
+            var file = record.claim?.url
+            if case .committing(let attempt) = record.machine.phase, let sink = attempt.sink,
+                sink.namesFromResponse
+            {
+                file = URL(fileURLWithPath: sink.committedPath, isDirectory: false)
+            }
+            let metrics = error == nil ? record.requestMetrics : nil
             apply(slot, transferEnded: true, now: now) {
                 $0.file(event, of: record.request, file: file, metrics: metrics, &$1, now: now)
             }

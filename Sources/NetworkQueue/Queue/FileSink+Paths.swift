@@ -242,6 +242,15 @@ extension FileSink {
     /// `CAP_DAC_READ_SEARCH`, newer ones to any process for a file it opened (6.18 here, as an unprivileged user). It
     /// costs a fifth less than the link through `/proc/self/fd`, whose path the kernel resolves through procfs. Refused,
     /// the kernel answers `ENOENT`: the `/proc` link then decides, and is used from then on when it succeeds.
+    /// Links the file at `path` at `target` too (never replacing anything there); 0 or the error number.
+    static func hardLink(_ path: String, to target: String) -> Int32 {
+        #if canImport(Glibc)
+            Glibc.link(path, target) == 0 ? 0 : errno
+        #else
+            Darwin.link(path, target) == 0 ? 0 : errno
+        #endif
+    }
+
     static func link(_ fd: Int32, to path: String) -> Int32 {
         #if os(Linux)
             if linksByDescriptor.load(ordering: .relaxed) {

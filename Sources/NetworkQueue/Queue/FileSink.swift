@@ -60,6 +60,10 @@ final class FileSink: Sendable {
         /// True once an unnamed part is written whole and dated: its descriptor stays open until ``commit()`` links
         /// it into place (a named part is closed then).
         var isFinished = false
+        /// The path the response named the file by (``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``),
+        /// free in the destination's folder when it was chosen, and the claim that keeps another request from it.
+        var responseTarget: String?
+        var targetClaim: DestinationClaim?
 
         /// Nothing more is written: the buffers go now, not with the sink, which a transfer still winding down may
         /// hold for a while (a split file's connections' buffers are a MiB each).
@@ -67,6 +71,9 @@ final class FileSink: Sendable {
             isClosed = true
             buffer = Data()
             segments = nil
+            // The name it chose is in place now, or will never be: another request may choose it.
+            targetClaim?.endRequest()
+            targetClaim = nil
         }
     }
 
@@ -90,11 +97,20 @@ final class FileSink: Sendable {
     /// was added): naming the part, or the commit, refuses whatever is there that a file must not replace, before
     /// anything is named or renamed over it.
     let checksDestinationAtCommit: Bool
+    /// True when a response's `Content-Disposition` names the file (see
+    /// ``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``).
+    let namesFromResponse: Bool
     let state: Locked<State>
+
+    /// Where the file went (or goes): the name the response gave it, else the destination.
+    var committedPath: String { state.withLock { $0.responseTarget } ?? destinationPath }
 
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
-    init?(claim: DestinationClaim, continuing: Bool, segmented: Bool = false) throws(NetworkQueueError) {
+    init?(claim: DestinationClaim, continuing: Bool, segmented: Bool = false, namesFromResponse: Bool = false)
+        throws(NetworkQueueError)
+    {
+        self.namesFromResponse = namesFromResponse
         destinationPath = claim.path
         partialPath = Self.partPath(of: destinationPath)
         validatorPath = Self.validatorPath(of: partialPath)
@@ -186,6 +202,12 @@ final class FileSink: Sendable {
                 // Its validator is written once the part is worth continuing (see ``FileSink``).
                 state.pendingResponse = response
             }
+            if namesFromResponse, state.isAccepting, state.responseTarget == nil,
+                let field = response.value(forHTTPHeaderField: "Content-Disposition"),
+                let name = ContentDisposition.fileName(in: field)
+            {
+                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath)
+            }
         }
     }
 
@@ -246,6 +268,10 @@ final class FileSink: Sendable {
             guard state.fd < 0 || state.isFinished else {
                 return .fileError(path: partialPath, reason: "not finished writing")
             }
+            if let target = state.responseTarget {
+                // A name the response gave: it never replaces anything (the user asked for none of what is there).
+                return place(&state, at: target)
+            }
             var destinationChecked = !checksDestinationAtCommit
             if !state.isNamed {
                 // Linked into place whole. Something at the destination already makes it a named part, renamed over
@@ -295,6 +321,67 @@ final class FileSink: Sendable {
         }
         if error == nil { claim.closeFile() } else { discard() }
         return error
+    }
+
+    /// Links the finished file at `target` (a name the response gave), never replacing what is there: a name taken
+    /// since it was chosen gives way to the next free one (`-2`, `-3`…). The part's own name and validator go.
+    private func place(_ state: inout State, at target: String) -> NetworkQueueError? {
+        var target = target
+        for _ in 0..<Self.freeNameTries {
+            let linked = state.isNamed ? Self.hardLink(partialPath, to: target) : Self.link(state.fd, to: target)
+            if linked == EEXIST {
+                let name = (target as NSString).lastPathComponent
+                state.targetClaim?.endRequest()
+                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath, after: target)
+                guard let next = state.responseTarget, next != destinationPath else { break }
+                target = next
+                continue
+            }
+            guard linked == 0 else { return .fileError(path: target, reason: String(cString: strerror(linked))) }
+            if state.fd >= 0 { closeDescriptor(state.fd) }
+            state.fd = -1
+            if state.isNamed { unlink(partialPath) }
+            if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
+            if state.hasValidator { unlink(validatorPath) }
+            state.markClosed()
+            return nil
+        }
+        return .fileError(path: target, reason: "no free name for the response's file name")
+    }
+
+    /// How many names ``freeName(_:besides:after:)`` tries before it gives up.
+    static let freeNameTries = 1_000
+
+    /// A path for `name` in the folder of `destination` that nothing is at and no other request claims, with `-2`,
+    /// `-3`… before its extension when taken (the name after `after`, when given, first), and its claim; the
+    /// destination itself when `name` is its own name (already the request's).
+    static func freeName(_ name: String, besides destination: String, after: String? = nil)
+        -> (String?, DestinationClaim?)
+    {
+        let folder = (destination as NSString).deletingLastPathComponent
+        let ns = name as NSString
+        let (stem, ext) = (ns.deletingPathExtension, ns.pathExtension)
+        var first = 1
+        if let after {
+            let tried = ((after as NSString).lastPathComponent as NSString).deletingPathExtension
+            if let dash = tried.lastIndex(of: "-"), let number = Int(tried[tried.index(after: dash)...]) {
+                first = number + 1
+            } else {
+                first = 2
+            }
+        }
+        for counter in first..<(first + freeNameTries) {
+            let candidate = counter == 1 ? name : ext.isEmpty ? "\(stem)-\(counter)" : "\(stem)-\(counter).\(ext)"
+            let path = folder + "/" + candidate
+            if path == destination { return (nil, nil) }
+            var info = stat()
+            guard lstat(path, &info) != 0, errno == ENOENT else { continue }
+            guard let claim = DestinationClaim.claim(URL(fileURLWithPath: path, isDirectory: false), path: path) else {
+                continue
+            }
+            return (path, claim)
+        }
+        return (nil, nil)
     }
 
     /// Closes and deletes the partial file and its validator. Does nothing once the file was committed or

@@ -139,7 +139,8 @@ extension NetworkQueue {
                 let splits = request.fileOptions.mayShare && RangeRules.mayContinue(outgoing)
                 guard
                     let opened = openPart(
-                        claim, continuing: continuesPart, segmented: splits, slot: slot, token: token)
+                        claim, continuing: continuesPart, segmented: splits,
+                        namesFromResponse: request.fileOptions.namesFileFromResponse, slot: slot, token: token)
                 else { return }
                 if splits { shared = request.fileOptions }
                 if !splits, opened.continuedFrom > 0, let validator = opened.validator {
@@ -179,13 +180,16 @@ extension NetworkQueue {
 
     /// Opens the part file of a transfer about to start and tells the machine; nil when the transfer must not
     /// start (the request ended meanwhile, or the file could not be opened: the machine was told).
-    private func openPart(_ claim: DestinationClaim, continuing: Bool, segmented: Bool, slot: Int, token: UInt64)
-        -> FileSink?
-    {
+    private func openPart(
+        _ claim: DestinationClaim, continuing: Bool, segmented: Bool, namesFromResponse: Bool, slot: Int, token: UInt64
+    ) -> FileSink? {
         let sink: FileSink
         do {
             // Nil means the request ended while starting: nothing to open or send.
-            guard let opened = try FileSink(claim: claim, continuing: continuing, segmented: segmented) else {
+            guard
+                let opened = try FileSink(
+                    claim: claim, continuing: continuing, segmented: segmented, namesFromResponse: namesFromResponse)
+            else {
                 return nil
             }
             sink = opened

@@ -84,12 +84,26 @@ extension NetworkRequest {
         /// The smallest segment a connection is given or left with when it shares work with another
         /// (values below 64 KiB count as 64 KiB). Default 1 MiB.
         public var minimumSegmentSize: Int64
+        /// Whether the file takes the name its response gives it in `Content-Disposition` (RFC 6266; RFC 8187's
+        /// `filename*`, UTF-8 or ISO-8859-1, preferred to `filename`), in the destination's folder, instead of the
+        /// destination's own name. Default false.
+        ///
+        /// The name is made safe before it is used: only its last path component (after any `/` or `\`), without
+        /// control characters or NUL, without leading dots or spaces, never `..`, at most 200 bytes; a name that
+        /// leaves nothing keeps the destination. It never replaces anything: a name something is at, or another
+        /// request holds, takes `-2`, `-3`… before its extension, as the Demo names a list's files (the check is made
+        /// when the head arrives, and again as the file is linked into place, which never replaces). The name is
+        /// decided before the file is committed; the response's ``NetworkResponse/fileURL`` and the log's `finished`
+        /// record say where it went. The part (`<destination>.part`) keeps the destination's name meanwhile, so a
+        /// later attempt or run continues it as before.
+        public var namesFileFromResponse: Bool
 
         /// Creates file options; every parameter defaults as its property says.
         public init(
             continuesPartialDownloads: Bool = true, existingFile: ExistingFile = .replace, maximumConnections: Int = 1,
-            mirrors: [URL] = [], minimumSegmentSize: Int64 = 1 << 20
+            mirrors: [URL] = [], minimumSegmentSize: Int64 = 1 << 20, namesFileFromResponse: Bool = false
         ) {
+            self.namesFileFromResponse = namesFileFromResponse
             self.continuesPartialDownloads = continuesPartialDownloads
             self.existingFile = existingFile
             self.maximumConnections = maximumConnections
@@ -176,7 +190,7 @@ extension NetworkRequest {
                 && validation.maximumResponseSize == .automatic && integrity.checksum == nil
                 && integrity.verifiesServerDigests
                 && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace
-                && !fileOptions.mayShare
+                && !fileOptions.mayShare && !fileOptions.namesFileFromResponse
                 && retryPolicy == nil
                 && timeLimits == nil
                 && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil

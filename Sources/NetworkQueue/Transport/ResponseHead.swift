@@ -116,6 +116,14 @@ public final class ResponseHead: @unchecked Sendable, CustomStringConvertible {
     /// The value of the field `name`, compared without regard to ASCII case; nil when absent.
     public func value(forHTTPHeaderField name: String) -> String? { storage.value(named: name) }
 
+    /// The file name the response gives itself in `Content-Disposition` (RFC 6266; RFC 8187's `filename*` preferred),
+    /// made safe to be one file in a folder (its last path component, no control characters, no leading dots, never
+    /// `..`, at most 200 bytes), or nil when it gives none that is safe. What
+    /// ``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse`` names a file by.
+    public var suggestedFileName: String? {
+        value(forHTTPHeaderField: "Content-Disposition").flatMap(ContentDisposition.fileName(in:))
+    }
+
     /// `Content-Length` as a number, or -1 when absent or not one (as `URLResponse` has it).
     public let expectedContentLength: Int64
 
