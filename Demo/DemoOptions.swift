@@ -61,6 +61,8 @@ struct DemoOptions {
     /// are written at its end.
     var loadCookies: String?
     var saveCookies: String?
+    /// `--save-session FILE`: the list's unfinished lines, kept as the run goes.
+    var saveSession: String?
     /// `--content-disposition`: a file takes the name its response gives it.
     var contentDisposition = false
     /// `--tree`: each file under its URL's host and folders; `--cut-dirs` drops that many leading folders.
@@ -238,6 +240,13 @@ struct DemoOptions {
                             file's lines are counted first), so its length costs no memory; a line longer
                             than 65536 bytes is refused (exit 2); with --output, names are unique over the
                             whole list (a URL gets the same name whether the list runs whole or in shards)
+          --save-session FILE
+                            with --input: keep in FILE the lines of the list not finished yet, every field
+                            as written, so that after any end (Ctrl-C, a crash, kill -9) --input FILE
+                            continues exactly the rest (aria2's --save-session, kept exact as each request
+                            ends: a finished line is blanked in place into a comment, one small write; a
+                            list from a pipe has its lines added as they are read). Failed lines stay.
+                            FILE is checked as --report's is
           --shard K/N       with --input: take only share K of N (0 <= K < N) of the list, chosen by
                             each URL, so that N runs on N machines split it with no coordinator and
                             may share one --output folder. Under a Kubernetes Indexed Job (completions
@@ -394,6 +403,9 @@ struct DemoOptions {
             case "--dry-run": options.dryRun = true
             case "--tree": options.tree = true
             case "--content-disposition": options.contentDisposition = true
+            case "--save-session":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.saveSession = value
             case "--load-cookies", "--save-cookies":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 if argument == "--load-cookies" { options.loadCookies = value } else { options.saveCookies = value }
@@ -429,6 +441,7 @@ struct DemoOptions {
             }
         }
         if options.shard != .whole, options.input == nil { throw .needsInput("--shard") }
+        if options.saveSession != nil, options.input == nil { throw .needsInput("--save-session") }
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }

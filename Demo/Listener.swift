@@ -27,11 +27,14 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     private let dryRun: DryRunPrinter?
     /// `--progress-json`: each event as a JSON line.
     private let json: ProgressJSON?
+    /// `--save-session`: the list's unfinished lines.
+    private let session: SessionFile?
 
     init(
         display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false,
-        dryRun: DryRunPrinter? = nil, json: ProgressJSON? = nil
+        dryRun: DryRunPrinter? = nil, json: ProgressJSON? = nil, session: SessionFile? = nil
     ) {
+        self.session = session
         self.dryRun = dryRun
         self.json = json
         self.display = display
@@ -78,6 +81,7 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
         report?.ended(request, .success(response), line: tagsAreLines ? request.tag : nil)
         dryRun?.ended(request, .success(response))
+        if tagsAreLines { session?.finished(line: request.tag) }
         json?.ended(request, .success(response))
         show(.didFinish(request, response: response))
     }
@@ -85,6 +89,7 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
         report?.ended(request, .failure(error), line: tagsAreLines ? request.tag : nil)
         dryRun?.ended(request, .failure(error))
+        if tagsAreLines { session?.keep(line: request.tag) }
         json?.ended(request, .failure(error))
         show(.didFail(request, error: error))
     }

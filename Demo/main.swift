@@ -246,12 +246,24 @@ for (index, (url, label)) in targets.enumerated() {
     rows.append((request, label))
 }
 let tally = ListSource.Tally()
+// --save-session: made before anything is read (a copy of a regular list).
+var session: SessionFile?
+if let path = options.saveSession, let input = options.input {
+    if let refusal = ReportFile.refusal(forReplacing: path, input: input, output: options.output) {
+        complain("Demo: error: cannot write --save-session \(path): \(refusal)")
+        exit(2)
+    }
+    do throws(SessionFile.Problem) { session = try SessionFile(path: path, list: input) } catch {
+        complain("Demo: error: cannot write --save-session \(path): \(error)")
+        exit(1)
+    }
+}
 if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
         dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
-        namesFromResponse: options.contentDisposition,
+        namesFromResponse: options.contentDisposition, session: session,
         tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
@@ -330,7 +342,7 @@ if rows.isEmpty, options.input == nil {
 let dryRun = options.dryRun ? DryRunPrinter(namesFromResponse: options.contentDisposition) : nil
 let listener = Listener(
     display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
-    report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json)
+    report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json, session: session)
 queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 json?.start(queue)

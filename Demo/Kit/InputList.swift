@@ -184,6 +184,10 @@ public struct LineReader: Sendable {
     private var scanned = 0
     private var isAtEnd = false
     private var number = 0
+    /// Bytes of the file before `buffer[0]` (dropped as the buffer moved on).
+    private var consumed: Int64 = 0
+    /// Where the line ``next()`` returned last starts in the file, and its length in bytes (without its newline).
+    public private(set) var lastLine: (offset: Int64, length: Int) = (0, 0)
 
     /// Opens `path` (`-`: standard input).
     public init(path: String) throws {
@@ -243,6 +247,7 @@ public struct LineReader: Sendable {
             }
             if let newline {
                 try checkLength(newline - start)
+                lastLine = (consumed + Int64(start), newline - start)
                 let line = String(decoding: buffer[start..<newline], as: UTF8.self)
                 start = newline + 1
                 scanned = start
@@ -253,6 +258,7 @@ public struct LineReader: Sendable {
             try checkLength(buffer.count - start)
             if isAtEnd {
                 guard start < buffer.count else { return nil }
+                lastLine = (consumed + Int64(start), buffer.count - start)
                 let line = String(decoding: buffer[start...], as: UTF8.self)
                 start = buffer.count
                 scanned = start
@@ -272,6 +278,7 @@ public struct LineReader: Sendable {
     /// Reads the next chunk, keeping the unread part of the buffer.
     private mutating func fill() throws {
         if start > 0 {
+            consumed += Int64(start)
             buffer.removeSubrange(0..<start)
             scanned -= start
             start = 0

@@ -46,6 +46,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let split: Int
     /// With `--dry-run`: the attempts each probe may take (nil: the lines are downloaded).
     public let dryRunAttempts: Int?
+    /// `--save-session`: the list's unfinished lines, kept as the run goes.
+    public let session: SessionFile?
     /// `--content-disposition`: each file takes the name its response gives it.
     public let namesFromResponse: Bool
     /// With `--tree`: the leading folders of each URL's path that are dropped (`--cut-dirs`); nil: no tree.
@@ -58,8 +60,9 @@ public struct ListSource: AsyncSequence, Sendable {
         path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
         headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
-        namesFromResponse: Bool = false, tally: Tally
+        namesFromResponse: Bool = false, session: SessionFile? = nil, tally: Tally
     ) {
+        self.session = session
         self.namesFromResponse = namesFromResponse
         self.treeCutDirs = treeCutDirs
         self.dryRunAttempts = dryRunAttempts
@@ -87,6 +90,10 @@ public struct ListSource: AsyncSequence, Sendable {
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (line, number) = try reader!.next() {
                 guard let entry = try InputList.parse(line, number: number) else { continue }
+                let place = reader!.lastLine
+                source.session?.noteRead(
+                    line: number, offset: place.offset, length: place.length, text: line,
+                    tracks: source.shard.contains(entry.url))
                 if source.output == nil, entry.name != nil || entry.folder != nil {
                     throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
                 }
@@ -117,6 +124,7 @@ public struct ListSource: AsyncSequence, Sendable {
                     // else (a directory, a FIFO) is not a download: the request runs and fails on it.
                     if source.noClobber, FileNames.isRegularFile(file) {
                         source.tally.keep()
+                        source.session?.finished(line: number)
                         continue
                     }
                     destination = .file(file)

@@ -1,0 +1,135 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `--save-session FILE`: the lines of the `--input` list not finished yet, in the list's own format, kept exact as the
+/// run goes, so that after any end (a kill -9 too) `--input FILE` continues exactly the rest.
+///
+/// A regular list is copied whole at the start (written beside the file and renamed over it); a list read from a
+/// pipe has each line appended as it is read (a pipe's later lines are the producer's to send again). When a line's
+/// request finishes, its bytes in the session file are overwritten in place by a comment of the same length (`#` and
+/// spaces): one small write at a known offset, no rewrite of the file, so a session of millions of lines costs one
+/// `pwrite` a request. Every field of an unfinished line is kept as it was written; line numbers are kept for a
+/// copied list. Failed, cancelled and unstarted lines stay.
+public final class SessionFile: @unchecked Sendable {
+    private let fd: Int32
+    private let lock = NSLock()
+    /// True when the list was copied whole: a line is where it is in the list. Else lines are appended as read.
+    private let isCopy: Bool
+    /// Where each line read and not ended lies in the session file (bytes, without its newline).
+    private var lines: [Int: (offset: Int64, length: Int)] = [:]
+    private var end: Int64 = 0
+    private var failedToWrite = false
+
+    /// Why the session file could not be made.
+    public struct Problem: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Makes the session file at `path` for the list at `list` (`-`: standard input): a copy of a regular file's
+    /// content, else empty.
+    public init(path: String, list: String) throws(Problem) {
+        var info = stat()
+        let copies = list != "-" && stat(list, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        let folder = (path as NSString).deletingLastPathComponent
+        var template = Array(((folder.isEmpty ? "." : folder) + "/.session.XXXXXX").utf8CString)
+        let temporary = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard temporary >= 0 else { throw Problem(description: String(cString: strerror(errno))) }
+        let temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var copied: Int64 = 0
+        if copies {
+            let source = open(list, O_RDONLY | O_CLOEXEC)
+            guard source >= 0 else {
+                let reason = String(cString: strerror(errno))
+                close(temporary)
+                unlink(temporaryPath)
+                throw Problem(description: reason)
+            }
+            defer { close(source) }
+            let size = 1 << 20
+            let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+            defer { chunk.deallocate() }
+            while true {
+                let got = read(source, chunk, size)
+                if got < 0, errno == EINTR { continue }
+                if got == 0 { break }
+                guard got > 0, Self.writeWhole(temporary, UnsafeRawBufferPointer(start: chunk, count: got)) else {
+                    let reason = String(cString: strerror(errno))
+                    close(temporary)
+                    unlink(temporaryPath)
+                    throw Problem(description: reason)
+                }
+                copied += Int64(got)
+            }
+        }
+        guard fchmod(temporary, 0o644) == 0, rename(temporaryPath, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(temporary)
+            unlink(temporaryPath)
+            throw Problem(description: reason)
+        }
+        fd = temporary
+        isCopy = copies
+        end = copied
+    }
+
+    deinit { close(fd) }
+
+    /// Line `number` was read, at `offset` in the list and `length` bytes long, its text `text`; `tracks`: this run
+    /// fetches it (false for a line of another shard, which stays as it is).
+    public func noteRead(line number: Int, offset: Int64, length: Int, text: Substring, tracks: Bool = true) {
+        lock.withLock {
+            if isCopy {
+                if tracks { lines[number] = (offset, length) }
+            } else {
+                var bytes = Array(text.utf8)
+                bytes.append(UInt8(ascii: "\n"))
+                let at = end
+                if bytes.withUnsafeBytes({ Self.writeWhole(fd, $0, at: at) }) {
+                    if tracks { lines[number] = (at, bytes.count - 1) }
+                    end += Int64(bytes.count)
+                } else {
+                    reportFailure()
+                }
+            }
+        }
+    }
+
+    /// Line `number` finished (or its file was there already): it leaves the session, overwritten in place.
+    public func finished(line number: Int) {
+        lock.withLock {
+            guard let (offset, length) = lines.removeValue(forKey: number), length > 0 else { return }
+            let comment = [UInt8(ascii: "#")] + [UInt8](repeating: UInt8(ascii: " "), count: length - 1)
+            if !comment.withUnsafeBytes({ Self.writeWhole(fd, $0, at: offset) }) { reportFailure() }
+        }
+    }
+
+    /// Line `number` ended without finishing (failed, cancelled): it stays in the session as it is.
+    public func keep(line number: Int) { _ = lock.withLock { lines.removeValue(forKey: number) } }
+
+    private func reportFailure() {
+        guard !failedToWrite else { return }
+        failedToWrite = true
+        FileHandle.standardError.write(
+            Data("Demo: error: cannot write --save-session: \(String(cString: strerror(errno)))\n".utf8))
+    }
+
+    /// Writes all of `bytes` to `fd` (at `offset` when given), retrying short writes and interruptions.
+    private static func writeWhole(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let pointer = bytes.baseAddress! + done
+            let written =
+                offset.map { pwrite(fd, pointer, bytes.count - done, off_t($0) + off_t(done)) }
+                ?? write(fd, pointer, bytes.count - done)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            done += written
+        }
+        return true
+    }
+}
