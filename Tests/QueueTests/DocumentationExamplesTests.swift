@@ -147,6 +147,28 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.maximumBytesPerSecond = 2_000_000          // the whole queue's download rate; nil removes the cap
     }
 
+    func namingAndSessions() throws {
+        let folder = URL(fileURLWithPath: "/data/reports", isDirectory: true)
+        let report = NetworkRequest(
+            url: URL(string: "https://example.com/download?id=17")!,
+            destination: .file(folder.appendingPathComponent("download-17")),    // used when no name is given
+            fileOptions: .init(namesFileFromResponse: true))
+        try queue.add(report)
+        // After it finished: report.response?.fileURL is where it went, e.g. /data/reports/Q3 report.pdf
+    }
+
+    #if os(Linux)
+        func cookieFiles() throws {
+            let cookies = try CookieStore(contentsOf: URL(fileURLWithPath: "cookies.txt"))
+            var options = CurlTransport.Options()
+            options.cookies = .store(cookies)
+            let queue = NetworkQueue(transport: try CurlTransport(options: options))
+            // ... run the batch ...
+            try cookies.write(to: URL(fileURLWithPath: "cookies.txt"))
+            _ = queue
+        }
+    #endif
+
     func batchControlPacing() {
         queue.hostPacing = HostPacing(interval: 0.5)                         // a start every 0.5 s per server
         queue.hostPacing = .requests(30, per: 60, randomized: true)         // 30 a minute, waits of 1-3 s at random
