@@ -92,7 +92,16 @@ struct Display {
             update(request, .unchanged, plain: { "unchanged \($0.label(request))  kept the file already there" })
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
-            update(request, .done, plain: { "done      \($0.label(request))  \(Format.bytes(size))" })
+            // A file its response named (--content-disposition) shows the name it was saved as.
+            let named = request.fileOptions.namesFileFromResponse ? response.fileURL : nil
+            let saved =
+                named.map { url in
+                    if case .file(let asked) = request.destination, asked.path != url.path {
+                        return "  saved as \(url.lastPathComponent)"
+                    }
+                    return ""
+                } ?? ""
+            update(request, .done, plain: { "done      \($0.label(request))  \(Format.bytes(size))\(saved)" })
             printMetrics(of: request, size: size)
         case .didFail(let request, let error):
             switch error {

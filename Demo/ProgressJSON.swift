@@ -1,12 +1,6 @@
 import Foundation
 import NetworkQueue
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `--progress-json FILE|-`: the run as JSON lines a program can read while it goes, one object a line, each
 /// written with one `write` (a reader never sees half a line). A stable format, documented in `--help`:
 ///
@@ -49,13 +43,11 @@ final class ProgressJSON: @unchecked Sendable {
         var error: String?
     }
 
-    private let fd: Int32
+    private let lines: JSONLines
     private let lock = NSLock()
-    private let encoder = JSONEncoder()
     private let began = DispatchTime.now().uptimeNanoseconds
     /// The highest fraction written: a line never shows less.
     private var fraction = 0.0
-    private var failedToWrite = false
     private var timer: DispatchSourceTimer?
     /// Whether requests' tags are their `--input` line numbers.
     private let tagsAreLines: Bool
@@ -65,10 +57,8 @@ final class ProgressJSON: @unchecked Sendable {
 
     /// Writes to `fd` (a file opened by ``ReportFile/openChecked(path:input:output:)``, or standard output's).
     init(fd: Int32, tagsAreLines: Bool) {
-        self.fd = fd
+        lines = JSONLines(fd: fd, option: "--progress-json", snakeCase: true)
         self.tagsAreLines = tagsAreLines
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
     }
 
     /// Writes a progress line of `queue` now and every half second until ``finish(_:)``.
@@ -155,18 +145,5 @@ final class ProgressJSON: @unchecked Sendable {
         }
     }
 
-    private func write(_ line: Line) {
-        guard var bytes = try? encoder.encode(line) else { return }
-        bytes.append(UInt8(ascii: "\n"))
-        // One line, one write, under the lock: lines never interleave.
-        let failed = lock.withLock {
-            let written = bytes.withUnsafeBytes { writeAll(fd, $0) }
-            defer { if written != bytes.count { failedToWrite = true } }
-            return written != bytes.count && !failedToWrite
-        }
-        if failed { complain("Demo: error: cannot write --progress-json: \(String(cString: strerror(errno)))") }
-    }
+    private func write(_ line: Line) { lines.write(line) }
 }
-
-/// Writes `bytes` to `fd` with one `write` (the system's, which ``ProgressJSON/write(_:)`` hides by its name).
-private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int { write(fd, bytes.baseAddress, bytes.count) }

@@ -1,12 +1,6 @@
 import Foundation
 import NetworkQueue
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `--report FILE`: one JSON line per request, written when it ends, each with one `write` to a file opened
 /// for appending, so a run that is killed keeps the line of every request that ended before.
 ///
@@ -34,20 +28,15 @@ final class Report: @unchecked Sendable {
         var error: String?
     }
 
-    private let fd: Int32
+    private let lines: JSONLines
     private let lock = NSLock()
     /// When each running request started, by identity (only the running ones: memory stays flat).
     private var started: [ObjectIdentifier: Double] = [:]
-    private var failedToWrite = false
-    private let encoder = JSONEncoder()
 
     /// Writes to `fd`, a file opened for appending (``ReportFile/openChecked(path:input:output:)``).
     init(fd: Int32) {
-        self.fd = fd
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        lines = JSONLines(fd: fd, option: "--report")
     }
-
-    deinit { close(fd) }
 
     private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
@@ -74,16 +63,7 @@ final class Report: @unchecked Sendable {
             if case .transport(let urlError) = error { entry.code = urlError.code.rawValue }
             if case .preflightFailed(let urlError) = error { entry.code = urlError.code.rawValue }
         }
-        guard var bytes = try? encoder.encode(entry) else { return }
-        bytes.append(UInt8(ascii: "\n"))
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written != bytes.count {
-            let first = lock.withLock {
-                defer { failedToWrite = true }
-                return !failedToWrite
-            }
-            if first { complain("Demo: error: cannot write --report: \(String(cString: strerror(errno)))") }
-        }
+        lines.write(entry)
     }
 
     private static func outcome(of result: Result<NetworkResponse, NetworkQueueError>) -> String {
