@@ -18,7 +18,7 @@ final class ProgressJSON: @unchecked Sendable {
     /// One line; fields without a value are left out.
     struct Line: Encodable {
         let type: String
-        let time: Double
+        var time: Double = 0
         var final: Bool?
         var fraction: Double?
         var finished: Int?
@@ -54,6 +54,8 @@ final class ProgressJSON: @unchecked Sendable {
     /// The retries announced so far of each request that retried and has not ended (the request's own attempt count
     /// may have moved on by the time an event is delivered).
     private var retries: [ObjectIdentifier: Int] = [:]
+    /// True once the final progress line is written: a timer's line that comes later is dropped.
+    private var isFinished = false
 
     /// Writes to `fd` (a file opened by ``ReportFile/openChecked(path:input:output:)``, or standard output's).
     init(fd: Int32, tagsAreLines: Bool) {
@@ -86,7 +88,7 @@ final class ProgressJSON: @unchecked Sendable {
             fraction = max(fraction, progress.fractionCompleted)
             return fraction
         }
-        var line = Line(type: "progress", time: now)
+        var line = Line(type: "progress")
         line.final = final ? true : nil
         line.fraction = (shown * 10_000).rounded(.down) / 10_000
         line.finished = progress.finishedRequestCount
@@ -104,7 +106,7 @@ final class ProgressJSON: @unchecked Sendable {
 
     /// A line of `type` about `request`, filled in by `fill`.
     func event(_ type: String, _ request: NetworkRequest, _ fill: (inout Line) -> Void = { _ in }) {
-        var line = Line(type: type, time: now)
+        var line = Line(type: type)
         line.url = NetworkQueueLogRecord.redacted(request.url)
         line.line = tagsAreLines ? request.tag : nil
         if case .file(let url) = request.destination { line.file = url.path }
@@ -145,5 +147,15 @@ final class ProgressJSON: @unchecked Sendable {
         }
     }
 
-    private func write(_ line: Line) { lines.write(line) }
+    /// Writes `line`, timed as it is written, under the lock: lines come in the order of their times, and nothing comes
+    /// after the final progress line but the run's own end.
+    private func write(_ line: Line) {
+        lock.withLock {
+            guard !isFinished else { return }
+            var timed = line
+            timed.time = now
+            lines.write(timed)
+            if line.final == true { isFinished = true }
+        }
+    }
 }
