@@ -17,6 +17,7 @@ public struct Netrc: Sendable, Equatable {
         public let login: String
         public let password: String
 
+        /// Credentials of `login` and `password`.
         public init(login: String, password: String) {
             self.login = login
             self.password = password

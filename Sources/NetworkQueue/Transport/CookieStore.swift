@@ -74,7 +74,9 @@ public final class CookieStore: Sendable, Hashable {
         }
     }
 
+    /// True when both are the same store (a store is compared by identity: two jars with the same cookies are two).
     public static func == (lhs: CookieStore, rhs: CookieStore) -> Bool { lhs === rhs }
+    /// Hashes the store's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
