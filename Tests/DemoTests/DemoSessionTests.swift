@@ -28,29 +28,34 @@ import Testing
             "\(base)/bytes/30\t\(hex)\tout=thirty.bin",
         ]
         try Data((list.joined(separator: "\n") + "\n").utf8).write(to: setup.list)
-        let session = setup.directory.appendingPathComponent("session.txt")
-        let run = try await runDemo(
-            [
-                "--input", setup.list.path, "--output", setup.output.path, "--save-session", session.path, "--retries",
-                "0",
-            ],
-            in: setup.directory)
-        #expect(run.status == 1, "\(run.output)")
-        let text = try String(contentsOf: session, encoding: .utf8)
-        // The failed lines, every field as written, in their places; the finished ones blanked into comments.
-        #expect(Self.entries(text) == ["\(base)/status/404", "\(base)/bytes/30\t\(hex)\tout=thirty.bin"], "\(text)")
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        #expect(lines.count == list.count + 1 && lines[0] == "# my downloads" && lines[2].isEmpty)
-        #expect(lines[1].hasPrefix("#") && lines[1].utf8.count == list[1].utf8.count)
-        // The session continues exactly them.
-        setup.server.resetStatistics()
-        let again = try await runDemo(
-            ["--input", session.path, "--output", setup.output.path, "--retries", "0"], in: setup.directory)
-        #expect(again.status == 1)
-        #expect(
-            setup.server.statistics.log.sorted() == [
-                "GET /bytes/30", "GET /status/404", "HEAD /bytes/30", "HEAD /status/404",
-            ])
+        for transport in ["curl", "urlsession"] {
+            let output = setup.directory.appendingPathComponent("out-\(transport)")
+            let session = setup.directory.appendingPathComponent("session-\(transport).txt")
+            let run = try await runDemo(
+                [
+                    "--transport", transport, "--input", setup.list.path, "--output", output.path, "--save-session",
+                    session.path, "--retries", "0",
+                ],
+                in: setup.directory)
+            #expect(run.status == 1, "\(run.output)")
+            let text = try String(contentsOf: session, encoding: .utf8)
+            // The failed lines, every field as written, in their places; the finished ones blanked into comments.
+            #expect(
+                Self.entries(text) == ["\(base)/status/404", "\(base)/bytes/30\t\(hex)\tout=thirty.bin"], "\(text)")
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.count == list.count + 1 && lines[0] == "# my downloads" && lines[2].isEmpty)
+            #expect(lines[1].hasPrefix("#") && lines[1].utf8.count == list[1].utf8.count)
+            // The session continues exactly them.
+            setup.server.resetStatistics()
+            let again = try await runDemo(
+                ["--transport", transport, "--input", session.path, "--output", output.path, "--retries", "0"],
+                in: setup.directory)
+            #expect(again.status == 1)
+            #expect(
+                setup.server.statistics.log.sorted() == [
+                    "GET /bytes/30", "GET /status/404", "HEAD /bytes/30", "HEAD /status/404",
+                ])
+        }
     }
 
     @Test func afterKill9TheSessionHoldsEveryUnfinishedLine() async throws {
