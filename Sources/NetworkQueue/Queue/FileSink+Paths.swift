@@ -236,12 +236,6 @@ extension FileSink {
         #endif
     }()
 
-    /// Links the unnamed file open as `fd` at `path`; 0, or the error number (`EEXIST` when something is there).
-    ///
-    /// By the descriptor itself (`AT_EMPTY_PATH`) while that works: older kernels allow it only to a process with
-    /// `CAP_DAC_READ_SEARCH`, newer ones to any process for a file it opened (6.18 here, as an unprivileged user). It
-    /// costs a fifth less than the link through `/proc/self/fd`, whose path the kernel resolves through procfs. Refused,
-    /// the kernel answers `ENOENT`: the `/proc` link then decides, and is used from then on when it succeeds.
     /// Links the file at `path` at `target` too (never replacing anything there); 0 or the error number.
     static func hardLink(_ path: String, to target: String) -> Int32 {
         #if canImport(Glibc)
@@ -251,6 +245,12 @@ extension FileSink {
         #endif
     }
 
+    /// Links the unnamed file open as `fd` at `path`; 0, or the error number (`EEXIST` when something is there).
+    ///
+    /// By the descriptor itself (`AT_EMPTY_PATH`) while that works: older kernels allow it only to a process with
+    /// `CAP_DAC_READ_SEARCH`, newer ones to any process for a file it opened (6.18 here, as an unprivileged user). It
+    /// costs a fifth less than the link through `/proc/self/fd`, whose path the kernel resolves through procfs. Refused,
+    /// the kernel answers `ENOENT`: the `/proc` link then decides, and is used from then on when it succeeds.
     static func link(_ fd: Int32, to path: String) -> Int32 {
         #if os(Linux)
             if linksByDescriptor.load(ordering: .relaxed) {

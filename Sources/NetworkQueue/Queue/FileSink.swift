@@ -60,8 +60,10 @@ final class FileSink: Sendable {
         /// True once an unnamed part is written whole and dated: its descriptor stays open until ``commit()`` links
         /// it into place (a named part is closed then).
         var isFinished = false
-        /// The path the response named the file by (``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``),
-        /// free in the destination's folder when it was chosen, and the claim that keeps another request from it.
+        /// The name the response gave the file (``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``),
+        /// the path chosen for it (the name, or its `-2`, `-3`…, free in the destination's folder when chosen), and
+        /// the claim that keeps another request from that path.
+        var responseName: String?
         var responseTarget: String?
         var targetClaim: DestinationClaim?
 
@@ -206,6 +208,7 @@ final class FileSink: Sendable {
                 let field = response.value(forHTTPHeaderField: "Content-Disposition"),
                 let name = ContentDisposition.fileName(in: field)
             {
+                state.responseName = name
                 (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath)
             }
         }
@@ -329,11 +332,11 @@ final class FileSink: Sendable {
         var target = target
         for _ in 0..<Self.freeNameTries {
             let linked = state.isNamed ? Self.hardLink(partialPath, to: target) : Self.link(state.fd, to: target)
-            if linked == EEXIST {
-                let name = (target as NSString).lastPathComponent
+            if linked == EEXIST, let name = state.responseName {
+                // Taken since: the names are looked at again (this one, now taken, among them).
                 state.targetClaim?.endRequest()
-                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath, after: target)
-                guard let next = state.responseTarget, next != destinationPath else { break }
+                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath)
+                guard let next = state.responseTarget else { break }
                 target = next
                 continue
             }
@@ -349,28 +352,17 @@ final class FileSink: Sendable {
         return .fileError(path: target, reason: "no free name for the response's file name")
     }
 
-    /// How many names ``freeName(_:besides:after:)`` tries before it gives up.
+    /// How many names ``freeName(_:besides:)`` tries before it gives up.
     static let freeNameTries = 1_000
 
     /// A path for `name` in the folder of `destination` that nothing is at and no other request claims, with `-2`,
-    /// `-3`… before its extension when taken (the name after `after`, when given, first), and its claim; the
-    /// destination itself when `name` is its own name (already the request's).
-    static func freeName(_ name: String, besides destination: String, after: String? = nil)
-        -> (String?, DestinationClaim?)
-    {
+    /// `-3`… before its extension when taken, and its claim; nil (the destination, already the request's) when
+    /// `name` is the destination's own name.
+    static func freeName(_ name: String, besides destination: String) -> (String?, DestinationClaim?) {
         let folder = (destination as NSString).deletingLastPathComponent
         let ns = name as NSString
         let (stem, ext) = (ns.deletingPathExtension, ns.pathExtension)
-        var first = 1
-        if let after {
-            let tried = ((after as NSString).lastPathComponent as NSString).deletingPathExtension
-            if let dash = tried.lastIndex(of: "-"), let number = Int(tried[tried.index(after: dash)...]) {
-                first = number + 1
-            } else {
-                first = 2
-            }
-        }
-        for counter in first..<(first + freeNameTries) {
+        for counter in 1...freeNameTries {
             let candidate = counter == 1 ? name : ext.isEmpty ? "\(stem)-\(counter)" : "\(stem)-\(counter).\(ext)"
             let path = folder + "/" + candidate
             if path == destination { return (nil, nil) }
