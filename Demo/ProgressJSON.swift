@@ -134,13 +134,12 @@ final class ProgressJSON: @unchecked Sendable {
         event("end", request) { line in
             line.status = request.head?.statusCode
             line.bytes = request.downloadProgress.completedBytes
+            line.outcome = Report.outcome(of: result)
             switch result {
             case .success(let response):
                 line.status = response.statusCode
                 if let url = response.fileURL { line.file = url.path }
-                line.outcome = response.keptExistingFile ? "unchanged" : "finished"
             case .failure(let error):
-                line.outcome = error.isCancellation ? "cancelled" : "failed"
                 line.kind = Report.kind(of: error)
                 line.error = error.localizedDescription
             }

@@ -66,7 +66,9 @@ final class Report: @unchecked Sendable {
         lines.write(entry)
     }
 
-    private static func outcome(of result: Result<NetworkResponse, NetworkQueueError>) -> String {
+    /// `finished`, `unchanged` (the file there was kept), `failed` or `cancelled`: the word for how a request ended,
+    /// also `--progress-json`'s.
+    static func outcome(of result: Result<NetworkResponse, NetworkQueueError>) -> String {
         switch result {
         case .success(let response): response.keptExistingFile ? "unchanged" : "finished"
         case .failure(let error): error.isCancellation ? "cancelled" : "failed"

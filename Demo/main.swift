@@ -207,12 +207,15 @@ var rows: [(NetworkRequest, String)] = []
 var keptArguments = 0
 for (index, (url, label)) in targets.enumerated() {
     var destination = NetworkRequest.Destination.memory
+    // The file's name under --output (a dry run shows it).
+    var name: String?
     if let output = options.output {
-        let name = namer.name(
+        let named = namer.name(
             forBase: FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: options.tree ? options.cutDirs : nil)
         )
-        let file = output.appendingPathComponent(name, isDirectory: false)
-        if !options.dryRun, name.contains("/") {
+        name = named
+        let file = output.appendingPathComponent(named, isDirectory: false)
+        if !options.dryRun, named.contains("/") {
             try? FileManager.default.createDirectory(
                 at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         }
@@ -225,10 +228,6 @@ for (index, (url, label)) in targets.enumerated() {
     let fileOptions = NetworkRequest.FileOptions(
         existingFile: existingFile, maximumConnections: options.split,
         namesFileFromResponse: options.contentDisposition)
-    var name: String?
-    if case .file(let file) = destination, let output = options.output {
-        name = String(file.path.dropFirst(output.path.count).drop { $0 == "/" })
-    }
     let request =
         options.dryRun
         ? DryRun.probe(url, headers: options.headers, name: name, attempts: options.retries + 1, tag: index + 1)

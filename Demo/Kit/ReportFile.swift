@@ -44,15 +44,7 @@ public enum ReportFile {
     /// Opens `path` for appending, emptied, after checking it against the `--input` list's path (`-`: standard
     /// input) and the `--output` folder. Returns the descriptor (close-on-exec).
     public static func openChecked(path: String, input: String?, output: URL?) throws(Refusal) -> Int32 {
-        var info = stat()
-        let exists = stat(path, &info) == 0
-        if exists {
-            guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notARegularFile }
-            if let input, isSameFile(info, asInput: input) { throw .isTheInputList }
-        }
-        if let output, isInside(resolved(path), folder: resolved(output.path)) {
-            throw .insideOutput(output.path)
-        }
+        if let refusal = refusal(forReplacing: path, input: input, output: output) { throw refusal }
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard fd >= 0 else {
             if errno == ENXIO { throw .notARegularFile }
@@ -75,8 +67,9 @@ public enum ReportFile {
         return fd
     }
 
-    /// Why `path` may not be replaced at the end of the run by a file written beside it and renamed over it
-    /// (`--save-cookies`), or nil when it may: for the same reasons as a report's, checked before the run.
+    /// Why `path` may not be written by the run (a report, or a file written beside it and renamed over it at the end,
+    /// as `--save-cookies` is), or nil when it may: the `--input` list, inside the `--output` folder, or something
+    /// other than a regular file there. Checked before anything is created.
     public static func refusal(forReplacing path: String, input: String?, output: URL?) -> Refusal? {
         var info = stat()
         if stat(path, &info) == 0 {
