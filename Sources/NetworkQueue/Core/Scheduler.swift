@@ -122,8 +122,10 @@ struct Scheduler {
     private static let pendingPreflightBit: UInt8 = 16
     private static let pendingMainBit: UInt8 = 32
 
-    /// True when starts must look at the hosts: a per-host limit, or a host paced or held.
-    private var checksHosts: Bool { perHostLimit > 0 || pacingInterval > 0 || hosts.isTimed }
+    /// True when starts must look at the time: a host paced (queue-wide or its own) or held.
+    private var checksTime: Bool { pacingInterval > 0 || hosts.isTimed }
+    /// True when starts must look at the hosts: a per-host limit, or their time.
+    private var checksHosts: Bool { perHostLimit > 0 || checksTime }
 
     private func has(_ id: ID, _ bit: UInt8) -> Bool { id >= 0 && id < activeLanes.count && activeLanes[id] & bit != 0 }
 
@@ -176,7 +178,7 @@ struct Scheduler {
 
     /// A start to `host` at `now`: its next one waits for its interval (drawn at random when randomized).
     mutating func paced(_ host: Int, now: Double) {
-        guard pacingInterval > 0 || hosts.isTimed else { return }
+        guard checksTime else { return }
         let own = hosts.ownPacing(of: host)
         let interval = own?.interval ?? pacingInterval
         guard interval > 0 else { return }
@@ -197,7 +199,7 @@ struct Scheduler {
     /// The earliest time after `now` at which a job waiting only for its host's pacing or hold may start (nil:
     /// none waits so, or nothing could start anyway: suspended, or every slot taken).
     func nextTimedStart(now: Double) -> Double? {
-        guard pacingInterval > 0 || hosts.isTimed, !isSuspended, limit == 0 || activeCount + extraCount < limit,
+        guard checksTime, !isSuspended, limit == 0 || activeCount + extraCount < limit,
             !preflight.isEmpty || !main.isEmpty
         else { return nil }
         return hosts.nextTimedStart(limit: perHostLimit, now: now)

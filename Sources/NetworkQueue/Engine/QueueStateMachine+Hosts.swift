@@ -67,6 +67,8 @@ extension QueueStateMachine {
         guard let host = hostNumber(of: head.url) else { return }
         let seconds = min(hold.seconds, hostBackoff.maximumHold)
         guard seconds > 0, scheduler.hold(host: host, until: now + seconds) else { return }
+        guard outbox.isLogging else { return }
+        // The server's key is found by a scan of the numbers: only for the log.
         let (server, until) = (servers.key(of: host) ?? "the server", outbox.wallClock(at: now + seconds))
         outbox.log(.notice, .hostHeld, request, now: now) {
             let capped = seconds < hold.seconds ? " (asked \(LogText.seconds(hold.seconds)) s, capped)" : ""
