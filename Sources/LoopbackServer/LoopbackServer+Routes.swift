@@ -50,6 +50,15 @@ extension LoopbackServer {
             return false
         case ("raw", nil) where parts.count == 2:
             return serveRaw(parts[1], response)
+        case ("text", nil):
+            // /text?body=B&header=Name:Value&lastModified=D: a 200 whose body is B (a validator file's text a
+            // hostile server sends, say), with one field of the test's and a Last-Modified.
+            var headers = ["Content-Type": "text/plain"]
+            if let modified = request.query["lastModified"] { headers["Last-Modified"] = modified }
+            if let extra = request.query["header"], let colon = extra.firstIndex(of: ":") {
+                headers[String(extra[..<colon])] = String(extra[extra.index(after: colon)...])
+            }
+            return response.send(200, headers, body: request.query["body"] ?? "")
         case ("bighead", nil):
             return serveBigHead(request, response)
         case ("cookie", nil):
@@ -176,6 +185,13 @@ extension LoopbackServer {
         }
         headers["Content-Length"] = "\(range.count)"
         let isEmpty = request.method == "HEAD" || range.isEmpty
+        if request.method == "HEAD", request.query["headBody"] == "1" {
+            // headBody=1: a HEAD answered with its body too, in a write of its own after the head (RFC 9110 §9.3.2
+            // says it has none): a client reading the connection's next response reads these bytes first.
+            guard response.head(status, headers, isLast: false) else { return false }
+            usleep(2_000)
+            return response.write(Self.patternBytes(range.count), isLast: true)
+        }
         guard response.head(status, headers, isLast: isEmpty) else { return false }
         if !isEmpty, let percent = request.int("dropAt"), request.query["cutAll"] == "1" || isFirstArrival(request) {
             // dropAt=P: the first GET with this key (every GET with cutAll=1) closes the connection after P% of the

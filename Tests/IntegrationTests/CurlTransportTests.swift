@@ -16,6 +16,29 @@
             #expect(transport.libraryVersion.split(separator: ".").count == 3)
         }
 
+        /// A HEAD a server answers with a body leaves those bytes on its connection (RFC 9110 §9.3.2: a HEAD's
+        /// response has none): the next request there reads them as its response. Such a request is sent again, once,
+        /// on a new connection, so that every HEAD and GET over two connections gets its own answer.
+        @Test func aHEADAnsweredWithABodyNeverFailsTheNextRequestOnItsConnection() async throws {
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            queue.maxConcurrentRequestCount = 2
+            queue.cancelsAllOnFailure = false
+            var requests: [NetworkRequest] = []
+            for index in 0..<16 {
+                var head = URLRequest(url: server.url("/bytes/\(100 + index)?headBody=1"))
+                head.httpMethod = index % 2 == 0 ? "HEAD" : "GET"
+                let request = NetworkRequest(head, tag: index)
+                requests.append(request)
+                try queue.add(request)
+            }
+            let progress = await queue.run()
+            #expect(progress.finishedRequestCount == 16, "\(requests.map { String(describing: $0.failure) })")
+            for (index, request) in requests.enumerated() where index % 2 == 1 {
+                #expect(request.response?.body.count == 100 + index)
+            }
+        }
+
         @Test func aCancelledDownloadClosesItsConnectionAndStopsTheBytes() async throws {
             let server = try LoopbackServer()
             let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())

@@ -37,6 +37,15 @@
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).
                 error = URLError(.badServerResponse)
             }
+            if error?.code == .badServerResponse, transfer.failure == nil, !transfer.hasResponse,
+                library.newConnections(easy) == 0, transfer.againOnFreshConnection()
+            {
+                // A reused connection answered no response: what is read there may be a previous response's
+                // leftovers (a HEAD answered with a body). Sent again, once, on a new connection, as browsers do.
+                finish(transfer, easy: easy)
+                guard !transfer.isCancelled else { return }
+                return begin(transfer)
+            }
             if error == nil { sizes?.record(transfer.bytesReceived) }
             finish(transfer, easy: easy)
             end(transfer, error)

@@ -59,6 +59,10 @@
         /// transfer owns until the run ends.
         func configure(_ easy: OpaquePointer, for transfer: CurlTransfer, isSecure: Bool) {
             transfer.handle?.errorBuffer[0] = 0
+            if let handle = transfer.handle, handle.freshConnect != transfer.isOnFreshConnection {
+                library.set(easy, .freshConnect, transfer.isOnFreshConnection ? 1 : 0)
+                handle.freshConnect = transfer.isOnFreshConnection
+            }
             library.set(easy, .url, string: transfer.urlText)
             if proxies.http != proxies.https {
                 library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http)

@@ -13,6 +13,8 @@
         /// changed its options since: the next plain GET with the same security sets only its URL (see
         /// ``CurlEngine/configure(_:for:isSecure:)``). The value is the run's `isSecure`.
         var plainGet: Bool?
+        /// True while CURLOPT_FRESH_CONNECT is set on the handle (a run sent again on a new connection).
+        var freshConnect = false
 
         init(_ easy: OpaquePointer) {
             self.easy = easy

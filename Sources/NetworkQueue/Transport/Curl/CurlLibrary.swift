@@ -139,6 +139,13 @@
             return number
         }
 
+        /// CURLINFO_NUM_CONNECTS of a finished run: the connections it opened (0: it ran on a reused one).
+        func newConnections(_ easy: Handle) -> Int {
+            var number = 0
+            _ = nq_getinfo(easyGetinfo, UnsafeMutableRawPointer(easy), 0x20_0000 + 26, &number)
+            return number
+        }
+
         /// CURLINFO_SSL_VERIFYRESULT of a finished run: OpenSSL's verify result for the server's certificate
         /// (`X509_V_ERR_*`: 9 not yet valid, 10 expired; 0 when it verified or was not checked).
         func certificateVerifyResult(_ easy: Handle) -> Int {
@@ -224,6 +231,7 @@
         case post = 47
         case followLocation = 52
         case sslVerifyPeer = 64
+        case freshConnect = 74
         case forbidReuse = 75
         case headerFunction = 20_079
         case httpGet = 80

@@ -56,6 +56,8 @@
         /// True when the run was aborted at a redirect's head, to follow it without reading its body.
         @exclusivity(unchecked) var followsAtHead = false
         @exclusivity(unchecked) var hasResponse = false
+        /// True once the run was sent again on a new connection (see ``againOnFreshConnection()``): at most once.
+        @exclusivity(unchecked) var isOnFreshConnection = false
         /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
         /// not check that a stream ended).
         @exclusivity(unchecked) var decodesBody = false
@@ -337,6 +339,22 @@
         }
 
         /// Prepares the next run after a redirect; false when the body cannot be sent again.
+        /// Readies the same request to be sent again on a new connection, once: a reused connection answered what is
+        /// no response (the leftover body of a HEAD a server answered with one, RFC 9110 §9.3.2, or a connection the
+        /// server had closed). False when it was sent so already, or its body is a stream that cannot be sent again.
+        func againOnFreshConnection() -> Bool {
+            guard !isOnFreshConnection else { return false }
+            if case .stream = body { return false }
+            isOnFreshConnection = true
+            if let request { body = Self.body(of: request) }
+            bytesSent = 0
+            parser = ResponseHeadParser()
+            decoder = nil
+            redirect = nil
+            followsAtHead = false
+            return true
+        }
+
         func restart(with next: URLRequest) -> Bool {
             let keepsBody = next.httpBody != nil || next.httpBodyStream != nil
             if keepsBody, case .stream = body { return false }
