@@ -80,4 +80,64 @@ import Testing
         }
         #expect(throws: (any Error).self) { try CookieStore(contentsOf: folder.appendingPathComponent("none")) }
     }
+
+    /// A file of `count` cookie lines: line i sets cookie `c<i % names>` of domain `d<i % domains>.test`.
+    static func file(lines count: Int, domains: Int, names: Int) -> String {
+        var text = "# Netscape HTTP Cookie File\n"
+        text.reserveCapacity(count * 40)
+        for index in 0..<count {
+            text += "d\(index % domains).test\tFALSE\t/\tFALSE\t0\tc\(index % names)\tv\(index)\n"
+        }
+        return text
+    }
+
+    /// A big file loads in time linear in its lines (each cookie placed by its key, the bounds applied once), and
+    /// keeps what storing its lines one by one keeps: each domain's newest 50, the jar's 3,000, a line that repeats a
+    /// cookie replacing it.
+    @Test func aBigFileLoadsToTheJarsBoundsKeepingEachDomainsNewest() async throws {
+        // Its text is a few megabytes: never beside the heap's measurement.
+        try await HeavyTests.exclusively { bigFile() }
+    }
+
+    private func bigFile() {
+        let count = max(20_000, TestEnvironment.bigBatch * 2)
+        var jar = CookieJar()
+        #expect(jar.load(netscape: Self.file(lines: count, domains: 5_000, names: 7_919), now: now) == (count, 0))
+        #expect(jar.cookies.count == CookieJar.maximumCookies)
+        var byDomain: [String: [CookieJar.Cookie]] = [:]
+        for cookie in jar.cookies { byDomain[cookie.domain, default: []].append(cookie) }
+        #expect(byDomain.values.allSatisfy { $0.count <= CookieJar.maximumCookiesPerDomain })
+        // Each domain keeps its newest: with 5,000 domains over 3,000 places, one each, its last line.
+        #expect(byDomain.values.allSatisfy { $0.count == 1 })
+        for cookie in jar.cookies {
+            let domain = Int(cookie.domain.dropFirst().dropLast(".test".count))!
+            let newest = (count - 1) - ((count - 1 - domain) % 5_000)
+            #expect(cookie.value == "v\(newest)", "\(cookie.domain) \(cookie.value)")
+        }
+    }
+
+    /// Without the jar's total bound in play, a load keeps exactly what storing the lines one by one keeps.
+    @Test func aFileLoadsAsItsLinesStoredOneByOneWould() {
+        var generator = SeededGenerator(seed: 41)
+        for _ in 0..<20 {
+            let lines = (0..<600).map { _ in
+                (Int.random(in: 0..<12, using: &generator), Int.random(in: 0..<80, using: &generator))
+            }
+            var text = ""
+            for (index, (domain, name)) in lines.enumerated() {
+                text += "d\(domain).test\tFALSE\t/\tFALSE\t0\tc\(name)\tv\(index)\n"
+            }
+            // The reference: a list where a repeated key is removed and appended, each domain cut to its newest 50.
+            var reference: [(domain: Int, name: Int, value: Int)] = []
+            for (index, (domain, name)) in lines.enumerated() {
+                reference.removeAll { $0.domain == domain && $0.name == name }
+                reference.append((domain, name, index))
+                let ofDomain = reference.indices.filter { reference[$0].domain == domain }
+                if ofDomain.count > CookieJar.maximumCookiesPerDomain { reference.remove(at: ofDomain[0]) }
+            }
+            var jar = CookieJar()
+            jar.load(netscape: text, now: now)
+            #expect(jar.cookies.map(\.value) == reference.map { "v\($0.value)" })
+        }
+    }
 }

@@ -199,6 +199,9 @@ struct CookieJar {
     mutating func load(netscape text: String, now: Date) -> (added: Int, skipped: Int) {
         var added = 0
         var skipped = 0
+        // Linear in the file's lines: each cookie is placed by its key in a table, not looked for in the jar, and the
+        // jar's bounds are applied once at the end (a file of a million lines loads in seconds, not hours).
+        var merged = Merge(cookies)
         for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             var line = Substring(rawLine)
             if line.hasSuffix("\r") { line = line.dropLast() }
@@ -216,17 +219,63 @@ struct CookieJar {
             cookie.isHTTPOnly = isHTTPOnly
             cookie.serial = nextSerial
             nextSerial += 1
-            if let index = cookies.firstIndex(where: {
-                $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
-            }) {
-                cookie.serial = cookies[index].serial
-                cookies.remove(at: index)
-            }
-            cookies.append(cookie)
-            evict(domain: cookie.domain)
+            merged.add(cookie)
             added += 1
         }
+        cookies = merged.bounded(perDomain: Self.maximumCookiesPerDomain, total: Self.maximumCookies)
         return (added, skipped)
+    }
+
+    /// Cookies merged by key (name, domain and path) in the jar's order: a cookie that replaces another keeps the
+    /// other's serial and goes last, as a stored one does.
+    private struct Merge {
+        struct Key: Hashable {
+            let name: String
+            let domain: String
+            let path: String
+        }
+        /// Each cookie with its place in the order (the higher, the newer); a replaced one is dropped.
+        private var entries: [(cookie: Cookie, order: Int)?] = []
+        private var places: [Key: Int] = [:]
+
+        init(_ cookies: [Cookie]) { for cookie in cookies { add(cookie) } }
+
+        mutating func add(_ cookie: Cookie) {
+            var cookie = cookie
+            let key = Key(name: cookie.name, domain: cookie.domain, path: cookie.path)
+            if let old = places[key], let replaced = entries[old] {
+                cookie.serial = replaced.cookie.serial
+                entries[old] = nil
+            }
+            places[key] = entries.count
+            entries.append((cookie, entries.count))
+        }
+
+        /// The cookies in order, at most `perDomain` of each domain (its newest) and `total` in all: the domains
+        /// that hold the most give up their oldest first, until the jar fits (what storing them one by one keeps).
+        func bounded(perDomain: Int, total: Int) -> [Cookie] {
+            var byDomain: [String: [Int]] = [:]
+            for case let entry? in entries { byDomain[entry.cookie.domain, default: []].append(entry.order) }
+            var counts = byDomain.mapValues { min($0.count, perDomain) }
+            func kept(atMost level: Int) -> Int { counts.values.reduce(0) { $0 + min($1, level) } }
+            if kept(atMost: perDomain) > total {
+                // The highest level every domain can be cut to with the jar fitting; the room left goes one cookie
+                // each to domains above it (in their names' order, so that a load is the same every time).
+                var (low, high) = (0, perDomain)
+                while low < high {
+                    let middle = (low + high + 1) / 2
+                    if kept(atMost: middle) <= total { low = middle } else { high = middle - 1 }
+                }
+                var room = total - kept(atMost: low)
+                for domain in counts.keys.sorted() where counts[domain]! > low {
+                    counts[domain] = low + (room > 0 ? 1 : 0)
+                    room -= room > 0 ? 1 : 0
+                }
+            }
+            var keep = Set<Int>()
+            for (domain, orders) in byDomain { keep.formUnion(orders.suffix(counts[domain] ?? 0)) }
+            return entries.compactMap { entry in entry.flatMap { keep.contains($0.order) ? $0.cookie : nil } }
+        }
     }
 
     /// The cookie of one cookie-file line (without `#HttpOnly_`), or nil when the line is malformed, expired at

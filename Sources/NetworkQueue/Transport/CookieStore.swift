@@ -42,11 +42,13 @@ public final class CookieStore: Sendable, Hashable {
         public let skipped: Int
     }
 
-    /// Adds the cookies of the cookie file at `file`, read at `now` (default: the current time). Throws when the file
-    /// cannot be read (a missing file too: pass only a file that exists) or is not UTF-8 text.
+    /// Adds the cookies of the cookie file at `file`, read at `now` (default: the current time), in time linear in its
+    /// lines. Throws ``TextFile/Problem`` when the file cannot be read (a missing file too: pass only a file that
+    /// exists; a folder), or is not UTF-8 text. The file is read once, whole: a pipe may be given.
     @discardableResult
     public func load(contentsOf file: URL, now: Date = Date()) throws -> LoadResult {
-        let text = try String(contentsOf: file, encoding: .utf8)
+        // Read once, whole: a pipe (`<(command)`) too; a folder is refused as such.
+        let text = try TextFile.read(atPath: file.path)
         let (added, skipped) = jar.withLock { $0.load(netscape: text, now: now) }
         return LoadResult(added: added, skipped: skipped)
     }
@@ -60,8 +62,12 @@ public final class CookieStore: Sendable, Hashable {
     /// written; nothing is left beside it then.
     public func write(to file: URL, now: Date = Date()) throws {
         let data = Data(fileText(now: now).utf8)
-        let folder = file.deletingLastPathComponent().path
-        var template = Array((folder + "/.\(file.lastPathComponent).XXXXXX").utf8CString)
+        // Beside the file: its folder is what comes before its last `/`.
+        let path = file.path
+        let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let folder = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var template = Array((folder + "/." + name + ".XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path]) }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
