@@ -69,3 +69,69 @@ int nq_memory_file(const char *name, const void *data, unsigned long length) {
     return -1;
 }
 #endif
+
+#include <errno.h>
+#if defined(__linux__)
+#include <sys/xattr.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <stdint.h>
+
+int nq_set_attribute(int fd, const char *name, const void *value, unsigned long length) {
+    return fsetxattr(fd, name, value, length, 0);
+}
+
+long nq_get_attribute(int fd, const char *path, const char *name, void *buffer, unsigned long capacity) {
+    return fd >= 0 ? (long)fgetxattr(fd, name, buffer, capacity) : (long)lgetxattr(path, name, buffer, capacity);
+}
+
+int nq_is_no_attribute(int error) { return error == ENODATA; }
+
+int nq_open_beneath(int dirfd, const char *path, int flags) {
+#ifdef SYS_openat2
+    /* struct open_how, as the kernel's uapi lays it out: flags, mode, resolve (three u64). */
+    struct { uint64_t flags; uint64_t mode; uint64_t resolve; } how = { (uint64_t)(unsigned)flags, 0, 0x08 | 0x04 };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+#else
+    (void)dirfd; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+#elif defined(__APPLE__)
+#include <sys/xattr.h>
+
+int nq_set_attribute(int fd, const char *name, const void *value, unsigned long length) {
+    return fsetxattr(fd, name, value, length, 0, 0);
+}
+
+long nq_get_attribute(int fd, const char *path, const char *name, void *buffer, unsigned long capacity) {
+    return fd >= 0 ? (long)fgetxattr(fd, name, buffer, capacity, 0, 0)
+                   : (long)getxattr(path, name, buffer, capacity, 0, XATTR_NOFOLLOW);
+}
+
+int nq_is_no_attribute(int error) { return error == ENOATTR; }
+
+int nq_open_beneath(int dirfd, const char *path, int flags) {
+    (void)dirfd; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+}
+#else
+int nq_set_attribute(int fd, const char *name, const void *value, unsigned long length) {
+    (void)fd; (void)name; (void)value; (void)length;
+    errno = ENOTSUP;
+    return -1;
+}
+long nq_get_attribute(int fd, const char *path, const char *name, void *buffer, unsigned long capacity) {
+    (void)fd; (void)path; (void)name; (void)buffer; (void)capacity;
+    errno = ENOTSUP;
+    return -1;
+}
+int nq_is_no_attribute(int error) { (void)error; return 0; }
+int nq_open_beneath(int dirfd, const char *path, int flags) {
+    (void)dirfd; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+}
+#endif

@@ -30,6 +30,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     var survives: Set<String> = []
     /// The name the file is saved as when its response names it (nil: the destination's, `f.bin`).
     var savedName: String? = nil
+    /// The folders of a list's line the file goes in, below the cell's folder guarded as an ``OutputFolder`` (made as
+    /// the request is added); empty: the file is in the cell's folder, unguarded.
+    var folders: [String] = []
     /// The file options, given the URL the request asks for (its mirrors are other URLs of the same bytes).
     var fileOptions: @Sendable (URL) -> NetworkRequest.FileOptions = { _ in .init() }
     var configure: @Sendable (NetworkQueue) -> Void = { _ in }
@@ -119,6 +122,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
                     : path
             }, file: true, survives: ["folder at the file mid-body"],
             savedName: "named.bin", fileOptions: { _ in .init(namesFileFromResponse: true) }),
+        // A list's line with its folder (issue 60): the destination below a guarded output folder, its folders made as
+        // the request is added, the file recording its origin.
+        MatrixFeature(name: "in a line's folder", file: true, folders: ["line", "folder"]),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in
@@ -284,8 +290,10 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         base: URL? = nil, makeTransport: (() throws -> any Transport)? = nil
     ) async throws {
         let cell = "\(feature.name) × \(ending.name) over \(base.map { "\($0)" } ?? "\(transport)")"
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let top = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: top) }
+        let output = feature.folders.isEmpty ? nil : try OutputFolder(path: top.path)
+        let directory = feature.folders.reduce(top) { $0.appendingPathComponent($1) }
         let file = directory.appendingPathComponent("f.bin")
         let number = Self.keys.with {
             $0 += 1
@@ -307,12 +315,14 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         let action = ending.action
         let isFile = feature.file
         let (stream, feed) = AsyncStream<NetworkRequest>.makeStream()
+        var fileOptions = feature.fileOptions(urlRequest.url!)
+        fileOptions.outputFolder = output
         let request = NetworkRequest(
             urlRequest,
             destination: feature.file ? .file(file) : .memory,
             validation: .init(maximumResponseSize: ending.sizeCap.map { .bytes($0) } ?? .automatic),
             integrity: .init(checksum: feature.checksum ? IntegrityTests.sha256(0..<MatrixFeature.size) : nil),
-            fileOptions: feature.fileOptions(urlRequest.url!),
+            fileOptions: fileOptions,
             timeLimits: ending.timeLimits,
             handlers: .init(
                 onDownloadProgress: { [weak queue] progress in
@@ -406,6 +416,10 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                 let savedFile = file.deletingLastPathComponent().appendingPathComponent(saved)
                 #expect(try Data(contentsOf: savedFile) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
                 #expect(request.response?.fileURL?.lastPathComponent == saved, "\(cell): the response's file")
+                // Every saved file says where it came from (issue 60).
+                #expect(
+                    FileOrigin.recorded(atPath: savedFile.path) == .url(FileOrigin.text(of: urlRequest.url!)),
+                    "\(cell): the file's origin")
             } else {
                 #expect(left.isEmpty, "\(cell): \(left)")
                 #expect(

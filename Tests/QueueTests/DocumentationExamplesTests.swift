@@ -157,6 +157,16 @@ private final class DocumentationContext: NetworkQueueDelegate {
         // After it finished: report.response?.fileURL is where it went, e.g. /data/reports/Q3 report.pdf
     }
 
+    func outputFolderGuarded() throws {
+        let output = try OutputFolder(path: "downloads")                   // made if missing
+        let place = try OutputFolder.Place(folders: ["2026", "q1"], name: "notes.txt")
+        let request = NetworkRequest(
+            url: URL(string: "https://example.com/notes.txt")!,
+            destination: .file(output.url(for: place)),
+            fileOptions: .init(outputFolder: output))
+        try queue.add(request)
+    }
+
     #if os(Linux)
         func cookieFiles() throws {
             let cookies = try CookieStore(contentsOf: URL(fileURLWithPath: "cookies.txt"))

@@ -69,4 +69,20 @@ typedef struct {
     unsigned long reserved;
 } nq_z_stream;
 
+/// The file system calls of the output folder's guardian that Swift's Glibc module does not export.
+///
+/// Sets the extended attribute `name` of the open file `fd` to `length` bytes of `value`: 0, or -1 with errno
+/// (ENOTSUP where the file system keeps none).
+int nq_set_attribute(int fd, const char *name, const void *value, unsigned long length);
+/// Reads the extended attribute `name` of the open file `fd` (or of `path`, never following a link, when `fd`
+/// is -1) into `buffer`: its length, or -1 with errno (see `nq_is_no_attribute`; ERANGE when it is longer than
+/// `capacity`; ENOTSUP where the file system keeps none).
+long nq_get_attribute(int fd, const char *path, const char *name, void *buffer, unsigned long capacity);
+/// True when the errno value `error` says the file has no such attribute (ENODATA on Linux, ENOATTR elsewhere).
+int nq_is_no_attribute(int error);
+/// Linux's `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`: opens `path` beneath the folder `dirfd` with
+/// `flags`, never leaving it and never following a link on the way (ELOOP, EXDEV); -1 with errno ENOSYS where the
+/// kernel (before 5.6) or the platform has no such call.
+int nq_open_beneath(int dirfd, const char *path, int flags);
+
 #endif

@@ -3,10 +3,6 @@ import Foundation
 /// The file name a response gives itself in `Content-Disposition` (RFC 6266, with RFC 8187's `filename*`), made safe
 /// to be one file in a folder. Pure.
 enum ContentDisposition {
-    /// The longest name taken, in UTF-8 bytes: 255 (what Linux, macOS and Windows file systems hold), less room for the
-    /// `-N` a clash adds and the `.part` beside the file.
-    static let longestName = 200
-
     /// The safe file name `value` (a `Content-Disposition` field) gives, or nil when it gives none that is safe:
     /// `filename*` when it decodes (UTF-8 or ISO-8859-1), else `filename`.
     static func fileName(in value: String) -> String? {
@@ -97,25 +93,10 @@ enum ContentDisposition {
         }
     }
 
-    /// `raw` as one safe file name, or nil: its last path component (after any `/` or `\`), control characters and
-    /// NUL dropped, leading dots and spaces removed, `..` never left, at most ``longestName`` bytes (cut at a
-    /// character's boundary, the extension kept when it is short).
+    /// `raw` as one safe file name, or nil: its last path component (after any `/` or `\`), made safe by the rule
+    /// every name in an output folder follows (``FileName/safe(_:)``).
     static func safeName(_ raw: String) -> String? {
         let last = raw.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? ""
-        var name = String(
-            String.UnicodeScalarView(
-                last.unicodeScalars.filter { $0.properties.generalCategory != .control && $0.value != 0x7F }))
-        while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
-        while let first = name.first, first == "." || first == " " { name.removeFirst() }
-        while let last = name.last, last == " " || last == "." { name.removeLast() }
-        guard !name.isEmpty else { return nil }
-        if name.utf8.count > longestName {
-            let ext = (name as NSString).pathExtension
-            let keep = ext.isEmpty || ext.utf8.count > 16 ? "" : "." + ext
-            var stem = keep.isEmpty ? name : String(name.dropLast(keep.count))
-            while stem.utf8.count + keep.utf8.count > longestName { stem.removeLast() }
-            name = stem + keep
-        }
-        return name
+        return FileName.safe(String(last))
     }
 }

@@ -223,11 +223,10 @@ extension QueueStateMachine {
         case .committed(let error):
             guard isCurrent else { preconditionFailure("a commit for a request not committing") }
             let record = table[slot]
-            // Where the file went: the name its response gave it, else its destination.
+            // Where the file went: the name its response gave it (or the free name beside another origin's file),
+            // else its destination.
             var file = record.claim?.url
-            if case .committing(let attempt) = record.machine.phase, let sink = attempt.sink,
-                sink.namesFromResponse
-            {
+            if case .committing(let attempt) = record.machine.phase, let sink = attempt.sink, sink.mayPlaceElsewhere {
                 file = URL(fileURLWithPath: sink.committedPath, isDirectory: false)
             }
             let metrics = error == nil ? record.requestMetrics : nil

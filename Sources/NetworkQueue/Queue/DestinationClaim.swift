@@ -16,6 +16,11 @@ final class DestinationClaim: Sendable {
     /// True when nothing was at the path when its request was added: the part's first open need not look again (see
     /// ``FileSink``).
     let wasAbsentAtAdd: Bool
+    /// The request's origin (``FileOrigin``), recorded with its part and its file.
+    let origin: String
+    /// True when the file at the path recorded another origin when the request was added: the request's file goes
+    /// beside it (the next free name), never over it.
+    let isForeign: Bool
     private let state = Locked((requestEnded: false, openFiles: 0, released: false))
     /// The partial file of the request's newest attempt, so that the next attempt's closes it first.
     private let newest = Locked(NewestSink())
@@ -24,7 +29,9 @@ final class DestinationClaim: Sendable {
         weak var sink: FileSink?
     }
 
-    private init(url: URL, path: String, key: String, wasAbsentAtAdd: Bool) {
+    private init(url: URL, path: String, key: String, wasAbsentAtAdd: Bool, origin: String, isForeign: Bool) {
+        self.origin = origin
+        self.isForeign = isForeign
         self.url = url
         self.path = path
         self.key = key
@@ -32,12 +39,18 @@ final class DestinationClaim: Sendable {
     }
 
     /// Claims `url`, or returns nil when another request holds it. `path`: the URL's path, when the caller has it;
-    /// `absentAtAdd`: nothing was at the path when the request was added.
-    static func claim(_ url: URL, path: String? = nil, absentAtAdd: Bool = false) -> DestinationClaim? {
+    /// `absentAtAdd`: nothing was at the path when the request was added; `origin` and `isForeign`: see the
+    /// properties.
+    static func claim(
+        _ url: URL, path: String? = nil, absentAtAdd: Bool = false, origin: String = "", isForeign: Bool = false
+    ) -> DestinationClaim? {
         let path = path ?? url.path
         let key = isStandard(path) ? path : url.standardizedFileURL.path
         let isNew = claimed.withLock { $0.insert(key).inserted }
-        return isNew ? DestinationClaim(url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd) : nil
+        return isNew
+            ? DestinationClaim(
+                url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd, origin: origin, isForeign: isForeign)
+            : nil
     }
 
     /// True when `path` is already what standardizing it gives: absolute, with no `.` or `..` component and no

@@ -67,6 +67,13 @@ extension FileSink {
             claim.closeFile()
             throw .fileError(path: partialPath, reason: reason)
         }
+        if keeps, !claim.origin.isEmpty, FileOrigin.standing(fd: fd, to: claim.origin) == .foreign {
+            // A part is continued only if it is this download's own: one that records another origin starts over.
+            _ = ftruncate(fd, 0)
+            unlink(validatorPath)
+            unlink(recordPath)
+            return (fd, nil, 0, nil)
+        }
         var info = stat()
         let size = keeps && fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
         if keepsRecord, let record, let validator = RangeRules.Validator(recordText: record.validator) {

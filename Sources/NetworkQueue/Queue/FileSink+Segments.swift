@@ -125,6 +125,7 @@ extension FileSink {
             state.hasValidator = false
             var writer = SegmentWriter(length: shape.length, validator: shape.validator, written: done)
             try Self.check(ftruncate(state.fd, off_t(shape.length)) == 0)
+            recordOrigin(&state)
             try saveRecord(&writer)
             state.segments = writer
             state.hasBytes = true

@@ -66,6 +66,11 @@ final class FileSink: Sendable {
         var responseName: String?
         var responseTarget: String?
         var targetClaim: DestinationClaim?
+        /// True when the file at ``responseTarget`` records this request's origin (an earlier run's file of the same
+        /// URL): it is replaced, where any other name is only ever linked where nothing is.
+        var replacesTarget = false
+        /// True once the part records its origin (``FileOrigin``).
+        var recordsOrigin = false
 
         /// Nothing more is written: the buffers go now, not with the sink, which a transfer still winding down may
         /// hold for a while (a split file's connections' buffers are a MiB each).
@@ -103,6 +108,10 @@ final class FileSink: Sendable {
     /// ``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``).
     let namesFromResponse: Bool
     let state: Locked<State>
+
+    /// True when the file may go elsewhere than its destination: a name its response gives, or the free name beside
+    /// another origin's file at the destination (see ``committedPath``).
+    var mayPlaceElsewhere: Bool { namesFromResponse || claim.isForeign }
 
     /// Where the file went (or goes): the name the response gave it, else the destination.
     var committedPath: String { state.withLock { $0.responseTarget } ?? destinationPath }
@@ -160,10 +169,15 @@ final class FileSink: Sendable {
         checksDestinationAtCommit = checksLater && !isNamed
         validator = offset > 0 ? saved : nil
         self.resumed = resumed
-        state = Locked(
-            State(
-                fd: fd, hasValidator: validator != nil, hasBytes: offset > 0, recordIntact: resumed?.length != nil,
-                isNamed: isNamed))
+        var opened = State(
+            fd: fd, hasValidator: validator != nil, hasBytes: offset > 0, recordIntact: resumed?.length != nil,
+            isNamed: isNamed)
+        if claim.isForeign {
+            // Another origin's file is at the destination: this one goes beside it, under the next free name.
+            (opened.responseTarget, opened.targetClaim, opened.replacesTarget) = Self.freeName(
+                Self.lastComponent(of: destinationPath), besides: destinationPath, claim: claim)
+        }
+        state = Locked(opened)
         _ = claim.replaceSink(with: self)
     }
 
@@ -204,12 +218,14 @@ final class FileSink: Sendable {
                 // Its validator is written once the part is worth continuing (see ``FileSink``).
                 state.pendingResponse = response
             }
-            if namesFromResponse, state.isAccepting, state.responseTarget == nil,
+            if namesFromResponse, state.isAccepting, state.responseName == nil,
                 let field = response.value(forHTTPHeaderField: "Content-Disposition"),
                 let name = ContentDisposition.fileName(in: field)
             {
                 state.responseName = name
-                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath)
+                state.targetClaim?.endRequest()
+                (state.responseTarget, state.targetClaim, state.replacesTarget) = Self.freeName(
+                    name, besides: destinationPath, claim: claim)
             }
         }
     }
@@ -242,6 +258,7 @@ final class FileSink: Sendable {
             try flush(&state, final: true)
             try state.segments?.flushAll(state.fd)
             let fd = state.fd
+            recordOrigin(&state)
             if let date = state.lastModified.flatMap(HTTPDate.parse) {
                 // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
                 // Set on the open descriptor: no path looked up again, and the rename keeps it.
@@ -329,14 +346,18 @@ final class FileSink: Sendable {
     /// Links the finished file at `target` (a name the response gave), never replacing what is there: a name taken
     /// since it was chosen gives way to the next free one (`-2`, `-3`…). The part's own name and validator go.
     private func place(_ state: inout State, at target: String) -> NetworkQueueError? {
+        if state.replacesTarget { return replace(&state, at: target) }
         var target = target
         for _ in 0..<Self.freeNameTries {
             let linked = state.isNamed ? Self.hardLink(partialPath, to: target) : Self.link(state.fd, to: target)
-            if linked == EEXIST, let name = state.responseName {
+            if linked == EEXIST {
                 // Taken since: the names are looked at again (this one, now taken, among them).
                 state.targetClaim?.endRequest()
-                (state.responseTarget, state.targetClaim) = Self.freeName(name, besides: destinationPath)
+                (state.responseTarget, state.targetClaim, state.replacesTarget) = Self.freeName(
+                    state.responseName ?? Self.lastComponent(of: destinationPath), besides: destinationPath,
+                    claim: claim)
                 guard let next = state.responseTarget else { break }
+                if state.replacesTarget { return replace(&state, at: next) }
                 target = next
                 continue
             }
@@ -352,28 +373,67 @@ final class FileSink: Sendable {
         return .fileError(path: target, reason: "no free name for the response's file name")
     }
 
-    /// How many names ``freeName(_:besides:)`` tries before it gives up.
+    /// Renames the finished part over `target`, a file that records this request's origin (an earlier run's).
+    private func replace(_ state: inout State, at target: String) -> NetworkQueueError? {
+        do throws(FileFailure) {
+            try name(&state)
+        } catch {
+            return error.error(partialPath: partialPath)
+        }
+        if state.fd >= 0 { closeDescriptor(state.fd) }
+        state.fd = -1
+        if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
+        guard rename(partialPath, target) == 0 else {
+            return .fileError(path: target, reason: String(cString: strerror(errno)))
+        }
+        if state.hasValidator { unlink(validatorPath) }
+        state.markClosed()
+        return nil
+    }
+
+    /// How many names ``freeName(_:besides:claim:)`` tries before it gives up.
     static let freeNameTries = 1_000
 
-    /// A path for `name` in the folder of `destination` that nothing is at and no other request claims, with `-2`,
-    /// `-3`… before its extension when taken, and its claim; nil (the destination, already the request's) when
-    /// `name` is the destination's own name.
-    static func freeName(_ name: String, besides destination: String) -> (String?, DestinationClaim?) {
-        let folder = (destination as NSString).deletingLastPathComponent
-        let ns = name as NSString
-        let (stem, ext) = (ns.deletingPathExtension, ns.pathExtension)
+    /// A path for `name` in the folder of `destination`, with `-2`, `-3`… before its extension when taken, that no
+    /// other request claims and where nothing is, or a file that records this request's origin (``FileOrigin``: an
+    /// earlier run's, which it replaces, the third value); and its claim. Nil (the destination, already the
+    /// request's) when `name` is the destination's own name, unless another origin's file is there.
+    static func freeName(_ name: String, besides destination: String, claim: DestinationClaim)
+        -> (String?, DestinationClaim?, Bool)
+    {
+        let folder = destination.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(destination[..<$0]) } ?? "."
         for counter in 1...freeNameTries {
-            let candidate = counter == 1 ? name : ext.isEmpty ? "\(stem)-\(counter)" : "\(stem)-\(counter).\(ext)"
+            let candidate = counter == 1 ? name : FileName.numbered(name, counter)
             let path = folder + "/" + candidate
-            if path == destination { return (nil, nil) }
+            if path == destination {
+                if claim.isForeign { continue }
+                return (nil, nil, false)
+            }
             var info = stat()
-            guard lstat(path, &info) != 0, errno == ENOENT else { continue }
-            guard let claim = DestinationClaim.claim(URL(fileURLWithPath: path, isDirectory: false), path: path) else {
+            let isFree = lstat(path, &info) != 0 && errno == ENOENT
+            let isOwn =
+                !isFree && !claim.origin.isEmpty && (info.st_mode & S_IFMT) == S_IFREG
+                && FileOrigin.standing(ofFileAt: path, to: claim.origin) == .own
+            guard isFree || isOwn else { continue }
+            guard let taken = DestinationClaim.claim(URL(fileURLWithPath: path, isDirectory: false), path: path) else {
                 continue
             }
-            return (path, claim)
+            return (path, taken, isOwn)
         }
-        return (nil, nil)
+        return (nil, nil, false)
+    }
+
+    /// The last component of the absolute `path`.
+    static func lastComponent(of path: String) -> String {
+        path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[path.index(after: $0)...]) } ?? path
+    }
+
+    /// Records the request's origin with the part (once), so that the file, and a part left to continue, say whose
+    /// they are. Nothing when the request has none; a file system that keeps no attributes records nothing.
+    func recordOrigin(_ state: inout State) {
+        guard !state.recordsOrigin, state.fd >= 0, !claim.origin.isEmpty else { return }
+        state.recordsOrigin = true
+        FileOrigin.record(claim.origin, fd: state.fd)
     }
 
     /// Closes and deletes the partial file and its validator. Does nothing once the file was committed or
@@ -440,6 +500,7 @@ final class FileSink: Sendable {
     /// is always described.
     private func flush(_ state: inout State, final: Bool) throws(FileFailure) {
         if !final {
+            recordOrigin(&state)
             try name(&state)
             try saveValidatorIfPending(&state)
         }

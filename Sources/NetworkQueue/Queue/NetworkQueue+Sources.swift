@@ -176,7 +176,7 @@ extension NetworkQueue {
             if let request {
                 core.machine.sources.read(id, count: 1)
                 // A file another request writes: the request joins and fails alone (an add would throw).
-                let (claim, rejection) = Self.claimDestination(of: request, in: core.machine, absent: found.isAbsent)
+                let (claim, rejection) = Self.claimDestination(of: request, in: core.machine, found: found)
                 slot = core.machine.insert(
                     request, claim: claim, existingFile: found.existingFile, source: id, rejection: rejection, now: now)
             }

@@ -163,12 +163,13 @@ public final class NetworkQueue: Sendable {
         if let observer { request.shared.withLock { $0.endObserver = observer } }
         let found = Self.destinationAtAdd(of: request)
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
-            let (claim, refusal) = Self.claimDestination(of: request, in: core.machine, absent: found.isAbsent)
-            if let refusal { return .failure(.invalidRequest(refusal)) }
+            let (claim, refusal) = Self.claimDestination(of: request, in: core.machine, found: found)
+            if let refusal, found.refusal == nil { return .failure(.invalidRequest(refusal)) }
             let now = clock.now()
+            // A destination its output folder refuses: the request joins and fails alone.
             let slot = core.machine.insert(
                 request, claim: claim, isObserved: observer != nil, existingFile: found.existingFile, source: nil,
-                now: now)
+                rejection: found.refusal, now: now)
             return .success((slot, core.machine.finishEvent(now)))
         }
         switch added {
@@ -192,17 +193,29 @@ public final class NetworkQueue: Sendable {
         var existingFile: ExistingFileRules.FileState?
         /// True when nothing was at the path.
         var isAbsent = false
+        /// True when the file there records another origin (``FileOrigin``): another's, which the request's file
+        /// goes beside, never over.
+        var isForeign = false
+        /// Why the request's ``NetworkRequest/FileOptions-swift.struct/outputFolder`` refuses the destination.
+        var refusal: NetworkQueueError.InvalidRequestReason?
     }
 
-    /// Looks at `request`'s file destination once (see ``DestinationAtAdd``).
+    /// Looks at `request`'s file destination once (see ``DestinationAtAdd``): its output folder's check first, then
+    /// one `lstat`, and the origin of a file that is there.
     static func destinationAtAdd(of request: NetworkRequest) -> DestinationAtAdd {
         guard case .file(let url) = request.destination, let path = request.destinationPath,
             request.invalidReason == nil
         else { return DestinationAtAdd() }
+        if let folder = request.fileOptions.outputFolder, let reason = folder.refusal(forDestination: path) {
+            return DestinationAtAdd(refusal: .unsafeDestination(url, reason: reason))
+        }
         switch FileSink.entry(at: path) {
         case .absent: return DestinationAtAdd(isAbsent: true)
         case .other: return DestinationAtAdd()
         case .regular(let size, let modified):
+            if FileOrigin.standing(ofFileAt: path, to: request.origin) == .foreign {
+                return DestinationAtAdd(isForeign: true)
+            }
             // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
             // size and the date cannot tell a wrong file from the right one).
             guard ExistingFileRules.checksExistingFile(request) else { return DestinationAtAdd() }
@@ -215,13 +228,18 @@ public final class NetworkQueue: Sendable {
     /// on the requests in `machine` (a coalesced duplicate shares its leader's file; a replacing one takes it
     /// over). Both nil when none is needed; `refusal` is `destinationInUse` when another request writes the file.
     static func claimDestination(
-        of request: NetworkRequest, in machine: QueueStateMachine, absent: Bool
+        of request: NetworkRequest, in machine: QueueStateMachine, found: DestinationAtAdd
     ) -> (claim: DestinationClaim?, refusal: NetworkQueueError.InvalidRequestReason?) {
-        guard case .file(let file) = request.destination, request.invalidReason == nil, machine.needsOwnClaim(request)
+        guard case .file(let file) = request.destination, request.invalidReason == nil, found.refusal == nil,
+            machine.needsOwnClaim(request)
         else {
-            return (nil, nil)
+            return (nil, found.refusal)
         }
-        guard let claim = DestinationClaim.claim(file, path: request.destinationPath, absentAtAdd: absent) else {
+        guard
+            let claim = DestinationClaim.claim(
+                file, path: request.destinationPath, absentAtAdd: found.isAbsent, origin: request.origin,
+                isForeign: found.isForeign)
+        else {
             return (nil, .destinationInUse(file))
         }
         return (claim, nil)

@@ -130,6 +130,11 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         /// The ``TimeLimits`` (the request's, or the queue's ``NetworkQueue/timeLimits`` it uses) are out of range:
         /// a deadline of zero or less, or a lowest speed that is not a positive rate over a positive, finite window.
         case invalidTimeLimits(TimeLimits)
+        /// The file destination is refused by its ``OutputFolder`` (see
+        /// ``NetworkRequest/FileOptions-swift.struct/outputFolder``): it is not beneath the folder, a symbolic link or
+        /// something other than a folder is on the way to it, or its name is one a download keeps beside its file
+        /// (``FileName/reservedSuffixes``). `reason` says which. The request fails alone; nothing is written.
+        case unsafeDestination(URL, reason: String)
     }
 
     /// True for `.cancelled`, `.cancelledBecauseSiblingFailed` and `.cancelledBecauseSourceFailed`.
@@ -222,6 +227,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
         case .invalidChecksum(let checksum):
             "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
         case .invalidTimeLimits(let limits): "time limits: \(limits.problem ?? "out of range")"
+        case .unsafeDestination(let url, let reason): "refused to write \(url.path): \(reason)"
         }
     }
 }

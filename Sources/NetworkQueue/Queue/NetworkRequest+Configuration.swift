@@ -62,6 +62,10 @@ extension NetworkRequest {
         /// continued request's response has status 206. Default true.
         public var continuesPartialDownloads: Bool
         /// What happens when the destination file exists already. Default ``ExistingFile/replace``.
+        ///
+        /// Either way, a file there whose recorded origin (``FileOrigin``) is another URL is another's: it is
+        /// neither kept nor replaced, and this request's file takes the first free name beside it (`-2`, `-3`…, or
+        /// the one that records this request's URL, from an earlier run).
         public var existingFile: ExistingFile
         /// The most connections the one file may be fetched over at once, each a `Range` request for one segment
         /// (values below 1 count as 1). Default 1: one connection, as before.
@@ -94,15 +98,23 @@ extension NetworkRequest {
         /// request holds, takes `-2`, `-3`… before its extension, as the Demo names a list's files (the check is made
         /// when the head arrives, and again as the file is linked into place, which never replaces). The name is
         /// decided before the file is committed; the response's ``NetworkResponse/fileURL`` and the log's `finished`
-        /// record say where it went. The part (`<destination>.part`) keeps the destination's name meanwhile, so a
+        /// record say where it went. A file there whose recorded origin is this request's URL (``FileOrigin``) is
+        /// this request's own from an earlier run: it is replaced, not given a `-2`. The part (`<destination>.part`) keeps the destination's name meanwhile, so a
         /// later attempt or run continues it as before.
         public var namesFileFromResponse: Bool
+        /// The folder the destination must lie in, guarded (see ``OutputFolder``): as the request is added, a
+        /// destination outside it, named with a reserved suffix, or behind a symbolic link fails alone with
+        /// ``NetworkQueueError/InvalidRequestReason/unsafeDestination(_:reason:)``; its folders are made as needed.
+        /// Default nil: the destination is taken as given, its folder must exist.
+        public var outputFolder: OutputFolder?
 
         /// Creates file options; every parameter defaults as its property says.
         public init(
             continuesPartialDownloads: Bool = true, existingFile: ExistingFile = .replace, maximumConnections: Int = 1,
-            mirrors: [URL] = [], minimumSegmentSize: Int64 = 1 << 20, namesFileFromResponse: Bool = false
+            mirrors: [URL] = [], minimumSegmentSize: Int64 = 1 << 20, namesFileFromResponse: Bool = false,
+            outputFolder: OutputFolder? = nil
         ) {
+            self.outputFolder = outputFolder
             self.namesFileFromResponse = namesFileFromResponse
             self.continuesPartialDownloads = continuesPartialDownloads
             self.existingFile = existingFile
@@ -190,7 +202,7 @@ extension NetworkRequest {
                 && validation.maximumResponseSize == .automatic && integrity.checksum == nil
                 && integrity.verifiesServerDigests
                 && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace
-                && !fileOptions.mayShare && !fileOptions.namesFileFromResponse
+                && !fileOptions.mayShare && !fileOptions.namesFileFromResponse && fileOptions.outputFolder == nil
                 && retryPolicy == nil
                 && timeLimits == nil
                 && handlers.onDownloadProgress == nil && handlers.onUploadProgress == nil

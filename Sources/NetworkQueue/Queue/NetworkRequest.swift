@@ -127,6 +127,10 @@ public final class NetworkRequest: Sendable, Identifiable {
     var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onDownloadProgress }
     var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? { options.handlers.onUploadProgress }
 
+    /// The origin recorded with its file (``FileOrigin``): its URL's text without a user or password, read without
+    /// building the `URLRequest`.
+    var origin: String { outgoing.urlText.map(FileOrigin.text(ofURLText:)) ?? "" }
+
     /// The method sent, read without building the `URLRequest`.
     var method: String {
         switch outgoing {
