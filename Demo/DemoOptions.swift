@@ -63,6 +63,8 @@ struct DemoOptions {
     var saveCookies: String?
     /// `--save-session FILE`: the list's unfinished lines, kept as the run goes.
     var saveSession: String?
+    /// The netrc file read (`--netrc`, `--netrc-file`): one of the program's own files.
+    var netrcPath: String?
     /// `--content-disposition`: a file takes the name its response gives it.
     var contentDisposition = false
     /// `--tree`: each file under its URL's host and folders; `--cut-dirs` drops that many leading folders.
@@ -143,8 +145,10 @@ struct DemoOptions {
             case .badProxy(let problem): "--proxy: \(problem)"
             case .badSplit(let value): "--split needs a whole number from 1 to 16, not '\(value)'"
             case .badRequestRate(let value):
-                "--rate needs N/U: N requests above 0 per s, m, h or d (N alone: per hour), like 2/s or 30/m, not '\(value)'"
-            case .badWait(let value): "--wait needs seconds of 0 or more (or Nm, Nh, Nd), like 1 or 0.5, not '\(value)'"
+                "--rate needs N/U: N requests above 0 per s, m, h or d (N alone: per hour), at least one a year, like 2/s "
+                    + "or 30/m, not '\(value)'"
+            case .badWait(let value):
+                "--wait needs seconds of 0 or more (or Nm, Nh, Nd), under a year, like 1 or 0.5, not '\(value)'"
             case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
             case .sameFileTwice(let path): "--report and --progress-json both name \(path): give each its own file"
             case .badCutDirs(let value): "--cut-dirs needs a whole number of 0 or more, not '\(value)'"
@@ -176,14 +180,26 @@ struct DemoOptions {
                             Last-Modified no newer than the file's (saved files take their
                             Last-Modified), so running the same command again fetches only what is missing.
                             Two runs on one folder at once: a file the other run moved into place first is
-                            kept, not failed (--shard splits a list between runs without overlap)
+                            kept, not failed (--shard splits a list between runs without overlap).
+                            The folder is guarded: every name (a URL's, out=, a response's) follows one
+                            rule (no /, control, format or line-separator characters, no leading dots,
+                            at most 200 bytes, never ending in .part, .part.validator, .part.segments:
+                            a URL's or response's such name gets a _ after it, an out= one is a bad
+                            line); folders below it are made without following a link, and a line
+                            whose folder is a symbolic link fails alone, nothing written through it.
+                            Each saved file records its URL (the user.xdg.origin.url attribute, as
+                            curl --xattr and wget2 --xattr write it): a file that records another URL is
+                            another's, never kept as unchanged, skipped or replaced for this line, whose
+                            file takes the next free name (-2); a part is continued only by its own URL.
+                            The list, netrc and cookie files may lie in it: no line's file takes their names
           --content-disposition
                             with --output: name each file as its response's Content-Disposition says
                             (RFC 6266; filename* preferred, as wget2's option), in the folder its line
                             gives it, made safe (its last path component, no control characters or
                             leading dots, at most 200 bytes); a name never replaces a file: one taken
-                            gets -2, -3... The report, --progress-json and --verbose say where each went.
-                            --no-clobber looks at the name from the URL
+                            gets -2, -3..., unless the file there records this URL (an earlier run's),
+                            which it replaces. The report, --progress-json and --verbose say where each
+                            went. --no-clobber looks at the name from the URL
           --tree            with --output: keep each URL's folders under the output folder, host first
                             (out/example.com/pub/file.iso; a port given in the URL joins the host as
                             host:port), as wget's -x (-x is --proxy here, as in curl); folders are
@@ -213,7 +229,9 @@ struct DemoOptions {
                             where HEAD is refused) under the same limits (--concurrency, --per-host,
                             --rate, --retries); prints the status, size, the file name it would write
                             and the final URL after redirects, then a total. Writes nothing but
-                            --report; exit 1 if any URL would fail
+                            --report and --progress-json (its lines, as for a download): no folder,
+                            no --save-session (nothing is finished), no --save-cookies; exit 1 if any
+                            URL would fail
           --limit-rate R    cap the total receive rate, e.g. 500K or 2M bytes per second (curl only)
           --max-time S      fail a request that has not ended S seconds after its first attempt
                             started, retries and their waits included (paused time not counted); not
@@ -229,7 +247,9 @@ struct DemoOptions {
                             by TABs (as aria2's input files) or spaces. out= names the file and dir= its
                             folder under --output (aria2's names; a TAB-separated one may hold spaces;
                             one that would leave the output folder, with '..', '/' or an absolute
-                            path, is a bad line: exit 2). Further URLs are mirrors of the same file (at most
+                            path, an out= name the rule above would change (over 200 bytes, ending in
+                            .part..., leading dots, hidden characters) or a dir= part ending in .part is
+                            a bad line: exit 2, with what to mend). Further URLs are mirrors of the same file (at most
                             16), which share its segments with --split and stand in when a location
                             fails (its HEAD too) or stalls at the end of the file; they may run other
                             server software (each is held to its own ETag, agreeing on the length and
@@ -246,7 +266,8 @@ struct DemoOptions {
                             continues exactly the rest (aria2's --save-session, kept exact as each request
                             ends: a finished line is blanked in place into a comment, one small write; a
                             list from a pipe has its lines added as they are read). Failed lines stay.
-                            FILE is checked as --report's is
+                            FILE is created readable by its owner only (a list's URLs may carry tokens)
+                            and is checked as --report's is
           --shard K/N       with --input: take only share K of N (0 <= K < N) of the list, chosen by
                             each URL, so that N runs on N machines split it with no coordinator and
                             may share one --output folder. Under a Kubernetes Indexed Job (completions
@@ -283,8 +304,13 @@ struct DemoOptions {
                             kind, code (a transport error's URLError code) and error. A killed run keeps
                             the line of every request that ended. To run the failed lines again:
                             jq -r 'select(.error) | .line' FILE | awk 'NR==FNR{f[$1];next} FNR in f' - LIST > again.txt
-                            FILE may not be the --input list, lie inside the --output folder or be
-                            anything but a regular file (a FIFO, a device): bad usage, nothing touched
+                            FILE may not be the --input list, lie inside the --output folder, be
+                            read-only or be anything but a regular file (a FIFO, a device): bad usage,
+                            nothing touched. The same holds for every file the run writes (--report,
+                            --save-session, --progress-json, --save-cookies), and no two of the list,
+                            report, session, progress, cookie and netrc files may be one file (through
+                            links and other spellings too), but --load-cookies and --save-cookies: all
+                            checked before anything is created, emptied or sent
           --progress-json FILE
                             write the run to FILE as JSON lines, for a program to read while it goes
                             (- for standard output; the rest of the output then goes to standard error).
@@ -297,7 +323,8 @@ struct DemoOptions {
                             delay, error), "pause", "resume", "end" (outcome: finished, unchanged,
                             failed or cancelled; status, bytes, kind, error); each with url (redacted
                             as the log is), and line (of --input) and file when there are. FILE is
-                            checked as --report's is
+                            checked as --report's is. With -, a reader that goes away (| head) stops the
+                            run as curl's write error does: exit 23, partial files kept as on Ctrl-C
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
@@ -310,10 +337,38 @@ struct DemoOptions {
         (at most 60 s); requests under way go on, and so do the other servers.
         On a terminal, press p to pause every request that has not finished and r to resume them.
         Elsewhere (a pipe, a log) a list prints a line per request as it ends, and progress every second.
-        Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 130 when
-        interrupted by Ctrl-C (partial files stay for the next run). The summary counts the requests
+        Exit status: 0 when every request succeeded, 1 when any failed, 2 for bad usage, 23 when the
+        reader of --progress-json - went away, 130 when interrupted by Ctrl-C (partial files stay for
+        the next run in both). The summary counts the requests
         that ended too slow, past their deadline (--max-time) or too large (--max-filesize).
         """
+
+    /// The program's own files these options name (see ``ProgramFiles``): a dry run writes neither the session nor
+    /// the cookies.
+    var programFiles: [ProgramFiles.Role] {
+        [
+            input.map { ProgramFiles.Role("--input", $0, writes: false) },
+            report.map { ProgramFiles.Role("--report", $0, writes: true) },
+            saveSession.map { ProgramFiles.Role("--save-session", $0, writes: !dryRun) },
+            progressJSON.map { ProgramFiles.Role("--progress-json", $0, writes: true) },
+            loadCookies.map { ProgramFiles.Role("--load-cookies", $0, writes: false) },
+            saveCookies.map { ProgramFiles.Role("--save-cookies", $0, writes: !dryRun) },
+            netrcPath.map { ProgramFiles.Role("--netrc-file", $0, writes: false) },
+        ].compactMap { $0 }
+    }
+
+    /// Reads the netrc file `--netrc` or `--netrc-file` named, if any, into the headers sent: after the program's
+    /// files were checked together (``ProgramFiles``), so that a netrc file that is another of them is refused as such.
+    mutating func readNetrc() throws(Problem) {
+        guard let path = netrcPath else { return }
+        do {
+            headers.netrc = try Netrc(path: path)
+        } catch let problem as Netrc.Problem {
+            throw .badNetrc(path: path, reason: problem.description)
+        } catch {
+            throw .badNetrc(path: path, reason: "\(error)")
+        }
+    }
 
     static func parse(_ arguments: some Sequence<String>) throws(Problem) -> DemoOptions {
         var options = DemoOptions()
@@ -415,13 +470,8 @@ struct DemoOptions {
                     guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                     path = value
                 }
-                do {
-                    options.headers.netrc = try Netrc(path: path)
-                } catch let problem as Netrc.Problem {
-                    throw .badNetrc(path: path, reason: problem.description)
-                } catch {
-                    throw .badNetrc(path: path, reason: (error as NSError).localizedDescription)
-                }
+                // Read once the program's files are known to be distinct (``readNetrc()``).
+                options.netrcPath = path
             case "--cut-dirs":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), count >= 0 else { throw .badCutDirs(value) }

@@ -147,13 +147,15 @@ struct Display {
     }
 
     /// Draws the final state and prints the summary line (`kept`: files `--no-clobber` kept without a
-    /// request). Returns true when every request succeeded.
-    mutating func finish(kept: Int = 0) -> Bool {
+    /// request; `listStopped`: a bad line of the list stopped the run, and what it cancelled is counted apart from
+    /// what failed). Returns true when every request succeeded.
+    mutating func finish(kept: Int = 0, listStopped: Bool = false) -> Bool {
         if isTerminal {
             draw()
             print("\u{1B}[?25h", terminator: "")
         }
-        let failed = progress.failedRequestCount + progress.cancelledRequestCount
+        let stopped = listStopped ? progress.cancelledRequestCount : 0
+        let failed = progress.failedRequestCount + progress.cancelledRequestCount - stopped
         let elapsed = Date().timeIntervalSince(began)
         let rate = elapsed > 0 ? Format.bytes(Int64(Double(progress.bytesReceived) / elapsed)) + "/s" : "?"
         let named = [
@@ -162,11 +164,13 @@ struct Display {
         print(
             "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed"
                 + (named.isEmpty ? "" : " (\(named.joined(separator: ", ")))") + ", "
+                + (stopped > 0 ? "\(stopped) cancelled (the list stopped at a bad line), " : "")
                 + (kept > 0 ? "\(kept) kept (already there), " : "")
                 + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
                 // Nothing to run (every file kept) is complete.
                 + Format.percent(progress.totalRequestCount == 0 && failed == 0 ? 1 : progress.fractionCompleted))
-        return failed == 0 && progress.finishedRequestCount == progress.totalRequestCount && progress.isTotalFinal
+        return failed == 0 && stopped == 0 && progress.finishedRequestCount == progress.totalRequestCount
+            && progress.isTotalFinal
     }
 
     /// A list entry's label: the name of the file it is saved to; for a body kept in memory, its URL's last path

@@ -23,8 +23,7 @@ final class DryRunPrinter: @unchecked Sendable {
         var name = request.userInfo[DryRun.nameKey] as? String ?? "(memory)"
         if namesFromResponse, let given = request.head?.suggestedFileName {
             // In the line's folder, as the download would put it (made unique when it is saved).
-            let folder = (name as NSString).deletingLastPathComponent
-            name = folder.isEmpty ? given : folder + "/" + given
+            name = name.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(name[...$0]) + given } ?? given
         }
         let url = NetworkQueueLogRecord.redacted(request.head?.url ?? request.url)
         var line =

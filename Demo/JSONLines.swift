@@ -16,8 +16,13 @@ final class JSONLines: @unchecked Sendable {
     private let encoder = JSONEncoder()
     private var failedToWrite = false
 
-    /// Writes to `fd`, which it closes when it goes; `snakeCase`: keys written `like_this`.
-    init(fd: Int32, option: String, snakeCase: Bool = false) {
+    /// Called once, instead of the complaint, when a write finds no reader (EPIPE: a pipe whose reader went away).
+    private let readerGone: (@Sendable () -> Void)?
+
+    /// Writes to `fd`, which it closes when it goes; `snakeCase`: keys written `like_this`; `readerGone`: see the
+    /// property (nil: a write to a pipe with no reader is a failure to write as any other).
+    init(fd: Int32, option: String, snakeCase: Bool = false, readerGone: (@Sendable () -> Void)? = nil) {
+        self.readerGone = readerGone
         self.fd = fd
         self.option = option
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -30,12 +35,15 @@ final class JSONLines: @unchecked Sendable {
     func write(_ value: some Encodable) {
         guard var bytes = try? encoder.encode(value) else { return }
         bytes.append(UInt8(ascii: "\n"))
-        let failed = lock.withLock {
+        let failure: Int32? = lock.withLock {
             let written = bytes.withUnsafeBytes { writeBytes(fd, $0) }
+            let error = errno
             defer { if written != bytes.count { failedToWrite = true } }
-            return written != bytes.count && !failedToWrite
+            return written != bytes.count && !failedToWrite ? error : nil
         }
-        if failed { complain("Demo: error: cannot write \(option): \(String(cString: strerror(errno)))") }
+        guard let failure else { return }
+        if failure == EPIPE, let readerGone { return readerGone() }
+        complain("Demo: error: cannot write \(option): \(String(cString: strerror(failure)))")
     }
 }
 

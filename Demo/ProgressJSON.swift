@@ -58,8 +58,9 @@ final class ProgressJSON: @unchecked Sendable {
     private var isFinished = false
 
     /// Writes to `fd` (a file opened by ``ReportFile/openChecked(path:input:output:)``, or standard output's).
-    init(fd: Int32, tagsAreLines: Bool) {
-        lines = JSONLines(fd: fd, option: "--progress-json", snakeCase: true)
+    /// `readerGone`: called once when a write finds no reader (a pipe whose reader went away).
+    init(fd: Int32, tagsAreLines: Bool, readerGone: (@Sendable () -> Void)? = nil) {
+        lines = JSONLines(fd: fd, option: "--progress-json", snakeCase: true, readerGone: readerGone)
         self.tagsAreLines = tagsAreLines
     }
 

@@ -20,16 +20,36 @@ func complain(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
-let options: DemoOptions
-do {
-    options = try DemoOptions.parse(CommandLine.arguments.dropFirst())
-} catch {
-    complain("Demo: error: \(error)\nRun 'swift run Demo --help' for usage.")
-    exit(2)
+/// The options the command line gives, its program's files checked together before anything is created, emptied or
+/// sent (each its own file, each written one writable, none inside --output), then its netrc file read.
+func checkedOptions() -> DemoOptions {
+    var options: DemoOptions
+    do {
+        options = try DemoOptions.parse(CommandLine.arguments.dropFirst())
+    } catch {
+        complain("Demo: error: \(error)\nRun 'swift run Demo --help' for usage.")
+        exit(2)
+    }
+    if options.showHelp {
+        print(DemoOptions.usage)
+        exit(0)
+    }
+    if let problem = ProgramFiles.problem(with: options.programFiles, output: options.output) {
+        complain("Demo: error: \(problem)")
+        exit(2)
+    }
+    do throws(DemoOptions.Problem) { try options.readNetrc() } catch {
+        complain("Demo: error: \(error)\nRun 'swift run Demo --help' for usage.")
+        exit(2)
+    }
+    return options
 }
-if options.showHelp {
-    print(DemoOptions.usage)
-    exit(0)
+let options = checkedOptions()
+// A reader that goes away (`Demo --progress-json - | head`) is a write error the run reports, never a silent death
+// by SIGPIPE (see stop(_:_:reason:)).
+signal(SIGPIPE, SIG_IGN)
+if options.dryRun, options.saveSession != nil || options.saveCookies != nil {
+    complain("Demo: note: a dry run finishes nothing and writes no --save-session or --save-cookies file")
 }
 
 // The --input list is opened once and read as a stream while the queue runs (as aria2's --deferred-input
@@ -85,21 +105,15 @@ let cookieStore: CookieStore? = {
                 )
             }
         } catch {
-            complain("Demo: error: cannot read --load-cookies \(path): \(error.localizedDescription)")
+            complain("Demo: error: cannot read --load-cookies \(path): \(error)")
             exit(2)
         }
-    }
-    if let path = options.saveCookies,
-        let refusal = ReportFile.refusal(forReplacing: path, input: options.input, output: options.output)
-    {
-        complain("Demo: error: cannot write --save-cookies \(path): \(refusal)")
-        exit(2)
     }
     return store
 }()
 /// Writes the cookies to --save-cookies, if given (at the end, and when interrupted).
 func saveCookies() {
-    guard let path = options.saveCookies, let cookieStore else { return }
+    guard !options.dryRun, let path = options.saveCookies, let cookieStore else { return }
     do { try cookieStore.write(to: URL(fileURLWithPath: path)) } catch {
         complain("Demo: error: cannot write --save-cookies \(path): \(error.localizedDescription)")
     }
@@ -143,6 +157,24 @@ let transport: any Transport
     }
     transport = sessionTransport()
 #endif
+// --output: its guardian makes it (a dry run makes nothing) and checks every place below it.
+var outputFolder: OutputFolder?
+if let output = options.output {
+    do {
+        outputFolder = try OutputFolder(path: output.path, creating: !options.dryRun)
+    } catch {
+        complain("Demo: error: cannot use \(output.path) for --output: \(error)")
+        exit(1)
+    }
+}
+// --save-session: made before anything is read (a copy of a regular list); a dry run finishes nothing and makes none.
+var session: SessionFile?
+if let path = options.saveSession, let input = options.input, !options.dryRun {
+    do throws(SessionFile.Problem) { session = try SessionFile(path: path, list: input) } catch {
+        complain("Demo: error: cannot write --save-session \(path): \(error)")
+        exit(1)
+    }
+}
 var report: Report?
 if let path = options.report {
     do {
@@ -160,7 +192,14 @@ if let path = options.progressJSON {
         let fd = dup(STDOUT_FILENO)
         fflush(nil)
         dup2(STDERR_FILENO, STDOUT_FILENO)
-        json = ProgressJSON(fd: fd, tagsAreLines: options.input != nil)
+        // Its reader gone, the run stops as curl's does on a write error (exit 23), partial files kept.
+        json = ProgressJSON(fd: fd, tagsAreLines: options.input != nil) {
+            DispatchQueue.main.async {
+                stop(
+                    23, "Stopped",
+                    reason: "Demo: error: --progress-json: standard output's reader went away (broken pipe)")
+            }
+        }
     } else {
         do {
             let fd = try ReportFile.openChecked(path: path, input: options.input, output: options.output)
@@ -191,35 +230,28 @@ if options.verbose {
     }
 }
 
-if let output = options.output, !options.dryRun {
-    do {
-        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-    } catch {
-        complain("Demo: error: cannot use \(output.path) for --output: \(error.localizedDescription)")
-        exit(1)
-    }
-}
 let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .skipIfUnchanged
 let validation = NetworkRequest.Validation(maximumResponseSize: options.maxFileSize.map { .bytes($0) } ?? .automatic)
-// A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams.
+// A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams. The program's
+// own files that lie in the output folder (the list, say) are names no line's file takes.
 var namer = FileNamer()
+if let output = options.output {
+    for taken in ProgramFiles.placesInside(output, of: options.programFiles) { namer.reserve(taken) }
+}
 var rows: [(NetworkRequest, String)] = []
 var keptArguments = 0
 for (index, (url, label)) in targets.enumerated() {
     var destination = NetworkRequest.Destination.memory
     // The file's name under --output (a dry run shows it).
     var name: String?
-    if let output = options.output {
-        let named = namer.name(
-            forBase: FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: options.tree ? options.cutDirs : nil)
-        )
-        name = named
-        let file = output.appendingPathComponent(named, isDirectory: false)
-        if !options.dryRun, named.contains("/") {
-            try? FileManager.default.createDirectory(
-                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        }
-        if options.noClobber, FileNames.isRegularFile(file) {
+    if let outputFolder {
+        let place = namer.place(
+            for: FileNames.base(for: url, name: nil, folders: nil, treeCutDirs: options.tree ? options.cutDirs : nil))
+        name = place.relativePath
+        // Safe components, made so by the namer; the guardian makes its folders as the request is added.
+        guard let checked = try? place.place() else { continue }
+        let file = outputFolder.url(for: checked)
+        if options.noClobber, FileNames.holdsFile(at: file, of: url) {
             keptArguments += 1
             continue
         }
@@ -227,7 +259,7 @@ for (index, (url, label)) in targets.enumerated() {
     }
     let fileOptions = NetworkRequest.FileOptions(
         existingFile: existingFile, maximumConnections: options.split,
-        namesFileFromResponse: options.contentDisposition)
+        namesFileFromResponse: options.contentDisposition, outputFolder: outputFolder)
     let request =
         options.dryRun
         ? DryRun.probe(url, headers: options.headers, name: name, attempts: options.retries + 1, tag: index + 1)
@@ -245,24 +277,12 @@ for (index, (url, label)) in targets.enumerated() {
     rows.append((request, label))
 }
 let tally = ListSource.Tally()
-// --save-session: made before anything is read (a copy of a regular list).
-var session: SessionFile?
-if let path = options.saveSession, let input = options.input {
-    if let refusal = ReportFile.refusal(forReplacing: path, input: input, output: options.output) {
-        complain("Demo: error: cannot write --save-session \(path): \(refusal)")
-        exit(2)
-    }
-    do throws(SessionFile.Problem) { session = try SessionFile(path: path, list: input) } catch {
-        complain("Demo: error: cannot write --save-session \(path): \(error)")
-        exit(1)
-    }
-}
 if let input = options.input, let listReader {
     let source = ListSource(
-        path: input, reader: listReader, output: options.output, shard: options.shard, noClobber: options.noClobber,
+        path: input, reader: listReader, output: outputFolder, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
         dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
-        namesFromResponse: options.contentDisposition, session: session,
+        namesFromResponse: options.contentDisposition, session: session, namer: namer,
         tally: tally)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
@@ -318,17 +338,21 @@ var display = Display(
     rows: options.input == nil ? rows : nil, isTerminal: isatty(STDOUT_FILENO) == 1 && !options.verbose,
     retries: options.retries,
     showsMetrics: options.verbose)
-// Ctrl-C: nothing is cancelled, so partial files (and their validators) stay for the next run.
-signal(SIGINT, SIG_IGN)
-let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
-interrupt.setEventHandler {
+/// Stops the run now with `code`, as Ctrl-C does: nothing is cancelled, so partial files (and their validators) stay
+/// for the next run. `title` heads the line that says how far it got; `reason`, when given, goes to standard error.
+@MainActor func stop(_ code: Int32, _ title: String, reason: String? = nil) {
+    if let reason { complain(reason) }
     let progress = queue.progress
     print(
-        "\nInterrupted: \(progress.finishedRequestCount)/\(progress.totalRequestCount) done, \(Format.bytes(progress.bytesReceived)) received"
+        "\(title): \(progress.finishedRequestCount)/\(progress.totalRequestCount) done, \(Format.bytes(progress.bytesReceived)) received"
             + (options.output == nil ? "" : "; partial files kept, run again to continue them"))
+    fflush(nil)
     saveCookies()
-    exit(130)
+    exit(code)
 }
+signal(SIGINT, SIG_IGN)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
+interrupt.setEventHandler { stop(130, "\nInterrupted") }
 interrupt.resume()
 if rows.isEmpty, options.input == nil {
     // Every file was there already (--no-clobber): nothing to run.
@@ -349,7 +373,9 @@ queue.go()
 let sourceProblem: InputList.Problem?
 (display, sourceProblem) = await listener.finished()
 json?.finish(queue.progress)
-let succeeded = dryRun?.finish(kept: keptArguments + tally.kept) ?? display.finish(kept: keptArguments + tally.kept)
+let succeeded =
+    dryRun?.finish(kept: keptArguments + tally.kept)
+    ?? display.finish(kept: keptArguments + tally.kept, listStopped: sourceProblem != nil)
 saveCookies()
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).

@@ -25,6 +25,9 @@ public enum InputList {
         /// The file's folder under `--output` (`dir=`), relative, its components safe and joined by `/`; nil: the
         /// output folder itself (or the URL's tree with `--tree`).
         public var folder: String? = nil
+
+        /// ``folder``'s components.
+        public var folders: [String]? { folder.map { $0.split(separator: "/").map(String.init) } }
     }
 
     /// A line that is not `URL [checksum]`, by its 1-based number.
@@ -89,18 +92,23 @@ public enum InputList {
             let value = String(option.dropFirst(4))
             if option.hasPrefix("out=") {
                 guard entry.name == nil else { throw Problem(line: number, reason: "out= given twice") }
-                guard let name = safeComponent(value) else {
+                guard safeComponent(value) != nil else {
                     throw Problem(
                         line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
                 }
-                entry.name = name
+                // The one rule every name follows: a name it would change is refused, with what to mend.
+                if let problem = FileName.problem(with: value) {
+                    throw Problem(line: number, reason: "out=\(quoted(value)): \(problem)")
+                }
+                entry.name = value
             } else {
                 guard entry.folder == nil else { throw Problem(line: number, reason: "dir= given twice") }
                 guard let folder = safeFolder(value) else {
                     throw Problem(
                         line: number,
                         reason: "dir=\(quoted(value)) is not a folder inside the output folder (a relative "
-                            + "path without '..', '.' or empty parts)")
+                            + "path without '..', '.' or empty parts, none ending in a download's own suffix such as "
+                            + ".part)")
                 }
                 entry.folder = folder
             }
@@ -131,7 +139,9 @@ public enum InputList {
         if trimmed.hasSuffix("/") { trimmed.removeLast() }
         guard !trimmed.isEmpty, !trimmed.hasPrefix("/"), trimmed.utf8.count <= 4_096 else { return nil }
         let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard parts.allSatisfy({ safeComponent($0) != nil }) else { return nil }
+        guard parts.allSatisfy({ safeComponent($0) != nil && FileName.reservedSuffix(of: $0) == nil }) else {
+            return nil
+        }
         return parts.joined(separator: "/")
     }
 

@@ -30,10 +30,9 @@ public struct ListSource: AsyncSequence, Sendable {
     public let path: String
     /// The list opened already (to count its lines on the same descriptor: a list is opened and read once).
     private let opened: LineReader?
-    public let output: URL?
-    /// The output folder's path with a slash after it, made once: each file's URL is made from its path (half the cost
-    /// of appending a component to a folder's URL).
-    private let outputPrefix: String?
+    /// The output folder's guardian: each file's place is checked by it, and its folders are made below it without
+    /// following a link as the request is added.
+    public let output: OutputFolder?
     public let shard: Shard
     public let noClobber: Bool
     /// What each request's file does when it exists (without `noClobber`).
@@ -53,15 +52,18 @@ public struct ListSource: AsyncSequence, Sendable {
     /// With `--tree`: the leading folders of each URL's path that are dropped (`--cut-dirs`); nil: no tree.
     public let treeCutDirs: Int?
     public let tally: Tally
+    /// The namer the list starts from: the program's own files in the output folder reserved.
+    let namer: FileNamer
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
     /// descriptor: a list is opened and read once), else opened at the first read.
     public init(
-        path: String, reader: LineReader? = nil, output: URL?, shard: Shard, noClobber: Bool,
+        path: String, reader: LineReader? = nil, output: OutputFolder?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
         headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
-        namesFromResponse: Bool = false, session: SessionFile? = nil, tally: Tally
+        namesFromResponse: Bool = false, session: SessionFile? = nil, namer: FileNamer = FileNamer(), tally: Tally
     ) {
+        self.namer = namer
         self.session = session
         self.namesFromResponse = namesFromResponse
         self.treeCutDirs = treeCutDirs
@@ -71,7 +73,6 @@ public struct ListSource: AsyncSequence, Sendable {
         self.path = path
         opened = reader
         self.output = output
-        outputPrefix = output.map { $0.path.hasSuffix("/") ? $0.path : $0.path + "/" }
         self.shard = shard
         self.noClobber = noClobber
         self.existingFile = existingFile
@@ -82,47 +83,41 @@ public struct ListSource: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let source: ListSource
         var reader: LineReader?
-        var namer = FileNamer()
-        /// The folders under the output folder made so far (each made once).
-        var madeFolders: Set<String> = []
+        var namer: FileNamer
 
         public mutating func next() async throws -> NetworkRequest? {
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (line, number) = try reader!.next() {
                 guard let entry = try InputList.parse(line, number: number) else { continue }
-                let place = reader!.lastLine
+                let span = reader!.lastLine
                 source.session?.noteRead(
-                    line: number, offset: place.offset, length: place.length, text: line,
+                    line: number, offset: span.offset, length: span.length, text: line,
                     tracks: source.shard.contains(entry.url))
                 if source.output == nil, entry.name != nil || entry.folder != nil {
                     throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
                 }
                 // Named before the shard is chosen: every shard names the whole list alike.
-                let name =
+                let place =
                     source.output == nil
                     ? nil
-                    : namer.name(
-                        forBase: FileNames.base(
-                            for: entry.url, name: entry.name, folder: entry.folder, treeCutDirs: source.treeCutDirs))
+                    : namer.place(
+                        for: FileNames.base(
+                            for: entry.url, name: entry.name, folders: entry.folders, treeCutDirs: source.treeCutDirs))
                 guard source.shard.contains(entry.url) else {
                     source.tally.skip()
                     continue
                 }
                 var destination = NetworkRequest.Destination.memory
-                if let prefix = source.outputPrefix, let name {
-                    // Said to be a file: Foundation would otherwise stat the path to find out.
-                    let file = URL(fileURLWithPath: prefix + name, isDirectory: false)
-                    // Its folder under the output folder, made once (a dry run makes nothing; a folder that cannot be
-                    // made fails the file's request, not the list).
-                    if source.dryRunAttempts == nil, let slash = name.lastIndex(of: "/") {
-                        let folder = prefix + name[..<slash]
-                        if madeFolders.insert(folder).inserted {
-                            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                        }
+                if let output = source.output, let place {
+                    // Its components were checked by the list's parser and the namer; the guardian checks them again.
+                    guard let checked = try? place.place() else {
+                        throw InputList.Problem(line: number, reason: "\(place.relativePath) is not a place for a file")
                     }
+                    let file = output.url(for: checked)
                     // Files only appear complete (renamed into place), so a regular file there is whole. Anything
-                    // else (a directory, a FIFO) is not a download: the request runs and fails on it.
-                    if source.noClobber, FileNames.isRegularFile(file) {
+                    // else (a directory, a FIFO) is not a download: the request runs and fails on it. A file another
+                    // URL saved is another's: this line's goes beside it.
+                    if source.noClobber, FileNames.holdsFile(at: file, of: entry.url) {
                         source.tally.keep()
                         source.session?.finished(line: number)
                         continue
@@ -131,7 +126,8 @@ public struct ListSource: AsyncSequence, Sendable {
                 }
                 if let attempts = source.dryRunAttempts {
                     // Asked about, not fetched: the name it would get comes with it.
-                    return DryRun.probe(entry.url, headers: source.headers, name: name, attempts: attempts, tag: number)
+                    return DryRun.probe(
+                        entry.url, headers: source.headers, name: place?.relativePath, attempts: attempts, tag: number)
                 }
                 guard source.headers.sendsNothing(to: entry.url) else {
                     return NetworkRequest(
@@ -149,13 +145,13 @@ public struct ListSource: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self, namer: namer) }
 
     /// The file options of an entry with `mirrors`: the list's existing-file rule and connections.
     func fileOptions(mirrors: [URL]) -> NetworkRequest.FileOptions {
         .init(
             existingFile: existingFile, maximumConnections: split, mirrors: mirrors,
-            namesFileFromResponse: namesFromResponse)
+            namesFileFromResponse: namesFromResponse, outputFolder: output)
     }
 }
 

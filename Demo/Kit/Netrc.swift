@@ -1,4 +1,5 @@
 import Foundation
+import NetworkQueue
 
 /// A `.netrc` file (curl's, wget's and aria2's format): `machine HOST login USER password SECRET` entries, tokens apart
 /// by white space or newlines, values in double quotes when they hold spaces (`\"` and `\\` escaped), `#` comments,
@@ -74,7 +75,8 @@ public struct Netrc: Sendable, Equatable {
 
     /// Reads the file at `path`.
     public init(path: String) throws {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        // Read once, whole: `--netrc-file <(gpg -d …)` is a pipe.
+        let text = try TextFile.read(atPath: path)
         try self.init(parsing: text)
     }
 

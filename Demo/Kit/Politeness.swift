@@ -6,8 +6,8 @@ import NetworkQueue
 /// transfers run at once (``NetworkQueue/hostPacing``).
 public enum Politeness {
     /// The seconds between two starts that curl's `--rate` value asks for: `N/U` starts per unit `U` (`s`, `m`, `h` or
-    /// `d`), or `N` alone per hour (curl's default unit). N is a number above 0 (at most a million a second); nil
-    /// when malformed.
+    /// `d`), or `N` alone per hour (curl's default unit). N is a number above 0 (at most a million a second, at
+    /// least one start in ``longestInterval``); nil when malformed.
     public static func interval(ofRate text: String) -> Double? {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 1 || parts.count == 2, let count = number(parts[0]), count > 0 else { return nil }
@@ -21,8 +21,12 @@ public enum Politeness {
         default: return nil
         }
         let interval = seconds / count
-        return interval >= 1e-6 ? interval : nil
+        return interval >= 1e-6 && interval < longestInterval ? interval : nil
     }
+
+    /// The longest time between two starts to one server that `--rate` or `--wait` may ask for: under a year (one
+    /// bound for both; a slower rate is a mistake, not a pace).
+    public static let longestInterval: Double = 365 * 86_400
 
     /// The seconds wget's `--wait` value asks for: a number with an optional unit (`s`, `m`, `h`, `d`; seconds by
     /// default), 0 or more and under a year; nil when malformed.
@@ -36,7 +40,7 @@ public enum Politeness {
         }
         guard let value = number(digits), value >= 0 else { return nil }
         let seconds = value * scale
-        return seconds < 365 * 86_400 ? seconds : nil
+        return seconds < longestInterval ? seconds : nil
     }
 
     /// The pacing of `--rate` (an interval) and `--wait` together: the longer of the two holds, randomized with

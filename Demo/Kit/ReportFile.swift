@@ -23,6 +23,8 @@ public enum ReportFile {
         case insideOutput(String)
         /// Something other than a regular file is there.
         case notARegularFile
+        /// A file is there that the run may not write (read-only to this user).
+        case notWritable
         /// The file cannot be opened or emptied (errno's text).
         case cannotOpen(String)
 
@@ -31,6 +33,7 @@ public enum ReportFile {
             case .isTheInputList: "it is the --input list, which the run reads"
             case .insideOutput(let folder): "it is inside the --output folder \(folder), where downloads are written"
             case .notARegularFile: "it is not a regular file (a FIFO, a device or a folder is there)"
+            case .notWritable: "the file there is read-only to this user"
             case .cannotOpen(let reason): reason
             }
         }
@@ -75,6 +78,8 @@ public enum ReportFile {
         if stat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFREG else { return .notARegularFile }
             if let input, isSameFile(info, asInput: input) { return .isTheInputList }
+            // One rule for every file the run writes, replaced in place or beside and renamed over.
+            if access(path, W_OK) != 0 { return .notWritable }
         }
         if let output, isInside(resolved(path), folder: resolved(output.path)) { return .insideOutput(output.path) }
         return nil
@@ -88,22 +93,30 @@ public enum ReportFile {
     }
 
     /// `path` absolute, with every link and `..` of its longest existing prefix resolved, and the rest appended
-    /// as written (a report or an output folder may not exist yet).
+    /// as written (a report or an output folder may not exist yet). Built from its components: no Foundation path
+    /// helper sees the text.
     static func resolved(_ path: String) -> String {
-        let absolute =
-            path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        var head = URL(fileURLWithPath: absolute).standardized.path
-        var tail: [String] = []
-        while head != "/" {
+        var components: [Substring] = []
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        for component in absolute.split(separator: "/") {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        var existing = components.count
+        while existing > 0 {
+            let head = "/" + components[..<existing].joined(separator: "/")
             if let real = realpath(head, nil) {
                 defer { free(real) }
-                head = String(cString: real)
-                break
+                let resolvedHead = String(cString: real)
+                let tail = components[existing...].joined(separator: "/")
+                return tail.isEmpty ? resolvedHead : (resolvedHead == "/" ? "" : resolvedHead) + "/" + tail
             }
-            tail.insert((head as NSString).lastPathComponent, at: 0)
-            head = (head as NSString).deletingLastPathComponent
+            existing -= 1
         }
-        return ([head == "/" ? "" : head] + tail).joined(separator: "/")
+        return "/" + components.joined(separator: "/")
     }
 
     /// True when `path` is `folder` or lies under it (both resolved).

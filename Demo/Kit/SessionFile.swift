@@ -14,7 +14,8 @@ import Foundation
 /// request finishes, its bytes in the session file are overwritten in place by a comment of the same length (`#` and
 /// spaces): one small write at a known offset, no rewrite of the file, so a session of millions of lines costs one
 /// `pwrite` a request. Every field of an unfinished line is kept as it was written; line numbers are kept for a
-/// copied list. Failed, cancelled and unstarted lines stay.
+/// copied list. Failed, cancelled and unstarted lines stay. The file is readable by its owner only (a list's URLs may
+/// carry signatures or tokens).
 public final class SessionFile: @unchecked Sendable {
     private let fd: Int32
     private let lock = NSLock()
@@ -35,8 +36,9 @@ public final class SessionFile: @unchecked Sendable {
     public init(path: String, list: String) throws(Problem) {
         var info = stat()
         let copies = list != "-" && stat(list, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-        let folder = (path as NSString).deletingLastPathComponent
-        var template = Array(((folder.isEmpty ? "." : folder) + "/.session.XXXXXX").utf8CString)
+        // Written beside the file and renamed over it: its folder is what comes before its last `/` ("." for none).
+        let folder = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
+        var template = Array((folder + "/.session.XXXXXX").utf8CString)
         let temporary = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard temporary >= 0 else { throw Problem(description: String(cString: strerror(errno))) }
         let temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -66,7 +68,8 @@ public final class SessionFile: @unchecked Sendable {
                 copied += Int64(got)
             }
         }
-        guard fchmod(temporary, 0o644) == 0, rename(temporaryPath, path) == 0 else {
+        // Owner-only, as --save-cookies is: the list's URLs may be signed, its lines private.
+        guard fchmod(temporary, 0o600) == 0, rename(temporaryPath, path) == 0 else {
             let reason = String(cString: strerror(errno))
             close(temporary)
             unlink(temporaryPath)

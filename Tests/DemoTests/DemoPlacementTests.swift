@@ -40,17 +40,17 @@ import Testing
         var namer = FileNamer()
         let url = URL(string: "http://h/pub/a.bin")!
         let bases = [
-            FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: nil),
-            FileNames.base(for: url, name: nil, folder: "x", treeCutDirs: nil),
-            FileNames.base(for: url, name: nil, folder: "x", treeCutDirs: nil),
-            FileNames.base(for: url, name: "b.bin", folder: "X", treeCutDirs: nil),
-            FileNames.base(for: url, name: "b.bin", folder: "x", treeCutDirs: nil),
-            FileNames.base(for: url, name: nil, folder: nil, treeCutDirs: 0),
+            FileNames.base(for: url, name: nil, folders: nil, treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folders: ["x"], treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folders: ["x"], treeCutDirs: nil),
+            FileNames.base(for: url, name: "b.bin", folders: ["X"], treeCutDirs: nil),
+            FileNames.base(for: url, name: "b.bin", folders: ["x"], treeCutDirs: nil),
+            FileNames.base(for: url, name: nil, folders: nil, treeCutDirs: 0),
             FileNames.base(
-                for: URL(string: "http://H:8080/pub/2026/%2E%2E/a.bin")!, name: nil, folder: nil, treeCutDirs: 1),
+                for: URL(string: "http://H:8080/pub/2026/%2E%2E/a.bin")!, name: nil, folders: nil, treeCutDirs: 1),
         ]
         #expect(
-            bases.map { namer.name(forBase: $0) } == [
+            bases.map { namer.place(for: $0).relativePath } == [
                 "a.bin", "x/a.bin", "x/a-2.bin", "X/b.bin", "x/b-2.bin", "h/pub/a.bin", "h:8080/2026/download/a.bin",
             ])
     }

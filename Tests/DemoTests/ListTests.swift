@@ -106,7 +106,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
                 "", "http://cdn.test/image-2.jpg",
             ]
         let list = try listFile(lines)
-        let output = list.deletingLastPathComponent().appendingPathComponent("out")
+        let output = try OutputFolder(path: list.deletingLastPathComponent().appendingPathComponent("out").path)
         defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
         let whole = try await read(
             ListSource(
