@@ -112,36 +112,41 @@ import Testing
         let line = "\(base)/bytes/300/c.bin?lastModified=" + Self.query("Sun, 06 Nov 1994 08:49:37 GMT")
         try Data((line + "\n").utf8).write(to: setup.list)
         for transport in ["curl", "urlsession"] {
-            for extra in [[], ["--no-clobber"]] {
-                let output = setup.directory.appendingPathComponent("out-\(transport)-\(extra.count)")
-                let common = ["--transport", transport, "--output", output.path, "--content-disposition"]
-                let first = try await runDemo(common + ["--input", hostile.path], in: setup.directory)
-                #expect(first.status == 0 && Self.names(in: output) == ["c.bin"], "\(first.output)")
-                let run = try await runDemo(
-                    common + extra + ["--input", setup.list.path], in: setup.directory, withErrors: true)
-                #expect(run.status == 0 && !run.output.contains("unchanged"), "\(extra): \(run.output)")
-                #expect(run.output.contains("1/1 succeeded"), "\(extra): \(run.output)")
-                #expect(Self.names(in: output) == ["c-2.bin", "c.bin"], "\(extra): \(Self.names(in: output))")
-                #expect(try Data(contentsOf: output.appendingPathComponent("c.bin")) == Data(hostileBody.utf8))
-                #expect(try Data(contentsOf: output.appendingPathComponent("c-2.bin")) == Self.pattern(300))
-                // Each file says where it came from.
-                #expect(FileOrigin.recorded(atPath: output.appendingPathComponent("c-2.bin").path) == .url(line))
-                // Run again, each list finds its own file: no -3, nothing fetched under another's name.
-                for list in [setup.list, hostile] {
-                    let again = try await runDemo(common + ["--input", list.path], in: setup.directory)
-                    #expect(again.status == 0, "\(again.output)")
-                }
-                #expect(Self.names(in: output) == ["c-2.bin", "c.bin"], "\(extra): \(Self.names(in: output))")
-                #expect(try Data(contentsOf: output.appendingPathComponent("c.bin")) == Data(hostileBody.utf8))
-                #expect(try Data(contentsOf: output.appendingPathComponent("c-2.bin")) == Self.pattern(300))
-                // --no-clobber finds the line's own file beside the other's: kept, no request sent.
-                setup.server.resetStatistics()
-                let kept = try await runDemo(
-                    common + ["--no-clobber", "--input", setup.list.path], in: setup.directory, withErrors: true)
-                #expect(kept.status == 0 && kept.output.contains("1 kept"), "\(kept.output)")
-                #expect(setup.server.statistics.log.isEmpty, "\(setup.server.statistics.log)")
+            let output = setup.directory.appendingPathComponent("out-\(transport)")
+            let common = ["--transport", transport, "--output", output.path, "--content-disposition"]
+            let first = try await runDemo(common + ["--input", hostile.path], in: setup.directory)
+            #expect(first.status == 0 && Self.names(in: output) == ["c.bin"], "\(first.output)")
+            let run = try await runDemo(common + ["--input", setup.list.path], in: setup.directory, withErrors: true)
+            #expect(run.status == 0 && !run.output.contains("unchanged"), "\(run.output)")
+            #expect(run.output.contains("1/1 succeeded"), "\(run.output)")
+            #expect(Self.names(in: output) == ["c-2.bin", "c.bin"], "\(Self.names(in: output))")
+            #expect(try Data(contentsOf: output.appendingPathComponent("c.bin")) == Data(hostileBody.utf8))
+            #expect(try Data(contentsOf: output.appendingPathComponent("c-2.bin")) == Self.pattern(300))
+            // Each file says where it came from.
+            #expect(FileOrigin.recorded(atPath: output.appendingPathComponent("c-2.bin").path) == .url(line))
+            // Run again, each list finds its own file: no -3, nothing fetched under another's name.
+            for list in [setup.list, hostile] {
+                let again = try await runDemo(common + ["--input", list.path], in: setup.directory)
+                #expect(again.status == 0, "\(again.output)")
             }
+            #expect(Self.names(in: output) == ["c-2.bin", "c.bin"], "\(Self.names(in: output))")
+            #expect(try Data(contentsOf: output.appendingPathComponent("c.bin")) == Data(hostileBody.utf8))
+            #expect(try Data(contentsOf: output.appendingPathComponent("c-2.bin")) == Self.pattern(300))
+            // --no-clobber finds the line's own file beside the other's: kept, no request sent.
+            setup.server.resetStatistics()
+            let kept = try await runDemo(
+                common + ["--no-clobber", "--input", setup.list.path], in: setup.directory, withErrors: true)
+            #expect(kept.status == 0 && kept.output.contains("1 kept"), "\(kept.output)")
+            #expect(setup.server.statistics.log.isEmpty, "\(setup.server.statistics.log)")
         }
+        // --no-clobber never keeps another URL's file as the line's: the line's is fetched beside it.
+        let output = setup.directory.appendingPathComponent("out-no-clobber")
+        let common = ["--output", output.path, "--content-disposition"]
+        _ = try await runDemo(common + ["--input", hostile.path], in: setup.directory)
+        let run = try await runDemo(
+            common + ["--no-clobber", "--input", setup.list.path], in: setup.directory, withErrors: true)
+        #expect(run.status == 0 && run.output.contains("1/1 succeeded"), "\(run.output)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("c-2.bin")) == Self.pattern(300))
     }
 
     @Test func nothingIsWrittenThroughALinkPlantedInTheOutputFolder() async throws {
@@ -214,37 +219,79 @@ import Testing
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: report)
         let folder = directory.appendingPathComponent("a-folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let fresh = directory.appendingPathComponent("fresh-out")
-        let cases: [([String], String)] = [
-            (["--report", report.path, "--save-session", report.path], "are one file"),
-            (["--report", report.path, "--progress-json", "./report.jsonl"], "are one file"),
-            (["--report", report.path, "--save-session", link.path], "are one file"),
-            (["--report", "r2.jsonl", "--save-cookies", directory.path + "/./r2.jsonl"], "are one file"),
-            (["--netrc-file", netrc.path, "--save-session", netrc.path], "are one file"),
-            (["--netrc-file", setup.list.path], "it is the --input list"),
+        try kept.write(to: report)
+        // One file under two options, through a link or another spelling of its path, is refused.
+        let list = ProgramFiles.Role("--input", setup.list.path, writes: false)
+        let cases: [([ProgramFiles.Role], String)] = [
             (
-                ["--report", report.path, "--progress-json", progress.path, "--save-session", folder.path],
-                "not a regular"
+                [.init("--report", report.path, writes: true), .init("--save-session", report.path, writes: true)],
+                "are one file"
             ),
+            (
+                [.init("--report", report.path, writes: true), .init("--save-session", link.path, writes: true)],
+                "are one file"
+            ),
+            (
+                [
+                    .init("--report", "r2.jsonl", writes: true),
+                    .init("--save-cookies", "./sub/../r2.jsonl", writes: true),
+                ],
+                "are one file"
+            ),
+            (
+                [.init("--netrc-file", netrc.path, writes: false), .init("--progress-json", netrc.path, writes: true)],
+                "are one file"
+            ),
+            ([.init("--netrc-file", setup.list.path, writes: false)], "it is the --input list"),
+            ([.init("--save-session", folder.path, writes: true)], "not a regular file"),
         ]
-        for (arguments, why) in cases {
-            try kept.write(to: report)
-            try kept.write(to: progress)
+        for (roles, why) in cases {
+            let problem = ProgramFiles.problem(with: [list] + roles, output: nil)
+            #expect(problem?.contains(why) == true, "\(roles.map(\.option)): \(String(describing: problem))")
+        }
+        // A jar read and written back is one file on purpose; standard output is nobody's file.
+        #expect(
+            ProgramFiles.problem(
+                with: [list, .init("--load-cookies", "j", writes: false), .init("--save-cookies", "j", writes: true)],
+                output: nil) == nil)
+        // The Demo refuses before anything is created, emptied or sent, whichever option is the wrong one: a session
+        // that is a folder leaves the report and the progress file as they were, and --output uncreated.
+        try kept.write(to: progress)
+        let fresh = directory.appendingPathComponent("fresh-out")
+        for arguments in [
+            ["--report", report.path, "--progress-json", progress.path, "--save-session", folder.path],
+            ["--report", report.path, "--progress-json", "./report.jsonl"],
+        ] {
             let run = try await runDemo(
                 ["--input", setup.list.path, "--output", fresh.path] + arguments, in: directory, withErrors: true)
-            #expect(run.status == 2 && run.output.contains(why), "\(arguments): \(run.output)")
-            // Nothing created, emptied or sent.
+            #expect(run.status == 2, "\(arguments): \(run.output)")
             #expect(try Data(contentsOf: report) == kept && Data(contentsOf: progress) == kept, "\(arguments)")
             #expect(!FileManager.default.fileExists(atPath: fresh.path), "\(arguments)")
-            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("r2.jsonl").path))
             #expect(setup.server.statistics.log.isEmpty, "\(arguments): \(setup.server.statistics.log)")
         }
-        // A cookie jar read and written back is one file on purpose.
-        let jar = directory.appendingPathComponent("jar.txt")
-        try Data("# Netscape HTTP Cookie File\n".utf8).write(to: jar)
-        let both = try await runDemo(
-            ["--input", setup.list.path, "--load-cookies", jar.path, "--save-cookies", jar.path], in: directory)
-        #expect(both.status == 0, "\(both.output)")
+    }
+
+    /// One rule for every file the run writes: a read-only one is refused, the session's as the report's. Read-only
+    /// even to root: the immutable attribute (`chattr +i`, e2fsprogs; the test folder must be on ext4, as here).
+    @Test func aReadOnlyFileTheRunWouldWriteIsRefusedWhicheverItIs() async throws {
+        let setup = try DemoSetup(paths: ["/bytes/5"])
+        defer { setup.tearDown() }
+        let file = setup.directory.appendingPathComponent("read-only.txt")
+        let kept = Data("kept\n".utf8)
+        try kept.write(to: file)
+        let status = try await SpawnedProcess("/usr/bin/chattr", ["+i", file.path], in: setup.directory).exitStatus()
+        guard status == 0 else {
+            Issue.record("chattr +i failed (exit \(status)): this test needs e2fsprogs' chattr and an ext4 folder")
+            return
+        }
+        defer { _ = try? SpawnedProcess("/usr/bin/chattr", ["-i", file.path], in: setup.directory).waitForExit() }
+        for option in ["--report", "--save-session", "--progress-json", "--save-cookies"] {
+            let run = try await runDemo(
+                ["--input", setup.list.path, option, file.path], in: setup.directory, withErrors: true)
+            #expect(run.status == 2 && run.output.contains("read-only"), "\(option): \(run.output)")
+            #expect(try Data(contentsOf: file) == kept)
+        }
+        #expect(setup.server.statistics.log.isEmpty)
     }
 
     @Test func theSessionIsOwnerOnlyAndTheListInsideTheOutputFolderIsNeverReplaced() async throws {
@@ -312,23 +359,28 @@ import Testing
             ("b.bin.part", "ends in .part"), ("x.PART.validator", "ends in .part.validator"),
             ("invoice\u{202E}fdp.exe", "not a safe file name"),
         ] {
-            try Data("\(base)/bytes/3\tout=\(name)\n".utf8).write(to: setup.list)
-            let run = try await runDemo(
-                ["--input", setup.list.path, "--output", setup.output.path], in: setup.directory, withErrors: true)
-            #expect(run.status == 2 && run.output.contains(why), "\(name): \(run.output)")
-            #expect(Self.names(in: setup.output).isEmpty)
+            do throws(InputList.Problem) {
+                _ = try InputList.parse(Substring("\(base)/bytes/3\tout=\(name)"), number: 1)
+                Issue.record("out=\(name) was accepted")
+            } catch {
+                #expect(error.reason.contains(why), "\(name): \(error.reason)")
+            }
         }
+        // The Demo stops at such a line, before anything is fetched or written.
+        try Data("\(base)/bytes/3\tout=\(String(repeating: "n", count: 255))\n".utf8).write(to: setup.list)
+        let refused = try await runDemo(
+            ["--input", setup.list.path, "--output", setup.output.path], in: setup.directory, withErrors: true)
+        #expect(refused.status == 2 && refused.output.contains("longer than 200 bytes"), "\(refused.output)")
+        #expect(Self.names(in: setup.output).isEmpty && setup.server.statistics.log.isEmpty)
         // 200 bytes is a name that works, with its -2 too.
         let longest = String(repeating: "n", count: 196) + ".bin"
         try Data("\(base)/bytes/3\tout=\(longest)\n\(base)/bytes/4\tout=\(longest)\n".utf8).write(to: setup.list)
         let run = try await runDemo(["--input", setup.list.path, "--output", setup.output.path], in: setup.directory)
         #expect(run.status == 0, "\(run.output)")
         #expect(Self.names(in: setup.output) == [String(repeating: "n", count: 196) + "-2.bin", longest])
-        // One bound for --rate and --wait: a year.
-        for arguments in [["--rate", "0.0000000001/d"], ["--wait", "366d"]] {
-            let bad = try await runDemo(arguments + ["\(base)/bytes/1"], in: setup.directory, withErrors: true)
-            #expect(bad.status == 2 && bad.output.contains("year"), "\(arguments): \(bad.output)")
-        }
+        // One bound for --rate and --wait: under a year.
+        #expect(Politeness.interval(ofRate: "0.0000000001/d") == nil && Politeness.seconds(ofWait: "366d") == nil)
+        #expect(Politeness.interval(ofRate: "2/d") == 43_200 && Politeness.seconds(ofWait: "364d") == 364 * 86_400)
     }
 
     @Test func aListStoppedByABadLineCountsNothingAsFailed() async throws {

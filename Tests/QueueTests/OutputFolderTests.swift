@@ -131,6 +131,31 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
     }
 
+    @Test func aLinkPutOnTheWayAfterTheRequestWasAddedIsRefusedAsItsFileOpens() async throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let root = base.appendingPathComponent("out")
+        let outside = base.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        let output = try OutputFolder(path: root.path)
+        let queue = NetworkQueue(transport: Self.transport(names: { _ in nil }))
+        let destination = root.appendingPathComponent("sub/x")
+        let request = NetworkRequest(
+            url: URL(string: "http://h.test/1")!, destination: .file(destination),
+            fileOptions: .init(outputFolder: output))
+        try queue.add(request)
+        // Made as the request was added; replaced by a link before it starts.
+        try FileManager.default.removeItem(at: root.appendingPathComponent("sub"))
+        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("sub"), withDestinationURL: outside)
+        _ = await queue.run()
+        guard case .failure(.fileError(let path, let reason))? = request.result else {
+            Issue.record("\(String(describing: request.result))")
+            return
+        }
+        #expect(path == destination.path && reason.contains("sub in the output folder is a symbolic link"), "\(reason)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+    }
+
     @Test func aFileFromAnotherOriginIsNeitherKeptNorReplacedAndARerunFindsItsOwn() async throws {
         let root = try Self.folder()
         defer { try? FileManager.default.removeItem(at: root) }

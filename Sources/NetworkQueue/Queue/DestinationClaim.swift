@@ -21,6 +21,8 @@ final class DestinationClaim: Sendable {
     /// True when the file at the path recorded another origin when the request was added: the request's file goes
     /// beside it (the next free name), never over it.
     let isForeign: Bool
+    /// The request's guarded output folder, which checks the destination's folders again as each part is opened.
+    let outputFolder: OutputFolder?
     private let state = Locked((requestEnded: false, openFiles: 0, released: false))
     /// The partial file of the request's newest attempt, so that the next attempt's closes it first.
     private let newest = Locked(NewestSink())
@@ -29,7 +31,11 @@ final class DestinationClaim: Sendable {
         weak var sink: FileSink?
     }
 
-    private init(url: URL, path: String, key: String, wasAbsentAtAdd: Bool, origin: String, isForeign: Bool) {
+    private init(
+        url: URL, path: String, key: String, wasAbsentAtAdd: Bool, origin: String, isForeign: Bool,
+        outputFolder: OutputFolder?
+    ) {
+        self.outputFolder = outputFolder
         self.origin = origin
         self.isForeign = isForeign
         self.url = url
@@ -39,17 +45,19 @@ final class DestinationClaim: Sendable {
     }
 
     /// Claims `url`, or returns nil when another request holds it. `path`: the URL's path, when the caller has it;
-    /// `absentAtAdd`: nothing was at the path when the request was added; `origin` and `isForeign`: see the
-    /// properties.
+    /// `absentAtAdd`: nothing was at the path when the request was added; `origin`, `isForeign` and `outputFolder`:
+    /// see the properties.
     static func claim(
-        _ url: URL, path: String? = nil, absentAtAdd: Bool = false, origin: String = "", isForeign: Bool = false
+        _ url: URL, path: String? = nil, absentAtAdd: Bool = false, origin: String = "", isForeign: Bool = false,
+        outputFolder: OutputFolder? = nil
     ) -> DestinationClaim? {
         let path = path ?? url.path
         let key = isStandard(path) ? path : url.standardizedFileURL.path
         let isNew = claimed.withLock { $0.insert(key).inserted }
         return isNew
             ? DestinationClaim(
-                url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd, origin: origin, isForeign: isForeign)
+                url: url, path: path, key: key, wasAbsentAtAdd: absentAtAdd, origin: origin, isForeign: isForeign,
+                outputFolder: outputFolder)
             : nil
     }
 

@@ -129,6 +129,11 @@ final class FileSink: Sendable {
         // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
         // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
         // `lstat` of a missing file is one of a small file's costliest calls).
+        // The folders were checked as the request was added; a link put on the way since (the request may have waited
+        // long) is refused now, before anything is opened.
+        if let folder = claim.outputFolder, let reason = folder.refusalOfFolders(of: destinationPath) {
+            throw .fileError(path: destinationPath, reason: reason)
+        }
         let mayBeUnnamed = !segmented && Self.canLinkUnnamed
         let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
         if !checksLater, let reason = Self.refusal(at: destinationPath) {

@@ -238,7 +238,7 @@ public final class NetworkQueue: Sendable {
         guard
             let claim = DestinationClaim.claim(
                 file, path: request.destinationPath, absentAtAdd: found.isAbsent, origin: request.origin,
-                isForeign: found.isForeign)
+                isForeign: found.isForeign, outputFolder: request.fileOptions.outputFolder)
         else {
             return (nil, .destinationInUse(file))
         }

@@ -128,6 +128,16 @@ public final class OutputFolder: Sendable {
         return components.count == 1 ? nil : makeFolders(components.dropLast())
     }
 
+    /// Why the folders of `path` (a destination ``refusal(forDestination:)`` accepted) may not be written through now,
+    /// or nil: checked again, without following a link, as each part is opened. A file in the folder itself needs
+    /// no look.
+    func refusalOfFolders(of path: String) -> String? {
+        let relative = path.utf8.dropFirst(prefix.utf8.count)
+        guard path.hasPrefix(prefix), let slash = relative.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+        let folders = relative[..<slash].split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
+        return makeFolders(folders[...])
+    }
+
     /// Makes `folders` (components) below this folder, none through a link; nil, or why not.
     private func makeFolders(_ folders: ArraySlice<String>) -> String? {
         if folders.isEmpty { return nil }
