@@ -74,7 +74,9 @@ var server: LoopbackServer?
 var targets: [(URL, String)] = []
 if options.urls.isEmpty && options.input == nil {
     do {
-        let local = try LoopbackServer()
+        // One port from run to run where it is free: a rerun asks the same URLs, and finds its files (each records its
+        // URL) unchanged.
+        let local = try LoopbackServer(preferredPort: 47_613)
         server = local
         targets = DemoSet.items(flaky: options.flaky).map { (local.url($0.path), $0.label) }
     } catch {

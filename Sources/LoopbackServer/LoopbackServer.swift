@@ -125,9 +125,14 @@ public final class LoopbackServer: Sendable {
     /// files to the hard limit (at most 65,536): a test run holds hundreds of servers and thousands of
     /// connections at once, past the 1,024 many systems start a process with.
     /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound.
-    public init() throws {
+    public convenience init() throws { try self.init(preferredPort: 0) }
+
+    /// Starts a server on 127.0.0.1 at `preferredPort` when it is free, else at a free port (0: any free port): the
+    /// Demo's built-in set keeps its URLs from run to run, so that a rerun finds the files it saved as its own (each
+    /// records the URL it came from).
+    public init(preferredPort: UInt16) throws {
         _ = Self.raisedDescriptorLimit
-        (listener, port) = try Socket.listen()
+        (listener, port) = try (preferredPort == 0 ? nil : try? Socket.listen(port: preferredPort)) ?? Socket.listen()
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "LoopbackServer.accept"
         thread.start()

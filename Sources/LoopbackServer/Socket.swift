@@ -20,7 +20,7 @@ enum Socket {
     }
 
     /// A listening socket on 127.0.0.1 at a free port chosen by the kernel.
-    static func listen() throws -> (fd: Int32, port: UInt16) {
+    static func listen(port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw Failure(call: "socket", code: errno) }
         var yes: Int32 = 1
@@ -30,7 +30,7 @@ enum Socket {
         #endif
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
