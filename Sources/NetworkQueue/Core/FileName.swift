@@ -46,9 +46,13 @@ public enum FileName {
 
     /// The reserved suffix `name` ends in (see ``reservedSuffixes``), or nil.
     public static func reservedSuffix(of name: String) -> String? {
-        guard name.utf8.contains(UInt8(ascii: ".")) else { return nil }
-        let lowered = name.lowercased()
-        return reservedSuffixes.last { lowered.hasSuffix($0) }
+        // Compared on the bytes, ASCII letters without case: no lowercased copy of every name with a dot.
+        let bytes = name.utf8
+        return reservedSuffixes.last { suffix in
+            let wanted = suffix.utf8
+            guard bytes.count >= wanted.count else { return false }
+            return zip(bytes.suffix(wanted.count), wanted).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        }
     }
 
     /// Why `name` (a name a user gave, as a list's `out=`) is not safe as it is, or nil when it is: said so that the

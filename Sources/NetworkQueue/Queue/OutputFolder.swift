@@ -117,6 +117,15 @@ public final class OutputFolder: Sendable {
             return "it is not inside the output folder \(self.path)"
         }
         let relative = path.utf8.dropFirst(prefix.utf8.count)
+        if !relative.contains(UInt8(ascii: "/")) {
+            // A file in the folder itself, as most are: its name is the one component, checked on its bytes.
+            let isName =
+                relative.count <= 255 && !relative.contains(0) && !relative.elementsEqual(".".utf8)
+                && !relative.elementsEqual("..".utf8)
+            guard isName else { return "'\(String(decoding: relative, as: UTF8.self))' is not a name" }
+            guard let suffix = FileName.reservedSuffix(of: path) else { return nil }
+            return "its name ends in \(suffix), the name of a download's own file beside its destination"
+        }
         let components = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
             .map { String(decoding: $0, as: UTF8.self) }
         for component in components {
