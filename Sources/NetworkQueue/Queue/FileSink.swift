@@ -125,15 +125,15 @@ final class FileSink: Sendable {
         destinationPath = claim.path
         partialPath = Self.partPath(of: destinationPath)
         validatorPath = Self.validatorPath(of: partialPath)
-        // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
-        // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
-        // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
-        // `lstat` of a missing file is one of a small file's costliest calls).
         // The folders were checked as the request was added; a link put on the way since (the request may have waited
         // long) is refused now, before anything is opened.
         if let folder = claim.outputFolder, let reason = folder.refusalOfFolders(of: destinationPath) {
             throw .fileError(path: destinationPath, reason: reason)
         }
+        // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
+        // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
+        // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
+        // `lstat` of a missing file is one of a small file's costliest calls).
         let mayBeUnnamed = !segmented && Self.canLinkUnnamed
         let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
         if !checksLater, let reason = Self.refusal(at: destinationPath) {
@@ -348,8 +348,9 @@ final class FileSink: Sendable {
         return error
     }
 
-    /// Links the finished file at `target` (a name the response gave), never replacing what is there: a name taken
-    /// since it was chosen gives way to the next free one (`-2`, `-3`…). The part's own name and validator go.
+    /// Links the finished file at `target` (a name the response gave, or the free name beside another origin's file),
+    /// never replacing what is there but a file that records this request's origin: a name taken since it was chosen
+    /// gives way to the next free one (`-2`, `-3`…). The part's own name and validator go.
     private func place(_ state: inout State, at target: String) -> NetworkQueueError? {
         if state.replacesTarget { return replace(&state, at: target) }
         var target = target
