@@ -23,6 +23,16 @@ import Testing
         return url
     }
 
+    /// A new folder holding `out`, guarded, and `outside`, where nothing may be written: the folder to remove, `out`,
+    /// `outside` and `out`'s guardian.
+    static func folderWithOutside() throws -> (URL, URL, URL, OutputFolder) {
+        let base = try folder()
+        let root = base.appendingPathComponent("out")
+        let outside = base.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        return (base, root, outside, try OutputFolder(path: root.path))
+    }
+
     /// The body of request `index`: its number, padded, so that each file is told from every other.
     static func body(_ index: Int) -> Data { Data("body of \(index)\n".utf8) }
 
@@ -89,12 +99,8 @@ import Testing
     }
 
     @Test func theFolderRefusesALinkOnTheWayAReservedNameAndAPlaceOutsideAndTheRestGoOn() async throws {
-        let base = try Self.folder()
+        let (base, root, outside, output) = try Self.folderWithOutside()
         defer { try? FileManager.default.removeItem(at: base) }
-        let root = base.appendingPathComponent("out")
-        let outside = base.appendingPathComponent("outside")
-        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-        let output = try OutputFolder(path: root.path)
         try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("sub"), withDestinationURL: outside)
         try Data("a file".utf8).write(to: root.appendingPathComponent("plain"))
         let queue = NetworkQueue(transport: Self.transport(names: { _ in nil }))
@@ -132,12 +138,8 @@ import Testing
     }
 
     @Test func aLinkPutOnTheWayAfterTheRequestWasAddedIsRefusedAsItsFileOpens() async throws {
-        let base = try Self.folder()
+        let (base, root, outside, output) = try Self.folderWithOutside()
         defer { try? FileManager.default.removeItem(at: base) }
-        let root = base.appendingPathComponent("out")
-        let outside = base.appendingPathComponent("outside")
-        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-        let output = try OutputFolder(path: root.path)
         let queue = NetworkQueue(transport: Self.transport(names: { _ in nil }))
         let destination = root.appendingPathComponent("sub/x")
         let request = NetworkRequest(
