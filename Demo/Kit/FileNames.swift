@@ -34,15 +34,10 @@ public enum FileNames {
     }
 
     /// How the regular file at `path` stands to `origin` (nil: no regular file there).
-    private enum Standing { case own, unknown, foreign }
-
-    private static func standing(ofFileAt path: String, to origin: URL) -> Standing? {
+    private static func standing(ofFileAt path: String, to origin: URL) -> FileOrigin.Standing? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        switch FileOrigin.recorded(atPath: path) {
-        case .none: return .unknown
-        case .url(let text): return text == FileOrigin.text(of: origin) ? .own : .foreign
-        }
+        return FileOrigin.standing(ofFileAt: path, to: FileOrigin.text(of: origin))
     }
 
     /// A safe name for `url`: percent-decoded, `/`, `\` and `..` made `_`, then safe by ``FileName/safe(_:)``;

@@ -61,7 +61,7 @@ public enum FileOrigin {
     }
 
     /// How the file at `path` (or open as `fd`) stands to a request whose origin is `origin`.
-    enum Standing: Equatable {
+    public enum Standing: Equatable, Sendable {
         /// It records `origin`: the request's own.
         case own
         /// It records no origin: judged by its size and date, as before.
@@ -70,8 +70,8 @@ public enum FileOrigin {
         case foreign
     }
 
-    /// How the file at `path` stands to `origin`.
-    static func standing(ofFileAt path: String, to origin: String) -> Standing {
+    /// How the file at `path` stands to `origin` (an origin's text, as ``text(of:)`` gives it; a link is not followed).
+    public static func standing(ofFileAt path: String, to origin: String) -> Standing {
         standing(recorded(atPath: path), origin)
     }
 
