@@ -20,6 +20,11 @@ import Testing
 /// link; the program's own files are checked together before anything is touched; a dry run changes nothing; a
 /// reader that goes away stops the run with a write error.
 @Suite(.testLane, .timeLimit(.minutes(10))) struct DemoGuardianTests {
+    /// The transports each process test runs over: both, and libcurl's alone where the Demo's runs are cut down
+    /// (`NQ_DEMO_REPEATS` under 50: the sanitizers' runs, where each instrumented Demo costs seconds of two shared
+    /// cores and this suite's runs starved a transport test beside it of its first body piece for 10 s).
+    static var transports: [String] { TestEnvironment.demoRepeats < 50 ? ["curl"] : ["curl", "urlsession"] }
+
     /// The loopback server's body pattern: byte i is `i % 256`.
     static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
 
@@ -78,7 +83,7 @@ import Testing
             "\(base)/bytes/200000/b.bin",
         ]
         try Data(list.map { $0 + "\n" }.joined().utf8).write(to: setup.list)
-        for transport in ["curl", "urlsession"] {
+        for transport in Self.transports {
             let output = setup.directory.appendingPathComponent("out-\(transport)")
             setup.server.resetStatistics()
             let run = try await runDemo(
@@ -111,7 +116,7 @@ import Testing
         ).write(to: hostile)
         let line = "\(base)/bytes/300/c.bin?lastModified=" + Self.query("Sun, 06 Nov 1994 08:49:37 GMT")
         try Data((line + "\n").utf8).write(to: setup.list)
-        for transport in ["curl", "urlsession"] {
+        for transport in Self.transports {
             let output = setup.directory.appendingPathComponent("out-\(transport)")
             let common = ["--transport", transport, "--output", output.path, "--content-disposition"]
             let first = try await runDemo(common + ["--input", hostile.path], in: setup.directory)
@@ -164,7 +169,7 @@ import Testing
                 $0 + "\n"
             }.joined().utf8
         ).write(to: setup.list)
-        for transport in ["curl", "urlsession"] {
+        for transport in Self.transports {
             let run = try await runDemo(
                 ["--transport", transport, "--input", setup.list.path, "--output", setup.output.path],
                 in: setup.directory, withErrors: true)
