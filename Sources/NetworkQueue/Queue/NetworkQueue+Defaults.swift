@@ -12,6 +12,15 @@ import Foundation
 
 /// What a queue gets without being told: its transport, and the most transfers the system lets it run.
 extension NetworkQueue {
+    /// This library's version, "0.7.0".
+    public static let version = "0.7.0"
+
+    /// The `User-Agent` both transports send by default, `NetworkQueue/<version>` (on Linux and Apple platforms
+    /// alike): a request's own `User-Agent` header replaces it, and so does a transport's setting
+    /// (``CurlTransport/Options/userAgent``, or a `User-Agent` in the session configuration's
+    /// `httpAdditionalHeaders` for ``URLSessionTransport``). Many servers refuse or slow requests that carry none.
+    public static let defaultUserAgent = "NetworkQueue/\(version)"
+
     /// The most transfers any queue runs at once, whatever its ``maxConcurrentRequestCount``: half of the
     /// process's open-file limit (`RLIMIT_NOFILE`, read once) less a reserve of 64 descriptors, at least 16 and
     /// at most 4,096.

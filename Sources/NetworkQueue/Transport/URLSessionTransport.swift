@@ -60,7 +60,10 @@ public final class URLSessionTransport: Transport {
 
     /// Creates a transport with its own session.
     /// - Parameters:
-    ///   - configuration: the session configuration; default `.default`. Its `urlCache` is set to nil.
+    ///   - configuration: the session configuration; default `.default`. Its `urlCache` is set to nil. Without a
+    ///     `User-Agent` in its `httpAdditionalHeaders`, ``NetworkQueue/defaultUserAgent`` is added there (in place
+    ///     of the platform's own, which differs between Linux and Apple platforms); a request's own header still
+    ///     wins.
     ///   - maximumConnectionsPerHost: connections the session may open to one host; default 64. Keep it at
     ///     least the queue's ``NetworkQueue/maxConcurrentRequestCount``.
     ///   - cookies: where cookies are kept; default ``CookiePolicy/ephemeral``.
@@ -81,6 +84,13 @@ public final class URLSessionTransport: Transport {
             configuration.httpCookieAcceptPolicy = .never
         }
         configuration.urlCache = nil
+        var additional = configuration.httpAdditionalHeaders ?? [:]
+        if !additional.keys.contains(where: {
+            ($0 as? String).map { HeaderName.matches($0, lowercased: "user-agent") } ?? false
+        }) {
+            additional["User-Agent"] = NetworkQueue.defaultUserAgent
+            configuration.httpAdditionalHeaders = additional
+        }
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpMaximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         let delegateQueue = OperationQueue()

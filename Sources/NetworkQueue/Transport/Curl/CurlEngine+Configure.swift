@@ -32,6 +32,11 @@
             library.set(easy, .noSignal, 1)
             library.set(easy, .tcpNoDelay, 1)
             library.set(easy, .suppressConnectHeaders, 1)
+            // The transport's User-Agent, once per handle: a request's own header replaces it (libcurl sends a
+            // listed field instead of the option's).
+            if let userAgent = options.userAgent, !userAgent.isEmpty {
+                library.set(easy, .userAgent, string: userAgent)
+            }
             // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
             // this process can decode are sent and the transfer decodes them itself.
             library.set(easy, .httpContentDecoding, 0)

@@ -226,6 +226,7 @@
         case httpHeader = 10_023
         case headerData = 10_029
         case customRequest = 10_036
+        case userAgent = 10_018
         case noProgress = 43
         case noBody = 44
         case post = 47

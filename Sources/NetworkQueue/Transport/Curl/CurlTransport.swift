@@ -98,6 +98,9 @@ import Foundation
             public var redirects: RedirectPolicy = .default
             /// Redirects followed per transfer before it fails with `.httpTooManyRedirects`; default 20.
             public var maximumRedirects = 20
+            /// The `User-Agent` sent with every request that sets none of its own; default
+            /// ``NetworkQueue/defaultUserAgent`` (`NetworkQueue/<version>`). nil sends none.
+            public var userAgent: String? = NetworkQueue.defaultUserAgent
             /// Default ``CookiePolicy/ephemeral``.
             public var cookies: CookiePolicy = .ephemeral
             /// A PEM file of CA certificates trusted in addition to the system's; default nil. Read once, when the
