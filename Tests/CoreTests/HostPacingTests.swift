@@ -122,6 +122,69 @@ extension Scheduler {
         #expect(abs(mean - 2) < 0.1)
     }
 
+    /// With accurate progress, a paced host's HEADs waiting for their time hold no other server's transfer back: the
+    /// first window ends once no HEAD runs and none pending may start now. (8 files of server A, paced at 0.5 s, and
+    /// one of server B: B's GET goes at 0.5 s, when B's own pacing allows, not after A's eighth HEAD at 3.5 s.)
+    @Test func aPacedHostsWaitingHeadsHoldNoOtherServerBack() {
+        var scheduler = Scheduler(limit: 4)
+        scheduler.preflightWindow = 64
+        scheduler.pacingInterval = 0.5
+        for id in 0..<9 {
+            scheduler.setHost(id, id < 8 ? 0 : 1)
+            scheduler.enqueue(head(id)[0])
+            scheduler.enqueue(main(id)[0])
+        }
+        scheduler.go()
+        #expect(scheduler.startAll(at: 0) == head(0, 8))
+        scheduler.finish(head(0)[0])
+        scheduler.finish(head(8)[0])
+        // Both hosts wait for their intervals: nothing starts, and the window is over.
+        #expect(scheduler.startAll(at: 0.1) == [])
+        #expect(scheduler.startAll(at: 0.5) == head(1) + main(8))
+        scheduler.finish(head(1)[0])
+        // A's own GETs follow their HEADs, paced with them.
+        #expect(scheduler.startAll(at: 1) == head(2))
+    }
+
+    /// A host's HEADs may wait for its sampled ones (the preflight policy) while the other hosts' go on; its main
+    /// jobs are not held by it.
+    @Test func aHostsHeadsWaitForItsSamplesAndOnlyThose() {
+        var scheduler = Scheduler(limit: 8)
+        scheduler.preflightWindow = 64
+        for id in 0..<6 {
+            scheduler.setHost(id, id < 4 ? 0 : 1)
+            scheduler.enqueue(head(id)[0])
+            scheduler.enqueue(main(id)[0])
+        }
+        scheduler.go()
+        scheduler.setPreflightsWait(true, ofHost: 0)
+        // Host 0's HEADs wait; host 1's go.
+        #expect(scheduler.startAll(at: 0) == head(4, 5))
+        scheduler.finish(head(4)[0])
+        scheduler.finish(head(5)[0])
+        // No HEAD runs and none may start: the window is over, and host 1's GETs go.
+        #expect(scheduler.startAll(at: 0) == main(4, 5))
+        scheduler.setPreflightsWait(false, ofHost: 0)
+        #expect(scheduler.startAll(at: 0) == head(0, 1, 2, 3))
+        #expect(scheduler.startAll(at: 0) == [])
+    }
+
+    /// `--random-wait` is random: each queue's machine draws its pacing from its own seed (the queue's, random per
+    /// queue), apart from the backoff's stream; one seed gives one sequence, as a test needs.
+    @Test func eachQueueDrawsItsOwnRandomWaits() {
+        func waits(seed: UInt64) -> [Double] {
+            var machine = QueueStateMachine(limit: 1, seed: seed)
+            return (0..<8).map { _ in Double.random(in: 0..<1, using: &machine.scheduler.jitter) }
+        }
+        #expect(waits(seed: 1) == waits(seed: 1))
+        #expect(waits(seed: 1) != waits(seed: 2))
+        let seeds = (0..<64).map { _ in UInt64.random(in: 1...UInt64.max) }
+        #expect(Set(seeds.map { waits(seed: $0) }).count == 64)
+        // Apart from the backoff's jitter, which the same seed starts.
+        var backoff = JitterSource(seed: 1)
+        #expect(waits(seed: 1) != (0..<8).map { _ in Double.random(in: 0..<1, using: &backoff) })
+    }
+
     @Test func anExtraConnectionIsPacedAndHeldAsAStart() {
         var scheduler = scheduler(limit: 4, count: 1) { _ in 0 }
         scheduler.pacingInterval = 1

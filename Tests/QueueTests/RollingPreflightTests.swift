@@ -31,6 +31,7 @@ import Testing
         let transport = Self.sized(500)
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true
+        queue.preflightPolicy = .everyRequest
         let recorder = queue.recording()
         for tag in 1...count {
             try queue.add(NetworkRequest(url: URL(string: "http://rolling.test/\(tag)")!, tag: tag))
@@ -90,6 +91,7 @@ import Testing
         let transport = Self.sized(10)
         let queue = NetworkQueue.oneAttempt(transport: transport)
         queue.showsAccurateProgress = true
+        queue.preflightPolicy = .everyRequest
         queue.go()
         queue.add(contentsOf: (1...300).map { NetworkRequest(url: URL(string: "http://rolling.test/\($0)")!, tag: $0) })
         let progress = await queue.run()
@@ -98,5 +100,47 @@ import Testing
         #expect(starts.filter { $0.method == "GET" }.count == 300)
         #expect(progress.finishedRequestCount == 300)
         #expect(progress.bytesExpectedToReceive == 3_000)
+    }
+
+    /// The default policy on a long batch of small files: each server's first 4 HEADs say the sizes are small, and
+    /// the rest go without one (a list of 2,000 small files asks 2,004 times, not 4,000). The total is an estimate
+    /// from the samples until the heads arrive, the fraction never goes back, and it ends exact.
+    @Test(arguments: [false, true]) func smallFilesAreSampledNotEachAsked(fromASource: Bool) async throws {
+        let count = 2_000
+        let transport = InMemoryTransport { request in
+            let size = request.url!.host == "small.test" ? 400 : 3_000
+            return request.httpMethod == "HEAD"
+                ? [.respond(status: 200, headers: ["Content-Length": "\(size)"])]
+                : [.respond(status: 200, headers: ["Content-Length": "\(size)"]), .body(Data(count: size))]
+        }
+        let queue = NetworkQueue.oneAttempt(transport: transport)
+        queue.showsAccurateProgress = true
+        queue.preflightPolicy = PreflightPolicy(samplesPerServer: 4, smallestSizeWorthAHead: 2_000)
+        let recorder = queue.recording()
+        let logs = Box<[NetworkQueueLogRecord]>([])
+        queue.logHandler = { record in if record.event == .preflightsStopped { logs.with { $0.append(record) } } }
+        // 2,000 small files, and 20 big ones of another server, which keep a HEAD each.
+        let requests =
+            (1...count).map { NetworkRequest(url: URL(string: "http://small.test/\($0)")!, tag: $0) }
+            + (1...20).map { NetworkRequest(url: URL(string: "http://big.test/\($0)")!, tag: count + $0) }
+        if fromASource {
+            queue.add(contentsOf: requests)
+        } else {
+            for request in requests { try queue.add(request) }
+        }
+        let progress = await queue.run()
+        let starts = transport.startedRequests.map { ($0.httpMethod ?? "GET", $0.url!.host!) }
+        #expect(starts.filter { $0 == ("HEAD", "small.test") }.count == 4)
+        #expect(starts.filter { $0 == ("HEAD", "big.test") }.count == 20)
+        #expect(starts.filter { $0.0 == "GET" }.count == count + 20)
+        #expect(logs.current.count == 1)
+        let updates = recorder.progresses.current
+        #expect(updates.contains { $0.isEstimated })
+        for (earlier, later) in zip(updates, updates.dropFirst()) {
+            #expect(later.fractionCompleted >= earlier.fractionCompleted)
+        }
+        #expect(progress.fractionCompleted == 1.0)
+        #expect(progress.bytesExpectedToReceive == Int64(400 * count + 3_000 * 20))
+        #expect(!progress.isEstimated)
     }
 }

@@ -15,6 +15,8 @@ struct HostBook {
     private var waiting: [Int32] = []
     /// True once a host was paced or held: from then on starts check the time.
     private(set) var isTimed = false
+    /// Hosts whose HEADs wait for their sampled ones (see ``setPreflightsWait(_:ofHost:)``).
+    private(set) var waitingPreflightHosts = 0
 
     /// One host's books.
     private struct Entry {
@@ -31,6 +33,8 @@ struct HostBook {
         var heldUntil = -Double.infinity
         /// The host's place in ``HostBook/waiting``, or -1 while it has no pending job.
         var waitingIndex: Int32 = -1
+        /// True while the host's HEADs wait for its sampled ones to answer (see ``PreflightSampler``).
+        var preflightsWait = false
 
         var pending: Int32 { pendingPreflights + pendingMains }
         var notBefore: Double { max(pacedUntil, heldUntil) }
@@ -63,15 +67,35 @@ struct HostBook {
         return allows(host: host, limit: limit, now: now)
     }
 
+    /// True when the preflight (HEAD) jobs of `id`'s host wait for its sampled ones.
+    func preflightsWait(_ id: Int) -> Bool {
+        guard waitingPreflightHosts > 0, let host = host(of: id) else { return false }
+        return entries[host].preflightsWait
+    }
+
+    /// Holds (`wait`) or frees the preflight jobs of `host`: its main jobs are not affected.
+    mutating func setPreflightsWait(_ wait: Bool, ofHost host: Int) {
+        grow(to: host)
+        guard entries[host].preflightsWait != wait else { return }
+        entries[host].preflightsWait = wait
+        waitingPreflightHosts += wait ? 1 : -1
+    }
+
     /// True when some job among `count` pending in `lane` may start at `now` as far as hosts go: one without a host,
-    /// or one whose host allows it. O(hosts): it spares the start pass a scan of a lane whose jobs all wait.
+    /// or one whose host allows it (a preflight job also one whose host's HEADs do not wait). O(hosts): it spares the
+    /// start pass a scan of a lane whose jobs all wait.
     func mayStart(in lane: Scheduler.Lane, count: Int, limit: Int, now: Double) -> Bool {
         let hosted = lane == .preflight ? hostedPending.preflight : hostedPending.main
         if count > hosted { return true }
+        let gates = lane == .preflight && waitingPreflightHosts > 0
         for host in waiting {
             let entry = entries[Int(host)]
             let pending = lane == .preflight ? entry.pendingPreflights : entry.pendingMains
-            if pending > 0, (limit == 0 || entry.active < limit) && entry.notBefore <= now { return true }
+            if pending > 0, (limit == 0 || entry.active < limit) && entry.notBefore <= now,
+                !(gates && entry.preflightsWait)
+            {
+                return true
+            }
         }
         return false
     }
@@ -211,8 +235,10 @@ struct HostBook {
             entries[host].interval = .nan
             entries[host].pacedUntil = -.infinity
             entries[host].heldUntil = -.infinity
+            entries[host].preflightsWait = false
         }
         isTimed = false
+        waitingPreflightHosts = 0
     }
 
     /// Counts the active and pending jobs of each host again from `lanes` (the scheduler's per-id bits: bit 0 and

@@ -14,6 +14,22 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Whether a redirect from `https` to `http` is followed. Default false: such a redirect fails the
     /// transfer with `URLError(.appTransportSecurityRequiresSecureConnection)`.
     public var allowsHTTPSToHTTP: Bool
+    /// When set, only these headers (compared case-insensitively) go on when a redirect (or a mirror) leaves the
+    /// origin: every other one stays behind too, so that a header given for one server (a list's per-file header, a
+    /// token) never reaches another. Default nil: only ``crossOriginStrippedHeaders`` stay behind.
+    public var crossOriginKeptHeaders: Set<String>?
+    /// The `Authorization` value to send to each host (its name, compared case-insensitively) when a redirect or a
+    /// mirror leads there from another origin and the request carries none after the headers that stay behind are
+    /// removed: credentials looked up for the host each request goes to, as curl does with a `.netrc`. Never sent to
+    /// another host; default empty.
+    public var hostAuthorizations: [String: String] = [:] {
+        didSet {
+            if hostAuthorizations.keys.contains(where: { $0 != $0.lowercased() }) {
+                hostAuthorizations = Dictionary(
+                    hostAuthorizations.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+            }
+        }
+    }
 
     /// The headers every policy strips by default.
     public static let defaultStrippedHeaders: Set<String> = ["Authorization", "Cookie", "Proxy-Authorization"]
@@ -61,16 +77,26 @@ public struct RedirectPolicy: Sendable, Hashable {
         return .follow(sending(proposed, from: from))
     }
 
-    /// `request` as it may go to its URL when it was meant for `from`'s origin: without the
-    /// ``crossOriginStrippedHeaders`` when the origins differ (a redirect's target, a mirror), else as it is.
+    /// `request` as it may go to its URL when it was meant for `from`'s origin: when the origins differ (a redirect's
+    /// target, a mirror), without the ``crossOriginStrippedHeaders`` (and any header not in ``crossOriginKeptHeaders``)
+    /// and with the target host's own ``hostAuthorizations`` entry; else as it is.
     func sending(_ request: URLRequest, from: URL?) -> URLRequest {
         guard let from, let target = request.url, Self.origin(of: from) != Self.origin(of: target) else {
             return request
         }
         var request = request
         let stripped = Set(crossOriginStrippedHeaders.map { $0.lowercased() })
-        for name in (request.allHTTPHeaderFields ?? [:]).keys where stripped.contains(name.lowercased()) {
-            request.setValue(nil, forHTTPHeaderField: name)
+        let kept = crossOriginKeptHeaders.map { Set($0.map { $0.lowercased() }) }
+        for name in (request.allHTTPHeaderFields ?? [:]).keys {
+            let lowercased = name.lowercased()
+            if stripped.contains(lowercased) || kept.map({ !$0.contains(lowercased) }) == true {
+                request.setValue(nil, forHTTPHeaderField: name)
+            }
+        }
+        if !hostAuthorizations.isEmpty, let host = target.host?.lowercased(),
+            let authorization = hostAuthorizations[host], request.value(forHTTPHeaderField: "Authorization") == nil
+        {
+            request.setValue(authorization, forHTTPHeaderField: "Authorization")
         }
         return request
     }

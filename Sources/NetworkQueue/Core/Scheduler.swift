@@ -94,7 +94,8 @@ struct Scheduler {
     /// When true, each interval is drawn between 0.5 and 1.5 times its length (wget's `--random-wait`), from
     /// ``jitter``. Default false.
     var randomizesPacing = false
-    /// The source of the random intervals (seeded: a test knows every draw).
+    /// The source of the random intervals (seeded: a test knows every draw; the queue's machine seeds it from
+    /// the queue's own random seed).
     var jitter = JitterSource(seed: 0x9ACE)
 
     /// The most jobs active at once; 0 means unlimited. Negative values are stored as 0.
@@ -190,6 +191,9 @@ struct Scheduler {
     mutating func setPacing(_ interval: Double?, randomized: Bool = false, ofHost host: Int) {
         hosts.setPacing(interval.map { $0.isFinite && $0 > 0 ? $0 : 0 }, randomized: randomized, ofHost: host)
     }
+
+    /// Holds (`wait`) or frees the preflight jobs of `host` while its sampled HEADs run (see ``PreflightSampler``).
+    mutating func setPreflightsWait(_ wait: Bool, ofHost host: Int) { hosts.setPreflightsWait(wait, ofHost: host) }
 
     /// Holds every start to `host` until `time` (a server's word: see ``HostBook/hold(_:until:)``). Returns true when
     /// the hold was extended.
@@ -348,8 +352,14 @@ struct Scheduler {
         if preflightWindow == 0 {
             guard activePreflightCount == 0, preflight.isEmpty else { return nil }
         } else if mainWaitsForWindow {
-            // The first window: its sizes are known before any main job starts.
-            if activePreflightCount > 0 || (!preflight.isEmpty && preflightsAhead < preflightWindow) { return nil }
+            // The first window: its sizes are known before any main job starts. A HEAD that waits for its host's time
+            // (paced or held) or its host's sampled HEADs holds no other server's transfer back: the window ends
+            // when none is running and none of those pending may start now.
+            if activePreflightCount > 0
+                || (!preflight.isEmpty && preflightsAhead < preflightWindow && preflightMayStart(now: now))
+            {
+                return nil
+            }
             mainWaitsForWindow = false
         }
         guard let id = pop(from: .main, now: now) else { return nil }
@@ -358,9 +368,22 @@ struct Scheduler {
         return job
     }
 
+    /// True when a pending preflight job may start at `now` as far as its host goes (its time, its limit, its
+    /// sampled HEADs).
+    private func preflightMayStart(now: Double) -> Bool {
+        let gates = hosts.waitingPreflightHosts > 0
+        guard checksHosts || gates else { return true }
+        // Without host checks only the sampling gate applies: no limit, and no time holds a job.
+        return hosts.mayStart(
+            in: .preflight, count: preflight.count, limit: checksHosts ? perHostLimit : 0,
+            now: checksHosts ? now : .infinity)
+    }
+
     private mutating func pop(from lane: Lane, now: Double) -> ID? {
         let id: ID?
-        if checksHosts || (lane == .main && outstandingPreflights > 0) {
+        if checksHosts || (lane == .main && outstandingPreflights > 0)
+            || (lane == .preflight && hosts.waitingPreflightHosts > 0)
+        {
             id = popEligible(from: lane, now: now)
         } else {
             id =
@@ -377,9 +400,12 @@ struct Scheduler {
     /// over), skipping (and keeping) the others.
     private mutating func popEligible(from lane: Lane, now: Double) -> ID? {
         let checksHosts = checksHosts
-        if checksHosts,
+        // A host's HEADs may wait for its sampled ones (its main jobs never do).
+        let gates = lane == .preflight && hosts.waitingPreflightHosts > 0
+        if checksHosts || gates,
             !hosts.mayStart(
-                in: lane, count: lane == .preflight ? preflight.count : main.count, limit: perHostLimit, now: now)
+                in: lane, count: lane == .preflight ? preflight.count : main.count,
+                limit: checksHosts ? perHostLimit : 0, now: checksHosts ? now : .infinity)
         {
             return nil
         }
@@ -389,6 +415,7 @@ struct Scheduler {
         let isEligible = { (id: ID) in
             // A main job waits for its own preflight.
             if checksPreflight, id < flags.count, flags[id] & Self.outstandingBit != 0 { return false }
+            if gates, hosts.preflightsWait(id) { return false }
             return !checksHosts || hosts.allows(id, limit: perHostLimit, now: now)
         }
         return switch lane {

@@ -38,7 +38,9 @@ extension QueueStateMachine {
                 // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
                 planPreflight(record)
-            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended, RequestRules.wantsPreflight(request)
+            } else if source != nil, showsAccurateProgress, !scheduler.isSuspended,
+                RequestRules.wantsPreflight(request),
+                preflightPays(slot)
             {
                 // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
                 planPreflight(record)

@@ -14,6 +14,12 @@ extension QueueStateMachine {
     /// True when something needs the requests numbered by server.
     private var needsHostNumbers: Bool {
         scheduler.perHostLimit > 0 || hostPacing.isPaced || !pacingByServer.isEmpty || hasHeldHost
+            || samplesPreflights
+    }
+
+    /// True while HEADs are planned per server (accurate progress on, and a policy that samples).
+    var samplesPreflights: Bool {
+        showsAccurateProgress && preflights.policy != .everyRequest && !asksEveryPreflight
     }
 
     /// Numbers every request by server if something needs it now and they are not numbered yet.
@@ -83,9 +89,46 @@ extension QueueStateMachine {
         guard !scheduler.hosts.hasTimesPast(now) else { return }
         servers.removeAll()
         scheduler.hosts.forgetTimes()
+        preflights.forget()
         hasHeldHost = false
         numbersHosts = false
         numberHostsIfNeeded()
+    }
+
+    /// True when the request in `slot` is to get a HEAD before its GET under the preflight policy: not where its
+    /// server's sizes were found too small to be worth one.
+    func preflightPays(_ slot: Int) -> Bool {
+        guard samplesPreflights, let host = scheduler.host(of: slot) else { return true }
+        return preflights.verdict(of: host) != .estimates
+    }
+
+    /// A HEAD of the request in `slot` started (`started`) or left its slot: its server's samples in flight, and
+    /// whether its other HEADs wait for them.
+    mutating func countPreflight(_ slot: Int, started: Bool) {
+        guard samplesPreflights, let host = scheduler.host(of: slot) else { return }
+        if started { preflights.started(host) } else { preflights.ended(host) }
+        scheduler.setPreflightsWait(preflights.waits(host), ofHost: host)
+    }
+
+    /// The final head of a HEAD of the request in `slot` said `size` (nil: none): once its server's samples decide
+    /// that HEADs do not pay there, its waiting requests go without one (their sizes stay estimates until their own
+    /// heads).
+    mutating func samplePreflight(_ slot: Int, size: Int64?, now: Double) {
+        guard samplesPreflights, let host = scheduler.host(of: slot) else { return }
+        let paced = scheduler.hosts.ownPacing(of: host).map { $0.interval > 0 } ?? (scheduler.pacingInterval > 0)
+        let verdict = preflights.answered(host, size: size, paced: paced)
+        scheduler.setPreflightsWait(preflights.waits(host), ofHost: host)
+        guard verdict == .estimates else { return }
+        let skipped = table.records.filter {
+            guard case .awaitingPreflight = $0.record.machine.phase, $0.record.existingFile == nil else { return false }
+            return scheduler.host(of: $0.slot) == host
+        }
+        for (slot, _) in skipped { apply(slot, now: now) { machine, _ in machine.skipPreflight() } }
+        outbox.log(.info, .preflightsStopped, table[slot].request, now: now) {
+            let server = servers.key(of: host) ?? "the server"
+            return "\(server): HEADs stop (their sizes cost less to fetch than to ask); \(skipped.count) waiting "
+                + "requests go without one, their sizes estimated until their heads arrive"
+        }
     }
 
     /// The queue's progress at `now`, with the requests that wait for a held server.

@@ -16,10 +16,16 @@ extension QueueStateMachine {
             releaseHeldFailures(now)
         }
         if showsAccurateProgress, scheduler.isSuspended {
-            let candidates = table.records.filter {
+            // A batch within the first window gets a HEAD each: its whole total is known before its first GET, at a
+            // bounded cost. A bigger one, or one read from a source, plans them per server (see ``PreflightPolicy``):
+            // the requests are numbered by server first.
+            let wanted = table.records.filter {
                 guard case .pending = $0.record.machine.phase else { return false }
                 return RequestRules.wantsPreflight($0.record.request)
             }
+            asksEveryPreflight = wanted.count <= scheduler.preflightWindow && sources.open.isEmpty
+            numberHostsIfNeeded()
+            let candidates = wanted.filter { preflightPays($0.slot) }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
                 apply(slot, now: now) { machine, _ in machine.planPreflight() }
                 ledger.awaitSize(&record.progress)
@@ -158,6 +164,11 @@ extension QueueStateMachine {
         beginDrainIfIdle()
         let id = sources.open(announcing: expected)
         ledger.openSource(announcing: expected)
+        // Its requests' HEADs are planned per server, however small the batch was at go().
+        if asksEveryPreflight {
+            asksEveryPreflight = false
+            numberHostsIfNeeded()
+        }
         flush.markChanged(at: now)
         return (id, finishEvent(now))
     }

@@ -52,6 +52,7 @@ extension QueueStateMachine {
                 continue
             }
             let hooks = adapter != nil || record.request.adapt != nil
+            if job.lane == .preflight { countPreflight(job.id, started: true) }
             apply(job.id, now: now) { machine, shared in
                 machine.granted(
                     job.lane, hooks: hooks, sending: record.request.outgoing,
@@ -68,13 +69,16 @@ extension QueueStateMachine {
         let after = leaving ? RequestState.Holdings() : table[slot].machine.phase.holdings
         if before.preflightLane != after.preflightLane {
             let job = Job(id: slot, lane: .preflight)
+            let wasActive = scheduler.isActive(job)
             if after.preflightLane {
                 scheduler.enqueue(job)
-            } else if after.mainLane {
-                _ = scheduler.finish(job)
+            } else if after.mainLane, wasActive {
+                scheduler.finish(job)
             } else {
+                // Never started (skipped, paused, cancelled) or ended with its request.
                 _ = scheduler.remove(job)
             }
+            if wasActive, !after.preflightLane { countPreflight(slot, started: false) }
         }
         if before.mainLane != after.mainLane {
             let job = Job(id: slot, lane: .main)

@@ -101,10 +101,12 @@ extension QueueStateMachine {
         guard !ResponseRules.isInterim(head) else { return }
         let record = table[slot]
         heedServer(head, of: record.request, now: now)
+        let size = (200..<300).contains(head.statusCode) ? ResponseRules.knownLength(of: head) : nil
         if (200..<300).contains(head.statusCode) {
-            ledger.setExpectedDownload(&record.progress, ResponseRules.knownLength(of: head))
+            ledger.setExpectedDownload(&record.progress, size)
             flush.markChanged(at: now)
         }
+        samplePreflight(slot, size: size, now: now)
         let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: record.request.acceptableStatusCodes)
         _ = record.machine.headRead(
             reading, of: record.request, received: 0, existingFile: record.existingFile, expectedBefore: nil,

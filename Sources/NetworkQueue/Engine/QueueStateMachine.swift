@@ -21,6 +21,11 @@ struct QueueStateMachine {
 
     /// Whether ``go()`` on a suspended queue first sends HEAD requests to learn the sizes.
     var showsAccurateProgress = false
+    /// Which requests get those HEADs: each server's first ones decide for the rest (see ``PreflightPolicy``).
+    var preflights = PreflightSampler()
+    /// True for a drain whose every GET got its HEAD at ``go()``: a batch within the first window, no source open
+    /// (its whole total is known before its first GET, as the window promises).
+    var asksEveryPreflight = false
     /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
     var cancelsAllOnFailure = true
     /// True while someone reads metrics (see ``NetworkQueue/collectsMetrics``): main transfers are started
@@ -95,13 +100,24 @@ struct QueueStateMachine {
     private(set) var ceiling: Int
 
     /// A machine with `limit` transfers at once (0: `ceiling`), never more than `ceiling`; `seed` seeds the
-    /// backoff's jitter.
+    /// backoff's jitter and, through a stream of its own, the pacing's (`--random-wait`): a queue is given a random
+    /// seed, so no two queues draw the same waits.
     init(limit: Int, ceiling: Int = 4_096, seed: UInt64 = 0x5EED) {
         self.limit = max(0, limit)
         self.ceiling = max(1, ceiling)
         scheduler = Scheduler(limit: Scheduler.effectiveLimit(limit, ceiling: self.ceiling))
         scheduler.preflightWindow = Scheduler.preflightWindow(limit: scheduler.limit)
         shared = RequestMachine.Shared(jitter: JitterSource(seed: seed))
+        scheduler.jitter = JitterSource(seed: Self.pacingSeed(from: seed))
+    }
+
+    /// The pacing jitter's seed drawn from the queue's `seed` (splitmix64's mix of it): apart from the backoff's
+    /// stream, and different for each seed.
+    static func pacingSeed(from seed: UInt64) -> UInt64 {
+        var mixed = seed &+ 0x9E37_79B9_7F4A_7C15
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
     }
 
     // MARK: Queries

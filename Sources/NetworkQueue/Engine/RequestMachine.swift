@@ -346,6 +346,13 @@ struct RequestMachine {
         return .none
     }
 
+    /// Its planned HEAD will not be sent (its server's sizes are not worth one): it waits for its transfer's slot.
+    mutating func skipPreflight() -> Action {
+        guard case .awaitingPreflight = phase else { preconditionFailure("a preflight skipped in phase \(phase.name)") }
+        phase = .awaitingMain
+        return .none
+    }
+
     /// Pauses the request at `now`, unless committing, following or paused (a user's call may race), and stops its
     /// deadline clock. A stopped attempt does not count: it was interrupted, not failed.
     mutating func pause(now: Double) -> Action {

@@ -120,8 +120,9 @@ public final class NetworkQueue: Sendable {
         set { locked.withLock { $0.machine.scheduler.order = newValue } }
     }
 
-    /// When true, ``go()`` sends a HEAD before every pending GET (and every GET read from a source afterwards)
-    /// so that the total download size is known early. Default false.
+    /// When true, ``go()`` sends a HEAD before pending GETs (and GETs read from a source afterwards) so that the total
+    /// download size is known early: before each one where ``preflightPolicy`` finds that it pays (big bodies), and
+    /// otherwise before the first few of each server only, the rest estimated from them. Default false.
     ///
     /// The HEADs roll ahead of the GETs in a window of 8 per slot of ``maxConcurrentRequestCount`` (at least
     /// 64; 1,024 without a limit): the first window's HEADs all end before any GET starts, so a batch within the
@@ -130,6 +131,15 @@ public final class NetworkQueue: Sendable {
     public var showsAccurateProgress: Bool {
         get { locked.withLock { $0.machine.showsAccurateProgress } }
         set { locked.withLock { $0.machine.showsAccurateProgress = newValue } }
+    }
+
+    /// Which requests get a HEAD when ``showsAccurateProgress`` is on; default ``PreflightPolicy/default``: the first
+    /// 4 of each server decide, and where their mean size is under 1 MiB (or they say none) the rest of that server's
+    /// requests go without one, their sizes estimated until their heads arrive. ``PreflightPolicy/everyRequest``
+    /// sends one before every GET. Set it before ``go()``.
+    public var preflightPolicy: PreflightPolicy {
+        get { locked.withLock { $0.machine.preflights.policy } }
+        set { locked.withLock { $0.machine.preflights.policy = newValue } }
     }
 
     /// When true, the first request that fails (for any reason but cancellation) makes every other

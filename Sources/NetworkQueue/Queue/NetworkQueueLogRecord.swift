@@ -40,6 +40,9 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// A HEAD preflight was sent for the request (``NetworkQueue/showsAccurateProgress``, or a file that
         /// may be unchanged).
         case preflightStarted
+        /// A server's sampled HEADs found its bodies too small to be worth one each: its other requests go without
+        /// (``NetworkQueue/preflightPolicy``), and how many were waiting.
+        case preflightsStopped
         /// An attempt's transfer was sent: its number, method and redacted URL.
         case attemptStarted
         /// The final response head arrived: its status and length.
