@@ -293,7 +293,8 @@ struct DemoOptions {
                             given with -H Authorization wins
           --netrc-file FILE the same from FILE
           -A, --user-agent UA
-                            send User-Agent: UA (default: the transport's)
+                            send User-Agent: UA (default: NetworkQueue-Demo/<version>
+                            NetworkQueue/<version>)
           -x, --proxy URL   go through this proxy, as curl writes one:
                             [http|https|socks5|socks5h://][user:password@]host[:port]
                             (default: the environment's http_proxy, https_proxy, all_proxy, no_proxy);

@@ -18,7 +18,8 @@ struct Display {
         case queued
         case started
         case receiving
-        case done
+        /// Finished; `savedAs` names the file where it went elsewhere than the row's name (`  saved as NAME`).
+        case done(savedAs: String)
         case failed(String)
         /// Attempt `retry` of `retries` retries starts at `at` (or sooner).
         case retrying(retry: Int, at: Date)
@@ -92,16 +93,15 @@ struct Display {
             update(request, .unchanged, plain: { "unchanged \($0.label(request))  kept the file already there" })
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
-            // A file its response named (--content-disposition) shows the name it was saved as.
-            let named = request.fileOptions.namesFileFromResponse ? response.fileURL : nil
-            let saved =
-                named.map { url in
-                    if case .file(let asked) = request.destination, asked.path != url.path {
-                        return "  saved as \(url.lastPathComponent)"
-                    }
-                    return ""
-                } ?? ""
-            update(request, .done, plain: { "done      \($0.label(request))  \(Format.bytes(size))\(saved)" })
+            // A file saved under another name than its line's (its response named it, or another URL's file held
+            // the name) says where it went.
+            var saved = ""
+            if case .file(let asked) = request.destination, let url = response.fileURL, asked.path != url.path {
+                saved = "  saved as \(Self.shownName(of: url, beside: asked))"
+            }
+            update(
+                request, .done(savedAs: saved),
+                plain: { "done      \($0.label(request))  \(Format.bytes(size))\(saved)" })
             printMetrics(of: request, size: size)
         case .didFail(let request, let error):
             switch error {
@@ -192,6 +192,14 @@ struct Display {
         fflush(nil)
     }
 
+    /// The name a reader finds `file` under: its last component, or its path from the folder of `asked` (the line's
+    /// destination) when it went elsewhere.
+    static func shownName(of file: URL, beside asked: URL) -> String {
+        let folder = asked.deletingLastPathComponent().path
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        return file.path.hasPrefix(prefix) ? String(file.path.dropFirst(prefix.count)) : file.path
+    }
+
     private func label(_ request: NetworkRequest) -> String {
         index[ObjectIdentifier(request)].map { rows[$0].label } ?? Self.label(of: request)
     }
@@ -271,7 +279,7 @@ struct Display {
         switch row.status {
         case .queued, .started: return ""
         case .receiving: return Format.transfer(transfer)
-        case .done: return Format.bytes(transfer.completedBytes)
+        case .done(let saved): return Format.bytes(transfer.completedBytes) + saved
         case .unchanged: return "kept"
         case .paused:
             return "\(Format.bytes(transfer.completedBytes)) / \(transfer.expectedBytes.map(Format.bytes) ?? "?")"

@@ -52,6 +52,11 @@ if options.dryRun, options.saveSession != nil || options.saveCookies != nil {
     complain("Demo: note: a dry run finishes nothing and writes no --save-session or --save-cookies file")
 }
 
+/// Names once on standard error an option of the list the Demo does not know (a file aria2 saved holds `gid=`).
+func noteIgnoredOption(_ name: String, line: Int) {
+    complain("Demo: note: --input line \(line): option '\(name)' is not one the Demo knows: ignored (every line's)")
+}
+
 // The --input list is opened once and read as a stream while the queue runs (as aria2's --deferred-input
 // does): a regular file's lines are counted first on the same descriptor (newlines only, a fraction of a second
 // for millions); a pipe, a FIFO or `<(command)` is read once, as it comes, its length unknown. Each line is
@@ -66,6 +71,21 @@ if let input = options.input {
     } catch {
         complain("Demo: error: cannot read \(input == "-" ? "standard input" : input): \(error.localizedDescription)")
         exit(2)
+    }
+    // A regular list is read through once before anything is sent: a malformed one is refused (exit 2) before its
+    // first request, as a list of any length can be (a pipe is read once, and stops at its first bad line).
+    if listCount != nil {
+        do {
+            try ListSource.check(path: input, output: options.output) { name, line in
+                noteIgnoredOption(name, line: line)
+            }
+        } catch let problem as InputList.Problem {
+            complain("Demo: error: \(input), \(problem)")
+            exit(2)
+        } catch {
+            complain("Demo: error: cannot read \(input): \(error.localizedDescription)")
+            exit(2)
+        }
     }
 }
 
@@ -89,11 +109,20 @@ if options.urls.isEmpty && options.input == nil {
     }
 }
 
-// --header fields stay behind on a redirect that leaves the origin, as credentials do (they often are); the
-// user agent goes on.
-let redirects = RedirectPolicy(
-    crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(
-        options.headers.names.filter { $0.lowercased() != "user-agent" }))
+// --header fields, and a list's per-file `header=` fields, stay behind on a redirect that leaves the origin, as
+// credentials do (they often are): only the fields any request may carry go on. The netrc's credentials are looked up
+// for the host each request goes to, as curl does: a redirect into a host the file names gets that host's.
+let redirects: RedirectPolicy = {
+    var policy = RedirectPolicy(
+        crossOriginStrippedHeaders: RedirectPolicy.defaultStrippedHeaders.union(
+            options.headers.names.filter { $0.lowercased() != "user-agent" }))
+    policy.crossOriginKeptHeaders = [
+        "User-Agent", "Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range", "If-None-Match",
+        "If-Modified-Since", "Cache-Control", "Pragma",
+    ]
+    policy.hostAuthorizations = options.headers.netrc?.authorizationsByHost ?? [:]
+    return policy
+}()
 // --load-cookies and --save-cookies: one store, the transport's jar.
 let cookieStore: CookieStore? = {
     guard options.loadCookies != nil || options.saveCookies != nil else { return nil }
@@ -121,6 +150,10 @@ func saveCookies() {
     }
 }
 
+/// The User-Agent of every request without `-A`: the Demo's name and version, then the library's (as wget2 and
+/// aria2c name themselves). `-A` is a header of every request, which replaces it.
+let demoUserAgent = "NetworkQueue-Demo/\(NetworkQueue.version) \(NetworkQueue.defaultUserAgent)"
+
 /// URLSession over Linux's Foundation takes proxies from the environment alone: --proxy is handed on there.
 func sessionTransport() -> URLSessionTransport {
     if let proxy = options.proxy {
@@ -130,7 +163,10 @@ func sessionTransport() -> URLSessionTransport {
         setenv("no_proxy", "", 1)
         setenv("NO_PROXY", "", 1)
     }
-    return URLSessionTransport(cookies: cookieStore.map { .store($0) } ?? .ephemeral, redirects: redirects)
+    let configuration = URLSessionConfiguration.default
+    configuration.httpAdditionalHeaders = ["User-Agent": demoUserAgent]
+    return URLSessionTransport(
+        configuration: configuration, cookies: cookieStore.map { .store($0) } ?? .ephemeral, redirects: redirects)
 }
 let transport: any Transport
 #if os(Linux)
@@ -138,6 +174,7 @@ let transport: any Transport
         transport = sessionTransport()
     } else {
         var curlOptions = CurlTransport.Options()
+        curlOptions.userAgent = demoUserAgent
         curlOptions.redirects = redirects
         if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
@@ -279,13 +316,20 @@ for (index, (url, label)) in targets.enumerated() {
     rows.append((request, label))
 }
 let tally = ListSource.Tally()
+// A regular list's unknown options were named when it was checked; a pipe's are named as they are read.
+let listIgnoredOption: @Sendable (String, Int) -> Void
+if listCount == nil {
+    listIgnoredOption = { name, line in noteIgnoredOption(name, line: line) }
+} else {
+    listIgnoredOption = { _, _ in }
+}
 if let input = options.input, let listReader {
     let source = ListSource(
         path: input, reader: listReader, output: outputFolder, shard: options.shard, noClobber: options.noClobber,
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
         dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
         namesFromResponse: options.contentDisposition, session: session, namer: namer,
-        tally: tally)
+        tally: tally, ignoredOption: listIgnoredOption)
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)

@@ -14,7 +14,8 @@ public enum DryRun {
     public static let nameKey = "dryRunName"
 
     /// The probe of `url` (sending `headers`), tagged `tag`, for a download that would be saved as `name` (nil: not
-    /// saved), with `attempts` attempts in all (one more is added for the fallback to a ranged GET).
+    /// saved), with `attempts` attempts in all, as the download would have (one more only where the server refused the
+    /// HEAD and the probe falls back to a ranged GET).
     public static func probe(
         _ url: URL, headers: SentHeaders, name: String?, attempts: Int, tag: Int
     ) -> NetworkRequest {
@@ -23,10 +24,14 @@ public enum DryRun {
         let refused = Refused()
         let policy = RetryPolicy(
             maximumAttempts: attempts + 1,
-            decide: { _, error, _ in
+            decide: { _, error, made in
                 guard case .unacceptableStatus(let status, _) = error, status == 405 || status == 501,
                     !refused.isSet
-                else { return .useDefault }
+                else {
+                    // The extra attempt is the fallback's alone: otherwise the probe asks as often as the download
+                    // would (`--retries`), never once more.
+                    return made >= attempts + (refused.isSet ? 1 : 0) ? .doNotRetry : .useDefault
+                }
                 refused.set()
                 return .retryAfter(0)
             })

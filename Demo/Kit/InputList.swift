@@ -7,15 +7,17 @@ import NetworkQueue
     import Darwin
 #endif
 
-/// The `--input` list: one request per line, `URL [mirror ...] [sha256:HEX|sha512:HEX] [out=NAME] [dir=SUB]` (fields
-/// apart by TABs or spaces; more URLs on a line are mirrors of the first, as in aria2's input files; `out=` and
-/// `dir=` are aria2's names for the file's name and its folder under `--output`, and a TAB-separated one may hold
-/// spaces); blank lines and lines that start with `#` are skipped. Read as a stream, a chunk at a time: a list of
-/// any length in constant memory.
+/// The `--input` list, in aria2's input-file format: one entry per URL line, `URL [mirror ...] [sha256:HEX|sha512:HEX]
+/// [out=NAME] [dir=SUB]` (fields apart by TABs or spaces; more URLs on a line are mirrors of the first; `out=` and `dir=`
+/// are aria2's names for the file's name and its folder under `--output`, and a TAB-separated one may hold spaces),
+/// then the entry's option lines, each starting with a space or a TAB: ` out=NAME`, ` dir=SUB`,
+/// ` checksum=sha-256=HEX` (or `sha-512`), ` header=Name: value` (repeatable). An option the Demo does not know (a
+/// file aria2 saved holds `gid=`, `continue=` and others) is named once on standard error and ignored. Blank lines and
+/// lines that start with `#` are skipped. Read as a stream, a chunk at a time: a list of any length in constant memory.
 public enum InputList {
     public struct Entry: Sendable {
         public let url: URL
-        public let checksum: Checksum?
+        public var checksum: Checksum?
         /// Other URLs serving the same file (the line's further URLs), in their order.
         public let mirrors: [URL]
         /// The 1-based number of its line.
@@ -26,8 +28,150 @@ public enum InputList {
         /// output folder itself (or the URL's tree with `--tree`).
         public var folder: String? = nil
 
+        /// Header fields of this entry alone (` header=` option lines), sent after the run's own.
+        public var headers: [SentHeaders.Field] = []
+
         /// ``folder``'s components.
         public var folders: [String]? { folder.map { $0.split(separator: "/").map(String.init) } }
+    }
+
+    /// Where one line of an entry lies in the list (its text without the newline): what a session blanks when the
+    /// entry finishes, or copies when the list is a pipe.
+    public struct LineSpan: Sendable {
+        public let offset: Int64
+        public let length: Int
+        public let text: Substring
+    }
+
+    /// Entries assembled from a list's lines, as aria2 reads them: an option line (one that starts with a space or a
+    /// TAB) belongs to the URL line above it, so an entry is complete when the next URL line, or the end, is read.
+    public struct Assembler {
+        private var current: Entry?
+        private var spans: [LineSpan] = []
+        private var deferred: Problem?
+        /// Called once for each option name the Demo does not know, with the first line that gave it.
+        private let ignored: @Sendable (String, Int) -> Void
+        private var named: Set<String> = []
+
+        public init(ignored: @escaping @Sendable (String, Int) -> Void = { _, _ in }) { self.ignored = ignored }
+
+        /// Reads line `number` (at `span` in the list). Returns the entry the line completes (the one above a new
+        /// URL line), with the spans of its lines; throws for a malformed line, or an option line with no URL above.
+        public mutating func feed(_ line: Substring, number: Int, offset: Int64, length: Int) throws(Problem) -> (
+            entry: Entry, spans: [LineSpan]
+        )? {
+            if isOptionLine(line) {
+                guard current != nil else {
+                    throw Problem(
+                        line: number, reason: "an option line (starting with a space or a TAB) before any URL")
+                }
+                let option = trimmed(line)
+                guard option.contains("=") else {
+                    throw Problem(line: number, reason: "\(quoted(option)) is not an option (NAME=VALUE)")
+                }
+                let known = try InputList.apply(option, number: number, to: &current!)
+                if !known {
+                    let name = String(option.prefix { $0 != "=" })
+                    if named.insert(name).inserted { ignored(name, number) }
+                }
+                spans.append(LineSpan(offset: offset, length: length, text: line))
+                return nil
+            }
+            let parsed: Entry?
+            do throws(Problem) { parsed = try InputList.parse(line, number: number) } catch {
+                // The entry above is whole and good: it is given first, and the problem with the next call.
+                guard current != nil else { throw error }
+                deferred = error
+                return finish()
+            }
+            guard let entry = parsed else { return nil }
+            let done = finish()
+            current = entry
+            spans = [LineSpan(offset: offset, length: length, text: line)]
+            return done
+        }
+
+        /// The problem of the URL line read after the entry ``feed(_:number:offset:length:)`` gave last, once: the
+        /// list stops there.
+        public mutating func takeDeferred() -> Problem? {
+            defer { deferred = nil }
+            return deferred
+        }
+
+        /// The list ended: its last entry, if one is being read.
+        public mutating func finish() -> (entry: Entry, spans: [LineSpan])? {
+            guard let entry = current else { return nil }
+            current = nil
+            defer { spans = [] }
+            return (entry, spans)
+        }
+    }
+
+    /// True for an option line: it starts with a space or a TAB and holds more than white space, and is no comment.
+    static func isOptionLine(_ line: Substring) -> Bool {
+        guard let first = line.utf8.first, first == 0x20 || first == 0x09 else { return false }
+        let option = trimmed(line)
+        return !option.isEmpty && !option.hasPrefix("#")
+    }
+
+    /// Applies the option `option` (`NAME=VALUE`) of line `number` to `entry`: `out`, `dir`, `checksum` and `header`
+    /// are known (true), any other is not (false, nothing changed); a known one with a bad value throws.
+    static func apply(_ option: String, number: Int, to entry: inout Entry) throws(Problem) -> Bool {
+        guard let equals = option.firstIndex(of: "=") else { return false }
+        let name = option[..<equals]
+        let value = String(option[option.index(after: equals)...])
+        switch name {
+        case "out":
+            guard entry.name == nil else { throw Problem(line: number, reason: "out= given twice") }
+            guard safeComponent(value) != nil else {
+                throw Problem(line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
+            }
+            // The one rule every name follows: a name it would change is refused, with what to mend.
+            if let problem = FileName.problem(with: value) {
+                throw Problem(line: number, reason: "out=\(quoted(value)): \(problem)")
+            }
+            entry.name = value
+        case "dir":
+            guard entry.folder == nil else { throw Problem(line: number, reason: "dir= given twice") }
+            // aria2 writes an absolute one into the sessions it saves: kept as such, and placed under --output only
+            // when it lies inside it (see ListSource).
+            let absolute = value.hasPrefix("/")
+            guard let folder = safeFolder(absolute ? String(value.drop { $0 == "/" }) : value) else {
+                throw Problem(
+                    line: number,
+                    reason: "dir=\(quoted(value)) is not a folder inside the output folder (a path without '..', '.' "
+                        + "or empty parts, none ending in a download's own suffix such as .part)")
+            }
+            entry.folder = absolute ? "/" + folder : folder
+        case "checksum":
+            // aria2's TYPE=DIGEST, TYPE such as sha-256.
+            guard let split = value.firstIndex(of: "=") else {
+                throw Problem(line: number, reason: "checksum=\(quoted(value)) is not TYPE=DIGEST")
+            }
+            let type = value[..<split].lowercased().replacingOccurrences(of: "-", with: "")
+            let digest = value[value.index(after: split)...]
+            guard type == "sha256" || type == "sha512" else {
+                throw Problem(
+                    line: number,
+                    reason: "checksum type '\(value[..<split])' is not one the Demo checks (sha-256 or sha-512): "
+                        + "remove the line, or give the file's sha-256")
+            }
+            guard entry.checksum == nil else { throw Problem(line: number, reason: "a second checksum") }
+            guard let checksum = Checksum("\(type):\(digest)") else {
+                throw Problem(line: number, reason: "checksum=\(quoted(value)): the digest is not \(type) hex")
+            }
+            entry.checksum = checksum
+        case "header":
+            var fields = SentHeaders()
+            do throws(SentHeaders.Problem) { try fields.add(line: value) } catch {
+                throw Problem(line: number, reason: "header=: \(error.description)")
+            }
+            entry.headers.removeAll { $0.name.lowercased() == fields.fields[0].name.lowercased() }
+            entry.headers.append(contentsOf: fields.fields)
+        default:
+            return false
+        }
+        return true
     }
 
     /// A line that is not `URL [checksum]`, by its 1-based number.
@@ -88,31 +232,7 @@ public enum InputList {
             throw Problem(line: number, reason: "\(mirrors.count) mirrors: at most \(maximumMirrors) may follow a URL")
         }
         var entry = Entry(url: url, checksum: checksum, mirrors: mirrors, line: number)
-        for option in options {
-            let value = String(option.dropFirst(4))
-            if option.hasPrefix("out=") {
-                guard entry.name == nil else { throw Problem(line: number, reason: "out= given twice") }
-                guard safeComponent(value) != nil else {
-                    throw Problem(
-                        line: number, reason: "out=\(quoted(value)) is not a file name inside the output folder")
-                }
-                // The one rule every name follows: a name it would change is refused, with what to mend.
-                if let problem = FileName.problem(with: value) {
-                    throw Problem(line: number, reason: "out=\(quoted(value)): \(problem)")
-                }
-                entry.name = value
-            } else {
-                guard entry.folder == nil else { throw Problem(line: number, reason: "dir= given twice") }
-                guard let folder = safeFolder(value) else {
-                    throw Problem(
-                        line: number,
-                        reason: "dir=\(quoted(value)) is not a folder inside the output folder (a relative "
-                            + "path without '..', '.' or empty parts, none ending in a download's own suffix such as "
-                            + ".part)")
-                }
-                entry.folder = folder
-            }
-        }
+        for option in options { _ = try apply(option, number: number, to: &entry) }
         return entry
     }
 

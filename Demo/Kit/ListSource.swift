@@ -54,6 +54,8 @@ public struct ListSource: AsyncSequence, Sendable {
     public let tally: Tally
     /// The namer the list starts from: the program's own files in the output folder reserved.
     let namer: FileNamer
+    /// Told once of each option name the list gives that the Demo does not know (and ignores), with its line.
+    public let ignoredOption: @Sendable (String, Int) -> Void
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
     /// descriptor: a list is opened and read once), else opened at the first read.
@@ -61,9 +63,11 @@ public struct ListSource: AsyncSequence, Sendable {
         path: String, reader: LineReader? = nil, output: OutputFolder?, shard: Shard, noClobber: Bool,
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
         headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
-        namesFromResponse: Bool = false, session: SessionFile? = nil, namer: FileNamer = FileNamer(), tally: Tally
+        namesFromResponse: Bool = false, session: SessionFile? = nil, namer: FileNamer = FileNamer(), tally: Tally,
+        ignoredOption: @escaping @Sendable (String, Int) -> Void = { _, _ in }
     ) {
         self.namer = namer
+        self.ignoredOption = ignoredOption
         self.session = session
         self.namesFromResponse = namesFromResponse
         self.treeCutDirs = treeCutDirs
@@ -84,68 +88,147 @@ public struct ListSource: AsyncSequence, Sendable {
         let source: ListSource
         var reader: LineReader?
         var namer: FileNamer
+        var assembler: InputList.Assembler
+        var isAtEnd = false
 
         public mutating func next() async throws -> NetworkRequest? {
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
-            while let (line, number) = try reader!.next() {
-                guard let entry = try InputList.parse(line, number: number) else { continue }
-                let span = reader!.lastLine
-                source.session?.noteRead(
-                    line: number, offset: span.offset, length: span.length, text: line,
-                    tracks: source.shard.contains(entry.url))
-                if source.output == nil, entry.name != nil || entry.folder != nil {
-                    throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
-                }
-                // Named before the shard is chosen: every shard names the whole list alike.
-                let place =
-                    source.output == nil
-                    ? nil
-                    : namer.place(
-                        for: FileNames.base(
-                            for: entry.url, name: entry.name, folders: entry.folders, treeCutDirs: source.treeCutDirs))
-                guard source.shard.contains(entry.url) else {
-                    source.tally.skip()
-                    continue
-                }
-                var destination = NetworkRequest.Destination.memory
-                if let output = source.output, let place {
-                    // Its components were checked by the list's parser and the namer; the guardian checks them again.
-                    guard let checked = try? place.place() else {
-                        throw InputList.Problem(line: number, reason: "\(place.relativePath) is not a place for a file")
-                    }
-                    let file = output.url(for: checked)
-                    // Files only appear complete (renamed into place), so a regular file there is whole. Anything
-                    // else (a directory, a FIFO) is not a download: the request runs and fails on it. A file another
-                    // URL saved is another's: this line's goes beside it.
-                    if source.noClobber, FileNames.holdsFile(at: file, of: entry.url) {
-                        source.tally.keep()
-                        source.session?.finished(line: number)
-                        continue
-                    }
-                    destination = .file(file)
-                }
-                if let attempts = source.dryRunAttempts {
-                    // Asked about, not fetched: the name it would get comes with it.
-                    return DryRun.probe(
-                        entry.url, headers: source.headers, name: place?.relativePath, attempts: attempts, tag: number)
-                }
-                guard source.headers.sendsNothing(to: entry.url) else {
-                    return NetworkRequest(
-                        source.headers.request(for: entry.url), destination: destination, validation: source.validation,
-                        integrity: .init(checksum: entry.checksum),
-                        fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
-                }
-                return NetworkRequest(
-                    url: entry.url, destination: destination, validation: source.validation,
-                    integrity: .init(checksum: entry.checksum),
-                    fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
+            while let (entry, spans) = try nextEntry() {
+                if let request = try request(for: entry, spans: spans) { return request }
             }
             reader?.finish()
             return nil
         }
+
+        /// The next whole entry of the list (its URL line and its option lines), or nil at the end.
+        private mutating func nextEntry() throws -> (entry: InputList.Entry, spans: [InputList.LineSpan])? {
+            if let problem = assembler.takeDeferred() {
+                // The line after the last entry given: the list stops there.
+                isAtEnd = true
+                throw problem
+            }
+            guard !isAtEnd else { return nil }
+            while let (line, number) = try reader!.next() {
+                let span = reader!.lastLine
+                if let done = try assembler.feed(line, number: number, offset: span.offset, length: span.length) {
+                    return done
+                }
+            }
+            isAtEnd = true
+            return assembler.finish()
+        }
+
+        /// The request of `entry` (nil: none, the entry is another shard's or kept).
+        private mutating func request(for read: InputList.Entry, spans: [InputList.LineSpan]) throws -> NetworkRequest?
+        {
+            var entry = read
+            let number = entry.line
+            source.session?.noteRead(line: number, spans: spans, tracks: source.shard.contains(entry.url))
+            if source.output == nil, entry.name != nil || entry.folder != nil {
+                throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
+            }
+            if let folder = entry.folder, folder.hasPrefix("/"), let output = source.output {
+                entry.folder = try Self.relative(folder, to: output.path, line: number)
+            }
+            // Named before the shard is chosen: every shard names the whole list alike.
+            let place =
+                source.output == nil
+                ? nil
+                : namer.place(
+                    for: FileNames.base(
+                        for: entry.url, name: entry.name, folders: entry.folders, treeCutDirs: source.treeCutDirs))
+            guard source.shard.contains(entry.url) else {
+                source.tally.skip()
+                return nil
+            }
+            var destination = NetworkRequest.Destination.memory
+            if let output = source.output, let place {
+                // Its components were checked by the list's parser and the namer; the guardian checks them again.
+                guard let checked = try? place.place() else {
+                    throw InputList.Problem(line: number, reason: "\(place.relativePath) is not a place for a file")
+                }
+                let file = output.url(for: checked)
+                // Files only appear complete (renamed into place), so a regular file there is whole. Anything
+                // else (a directory, a FIFO) is not a download: the request runs and fails on it. A file another
+                // URL saved is another's: this line's goes beside it.
+                if source.noClobber, FileNames.holdsFile(at: file, of: entry.url) {
+                    source.tally.keep()
+                    source.session?.finished(line: number)
+                    return nil
+                }
+                destination = .file(file)
+            }
+            var headers = source.headers
+            for field in entry.headers { try? headers.set(field.name, field.value) }
+            if let attempts = source.dryRunAttempts {
+                // Asked about, not fetched: the name it would get comes with it.
+                return DryRun.probe(
+                    entry.url, headers: headers, name: place?.relativePath, attempts: attempts, tag: number)
+            }
+            guard headers.sendsNothing(to: entry.url) else {
+                return NetworkRequest(
+                    headers.request(for: entry.url), destination: destination, validation: source.validation,
+                    integrity: .init(checksum: entry.checksum),
+                    fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
+            }
+            return NetworkRequest(
+                url: entry.url, destination: destination, validation: source.validation,
+                integrity: .init(checksum: entry.checksum),
+                fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
+        }
+
+        /// An absolute `dir=` (as aria2 saves one) as a folder under `output`: nil for the folder itself; a folder
+        /// outside it is a bad line.
+        static func relative(_ folder: String, to output: String, line: Int) throws -> String? {
+            let root = ReportFile.resolved(output)
+            let resolved = ReportFile.resolved(folder)
+            if resolved == root { return nil }
+            let prefix = root.hasSuffix("/") ? root : root + "/"
+            guard resolved.hasPrefix(prefix) else {
+                throw InputList.Problem(
+                    line: line, reason: "dir=\(InputList.quoted(folder)) is outside the --output folder \(output)")
+            }
+            return String(resolved.dropFirst(prefix.count))
+        }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self, namer: namer) }
+    /// Reads the regular list at `path` through once, as a run would (its entries, and where `out=` and `dir=` place
+    /// them under `output`), and throws the first ``InputList/Problem``, or a read error. Nothing is sent or written.
+    public static func check(
+        path: String, output: URL?, ignoredOption: @escaping @Sendable (String, Int) -> Void
+    ) throws {
+        // Standard input redirected from a file is read from where it stands, which the run's own reading needs again.
+        let start = path == "-" ? lseek(STDIN_FILENO, 0, SEEK_CUR) : 0
+        var reader = try LineReader(path: path)
+        defer {
+            reader.finish()
+            if path == "-", start >= 0 { lseek(STDIN_FILENO, start, SEEK_SET) }
+        }
+        var assembler = InputList.Assembler(ignored: ignoredOption)
+        func check(_ entry: InputList.Entry) throws {
+            guard let output else {
+                if entry.name != nil || entry.folder != nil {
+                    throw InputList.Problem(line: entry.line, reason: "out= and dir= need --output DIR")
+                }
+                return
+            }
+            if let folder = entry.folder, folder.hasPrefix("/") {
+                _ = try AsyncIterator.relative(folder, to: output.path, line: entry.line)
+            }
+        }
+        while let (line, number) = try reader.next() {
+            let span = reader.lastLine
+            if let done = try assembler.feed(line, number: number, offset: span.offset, length: span.length) {
+                try check(done.entry)
+            }
+            if let problem = assembler.takeDeferred() { throw problem }
+        }
+        if let done = assembler.finish() { try check(done.entry) }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(source: self, namer: namer, assembler: InputList.Assembler(ignored: ignoredOption))
+    }
 
     /// The file options of an entry with `mirrors`: the list's existing-file rule and connections.
     func fileOptions(mirrors: [URL]) -> NetworkRequest.FileOptions {

@@ -83,10 +83,21 @@ public struct Netrc: Sendable, Equatable {
     /// The login and password for `host` (compared without case), or nil.
     public func credentials(for host: String) -> Credentials? { machines[host.lowercased()] }
 
+    /// The `Authorization` value of each machine, by host: what a redirect or a mirror into that host sends
+    /// (``RedirectPolicy/hostAuthorizations``).
+    public var authorizationsByHost: [String: String] {
+        Dictionary(
+            machines.map { ($0.key.lowercased(), Self.basic($0.value)) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private static func basic(_ credentials: Credentials) -> String {
+        "Basic " + Data("\(credentials.login):\(credentials.password)".utf8).base64EncodedString()
+    }
+
     /// The `Authorization` value (Basic) for a request to `url`'s host, or nil when the file names no such machine.
     public func authorization(for url: URL) -> String? {
         guard let host = url.host, let credentials = credentials(for: host) else { return nil }
-        return "Basic " + Data("\(credentials.login):\(credentials.password)".utf8).base64EncodedString()
+        return Self.basic(credentials)
     }
 
     /// The file's words with their line numbers.

@@ -11,8 +11,9 @@ import NetworkQueue
 /// the netrc file), checked together before anything is created, emptied or sent: each is a file of its own, and
 /// each that is written may be written (``ReportFile/refusal(forReplacing:input:output:)``). One file under two of
 /// them is bad usage (exit 2), through links and other spellings of its path: by device and inode where it exists,
-/// else by its resolved path. The one pair that may share a file is `--load-cookies` and `--save-cookies` (a jar read
-/// and written back, as curl's `-b jar -c jar`).
+/// else by its resolved path. Two pairs may share a file: `--load-cookies` and `--save-cookies` (a jar read and
+/// written back, as curl's `-b jar -c jar`), and `--input` and `--save-session` (a list continued where it is, as
+/// aria2's `-i S --save-session S`).
 public enum ProgramFiles {
     /// One of the program's files: the option that names it, its path, and whether the run writes it.
     public struct Role: Sendable {
@@ -48,7 +49,12 @@ public enum ProgramFiles {
                 return
                     "\(first.option) \(first.path) and \(second.option) \(second.path) are one file: give each its own"
             }
-            if first.writes, let refusal = ReportFile.refusal(forReplacing: first.path, input: input, output: output) {
+            // The session may be the list it continues (aria2's `-i S --save-session S`): it is made beside the list
+            // and renamed over it, while the run reads the list it opened before.
+            let replacing = first.option == "--save-session" ? nil : input
+            if first.writes,
+                let refusal = ReportFile.refusal(forReplacing: first.path, input: replacing, output: output)
+            {
                 return "cannot write \(first.option) \(first.path): \(refusal)"
             }
         }
@@ -68,7 +74,8 @@ public enum ProgramFiles {
 
     /// True for the options that may name one file: the cookie jar read and written back.
     private static func mayShare(_ first: String, _ second: String) -> Bool {
-        Set([first, second]) == ["--load-cookies", "--save-cookies"]
+        let pair = Set([first, second])
+        return pair == ["--load-cookies", "--save-cookies"] || pair == ["--input", "--save-session"]
     }
 
     /// True when `first` and `second` are one file: the same device and inode where both exist, else the same

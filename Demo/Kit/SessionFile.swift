@@ -21,8 +21,9 @@ public final class SessionFile: @unchecked Sendable {
     private let lock = NSLock()
     /// True when the list was copied whole: a line is where it is in the list. Else lines are appended as read.
     private let isCopy: Bool
-    /// Where each line read and not ended lies in the session file (bytes, without its newline).
-    private var lines: [Int: (offset: Int64, length: Int)] = [:]
+    /// Where the lines of each entry read and not ended lie in the session file (bytes, without their newlines): its
+    /// URL line, then its option lines.
+    private var lines: [Int: [(offset: Int64, length: Int)]] = [:]
     private var end: Int64 = 0
     private var failedToWrite = false
 
@@ -82,18 +83,24 @@ public final class SessionFile: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// Line `number` was read, at `offset` in the list and `length` bytes long, its text `text`; `tracks`: this run
-    /// fetches it (false for a line of another shard, which stays as it is).
-    public func noteRead(line number: Int, offset: Int64, length: Int, text: Substring, tracks: Bool = true) {
+    /// The entry of line `number` was read: its lines lie at `spans` in the list; `tracks`: this run fetches it (false
+    /// for an entry of another shard, which stays as it is).
+    public func noteRead(line number: Int, spans: [InputList.LineSpan], tracks: Bool = true) {
         lock.withLock {
             if isCopy {
-                if tracks { lines[number] = (offset, length) }
+                if tracks { lines[number] = spans.map { ($0.offset, $0.length) } }
             } else {
-                var bytes = Array(text.utf8)
-                bytes.append(UInt8(ascii: "\n"))
+                // The entry's lines are appended together, so that no option line is ever left without its URL.
+                var bytes: [UInt8] = []
+                var placed: [(offset: Int64, length: Int)] = []
+                for span in spans {
+                    placed.append((end + Int64(bytes.count), span.text.utf8.count))
+                    bytes.append(contentsOf: span.text.utf8)
+                    bytes.append(UInt8(ascii: "\n"))
+                }
                 let at = end
                 if bytes.withUnsafeBytes({ Self.writeWhole(fd, $0, at: at) }) {
-                    if tracks { lines[number] = (at, bytes.count - 1) }
+                    if tracks { lines[number] = placed }
                     end += Int64(bytes.count)
                 } else {
                     reportFailure()
@@ -102,12 +109,15 @@ public final class SessionFile: @unchecked Sendable {
         }
     }
 
-    /// Line `number` finished (or its file was there already): it leaves the session, overwritten in place.
+    /// The entry of line `number` finished (or its file was there already): it leaves the session, each of its lines
+    /// overwritten in place by a comment of its length (the newlines stay: every later line keeps its number).
     public func finished(line number: Int) {
         lock.withLock {
-            guard let (offset, length) = lines.removeValue(forKey: number), length > 0 else { return }
-            let comment = [UInt8(ascii: "#")] + [UInt8](repeating: UInt8(ascii: " "), count: length - 1)
-            if !comment.withUnsafeBytes({ Self.writeWhole(fd, $0, at: offset) }) { reportFailure() }
+            guard let spans = lines.removeValue(forKey: number) else { return }
+            for (offset, length) in spans where length > 0 {
+                let comment = [UInt8(ascii: "#")] + [UInt8](repeating: UInt8(ascii: " "), count: length - 1)
+                if !comment.withUnsafeBytes({ Self.writeWhole(fd, $0, at: offset) }) { reportFailure() }
+            }
         }
     }
 

@@ -392,10 +392,21 @@ import Testing
         // Slow lines, so that they are waiting or running when the bad line, the last, is read.
         let setup = try DemoSetup(paths: (0..<29).map { "/bytes/100000?rate=20000&i=\($0)" }, extraLines: ["not a url"])
         defer { setup.tearDown() }
+        // Read from a pipe (a regular file is refused whole before its first request): the run stops at the line.
+        let log = setup.directory.appendingPathComponent("piped.log")
+        let status = try await SpawnedProcess(
+            "/bin/bash", ["-c", #""$1" --input <(cat list.txt) --concurrency 2 2>&1"#, "bash", demo.path],
+            in: setup.directory, output: log
+        ).exitStatus()
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(status == 2, "\(output)")
+        #expect(output.contains("succeeded, 0 failed, 29 cancelled (the list stopped at a bad line)"), "\(output)")
+        // The same list as a file: refused before anything is sent.
+        setup.server.resetStatistics()
         let run = try await runDemo(
             ["--input", setup.list.path, "--concurrency", "2"], in: setup.directory, withErrors: true)
         #expect(run.status == 2, "\(run.output)")
-        #expect(
-            run.output.contains("succeeded, 0 failed, 29 cancelled (the list stopped at a bad line)"), "\(run.output)")
+        #expect(run.output.contains("line 30: 'not' is not an http(s) URL"), "\(run.output)")
+        #expect(setup.server.statistics.requests == 0)
     }
 }

@@ -57,12 +57,16 @@ import Testing
         let netrc = setup.directory.appendingPathComponent("netrc")
         try Data("machine 127.0.0.1 login alice password N3TRC-SECRET\n".utf8).write(to: netrc)
         let away = "http://localhost:\(other.port)/bytes/5"
+        let into = "http://127.0.0.1:\(setup.server.port)/bytes/30"
         try Data(
             [
                 "http://127.0.0.1:\(setup.server.port)/bytes/10",
                 "http://127.0.0.1:\(setup.server.port)/redirect/1?to=/bytes/20",
                 "http://127.0.0.1:\(setup.server.port)/redirect/1?to=\(away.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
                 "http://localhost:\(other.port)/bytes/7",
+                // Into the host the file names from another: its credentials are looked up for the host the request
+                // goes to, as curl does (curl, wget2 and aria2c all send them there).
+                "http://localhost:\(other.port)/redirect/1?to=\(into.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
             ].map { $0 + "\n" }.joined().utf8
         ).write(to: setup.list)
         let expected = "Basic " + Data("alice:N3TRC-SECRET".utf8).base64EncodedString()
@@ -78,9 +82,9 @@ import Testing
             #expect(run.status == 0, "\(run.output)")
             // Every request to 127.0.0.1 (the redirects' targets on it too) carried them.
             let here = setup.server.statistics.headers
-            #expect(here.count == 4 && here.allSatisfy { $0["authorization"] == expected }, "\(transport): \(here)")
-            // None reached the other host: neither its own line nor the redirect that left the origin.
-            #expect(other.statistics.headers.count == 2)
+            #expect(here.count == 5 && here.allSatisfy { $0["authorization"] == expected }, "\(transport): \(here)")
+            // None reached the other host: neither its own lines nor the redirect that left the origin.
+            #expect(other.statistics.headers.count == 3)
             #expect(other.statistics.headers.allSatisfy { $0["authorization"] == nil }, "\(transport)")
             #expect(!run.output.contains("N3TRC") && !run.output.contains(expected.dropFirst(6)))
             #expect(run.output.contains("credentials for 1 server from netrc"))

@@ -28,7 +28,7 @@ import Testing
     @Test func fieldsThatWouldLeaveTheOutputFolderAreBadLines() {
         for line in [
             "http://h/a out=../x", "http://h/a out=a/b", "http://h/a out=..", "http://h/a out=.", "http://h/a out=",
-            "http://h/a dir=../x", "http://h/a dir=/etc", "http://h/a dir=a/../../b", "http://h/a dir=a//b",
+            "http://h/a dir=../x", "http://h/a dir=/../etc", "http://h/a dir=a/../../b", "http://h/a dir=a//b",
             "http://h/a dir=.", "http://h/a\tout=a\u{0}b", "http://h/a\tout=a\rb", "http://h/a out=a out=b",
             "http://h/a dir=a dir=b", "out=x", "http://h/a out=" + String(repeating: "n", count: 256),
         ] {
@@ -154,6 +154,13 @@ import Testing
                 try Data(contentsOf: output.appendingPathComponent("report-2.pdf")) == Data((0..<30).map { UInt8($0) }))
             let saved = try String(contentsOf: report, encoding: .utf8)
             #expect(saved.contains(output.appendingPathComponent("cv/résumé.txt").path), "\(saved)")
+            // Each done row says where a file went when its response named it otherwise.
+            let done = run.output.split(separator: "\n").filter { $0.hasPrefix("done") }.map(String.init).sorted()
+            #expect(
+                done == [
+                    "done      10  10 B  saved as report.pdf", "done      20  20 B  saved as résumé.txt",
+                    "done      30  30 B  saved as report-2.pdf", "done      5  5 B",
+                ], "\(transport): \(run.output)")
         }
         // The dry run shows the names the responses give.
         let dry = try await runDemo(

@@ -64,10 +64,12 @@ import Testing
                 in: setup.directory)
             #expect(run.status == 0, "\(run.output)")
             #expect(run.output.contains("a start per server every 0.25 s"))
-            // HEADs (accurate progress) and GETs: ten starts, each 0.25 s after the last, so the k-th arrival came
-            // no sooner than k intervals after the launch (a transport may delay a request, never send one early).
+            // One HEAD (accurate progress: a paced server's first answer says its files are small, and the others go
+            // without one) and five GETs: six starts, each 0.25 s after the last, so the k-th arrival came no sooner
+            // than k intervals after the launch (a transport may delay a request, never send one early).
             let arrivals = setup.server.statistics.arrivals.sorted()
-            #expect(arrivals.count == 10)
+            #expect(arrivals.count == 6)
+            #expect(setup.server.statistics.log.filter { $0.hasPrefix("HEAD") }.count == 1)
             for (k, arrival) in arrivals.enumerated() {
                 #expect(arrival >= begin + Double(k) * 0.25 - 0.01, "\(transport) \(k)")
             }
@@ -117,6 +119,20 @@ import Testing
             #expect(
                 log.filter { $0.hasPrefix("GET") }.sorted() == ["GET /nohead/5000", "GET /nohead/777?ignoreRange=1"])
             #expect(setup.server.statistics.bytesWritten < 4_000, "\(setup.server.statistics.bytesWritten)")
+        }
+    }
+
+    /// A dry run asks a failing URL as often as the download would: once with `--retries 0`, twice with
+    /// `--retries 1` (the extra attempt is only the fallback's, for a server that refuses HEAD).
+    @Test func aDryRunAsksWhatRetriesAllow() async throws {
+        let setup = try DemoSetup(paths: ["/status/503"])
+        defer { setup.tearDown() }
+        for retries in [0, 1] {
+            setup.server.resetStatistics()
+            let run = try await runDemo(
+                ["--input", setup.list.path, "--dry-run", "--retries", "\(retries)"], in: setup.directory)
+            #expect(run.status == 1, "\(run.output)")
+            #expect(setup.server.statistics.log == Array(repeating: "HEAD /status/503", count: retries + 1))
         }
     }
 

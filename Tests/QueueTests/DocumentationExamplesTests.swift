@@ -66,6 +66,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
         queue.maxConcurrentRequestCount = 4
         queue.showsAccurateProgress = true         // HEAD first: the total is known up front
         queue.cancelsAllOnFailure = false
+        queue.collectsMetrics = true             // each response's metrics: HTTP version, timings
         queue.logHandler = { record in print(record) }   // "info finished: 200, 1048576 bytes in 84.2 ms"
         for (name, url) in files {
             try queue.add(NetworkRequest(URLRequest(url: url), destination: .file(folder.appendingPathComponent(name)),
