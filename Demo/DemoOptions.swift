@@ -169,7 +169,11 @@ struct DemoOptions {
           --concurrency N   requests in flight at once (default 4; 0 = unlimited, within the
                             queue's ceiling: half the open-file limit, at most 4096)
           --lifo            start the newest pending request first (default: oldest first)
-          --no-accurate     skip the HEAD preflight that learns every size up front
+          --no-accurate     skip the HEAD preflight that learns the sizes up front (by default a
+                            HEAD goes before each GET of a batch of up to 64, and before each GET of a
+                            server whose first 4 HEADs find files of 1 MiB or more; a longer list of
+                            smaller files asks 4 HEADs per server and estimates the rest; a paced
+                            server is decided by its first)
           --keep-going      do not cancel the other requests when one fails
           --retries N       send a failed request again up to N times (default 2) when it timed out,
                             lost its connection or got 408, 429, 500, 502, 503 or 504
@@ -259,7 +263,15 @@ struct DemoOptions {
                             list is opened once and read as a stream (a pipe or <(command) too; a regular
                             file's lines are counted first), so its length costs no memory; a line longer
                             than 65536 bytes is refused (exit 2); with --output, names are unique over the
-                            whole list (a URL gets the same name whether the list runs whole or in shards)
+                            whole list (a URL gets the same name whether the list runs whole or in shards).
+                            aria2's input files are read as aria2 reads them: lines that start with a
+                            space or a TAB are options of the URL above: out=NAME, dir=SUB (an absolute
+                            one, as aria2 saves it, must lie inside --output), checksum=sha-256=HEX (or
+                            sha-512), header=NAME: VALUE (that file's requests only, never after a
+                            redirect to another origin); any other option (gid=, continue=...) is named
+                            once on standard error and ignored. A regular file is read through before
+                            anything is sent: a malformed one is refused (exit 2) before its first
+                            request; a pipe stops at its first bad line
           --save-session FILE
                             with --input: keep in FILE the lines of the list not finished yet, every field
                             as written, so that after any end (Ctrl-C, a crash, kill -9) --input FILE
@@ -267,7 +279,8 @@ struct DemoOptions {
                             ends: a finished line is blanked in place into a comment, one small write; a
                             list from a pipe has its lines added as they are read). Failed lines stay.
                             FILE is created readable by its owner only (a list's URLs may carry tokens)
-                            and is checked as --report's is
+                            and is checked as --report's is; it may be the --input FILE itself, which is
+                            then continued where it is (aria2's -i S --save-session S)
           --shard K/N       with --input: take only share K of N (0 <= K < N) of the list, chosen by
                             each URL, so that N runs on N machines split it with no coordinator and
                             may share one --output folder. Under a Kubernetes Indexed Job (completions

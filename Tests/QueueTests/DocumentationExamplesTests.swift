@@ -258,7 +258,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
 
     // TrustworthyProgress.md
     func accurateProgress() {
-        queue.showsAccurateProgress = true   // a HEAD before each GET: the total is known early
+        queue.showsAccurateProgress = true   // HEADs where they pay: the total is known (or estimated) early
         queue.go()
     }
 

@@ -8,7 +8,7 @@
 /// (``QueueProgress/isEstimated``) until its own response's head says its size. While a server's sampled HEADs run,
 /// its other HEADs wait; other servers' requests do not.
 ///
-/// A paced server (``NetworkQueue/hostPacing``) is decided by its first answer: each of its HEADs costs a paced start. A HEAD that checks an existing file (``NetworkRequest/ExistingFile/keepIfUnchanged``) is
+/// A paced server (``NetworkQueue/hostPacing``) is decided by its first answer: each of its HEADs costs a paced start. A HEAD that checks an existing file (``NetworkRequest/ExistingFile/skipIfUnchanged``) is
 /// always asked.
 public struct PreflightPolicy: Sendable, Hashable {
     /// The HEADs of each server asked before its sizes decide; default 4. Values below 1 count as 1.

@@ -23,7 +23,7 @@ extension QueueStateMachine {
                 guard case .pending = $0.record.machine.phase else { return false }
                 return RequestRules.wantsPreflight($0.record.request)
             }
-            asksEveryPreflight = wanted.count <= scheduler.preflightWindow && sources.open.isEmpty
+            asksEveryPreflight = wanted.count <= scheduler.preflightWindow && !drainReadsSource
             numberHostsIfNeeded()
             let candidates = wanted.filter { preflightPays($0.slot) }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
@@ -164,6 +164,7 @@ extension QueueStateMachine {
         beginDrainIfIdle()
         let id = sources.open(announcing: expected)
         ledger.openSource(announcing: expected)
+        drainReadsSource = true
         // Its requests' HEADs are planned per server, however small the batch was at go().
         if asksEveryPreflight {
             asksEveryPreflight = false

@@ -26,6 +26,9 @@ struct QueueStateMachine {
     /// True for a drain whose every GET got its HEAD at ``go()``: a batch within the first window, no source open
     /// (its whole total is known before its first GET, as the window promises).
     var asksEveryPreflight = false
+    /// True once a source opened in this drain: its requests' HEADs are planned per server, however few there are
+    /// (a short list may be read whole, and its source closed, before ``go()``).
+    var drainReadsSource = false
     /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
     var cancelsAllOnFailure = true
     /// True while someone reads metrics (see ``NetworkQueue/collectsMetrics``): main transfers are started
@@ -134,6 +137,7 @@ struct QueueStateMachine {
         guard !inDrain else { return }
         inDrain = true
         drainHasRun = !scheduler.isSuspended
+        drainReadsSource = false
         ledger.reset()
     }
 }
