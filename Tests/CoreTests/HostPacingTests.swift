@@ -146,6 +146,28 @@ extension Scheduler {
         #expect(scheduler.startAll(at: 1) == head(2))
     }
 
+    /// The same for a host held by its server (a 429's `Retry-After`): its waiting HEADs keep no other server's GET
+    /// behind the first window.
+    @Test func aHeldHostsWaitingHeadsHoldNoOtherServerBack() {
+        var scheduler = Scheduler(limit: 4)
+        scheduler.preflightWindow = 64
+        for id in 0..<7 {
+            scheduler.setHost(id, id < 6 ? 0 : 1)
+            scheduler.enqueue(head(id)[0])
+            scheduler.enqueue(main(id)[0])
+        }
+        scheduler.go()
+        #expect(scheduler.startAll(at: 0) == head(0, 1, 2, 3))
+        // Host 0's first answer was a 429 asking for 30 s.
+        scheduler.hold(host: 0, until: 30)
+        for id in 0..<4 { scheduler.finish(head(id)[0]) }
+        #expect(scheduler.startAll(at: 0.1) == head(6))
+        scheduler.finish(head(6)[0])
+        // Host 0's two HEADs wait for the hold; host 1's GET goes now, not at 30 s.
+        #expect(scheduler.startAll(at: 0.2) == main(6))
+        #expect(scheduler.startAll(at: 30) == head(4, 5) + main(0))
+    }
+
     /// A host's HEADs may wait for its sampled ones (the preflight policy) while the other hosts' go on; its main
     /// jobs are not held by it.
     @Test func aHostsHeadsWaitForItsSamplesAndOnlyThose() {

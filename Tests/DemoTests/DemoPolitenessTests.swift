@@ -122,20 +122,6 @@ import Testing
         }
     }
 
-    /// A dry run asks a failing URL as often as the download would: once with `--retries 0`, twice with
-    /// `--retries 1` (the extra attempt is only the fallback's, for a server that refuses HEAD).
-    @Test func aDryRunAsksWhatRetriesAllow() async throws {
-        let setup = try DemoSetup(paths: ["/status/503"])
-        defer { setup.tearDown() }
-        for retries in [0, 1] {
-            setup.server.resetStatistics()
-            let run = try await runDemo(
-                ["--input", setup.list.path, "--dry-run", "--retries", "\(retries)"], in: setup.directory)
-            #expect(run.status == 1, "\(run.output)")
-            #expect(setup.server.statistics.log == Array(repeating: "HEAD /status/503", count: retries + 1))
-        }
-    }
-
     @Test func aDryRunThatFindsEverythingExitsZero() async throws {
         let setup = try DemoSetup(paths: ["/bytes/10", "/bytes/20"])
         defer { setup.tearDown() }
