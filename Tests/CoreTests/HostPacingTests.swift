@@ -26,6 +26,20 @@ extension Scheduler {
         return scheduler
     }
 
+    /// As ``scheduler(limit:count:hostOf:)`` with accurate progress: a HEAD and a GET for each id, a window of 64, not
+    /// started yet (`pacing`: the queue-wide interval).
+    private func windowed(limit: Int, count: Int, pacing: Double = 0, hostOf: (Int) -> Int) -> Scheduler {
+        var scheduler = Scheduler(limit: limit)
+        scheduler.preflightWindow = 64
+        scheduler.pacingInterval = pacing
+        for id in 0..<count {
+            scheduler.setHost(id, hostOf(id))
+            scheduler.enqueue(head(id)[0])
+            scheduler.enqueue(main(id)[0])
+        }
+        return scheduler
+    }
+
     @Test func startsToOneHostAreSpacedByTheIntervalWhateverTheSlots() {
         var scheduler = scheduler(limit: 8, count: 5) { _ in 0 }
         scheduler.pacingInterval = 0.5
@@ -126,14 +140,7 @@ extension Scheduler {
     /// first window ends once no HEAD runs and none pending may start now. (8 files of server A, paced at 0.5 s, and
     /// one of server B: B's GET goes at 0.5 s, when B's own pacing allows, not after A's eighth HEAD at 3.5 s.)
     @Test func aPacedHostsWaitingHeadsHoldNoOtherServerBack() {
-        var scheduler = Scheduler(limit: 4)
-        scheduler.preflightWindow = 64
-        scheduler.pacingInterval = 0.5
-        for id in 0..<9 {
-            scheduler.setHost(id, id < 8 ? 0 : 1)
-            scheduler.enqueue(head(id)[0])
-            scheduler.enqueue(main(id)[0])
-        }
+        var scheduler = windowed(limit: 4, count: 9, pacing: 0.5) { $0 < 8 ? 0 : 1 }
         scheduler.go()
         #expect(scheduler.startAll(at: 0) == head(0, 8))
         scheduler.finish(head(0)[0])
@@ -149,13 +156,7 @@ extension Scheduler {
     /// The same for a host held by its server (a 429's `Retry-After`): its waiting HEADs keep no other server's GET
     /// behind the first window.
     @Test func aHeldHostsWaitingHeadsHoldNoOtherServerBack() {
-        var scheduler = Scheduler(limit: 4)
-        scheduler.preflightWindow = 64
-        for id in 0..<7 {
-            scheduler.setHost(id, id < 6 ? 0 : 1)
-            scheduler.enqueue(head(id)[0])
-            scheduler.enqueue(main(id)[0])
-        }
+        var scheduler = windowed(limit: 4, count: 7) { $0 < 6 ? 0 : 1 }
         scheduler.go()
         #expect(scheduler.startAll(at: 0) == head(0, 1, 2, 3))
         // Host 0's first answer was a 429 asking for 30 s.
@@ -171,13 +172,7 @@ extension Scheduler {
     /// A host's HEADs may wait for its sampled ones (the preflight policy) while the other hosts' go on; its main
     /// jobs are not held by it.
     @Test func aHostsHeadsWaitForItsSamplesAndOnlyThose() {
-        var scheduler = Scheduler(limit: 8)
-        scheduler.preflightWindow = 64
-        for id in 0..<6 {
-            scheduler.setHost(id, id < 4 ? 0 : 1)
-            scheduler.enqueue(head(id)[0])
-            scheduler.enqueue(main(id)[0])
-        }
+        var scheduler = windowed(limit: 8, count: 6) { $0 < 4 ? 0 : 1 }
         scheduler.go()
         scheduler.setPreflightsWait(true, ofHost: 0)
         // Host 0's HEADs wait; host 1's go.
