@@ -63,7 +63,8 @@ struct PreflightSampler {
     /// that failed without an answer makes room for another). A server whose sizes are small so gets exactly the
     /// policy's samples.
     func waits(_ host: Int) -> Bool {
-        guard host < servers.count, servers[host].verdict == .sampling else { return false }
+        // Only while a sample runs: its end (or answer) frees the others, so they never wait on nothing.
+        guard host < servers.count, servers[host].verdict == .sampling, servers[host].inFlight > 0 else { return false }
         return Int(servers[host].answered) + Int(servers[host].inFlight) >= policy.samplesPerServer
     }
 

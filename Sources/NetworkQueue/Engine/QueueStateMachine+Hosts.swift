@@ -105,9 +105,10 @@ extension QueueStateMachine {
     /// A HEAD of the request in `slot` started (`started`) or left its slot: its server's samples in flight, and
     /// whether its other HEADs wait for them.
     mutating func countPreflight(_ slot: Int, started: Bool) {
-        guard samplesPreflights, let host = scheduler.host(of: slot) else { return }
+        // An end is counted whatever the policy is now: a HEAD counted at its start never stays counted.
+        guard started ? samplesPreflights : true, let host = scheduler.host(of: slot) else { return }
         if started { preflights.started(host) } else { preflights.ended(host) }
-        scheduler.setPreflightsWait(preflights.waits(host), ofHost: host)
+        scheduler.setPreflightsWait(samplesPreflights && preflights.waits(host), ofHost: host)
     }
 
     /// The final head of a HEAD of the request in `slot` said `size` (nil: none): once its server's samples decide
