@@ -61,24 +61,24 @@ import Testing
         let other = try LoopbackServer()
         let (queue, log) = Self.loggingQueue(transport)
         queue.maxConcurrentRequestCount = 1
-        // The first answer is a 429 asking for 4 s; the request waits them out and succeeds. (4 s, not 2: the other
-        // server's three requests must all start within the hold, and under the thread sanitizer, with the Demo's
-        // process tests beside it on two cores, three took over 2 s.)
-        try queue.add(request(held.url("/flaky/100?key=a&failures=1&status=429&retryAfter=4"), tag: 0))
+        // The first answer is a 429 asking for 8 s; the request waits them out and succeeds. (8 s, not 2: the other
+        // server's three requests must all start within the hold, and with the Demo's process tests beside it on two
+        // cores three took over 2 s under the thread sanitizer, and over 4 s once in a plain run.)
+        try queue.add(request(held.url("/flaky/100?key=a&failures=1&status=429&retryAfter=8"), tag: 0))
         for tag in 1..<3 { try queue.add(request(held.url("/bytes/100?n=\(tag)"), tag: tag)) }
         for tag in 3..<6 { try queue.add(request(other.url("/bytes/100?n=\(tag)"), tag: tag)) }
         let progress = await queue.run()
         #expect(progress.finishedRequestCount == 6)
         let arrivals = held.statistics.arrivals
         #expect(held.statistics.log.count == 4)
-        // Nothing reached the held server for 4 s after its 429 (the hold runs from the 429's arrival at the
+        // Nothing reached the held server for 8 s after its 429 (the hold runs from the 429's arrival at the
         // client, after the server sent it), though its requests were first in line.
-        #expect(arrivals[1] - arrivals[0] >= 4, "\(arrivals)")
+        #expect(arrivals[1] - arrivals[0] >= 8, "\(arrivals)")
         // The other server's requests took the slot meanwhile: they started next, before any to the held one.
         #expect(Self.starts(log).map(\.tag).prefix(4) == [0, 3, 4, 5])
         let holds = log.with { $0 }.filter { $0.event == .hostHeld }
         #expect(holds.count == 1)
-        #expect(holds.first?.message.contains("held for 4 s") == true, "\(holds.map(\.message))")
+        #expect(holds.first?.message.contains("held for 8 s") == true, "\(holds.map(\.message))")
         #expect(holds.first?.message.contains("429 with Retry-After") == true)
     }
 
