@@ -123,6 +123,41 @@ private struct StallingSource: AsyncSequence, Sendable {
         #expect(recorder.queueFinishedCount == 1)
     }
 
+    /// 100,000 small files read from a source with accurate progress (`NQ_BIG_BATCH`; a tenth under the sanitizers):
+    /// their server's first 4 HEADs find them small and the rest go without one, each weighing the mean size until
+    /// its head; the total ends exact and the fraction at 1.0.
+    @Test func aBigBatchWithAccurateProgressAsksItsServerFourHeads() async throws {
+        try await HeavyTests.exclusively { try await sampledBigBatch() }
+    }
+
+    private func sampledBigBatch() async throws {
+        let count = TestEnvironment.bigBatch
+        let heads = Box(0)
+        let body = Data("ok".utf8)
+        let transport = InMemoryTransport { request in
+            guard request.httpMethod == "HEAD" else {
+                return [.respond(status: 200, headers: ["Content-Length": "2"]), .body(body)]
+            }
+            heads.with { $0 += 1 }
+            return [.respond(status: 200, headers: ["Content-Length": "2"])]
+        }
+        let queue = NetworkQueue.oneAttempt(transport: transport)
+        queue.showsAccurateProgress = true
+        let recorder = queue.recording()
+        queue.add(contentsOf: CountingSource(count: count) { _ in })
+        let progress = await queue.run()
+        #expect(heads.current == 4)
+        #expect(transport.statistics.started == count + 4)
+        let updates = recorder.progresses.current
+        #expect(updates.contains { $0.isEstimated })
+        for (earlier, later) in zip(updates, updates.dropFirst()) {
+            #expect(later.fractionCompleted >= earlier.fractionCompleted)
+        }
+        #expect(progress.finishedRequestCount == count)
+        #expect(progress.bytesExpectedToReceive == Int64(2 * count))
+        #expect(progress.fractionCompleted == 1.0 && !progress.isEstimated)
+    }
+
     /// The form the docs show: a lazy map over a million numbers. Each request is made when the queue reads it,
     /// so at most the look-ahead of them ever exist (an eager `map` would have made all of them inside `add`).
     @Test func theDocumentedLazyFormMakesEachRequestWhenItIsRead() async throws {
