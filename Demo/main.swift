@@ -360,7 +360,7 @@ if let input = options.input, let listReader {
             options.order == .fifo ? "FIFO" : "LIFO",
             options.dryRun
                 ? "dry run (a HEAD each, nothing saved)"
-                : options.accurateProgress ? "accurate progress (HEAD first)" : "simple progress",
+                : options.accurateProgress ? "accurate progress (HEADs where they pay)" : "simple progress",
             options.retries == 1 ? "1 retry" : "\(options.retries) retries",
         ] + (options.output.map { [(options.dryRun ? "names in " : "saving to ") + $0.path] } ?? [])
         + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])

@@ -64,7 +64,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
         let downloads = Downloads()
         queue.delegate = downloads
         queue.maxConcurrentRequestCount = 4
-        queue.showsAccurateProgress = true         // HEAD first: the total is known up front
+        queue.showsAccurateProgress = true         // HEADs where they pay: the total is known early
         queue.cancelsAllOnFailure = false
         queue.collectsMetrics = true             // each response's metrics: HTTP version, timings
         queue.logHandler = { record in print(record) }   // "info finished: 200, 1048576 bytes in 84.2 ms"
