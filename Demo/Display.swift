@@ -192,12 +192,14 @@ struct Display {
         fflush(nil)
     }
 
-    /// The name a reader finds `file` under: its last component, or its path from the folder of `asked` (the line's
-    /// destination) when it went elsewhere.
+    /// The name a reader finds `file` under: its path from the folder of `asked` (the line's destination), which is
+    /// its name alone when it went beside it; its whole path otherwise. Cut at the paths' last `/`, with no Foundation
+    /// path helper (a response's name is outside text).
     static func shownName(of file: URL, beside asked: URL) -> String {
-        let folder = asked.deletingLastPathComponent().path
-        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
-        return file.path.hasPrefix(prefix) ? String(file.path.dropFirst(prefix.count)) : file.path
+        let (path, askedPath) = (file.path, asked.path)
+        guard let slash = askedPath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        let folder = String(askedPath[...slash])
+        return path.hasPrefix(folder) ? String(path.dropFirst(folder.count)) : path
     }
 
     private func label(_ request: NetworkRequest) -> String {

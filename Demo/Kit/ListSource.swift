@@ -121,15 +121,9 @@ public struct ListSource: AsyncSequence, Sendable {
         /// The request of `entry` (nil: none, the entry is another shard's or kept).
         private mutating func request(for read: InputList.Entry, spans: [InputList.LineSpan]) throws -> NetworkRequest?
         {
-            var entry = read
-            let number = entry.line
-            source.session?.noteRead(line: number, spans: spans, tracks: source.shard.contains(entry.url))
-            if source.output == nil, entry.name != nil || entry.folder != nil {
-                throw InputList.Problem(line: number, reason: "out= and dir= need --output DIR")
-            }
-            if let folder = entry.folder, folder.hasPrefix("/"), let output = source.output {
-                entry.folder = try Self.relative(folder, to: output.path, line: number)
-            }
+            let number = read.line
+            source.session?.noteRead(line: number, spans: spans, tracks: source.shard.contains(read.url))
+            let entry = try Self.placed(read, output: source.output?.path)
             // Named before the shard is chosen: every shard names the whole list alike.
             let place =
                 source.output == nil
@@ -177,9 +171,24 @@ public struct ListSource: AsyncSequence, Sendable {
                 fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
         }
 
+        /// `entry` with its `dir=` under the output folder at `output`: an absolute one (as aria2 saves one) made
+        /// relative to it. Throws for `out=` or `dir=` without an output folder, or a folder outside it.
+        static func placed(_ entry: InputList.Entry, output: String?) throws -> InputList.Entry {
+            guard let output else {
+                if entry.name != nil || entry.folder != nil {
+                    throw InputList.Problem(line: entry.line, reason: "out= and dir= need --output DIR")
+                }
+                return entry
+            }
+            guard let folder = entry.folder, folder.hasPrefix("/") else { return entry }
+            var placed = entry
+            placed.folder = try relative(folder, to: output, line: entry.line)
+            return placed
+        }
+
         /// An absolute `dir=` (as aria2 saves one) as a folder under `output`: nil for the folder itself; a folder
         /// outside it is a bad line.
-        static func relative(_ folder: String, to output: String, line: Int) throws -> String? {
+        private static func relative(_ folder: String, to output: String, line: Int) throws -> String? {
             let root = ReportFile.resolved(output)
             let resolved = ReportFile.resolved(folder)
             if resolved == root { return nil }
@@ -205,17 +214,7 @@ public struct ListSource: AsyncSequence, Sendable {
             if path == "-", start >= 0 { lseek(STDIN_FILENO, start, SEEK_SET) }
         }
         var assembler = InputList.Assembler(ignored: ignoredOption)
-        func check(_ entry: InputList.Entry) throws {
-            guard let output else {
-                if entry.name != nil || entry.folder != nil {
-                    throw InputList.Problem(line: entry.line, reason: "out= and dir= need --output DIR")
-                }
-                return
-            }
-            if let folder = entry.folder, folder.hasPrefix("/") {
-                _ = try AsyncIterator.relative(folder, to: output.path, line: entry.line)
-            }
-        }
+        func check(_ entry: InputList.Entry) throws { _ = try AsyncIterator.placed(entry, output: output?.path) }
         while let (line, number) = try reader.next() {
             let span = reader.lastLine
             if let done = try assembler.feed(line, number: number, offset: span.offset, length: span.length) {
