@@ -42,7 +42,9 @@ import Testing
 
     @Test func aPacedServerIsDecidedByItsFirstAnswer() {
         var sampler = PreflightSampler()
-        sampler.started(0)
+        sampler.started(0, paced: true)
+        // One sample at a time: the others wait for its answer, however slow.
+        #expect(sampler.waits(0))
         #expect(sampler.answered(0, size: 10, paced: true) == .estimates)
         sampler.started(1)
         #expect(sampler.answered(1, size: 2 << 20, paced: true) == .asksEach)

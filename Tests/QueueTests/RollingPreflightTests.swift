@@ -102,6 +102,43 @@ import Testing
         #expect(progress.bytesExpectedToReceive == 3_000)
     }
 
+    /// A paced server is decided by its first HEAD's answer, and its other HEADs wait for it however slow it is: the
+    /// pacing interval passing meanwhile starts no second one. (The queue's clock is driven by hand.)
+    @Test func aPacedServersHeadsWaitForItsFirstAnswer() async throws {
+        let clock = ManualClock()
+        let gate = TransferGate()
+        let heads = Box(0)
+        let transport = InMemoryTransport { request in
+            let answer: [InMemoryTransport.Step] = [.respond(status: 200, headers: ["Content-Length": "10"])]
+            guard request.httpMethod == "HEAD" else { return answer + [.body(Data(count: 10))] }
+            return heads.with { heads in
+                heads += 1
+                return heads == 1 ? [.hold(gate)] + answer : answer
+            }
+        }
+        let queue = NetworkQueue.oneAttempt(transport: transport, clock: clock)
+        queue.showsAccurateProgress = true
+        queue.hostPacing = HostPacing(interval: 1)
+        let recorder = queue.recording()
+        queue.add(contentsOf: (1...5).map { NetworkRequest(url: URL(string: "http://paced.test/\($0)")!, tag: $0) })
+        let running = Task { await queue.run() }
+        await transport.waitUntilStarted(1)
+        // Five intervals pass while the first answer is held: no HEAD may start on them.
+        for _ in 0..<5 { clock.advance(by: 1) }
+        gate.open()
+        // The answer lets the first GET start (its interval passed long ago); the others are paced a second apart on the
+        // hand-driven clock, each a HEAD fewer than without the policy.
+        await transport.waitUntilStarted(2)
+        for started in 3...6 {
+            clock.advance(by: 1)
+            await transport.waitUntilStarted(started)
+        }
+        let progress = await running.value
+        #expect(heads.current == 1)
+        #expect(transport.statistics.started == 6, "\(recorder.events)")
+        #expect(progress.finishedRequestCount == 5 && progress.bytesExpectedToReceive == 50)
+    }
+
     /// The default policy on a long batch of small files: each server's first 4 HEADs say the sizes are small, and
     /// the rest go without one (a list of 500 small files asks 504 times, not 1,000). The total is an estimate from
     /// the samples until the heads arrive, the fraction never goes back, and it ends exact. (Run apart from the heap

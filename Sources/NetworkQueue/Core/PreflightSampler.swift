@@ -8,7 +8,8 @@
 /// (``QueueProgress/isEstimated``) until its own response's head says its size. While a server's sampled HEADs run,
 /// its other HEADs wait; other servers' requests do not.
 ///
-/// A paced server (``NetworkQueue/hostPacing``) is decided by its first answer: each of its HEADs costs a paced start. A HEAD that checks an existing file (``NetworkRequest/ExistingFile/skipIfUnchanged``) is
+/// A paced server (``NetworkQueue/hostPacing``) is decided by its first answer, its other HEADs waiting for it: each of
+/// its HEADs costs a paced start. A HEAD that checks an existing file (``NetworkRequest/ExistingFile/skipIfUnchanged``) is
 /// always asked.
 public struct PreflightPolicy: Sendable, Hashable {
     /// The HEADs of each server asked before its sizes decide; default 4. Values below 1 count as 1.
@@ -51,6 +52,8 @@ struct PreflightSampler {
         var sized: Int32 = 0
         var bytes: Int64 = 0
         var verdict = Verdict.sampling
+        /// True when the server is paced: its first answer decides, so one sample runs at a time.
+        var isPaced = false
     }
 
     var policy = PreflightPolicy.default
@@ -65,13 +68,15 @@ struct PreflightSampler {
     func waits(_ host: Int) -> Bool {
         // Only while a sample runs: its end (or answer) frees the others, so they never wait on nothing.
         guard host < servers.count, servers[host].verdict == .sampling, servers[host].inFlight > 0 else { return false }
-        return Int(servers[host].answered) + Int(servers[host].inFlight) >= policy.samplesPerServer
+        let samples = servers[host].isPaced && policy.samplesPerServer != .max ? 1 : policy.samplesPerServer
+        return Int(servers[host].answered) + Int(servers[host].inFlight) >= samples
     }
 
-    /// A HEAD of `host` started.
-    mutating func started(_ host: Int) {
+    /// A HEAD of `host` started; `paced`: the server is paced (one sample at a time, its first answer decides).
+    mutating func started(_ host: Int, paced: Bool = false) {
         grow(to: host)
         servers[host].inFlight += 1
+        servers[host].isPaced = paced
     }
 
     /// A HEAD of `host` ended (answered or not).

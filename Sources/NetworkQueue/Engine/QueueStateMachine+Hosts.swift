@@ -107,8 +107,13 @@ extension QueueStateMachine {
     mutating func countPreflight(_ slot: Int, started: Bool) {
         // An end is counted whatever the policy is now: a HEAD counted at its start never stays counted.
         guard started ? samplesPreflights : true, let host = scheduler.host(of: slot) else { return }
-        if started { preflights.started(host) } else { preflights.ended(host) }
+        if started { preflights.started(host, paced: isPaced(host)) } else { preflights.ended(host) }
         scheduler.setPreflightsWait(samplesPreflights && preflights.waits(host), ofHost: host)
+    }
+
+    /// True when `host` is paced, by its own interval or the queue's.
+    private func isPaced(_ host: Int) -> Bool {
+        scheduler.hosts.ownPacing(of: host).map { $0.interval > 0 } ?? (scheduler.pacingInterval > 0)
     }
 
     /// The final head of a HEAD of the request in `slot` said `size` (nil: none): once its server's samples decide
@@ -116,8 +121,7 @@ extension QueueStateMachine {
     /// heads).
     mutating func samplePreflight(_ slot: Int, size: Int64?, now: Double) {
         guard samplesPreflights, let host = scheduler.host(of: slot) else { return }
-        let paced = scheduler.hosts.ownPacing(of: host).map { $0.interval > 0 } ?? (scheduler.pacingInterval > 0)
-        let verdict = preflights.answered(host, size: size, paced: paced)
+        let verdict = preflights.answered(host, size: size, paced: isPaced(host))
         scheduler.setPreflightsWait(preflights.waits(host), ofHost: host)
         guard verdict == .estimates else { return }
         let skipped = table.records.filter {
