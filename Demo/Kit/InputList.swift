@@ -29,7 +29,7 @@ public enum InputList {
         public var folder: String? = nil
 
         /// Header fields of this entry alone (` header=` option lines), sent after the run's own.
-        public var headers: [SentHeaders.Field] = []
+        public var headers = SentHeaders()
 
         /// ``folder``'s components.
         public var folders: [String]? { folder.map { $0.split(separator: "/").map(String.init) } }
@@ -162,12 +162,9 @@ public enum InputList {
             }
             entry.checksum = checksum
         case "header":
-            var fields = SentHeaders()
-            do throws(SentHeaders.Problem) { try fields.add(line: value) } catch {
+            do throws(SentHeaders.Problem) { try entry.headers.add(line: value) } catch {
                 throw Problem(line: number, reason: "header=: \(error.description)")
             }
-            entry.headers.removeAll { $0.name.lowercased() == fields.fields[0].name.lowercased() }
-            entry.headers.append(contentsOf: fields.fields)
         default:
             return false
         }

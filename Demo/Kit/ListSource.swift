@@ -153,7 +153,8 @@ public struct ListSource: AsyncSequence, Sendable {
                 destination = .file(file)
             }
             var headers = source.headers
-            for field in entry.headers { try? headers.set(field.name, field.value) }
+            // Checked when the line was read: setting them again cannot fail.
+            for field in entry.headers.fields { try? headers.set(field.name, field.value) }
             if let attempts = source.dryRunAttempts {
                 // Asked about, not fetched: the name it would get comes with it.
                 return DryRun.probe(

@@ -371,11 +371,16 @@ struct Scheduler {
     /// True when a pending preflight job may start at `now` as far as its host goes (its time, its limit, its
     /// sampled HEADs).
     private func preflightMayStart(now: Double) -> Bool {
-        let gates = hosts.waitingPreflightHosts > 0
-        guard checksHosts || gates else { return true }
-        // Without host checks only the sampling gate applies: no limit, and no time holds a job.
+        guard checksHosts || hosts.waitingPreflightHosts > 0 else { return true }
+        return hostsMayStart(in: .preflight, now: now)
+    }
+
+    /// True when some pending job of `lane` may start at `now` as far as its host goes. Without host checks only the
+    /// preflight lane's sampling gate applies: no limit, and no time holds a job.
+    private func hostsMayStart(in lane: Lane, now: Double) -> Bool {
+        let checksHosts = checksHosts
         return hosts.mayStart(
-            in: .preflight, count: preflight.count, limit: checksHosts ? perHostLimit : 0,
+            in: lane, count: lane == .preflight ? preflight.count : main.count, limit: checksHosts ? perHostLimit : 0,
             now: checksHosts ? now : .infinity)
     }
 
@@ -402,13 +407,7 @@ struct Scheduler {
         let checksHosts = checksHosts
         // A host's HEADs may wait for its sampled ones (its main jobs never do).
         let gates = lane == .preflight && hosts.waitingPreflightHosts > 0
-        if checksHosts || gates,
-            !hosts.mayStart(
-                in: lane, count: lane == .preflight ? preflight.count : main.count,
-                limit: checksHosts ? perHostLimit : 0, now: checksHosts ? now : .infinity)
-        {
-            return nil
-        }
+        if checksHosts || gates, !hostsMayStart(in: lane, now: now) { return nil }
         // Copies for the closure, which cannot read `self` while a lane is being mutated.
         let (hosts, perHostLimit, flags) = (hosts, perHostLimit, activeLanes)
         let checksPreflight = lane == .main && outstandingPreflights > 0
