@@ -282,7 +282,10 @@ extension LoopbackServer {
         var sent = 0
         // stallAt=P&stall=MS: once P% of the body is sent, nothing more for MS milliseconds (an idle server), or
         // until the client hangs up (the request then ends, abandoned). A response cut by dropAt= never stalls.
-        let stallAt = stalls ? request.int("stallAt").map { count * max(0, min(100, $0)) / 100 } : nil
+        // stallByte=B: the same once byte B of the whole body is reached, whatever range this response sends (every
+        // response that reaches it stalls there).
+        let stallByte = request.int("stallByte").map { max(0, $0 - offset) }
+        let stallAt = stalls ? request.int("stallAt").map { count * max(0, min(100, $0)) / 100 } ?? stallByte : nil
         var hasStalled = false
         while sent < count {
             if let stallAt, !hasStalled, sent >= stallAt, let stall = request.int("stall") {
