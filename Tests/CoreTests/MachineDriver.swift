@@ -234,6 +234,7 @@ struct MachineDriver {
                 grants[id] = nil
                 lines.append("stop source \(id)")
             case .moved: lines.append("moved")
+            case .connections(let batch): lines.append("connections \(batch.work.count)")
             }
         }
         if actions.deliver { lines.append("deliver") }

@@ -105,7 +105,8 @@ import Testing
                 case .count(let count): return "count \(count)"
                 case .borrow(let count): return "borrow \(count)"
                 case .giveBack: return "give back"
-                case .checkStalls(let at): return "check stalls at \(at)"
+                case .recheck(let at): return "recheck at \(String(format: "%g", at))"
+                case .heed(let head): return "heed \(head.statusCode)"
                 case .finish(_, let length, let metrics):
                     let locations = metrics?.segments?.locations.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
                     return
@@ -153,9 +154,10 @@ extension SplitMachineTests {
                 "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
             ])
         #expect(
-            bench.lend(2) == ["start 1 m1 1485483-2839893", "start 2 m2 2839894-4194303", "check stalls at 5.02"])
-        #expect(bench.head(Self.head(206, range: "1485483-2839893"), to: 1) == [])
-        #expect(bench.head(Self.head(206, range: "2839894-4194303"), to: 2) == [])
+            bench.lend(2) == ["start 1 m1 1485483-2839893", "start 2 m2 2839894-4194303", "recheck at 0.12"])
+        // Every head is heard by the host books.
+        #expect(bench.head(Self.head(206, range: "1485483-2839893"), to: 1) == ["heed 206"])
+        #expect(bench.head(Self.head(206, range: "2839894-4194303"), to: 2) == ["heed 206"])
         #expect(
             bench.bytes(1_354_411, to: 0, at: 0.1) == [
                 "write 1354411@131072 s1", "end s1", "stop 0", "give back", "count 1354411",
@@ -195,7 +197,7 @@ extension SplitMachineTests {
         var bench = Bench()
         #expect(
             bench.head(Self.head(503), to: 0) == [
-                "stop 0", "locationDropped: dropped the request's URL: it answered 503", "start 1 m1 whole",
+                "heed 503", "stop 0", "locationDropped: dropped the request's URL: it answered 503", "start 1 m1 whole",
             ])
         #expect(
             bench.ended(1, URLError(.cannotConnectToHost)) == [
@@ -276,30 +278,49 @@ extension SplitMachineTests {
             again.ended(0, URLError(.networkConnectionLost)) == [
                 "stop 0", "end s1",
                 "splitDecided: the request's URL's connection broke (URLError -1005): the rest is asked again",
-                "start 1 o 65536-4194303 if \"v1\"", "check stalls at 5.0",
+                "start 1 o 65536-4194303 if \"v1\"", "recheck at 0.1",
             ])
     }
 
-    /// At the end of the file, a connection that brought nothing for 5 s while the others moved on is left with its
-    /// location; its segment goes to a free connection.
-    @Test func aConnectionStalledAtTheEndOfTheFileLeavesItsSource() {
+    /// Issue 62, the end game: once no range waits, the first connection's slot races the range of the mirror that
+    /// brought nothing. The new connection's answer wins the race: the mirror's connection stops, nothing is dropped.
+    @Test func aFreeConnectionRacesTheRangeThatWouldEndLast() {
+        var bench = Self.endGame()
+        #expect(
+            bench.head(Self.head(206, range: "2839894-4194303"), to: 3, at: 1.1) == ["heed 206", "stop 2", "give back"])
+        #expect(bench.machine.locations.locations.map(\.isLive) == [true, true, true])
+    }
+
+    /// The raced connection brings its bytes before the new one answers: it keeps its range, the new one stops.
+    @Test func aRacedConnectionThatBringsItsBytesFirstKeepsItsRange() {
+        var bench = Self.endGame()
+        #expect(
+            bench.bytes(Self.k64, to: 2, at: 1.05) == [
+                "stop 3", "write 65536@2839894 s5", "count 65536",
+            ])
+        #expect(bench.machine.locations.locations.map(\.isLive) == [true, true, true])
+    }
+
+    /// A file shared over three connections (the request's URL's and two mirrors'), whose first connection finished its
+    /// range at 1 s while the second mirror's has brought nothing since its head: its range is raced.
+    static func endGame() -> Bench {
         var bench = Bench()
         _ = bench.head(Self.head(), to: 0)
         _ = bench.fileBegun()
         _ = bench.bytes(Self.k64, to: 0, at: 0.001)
         _ = bench.bytes(Self.k64, to: 0, at: 0.02)
         _ = bench.lend(2)
-        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1)
-        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2)
-        _ = bench.bytes(Self.k64, to: 0, at: 1)
-        _ = bench.bytes(Self.k64, to: 1, at: 2)
-        _ = bench.bytes(Self.k64, to: 0, at: 6)
+        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
+        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 1)
         #expect(
-            bench.on(6) { $0.handle(.stallCheckDue, now: $1, &$2) } == [
-                "stop 2", "end s3",
-                "locationDropped: dropped mirror 2 (http://m2.test/f): nothing for 6.0 s at the end of the file",
-                "borrow 1",
+            bench.bytes(1_485_483 - 2 * Self.k64, to: 0, at: 1) == [
+                "write 1354411@131072 s1", "end s1", "stop 0", "end s3", "start 3 o 2839894-4194303 if \"v1\"",
+                "splitDecided: bytes 2839894-4194303 of mirror 2 (http://m2.test/f) raced by another connection: it brought nothing",
+                "count 1354411",
             ])
+        return bench
     }
 
     /// An attempt that ends another way (a cancel, a pause, a timeout) returns the loans it held.
@@ -321,7 +342,7 @@ extension SplitMachineTests {
         #expect(FailoverRules.verdict(after: .wrongRange, of: 0, among: locations, hasStream: true) == .noMoreRanges)
         locations.drop(1)
         locations.drop(2)
-        for cause in [FailoverRules.Cause.broke, .status(503), .wrongRange, .wrongAnswer, .stalled] {
+        for cause in [FailoverRules.Cause.broke, .status(503), .wrongRange, .wrongAnswer] {
             #expect(FailoverRules.verdict(after: cause, of: 0, among: locations) == .fail)
         }
         #expect(FailoverRules.verdict(afterHeadOf: 0, count: 2) == .nextLocation)
@@ -337,15 +358,22 @@ extension SplitMachineTests {
         return NetworkRequest(URLRequest(url: URL(string: Bench.urls["o"]!)!), fileOptions: options, tag: 1)
     }
 
+    /// A shell that does nothing: the tests read the work it is given.
+    final class NoShell: ConnectionShell {
+        func perform(_ work: [ConnectionWork]) {}
+    }
+
     /// Begins the split download of the newest transfer of `driver`'s request 1, as the shell does.
-    static func begin(_ driver: inout MachineDriver, _ request: NetworkRequest) -> [SplitMachine.Action] {
+    static func begin(_ driver: inout MachineDriver, _ request: NetworkRequest) -> [ConnectionWork] {
         let start = driver.transfers.last!.start
-        var shell: [SplitMachine.Action] = []
-        let actions = driver.machine.split(
-            .begin(start.outgoing.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false),
-            slot: start.slot, token: start.token, shell: &shell, now: driver.now)
+        var work: [ConnectionWork] = []
+        let actions = driver.machine.splitEvent(
+            .begin(
+                start.outgoing.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false,
+                shell: NoShell()),
+            slot: start.slot, token: start.token, work: &work, now: driver.now)
         _ = driver.apply(actions)
-        return shell
+        return work
     }
 
     /// Issue 51, "the origin dead at the HEAD with a live mirror", through the request's machine: the HEAD asks the
@@ -389,11 +417,10 @@ extension SplitMachineTests {
         var cells = [start.cell]
         #expect(Self.begin(&driver, request).count == 1)
         for id in 0..<3 {
-            var shell: [SplitMachine.Action] = []
+            var shell: [ConnectionWork] = []
             let head = Self.head(503)
-            _ = driver.machine.split(
-                .transfer(.head(head), connection: id), slot: start.slot, token: start.token, shell: &shell,
-                now: 0)
+            _ = driver.machine.splitEvent(
+                .transfer(.head(head), connection: id), slot: start.slot, token: start.token, work: &shell, now: 0)
             guard id < 2 else {
                 #expect(shell.count == 1)
                 guard case .passOn? = shell.first else {

@@ -277,18 +277,21 @@ import Testing
                 == "the file's length is 300, shorter than the part")
     }
 
-    /// Issue 50, item 5: at the end of a file, a connection whose head came and that received nothing for five
-    /// seconds while the file moved on elsewhere is stalled; never one waiting for its head, never one that was the
-    /// last to move, never while ranges wait or the queue's cap may hold it back.
-    @Test func aConnectionStalledAtTheEndOfTheFileIsFound() {
-        let connections: [(id: Int, lastByteAt: Double?)] = [(1, 10), (2, 11.5), (3, nil), (4, 12.5)]
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 14.9, isEndGame: true, isCapped: false) == [])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 15, isEndGame: true, isCapped: false) == [1])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: true, isCapped: false) == [1, 2])
-        // Nothing moved after them: the queue, not the server, may be what is slow.
-        #expect(SplitRules.stalled(connections, movedAt: 10, now: 20, isEndGame: true, isCapped: false) == [])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: false, isCapped: false) == [])
-        #expect(SplitRules.stalled(connections, movedAt: 12.5, now: 16.5, isEndGame: true, isCapped: true) == [])
+    /// Issue 62: the end game races a range by the file's own pace, with no fixed threshold: a connection is judged
+    /// once it ran for the settle time, and raced when it would take more than twice what a new connection would (its
+    /// start delay, then the best pace the file kept). One that brought nothing is raced as soon as it is judged.
+    @Test func aRangeIsRacedWhenItWouldTakeTwiceWhatANewConnectionWould() {
+        let mib: Int64 = 1 << 20
+        #expect(SplitRules.finishTime(remaining: mib, received: 0, running: 0.05, settle: 0.1) == nil)
+        #expect(SplitRules.finishTime(remaining: mib, received: 0, running: 0.1, settle: 0.1) == .infinity)
+        #expect(SplitRules.finishTime(remaining: mib, received: 2 * mib, running: 1, settle: 0.1) == 0.5)
+        // A new connection: 0.25 s to its head, then 1 MiB at 4 MiB/s, 0.5 s in all.
+        let rate = Double(4 * mib)
+        #expect(!SplitRules.isWorthRacing(remaining: mib, finishTime: 1.0, rate: rate, startDelay: 0.25))
+        #expect(SplitRules.isWorthRacing(remaining: mib, finishTime: 1.01, rate: rate, startDelay: 0.25))
+        #expect(SplitRules.isWorthRacing(remaining: mib, finishTime: .infinity, rate: nil, startDelay: 0.25))
+        #expect(!SplitRules.isWorthRacing(remaining: mib, finishTime: 0.5, rate: nil, startDelay: 0.25))
+        #expect(!SplitRules.isWorthRacing(remaining: 0, finishTime: .infinity, rate: rate, startDelay: 0.25))
     }
 
     /// Issue 50, item 8: each source is held to its own validator. A source answering for the first time may name

@@ -15,8 +15,6 @@ enum FailoverRules {
         case wrongRange
         /// Its answer was not the file (another length, validator or coding).
         case wrongAnswer
-        /// It sent nothing for ``SplitRules/stallSeconds`` at the end of the file while others moved on.
-        case stalled
     }
 
     /// What becomes of the location.

@@ -55,25 +55,25 @@ enum SplitRules {
         return .success(Shape(length: length, validator: validator, lastModified: lastModified))
     }
 
-    /// How long a connection of a split file whose head was accepted may receive nothing, once no range is left to
-    /// share (the end of the file), before it gives its range up to another location (5 s: well past the pauses of a
-    /// loaded machine): a mirror that stalls never holds the end of the file until the idle timeout.
-    static let stallSeconds = 5.0
+    /// The end game (issue 62): when a connection whose head was accepted `running` seconds ago, having received
+    /// `received` bytes since, would bring the `remaining` bytes of its range at its pace (infinite when it brought
+    /// none). Nil while it is too new to judge: under `settle` seconds.
+    static func finishTime(remaining: Int64, received: Int64, running: Double, settle: Double) -> Double? {
+        guard running >= settle else { return nil }
+        guard received > 0 else { return .infinity }
+        return Double(remaining) * running / Double(received)
+    }
 
-    /// The connections among `connections` (each one's id, when its head was accepted or it last received a byte,
-    /// nil before its head) that received nothing for ``stallSeconds`` at `now` while the file moved on elsewhere
-    /// (`movedAt`: when any other connection last received a byte), in the end game of a file (`isEndGame`: no range
-    /// waits), unless the queue's own rate cap may be what holds them back (`isCapped`). A connection waiting for its
-    /// head is left to the idle timeout.
-    static func stalled(
-        _ connections: [(id: Int, lastByteAt: Double?)], movedAt: Double, now: Double, isEndGame: Bool,
-        isCapped: Bool
-    ) -> [Int] {
-        guard isEndGame, !isCapped else { return [] }
-        return connections.filter { connection in
-            guard let last = connection.lastByteAt else { return false }
-            return now - last >= stallSeconds && movedAt > last
-        }.map(\.id).sorted()
+    /// Whether a new connection is worth racing a running one for the `remaining` bytes of its range, the running one
+    /// expected to take `finishTime` seconds (``finishTime(remaining:received:running:settle:)``): a new one would
+    /// take `startDelay` to its first byte, then bring them at `rate` bytes a second (the best pace any connection of
+    /// the file kept; nil: none measured yet, judged by the start delay alone). Worth it when the running one would
+    /// take more than twice as long: no fixed threshold, only the file's own pace. A connection that stopped sending
+    /// (a stalled mirror) is raced as soon as it is judged.
+    static func isWorthRacing(remaining: Int64, finishTime: Double, rate: Double?, startDelay: Double) -> Bool {
+        guard remaining > 0 else { return false }
+        let fresh = startDelay + (rate.map { Double(remaining) / max($0, 1) } ?? 0)
+        return finishTime > 2 * fresh
     }
 
     /// How long each window is over which the first connection's pace is judged, while it runs alone, in seconds:

@@ -114,12 +114,18 @@ public struct SegmentMetrics: Sendable, Hashable {
         /// more ranges, and that stream went on (issue 50).
         public var refusedRanges: Bool
 
-        /// Creates a location's figures (`refusedRanges` default false).
-        public init(url: URL, bytes: Int64, wasDropped: Bool, refusedRanges: Bool = false) {
+        /// True when an earlier attempt's file failed its checksum after this location served some of its bytes,
+        /// other than the location the file was fetched under: its ranges are not trusted, and this attempt fetched
+        /// the file from that one location alone (issue 62). Default false.
+        public var untrusted: Bool
+
+        /// Creates a location's figures (`refusedRanges` and `untrusted` default false).
+        public init(url: URL, bytes: Int64, wasDropped: Bool, refusedRanges: Bool = false, untrusted: Bool = false) {
             self.url = url
             self.bytes = bytes
             self.wasDropped = wasDropped
             self.refusedRanges = refusedRanges
+            self.untrusted = untrusted
         }
     }
 

@@ -43,14 +43,28 @@ final class Attempt {
     /// that an attempt of one connection (nearly all of them) stays small.
     var split: Split?
 
-    /// A split download's machine, held by reference from its attempt and changed in place.
+    /// The split download's child machine and its shell, held by reference from its attempt and changed in place by
+    /// the request's machine alone (``RequestMachine/split(_:of:policy:deadAtHead:_:now:work:steps:)``).
     final class Split {
-        // Unchecked: changed in place by every event of the file's connections, only by the coordinator, which runs
-        // only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.
+        // Unchecked: changed in place by every event of the file's connections, only by the request's machine, which
+        // runs only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.
         @exclusivity(unchecked) var machine: SplitMachine
+        /// Does the file's work that follows an event other than the shell's own.
+        let shell: any ConnectionShell
 
-        init(_ machine: SplitMachine) { self.machine = machine }
+        init(_ machine: SplitMachine, shell: any ConnectionShell) {
+            self.machine = machine
+            self.shell = shell
+        }
     }
+    /// The split machine's actions of the last event, emptied: their capacity is reused, so that a body piece
+    /// allocates nothing.
+    var splitScratch: [SplitMachine.Action] = []
+    /// The one location the attempt fetches its split file from (an earlier attempt's file failed its checksum after
+    /// several served it), or nil: all of them.
+    var onlySource: Int?
+    /// The locations that served bytes of that earlier attempt's file, other than ``onlySource``.
+    var untrusted: [Int] = []
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 

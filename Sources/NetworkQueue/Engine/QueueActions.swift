@@ -46,6 +46,8 @@ enum QueueAction {
     case stopSource(Int)
     /// Nothing: what is left in a list's place once the shell has moved an action out of it.
     case moved
+    /// Do a split file's work that followed an event other than its shell's own (the end game's look).
+    indirect case connections(ConnectionBatch)
 
     /// Adapt hooks to run before a transfer.
     struct Adapt {
@@ -86,6 +88,12 @@ enum QueueAction {
         /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow.
         case checked(NetworkRequest, file: DestinationClaim?, continuesPart: Bool)
     }
+}
+
+/// Work on a split file's connections and file, for its shell to do.
+struct ConnectionBatch {
+    let shell: any ConnectionShell
+    let work: [ConnectionWork]
 }
 
 /// What the queue must do after one event of ``QueueStateMachine``: the actions in the order they

@@ -85,9 +85,9 @@ extension QueueStateMachine {
             if after.mainLane { scheduler.enqueue(job) } else { _ = scheduler.remove(job) }
         }
         if before.runsTransfers, case .running(let left)? = phase,
-            leaving || table[slot].machine.phase.attempt !== left,
-            let loans = left.split?.machine.release()
+            leaving || table[slot].machine.phase.attempt !== left
         {
+            let loans = left.endSplit()
             // A split download's lent connections go back with its attempt, however it ended.
             for loan in loans { scheduler.returnExtra(host: loan.host) }
         }
@@ -119,9 +119,20 @@ extension QueueStateMachine {
         let before = record.machine.phase
         let clock = record.machine.deadline
         let action = event(&record.machine, &shared)
+        settle(slot, before: before, clock: clock, action, transferEnded: transferEnded, now: now)
+        return action
+    }
+
+    /// What follows an event of `slot`'s machine that left `action`, the phase having been `before` and the deadline
+    /// clock `clock`: the lanes and counts that follow its holdings, a deadline clock it started, then the action.
+    mutating func settle(
+        _ slot: Int, before: RequestState, clock: DeadlineClock, _ action: RequestMachine.Action, transferEnded: Bool,
+        now: Double
+    ) {
+        let record = table[slot]
         // Most body pieces and heads move nothing: no holdings to compare, nothing to do.
         if case .none = action, record.machine.phase.isSame(as: before), record.machine.deadline == clock {
-            return action
+            return
         }
         if case .running(let until) = record.machine.deadline, record.machine.deadline != clock {
             timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
@@ -129,7 +140,6 @@ extension QueueStateMachine {
         let replaced = if case .startTransfer = action { true } else { false }
         move(slot, from: before, transferEnded: transferEnded && !replaced)
         perform(action, slot, transferEnded: transferEnded, now: now)
-        return action
     }
 
     /// Does what the machine of the request in `slot` asked (`transferEnded`: the transport reported the end).

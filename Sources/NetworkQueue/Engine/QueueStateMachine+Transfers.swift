@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// What a request's transfers report: their events, heads and bodies, their endings, their files, and a split
-/// download's connections (its ``SplitMachine``). Each is handed to the request's machine through
-/// ``apply(_:transferEnded:now:_:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
+/// file's connections (through the request's machine, which holds the file's). Each is handed to the request's
+/// machine through ``apply(_:transferEnded:now:_:)`` or ``splitEvent(_:slot:token:work:now:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
 /// are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
     /// Applies one transport event; a final head comes with its pipeline's `reading`.
@@ -222,15 +222,12 @@ extension QueueStateMachine {
             guard isCurrent else { break }
             let request = table[slot].request
             apply(slot, now: now) { $0.file(event, of: request, file: nil, metrics: nil, &$1, now: now) }
-        case .committed(let error):
+        case .committed(let error, let placedAt):
             guard isCurrent else { preconditionFailure("a commit for a request not committing") }
             let record = table[slot]
-            // Where the file went: the name its response gave it (or the free name beside another origin's file),
-            // else its destination.
-            var file = record.claim?.url
-            if case .committing(let attempt) = record.machine.phase, let sink = attempt.sink, sink.mayPlaceElsewhere {
-                file = URL(fileURLWithPath: sink.committedPath, isDirectory: false)
-            }
+            // Where the file went: the name its response gave it (or the free name beside another origin's file), as
+            // the shell said, else its destination.
+            let file = placedAt.map { URL(fileURLWithPath: $0, isDirectory: false) } ?? record.claim?.url
             let metrics = error == nil ? record.requestMetrics : nil
             apply(slot, transferEnded: true, now: now) {
                 $0.file(event, of: record.request, file: file, metrics: metrics, &$1, now: now)
@@ -239,120 +236,89 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    // MARK: A split download
+    // MARK: A split file
 
-    /// An event of a split download.
-    enum SplitEvent {
-        /// The download begins, sending `request` over its attempt's first transfer (options: its file's; `part`: what
-        /// its file holds already; `isCapped`: the queue caps its rate).
-        case begin(URLRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool)
-        /// An event of connection `id` (its body comes as ``bytes(_:connection:)``).
-        case transfer(TransferEvent, connection: Int)
-        /// `count` body bytes of connection `id` came.
-        case bytes(Int, connection: Int)
-        /// The writes of the last ``bytes(_:connection:)`` are done (see ``SplitMachine/written(_:recorded:failure:now:_:)``).
-        case written(Int, recorded: Bool, failure: NetworkQueueError?)
-        /// The shell began the file: its first head read, or the failure.
-        case fileBegun(Result<HeadReading, NetworkQueueError>)
-        /// A check for stalled connections came.
-        case stallCheckDue
-    }
-
-    /// Hands `event` of `slot`'s split attempt `token` to its machine and applies what it decides; what is the
-    /// shell's (``SplitMachine/Action``s: start, stop, write, end a segment, begin or finish the file, pass on,
-    /// check stalls) is left in `shell` (empty when called; its capacity is reused, so that a body piece allocates
-    /// nothing), in order. Dropped when the attempt is not current.
-    mutating func split(
-        _ event: SplitEvent, slot: Int, token: UInt64, shell: inout [SplitMachine.Action], now: Double
+    /// Hands `event` of `slot`'s split attempt `token` to the request's machine (which holds the file's child machine)
+    /// and does the steps it returns; the shell's work is appended to `work` (its capacity is reused, so that a body
+    /// piece allocates nothing), in order. Dropped when the attempt is not current.
+    mutating func splitEvent(
+        _ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, work: inout [ConnectionWork], now: Double
     ) -> QueueActions {
-        guard table.isCurrent(slot, token: token), let attempt = table[slot].machine.phase.attempt else {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else {
             return QueueActions()
         }
-        var reading: HeadReading?
-        switch event {
-        case .begin(let request, let options, let part, let isCapped, let collectsMetrics):
-            // The locations the HEAD found dead are left by the first attempt (a retry asks every location again).
-            let record = table[slot]
-            let dead = record.machine.attempts == 1 ? record.locationsDeadAtHead : 0
-            attempt.split = Attempt.Split(
-                SplitMachine(
-                    request: request, options: options, policy: redirectPolicy, part: part, deadAtHead: dead,
-                    isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &shell))
-        case .transfer(let transferEvent, let id):
-            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &shell)
-        case .bytes(let count, let id):
-            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &shell)
-        case .written(let kept, let recorded, let failure):
-            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &shell)
-        case .fileBegun(.success(let read)):
-            reading = read
-            attempt.split?.machine.handle(.fileBegun(nil), now: now, &shell)
-        case .fileBegun(.failure(let failure)):
-            attempt.split?.machine.handle(.fileBegun(failure), now: now, &shell)
-        case .stallCheckDue:
-            attempt.split?.machine.handle(.stallCheckDue, now: now, &shell)
-        }
-        // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their
-        // count, with its progress, comes with their writes).
-        let placedOnly = shell.allSatisfy {
-            if case .write = $0 { true } else if case .endSegment = $0 { true } else { false }
-        }
-        applySplit(&shell, reading: reading, of: attempt, slot: slot, now: now)
-        return placedOnly ? QueueActions() : finishEvent(now)
+        // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their count,
+        // with its progress, comes with their writes).
+        guard splitEventApplied(event, slot: slot, work: &work, now: now) else { return QueueActions() }
+        return finishEvent(now)
     }
 
-    /// Applies a split machine's actions in order, in place: the shell's are kept at the front of `decided`, the
-    /// engine's are done and removed. Once the attempt is over (one of them ended it), the rest are dropped: its
-    /// transfers were stopped with it.
-    private mutating func applySplit(
-        _ decided: inout [SplitMachine.Action], reading: HeadReading?, of attempt: Attempt, slot: Int, now: Double
-    ) {
-        var index = 0
-        var kept = 0
-        func keep(_ action: SplitMachine.Action) {
-            decided[kept] = action
-            kept += 1
-        }
-        defer { decided.removeSubrange(kept...) }
-        while index < decided.count, table.isCurrent(slot, token: attempt.token),
-            table[slot].machine.phase.attempt === attempt
-        {
-            let action = decided[index]
-            index += 1
-            switch action {
-            case .start(_, _, let cell):
-                attempt.transfers.insert(cell)
-                keep(action)
-            case .stop(let cell):
-                attempt.transfers.remove(cell)
-                keep(action)
-            case .write, .endSegment, .beginFile, .passOn, .checkStalls, .finish:
-                keep(action)
-            case .hearHead:
-                if let reading { headRead(reading, slot, now) }
-            case .forward(let event):
-                transferEventApplied(event, reading: nil, slot: slot, now: now)
+    /// ``splitEvent(_:slot:token:work:now:)`` of a current attempt, the event not finished. Each step is done in
+    /// order: the log's, the host books' and a loan's at once, those that touch the request only while its attempt
+    /// runs. An attempt the file ended (the request machine's own action) is applied last. False when the event
+    /// changed nothing the queue shares.
+    @discardableResult
+    private mutating func splitEventApplied(
+        _ event: RequestMachine.SplitEvent, slot: Int, work: inout [ConnectionWork], now: Double
+    ) -> Bool {
+        let record = table[slot]
+        guard let attempt = record.machine.phase.attempt else { return false }
+        let (before, clock) = (record.machine.phase, record.machine.deadline)
+        var steps: [RequestMachine.SplitStep] = []
+        let action = record.machine.split(
+            event, of: record.request, policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead, &shared,
+            now: now, work: &work, steps: &steps)
+        for step in steps {
+            switch step {
             case .note(let event, let level, let message):
-                outbox.log(level, event, table[slot].request, now: now) { message }
-            case .count(let count):
-                receive(count, keeping: nil, slot: slot, now: now)
-            case .borrow(let wanted):
-                for _ in 0..<wanted {
-                    guard let loan = lendConnection(to: attempt.split?.machine.nextLocationURL, now: now) else {
-                        break
-                    }
-                    attempt.split?.machine.handle(.lent(loan), now: now, &decided)
-                }
-                attempt.split?.machine.handle(.lent(nil), now: now, &decided)
+                outbox.log(level, event, record.request, now: now) { message }
+                continue
+            case .heed(let head):
+                heedServer(head, of: record.request, now: now)
+                continue
             case .giveBack(let loan):
                 scheduler.returnExtra(host: loan.host)
-            case .fail(let error):
-                transferEndedApplied(.failed(error), slot: slot, now: now)
-            case .fileFailed(let error):
-                let request = table[slot].request
-                apply(slot, now: now) { $0.file(.failed(error), of: request, file: nil, metrics: nil, &$1, now: now) }
+                continue
+            case .hearHead, .forward, .count, .borrow, .recheck: break
+            }
+            guard table.isCurrent(slot, token: attempt.token), table[slot].machine.phase.attempt === attempt else {
+                continue
+            }
+            switch step {
+            case .hearHead(let reading): headRead(reading, slot, now)
+            case .forward(let event): transferEventApplied(event, reading: nil, slot: slot, now: now)
+            case .count(let count): receive(count, keeping: nil, slot: slot, now: now)
+            case .recheck(let at): timer.splits.insert(.init(deadline: at, id: slot, stamp: attempt.token))
+            case .borrow(let wanted):
+                // Each loan is answered as it is made (the next goes where the file's next connection would), then
+                // the end of the answers.
+                var lent = 0
+                while lent < wanted, let loan = lendConnection(to: record.machine.splitLocation, now: now) {
+                    lent += 1
+                    splitEventApplied(.lent(loan), slot: slot, work: &work, now: now)
+                    guard table.record(at: slot) === record, record.machine.phase.attempt === attempt else { break }
+                }
+                if table.record(at: slot) === record, record.machine.phase.attempt === attempt {
+                    splitEventApplied(.lent(nil), slot: slot, work: &work, now: now)
+                }
+            case .note, .heed, .giveBack: break
             }
         }
+        if case .none = action { return !steps.isEmpty }
+        // The file ended the attempt, its connections stopped with it: as a transfer's end.
+        settle(slot, before: before, clock: clock, action, transferEnded: true, now: now)
+        return true
+    }
+
+    /// The look at a split file's end game came for `slot`'s attempt `token` (a ``QueueTimer`` entry): the shell's
+    /// work it leads to goes to the attempt's shell as a ``QueueAction/connections(_:)``.
+    mutating func splitRecheck(slot: Int, token: UInt64, now: Double) {
+        guard table.isCurrent(slot, token: token), let shell = table[slot].machine.phase.attempt?.split?.shell else {
+            return
+        }
+        var work: [ConnectionWork] = []
+        splitEventApplied(.recheckDue, slot: slot, work: &work, now: now)
+        if !work.isEmpty { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
     }
 
     /// One connection lent to a running split download.

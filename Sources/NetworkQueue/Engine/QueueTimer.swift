@@ -9,6 +9,9 @@ struct QueueTimer {
     var idle = DeadlineHeap<Int>()
     /// When requests waiting to retry may rejoin the pending ones.
     var retries = DeadlineHeap<Int>()
+    /// When split files look at their end game again (``RequestMachine/SplitStep/recheck(at:)``), under each
+    /// attempt's token. Entries of attempts that ended stay until they come due.
+    var splits = DeadlineHeap<Int>()
     /// When requests' deadlines pass (see ``TimeLimits/deadline``), under each request's sequence number.
     var deadlines = DeadlineHeap<Int>()
     /// The count of ``deadlines`` at which the entries of ended requests are dropped: twice the count after the
@@ -63,7 +66,7 @@ struct QueueTimer {
             guard let a, let b else { return a ?? b }
             return min(a, b)
         }
-        let due = earlier(earlier(idle.earliest, deadlines.earliest), retries.earliest)
+        let due = earlier(earlier(earlier(idle.earliest, deadlines.earliest), retries.earliest), splits.earliest)
         guard let next = earlier(earlier(flushDue, startDue), due) else { return nil }
         guard armed.map({ next < $0 }) ?? true else { return nil }
         armed = next

@@ -197,6 +197,11 @@ struct RequestMachine {
             case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
             case .sendAgainWithoutRange:
                 return start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
+            case .sendAgainFrom(let source, let untrusted):
+                let restart = start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
+                phase.attempt?.onlySource = source
+                phase.attempt?.untrusted = untrusted
+                return restart
             case .succeeded(let response): return .end(.success(response))
             case .commit(let sink):
                 phase = .committing(attempt)
@@ -232,6 +237,9 @@ struct RequestMachine {
         case failed(NetworkQueueError)
         /// A continued part that did not verify: the attempt is sent again without a range.
         case sendAgainWithoutRange
+        /// A split file that did not verify after several locations served it: it is fetched again from `source`
+        /// alone (never worse than one connection), the `untrusted` others named in its metrics.
+        case sendAgainFrom(Int, untrusted: [Int])
         case succeeded(NetworkResponse)
         /// The file is to be moved into place first.
         case commit(FileSink)
@@ -242,6 +250,12 @@ struct RequestMachine {
     private static func ending(
         of attempt: Attempt, _ outcome: TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?
     ) -> Ending {
+        if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource == nil,
+            let refetch = attempt.split?.machine.checksumRefetch
+        {
+            // Several locations served the file: once more from the one whose answer began it, alone.
+            return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted)
+        }
         switch outcome {
         case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
         // The part may be what was wrong: once more from byte 0.
@@ -444,8 +458,10 @@ extension RequestMachine {
         case opened(FileSink)
         /// It could not be opened or written.
         case failed(NetworkQueueError)
-        /// It was moved into place (`error` nil), or could not be.
-        case committed(NetworkQueueError?)
+        /// It was moved into place (`error` nil), or could not be; `placedAt`: where it went when that may differ from
+        /// its destination (a name its response gave it, or a free name beside another origin's file), said by the
+        /// shell so that the engine reads no file under the queue's lock.
+        case committed(NetworkQueueError?, placedAt: String? = nil)
     }
 
     /// Body bytes of the running attempt arrived at `now`, `received` in all: `data` is kept for a memory body (nil:
@@ -574,8 +590,8 @@ extension RequestMachine {
             return .none
         case (.failed(let error), .running): return attemptEnded(error, of: request, &shared, now: now)
         case (.failed, _): return .none
-        case (.committed(let error?), .committing): return attemptEnded(error, of: request, &shared, now: now)
-        case (.committed(nil), .committing(let attempt)):
+        case (.committed(let error?, _), .committing): return attemptEnded(error, of: request, &shared, now: now)
+        case (.committed(nil, _), .committing(let attempt)):
             return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
         case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
         }

@@ -37,8 +37,11 @@ extension SplitMachine {
         case borrow(Int)
         /// A lent connection is not needed any more.
         case giveBack(QueueStateMachine.ConnectionLoan)
-        /// Check for stalled connections at this time (``Event/stallCheckDue``).
-        case checkStalls(at: Double)
+        /// Look at the end game again at this time (``Event/recheckDue``): a ``QueueTimer`` entry of the request.
+        case recheck(at: Double)
+        /// A connection's final head, for the queue's host books (a `Retry-After` or a spent `RateLimit` holds its
+        /// server). Heads the engine hears as the request's (``hearHead(_:)``, ``forward(_:)``) are heard there.
+        case heed(ResponseHead)
         /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
         case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
         /// The attempt fails with this error.
@@ -60,7 +63,7 @@ extension SplitMachine {
         case fileBegun(NetworkQueueError?)
         /// The queue answered a ``Action/borrow(_:)``: a connection lent, or (nil) none more.
         case lent(QueueStateMachine.ConnectionLoan?)
-        /// The check for stalled connections came (``Action/checkStalls(at:)``).
-        case stallCheckDue
+        /// The look at the end game came (``Action/recheck(at:)``).
+        case recheckDue
     }
 }

@@ -40,6 +40,13 @@ struct SplitMachine {
         var lastByteAt: Double?
         /// Bytes of the file it received (kept).
         var received: Int64 = 0
+        /// When it was started (queue clock).
+        var startedAt: Double = 0
+        /// When its head was accepted (queue clock); nil before.
+        var acceptedAt: Double?
+        /// While another connection races it for the rest of its range (the end game): the offset its server sends
+        /// next. It keeps that range if it brings its first bytes before the other answers, else it stops.
+        var racingFrom: Int64?
     }
 
     enum Mode: Equatable {
@@ -101,10 +108,22 @@ struct SplitMachine {
     /// True once the part was found not to be this file's any more (its server answered the continuing request
     /// with another validator or length): it is fetched anew.
     private var partStartsOver = false
-    /// When the next check for stalled connections is due, while one is scheduled (queue clock).
-    private var stallCheckAt: Double?
-    /// When any connection last received a byte (queue clock).
-    private var movedAt = -Double.infinity
+    /// When the next look at the end game is due, while one is scheduled (queue clock).
+    private var recheckAt: Double?
+    /// The time of the event being handled (queue clock).
+    private var now: Double
+    /// The location whose first answer began the file (its validator is the file's): the one a file that failed its
+    /// checksum after several locations served it is fetched again from.
+    private(set) var firstSource: Int?
+    /// The longest a connection of the file took from its start to its accepted head, in seconds.
+    private var startDelay = 0.0
+    /// The best pace a stopped connection of the file kept, in bytes a second, and its location (nil: none measured).
+    private var keptPace: (rate: Double, location: Int)?
+    /// The offsets a race was started from: a range whose racer stalls at the same offset is not raced again (the
+    /// server, or the file, stalls there; the idle timeout decides).
+    private var racedFrom: Set<Int64> = []
+    /// The locations that served bytes of an earlier attempt that failed its checksum (none of them is used).
+    let untrusted: Set<Int>
     /// When the download began (queue clock): its metrics' total time runs from here.
     private let startedAt: Double
     /// The last location, when its ranges failed and a stream of the whole file is to carry the file on (it starts
@@ -118,10 +137,13 @@ struct SplitMachine {
     /// `deadAtHead` locations failed the HEAD preflight: they are left at once (issue 51: a failover everyone hears,
     /// wherever it came). The first connection's start is in `actions`, its handle going to `cell` (the attempt's
     /// first transfer).
+    ///
+    /// `onlySource`: the attempt fetches the file from that location alone (an earlier attempt's file failed its
+    /// checksum after the `untrusted` locations served some of its bytes too).
     init(
         request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
-        deadAtHead: Int = 0, isCapped: Bool, collectsMetrics: Bool, cell: TransferCell, now: Double,
-        _ actions: inout [Action]
+        deadAtHead: Int = 0, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool, collectsMetrics: Bool,
+        cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
         var base = request
         for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
@@ -134,8 +156,17 @@ struct SplitMachine {
         self.part = part
         locations = LocationList(count: requests.count)
         startedAt = now
+        self.now = now
+        self.untrusted = Set(untrusted)
         for location in 0..<min(deadAtHead, requests.count - 1) {
             failover(from: location, .broke, reason: "its HEAD failed", &actions)
+        }
+        if let onlySource, requests.indices.contains(onlySource) {
+            for location in requests.indices where location != onlySource { locations.drop(location) }
+            let others = untrusted.map(describe).joined(separator: ", ")
+            let message =
+                "fetched again from \(describe(onlySource)) alone: the file failed its checksum after \(others) served some of its bytes"
+            actions.append(.note(.locationDropped, .notice, message))
         }
         startFirst(cell: cell, &actions)
     }
@@ -144,6 +175,7 @@ struct SplitMachine {
 
     /// Applies `event` at `now`; what follows from it is appended to `actions`, in order.
     mutating func handle(_ event: Event, now: Double, _ actions: inout [Action]) {
+        self.now = now
         switch event {
         case .transfer(let transferEvent, let id): self.transferEvent(transferEvent, connection: id, now: now, &actions)
         case .bytes(let count, let id): bytes(count, connection: id, now: now, &actions)
@@ -151,7 +183,7 @@ struct SplitMachine {
             written(kept, recorded: recorded, failure: failure, now: now, &actions)
         case .fileBegun(let failure): fileBegun(failure, now: now, &actions)
         case .lent(let loan): lent(loan, now: now, &actions)
-        case .stallCheckDue: stallCheckDue(now: now, &actions)
+        case .recheckDue: recheckDue(now: now, &actions)
         }
     }
 
@@ -188,8 +220,11 @@ struct SplitMachine {
         self.shape = shape
         mode = .split
         connections[id]?.segment = segment.id
-        connections[id]?.isAccepted = true
-        if let location = connections[id]?.location { locations.learn(shape.validator, for: location) }
+        accept(id, now: now)
+        if let location = connections[id]?.location {
+            locations.learn(shape.validator, for: location)
+            firstSource = location
+        }
         // The engine hears the head before any count, and before any other connection starts.
         actions.append(.hearHead(head!))
         if !probing { share(&actions) }
@@ -198,9 +233,18 @@ struct SplitMachine {
     /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
     private mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
-        guard mode == .split, let connection = connections[id], connection.isAccepted,
-            let segment = connection.segment
-        else { return }
+        guard mode == .split, let connection = connections[id], connection.isAccepted else { return }
+        if connection.segment == nil, let from = connection.racingFrom {
+            // Raced in the end game: its first bytes keep its range when the other has not answered yet (that one
+            // stops); otherwise the other brings them, and this one stops.
+            guard let (next, _, _) = follow(from: from, upTo: connection.asked, maxGap: 0, &actions) else {
+                stop(id, &actions)
+                return fillConnections(now: now, &actions)
+            }
+            connections[id]?.segment = next.id
+            connections[id]?.racingFrom = nil
+        }
+        guard let segment = connections[id]?.segment else { return }
         // Counted in flight before they are placed: a segment they complete must not finish the file before
         // they are written.
         writesInFlight += 1
@@ -247,33 +291,15 @@ struct SplitMachine {
         fillConnections(now: now, &actions)
     }
 
-    /// The stall check came: each connection that received nothing for ``SplitRules/stallSeconds`` at the end of
-    /// the file, to a location another live location can stand in for, stops with that location (what they received
-    /// stays), and its segment goes to a connection that is free.
-    private mutating func stallCheckDue(now: Double, _ actions: inout [Action]) {
-        stallCheckAt = nil
-        guard mode == .split, let plan else { return }
-        let stalled = SplitRules.stalled(
-            connections.map { ($0.key, $0.value.lastByteAt) }, movedAt: movedAt, now: now,
-            isEndGame: plan.waiting.isEmpty, isCapped: isCapped)
-        // Only a location another live location can stand in for is dropped: the last one is left to the idle
-        // timeout, as without splitting (a server slow to its first byte is not one that stalled).
-        var dropped = 0
-        for id in stalled {
-            guard let connection = connections[id], locations.locations[connection.location].isLive,
-                locations.hasOtherForRanges(than: connection.location)
-            else { continue }
-            let quiet = String(
-                format: "nothing for %.1f s at the end of the file", now - (connection.lastByteAt ?? now))
-            stop(id, &actions)
-            failover(from: connection.location, .stalled, reason: quiet, &actions)
-            dropped += 1
-        }
-        if dropped == 0 {
-            fillConnections(now: now, &actions)
-        } else {
-            askForConnections(&actions)
-        }
+    /// The look at the end game came (``Action/recheck(at:)``): a range worth racing with no connection free asks
+    /// the queue for one more (``Action/borrow(_:)``; the loan races it); the next look is scheduled while the end
+    /// game lasts.
+    private mutating func recheckDue(now: Double, _ actions: inout [Action]) {
+        recheckAt = nil
+        guard mode == .split else { return }
+        if connections.count < 1 + loans.count { return fillConnections(now: now, &actions) }
+        if slowest(now: now) != nil, loans.count < connectionLimit - 1 { actions.append(.borrow(1)) }
+        scheduleRecheck(now: now, &actions)
     }
 
     /// The attempt ends another way (cancelled, paused, timed out, failed by its engine): every connection stops
@@ -320,6 +346,9 @@ struct SplitMachine {
             connections[id]?.asked = nil
             begin(shape, done: [], head: head, connection: id, &actions)
         case .failure(.status(let code)) where !(200..<300).contains(code):
+            // Its server's Retry-After or spent rate limit holds that server for the batch, whichever location it is
+            // (the last location's head passes on, and is heard as the request's).
+            if let location = connections[id]?.location, !locations.isLast(location) { actions.append(.heed(head)) }
             firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, &actions)
         case .failure(let refusal):
             mode = .plain
@@ -403,6 +432,8 @@ struct SplitMachine {
     ) {
         switch event {
         case .head(let head) where !ResponseRules.isInterim(head):
+            // Every head of every connection is heard by the queue's host books (a mirror's 429 holds its server).
+            actions.append(.heed(head))
             guard !connection.isAccepted, let shape, let segment = connection.segment,
                 let start = plan?.segments.first(where: { $0.id == segment })?.start
             else { return }
@@ -413,8 +444,7 @@ struct SplitMachine {
                     failover(from: connection.location, .wrongAnswer, reason: problem, &actions)
                     fillConnections(now: now, &actions)
                 } else {
-                    connections[id]?.isAccepted = true
-                    connections[id]?.lastByteAt = now
+                    accept(id, now: now)
                 }
                 return
             }
@@ -423,8 +453,11 @@ struct SplitMachine {
                 fillConnections(now: now, &actions)
             } else {
                 locations.learn(SplitRules.ownValidator(of: head), for: connection.location)
-                connections[id]?.isAccepted = true
-                connections[id]?.lastByteAt = now
+                accept(id, now: now)
+                // A race for its range is won by the first answer: the connection it raced stops.
+                let racers = connections.filter { $0.key != id && $0.value.racingFrom == start }.keys.sorted()
+                for racer in racers { stop(racer, &actions) }
+                if !racers.isEmpty { fillConnections(now: now, &actions) }
             }
         // A body comes only as ``Event/bytes(_:connection:)``, with the piece the shell writes: a count here would
         // place bytes nobody writes.
@@ -474,7 +507,6 @@ struct SplitMachine {
     ) {
         guard let connection = connections[id] else { return }
         connections[id]?.lastByteAt = now
-        movedAt = now
         var (from, count) = (from, count)
         if connection.skipping > 0 {
             // Bytes on disk already, sent before the segment's own: dropped.
@@ -522,6 +554,7 @@ struct SplitMachine {
         let id = nextConnection
         nextConnection += 1
         connections[id] = connection
+        connections[id]?.startedAt = now
         mostConnections = max(mostConnections, connections.count)
         actions.append(.start(id: id, request, connection.cell))
     }
@@ -544,6 +577,15 @@ struct SplitMachine {
         let shareable = plan.waiting.count + plan.segments.filter { $0.remaining >= 2 * minimumSize }.count
         let wanted = min(connectionLimit - 1 - loans.count, shareable)
         actions.append(.borrow(locations.leastBusy == nil ? 0 : max(0, wanted)))
+    }
+
+    /// After the file failed its checksum: when several locations served its bytes, the one to fetch it again from
+    /// alone (``firstSource``, whose validator the file was fetched under) and the others that served some; nil when
+    /// one location served it all (another attempt would be no better).
+    var checksumRefetch: (source: Int, untrusted: [Int])? {
+        guard let firstSource else { return nil }
+        let others = locations.locations.indices.filter { $0 != firstSource && locations.locations[$0].served > 0 }
+        return others.isEmpty ? nil : (firstSource, others)
     }
 
     /// The location the next lent connection would go to (its host is what a per-host limit counts).
@@ -593,35 +635,129 @@ struct SplitMachine {
         guard mode == .split, shape != nil else { return }
         startStream(&actions)
         while connections.count < 1 + loans.count, locations.leastBusy != nil, let segment = plan?.assign() {
-            guard let location = locations.pick() else {
-                plan?.failed(segment: segment.id)
-                break
-            }
-            var request = requests[location]
-            let validator = locations.locations[location].validator
-            for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator)
-            {
-                request.setValue(value, forHTTPHeaderField: name)
-            }
-            add(
-                Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end),
-                request,
-                &actions)
+            guard startRange(segment, &actions) else { break }
         }
+        while connections.count < 1 + loans.count, race(now: now, &actions) {}
         while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }
         finishIfDone(now: now, &actions)
         if mode == .split, connections.isEmpty, plan?.isComplete == false {
             // Bytes are missing and no connection runs: no location is left to fetch them.
             end(failing: true, &actions)
         }
-        if mode == .split, isShared, plan?.waiting.isEmpty == true, !connections.isEmpty, stallCheckAt == nil,
-            !isCapped
-        {
-            // The end of the file: a connection that stalls now would hold it alone.
-            let at = now + SplitRules.stallSeconds
-            stallCheckAt = at
-            actions.append(.checkStalls(at: at))
+        scheduleRecheck(now: now, &actions)
+    }
+
+    /// Starts a connection for `segment` to `chosen`, else the least busy live location (its range asked under that
+    /// location's validator); false when no location is left (the segment waits again).
+    private mutating func startRange(_ segment: SegmentPlan.Segment, at chosen: Int? = nil, _ actions: inout [Action])
+        -> Bool
+    {
+        if let chosen { locations.started(chosen) }
+        guard let location = chosen ?? locations.pick() else {
+            plan?.failed(segment: segment.id)
+            return false
         }
+        var request = requests[location]
+        let validator = locations.locations[location].validator
+        for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator) {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        add(
+            Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end),
+            request, &actions)
+        return true
+    }
+
+    // MARK: The end game
+
+    /// The end of the file (no range waits) while connections run: the end game is looked at again once a new
+    /// connection could be judged, so that a range whose connection stalls is raced even when no connection comes
+    /// free (a ``QueueTimer`` entry of the request). Not under the queue's rate cap, which may be what slows them.
+    private mutating func scheduleRecheck(now: Double, _ actions: inout [Action]) {
+        guard mode == .split, isShared, !isCapped, recheckAt == nil, plan?.waiting.isEmpty == true,
+            !connections.isEmpty
+        else { return }
+        let at = now + settleTime
+        recheckAt = at
+        actions.append(.recheck(at: at))
+    }
+
+    /// How long a connection runs after its head before its pace is judged: four times the longest any took to
+    /// its head, at least 0.1 s.
+    private var settleTime: Double { max(0.1, 4 * startDelay) }
+
+    /// The connection whose range would end last, when racing it is worth it (``SplitRules/isWorthRacing``); nil
+    /// otherwise, or while a range waits.
+    private func slowest(now: Double) -> Int? {
+        guard mode == .split, !isCapped, let plan, plan.waiting.isEmpty else { return nil }
+        var found: (id: Int, time: Double, remaining: Int64)?
+        let rate = bestPace(now: now)?.rate
+        for id in connections.keys.sorted() {
+            guard let connection = connections[id], let acceptedAt = connection.acceptedAt else { continue }
+            let running = now - acceptedAt
+            guard let segment = connection.segment, let range = plan.segments.first(where: { $0.id == segment }),
+                !racedFrom.contains(range.next), let remaining = Optional(range.remaining),
+                let time = SplitRules.finishTime(
+                    remaining: remaining, received: connection.received, running: running, settle: settleTime)
+            else { continue }
+            if found.map({ time > $0.time }) ?? true { found = (id, time, remaining) }
+        }
+        guard let found,
+            SplitRules.isWorthRacing(
+                remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: startDelay)
+        else { return nil }
+        return found.id
+    }
+
+    /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet).
+    private func bestPace(now: Double) -> (rate: Double, location: Int)? {
+        var best = keptPace
+        for id in connections.keys.sorted() {
+            guard let connection = connections[id], let acceptedAt = connection.acceptedAt, connection.received > 0,
+                now - acceptedAt >= settleTime
+            else { continue }
+            let rate = Double(connection.received) / (now - acceptedAt)
+            if rate > best?.rate ?? 0 { best = (rate, connection.location) }
+        }
+        return best
+    }
+
+    /// The end game (issue 62): no range waits and a connection is free, so it races the connection whose range
+    /// would end last, when that is worth it. The new connection asks for what that range has not received yet; the
+    /// raced one goes on, and the first of the two to bring those bytes keeps them while the other stops (see
+    /// ``bytes(_:connection:now:_:)`` and the accepted head in ``segmentEvent(_:_:id:now:_:)``). Nothing is dropped:
+    /// a healthy but slower location only loses a race. True when a connection was started.
+    private mutating func race(now: Double, _ actions: inout [Action]) -> Bool {
+        guard locations.leastBusy != nil, let victim = slowest(now: now), let connection = connections[victim],
+            let segment = connection.segment, let from = plan?.segments.first(where: { $0.id == segment })?.next
+        else { return false }
+        actions.append(.endSegment(segment))
+        plan?.failed(segment: segment)
+        connections[victim]?.segment = nil
+        connections[victim]?.racingFrom = from
+        racedFrom.insert(from)
+        guard let taken = plan?.assign() else { return false }
+        let end = taken.end
+        // The race goes to the location of the best pace, while it takes ranges; else to the least busy.
+        let best = bestPace(now: now).map(\.location).flatMap { index -> Int? in
+            let location = locations.locations[index]
+            return location.isLive && location.takesRanges ? index : nil
+        }
+        guard startRange(taken, at: best, &actions) else { return false }
+        let pace = connection.received == 0 ? "it brought nothing" : "it is behind the others"
+        let message =
+            "bytes \(from)-\(end - 1) of \(describe(connection.location)) raced by another connection: \(pace)"
+        actions.append(.note(.splitDecided, .info, message))
+        return true
+    }
+
+    /// Connection `id`'s head was accepted at `now`.
+    private mutating func accept(_ id: Int, now: Double) {
+        guard let started = connections[id]?.startedAt else { return }
+        connections[id]?.isAccepted = true
+        connections[id]?.lastByteAt = now
+        connections[id]?.acceptedAt = now
+        startDelay = max(startDelay, now - started)
     }
 
     /// A connection ended (completed, failed, stopped or dropped): a segment it had not finished waits again, a
@@ -691,7 +827,7 @@ struct SplitMachine {
     ) {
         locations.drop(location)
         actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
-        if cause != .broke, cause != .stalled { lastError = URLError(.badServerResponse) }
+        if cause != .broke { lastError = URLError(.badServerResponse) }
         for (id, connection) in connections where connection.location == location { stop(id, &actions) }
     }
 
@@ -701,6 +837,10 @@ struct SplitMachine {
     private mutating func stop(_ id: Int, _ actions: inout [Action]) -> Connection? {
         guard let connection = connections.removeValue(forKey: id) else { return nil }
         locations.ended(connection.location)
+        if let acceptedAt = connection.acceptedAt, now - acceptedAt >= settleTime, connection.received > 0 {
+            let rate = Double(connection.received) / (now - acceptedAt)
+            if rate > keptPace?.rate ?? 0 { keptPace = (rate, connection.location) }
+        }
         actions.append(.stop(connection.cell))
         if let segment = connection.segment {
             actions.append(.endSegment(segment))
@@ -724,8 +864,9 @@ struct SplitMachine {
                 locations: locations.locations.indices.map {
                     SegmentMetrics.Location(
                         url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: locations.locations[$0].served,
-                        wasDropped: !locations.locations[$0].isLive, refusedRanges: !locations.locations[$0].takesRanges
-                    )
+                        wasDropped: !locations.locations[$0].isLive,
+                        refusedRanges: !locations.locations[$0].takesRanges,
+                        untrusted: untrusted.contains($0))
                 })
             figures = measured
         }

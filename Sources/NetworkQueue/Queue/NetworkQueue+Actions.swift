@@ -59,6 +59,8 @@ extension NetworkQueue {
     ) {
         switch consume action {
         case .moved: break
+        case .connections(let batch):
+            batch.shell.perform(batch.work)
         case .publish(let request, let status):
             request.publish(status)
         case .publishEnd(let requests, let error):
@@ -80,7 +82,8 @@ extension NetworkQueue {
         case .commit(let slot, let token, let sink):
             // Only a transport's completion asks for a commit: this is its thread.
             let error = sink.commit()
-            send(inline: true) { $0.fileEvent(.committed(error), slot: slot, token: token, now: $1) }
+            let placed = sink.mayPlaceElsewhere ? sink.committedPath : nil
+            send(inline: true) { $0.fileEvent(.committed(error, placedAt: placed), slot: slot, token: token, now: $1) }
         case .free(let records):
             // Moved into the background queue's closure, so that the freeing is that queue's work.
             let garbage = Locked(records)

@@ -4,20 +4,21 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The shell of a split download (issue 36): it starts and stops the connections its attempt's ``SplitMachine``
-/// decides, writes their bytes at the offsets it gives, begins and finishes the file, and hands every event in
-/// (``QueueStateMachine/split(_:slot:token:shell:now:)``). It decides nothing and keeps no state of the download:
-/// that is the machine's, under the queue's one lock. The file's writes happen here, outside that lock.
+/// The shell of a split download (issues 36, 62): it hands every event of the file's connections to the request's
+/// machine (``QueueStateMachine/splitEvent(_:slot:token:work:now:)``) and does the ``ConnectionWork`` that follows:
+/// starts and stops connections, writes their bytes at the offsets given, begins and finishes the file. It decides
+/// nothing and keeps no state of the download: that is the request's machine's, under the queue's one lock. The
+/// file's writes happen here, outside that lock.
 ///
 /// Each connection's events are serial. Once the first head says the file is not one to split on, the first
 /// connection's events go on as a transfer of one connection (``Route``).
-final class SplitDownload: Sendable {
+final class SplitDownload: ConnectionShell {
     /// Where one connection's events go: to the machine, or (once it passes on) as a transfer of one connection.
     /// Touched only by that connection's events, which are serial.
     final class Route: @unchecked Sendable {
         var passes = false
         /// The actions of its last event, emptied: their capacity is reused, so that a body piece allocates nothing.
-        var buffer: [SplitMachine.Action] = []
+        var buffer: [ConnectionWork] = []
     }
 
     let transport: any Transport
@@ -49,7 +50,7 @@ final class SplitDownload: Sendable {
         handIn(
             .begin(
                 request, fileOptions, part: sink.resumed, isCapped: isCapped,
-                collectsMetrics: options.collectsMetrics), route: nil)
+                collectsMetrics: options.collectsMetrics, shell: self), route: nil)
     }
 
     // MARK: A connection's events
@@ -75,26 +76,42 @@ final class SplitDownload: Sendable {
         handIn(.bytes(bytes.count, connection: id), route: route, bytes: bytes)
     }
 
-    // MARK: What the machine decided
+    // MARK: What the request's machine decided
 
-    /// Hands `event` in and does the shell's part of what was decided, in order. `current`: the connection's event
-    /// being handled (passed on as it is when the machine says so); `bytes`: the body piece being handled.
+    /// Hands `event` in, then does the work that follows, in order. `current`: the connection's event being handled
+    /// (passed on as it is when the machine says so); `bytes`: the body piece being handled.
     private func handIn(
-        _ event: QueueStateMachine.SplitEvent, route: Route?, current: TransferEvent? = nil,
+        _ event: RequestMachine.SplitEvent, route: Route?, current: TransferEvent? = nil,
         bytes: UnsafeRawBufferPointer? = nil
     ) {
         let (slot, token) = (slot, token)
-        var work: [SplitMachine.Action] = []
+        var work: [ConnectionWork] = []
         if let route { swap(&work, &route.buffer) }
-        owner.ask(&work) { machine, now, shell in
-            machine.split(event, slot: slot, token: token, shell: &shell, now: now)
+        owner.ask(&work) { machine, now, work in
+            machine.splitEvent(event, slot: slot, token: token, work: &work, now: now)
         }
+        perform(work, route: route, current: current, bytes: bytes)
+        if let route {
+            work.removeAll(keepingCapacity: true)
+            swap(&work, &route.buffer)
+        }
+    }
+
+    /// Does work that followed an event other than a connection's (the end game's look).
+    func perform(_ work: [ConnectionWork]) {
+        perform(work, route: nil, current: nil, bytes: nil)
+    }
+
+    /// The one place the file's work is done, in order; the writes of a body piece are answered once, after them.
+    private func perform(
+        _ work: [ConnectionWork], route: Route?, current: TransferEvent?, bytes: UnsafeRawBufferPointer?
+    ) {
         var kept = 0
         var recorded = false
         var failure: NetworkQueueError?
         var wrote = false
-        for action in work {
-            switch action {
+        for item in work {
+            switch item {
             case .write(let from, let count, let offset, let segment, let threshold):
                 wrote = true
                 guard failure == nil, let bytes else { continue }
@@ -114,17 +131,9 @@ final class SplitDownload: Sendable {
             case .passOn:
                 route?.passes = true
                 if let current { pipeline.receive(current) }
-            case .checkStalls(let at):
-                owner.clock.schedule(at: at) { [self] in handIn(.stallCheckDue, route: nil) }
             case .finish(let head, let length, let metrics):
                 finish(head: head, length: length, metrics: metrics)
-            case .hearHead, .forward, .note, .count, .borrow, .giveBack, .fail, .fileFailed:
-                preconditionFailure("the engine's own split action \(action)")
             }
-        }
-        if let route {
-            work.removeAll(keepingCapacity: true)
-            swap(&work, &route.buffer)
         }
         if wrote { handIn(.written(kept, recorded: recorded, failure: failure), route: route) }
     }

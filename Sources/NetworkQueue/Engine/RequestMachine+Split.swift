@@ -1,0 +1,169 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A request's split file (issues 36, 51, 62): the ``SplitMachine`` is a child of the request's machine, held in its
+/// running phase's payload (the ``Attempt``), as async-http-client's connection state machine holds its request's.
+/// Its actions are applied here and only here, and become the request machine's own: the shell's work on the file's
+/// connections (``ConnectionWork``, applied by the shell alone), the coordinator's steps (``SplitStep``, applied by it
+/// alone), or the request machine's own ending of the attempt. Nothing outside this file reaches into the child.
+extension RequestMachine {
+    /// An event of the running attempt's split file.
+    enum SplitEvent {
+        /// The download begins, sending `request` over the attempt's first transfer (`options`: its file's; `part`:
+        /// what its file holds already; `isCapped`: the queue caps its rate). `shell` does its work.
+        case begin(
+            URLRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool,
+            shell: any ConnectionShell)
+        /// An event of connection `id` (its body comes as ``bytes(_:connection:)``).
+        case transfer(TransferEvent, connection: Int)
+        /// `count` body bytes of connection `id` came.
+        case bytes(Int, connection: Int)
+        /// The writes of the last ``bytes(_:connection:)`` are done: `kept` bytes in all (the record saved when
+        /// `recorded`), or the part could not be written (`failure`).
+        case written(Int, recorded: Bool, failure: NetworkQueueError?)
+        /// The shell began the file: its first head read, or the failure.
+        case fileBegun(Result<HeadReading, NetworkQueueError>)
+        /// The queue answered a ``SplitStep/borrow(_:)``: a connection lent, or (nil) none more.
+        case lent(QueueStateMachine.ConnectionLoan?)
+        /// The look at the end game came (``SplitStep/recheck(at:)``, a ``QueueTimer`` entry).
+        case recheckDue
+    }
+
+    /// What the coordinator does for a split file, in order.
+    enum SplitStep {
+        /// Read the head the file began with, as the attempt's.
+        case hearHead(HeadReading)
+        /// An event of the first connection, before its head, heard as the attempt's transfer's.
+        case forward(TransferEvent)
+        /// A connection's final head, for the host books (a mirror's `Retry-After` holds its server).
+        case heed(ResponseHead)
+        /// Log this.
+        case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
+        /// `count` bytes kept and written: counted once, as progress.
+        case count(Int)
+        /// Lend up to `count` more connections, each answered with ``SplitEvent/lent(_:)``, then a nil one.
+        case borrow(Int)
+        /// A lent connection is not needed any more.
+        case giveBack(QueueStateMachine.ConnectionLoan)
+        /// Hand in ``SplitEvent/recheckDue`` at this time.
+        case recheck(at: Double)
+    }
+
+    /// Applies `event` of the running attempt's split file of `request` at `now` (`policy`: how a mirror's request is
+    /// made; `deadAtHead`: the locations the HEAD found dead, left by the first attempt). The shell's work is appended
+    /// to `work` and the coordinator's steps to `steps`, in order; returns what the request machine does itself (an
+    /// attempt the file failed). Once the attempt is over, the child's later actions are dropped: its transfers were
+    /// stopped with it. Nothing when no split attempt runs.
+    mutating func split(
+        _ event: SplitEvent, of request: NetworkRequest, policy: RedirectPolicy, deadAtHead: Int,
+        _ shared: inout Shared, now: Double, work: inout [ConnectionWork], steps: inout [SplitStep]
+    ) -> Action {
+        guard case .running(let attempt) = phase else { return .none }
+        var reading: HeadReading?
+        var decided: [SplitMachine.Action] = []
+        swap(&decided, &attempt.splitScratch)
+        switch event {
+        case .begin(let sent, let options, let part, let isCapped, let collectsMetrics, let shell):
+            // A retry asks every location again; a file that failed its checksum over several asks one.
+            let machine = SplitMachine(
+                request: sent, options: options, policy: policy, part: part, deadAtHead: attempts == 1 ? deadAtHead : 0,
+                onlySource: attempt.onlySource, untrusted: attempt.untrusted, isCapped: isCapped,
+                collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided)
+            attempt.split = Attempt.Split(machine, shell: shell)
+        case .transfer(let transferEvent, let id):
+            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
+        case .bytes(let count, let id):
+            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &decided)
+        case .written(let kept, let recorded, let failure):
+            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
+        case .fileBegun(.success(let read)):
+            reading = read
+            attempt.split?.machine.handle(.fileBegun(nil), now: now, &decided)
+        case .fileBegun(.failure(let failure)):
+            attempt.split?.machine.handle(.fileBegun(failure), now: now, &decided)
+        case .lent(let loan):
+            attempt.split?.machine.handle(.lent(loan), now: now, &decided)
+        case .recheckDue:
+            attempt.split?.machine.handle(.recheckDue, now: now, &decided)
+        }
+        var action = Action.none
+        for child in decided {
+            switch child {
+            case .start(let id, let sent, let cell):
+                attempt.transfers.insert(cell)
+                work.append(.start(id: id, sent, cell))
+            case .stop(let cell):
+                attempt.transfers.remove(cell)
+                work.append(.stop(cell))
+            case .write(let from, let count, let offset, let segment, let threshold):
+                work.append(.write(from: from, count: count, offset: offset, segment: segment, recordAfter: threshold))
+            case .endSegment(let segment): work.append(.endSegment(segment))
+            case .beginFile(let shape, let done, let head): work.append(.beginFile(shape, done: done, head: head))
+            case .passOn: work.append(.passOn)
+            case .finish(let head, let length, let metrics):
+                work.append(.finish(head, length: length, metrics: metrics))
+            case .hearHead: if let reading { steps.append(.hearHead(reading)) }
+            case .forward(let transferEvent): steps.append(.forward(transferEvent))
+            case .heed(let head): steps.append(.heed(head))
+            case .note(let event, let level, let message): steps.append(.note(event, level, message))
+            case .count(let count): steps.append(.count(count))
+            case .borrow(let count): steps.append(.borrow(count))
+            case .giveBack(let loan): steps.append(.giveBack(loan))
+            case .recheck(let at): steps.append(.recheck(at: at))
+            case .fail(let error):
+                action = attemptEnded(.transport(Redaction.redacted(error)), of: request, &shared, now: now)
+            case .fileFailed(let error):
+                action = attemptEnded(error, of: request, &shared, now: now)
+            }
+            if case .none = action {} else { break }
+        }
+        decided.removeAll(keepingCapacity: true)
+        swap(&decided, &attempt.splitScratch)
+        return action
+    }
+
+    /// The location the next connection lent to the running split file would go to (its host is what a per-host
+    /// limit counts).
+    var splitLocation: URL? { phase.attempt?.split?.machine.nextLocationURL }
+}
+
+/// What the shell of a split file does on its connections and its file, applied by the shell alone
+/// (``ConnectionShell/perform(_:)``), outside the queue's lock.
+enum ConnectionWork {
+    /// Start connection `id` sending `request`; its handle goes to `cell` (one of the attempt's transfers).
+    case start(id: Int, URLRequest, TransferCell)
+    /// Stop a connection's transfer.
+    case stop(TransferCell)
+    /// Write `count` bytes of the body piece in hand from `from` on at `offset` of the part, for `segment`; the
+    /// record is saved once `recordAfter` bytes were written since the last. ``RequestMachine/SplitEvent/written(_:recorded:failure:)``
+    /// follows the piece's writes.
+    case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
+    /// Write what `segment` gathered: it is done, or its connection stopped, or it was raced.
+    case endSegment(Int)
+    /// Size and record the part for `shape` (`done`: on disk already), and read `head`;
+    /// ``RequestMachine/SplitEvent/fileBegun(_:)`` follows.
+    case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
+    /// The first connection's head is not one to split on: it and every later event of that connection go on as a
+    /// transfer of one connection.
+    case passOn
+    /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
+    case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
+}
+
+/// The shell of a split file: does its ``ConnectionWork``. Work that follows a shell's own event is done by it at
+/// once; work that follows another event (the end game's look, a timer's) comes as ``QueueAction/connections(_:)``.
+protocol ConnectionShell: AnyObject, Sendable {
+    /// Does `work`, in order.
+    func perform(_ work: [ConnectionWork])
+}
+
+extension Attempt {
+    /// Ends the attempt's split file, if it is one, however the attempt ended: every connection is forgotten and the
+    /// loans it still held are returned.
+    func endSplit() -> [QueueStateMachine.ConnectionLoan] {
+        split?.machine.release() ?? []
+    }
+}
