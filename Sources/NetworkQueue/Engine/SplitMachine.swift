@@ -49,15 +49,90 @@ struct SplitMachine {
         var racingFrom: Int64?
     }
 
-    enum Mode: Equatable {
+    /// Where the download is. Each mode carries what only it has (issue 62), as the request's phases do.
+    enum Mode {
         /// The first connection's head has not come.
         case first
         /// The first head said split: the shell begins the file (``Action/beginFile(_:done:head:)``).
-        case beginning
+        case beginning(Beginning)
         /// The head was not one to split on: the first connection's events pass as they are.
         case plain
-        case split
+        /// The file is shared among connections.
+        case split(Sharing)
+        /// It ended: whole, failed, or released with its attempt.
         case ended
+
+        /// The mode's name, for tests and failures.
+        var name: String {
+            switch self {
+            case .first: "first"
+            case .beginning: "beginning"
+            case .plain: "plain"
+            case .split: "split"
+            case .ended: "ended"
+            }
+        }
+    }
+
+    /// The file being begun: its shape, what is on disk, the connection whose head began it and the head the engine
+    /// hears (the first response's, or its continuing form).
+    struct Beginning {
+        let shape: SplitRules.Shape
+        let done: [Range<Int64>]
+        let connection: Int
+        let head: ResponseHead
+    }
+
+    /// How the file is shared.
+    enum Pace {
+        /// The first connection runs alone: the window its pace is measured over (when it began, and the bytes kept
+        /// since), and whether the log said it runs alone for now.
+        case judging(since: Double, received: Int64, saidAlone: Bool)
+        /// The file is shared among connections (they are asked for again as slots come free).
+        case shared
+    }
+
+    /// What a file has while its connections share it. A class, as a request's `Attempt` is: changed in place by
+    /// every piece of every connection, and never copied (the machine is held by reference in its attempt).
+    final class Sharing {
+        let shape: SplitRules.Shape
+        /// The head the engine heard (the first response's, or its continuing form).
+        let head: ResponseHead
+        var plan: SegmentPlan
+        var pace: Pace
+        var loans: [QueueStateMachine.ConnectionLoan] = []
+        /// Events whose writes have not been answered yet: the ending waits for them.
+        var writesInFlight = 0
+        /// The first figures a connection reported (its connect, its first byte).
+        var metrics: TransferMetrics?
+        var sinceLoanAsked: Int64 = 0
+        /// When the record beside the part was last saved (queue clock).
+        var recordedAt = -Double.infinity
+        /// When the next look at the end game is due, while one is scheduled (queue clock).
+        var recheckAt: Double?
+        /// The longest a connection of the file took from its start to its accepted head, in seconds.
+        var startDelay = 0.0
+        /// The best pace a stopped connection of the file kept, in bytes a second, and its location (nil: none).
+        var keptPace: (rate: Double, location: Int)?
+        /// The offsets a race was started from: a range whose racer stalls at the same offset is not raced again (the
+        /// server, or the file, stalls there; the idle timeout decides).
+        var racedFrom: Set<Int64> = []
+        /// The last location, when its ranges failed and a stream of the whole file is to carry the file on (it
+        /// starts as soon as the first missing range is not behind another connection's).
+        var streamWanted: Int?
+        /// Connections of the last location started again after one broke having received bytes (bounded).
+        var restarts = 0
+
+        init(shape: SplitRules.Shape, head: ResponseHead, plan: SegmentPlan, pace: Pace) {
+            self.shape = shape
+            self.head = head
+            self.plan = plan
+            self.pace = pace
+        }
+
+        /// How long a connection runs after its head before its pace is judged: four times the longest any took to
+        /// its head, at least 0.1 s.
+        var settleTime: Double { max(0.1, 4 * startDelay) }
     }
 
     /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
@@ -83,54 +158,25 @@ struct SplitMachine {
     private(set) var locations: LocationList
     private(set) var connections: [Int: Connection] = [:]
     private var nextConnection = 0
-    private(set) var plan: SegmentPlan?
-    private var shape: SplitRules.Shape?
-    /// The head the engine heard (the first response's, or its continuing form).
-    private var head: ResponseHead?
-    /// The file being begun: its shape, what is on disk and the connection whose head began it.
-    private var beginning: (shape: SplitRules.Shape, done: [Range<Int64>], connection: Int)?
-    private(set) var loans: [QueueStateMachine.ConnectionLoan] = []
-    /// Events whose writes have not been answered yet: the ending waits for them.
-    private(set) var writesInFlight = 0
-    private var metrics: TransferMetrics?
-    private var sinceLoanAsked: Int64 = 0
-    /// While the first connection runs alone, the window its pace is measured over: when it began and the bytes
-    /// kept since.
-    private var probe: (start: Double, received: Int64)?
-    /// True once the file is shared among connections (they are asked for again as slots come free).
-    private var isShared = false
-    /// True once the log said the first connection runs alone for now.
-    private var saidAlone = false
-    /// When the record beside the part was last saved (queue clock).
-    private var recordedAt = -Double.infinity
     private var mostConnections = 1
     private var lastError: URLError?
     /// True once the part was found not to be this file's any more (its server answered the continuing request
     /// with another validator or length): it is fetched anew.
     private var partStartsOver = false
-    /// When the next look at the end game is due, while one is scheduled (queue clock).
-    private var recheckAt: Double?
     /// The time of the event being handled (queue clock).
     private var now: Double
     /// The location whose first answer began the file (its validator is the file's): the one a file that failed its
     /// checksum after several locations served it is fetched again from.
     private(set) var firstSource: Int?
-    /// The longest a connection of the file took from its start to its accepted head, in seconds.
-    private var startDelay = 0.0
-    /// The best pace a stopped connection of the file kept, in bytes a second, and its location (nil: none measured).
-    private var keptPace: (rate: Double, location: Int)?
-    /// The offsets a race was started from: a range whose racer stalls at the same offset is not raced again (the
-    /// server, or the file, stalls there; the idle timeout decides).
-    private var racedFrom: Set<Int64> = []
     /// The locations that served bytes of an earlier attempt that failed its checksum (none of them is used).
     let untrusted: Set<Int>
     /// When the download began (queue clock): its metrics' total time runs from here.
     private let startedAt: Double
-    /// The last location, when its ranges failed and a stream of the whole file is to carry the file on (it starts
-    /// as soon as the first missing range is not behind another connection's).
-    private var streamWanted: Int?
-    /// Connections of the last location started again after one broke having received bytes (bounded).
-    private var restarts = 0
+
+    /// What the file has while it is shared (nil in the other modes).
+    private var sharing: Sharing? { if case .split(let sharing) = mode { sharing } else { nil } }
+    /// The connections lent to the file and not given back yet.
+    var loans: [QueueStateMachine.ConnectionLoan] { sharing?.loans ?? [] }
 
     /// A split download of `request` (its `Range` and `If-Range` dropped) over its own URL and `options.mirrors`
     /// (each made with `policy`, as a redirect there would be), continuing `part`, beginning at `now`. The first
@@ -202,8 +248,8 @@ struct SplitMachine {
     /// The shell began the file (``Action/beginFile(_:done:head:)``): the head is heard, the first connection takes
     /// the first segment and the others are asked for; or the part could not be begun, and the attempt fails.
     private mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
-        guard mode == .beginning, let (shape, done, id) = beginning else { return }
-        beginning = nil
+        guard case .beginning(let beginning) = mode else { return }
+        let (shape, done, id) = (beginning.shape, beginning.done, beginning.connection)
         if let failure {
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
@@ -215,10 +261,8 @@ struct SplitMachine {
         var plan = SegmentPlan(
             length: shape.length, connections: probing ? 1 : connectionLimit, minimumSize: minimumSize, done: done)
         guard let segment = plan.assign() else { return end(failing: true, &actions) }
-        if probing { probe = (now, 0) }
-        self.plan = plan
-        self.shape = shape
-        mode = .split
+        let pace = probing ? Pace.judging(since: now, received: 0, saidAlone: false) : .shared
+        mode = .split(Sharing(shape: shape, head: beginning.head, plan: plan, pace: pace))
         connections[id]?.segment = segment.id
         accept(id, now: now)
         if let location = connections[id]?.location {
@@ -226,14 +270,14 @@ struct SplitMachine {
             firstSource = location
         }
         // The engine hears the head before any count, and before any other connection starts.
-        actions.append(.hearHead(head!))
+        actions.append(.hearHead(beginning.head))
         if !probing { share(&actions) }
     }
 
     /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
     private mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
-        guard mode == .split, let connection = connections[id], connection.isAccepted else { return }
+        guard let sharing, let connection = connections[id], connection.isAccepted else { return }
         if connection.segment == nil, let from = connection.racingFrom {
             // Raced in the end game: its first bytes keep its range when the other has not answered yet (that one
             // stops); otherwise the other brings them, and this one stops.
@@ -247,11 +291,11 @@ struct SplitMachine {
         guard let segment = connections[id]?.segment else { return }
         // Counted in flight before they are placed: a segment they complete must not finish the file before
         // they are written.
-        writesInFlight += 1
+        sharing.writesInFlight += 1
         let before = actions.count
         take(from: 0, count: count, segment: segment, connection: id, now: now, &actions)
         if !actions[before...].contains(where: { if case .write = $0 { true } else { false } }) {
-            writesInFlight -= 1
+            sharing.writesInFlight -= 1
             finishIfDone(now: now, &actions)
         }
     }
@@ -262,20 +306,20 @@ struct SplitMachine {
     private mutating func written(
         _ kept: Int, recorded: Bool, failure: NetworkQueueError?, now: Double, _ actions: inout [Action]
     ) {
-        guard mode == .split else { return }
-        writesInFlight -= 1
-        if recorded { recordedAt = now }
+        guard let sharing else { return }
+        sharing.writesInFlight -= 1
+        if recorded { sharing.recordedAt = now }
         if let failure {
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
             return
         }
         actions.append(.count(kept))
-        sinceLoanAsked += Int64(kept)
-        if probe != nil {
-            judgePace(keeping: Int64(kept), now: now, &actions)
-        } else if isShared, sinceLoanAsked >= Self.askEvery {
-            sinceLoanAsked = 0
+        sharing.sinceLoanAsked += Int64(kept)
+        if case .judging(let since, let received, let saidAlone) = sharing.pace {
+            judgePace(sharing, since: since, received: received + Int64(kept), saidAlone: saidAlone, now: now, &actions)
+        } else if sharing.sinceLoanAsked >= Self.askEvery {
+            sharing.sinceLoanAsked = 0
             askForConnections(&actions)
         }
         finishIfDone(now: now, &actions)
@@ -283,11 +327,11 @@ struct SplitMachine {
 
     /// The queue lent a connection (nil: it had none to lend): it is given a segment.
     private mutating func lent(_ loan: QueueStateMachine.ConnectionLoan?, now: Double, _ actions: inout [Action]) {
-        guard mode == .split else {
+        guard let sharing else {
             if let loan { actions.append(.giveBack(loan)) }
             return
         }
-        if let loan { loans.append(loan) }
+        if let loan { sharing.loans.append(loan) }
         fillConnections(now: now, &actions)
     }
 
@@ -295,19 +339,19 @@ struct SplitMachine {
     /// the queue for one more (``Action/borrow(_:)``; the loan races it); the next look is scheduled while the end
     /// game lasts.
     private mutating func recheckDue(now: Double, _ actions: inout [Action]) {
-        recheckAt = nil
-        guard mode == .split else { return }
-        if connections.count < 1 + loans.count { return fillConnections(now: now, &actions) }
-        if slowest(now: now) != nil, loans.count < connectionLimit - 1 { actions.append(.borrow(1)) }
+        guard let sharing else { return }
+        sharing.recheckAt = nil
+        if connections.count < 1 + sharing.loans.count { return fillConnections(now: now, &actions) }
+        if slowest(now: now) != nil, sharing.loans.count < connectionLimit - 1 { actions.append(.borrow(1)) }
         scheduleRecheck(now: now, &actions)
     }
 
     /// The attempt ends another way (cancelled, paused, timed out, failed by its engine): every connection stops
     /// and the loans still held are returned.
     mutating func release() -> [QueueStateMachine.ConnectionLoan] {
+        let loans = self.loans
         mode = .ended
         connections.removeAll()
-        defer { loans.removeAll() }
         return loans
     }
 
@@ -391,9 +435,7 @@ struct SplitMachine {
         _ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, connection id: Int,
         _ actions: inout [Action]
     ) {
-        mode = .beginning
-        beginning = (shape, done, id)
-        self.head = head
+        mode = .beginning(Beginning(shape: shape, done: done, connection: id, head: head))
         actions.append(.beginFile(shape, done: done, head: head))
     }
 
@@ -434,9 +476,10 @@ struct SplitMachine {
         case .head(let head) where !ResponseRules.isInterim(head):
             // Every head of every connection is heard by the queue's host books (a mirror's 429 holds its server).
             actions.append(.heed(head))
-            guard !connection.isAccepted, let shape, let segment = connection.segment,
-                let start = plan?.segments.first(where: { $0.id == segment })?.start
+            guard let sharing, !connection.isAccepted, let segment = connection.segment,
+                let start = sharing.plan.segments.first(where: { $0.id == segment })?.start
             else { return }
+            let shape = sharing.shape
             let known = locations.locations[connection.location].validator
             if connection.asked == nil {
                 // A stream of the whole file carrying the file on after its ranges failed.
@@ -464,7 +507,7 @@ struct SplitMachine {
         case .data:
             break
         case .metrics(let figures):
-            if metrics == nil { metrics = figures }
+            if let sharing, sharing.metrics == nil { sharing.metrics = figures }
         case .completed(let error):
             if let error { lastError = error }
             ended(id, now: now, &actions)
@@ -473,27 +516,25 @@ struct SplitMachine {
         }
     }
 
-    /// While the first connection runs alone: `kept` more bytes at `now`. Once a window is over it is judged on its
-    /// own (a server's first burst, such as nginx's second's worth of its cap at once, does not hide the pace that
-    /// follows): the rest is shared when one connection would take too long, else a new window begins.
-    private mutating func judgePace(keeping kept: Int64, now: Double, _ actions: inout [Action]) {
-        guard let window = probe, let plan else { return }
-        let received = window.received + kept
-        let elapsed = now - window.start
+    /// While the first connection runs alone: `received` bytes kept since `since`, at `now`. Once a window is over it
+    /// is judged on its own (a server's first burst, such as nginx's second's worth of its cap at once, does not hide
+    /// the pace that follows): the rest is shared when one connection would take too long, else a new window begins.
+    private mutating func judgePace(
+        _ sharing: Sharing, since: Double, received: Int64, saidAlone: Bool, now: Double, _ actions: inout [Action]
+    ) {
+        let elapsed = now - since
         guard elapsed >= SplitRules.probeSeconds else {
-            probe = (window.start, received)
+            sharing.pace = .judging(since: since, received: received, saidAlone: saidAlone)
             return
         }
-        let remaining = plan.length - plan.receivedBytes
+        let remaining = sharing.plan.length - sharing.plan.receivedBytes
         if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
-            probe = nil
-            self.plan?.divide(into: connectionLimit)
+            sharing.plan.divide(into: connectionLimit)
             share(&actions)
             return
         }
-        probe = (now, 0)
+        sharing.pace = .judging(since: now, received: 0, saidAlone: true)
         if !saidAlone {
-            saidAlone = true
             let seconds = Double(remaining) * elapsed / Double(received)
             let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
             actions.append(.note(.splitDecided, .info, message))
@@ -505,7 +546,7 @@ struct SplitMachine {
     private mutating func take(
         from: Int, count: Int, segment: Int, connection id: Int, now: Double, _ actions: inout [Action]
     ) {
-        guard let connection = connections[id] else { return }
+        guard let sharing, let connection = connections[id] else { return }
         connections[id]?.lastByteAt = now
         var (from, count) = (from, count)
         if connection.skipping > 0 {
@@ -515,11 +556,10 @@ struct SplitMachine {
             (from, count) = (from + dropped, count - dropped)
             guard count > 0 else { return }
         }
-        guard let offset = plan?.segments.first(where: { $0.id == segment })?.next,
-            let piece = plan?.received(Int64(count), segment: segment)
-        else { return }
+        guard let offset = sharing.plan.segments.first(where: { $0.id == segment })?.next else { return }
+        let piece = sharing.plan.received(Int64(count), segment: segment)
         if piece.kept > 0 {
-            let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - recordedAt)
+            let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
             actions.append(
                 .write(from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold))
             locations.served(piece.kept, by: connection.location)
@@ -561,9 +601,9 @@ struct SplitMachine {
 
     /// The file is shared: logged, and the connections beyond the first asked for.
     private mutating func share(_ actions: inout [Action]) {
-        guard let plan else { return }
-        isShared = true
-        let segments = plan.segments.count + plan.waiting.count
+        guard let sharing else { return }
+        sharing.pace = .shared
+        let segments = sharing.plan.segments.count + sharing.plan.waiting.count
         let message =
             "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) locations"
         actions.append(.note(.splitDecided, .info, message))
@@ -573,7 +613,7 @@ struct SplitMachine {
     /// Asks the queue for the connections beyond the first that the file may use and has work for (answered by
     /// ``Event/lent(_:)``; the last answer fills them).
     private mutating func askForConnections(_ actions: inout [Action]) {
-        guard mode == .split, let plan else { return }
+        guard let plan = sharing?.plan else { return }
         let shareable = plan.waiting.count + plan.segments.filter { $0.remaining >= 2 * minimumSize }.count
         let wanted = min(connectionLimit - 1 - loans.count, shareable)
         actions.append(.borrow(locations.leastBusy == nil ? 0 : max(0, wanted)))
@@ -595,16 +635,18 @@ struct SplitMachine {
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
     /// skipped, and it takes each waiting segment it reaches.
     private mutating func startStream(_ actions: inout [Action]) {
-        guard let location = streamWanted, connections.count < 1 + loans.count else { return }
+        guard let sharing, let location = sharing.streamWanted, connections.count < 1 + sharing.loans.count else {
+            return
+        }
         // One stream of a location at a time, answered or not.
         guard locations.locations[location].isLive,
             !connections.values.contains(where: { $0.location == location && $0.asked == nil })
         else {
-            streamWanted = nil
+            sharing.streamWanted = nil
             return
         }
         guard let (segment, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &actions) else { return }
-        streamWanted = nil
+        sharing.streamWanted = nil
         locations.started(location)
         var connection = Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil)
         connection.skipping = gap
@@ -619,7 +661,9 @@ struct SplitMachine {
         from offset: Int64, upTo limit: Int64?, maxGap: Int64?, _ actions: inout [Action]
     ) -> (segment: SegmentPlan.Segment, gap: Int64, tookOver: Bool)? {
         let idle = Set(connections.values.filter { !$0.isAccepted }.compactMap(\.segment))
-        guard let (segment, gap, takenOver) = plan?.follow(from: offset, upTo: limit, maxGap: maxGap, takingOver: idle)
+        guard
+            let (segment, gap, takenOver) = sharing?.plan.follow(
+                from: offset, upTo: limit, maxGap: maxGap, takingOver: idle)
         else { return nil }
         guard let takenOver, let other = connections.first(where: { $0.value.segment == takenOver })?.key else {
             return (segment, gap, false)
@@ -632,15 +676,19 @@ struct SplitMachine {
     /// Gives every connection the file may run a segment (to the live location with the fewest), gives back lent
     /// connections left without work, and ends the file when it is whole or no location is left.
     private mutating func fillConnections(now: Double, _ actions: inout [Action]) {
-        guard mode == .split, shape != nil else { return }
+        guard let sharing else { return }
         startStream(&actions)
-        while connections.count < 1 + loans.count, locations.leastBusy != nil, let segment = plan?.assign() {
+        while connections.count < 1 + sharing.loans.count, locations.leastBusy != nil,
+            let segment = sharing.plan.assign()
+        {
             guard startRange(segment, &actions) else { break }
         }
-        while connections.count < 1 + loans.count, race(now: now, &actions) {}
-        while !loans.isEmpty, connections.count < 1 + loans.count { actions.append(.giveBack(loans.removeLast())) }
+        while connections.count < 1 + sharing.loans.count, race(now: now, &actions) {}
+        while !sharing.loans.isEmpty, connections.count < 1 + sharing.loans.count {
+            actions.append(.giveBack(sharing.loans.removeLast()))
+        }
         finishIfDone(now: now, &actions)
-        if mode == .split, connections.isEmpty, plan?.isComplete == false {
+        if self.sharing != nil, connections.isEmpty, !sharing.plan.isComplete {
             // Bytes are missing and no connection runs: no location is left to fetch them.
             end(failing: true, &actions)
         }
@@ -654,7 +702,7 @@ struct SplitMachine {
     {
         if let chosen { locations.started(chosen) }
         guard let location = chosen ?? locations.pick() else {
-            plan?.failed(segment: segment.id)
+            sharing?.plan.failed(segment: segment.id)
             return false
         }
         var request = requests[location]
@@ -674,29 +722,26 @@ struct SplitMachine {
     /// connection could be judged, so that a range whose connection stalls is raced even when no connection comes
     /// free (a ``QueueTimer`` entry of the request). Not under the queue's rate cap, which may be what slows them.
     private mutating func scheduleRecheck(now: Double, _ actions: inout [Action]) {
-        guard mode == .split, isShared, !isCapped, recheckAt == nil, plan?.waiting.isEmpty == true,
-            !connections.isEmpty
+        guard let sharing, case .shared = sharing.pace, !isCapped, sharing.recheckAt == nil,
+            sharing.plan.waiting.isEmpty, !connections.isEmpty
         else { return }
-        let at = now + settleTime
-        recheckAt = at
+        let at = now + sharing.settleTime
+        sharing.recheckAt = at
         actions.append(.recheck(at: at))
     }
-
-    /// How long a connection runs after its head before its pace is judged: four times the longest any took to
-    /// its head, at least 0.1 s.
-    private var settleTime: Double { max(0.1, 4 * startDelay) }
 
     /// The connection whose range would end last, when racing it is worth it (``SplitRules/isWorthRacing``); nil
     /// otherwise, or while a range waits.
     private func slowest(now: Double) -> Int? {
-        guard mode == .split, !isCapped, let plan, plan.waiting.isEmpty else { return nil }
+        guard let sharing, !isCapped, sharing.plan.waiting.isEmpty else { return nil }
+        let (plan, settleTime) = (sharing.plan, sharing.settleTime)
         var found: (id: Int, time: Double, remaining: Int64)?
         let rate = bestPace(now: now)?.rate
         for id in connections.keys.sorted() {
             guard let connection = connections[id], let acceptedAt = connection.acceptedAt else { continue }
             let running = now - acceptedAt
             guard let segment = connection.segment, let range = plan.segments.first(where: { $0.id == segment }),
-                !racedFrom.contains(range.next), let remaining = Optional(range.remaining),
+                !sharing.racedFrom.contains(range.next), let remaining = Optional(range.remaining),
                 let time = SplitRules.finishTime(
                     remaining: remaining, received: connection.received, running: running, settle: settleTime)
             else { continue }
@@ -704,17 +749,18 @@ struct SplitMachine {
         }
         guard let found,
             SplitRules.isWorthRacing(
-                remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: startDelay)
+                remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: sharing.startDelay)
         else { return nil }
         return found.id
     }
 
     /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet).
     private func bestPace(now: Double) -> (rate: Double, location: Int)? {
-        var best = keptPace
+        guard let sharing else { return nil }
+        var best = sharing.keptPace
         for id in connections.keys.sorted() {
             guard let connection = connections[id], let acceptedAt = connection.acceptedAt, connection.received > 0,
-                now - acceptedAt >= settleTime
+                now - acceptedAt >= sharing.settleTime
             else { continue }
             let rate = Double(connection.received) / (now - acceptedAt)
             if rate > best?.rate ?? 0 { best = (rate, connection.location) }
@@ -728,15 +774,16 @@ struct SplitMachine {
     /// ``bytes(_:connection:now:_:)`` and the accepted head in ``segmentEvent(_:_:id:now:_:)``). Nothing is dropped:
     /// a healthy but slower location only loses a race. True when a connection was started.
     private mutating func race(now: Double, _ actions: inout [Action]) -> Bool {
-        guard locations.leastBusy != nil, let victim = slowest(now: now), let connection = connections[victim],
-            let segment = connection.segment, let from = plan?.segments.first(where: { $0.id == segment })?.next
+        guard let sharing, locations.leastBusy != nil, let victim = slowest(now: now),
+            let connection = connections[victim], let segment = connection.segment,
+            let from = sharing.plan.segments.first(where: { $0.id == segment })?.next
         else { return false }
         actions.append(.endSegment(segment))
-        plan?.failed(segment: segment)
+        sharing.plan.failed(segment: segment)
         connections[victim]?.segment = nil
         connections[victim]?.racingFrom = from
-        racedFrom.insert(from)
-        guard let taken = plan?.assign() else { return false }
+        sharing.racedFrom.insert(from)
+        guard let taken = sharing.plan.assign() else { return false }
         let end = taken.end
         // The race goes to the location of the best pace, while it takes ranges; else to the least busy.
         let best = bestPace(now: now).map(\.location).flatMap { index -> Int? in
@@ -757,7 +804,7 @@ struct SplitMachine {
         connections[id]?.isAccepted = true
         connections[id]?.lastByteAt = now
         connections[id]?.acceptedAt = now
-        startDelay = max(startDelay, now - started)
+        if let sharing { sharing.startDelay = max(sharing.startDelay, now - started) }
     }
 
     /// A connection ended (completed, failed, stopped or dropped): a segment it had not finished waits again, a
@@ -772,15 +819,15 @@ struct SplitMachine {
             // A range cut short while the same server's stream of the file goes on, or by the last location: no more
             // ranges from it; a stream of the whole file carries the file on.
             rangeFailed(id, location: connection.location, problem: "a range's connection broke (\(why))", &actions)
-        } else if connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
-            restarts < Self.restartLimit
+        } else if let sharing, connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
+            sharing.restarts < Self.restartLimit
         {
             // The last location's stream broke after bytes came: what is left is asked for again, as ranges while it
             // takes them, else by a new stream (never more than a bound of times an attempt).
-            restarts += 1
+            sharing.restarts += 1
             let message = "\(describe(connection.location))'s connection broke (\(why)): the rest is asked again"
             actions.append(.note(.splitDecided, .notice, message))
-            if !locations.locations[connection.location].takesRanges { streamWanted = connection.location }
+            if !locations.locations[connection.location].takesRanges { sharing.streamWanted = connection.location }
         } else if connection.segment != nil, locations.locations[connection.location].isLive {
             guard locations.broke(connection.location) else {
                 // The last location broke: the attempt fails, and its retry continues every segment.
@@ -806,9 +853,9 @@ struct SplitMachine {
         let hasStream = hasStream(of: location)
         if !hasStream, locations.isLast(location) {
             // The last location's stream had stopped before this answer came: a new one carries the file on.
-            streamWanted = location
+            sharing?.streamWanted = location
         }
-        switch locations.rangeFailed(location, hasStream: hasStream || streamWanted == location) {
+        switch locations.rangeFailed(location, hasStream: hasStream || sharing?.streamWanted == location) {
         case .noMoreRanges:
             stop(id, &actions)
             let message =
@@ -837,26 +884,28 @@ struct SplitMachine {
     private mutating func stop(_ id: Int, _ actions: inout [Action]) -> Connection? {
         guard let connection = connections.removeValue(forKey: id) else { return nil }
         locations.ended(connection.location)
-        if let acceptedAt = connection.acceptedAt, now - acceptedAt >= settleTime, connection.received > 0 {
+        if let sharing, let acceptedAt = connection.acceptedAt, now - acceptedAt >= sharing.settleTime,
+            connection.received > 0
+        {
             let rate = Double(connection.received) / (now - acceptedAt)
-            if rate > keptPace?.rate ?? 0 { keptPace = (rate, connection.location) }
+            if rate > sharing.keptPace?.rate ?? 0 { sharing.keptPace = (rate, connection.location) }
         }
         actions.append(.stop(connection.cell))
         if let segment = connection.segment {
             actions.append(.endSegment(segment))
-            plan?.failed(segment: segment)
+            sharing?.plan.failed(segment: segment)
         }
         return connection
     }
 
     /// Ends the file when every byte is kept and written.
     private mutating func finishIfDone(now: Double, _ actions: inout [Action]) {
-        guard mode == .split, let plan, plan.isComplete, writesInFlight == 0, let head else { return }
+        guard let sharing, sharing.plan.isComplete, sharing.writesInFlight == 0 else { return }
         var figures: TransferMetrics?
         if collectsMetrics {
             // The first connection's figures (its connect, its first byte), over the whole file's time: a connection
             // stopped before its figures came (a retry's, say) would leave it at 0.
-            var measured = metrics ?? TransferMetrics(totalDuration: 0)
+            var measured = sharing.metrics ?? TransferMetrics(totalDuration: 0)
             let elapsed = now - startedAt
             if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
             measured.segments = SegmentMetrics(
@@ -871,17 +920,17 @@ struct SplitMachine {
             figures = measured
         }
         end(failing: false, &actions)
-        actions.append(.finish(head, length: plan.length, metrics: figures))
+        actions.append(.finish(sharing.head, length: sharing.plan.length, metrics: figures))
     }
 
     /// Stops every connection and gives back every lent one; `failing`: the attempt fails.
     private mutating func end(failing: Bool, _ actions: inout [Action]) {
-        guard mode != .ended else { return }
+        if case .ended = mode { return }
+        let loans = self.loans
         mode = .ended
         for connection in connections.values { actions.append(.stop(connection.cell)) }
         connections.removeAll()
         for loan in loans { actions.append(.giveBack(loan)) }
-        loans.removeAll()
         if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
     }
 
