@@ -255,7 +255,9 @@ struct DemoOptions {
                             .part..., leading dots, hidden characters) or a dir= part ending in .part is
                             a bad line: exit 2, with what to mend). Further URLs are mirrors of the same file (at most
                             16), which share its segments with --split and stand in when a location
-                            fails (its HEAD too) or stalls at the end of the file; they may run other
+                            fails (its HEAD too); at the end of the file a range that lags is raced by a
+                            free connection; a mirror's 429 holds its server for the run; a file with a
+                            checksum that fails it after several served it is fetched again from one; they may run other
                             server software (each is held to its own ETag, agreeing on the length and
                             Last-Modified); blank lines and # comments are skipped. A file
                             whose body does not match its checksum fails and nothing of it is kept; a

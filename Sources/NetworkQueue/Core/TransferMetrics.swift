@@ -107,8 +107,8 @@ public struct SegmentMetrics: Sendable, Hashable {
         public var url: URL
         /// The bytes of the file it served (each byte counted once).
         public var bytes: Int64
-        /// True when the file left it (it failed, stalled, or served other bytes): see "Big files: connections and
-        /// mirrors".
+        /// True when the file left it (it failed, answered a status, or served other bytes; an earlier fetch's untrusted
+        /// location is left too): see "Big files: connections and mirrors".
         public var wasDropped: Bool
         /// True when it answered a range wrongly while its stream of the whole file was good: it was asked for no
         /// more ranges, and that stream went on (issue 50).

@@ -313,9 +313,7 @@ extension QueueStateMachine {
     /// The look at a split file's end game came for `slot`'s attempt `token` (a ``QueueTimer`` entry): the shell's
     /// work it leads to goes to the attempt's shell as a ``QueueAction/connections(_:)``.
     mutating func splitRecheck(slot: Int, token: UInt64, now: Double) {
-        guard table.isCurrent(slot, token: token), let shell = table[slot].machine.phase.attempt?.split?.shell else {
-            return
-        }
+        guard table.isCurrent(slot, token: token), let shell = table[slot].machine.splitShell else { return }
         var work: [ConnectionWork] = []
         splitEventApplied(.recheckDue, slot: slot, work: &work, now: now)
         if !work.isEmpty { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }

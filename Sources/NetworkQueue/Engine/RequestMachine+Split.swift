@@ -128,6 +128,9 @@ extension RequestMachine {
     /// The location the next connection lent to the running split file would go to (its host is what a per-host
     /// limit counts).
     var splitLocation: URL? { phase.attempt?.split?.machine.nextLocationURL }
+
+    /// The shell of the running split file, which does the work that follows an event other than its own.
+    var splitShell: (any ConnectionShell)? { phase.attempt?.split?.shell }
 }
 
 /// What the shell of a split file does on its connections and its file, applied by the shell alone

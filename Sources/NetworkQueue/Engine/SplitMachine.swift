@@ -147,7 +147,7 @@ struct SplitMachine {
     let connectionLimit: Int
     /// The smallest segment (at least 64 KiB).
     let minimumSize: Int64
-    /// True when the queue caps the transfer's rate (no connection is judged stalled then).
+    /// True when the queue caps the transfer's rate (nothing is raced at the end of the file then).
     let isCapped: Bool
     let collectsMetrics: Bool
     /// The part an earlier attempt or run left, as its file says (nil: none).

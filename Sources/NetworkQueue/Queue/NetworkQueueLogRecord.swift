@@ -57,10 +57,12 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case continuedFromByte
         /// The server would not continue the partial file: the download starts over from byte 0.
         case rangeRefused
-        /// A file download was split over several connections or locations, or (and why) it was not.
+        /// A file download was split over several connections or locations, or (and why) it was not; and, at the end
+        /// of the file, a range raced by another connection.
         case splitDecided
         /// A location of a file (its URL or a mirror) was left for the next, and why: at its HEAD, at its first
-        /// answer, in a range or stalled (see "Big files: connections and mirrors").
+        /// answer or in a range; or a file that failed its checksum is fetched again from one location alone (see
+        /// "Big files: connections and mirrors").
         case locationDropped
         /// The former name of ``locationDropped``.
         @available(*, deprecated, renamed: "locationDropped")
