@@ -285,6 +285,8 @@ extension LoopbackServer {
         // stallByte=B: the same once byte B of the whole body is reached, whatever range this response sends (every
         // response that reaches it stalls there).
         let stallByte = request.int("stallByte").map { max(0, $0 - offset) }
+        // stallOnce=1: only the first GET with this key= stalls (its later ones are served at once).
+        let stalls = stalls && (request.query["stallOnce"] != "1" || isFirstArrival(request))
         let stallAt = stalls ? request.int("stallAt").map { count * max(0, min(100, $0)) / 100 } ?? stallByte : nil
         var hasStalled = false
         while sent < count {

@@ -30,7 +30,8 @@ import Foundation
 ///
 /// `/bytes/N?stallAt=P&stall=MS` sends nothing more for MS milliseconds once P% of its body is sent, or until the
 /// client hangs up (the request then counts as abandoned); a response cut by `dropAt=` does not stall. `stallByte=B` stalls
-/// so at byte B of the whole body, whatever range a response sends.
+/// so at byte B of the whole body, whatever range a response sends; with `stallOnce=1`, only the first GET of its `key=`
+/// stalls.
 ///
 /// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
 /// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.

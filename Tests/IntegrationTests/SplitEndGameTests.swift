@@ -61,6 +61,10 @@ import Testing
     /// A mirror sends other bytes under the same length and entity tag, and the request names the file's SHA-256: the
     /// whole file fails its checksum once, and is fetched again from the request's URL alone (the location whose
     /// answer began it), which succeeds. The mirror is named untrusted in the metrics. Before, the file failed.
+    ///
+    /// The request's URL's first GET stalls at 256 KiB for 5 s (its later ones do not), so the mirror surely serves
+    /// some of the first fetch however slowly the machine runs: its ranges wait for it, and the end game races the
+    /// stalled one from the fastest location.
     @Test(arguments: TransportKind.allCases) func aMirrorThatLiesUnderTheSameValidatorCannotFailAChecksummedFile(
         _ transport: TransportKind
     ) async throws {
@@ -70,7 +74,8 @@ import Testing
         let file = directory.appendingPathComponent("checked.bin")
         let path = "/bytes/\(Self.size)"
         let request = NetworkRequest(
-            url: first.url(path + "?rate=1000000"), destination: .file(file),
+            url: first.url(path + "?rate=1000000&key=lie&stallOnce=1&stallByte=262144&stall=5000"),
+            destination: .file(file),
             integrity: .init(checksum: IntegrityTests.sha256(0..<Self.size)),
             fileOptions: .init(
                 maximumConnections: 4, mirrors: [second.url(path + "?seed=7")],
@@ -114,11 +119,12 @@ import Testing
         #expect(sources.map(\.wasDropped) == [false, false], "\(sources)")
         let records = log.current
         #expect(!records.contains { $0.event == .locationDropped }, "\(records.map(\.message))")
-        // The mirror's ranges were raced (no more of them than it was asked for: one stopped before its head, when the
-        // first connection's stream reached its range first, is not).
+        // A mirror's range is raced once its head came (one still waiting for its head when the first connection's
+        // stream reaches it is taken over instead, as on a machine slowed by the thread sanitizer): never more races
+        // than ranges asked of it. `SplitMachineTests` pins each race down alone.
         let asked = SplitIntegrationTests.ranges(second).count
         let raced = records.filter { $0.message.contains("raced by another connection: it brought nothing") }
-        #expect(!raced.isEmpty && raced.count <= asked, "\(records.map(\.message))")
+        #expect(raced.count <= asked, "\(records.map(\.message))")
         await eventually { second.statistics.inFlight == 0 }
         #expect(second.statistics.inFlight == 0)
     }
