@@ -279,7 +279,7 @@ extension QueueStateMachine {
             case .giveBack(let loan):
                 scheduler.returnExtra(host: loan.host)
                 continue
-            case .hearHead, .forward, .count, .borrow, .recheck: break
+            case .hearHead, .forward, .count, .borrow, .recheck, .succeeded: break
             }
             guard table.isCurrent(slot, token: attempt.token), table[slot].machine.phase.attempt === attempt else {
                 continue
@@ -289,6 +289,12 @@ extension QueueStateMachine {
             case .forward(let event): transferEventApplied(event, reading: nil, slot: slot, now: now)
             case .count(let count): receive(count, keeping: nil, slot: slot, now: now)
             case .recheck(let at): timer.splits.insert(.init(deadline: at, id: slot, stamp: attempt.token))
+            case .succeeded(let metrics):
+                if let metrics, collectsMetrics {
+                    outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
+                }
+                record.machine.touched(at: now)
+                transferEndedApplied(.succeeded, slot: slot, now: now)
             case .borrow(let wanted):
                 // Each loan is answered as it is made (the next goes where the file's next connection would), then
                 // the end of the answers.

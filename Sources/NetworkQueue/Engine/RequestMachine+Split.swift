@@ -30,6 +30,9 @@ extension RequestMachine {
         case lent(QueueStateMachine.ConnectionLoan?)
         /// The look at the end game came (``SplitStep/recheck(at:)``, a ``QueueTimer`` entry).
         case recheckDue
+        /// The shell closed and checked the whole file (its checksum, when one is given, matched): the attempt's
+        /// transfers are over and it succeeds, with the file's metrics when collected.
+        case finished(TransferMetrics?)
     }
 
     /// What the coordinator does for a split file, in order.
@@ -50,6 +53,9 @@ extension RequestMachine {
         case giveBack(QueueStateMachine.ConnectionLoan)
         /// Hand in ``SplitEvent/recheckDue`` at this time.
         case recheck(at: Double)
+        /// The file is whole and checked: its metrics are the attempt's, and its transfers ended with success (the
+        /// coordinator ends it as any transfer's end, with what the request's record holds).
+        case succeeded(TransferMetrics?)
     }
 
     /// Applies `event` of the running attempt's split file of `request` at `now` (`policy`: how a mirror's request is
@@ -88,6 +94,8 @@ extension RequestMachine {
             attempt.split?.machine.handle(.lent(loan), now: now, &decided)
         case .recheckDue:
             attempt.split?.machine.handle(.recheckDue, now: now, &decided)
+        case .finished(let metrics):
+            steps.append(.succeeded(metrics))
         }
         var action = Action.none
         for child in decided {

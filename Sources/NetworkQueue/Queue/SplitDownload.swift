@@ -171,13 +171,8 @@ final class SplitDownload: ConnectionShell {
 
     /// The file is whole: closed, hashed when checks apply, and the engine hears the ending.
     private func finish(head: ResponseHead, length: Int64, metrics: TransferMetrics?) {
-        let (slot, token) = (slot, token)
         switch pipeline.finishSplit(head: head, length: length) {
-        case .forward:
-            if let metrics {
-                owner.send(inline: true) { $0.transferEvent(.metrics(metrics), slot: slot, token: token, now: $1) }
-            }
-            owner.send(inline: true) { $0.transferEvent(.completed(nil), slot: slot, token: token, now: $1) }
+        case .forward: handIn(.finished(metrics), route: nil)
         case let failed: pipeline.pass(failed)
         }
     }
