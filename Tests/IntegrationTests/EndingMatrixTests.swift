@@ -90,7 +90,7 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
             survives: ["dropped mid-body"],
             fileOptions: { _ in .init(maximumConnections: 4, minimumSegmentSize: 64 << 10) }),
         // The URL and a mirror whose every connection sends its head and then waits 3 s (issue 50): at the end of
-        // the file a connection that received nothing for five seconds gives its range up and the mirror is dropped;
+        // the file a free connection races a range that brought nothing (issue 62), and the mirror loses the race;
         // when the mirror is the last source left it is waited for, as without mirrors.
         MatrixFeature(
             name: "stalled mirror", path: { _, path, _ in paced(path) }, file: true, survives: ["dropped mid-body"],
@@ -102,6 +102,16 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
                             .init(name: "stallAt", value: "0"), .init(name: "stall", value: "3000"),
                         ])
                     ],
+                    minimumSegmentSize: 64 << 10)
+            }),
+        // The URL and a mirror that sends other bytes under the same length and entity tag, with the file's checksum
+        // (issue 62): the file that fails its checksum is fetched again from the URL alone, in the same attempt.
+        MatrixFeature(
+            name: "lying mirror", path: { _, path, _ in paced(path) }, checksum: true, file: true,
+            survives: ["dropped mid-body"],
+            fileOptions: { url in
+                .init(
+                    maximumConnections: 3, mirrors: [url.appending(queryItems: [.init(name: "seed", value: "7")])],
                     minimumSegmentSize: 64 << 10)
             }),
         // Starts to the server spaced 50 ms apart (issue 53): a retry or a resume waits its turn.
