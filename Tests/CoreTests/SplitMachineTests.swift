@@ -84,21 +84,8 @@ import Testing
         mutating func describe(_ actions: [SplitMachine.Action]) -> [String] {
             actions.map { action in
                 switch action {
-                case .start(let id, let request, let cell):
-                    cells[id] = cell
-                    let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
-                    let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
-                    let ifRange = request.value(forHTTPHeaderField: "If-Range").map { " if \($0)" } ?? ""
-                    return "start \(id) \(name) \(range ?? "whole")\(ifRange)"
-                case .stop(let cell):
-                    return "stop \(cells.first { $0.value === cell }.map { String($0.key) } ?? "?")"
-                case .write(let from, let count, let offset, let segment, _):
-                    return "write \(from == 0 ? "" : "\(from)+")\(count)@\(offset) s\(segment)"
-                case .endSegment(let segment): return "end s\(segment)"
-                case .beginFile(let shape, let done, let head):
-                    return "begin file \(shape.length) \(head.statusCode)\(done.isEmpty ? "" : " done \(done)")"
+                case .work(let work): return describe(work)
                 case .hearHead(let head): return "hear \(head.statusCode)"
-                case .passOn: return "pass on"
                 case .forward(.completed(let error?)): return "forward failed \(error.code.rawValue)"
                 case .forward: return "forward"
                 case .note(let event, _, let message): return "\(event): \(message)"
@@ -107,13 +94,32 @@ import Testing
                 case .giveBack: return "give back"
                 case .recheck(let at): return "recheck at \(String(format: "%g", at))"
                 case .heed(let head): return "heed \(head.statusCode)"
-                case .finish(_, let length, let metrics):
-                    let locations = metrics?.segments?.locations.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
-                    return
-                        "finish \(length) over \(metrics?.segments?.connections ?? 0) [\(locations.joined(separator: " "))]"
                 case .fail(let error): return "fail \(error.code.rawValue)"
                 case .fileFailed: return "file failed"
                 }
+            }
+        }
+
+        mutating func describe(_ work: ConnectionWork) -> String {
+            switch work {
+            case .start(let id, let request, let cell):
+                cells[id] = cell
+                let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
+                let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
+                let ifRange = request.value(forHTTPHeaderField: "If-Range").map { " if \($0)" } ?? ""
+                return "start \(id) \(name) \(range ?? "whole")\(ifRange)"
+            case .stop(let cell):
+                return "stop \(cells.first { $0.value === cell }.map { String($0.key) } ?? "?")"
+            case .write(let from, let count, let offset, let segment, _):
+                return "write \(from == 0 ? "" : "\(from)+")\(count)@\(offset) s\(segment)"
+            case .endSegment(let segment): return "end s\(segment)"
+            case .beginFile(let shape, let done, let head):
+                return "begin file \(shape.length) \(head.statusCode)\(done.isEmpty ? "" : " done \(done)")"
+            case .passOn: return "pass on"
+            case .finish(_, let length, let metrics):
+                let locations = metrics?.segments?.locations.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
+                return
+                    "finish \(length) over \(metrics?.segments?.connections ?? 0) [\(locations.joined(separator: " "))]"
             }
         }
     }

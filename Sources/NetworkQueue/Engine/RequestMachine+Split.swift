@@ -100,19 +100,12 @@ extension RequestMachine {
         var action = Action.none
         for child in decided {
             switch child {
-            case .start(let id, let sent, let cell):
-                attempt.transfers.insert(cell)
-                work.append(.start(id: id, sent, cell))
-            case .stop(let cell):
-                attempt.transfers.remove(cell)
-                work.append(.stop(cell))
-            case .write(let from, let count, let offset, let segment, let threshold):
-                work.append(.write(from: from, count: count, offset: offset, segment: segment, recordAfter: threshold))
-            case .endSegment(let segment): work.append(.endSegment(segment))
-            case .beginFile(let shape, let done, let head): work.append(.beginFile(shape, done: done, head: head))
-            case .passOn: work.append(.passOn)
-            case .finish(let head, let length, let metrics):
-                work.append(.finish(head, length: length, metrics: metrics))
+            case .work(let item):
+                // The attempt's transfers follow the file's connections, so that a cancel, a pause or a timeout stops
+                // them all with the attempt.
+                if case .start(_, _, let cell) = item { attempt.transfers.insert(cell) }
+                if case .stop(let cell) = item { attempt.transfers.remove(cell) }
+                work.append(item)
             case .hearHead: if let reading { steps.append(.hearHead(reading)) }
             case .forward(let transferEvent): steps.append(.forward(transferEvent))
             case .heed(let head): steps.append(.heed(head))

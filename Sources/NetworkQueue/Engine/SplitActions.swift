@@ -9,24 +9,12 @@ import Foundation
 extension SplitMachine {
     /// What the coordinator and the shell must do, in order.
     enum Action {
-        /// Start connection `id` sending `request`; its handle goes to `cell` (one of the attempt's transfers).
-        case start(id: Int, URLRequest, TransferCell)
-        /// Stop a connection's transfer.
-        case stop(TransferCell)
-        /// Write `count` bytes of the event's piece from `from` on at `offset` of the part, for `segment`; the record
-        /// is saved once `recordAfter` bytes were written since the last. ``Event/written(_:recorded:failure:)``
-        /// follows the event's writes.
-        case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
-        /// Write what `segment` gathered: it is done, or its connection stopped.
-        case endSegment(Int)
-        /// Size and record the part for `shape` (`done`: on disk already), and read `head`, which the engine hears
-        /// first; ``Event/fileBegun(_:)`` follows.
-        case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
+        /// Work for the shell: start or stop a connection, write a piece, end a segment, begin or finish the file, pass
+        /// the first connection on. ``Event/written(_:recorded:failure:)`` follows a piece's writes, and
+        /// ``Event/fileBegun(_:)`` a file begun.
+        case work(ConnectionWork)
         /// The engine hears the head the file began with (read by ``Event/fileBegun(_:)``).
         case hearHead(ResponseHead)
-        /// The first connection's head is not one to split on: it and every later event of that connection go on as
-        /// a transfer of one connection.
-        case passOn
         /// An event of the first connection, before its head, that the engine hears as it is.
         case forward(TransferEvent)
         /// Log this.
@@ -42,8 +30,6 @@ extension SplitMachine {
         /// A connection's final head, for the queue's host books (a `Retry-After` or a spent `RateLimit` holds its
         /// server). Heads the engine hears as the request's (``hearHead(_:)``, ``forward(_:)``) are heard there.
         case heed(ResponseHead)
-        /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
-        case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
         /// The attempt fails with this error.
         case fail(URLError)
         /// The part could not be written: the attempt fails with this error.
@@ -54,12 +40,12 @@ extension SplitMachine {
     enum Event {
         /// An event of connection `id` other than its body.
         case transfer(TransferEvent, connection: Int)
-        /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``.
+        /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``.
         case bytes(Int, connection: Int)
         /// The writes of the last ``bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
         /// `recorded`), or the part could not be written (`failure`).
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
-        /// The shell began the file (``Action/beginFile(_:done:head:)``), or could not (the failure).
+        /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``), or could not (the failure).
         case fileBegun(NetworkQueueError?)
         /// The queue answered a ``Action/borrow(_:)``: a connection lent, or (nil) none more.
         case lent(QueueStateMachine.ConnectionLoan?)

@@ -15,8 +15,8 @@ import Foundation
 ///
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
 /// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
-/// the file, goes on as a transfer of one connection (``Action/passOn``). Otherwise the part is sized and recorded
-/// (``Action/beginFile(_:done:head:)``, answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
+/// the file, goes on as a transfer of one connection (``ConnectionWork/passOn``). Otherwise the part is sized and recorded
+/// (``ConnectionWork/beginFile(_:done:head:)``, answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
 /// among connections, each a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection
 /// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
 /// answered by ``Event/lent(_:)``), and given back when no work is left for it. Moving from a failed location to the next
@@ -53,7 +53,7 @@ struct SplitMachine {
     enum Mode {
         /// The first connection's head has not come.
         case first
-        /// The first head said split: the shell begins the file (``Action/beginFile(_:done:head:)``).
+        /// The first head said split: the shell begins the file (``ConnectionWork/beginFile(_:done:head:)``).
         case beginning(Beginning)
         /// The head was not one to split on: the first connection's events pass as they are.
         case plain
@@ -245,7 +245,7 @@ struct SplitMachine {
         }
     }
 
-    /// The shell began the file (``Action/beginFile(_:done:head:)``): the head is heard, the first connection takes
+    /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``): the head is heard, the first connection takes
     /// the first segment and the others are asked for; or the part could not be begun, and the attempt fails.
     private mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
         guard case .beginning(let beginning) = mode else { return }
@@ -274,7 +274,7 @@ struct SplitMachine {
         if !probing { share(&actions) }
     }
 
-    /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``Action/write``. Nothing when
+    /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
     private mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
         guard let sharing, let connection = connections[id], connection.isAccepted else { return }
@@ -294,7 +294,7 @@ struct SplitMachine {
         sharing.writesInFlight += 1
         let before = actions.count
         take(from: 0, count: count, segment: segment, connection: id, now: now, &actions)
-        if !actions[before...].contains(where: { if case .write = $0 { true } else { false } }) {
+        if !actions[before...].contains(where: { if case .work(.write) = $0 { true } else { false } }) {
             sharing.writesInFlight -= 1
             finishIfDone(now: now, &actions)
         }
@@ -397,7 +397,7 @@ struct SplitMachine {
         case .failure(let refusal):
             mode = .plain
             actions.append(.note(.splitDecided, .info, "one connection: \(refusal.text)"))
-            actions.append(.passOn)
+            actions.append(.work(.passOn))
         }
     }
 
@@ -413,7 +413,7 @@ struct SplitMachine {
         guard case .nextLocation = verdict, locations.hasLive else {
             mode = .plain
             if let error { return actions.append(.fail(error)) }
-            return actions.append(.passOn)
+            return actions.append(.work(.passOn))
         }
         stop(id, &actions)
         actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(connection.location), reason)))
@@ -436,7 +436,7 @@ struct SplitMachine {
         _ actions: inout [Action]
     ) {
         mode = .beginning(Beginning(shape: shape, done: done, connection: id, head: head))
-        actions.append(.beginFile(shape, done: done, head: head))
+        actions.append(.work(.beginFile(shape, done: done, head: head)))
     }
 
     /// The part this download continues: the file's, unless it was found to be another file's.
@@ -561,12 +561,14 @@ struct SplitMachine {
         if piece.kept > 0 {
             let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
             actions.append(
-                .write(from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold))
+                .work(
+                    .write(
+                        from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold)))
             locations.served(piece.kept, by: connection.location)
             connections[id]?.received += piece.kept
         }
         guard piece.isSegmentDone else { return }
-        actions.append(.endSegment(segment))
+        actions.append(.work(.endSegment(segment)))
         connections[id]?.segment = nil
         let end = offset + piece.kept
         guard connection.asked.map({ $0 > end }) ?? true else { return }
@@ -596,7 +598,7 @@ struct SplitMachine {
         connections[id] = connection
         connections[id]?.startedAt = now
         mostConnections = max(mostConnections, connections.count)
-        actions.append(.start(id: id, request, connection.cell))
+        actions.append(.work(.start(id: id, request, connection.cell)))
     }
 
     /// The file is shared: logged, and the connections beyond the first asked for.
@@ -778,7 +780,7 @@ struct SplitMachine {
             let connection = connections[victim], let segment = connection.segment,
             let from = sharing.plan.segments.first(where: { $0.id == segment })?.next
         else { return false }
-        actions.append(.endSegment(segment))
+        actions.append(.work(.endSegment(segment)))
         sharing.plan.failed(segment: segment)
         connections[victim]?.segment = nil
         connections[victim]?.racingFrom = from
@@ -890,9 +892,9 @@ struct SplitMachine {
             let rate = Double(connection.received) / (now - acceptedAt)
             if rate > sharing.keptPace?.rate ?? 0 { sharing.keptPace = (rate, connection.location) }
         }
-        actions.append(.stop(connection.cell))
+        actions.append(.work(.stop(connection.cell)))
         if let segment = connection.segment {
-            actions.append(.endSegment(segment))
+            actions.append(.work(.endSegment(segment)))
             sharing?.plan.failed(segment: segment)
         }
         return connection
@@ -920,7 +922,7 @@ struct SplitMachine {
             figures = measured
         }
         end(failing: false, &actions)
-        actions.append(.finish(sharing.head, length: sharing.plan.length, metrics: figures))
+        actions.append(.work(.finish(sharing.head, length: sharing.plan.length, metrics: figures)))
     }
 
     /// Stops every connection and gives back every lent one; `failing`: the attempt fails.
@@ -928,7 +930,7 @@ struct SplitMachine {
         if case .ended = mode { return }
         let loans = self.loans
         mode = .ended
-        for connection in connections.values { actions.append(.stop(connection.cell)) }
+        for connection in connections.values { actions.append(.work(.stop(connection.cell))) }
         connections.removeAll()
         for loan in loans { actions.append(.giveBack(loan)) }
         if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
