@@ -104,7 +104,9 @@
                         pieces.with { $0 += 1 }
                         return false
                     }, events: { event in if case .head = event {} else { events.with { $0 += 1 } } })
-                await eventually(within: 10) { pieces.current > 0 && server.statistics.openConnections == 0 }
+                // The default minute: under the thread sanitizer the server alone takes over 10 s to gzip 64 MiB
+                // before its first byte (a CI run on 2 cores). How far the body got is the verdict, not the time.
+                await eventually { pieces.current > 0 && server.statistics.openConnections == 0 }
                 #expect(server.statistics.openConnections == 0, "\(path)")
                 #expect(pieces.current == 1, "\(path)")
                 #expect(events.current == 0, "\(path)")
