@@ -26,8 +26,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("held.bin")
         let mirror = second.url("/flaky/\(Self.size)?key=m&failures=1000&status=429&retryAfter=3")
-        let request = SplitIntegrationTests.request(
-            first.url("/bytes/\(Self.size)?rate=1000000"), to: file, connections: 4, mirrors: [mirror])
+        // The request's URL's first GET stalls at 256 KiB (its later ones do not): its stream never reaches the
+        // mirror's ranges, so the mirror's answers decide however late a loaded machine hands them over.
+        let origin = first.url("/bytes/\(Self.size)?rate=1000000&key=held&stallOnce=1&stallByte=262144&stall=15000")
+        let request = SplitIntegrationTests.request(origin, to: file, connections: 4, mirrors: [mirror])
         let later = NetworkRequest(url: second.url("/bytes/100?n=later"))
         let queue = NetworkQueue(transport: transport.make())
         queue.maxConcurrentRequestCount = 8
@@ -62,9 +64,9 @@ import Testing
     /// whole file fails its checksum once, and is fetched again from the request's URL alone (the location whose
     /// answer began it), which succeeds. The mirror is named untrusted in the metrics. Before, the file failed.
     ///
-    /// The request's URL's first GET stalls at 256 KiB for 5 s (its later ones do not), so the mirror surely serves
-    /// some of the first fetch however slowly the machine runs: its ranges wait for it, and the end game races the
-    /// stalled one from the fastest location.
+    /// The request's URL's first GET stalls at 256 KiB for 15 s (its later ones do not), so the mirror surely serves
+    /// some of the first fetch however slowly the machine runs: its ranges wait for it (a CI run under load handed
+    /// URLSession's heads over more than 5 s late), and the end game races the stalled one from the fastest location.
     @Test(arguments: TransportKind.allCases) func aMirrorThatLiesUnderTheSameValidatorCannotFailAChecksummedFile(
         _ transport: TransportKind
     ) async throws {
@@ -74,7 +76,7 @@ import Testing
         let file = directory.appendingPathComponent("checked.bin")
         let path = "/bytes/\(Self.size)"
         let request = NetworkRequest(
-            url: first.url(path + "?rate=1000000&key=lie&stallOnce=1&stallByte=262144&stall=5000"),
+            url: first.url(path + "?rate=1000000&key=lie&stallOnce=1&stallByte=262144&stall=15000"),
             destination: .file(file),
             integrity: .init(checksum: IntegrityTests.sha256(0..<Self.size)),
             fileOptions: .init(
