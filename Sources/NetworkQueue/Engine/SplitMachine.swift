@@ -743,11 +743,11 @@ struct SplitMachine {
             guard let connection = connections[id], let acceptedAt = connection.acceptedAt else { continue }
             let running = now - acceptedAt
             guard let segment = connection.segment, let range = plan.segments.first(where: { $0.id == segment }),
-                !sharing.racedFrom.contains(range.next), let remaining = Optional(range.remaining),
+                !sharing.racedFrom.contains(range.next),
                 let time = SplitRules.finishTime(
-                    remaining: remaining, received: connection.received, running: running, settle: settleTime)
+                    remaining: range.remaining, received: connection.received, running: running, settle: settleTime)
             else { continue }
-            if found.map({ time > $0.time }) ?? true { found = (id, time, remaining) }
+            if found.map({ time > $0.time }) ?? true { found = (id, time, range.remaining) }
         }
         guard let found,
             SplitRules.isWorthRacing(
