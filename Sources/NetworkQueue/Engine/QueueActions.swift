@@ -131,7 +131,7 @@ struct QueueActions {
 
     /// Appends the actions of a later event of the same lock hold.
     mutating func append(_ other: consuming QueueActions) {
-        list += other.list
+        if list.isEmpty { list = other.list } else { list += other.list }
         if let delay = other.deliverAfter { deliverAfter = min(deliverAfter ?? delay, delay) }
         if let time = other.armTimer { armTimer = min(armTimer ?? time, time) }
     }

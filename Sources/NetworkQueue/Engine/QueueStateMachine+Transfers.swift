@@ -18,6 +18,14 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
+    /// ``transferEvent(_:reading:slot:token:now:)`` without ending the event (one of an engine pass's notices).
+    mutating func applyTransferEvent(
+        _ event: TransferEvent, reading: HeadReading?, slot: Int, token: UInt64, now: Double
+    ) {
+        guard table.isCurrent(slot, token: token) else { return }
+        transferEventApplied(event, reading: reading, slot: slot, now: now)
+    }
+
     /// ``transferEvent(_:reading:slot:token:now:)`` of a current transfer, the event not finished.
     private mutating func transferEventApplied(_ event: TransferEvent, reading: HeadReading?, slot: Int, now: Double) {
         let record = table[slot]
@@ -68,6 +76,12 @@ extension QueueStateMachine {
         }
         receive(count, keeping: nil, slot: slot, now: now)
         return finishEvent(now)
+    }
+
+    /// ``bodyReceived(_:slot:token:now:)`` without ending the event (one of an engine pass's notices).
+    mutating func applyBody(_ count: Int, slot: Int, token: UInt64, now: Double) {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else { return }
+        receive(count, keeping: nil, slot: slot, now: now)
     }
 
     /// `count` body bytes of a main transfer arrived: `data`, which a body in memory keeps.

@@ -83,7 +83,11 @@ extension NetworkQueue {
             // Only a transport's completion asks for a commit: this is its thread.
             let error = sink.commit()
             let placed = sink.mayPlaceElsewhere ? sink.committedPath : nil
-            send(inline: true) { $0.fileEvent(.committed(error, placedAt: placed), slot: slot, token: token, now: $1) }
+            // With the pass's other notices when this is an engine's thread that batches: the request is committing
+            // until this is heard, and nothing of its transfers can change it.
+            tell(
+                TransferNotice(slot: slot, token: token, kind: .file(.committed(error, placedAt: placed))),
+                batching: true)
         case .free(let records):
             // Moved into the background queue's closure, so that the freeing is that queue's work.
             let garbage = Locked(records)
@@ -153,7 +157,8 @@ extension NetworkQueue {
                 }
                 sink = opened
             }
-            pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: request, sink: sink)
+            pipeline = TransferPipeline(
+                owner: self, slot: slot, token: token, request: request, sink: sink, batches: shared == nil)
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
         }

@@ -39,11 +39,16 @@ final class TransferPipeline: @unchecked Sendable {
     @exclusivity(unchecked) private var verifier: BodyVerifier?
     /// The request's acceptable statuses (nil: any); unused for a HEAD.
     private let acceptableStatusCodes: Range<Int>?
+    /// True when the notices may wait for the end of an engine pass (``NetworkQueue/tell(_:batching:)``): false for a
+    /// split download's, whose shell asks the engine directly.
+    let batches: Bool
 
     /// A pipeline for transfer `token` of the request in `slot` of `owner` (`request` nil: a HEAD preflight), writing
     /// to `sink`.
-    init(owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?) {
+    init(owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?, batches: Bool = true)
+    {
         self.owner = owner
+        self.batches = batches
         self.slot = slot
         self.token = token
         self.sink = sink
@@ -56,11 +61,9 @@ final class TransferPipeline: @unchecked Sendable {
     /// Handles one transport event (the transfer's events callback): the file and the hashes first, then the engine
     /// hears the event, or the failure.
     func receive(_ event: TransferEvent) {
-        let (slot, token) = (slot, token)
         switch step(event) {
-        case .forward: owner.send(inline: true) { $0.transferEvent(event, slot: slot, token: token, now: $1) }
-        case .head(let reading):
-            owner.send(inline: true) { $0.transferEvent(event, reading: reading, slot: slot, token: token, now: $1) }
+        case .forward: tell(.event(event))
+        case .head(let reading): tell(.head(event, reading))
         case let failed: pass(failed)
         }
     }
@@ -72,8 +75,7 @@ final class TransferPipeline: @unchecked Sendable {
         let count = piece.count
         switch piece.withUnsafeBytes({ take($0) }) {
         case nil:
-            let (slot, token) = (slot, token)
-            owner.send(inline: true) { $0.bodyReceived(count, slot: slot, token: token, now: $1) }
+            tell(.body(count))
             return true
         case let failed?:
             pass(failed)
@@ -83,17 +85,16 @@ final class TransferPipeline: @unchecked Sendable {
 
     /// Tells the engine that the transfer's file or checks failed (the steps that forward nothing).
     func pass(_ failed: Step) {
-        let (slot, token) = (slot, token)
         switch failed {
-        case .fileFailed(let error):
-            owner.send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
-        case .integrityFailed(let expected, let actual):
-            owner.send(inline: true) {
-                $0.transferEnded(
-                    .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: $1)
-            }
+        case .fileFailed(let error): tell(.file(.failed(error)))
+        case .integrityFailed(let expected, let actual): tell(.checksumMismatch(expected: expected, actual: actual))
         case .forward, .head: break
         }
+    }
+
+    /// Tells the engine of this transfer's notice (see ``NetworkQueue/tell(_:batching:)``).
+    private func tell(_ kind: TransferNotice.Kind) {
+        owner.tell(TransferNotice(slot: slot, token: token, kind: kind), batching: batches)
     }
 
     /// Applies one transport event to the file and the hashes, and returns what the engine must hear.

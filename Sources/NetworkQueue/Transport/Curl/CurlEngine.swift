@@ -116,6 +116,8 @@
 
         /// The engine thread's id, once it runs (0 before).
         private let threadID = Atomic<UInt>(0)
+        /// What this pass's transfers owe their queues, handed in when the pass ends (engine thread only).
+        private let wake = EngineWake()
         /// Transfers this pass has taken out of the running set so far (engine thread only).
         @exclusivity(unchecked) var leftThisPass = 0
 
@@ -151,6 +153,8 @@
         private func run() {
             inbox.withLock { $0.engineThread = pthread_self() }
             threadID.store(UInt(pthread_self()), ordering: .relaxed)
+            EngineWake.install(wake)
+            defer { EngineWake.install(nil) }
             var running: Int32 = 0
             var wasActive = 0
             while true {
@@ -164,7 +168,10 @@
                     if inbox.isStopping { inbox.isClosed = true }
                     return (inbox.work, inbox.isStopping)
                 }
-                if isStopping { return shutDown(leftover: work) }
+                if isStopping {
+                    shutDown(leftover: work)
+                    return wake.flush()
+                }
                 var started = 0
                 for item in work {
                     if item.kind == .start { started += 1 }
@@ -179,6 +186,9 @@
                 leftThisPass = 0
                 // After the reads: a transfer refused during them is resumed, or waited for, at once.
                 let wait = starved.isEmpty ? 1.0 : feedStarved()
+                // One lock round trip per queue for everything this pass's transfers did (their starts, if any, land
+                // in the inbox: taken at once, without a poll).
+                wake.flush()
                 let hasWork = inbox.withLock { !$0.work.isEmpty || $0.isStopping }
                 if !hasWork { _ = library.multiPoll(multi, nil, 0, Int32((wait * 1000).rounded(.up)), nil) }
             }
