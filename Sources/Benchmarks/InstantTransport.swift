@@ -44,9 +44,12 @@ final class InstantTransport: Transport {
                 return pending.events
             }
             if batch.isEmpty { return }
-            for events in batch {
-                events(.head(head))
-                events(.completed(nil))
+            // As an event loop reports a pass: each queue hears the batch's events in one lock round trip.
+            TransportPass.run {
+                for events in batch {
+                    events(.head(head))
+                    events(.completed(nil))
+                }
             }
         }
     }
