@@ -183,6 +183,10 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
     /// report, which a clean-clone run under the address sanitizer, eight suites at once, delivered after a quarter
     /// second's body had ended twice), fast enough for the matrix.
     static let slow = "/bytes/\(size)?rate=2000000"
+    /// A body that stalls at its middle until the client hangs up: a control that must land before the end (a
+    /// cancel, a pause then a cancel) lands there however late a loaded run delivers the head or the first progress
+    /// report (at half a second's body, clean-clone runs delivered them after the body had ended).
+    static let stalled = "/bytes/\(size)?stallByte=\(size / 2)&stall=10000"
 
     static let all: [MatrixEnding] = [
         MatrixEnding(name: "success", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", end: .finished),
@@ -198,15 +202,11 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(
             name: "idle timeout", path: { _ in "/bytes/\(size)?stallByte=\(size / 2)&stall=10000" }, timeout: 0.4,
             end: .failed),
-        MatrixEnding(name: "cancel at head", path: { _ in slow }, action: .cancelAtHead, end: .cancelled),
-        // The body stalls at its middle until the client hangs up: the cancel, on the first progress report, lands
-        // mid-body however late a loaded run delivers that report (at half a second's body, a thread-sanitizer CI
-        // run delivered it after the body had ended).
-        MatrixEnding(
-            name: "cancel mid-body", path: { _ in "/bytes/\(size)?stallByte=\(size / 2)&stall=10000" },
-            action: .cancelMidBody, end: .cancelled),
+        MatrixEnding(name: "cancel at head", path: { _ in stalled }, action: .cancelAtHead, end: .cancelled),
+        MatrixEnding(name: "cancel mid-body", path: { _ in stalled }, action: .cancelMidBody, end: .cancelled),
+        // A pause that comes late finds the body ended, and the request finished, as a resume would have.
         MatrixEnding(name: "pause, resume", path: { _ in slow }, action: .pauseThenResume, end: .finished),
-        MatrixEnding(name: "pause, cancel", path: { _ in slow }, action: .pauseThenCancel, end: .cancelled),
+        MatrixEnding(name: "pause, cancel", path: { _ in stalled }, action: .pauseThenCancel, end: .cancelled),
         // The file refuses its body (a folder is never replaced), wherever its part is: unnamed, named, split.
         MatrixEnding(
             name: "folder at the file mid-body", path: { _ in slow }, action: .folderMidBody, end: .failed,
