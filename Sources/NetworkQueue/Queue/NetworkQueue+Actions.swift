@@ -12,19 +12,24 @@ extension NetworkQueue {
     /// start transfers itself. A user's call never does: its starts go to the launcher's thread, so
     /// `go()`, `add()` and the rest return at once whatever the transport's start costs.
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
-        var starts: [QueueAction.Start] = []
         var cancels: [any TransferHandle] = []
+        var startCount = 0
         // Each action is moved out of the list in order rather than copied (a status or a start payload is handed on
         // without a retain of each of its references), its place refilled with a payload-free action so that the
         // list's end frees nothing twice. Reversing the list to pop from its end cost 800 instructions a request.
+        // Starts stay in the list for a second pass, after the others: no array of their own per event.
         var list: [QueueAction] = []
         swap(&list, &actions.list)
         list.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             for index in 0..<buffer.count {
+                if case .start = base[index] {
+                    startCount += 1
+                    continue
+                }
                 let action = (base + index).move()
                 (base + index).initialize(to: .moved)
-                perform(action, starts: &starts, cancels: &cancels)
+                perform(action, cancels: &cancels)
             }
         }
         if !cancels.isEmpty {
@@ -33,12 +38,23 @@ extension NetworkQueue {
                 for transfer in cancels { transfer.cancel() }
             }
         }
-        if !starts.isEmpty, !launcher.submit(starts, mayRunInline: inline, on: self) {
-            // Moved out in order, not copied (a copy retains each of a start's references, and the list's end
-            // releases them again). Reversed to pop from its end, unlike the action list: an event starts one or two
-            // transfers, and a start has no payload-free value to leave in its place.
-            starts.reverse()
-            while let start = starts.popLast() { launch(start) }
+        if startCount > 0 {
+            let runsInline = inline && launcher.mayRunInline()
+            var starts: [QueueAction.Start] = []
+            if !runsInline { starts.reserveCapacity(startCount) }
+            list.withUnsafeMutableBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                for index in 0..<buffer.count {
+                    guard case .start = base[index] else { continue }
+                    // Moved out, not copied (a copy retains each of a start's references, and the list's end releases
+                    // them again).
+                    let action = (base + index).move()
+                    (base + index).initialize(to: .moved)
+                    guard case .start(let start) = consume action else { continue }
+                    if runsInline { launch(start) } else { starts.append(start) }
+                }
+            }
+            if !starts.isEmpty { launcher.submit(starts, on: self) }
         }
         // The timer before the delivery: whoever hears an event (a willRetry) finds its timer armed.
         if let deadline = actions.armTimer {
@@ -53,10 +69,9 @@ extension NetworkQueue {
         }
     }
 
-    /// Performs one action of ``perform(_:inline:)``: starts and cancels are gathered, to go after the others.
-    private func perform(
-        _ action: consuming QueueAction, starts: inout [QueueAction.Start], cancels: inout [any TransferHandle]
-    ) {
+    /// Performs one action of ``perform(_:inline:)`` but a start (launched after the others); cancels are
+    /// gathered, to go after the others.
+    private func perform(_ action: consuming QueueAction, cancels: inout [any TransferHandle]) {
         switch consume action {
         case .moved: break
         case .connections(let batch):
@@ -65,8 +80,8 @@ extension NetworkQueue {
             request.publish(status)
         case .publishEnd(let requests, let error):
             for request in requests { request.publishEnd(error) }
-        case .start(let start):
-            starts.append(start)
+        case .start:
+            preconditionFailure("a start is launched after the other actions of its event")
         case .cancel(let cell):
             if let handle = cell.cancel() { cancels.append(handle) }
         case .keep(let sink):
@@ -219,19 +234,18 @@ final class Launcher: Sendable {
     private let queue = DispatchQueue(label: "NetworkQueue.launcher", qos: .userInitiated)
     private let pending = Locked((starts: [QueueAction.Start](), isDraining: false))
 
-    /// Queues `starts` for the launcher's thread and returns true; or, when `mayRunInline` and nothing is
-    /// queued before them, returns false and the caller starts them itself (the order stays the
-    /// machine's either way).
-    func submit(_ starts: [QueueAction.Start], mayRunInline: Bool, on queue: NetworkQueue) -> Bool {
-        let mustSchedule = pending.withLock { pending -> Bool? in
-            if mayRunInline, !pending.isDraining { return nil }
+    /// True when nothing waits for the launcher's thread: a queue's own thread (a transport's, the timer's) may then
+    /// start its event's transfers itself, and the order stays the machine's.
+    func mayRunInline() -> Bool { pending.withLock { !$0.isDraining } }
+
+    /// Queues `starts` for the launcher's thread, after those queued before them.
+    func submit(_ starts: [QueueAction.Start], on queue: NetworkQueue) {
+        let mustSchedule = pending.withLock { pending -> Bool in
             pending.starts.append(contentsOf: starts)
             defer { pending.isDraining = true }
             return !pending.isDraining
         }
-        guard let mustSchedule else { return false }
         if mustSchedule { self.queue.async { self.drain(queue) } }
-        return true
     }
 
     private func drain(_ owner: NetworkQueue) {

@@ -32,9 +32,10 @@
             library.set(easy, .noSignal, 1)
             library.set(easy, .tcpNoDelay, 1)
             library.set(easy, .suppressConnectHeaders, 1)
-            // The transport's User-Agent, once per handle: a request's own header replaces it (libcurl sends a
-            // listed field instead of the option's).
-            if let userAgent = options.userAgent, !userAgent.isEmpty {
+            // The transport's User-Agent goes to the server in each request's header list (``userAgentLine``), where
+            // a request's own header replaces it. The option is set only for a proxy's CONNECT, which does not see the
+            // list: libcurl formats the option's field before every run, whether it sends it or not.
+            if let userAgent = options.userAgent, !userAgent.isEmpty, !proxies.http.isEmpty || !proxies.https.isEmpty {
                 library.set(easy, .userAgent, string: userAgent)
             }
             // libcurl never decodes: it does not check that an encoded stream ended. Asked for, the codings
@@ -75,7 +76,7 @@
             let method = transfer.method
             var headers = transfer.request?.allHTTPHeaderFields ?? [:]
             let cookies = cookieHeader(for: transfer)
-            // The common case: only `Accept-Encoding: identity` is sent.
+            // The common case: only the User-Agent and `Accept-Encoding: identity` are added.
             let isPlain =
                 headers.isEmpty && cookies == nil && transfer.body.isEmpty && (method == "GET" || method == "HEAD")
             let isPlainGet =
@@ -162,6 +163,11 @@
                 headers[own?.key ?? "Cookie"] = own.map { "\($0.value); \(cookies)" } ?? cookies
             }
             var list: OpaquePointer?
+            if let line = userAgentLine,
+                !headers.keys.contains(where: { HeaderName.matches($0, lowercased: "user-agent") })
+            {
+                list = line.withCString { library.slistAppend(nil, $0) }
+            }
             for (name, value) in headers {
                 // "Name:" removes a header libcurl would add; "Name;" sends one with an empty value.
                 let isRemoval = value.isEmpty && (name == "Content-Type" || name == "Expect")
