@@ -33,6 +33,9 @@ struct DemoOptions {
     var shard = Shard.whole
     /// The longest a request may take, retries included (`--max-time`, curl's name): its deadline.
     var maxTime: Double?
+    /// The longest an attempt waits for its connection (`--connect-timeout`, curl's name): name lookup, connect,
+    /// TLS handshake; nil: the library's default (``TimeLimits/defaultConnect``).
+    var connectTimeout: Double?
     /// The lowest speed in bytes per second (`--speed-limit`, curl's `-Y`), over `speedTime` seconds.
     var speedLimit: Int64?
     /// The window of the lowest speed in seconds (`--speed-time`, curl's `-y`).
@@ -83,6 +86,7 @@ struct DemoOptions {
     var timeLimits: TimeLimits {
         var limits = TimeLimits()
         if let maxTime { limits.deadline = maxTime }
+        if let connectTimeout { limits.connect = connectTimeout }
         if speedLimit != nil || speedTime != nil {
             limits.lowestSpeed = LowestSpeed(bytesPerSecond: speedLimit ?? 1, over: speedTime ?? 30)
         }
@@ -240,6 +244,10 @@ struct DemoOptions {
           --max-time S      fail a request that has not ended S seconds after its first attempt
                             started, retries and their waits included (paused time not counted); not
                             retried (default: 7 days)
+          --connect-timeout S
+                            fail an attempt whose connection (name lookup, connect, TLS handshake)
+                            is not made within S seconds; retried as a failed connect (default: 20;
+                            curl only: URLSession has no such bound)
           --speed-limit B   fail an attempt that moves fewer than B bytes per second on average over
                             --speed-time seconds (default 30); the retries continue its part. The
                             queue's own --limit-rate never counts as slow
@@ -428,12 +436,16 @@ struct DemoOptions {
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let rate = amount(value) else { throw .badRate(value) }
                 options.limitRate = rate
-            case "--max-time", "--speed-time":
+            case "--max-time", "--speed-time", "--connect-timeout":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let seconds = decimal(value), seconds.isFinite, seconds > 0, seconds < 1e6 else {
                     throw .badSeconds(flag: argument, value: value)
                 }
-                if argument == "--max-time" { options.maxTime = seconds } else { options.speedTime = seconds }
+                switch argument {
+                case "--max-time": options.maxTime = seconds
+                case "--connect-timeout": options.connectTimeout = seconds
+                default: options.speedTime = seconds
+                }
             case "--speed-limit", "--max-filesize":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let bytes = amount(value) else { throw .badBytes(flag: argument, value: value) }

@@ -372,6 +372,7 @@ if let input = options.input, let listReader {
         + (options.limitRate.map { ["capped at \(Format.bytes(Int64($0)))/s"] } ?? [])
         + (options.noClobber ? ["no clobber"] : [])
         + (options.maxTime.map { ["at most \(Format.seconds($0)) s a request"] } ?? [])
+        + (options.connectTimeout.map { ["connects within \(Format.seconds($0)) s"] } ?? [])
         + (options.timeLimits.lowestSpeed.map { ["at least \($0)"] } ?? [])
         + (options.maxFileSize.map { ["at most \(Format.bytes($0)) a file"] } ?? [])
         + sendingWords

@@ -19,8 +19,8 @@ enum Socket {
         var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
     }
 
-    /// A listening socket on 127.0.0.1 at a free port chosen by the kernel.
-    static func listen(port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
+    /// A listening socket on 127.0.0.1 at a free port chosen by the kernel, queueing up to `backlog` connections.
+    static func listen(port: UInt16 = 0, backlog: Int32 = 512) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw Failure(call: "socket", code: errno) }
         var yes: Int32 = 1
@@ -42,7 +42,7 @@ enum Socket {
             close(fd)
             throw Failure(call: "bind", code: code)
         }
-        guard systemListen(fd, 512) == 0 else {
+        guard systemListen(fd, backlog) == 0 else {
             let code = errno
             close(fd)
             throw Failure(call: "listen", code: code)

@@ -21,7 +21,7 @@ import Testing
             (18, .networkConnectionLost), (52, .networkConnectionLost), (55, .networkConnectionLost),
             (25, .networkConnectionLost),
             (26, .requestBodyStreamExhausted),
-            (28, .timedOut),
+            (28, .cannotConnectToHost),  // before a response: the connect's bound (TimeLimits.connect)
             (35, .secureConnectionFailed), (59, .secureConnectionFailed), (77, .secureConnectionFailed),
             (60, .serverCertificateUntrusted), (83, .serverCertificateUntrusted), (91, .serverCertificateUntrusted),
             (58, .clientCertificateRejected), (98, .clientCertificateRequired),
@@ -48,6 +48,8 @@ import Testing
             CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 104) == .networkConnectionLost)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: true, osErrno: 0) == .badServerResponse)
         #expect(CurlErrorTable.code(for: 56, scheme: "http", afterResponse: false, osErrno: 0) == .badServerResponse)
+        // The connect's bound is the only one libcurl is given: once a response came, a timeout is a timeout.
+        #expect(CurlErrorTable.code(for: 28, scheme: "http", afterResponse: true) == .timedOut)
         // A bad argument once the head is read is the program's fault, never the server's.
         #expect(CurlErrorTable.code(for: 43, scheme: "http", afterResponse: true) == .unknown)
     }

@@ -214,7 +214,7 @@ import Testing
 
     @Test func outOfRangeLimitsMakeTheRequestInvalid() {
         let badOnes = [
-            TimeLimits(deadline: 0), TimeLimits(deadline: -1),
+            TimeLimits(deadline: 0), TimeLimits(deadline: -1), TimeLimits(connect: 0), TimeLimits(connect: -2),
             TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 0, over: 1)),
             TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 10, over: 0)),
             TimeLimits(lowestSpeed: LowestSpeed(bytesPerSecond: 10, over: .infinity)),
@@ -232,7 +232,10 @@ import Testing
         for deadline in [TimeInterval.infinity, .nan, NetworkRequest.noTimeoutThreshold] {
             #expect(
                 TimeLimits(deadline: deadline).problem == nil && TimeLimits(deadline: deadline).deadlineSeconds == nil)
+            // The same for the connect: the transport's own bound.
+            #expect(TimeLimits(connect: deadline).problem == nil && TimeLimits(connect: deadline).connectSeconds == nil)
         }
+        #expect(TimeLimits().connectSeconds == 20 && TimeLimits(connect: 0.25).connectSeconds == 0.25)
         // The queue's own limits fail each request that uses them, at its start.
         var driver = Driver(limit: 1)
         driver.machine.timeLimits = TimeLimits(deadline: -1)

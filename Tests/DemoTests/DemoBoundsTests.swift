@@ -101,9 +101,30 @@ import Testing
             // Numbers are decimal: Swift's Double reads "0x10" as sixteen (issue 50, item 9).
             ["--max-time", "0x10"], ["--speed-time", "0x1p4"], ["--speed-limit", "0x10"], ["--max-filesize", "0x10"],
             ["--limit-rate", "0x10"],
+            ["--connect-timeout", "0"], ["--connect-timeout", "inf"], ["--connect-timeout", "x"], ["--connect-timeout"],
         ] {
             let run = try await runDemo(arguments, in: directory)
             #expect(run.status == 2, "\(arguments): \(run.output)")
         }
+    }
+}
+
+/// `--connect-timeout` (curl's): a host that never answers a connect fails its request at the limit, over libcurl,
+/// while the others finish.
+@Suite(.testLane, .timeLimit(.minutes(5))) struct DemoConnectTimeoutTests {
+    @Test func aHostThatNeverAnswersFailsAtTheConnectTimeout() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let dead = try UnansweredListener()
+        let run = try await runDemo(
+            [
+                "--transport", "curl", "--retries", "0", "--keep-going", "--connect-timeout", "0.5", "--output",
+                setup.output.path,
+                dead.url("/a.bin").absoluteString, setup.server.url("/bytes/100").absoluteString,
+            ], in: setup.directory)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("connects within 0.5 s"), "\(run.output)")
+        #expect(run.output.contains("could not connect (\(dead.url("/a.bin").absoluteString))"), "\(run.output)")
+        #expect(run.output.contains("Summary: 1/2 succeeded, 1 failed"), "\(run.output)")
     }
 }

@@ -30,15 +30,37 @@ public struct TimeLimits: Sendable, Hashable {
     /// more, because then the cap, not the server, set the pace (the same rule holds over a transport that does
     /// not honour the cap: a queue that fast is not slow).
     public var lowestSpeed: LowestSpeed?
+    /// The longest an attempt (or a HEAD preflight) may wait for its connection, in seconds: the name's lookup,
+    /// the TCP connect, the TLS handshake and a proxy's tunnel, as curl's `--connect-timeout` bounds them. Past it
+    /// the attempt fails with `URLError.cannotConnectToHost`, which the retry policy may send again. A connection
+    /// reused from an earlier transfer has nothing to wait for. Default ``defaultConnect`` (20 s): a host that has
+    /// not answered in 20 s is down for a batch's purposes, while the slowest healthy connect, across the world with
+    /// TLS, takes a second or two. Infinity, NaN and values of ``NetworkRequest/noTimeoutThreshold`` or more mean the
+    /// transport's own bound (libcurl's 300 s); zero or less makes the request invalid. Honoured by
+    /// ``CurlTransport``; `URLSession` has no connect bound of its own, so over ``URLSessionTransport`` a connect is
+    /// bounded by the request's idle timeout alone.
+    public var connect: TimeInterval
+
+    /// 20 s: see ``connect``.
+    public static let defaultConnect: TimeInterval = 20
 
     /// 7 days, in seconds: URLSession's default `timeoutIntervalForResource`. Generous on purpose: a batch ends
     /// however its servers behave, and no healthy download meets it.
     public static let defaultDeadline: TimeInterval = 7 * 24 * 3_600
 
     /// Creates time limits; every parameter defaults as its property says.
-    public init(deadline: TimeInterval = defaultDeadline, lowestSpeed: LowestSpeed? = nil) {
+    public init(
+        deadline: TimeInterval = defaultDeadline, lowestSpeed: LowestSpeed? = nil,
+        connect: TimeInterval = defaultConnect
+    ) {
         self.deadline = deadline
         self.lowestSpeed = lowestSpeed
+        self.connect = connect
+    }
+
+    /// The connect limit in seconds, or nil when the transport's own applies (see ``connect``).
+    var connectSeconds: Double? {
+        connect.isNaN || connect >= RequestRules.noTimeoutThreshold ? nil : connect
     }
 
     /// The deadline in seconds, or nil when there is none (see ``deadline``).
@@ -49,6 +71,7 @@ public struct TimeLimits: Sendable, Hashable {
     /// Why these limits cannot be used, or nil when they can.
     var problem: String? {
         if !deadline.isNaN, deadline <= 0 { return "deadline \(deadline) is not positive" }
+        if !connect.isNaN, connect <= 0 { return "connect limit \(connect) is not positive" }
         guard let lowestSpeed else { return nil }
         if lowestSpeed.bytesPerSecond <= 0 {
             return "lowest speed \(lowestSpeed.bytesPerSecond) B/s is not positive"

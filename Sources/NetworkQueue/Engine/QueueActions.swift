@@ -78,6 +78,8 @@ enum QueueAction {
         let body: BodyPolicy
         /// Whether the transport is asked for the transfer's metrics.
         let collectsMetrics: Bool
+        /// The longest the transfer may wait for its connection (``TimeLimits/connect``); nil: the transport's own.
+        let connectTimeout: Double?
     }
 
     /// What a started transfer's body is for: what its pipeline checks and where it writes.

@@ -186,7 +186,7 @@ extension QueueStateMachine {
             let start = QueueAction.Start(
                 slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
                 body: .checked(request, file: record.claim, continuesPart: continuesPart),
-                collectsMetrics: collectsMetrics)
+                collectsMetrics: collectsMetrics, connectTimeout: (request.timeLimits ?? timeLimits).connectSeconds)
             actions.append(.start(start))
         case .askRetry(let decision, let left):
             leave(left, slot, transferEnded: transferEnded, now: now)
@@ -267,7 +267,7 @@ extension QueueStateMachine {
         outbox.log(.debug, .preflightStarted, request, now: now) { "HEAD \(Redaction.describe(head.url))" }
         let start = QueueAction.Start(
             slot: slot, token: preflight.token, outgoing: .request(head), cell: preflight.cell, body: .preflight,
-            collectsMetrics: false)
+            collectsMetrics: false, connectTimeout: (request.timeLimits ?? timeLimits).connectSeconds)
         actions.append(.start(start))
     }
 

@@ -151,7 +151,7 @@ extension NetworkQueue {
         var outgoing = start.outgoing
         let pipeline: TransferPipeline
         var shared: NetworkRequest.FileOptions?
-        var options = TransferOptions(collectsMetrics: start.collectsMetrics)
+        var options = TransferOptions(collectsMetrics: start.collectsMetrics, connectTimeout: start.connectTimeout)
         switch start.body {
         case .preflight:
             pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)

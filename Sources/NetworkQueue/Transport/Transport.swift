@@ -52,11 +52,15 @@ public struct TransferOptions: Sendable {
     /// Whether the transfer reports ``TransferEvent/metrics(_:)`` before it completes. Default false: the
     /// queue asks only when someone will read them.
     public var collectsMetrics: Bool
+    /// The longest the transfer may wait for its connection, in seconds (see ``TimeLimits/connect``); nil for the
+    /// transport's own bound. Default nil. A transport that cannot bound a connect on its own ignores it.
+    public var connectTimeout: TimeInterval?
 
-    /// Creates options; the defaults are uncapped and without metrics.
-    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false) {
+    /// Creates options; the defaults are uncapped, without metrics, with the transport's own connect bound.
+    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false, connectTimeout: TimeInterval? = nil) {
         self.rateCap = rateCap
         self.collectsMetrics = collectsMetrics
+        self.connectTimeout = connectTimeout
     }
 }
 

@@ -70,6 +70,10 @@
                 handle.freshConnect = transfer.isOnFreshConnection
             }
             library.set(easy, .url, string: transfer.urlText)
+            if let handle = transfer.handle, handle.connectTimeoutMilliseconds != transfer.connectTimeoutMilliseconds {
+                library.set(easy, .connectTimeoutMilliseconds, transfer.connectTimeoutMilliseconds)
+                handle.connectTimeoutMilliseconds = transfer.connectTimeoutMilliseconds
+            }
             if proxies.http != proxies.https {
                 library.set(easy, .proxy, string: isSecure ? proxies.https : proxies.http)
             }

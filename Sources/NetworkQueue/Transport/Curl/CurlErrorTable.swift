@@ -45,7 +45,10 @@ enum CurlErrorTable {
         case receiveError: osErrno == 0 ? .badServerResponse : .networkConnectionLost
         case 25: .networkConnectionLost  // UPLOAD_FAILED
         case 26: .requestBodyStreamExhausted  // READ_ERROR: the request body could not be read
-        case 28: .timedOut  // OPERATION_TIMEDOUT
+        // OPERATION_TIMEDOUT: the only bound the transport gives libcurl is the connect's (``TimeLimits/connect``), so
+        // before a response this is a host that did not answer in time (the name's lookup, the connect, the TLS
+        // handshake); the queue keeps every other clock itself.
+        case 28: afterResponse ? .timedOut : .cannotConnectToHost
         case 35, 59, 64, 66, 77, 80, 82: .secureConnectionFailed  // SSL_CONNECT_ERROR, SSL_CIPHER, … CRL_BADFILE
         case peerFailedVerification where certificateVerifyResult == 10: .serverCertificateHasBadDate
         case peerFailedVerification where certificateVerifyResult == 9: .serverCertificateNotYetValid

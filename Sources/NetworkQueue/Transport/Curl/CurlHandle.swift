@@ -15,6 +15,8 @@
         var plainGet: Bool?
         /// True while CURLOPT_FRESH_CONNECT is set on the handle (a run sent again on a new connection).
         var freshConnect = false
+        /// CURLOPT_CONNECTTIMEOUT_MS as last set on the handle (0: libcurl's own bound).
+        var connectTimeoutMilliseconds = 0
 
         init(_ easy: OpaquePointer) {
             self.easy = easy

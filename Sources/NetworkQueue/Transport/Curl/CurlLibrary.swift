@@ -244,6 +244,7 @@
         case postFieldSizeLarge = 30_120
         case tcpNoDelay = 121
         case maxRecvSpeedLarge = 30_146
+        case connectTimeoutMilliseconds = 156
         case httpTransferDecoding = 157
         case httpContentDecoding = 158
         case pipeWait = 237

@@ -33,6 +33,8 @@
         let consumer: Int
         /// Where the body goes when it is lent from libcurl's buffer rather than reported as `.data` events.
         let lentBody: LentBodyReceiver?
+        /// CURLOPT_CONNECTTIMEOUT_MS of each run (0: libcurl's own bound).
+        let connectTimeoutMilliseconds: Int
 
         // The engine thread's state. One thread touches it (the engine's), so no dynamic exclusivity check.
         /// What this run sends when it is a whole `URLRequest` (a redirect's after one); nil for a URL's text alone,
@@ -82,10 +84,11 @@
         /// whose URL's text is `urlText` (empty for a request without a URL).
         init(
             _ request: URLRequest?, url: URL?, urlText: String, engine: CurlEngine, rateCap: RateCap? = nil,
-            collectsMetrics: Bool = false, lentBody: LentBodyReceiver? = nil,
+            collectsMetrics: Bool = false, connectTimeout: Double? = nil, lentBody: LentBodyReceiver? = nil,
             events: @escaping @Sendable (TransferEvent) -> Void
         ) {
             self.lentBody = lentBody
+            connectTimeoutMilliseconds = Self.milliseconds(connectTimeout)
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
             self.method = request.map { RequestRules.sentMethod($0.httpMethod) } ?? "GET"
@@ -97,6 +100,12 @@
             self.consumer = rateCap?.makeConsumer() ?? 0
             self.rate = Atomic(max(0, engine.options.maximumBytesPerSecond ?? 0))
             self.body = request.map(Self.body(of:)) ?? .none
+        }
+
+        /// A connect bound in whole milliseconds for libcurl, at least 1 (0: none given, libcurl's own).
+        static func milliseconds(_ seconds: Double?) -> Int {
+            guard let seconds, seconds.isFinite, seconds > 0 else { return 0 }
+            return Int(min((seconds * 1000).rounded(.up), Double(Int32.max)))
         }
 
         /// The run's URL: parsed from ``urlText`` the first time something needs it (a cookie jar, a redirect, an

@@ -254,7 +254,7 @@ import Foundation
             }
             let transfer = CurlTransfer(
                 whole, url: url, urlText: text, engine: engine, rateCap: options.rateCap,
-                collectsMetrics: options.collectsMetrics,
+                collectsMetrics: options.collectsMetrics, connectTimeout: options.connectTimeout,
                 lentBody: lentBody, events: events)
             engine.post(.start(transfer))
             return transfer

@@ -1,0 +1,67 @@
+import Foundation
+import LoopbackServer
+import TestSupport
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The connect's own time limit (``TimeLimits/connect``, curl's `--connect-timeout`): a host that never answers a
+/// connect fails its attempt as a failed connect once the limit passes, while a server that answers the connect and
+/// is slow to respond is not judged by it. The unanswered host is a loopback port whose listen queue is full.
+@Suite(.testLane, .timeLimit(.minutes(5))) struct ConnectLimitTests {
+    #if os(Linux)
+        @Test func anUnansweredConnectFailsAtItsLimitAndTheOthersGoOn() async throws {
+            let dead = try UnansweredListener()
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            queue.cancelsAllOnFailure = false
+            queue.timeLimits = TimeLimits(connect: 0.3)
+            let unanswered = request(dead.url("/bytes/10"), tag: 1)
+            let good = request(server.url("/bytes/10"), tag: 2)
+            try queue.add(unanswered)
+            try queue.add(good)
+            await queue.run()
+            #expect(unanswered.state == .failed)
+            #expect(unanswered.transportErrorCode == .cannotConnectToHost)
+            #expect(good.state == .finished)
+            #expect(good.response?.statusCode == 200)
+        }
+
+        @Test func aSlowResponseIsNotASlowConnect() async throws {
+            let server = try LoopbackServer()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            queue.timeLimits = TimeLimits(connect: 0.2)
+            // The connect is answered at once; the head comes a second later, five times the connect's limit.
+            let slow = request(server.url("/bytes/10?delay=1000"), tag: 1)
+            try queue.add(slow)
+            await queue.run()
+            #expect(slow.state == .finished, "\(String(describing: slow.failure))")
+        }
+
+        @Test func aRequestsOwnLimitReplacesTheQueues() async throws {
+            let dead = try UnansweredListener()
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport())
+            // The queue's limit would hold the test for an hour: the request's own ends it.
+            queue.timeLimits = TimeLimits(connect: 3_600)
+            let unanswered = NetworkRequest(url: dead.url("/bytes/10"), timeLimits: TimeLimits(connect: 0.2))
+            try queue.add(unanswered)
+            await queue.run()
+            #expect(unanswered.transportErrorCode == .cannotConnectToHost)
+        }
+    #endif
+
+    @Test func aConnectLimitOfZeroOrLessIsInvalid() {
+        for seconds in [0, -1] as [TimeInterval] {
+            let request = NetworkRequest(
+                url: URL(string: "http://example.test/a")!, timeLimits: TimeLimits(connect: seconds))
+            guard case .invalidTimeLimits? = request.invalidReason else {
+                Issue.record("connect \(seconds) accepted")
+                continue
+            }
+        }
+    }
+}
