@@ -11,6 +11,8 @@ struct DemoOptions {
     var order = SchedulingOrder.fifo
     var accurateProgress = true
     var keepGoing = false
+    /// Judge servers down after failed connects (`--no-dead-hosts` turns it off).
+    var deadHosts = true
     var showHelp = false
     var transport = TransportChoice.automatic
     /// Retries after a failed attempt (so `retries + 1` attempts in all).
@@ -179,6 +181,10 @@ struct DemoOptions {
                             smaller files asks 4 HEADs per server and estimates the rest; a paced
                             server is decided by its first)
           --keep-going      do not cancel the other requests when one fails
+          --no-dead-hosts   never judge a server down: by default, after 3 connects or name lookups
+                            to one fail in a row with no answer between, its waiting requests fail at
+                            once ("host down", counted apart), as do those whose turn comes in the
+                            next 60 s; then one request probes it. The other servers go on
           --retries N       send a failed request again up to N times (default 2) when it timed out,
                             lost its connection or got 408, 429, 500, 502, 503 or 504
           --flaky           add a request that fails twice before it succeeds (offline set only)
@@ -403,6 +409,7 @@ struct DemoOptions {
             case "--lifo": options.order = .lifo
             case "--no-accurate": options.accurateProgress = false
             case "--keep-going": options.keepGoing = true
+            case "--no-dead-hosts": options.deadHosts = false
             case "--flaky": options.flaky = true
             case "--replace": options.replace = true
             case "--no-clobber": options.noClobber = true

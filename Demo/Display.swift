@@ -55,8 +55,8 @@ struct Display {
     /// Plain mode prints when each request starts and receives its head: a short batch, or `--verbose`.
     private let printsEveryEvent: Bool
     /// Failures the summary names: too slow (`--speed-limit`), past the deadline (`--max-time`), too large
-    /// (`--max-filesize`).
-    private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0)
+    /// (`--max-filesize`), and those of a server that was down (apart from HTTP failures).
+    private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0, hostDown: 0)
 
     /// `rows`: every request of a short batch with its label; nil for a list (live rows only).
     init(rows: [(NetworkRequest, String)]?, isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
@@ -108,6 +108,7 @@ struct Display {
             case .tooSlow: bounded.tooSlow += 1
             case .deadlineExceeded: bounded.pastDeadline += 1
             case .responseTooLarge: bounded.tooLarge += 1
+            case .hostDown: bounded.hostDown += 1
             default: break
             }
             let reason = error.localizedDescription
@@ -160,6 +161,7 @@ struct Display {
         let rate = elapsed > 0 ? Format.bytes(Int64(Double(progress.bytesReceived) / elapsed)) + "/s" : "?"
         let named = [
             (bounded.tooSlow, "too slow"), (bounded.pastDeadline, "past the deadline"), (bounded.tooLarge, "too large"),
+            (bounded.hostDown, "host down"),
         ].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
         print(
             "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed"

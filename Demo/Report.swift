@@ -76,7 +76,7 @@ final class Report: @unchecked Sendable {
     }
 
     /// A word for what went wrong, stable for scripts: `transport` (with its `URLError` code), `status`,
-    /// `content-type`, `preflight`, `invalid`, `too-large`, `too-slow`, `deadline`, `file`, `integrity`,
+    /// `content-type`, `preflight`, `invalid`, `too-large`, `too-slow`, `deadline`, `host-down`, `file`, `integrity`,
     /// `decoding`, `adapt`, `source` or `cancelled`.
     static func kind(of error: NetworkQueueError) -> String {
         switch error {
@@ -90,6 +90,7 @@ final class Report: @unchecked Sendable {
         case .responseTooLarge: "too-large"
         case .tooSlow: "too-slow"
         case .deadlineExceeded: "deadline"
+        case .hostDown: "host-down"
         case .fileError: "file"
         case .adaptationFailed: "adapt"
         case .integrityCheckFailed: "integrity"

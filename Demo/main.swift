@@ -259,6 +259,7 @@ queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 queue.maxConcurrentRequestsPerHost = options.perHost
 queue.maximumBytesPerSecond = options.limitRate
 queue.timeLimits = options.timeLimits
+if !options.deadHosts { queue.deadHosts = .off }
 queue.hostPacing = options.pacing
 // Set before the requests are added, so that the log begins with each one's `added`.
 if options.verbose {

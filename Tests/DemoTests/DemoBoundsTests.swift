@@ -110,8 +110,47 @@ import Testing
 }
 
 /// `--connect-timeout` (curl's): a host that never answers a connect fails its request at the limit, over libcurl,
-/// while the others finish.
+/// while the others finish; and a host that fails its connects in a row is down: its waiting requests end at once,
+/// counted apart (DESIGN semantics 24).
 @Suite(.testLane, .timeLimit(.minutes(5))) struct DemoConnectTimeoutTests {
+    @Test func aDeadHostCostsSecondsNotTheBatch() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let dead = try UnansweredListener()
+        let lines =
+            (1...200).map { dead.url("/d\($0).bin").absoluteString }
+            + (1...20).map { setup.server.url("/bytes/100?g=\($0)").absoluteString }
+        let list = setup.directory.appendingPathComponent("list.txt")
+        try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        let report = setup.directory.appendingPathComponent("report.jsonl")
+        let run = try await runDemo(
+            [
+                "--transport", "curl", "--connect-timeout", "0.5", "--input", list.path, "--output",
+                setup.output.path, "--report", report.path,
+            ], in: setup.directory)
+        #expect(run.status == 1, "\(run.output)")
+        // The first two failed connects are their requests' own (HEADs, not retried); the third makes the server
+        // down, and the 198 others end with it, most without a connect of their own.
+        #expect(run.output.contains("Summary: 20/220 succeeded, 200 failed (198 host down)"), "\(run.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path).count == 20)
+        let kinds = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").filter {
+            $0.contains("\"kind\":\"host-down\"")
+        }
+        #expect(kinds.count == 198)
+    }
+
+    @Test func noDeadHostsLetsEachRequestFailAlone() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let urls = (1...5).map { "http://127.0.0.1:1/\($0).bin" }
+        let run = try await runDemo(
+            ["--transport", "curl", "--retries", "0", "--keep-going", "--no-dead-hosts", "--no-accurate"] + urls,
+            in: setup.directory)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("Summary: 0/5 succeeded, 5 failed, "), "\(run.output)")
+        #expect(!run.output.contains("is down"), "\(run.output)")
+    }
+
     @Test func aHostThatNeverAnswersFailsAtTheConnectTimeout() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

@@ -173,6 +173,10 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
     var retries = false
     var sizeCap: Int64? = nil
     var timeLimits: TimeLimits? = nil
+    /// Where the request goes instead of the test's server (and the route's): a server that is down.
+    var base: URL? = nil
+    /// The queue's dead-server policy for this ending (nil: the default).
+    var deadHosts: DeadHosts? = nil
     let end: End
     /// How a body going to memory ends, when it ends otherwise than a file (nil: as ``end``).
     var memoryEnd: End? = nil
@@ -226,6 +230,11 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(
             name: "past deadline", path: { _ in "/bytes/\(size)?rate=100000" }, retries: true,
             timeLimits: TimeLimits(deadline: 0.5), end: .failed),
+        // Nobody listens on port 1: the connect is refused, and one refusal makes the server down (issue 64). A
+        // request with mirrors (here on the same server) tries them and fails as they do.
+        MatrixEnding(
+            name: "host down", path: { _ in "/bytes/\(size)" }, base: URL(string: "http://127.0.0.1:1/"),
+            deadHosts: DeadHosts(failuresInARow: 1), end: .failed),
     ]
 }
 
@@ -306,6 +315,8 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         _ feature: MatrixFeature, _ ending: MatrixEnding, _ transport: TransportKind, _ server: LoopbackServer,
         base: URL? = nil, makeTransport: (() throws -> any Transport)? = nil
     ) async throws {
+        let routedBase = base
+        let base = ending.base ?? base
         let cell = "\(feature.name) × \(ending.name) over \(base.map { "\($0)" } ?? "\(transport)")"
         let top = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: top) }
@@ -321,6 +332,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         queue.retryPolicy =
             ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never
         feature.configure(queue)
+        if let deadHosts = ending.deadHosts { queue.deadHosts = deadHosts }
         let delegate = MatrixDelegate(cancelsAtHead: ending.action == .cancelAtHead)
         queue.delegate = delegate
         let path = feature.path(ending, ending.path(key), transport)
@@ -407,6 +419,10 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         switch (ending.name, request.failure) {
         case ("too slow", .tooSlow?), ("past deadline", .deadlineExceeded?): break
         case ("too slow", _), ("past deadline", _):
+            Issue.record("\(cell): ended with \(String(describing: request.failure))")
+        // Straight to the server (a proxy answers for it), without mirrors to try: the server is down.
+        case ("host down", .hostDown(let host, 1)?): #expect(host == "http://127.0.0.1:1", "\(cell)")
+        case ("host down", _) where routedBase == nil && makeTransport == nil && fileOptions.mirrors.isEmpty:
             Issue.record("\(cell): ended with \(String(describing: request.failure))")
         default: break
         }

@@ -108,7 +108,8 @@ struct HostBook {
             let entry = entries[Int(host)]
             guard limit == 0 || entry.active < limit else { continue }
             let time = entry.notBefore
-            if time > now { earliest = min(earliest ?? time, time) }
+            // A hold without an end (a down server's probe runs) ends with an event, not a time.
+            if time > now, time.isFinite { earliest = min(earliest ?? time, time) }
         }
         return earliest
     }
@@ -202,6 +203,13 @@ struct HostBook {
         guard time > entries[host].heldUntil else { return false }
         entries[host].heldUntil = time
         return true
+    }
+
+    /// Holds the starts of `host` until `time` exactly (an earlier time ends a longer hold).
+    mutating func setHold(_ host: Int, until time: Double) {
+        grow(to: host)
+        isTimed = true
+        entries[host].heldUntil = time
     }
 
     /// Until when `host` is held (nil: not held at `now`).

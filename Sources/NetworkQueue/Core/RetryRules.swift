@@ -69,7 +69,7 @@ enum RetryRules {
             .tooSlow:
             true
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .invalidRequest,
-            .preflightFailed, .fileError, .deadlineExceeded,
+            .preflightFailed, .fileError, .deadlineExceeded, .hostDown,
             .decodingFailed, .integrityCheckFailed, .sourceFailed:
             false
         }
@@ -98,7 +98,7 @@ enum RetryRules {
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed, .unacceptableContentType,
             .preflightFailed,
             .invalidRequest, .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed,
-            .sourceFailed, .deadlineExceeded:
+            .sourceFailed, .deadlineExceeded, .hostDown:
             return .fail
         }
     }

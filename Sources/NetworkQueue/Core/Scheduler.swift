@@ -200,6 +200,10 @@ struct Scheduler {
     @discardableResult
     mutating func hold(host: Int, until time: Double) -> Bool { hosts.hold(host, until: time) }
 
+    /// Holds the starts of `host` until `time` exactly, ending or shortening a longer hold (a down server's probe
+    /// answered, or failed and starts a cool-down).
+    mutating func setHold(host: Int, until time: Double) { hosts.setHold(host, until: time) }
+
     /// The earliest time after `now` at which a job waiting only for its host's pacing or hold may start (nil:
     /// none waits so, or nothing could start anyway: suspended, or every slot taken).
     func nextTimedStart(now: Double) -> Double? {

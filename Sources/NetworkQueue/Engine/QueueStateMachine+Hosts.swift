@@ -14,7 +14,7 @@ extension QueueStateMachine {
     /// True when something needs the requests numbered by server.
     private var needsHostNumbers: Bool {
         scheduler.perHostLimit > 0 || hostPacing.isPaced || !pacingByServer.isEmpty || hasHeldHost
-            || samplesPreflights
+            || samplesPreflights || hasFailedConnect
     }
 
     /// True while HEADs are planned per server (accurate progress on, and a policy that samples).
@@ -86,8 +86,10 @@ extension QueueStateMachine {
     /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
     /// still runs (its number must keep its times).
     mutating func forgetHostsIfIdle(now: Double) {
-        guard !scheduler.hosts.hasTimesPast(now) else { return }
+        guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now) else { return }
         servers.removeAll()
+        hostHealth.removeAll()
+        hasFailedConnect = false
         scheduler.hosts.forgetTimes()
         preflights.forget()
         hasHeldHost = false
@@ -134,6 +136,85 @@ extension QueueStateMachine {
             return "\(server): HEADs stop (their sizes cost less to fetch than to ask); \(skipped.count) waiting "
                 + "requests go without one, their sizes estimated until their heads arrive"
         }
+    }
+
+    // MARK: Dead servers
+
+    /// The connect of the request in `slot` failed (its name did not resolve, or nobody answered in time): counted
+    /// against its server (``HostHealth``). Returns true when the request ended here because its server is down;
+    /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). When the server just went
+    /// down, or its probe failed, the server's waiting requests end too.
+    mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
+        if !hasFailedConnect {
+            hasFailedConnect = true
+            numberHostsIfNeeded()
+        }
+        guard let host = scheduler.host(of: slot) else { return false }
+        let request = table[slot].request
+        let verdict = hostHealth.connectFailed(host, slot: slot, policy: deadHosts, now: now)
+        let (failures, coolDownEnds): (Int, Double?)
+        switch verdict {
+        case .counted: return false
+        case .wentDown(let count, let until): (failures, coolDownEnds) = (count, until)
+        case .isDown(let count, let until): (failures, coolDownEnds) = (count, until)
+        }
+        let server = servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server"
+        let error = NetworkQueueError.hostDown(host: server, failures: failures)
+        if coolDownEnds != nil {
+            // A failed probe's hold (the others waited for its verdict) ends: they end now.
+            scheduler.setHold(host: host, until: -.infinity)
+            outbox.log(.warning, .hostDown, request, now: now) {
+                "\(server) is down (\(failures) connects failed in a row): its waiting requests end, and the first "
+                    + "after \(LogText.seconds(deadHosts.coolDown)) s probes it"
+            }
+        }
+        // A request with mirrors has other sources: its machine tries them (semantics 19).
+        let endsHere = request.fileOptions.mirrors.isEmpty
+        if endsHere { end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now) }
+        if coolDownEnds != nil {
+            let waiting = table.records.filter { slot, record in
+                scheduler.host(of: slot) == host && record.machine.phase.waitsForItsServer
+                    && record.request.fileOptions.mirrors.isEmpty
+            }
+            for (slot, record) in waiting.sorted(by: { $0.record.sequence < $1.record.sequence })
+            where table.record(at: slot) === record {
+                end(slot, .failure(error), now: now)
+            }
+        }
+        return endsHere
+    }
+
+    /// A response of the request in `slot` arrived: its server answers. A server that was down (or probed) is up
+    /// again, and its requests go on.
+    mutating func serverAnswered(_ slot: Int) {
+        guard let host = scheduler.host(of: slot), hostHealth.answered(host) else { return }
+        scheduler.setHold(host: host, until: -.infinity)
+    }
+
+    /// The request in `slot` was given a slot at `now`. When its server is down: during the cool-down it ends at
+    /// once (unless it has mirrors to try), and returns the error it ended with; after it, the request goes alone, as
+    /// the probe, the server's other requests held until its verdict.
+    mutating func startingOnItsServer(_ slot: Int, now: Double) -> NetworkQueueError? {
+        guard let host = scheduler.host(of: slot) else { return nil }
+        switch hostHealth.state(of: host) {
+        case .up, .probing: return nil
+        case .down(let until, let failures):
+            if now >= until {
+                _ = hostHealth.starting(host, slot: slot, now: now)
+                scheduler.setHold(host: host, until: .infinity)
+                return nil
+            }
+            guard table[slot].request.fileOptions.mirrors.isEmpty else { return nil }
+            let server = servers.key(of: host) ?? "the server"
+            return .hostDown(host: server, failures: failures)
+        }
+    }
+
+    /// The request in `slot` of `host` left its transfers without a verdict on its server: when it was the server's
+    /// probe, the next request to start probes it.
+    mutating func probeStopped(_ slot: Int, host: Int) {
+        guard hostHealth.probeStopped(host, slot: slot, now: -.infinity) else { return }
+        scheduler.setHold(host: host, until: -.infinity)
     }
 
     /// The queue's progress at `now`, with the requests that wait for a held server.

@@ -51,6 +51,11 @@ extension QueueStateMachine {
                 apply(job.id, now: now) { $0.attemptEnded(.invalidRequest(problem), of: record.request, &$1, now: now) }
                 continue
             }
+            if !hostHealth.isEmpty, let down = startingOnItsServer(job.id, now: now) {
+                scheduler.finish(job)
+                end(job.id, .failure(down), failsSiblings: true, now: now)
+                continue
+            }
             let hooks = adapter != nil || record.request.adapt != nil
             if job.lane == .preflight { countPreflight(job.id, started: true) }
             apply(job.id, now: now) { machine, shared in
@@ -67,6 +72,12 @@ extension QueueStateMachine {
     mutating func move(_ slot: Int, from phase: RequestState?, leaving: Bool = false, transferEnded: Bool = false) {
         let before = phase?.holdings ?? RequestState.Holdings()
         let after = leaving ? RequestState.Holdings() : table[slot].machine.phase.holdings
+        // A down server's probe that leaves its slot without a verdict hands the probing on.
+        if !hostHealth.isEmpty, leaving || (!after.mainLane && !after.preflightLane),
+            let host = scheduler.host(of: slot)
+        {
+            probeStopped(slot, host: host)
+        }
         if before.preflightLane != after.preflightLane {
             let job = Job(id: slot, lane: .preflight)
             let wasActive = scheduler.isActive(job)

@@ -43,6 +43,7 @@ extension QueueStateMachine {
         record.machine.touched(at: now)
         switch event {
         case .head(let head):
+            if !hostHealth.isEmpty { serverAnswered(slot) }
             guard !preflight else {
                 preflightHead(head, slot: slot, now: now)
                 break
@@ -204,6 +205,12 @@ extension QueueStateMachine {
 
     /// ``transferEnded(_:slot:token:now:)`` of a current transfer, the event not finished.
     private mutating func transferEndedApplied(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
+        // A failed connect counts against its server; one that finds the server down ends the request here.
+        if case .failed(let error) = outcome, deadHosts.isEnabled, DeadHostRules.isConnectFailure(error),
+            connectFailed(slot, now: now)
+        {
+            return
+        }
         let record = table[slot]
         let file = record.claim?.url
         let checksExistingFile = record.existingFile != nil

@@ -92,6 +92,12 @@ struct QueueStateMachine {
     var hostBackoff = HostBackoff()
     /// True once a server was held since the numbering started.
     var hasHeldHost = false
+    /// When a server is judged down (see ``NetworkQueue/deadHosts``).
+    var deadHosts = DeadHosts()
+    /// Each server's failed connects and whether it is down (see ``HostHealth``).
+    var hostHealth = HostHealth()
+    /// True once a connect failed since the numbering started: servers are numbered from then on.
+    var hasFailedConnect = false
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
     var actions = QueueActions()

@@ -45,6 +45,19 @@ extension NetworkQueue {
         set { locked.withLock { $0.machine.hostBackoff = newValue } }
     }
 
+    /// When a server is down (DESIGN semantics 24): after ``DeadHosts/failuresInARow`` failed connects or name lookups
+    /// in a row with no response between, its waiting requests end at once with
+    /// ``NetworkQueueError/hostDown(host:failures:)``, as do those whose turn comes during the ``DeadHosts/coolDown``;
+    /// the first after it probes the server alone; the other servers go on (see ``DeadHosts``). Default ``DeadHosts/init(isEnabled:failuresInARow:coolDown:)`` with its
+    /// defaults: on, 3 failures, 60 s. ``DeadHosts/off`` turns it off (each request fails, or is retried, alone). A
+    /// connect that nobody answers fails at ``TimeLimits/connect`` over ``CurlTransport``; over `URLSession` it ends at
+    /// the idle timeout as `.timedOut`, which is not counted (a timeout there cannot tell a silent server from an
+    /// unanswered connect).
+    public var deadHosts: DeadHosts {
+        get { locked.withLock { $0.machine.deadHosts } }
+        set { locked.withLock { $0.machine.deadHosts = newValue } }
+    }
+
     /// What ``add(_:)-(NetworkRequest)`` does with a request whose method, URL and destination match a request still in the
     /// queue (pending, running or waiting to retry); default ``DuplicatePolicy/allow``. Applies to requests
     /// added after it is set.
@@ -80,10 +93,11 @@ extension NetworkQueue {
         }
     }
 
-    /// How long a request may take and how slowly it may move, for requests without
-    /// ``NetworkRequest/timeLimits`` of their own (see ``TimeLimits``). Default ``TimeLimits/init(deadline:lowestSpeed:)``
-    /// with its defaults: a deadline of 7 days, no lowest speed. The deadline is read when a request's clock starts
-    /// (its first slot), the lowest speed at each check, so a change of it applies to running attempts from their
+    /// How long a request may take, how slowly it may move and how long it may wait for a connection, for requests
+    /// without ``NetworkRequest/timeLimits`` of their own (see ``TimeLimits``). Default
+    /// ``TimeLimits/init(deadline:lowestSpeed:connect:)`` with its defaults: a deadline of 7 days, no lowest speed, a
+    /// 20 s connect. The deadline is read when a request's clock starts (its first slot), the lowest speed at each
+    /// check and the connect limit at each attempt's start, so a change of it applies to running attempts from their
     /// next check. Out-of-range limits fail each request that uses them at its start
     /// (``NetworkQueueError/InvalidRequestReason/invalidTimeLimits(_:)``).
     public var timeLimits: TimeLimits {

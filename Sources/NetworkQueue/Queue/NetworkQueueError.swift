@@ -50,6 +50,10 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     /// start (paused time not counted). Final: never retried. What it ran is stopped; a file destination keeps
     /// nothing (its part is deleted).
     case deadlineExceeded(seconds: TimeInterval, url: URL?)
+    /// The request's server is down (see ``NetworkQueue/deadHosts``): `failures` connects or name lookups to it failed
+    /// in a row with no response between. `host` is the server as `scheme://host:port`. Final: never retried; the
+    /// server's other waiting requests end with it at once, while the other servers go on.
+    case hostDown(host: String, failures: Int)
     /// Writing the response body to its file failed.
     case fileError(path: String, reason: String)
     /// An `adapt` hook (the queue's ``NetworkQueue/adapter`` or the request's) threw; the attempt was never
@@ -143,7 +147,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         case .cancelled, .cancelledBecauseSiblingFailed, .cancelledBecauseSourceFailed: true
         case .transport, .unacceptableStatus, .unacceptableContentType, .preflightFailed, .invalidRequest,
             .responseTooLarge, .fileError, .adaptationFailed, .decodingFailed, .integrityCheckFailed, .sourceFailed,
-            .tooSlow, .deadlineExceeded:
+            .tooSlow, .deadlineExceeded, .hostDown:
             false
         }
     }
@@ -170,6 +174,8 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             "transfer from \(Redaction.describe(url)) too slow: \(rate) B/s, below \(limit)"
         case .deadlineExceeded(let seconds, let url):
             "no end for \(Redaction.describe(url)) within its deadline of \(LogText.seconds(seconds)) s"
+        case .hostDown(let host, let failures):
+            "\(Redaction.printable(host)) is down: \(failures) connects failed in a row with no answer"
         case .fileError(let path, let reason): "file error at \(path): \(reason)"
         case .adaptationFailed(let underlying):
             "adapting the request failed: \(Redaction.scrub(underlying.description))"

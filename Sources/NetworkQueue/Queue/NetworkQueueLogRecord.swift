@@ -85,6 +85,9 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// port) starts before the time given, which the message says with the header that asked (see
         /// ``NetworkQueue/hostBackoff``).
         case hostHeld
+        /// A server failed enough connects in a row to be down: its waiting requests end, and one probes it after the
+        /// cool-down (see ``NetworkQueue/deadHosts``).
+        case hostDown
     }
 
     /// How much this record matters.
