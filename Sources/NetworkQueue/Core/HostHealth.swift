@@ -6,8 +6,8 @@ import Foundation
 
 /// What the queue does about a server that stops answering connects (see ``NetworkQueue/deadHosts``): after
 /// ``failuresInARow`` failed connects or name lookups with no answer between, the server is down. Its waiting requests
-/// end at once with ``NetworkQueueError/hostDown(host:failures:)``, and so does each of its requests whose turn comes
-/// during the ``coolDown``. The first whose turn comes after it goes alone, as a probe, the server's others waiting for
+/// end with ``NetworkQueueError/hostDown(host:failures:)`` at their turn, taking no slot and sending nothing (a whole
+/// line of them at once), and so does each of its requests whose turn comes during the ``coolDown``. The first whose turn comes after it goes alone, as a probe, the server's others waiting for
 /// its verdict: an answer (any response) brings the server back, another failed connect ends the waiting ones again
 /// and starts a new cool-down. A request with mirrors is never ended so: its machine tries them. Other servers go on
 /// throughout.

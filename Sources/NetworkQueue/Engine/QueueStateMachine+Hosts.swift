@@ -142,8 +142,9 @@ extension QueueStateMachine {
 
     /// The connect of the request in `slot` failed (its name did not resolve, or nobody answered in time): counted
     /// against its server (``HostHealth``). Returns true when the request ended here because its server is down;
-    /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). When the server just went
-    /// down, or its probe failed, the server's waiting requests end too.
+    /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). The server's waiting
+    /// requests end at their turn (``startingOnItsServer(_:now:)``), each without a slot, so that a server going down
+    /// costs nothing per request in the table (a list of millions may hold thousands of dead servers).
     mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
         if !hasFailedConnect {
             hasFailedConnect = true
@@ -161,7 +162,7 @@ extension QueueStateMachine {
         let server = servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server"
         let error = NetworkQueueError.hostDown(host: server, failures: failures)
         if coolDownEnds != nil {
-            // A failed probe's hold (the others waited for its verdict) ends: they end now.
+            // A failed probe's hold (the others waited for its verdict) ends: they end at their turn, now.
             scheduler.setHold(host: host, until: -.infinity)
             outbox.log(.warning, .hostDown, request, now: now) {
                 "\(server) is down (\(failures) connects failed in a row): its waiting requests end, and the first "
@@ -171,16 +172,6 @@ extension QueueStateMachine {
         // A request with mirrors has other sources: its machine tries them (semantics 19).
         let endsHere = request.fileOptions.mirrors.isEmpty
         if endsHere { end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now) }
-        if coolDownEnds != nil {
-            let waiting = table.records.filter { slot, record in
-                scheduler.host(of: slot) == host && record.machine.phase.waitsForItsServer
-                    && record.request.fileOptions.mirrors.isEmpty
-            }
-            for (slot, record) in waiting.sorted(by: { $0.record.sequence < $1.record.sequence })
-            where table.record(at: slot) === record {
-                end(slot, .failure(error), now: now)
-            }
-        }
         return endsHere
     }
 

@@ -203,16 +203,6 @@ enum RequestState {
         }
     }
 
-    /// True while the request waits for a slot or a retry time, running nothing: a down server's such requests end
-    /// at once (see ``DeadHosts``).
-    var waitsForItsServer: Bool {
-        switch self {
-        case .pending, .awaitingPreflight, .awaitingMain, .waitingToRetry: true
-        case .preflighting, .adaptingPreflight, .adaptingMain, .running, .deciding, .committing, .following, .paused:
-            false
-        }
-    }
-
     /// The running attempt (nil in any other phase).
     var attempt: Attempt? {
         if case .running(let attempt) = self { return attempt }

@@ -46,8 +46,8 @@ extension NetworkQueue {
     }
 
     /// When a server is down (DESIGN semantics 24): after ``DeadHosts/failuresInARow`` failed connects or name lookups
-    /// in a row with no response between, its waiting requests end at once with
-    /// ``NetworkQueueError/hostDown(host:failures:)``, as do those whose turn comes during the ``DeadHosts/coolDown``;
+    /// in a row with no response between, its waiting requests end with ``NetworkQueueError/hostDown(host:failures:)``
+    /// at their turn, taking no slot and sending nothing, through the ``DeadHosts/coolDown``;
     /// the first after it probes the server alone; the other servers go on (see ``DeadHosts``). Default ``DeadHosts/init(isEnabled:failuresInARow:coolDown:)`` with its
     /// defaults: on, 3 failures, 60 s. ``DeadHosts/off`` turns it off (each request fails, or is retried, alone). A
     /// connect that nobody answers fails at ``TimeLimits/connect`` over ``CurlTransport``; over `URLSession` it ends at

@@ -52,7 +52,7 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
     case deadlineExceeded(seconds: TimeInterval, url: URL?)
     /// The request's server is down (see ``NetworkQueue/deadHosts``): `failures` connects or name lookups to it failed
     /// in a row with no response between. `host` is the server as `scheme://host:port`. Final: never retried; the
-    /// server's other waiting requests end with it at once, while the other servers go on.
+    /// server's other waiting requests end with it at their turn, taking no slot, while the other servers go on.
     case hostDown(host: String, failures: Int)
     /// Writing the response body to its file failed.
     case fileError(path: String, reason: String)
