@@ -181,8 +181,8 @@ struct DemoOptions {
                             smaller files asks 4 HEADs per server and estimates the rest; a paced
                             server is decided by its first)
           --keep-going      do not cancel the other requests when one fails
-          --no-dead-hosts   never judge a server down: by default, after 3 connects or name lookups
-                            to one fail in a row with no answer between, its waiting requests fail at
+          --no-dead-hosts   never judge a server down: by default, after 3 rounds of connects or name
+                            lookups to one fail with no answer between, its waiting requests fail at
                             once ("host down", counted apart), as do those whose turn comes in the
                             next 60 s; then one request probes it. The other servers go on
           --retries N       send a failed request again up to N times (default 2) when it timed out,

@@ -16,14 +16,14 @@ import Testing
 
     static let unanswered = TransferEvent.completed(URLError(.cannotConnectToHost))
 
-    /// Requests 1–5 to a.test and 6–7 to b.test, two slots, a failure failing no other, started: 1 and 2 run.
+    /// Requests 1–8 to a.test and 9–10 to b.test, two slots, a failure failing no other, started at 0: 1 and 2 run.
     static func twoServers(_ deadHosts: DeadHosts = DeadHosts()) -> Driver {
         var driver = Driver(limit: 2)
         driver.machine.cancelsAllOnFailure = false
         driver.machine.deadHosts = deadHosts
         driver.machine.outbox.isLogging = true
-        for tag in 1...5 { driver.add(tag, url: "http://a.test/\(tag)") }
-        for tag in 6...7 { driver.add(tag, url: "http://b.test/\(tag)") }
+        for tag in 1...8 { driver.add(tag, url: "http://a.test/\(tag)") }
+        for tag in 9...10 { driver.add(tag, url: "http://b.test/\(tag)") }
         driver.go()
         return driver
     }
@@ -37,129 +37,183 @@ import Testing
         }
     }
 
-    @Test func threeFailedConnectsInARowEndTheServersWaitingRequestsAndTheOthersGoOn() {
+    @Test func threeRoundsOfFailedConnectsEndTheServersRequestsAndTheOthersGoOn() {
         var driver = Self.twoServers()
         #expect(driver.transfers.map(\.tag) == [1, 2])
+        // 1 and 2 began together: their failures are one round, counted once. 3 and 4 take their slots at 1.
         driver.now = 1
         driver.send(Self.unanswered, to: 1)
         driver.send(Self.unanswered, to: 2)
-        #expect(Self.failures(&driver) == ["1 transport", "2 transport"])
         #expect(driver.transfers.map(\.tag) == [3, 4])
+        // The second round; 5 and 6 begin at 2.
         driver.now = 2
         driver.send(Self.unanswered, to: 3)
-        // The third in a row: 3 ends with its server, and so does 5, which waited; 4, connecting, goes on.
-        #expect(Self.failures(&driver) == ["3 down", "5 down"])
-        #expect(driver.transfers.map(\.tag) == [4, 6])
         driver.send(Self.unanswered, to: 4)
-        #expect(Self.failures(&driver) == ["4 down"])
-        #expect(driver.transfers.map(\.tag) == [6, 7])
-        for tag in [6, 7] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
+        #expect(Self.failures(&driver) == ["1 transport", "2 transport", "3 transport", "4 transport"])
+        #expect(driver.transfers.map(\.tag) == [5, 6])
+        // The third: the server is down. 5 ends with it, and 7 and 8 at their turn, sending nothing; 6, connecting,
+        // goes on, and ends with it when it fails too. b.test's requests take the slots.
+        driver.now = 3
+        driver.send(Self.unanswered, to: 5)
+        #expect(Self.failures(&driver) == ["5 down", "7 down", "8 down"])
+        #expect(driver.transfers.map(\.tag) == [6, 9])
+        driver.send(Self.unanswered, to: 6)
+        #expect(Self.failures(&driver) == ["6 down"])
+        for tag in [9, 10] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
         #expect(driver.machine.requestCount == 0)
     }
 
-    @Test func duringTheCoolDownItsRequestsEndAtTheirTurnAndAfterItOneProbesAlone() {
+    @Test func aBurstOfFailuresOfTransfersInFlightTogetherCountsOnce() {
+        var driver = Self.twoServers(DeadHosts(failuresInARow: 2))
+        driver.now = 1
+        // Both began at 0 and fail at once (a broken connection, a loaded server's moment): one failure.
+        driver.send(Self.unanswered, to: 1)
+        driver.send(Self.unanswered, to: 2)
+        #expect(Self.failures(&driver) == ["1 transport", "2 transport"])
+        // Their successors are answered: the count starts over.
+        HostBackoffMachineTests.succeed(3, from: "http://a.test", &driver)
+        HostBackoffMachineTests.succeed(4, from: "http://a.test", &driver)
+        #expect(driver.transfers.map(\.tag) == [5, 6])
+    }
+
+    /// Two rounds fail on a.test (down at 1 with failures in a row 2, its cool-down to 31): 1–8 end, b.test's two
+    /// finish.
+    static func downUntil31() -> Driver {
         var driver = Self.twoServers(DeadHosts(failuresInARow: 2, coolDown: 30))
         driver.now = 1
         driver.send(Self.unanswered, to: 1)
         driver.send(Self.unanswered, to: 2)
-        // 3 took 1's slot and is connecting when 2's failure makes the server down: it goes on, 4 and 5 end.
-        #expect(Self.failures(&driver) == ["1 transport", "2 down", "4 down", "5 down"])
         driver.send(Self.unanswered, to: 3)
-        #expect(Self.failures(&driver) == ["3 down"])
-        for tag in [6, 7] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
+        #expect(
+            Self.failures(&driver) == ["1 transport", "2 transport", "3 down", "5 down", "6 down", "7 down", "8 down"])
+        driver.send(Self.unanswered, to: 4)
+        for tag in [9, 10] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
+        #expect(Self.failures(&driver) == ["4 down"])
+        return driver
+    }
+
+    @Test func duringTheCoolDownItsRequestsEndAtTheirTurnAndAfterItOneProbesAlone() {
+        var driver = Self.downUntil31()
+        #expect(driver.machine.requestCount == 0)
         // A request whose turn comes during the cool-down (to 31) ends at once, sending nothing.
         driver.now = 20
-        driver.add(8, url: "http://a.test/8")
-        #expect(Self.failures(&driver) == ["8 down"])
+        driver.add(11, url: "http://a.test/11")
+        #expect(Self.failures(&driver) == ["11 down"])
         #expect(driver.transfers.isEmpty)
         // After it, the first goes alone, as the probe; the next waits for its verdict.
         driver.now = 31
-        driver.add(9, url: "http://a.test/9")
-        driver.add(10, url: "http://a.test/10")
-        #expect(driver.transfers.map(\.tag) == [9])
+        driver.add(12, url: "http://a.test/12")
+        driver.add(13, url: "http://a.test/13")
+        #expect(driver.transfers.map(\.tag) == [12])
         #expect(driver.machine.progress(at: driver.now).heldRequestCount == 1)
-        // It is answered: the server is back, and 10 goes.
-        HostBackoffMachineTests.succeed(9, from: "http://a.test", &driver)
-        #expect(driver.transfers.map(\.tag) == [10])
-        HostBackoffMachineTests.succeed(10, from: "http://a.test", &driver)
+        // It is answered: the server is back, and 13 goes.
+        HostBackoffMachineTests.succeed(12, from: "http://a.test", &driver)
+        #expect(driver.transfers.map(\.tag) == [13])
+        HostBackoffMachineTests.succeed(13, from: "http://a.test", &driver)
         #expect(Self.failures(&driver) == [])
         #expect(driver.machine.requestCount == 0)
     }
 
-    /// 1–3 fail to connect to a.test (down after two, 3 with it), b.test's two finish: a.test's cool-down runs to 31.
-    static func downUntil31() -> Driver {
-        var driver = Self.twoServers(DeadHosts(failuresInARow: 2, coolDown: 30))
-        driver.now = 1
-        for tag in 1...3 { driver.send(Self.unanswered, to: tag) }
-        for tag in [6, 7] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
-        _ = Self.failures(&driver)
+    /// ``downUntil31()``, then at 31 requests 11 and 12 to a.test: 11 probes alone.
+    static func probing() -> Driver {
+        var driver = Self.downUntil31()
+        driver.now = 31
+        driver.add(11, url: "http://a.test/11")
+        driver.add(12, url: "http://a.test/12")
         return driver
     }
 
     @Test func aFailedProbeEndsTheWaitingRequestsAgainAndStartsANewCoolDown() {
-        var driver = Self.downUntil31()
-        driver.now = 31
-        driver.add(8, url: "http://a.test/8")
-        driver.add(9, url: "http://a.test/9")
-        #expect(driver.transfers.map(\.tag) == [8])
+        var driver = Self.probing()
+        #expect(driver.transfers.map(\.tag) == [11])
         driver.now = 33
-        driver.send(Self.unanswered, to: 8)
-        #expect(Self.failures(&driver) == ["8 down", "9 down"])
+        driver.send(Self.unanswered, to: 11)
+        #expect(Self.failures(&driver) == ["11 down", "12 down"])
         // The next cool-down runs to 63.
         driver.now = 62
-        driver.add(10, url: "http://a.test/10")
-        #expect(Self.failures(&driver) == ["10 down"])
+        driver.add(13, url: "http://a.test/13")
+        #expect(Self.failures(&driver) == ["13 down"])
         driver.now = 63
-        driver.add(11, url: "http://a.test/11")
-        #expect(driver.transfers.map(\.tag) == [11])
+        driver.add(14, url: "http://a.test/14")
+        #expect(driver.transfers.map(\.tag) == [14])
     }
 
     @Test func aProbeThatStopsWithoutAVerdictHandsTheProbingOn() {
-        var driver = Self.downUntil31()
-        driver.now = 31
-        driver.add(8, url: "http://a.test/8")
-        driver.add(9, url: "http://a.test/9")
-        #expect(driver.transfers.map(\.tag) == [8])
-        // The probe is cancelled: 9 probes in its place.
+        var driver = Self.probing()
+        #expect(driver.transfers.map(\.tag) == [11])
+        // The probe is cancelled: 12 probes in its place.
         driver.now = 32
-        driver.cancel(8)
-        #expect(driver.transfers.map(\.tag) == [9])
+        driver.cancel(11)
+        #expect(driver.transfers.map(\.tag) == [12])
     }
 
     @Test func aRequestWithMirrorsIsNeverEndedByItsServersDeath() {
         var driver = Self.downUntil31()
         driver.now = 10
         let request = NetworkRequest(
-            url: URL(string: "http://a.test/8")!, destination: .file(URL(fileURLWithPath: "/tmp/nq-dead-8.bin")),
-            fileOptions: .init(mirrors: [URL(string: "http://b.test/m")!]), tag: 8)
+            url: URL(string: "http://a.test/11")!, destination: .file(URL(fileURLWithPath: "/tmp/nq-dead-11.bin")),
+            fileOptions: .init(mirrors: [URL(string: "http://b.test/m")!]), tag: 11)
         driver.add(request)
         // It starts (its machine goes to its sources), where one without mirrors would end.
-        #expect(driver.transfers.map(\.tag) == [8])
+        #expect(driver.transfers.map(\.tag) == [11])
         #expect(Self.failures(&driver) == [])
     }
 
     @Test func aResponseBetweenFailuresStartsTheCountOver() {
-        var driver = Self.twoServers()
+        var driver = Self.twoServers(DeadHosts(failuresInARow: 2))
         driver.now = 1
         driver.send(Self.unanswered, to: 1)
-        driver.send(Self.unanswered, to: 2)
         // 3 is answered (an error status is an answer, which fails it at its head): the count starts over.
         driver.send(HostBackoffMachineTests.head(500, from: "http://a.test"), to: 3)
+        driver.now = 2
+        driver.send(Self.unanswered, to: 2)
         driver.send(Self.unanswered, to: 4)
-        driver.send(Self.unanswered, to: 5)
         #expect(
             Self.failures(&driver) == [
-                "1 transport", "2 transport", "didFail 3 HTTP status 500 from http://a.test/x",
-                "4 transport", "5 transport",
+                "1 transport", "didFail 3 HTTP status 500 from http://a.test/x", "2 transport", "4 transport",
             ])
+        #expect(driver.transfers.map(\.tag) == [5, 6])
+    }
+
+    @Test func aBigBatchToADeadServerEndsAtItsTurnsWithoutAConnectEach() async {
+        var driver = Driver(limit: 8)
+        driver.machine.cancelsAllOnFailure = false
+        for tag in 1...TestEnvironment.bigBatch {
+            driver.add(tag, url: "http://a.test/\(tag)")
+            // A long synchronous loop would hold one of the cooperative pool's threads (see forEachSeed).
+            if tag % 4_096 == 0 { await Task.yield() }
+        }
+        driver.go()
+        #expect(driver.transfers.map(\.tag) == Array(1...8))
+        // Each second, every transfer then connecting fails: one round.
+        var connects = 0
+        while !driver.transfers.isEmpty {
+            driver.now += 1
+            for connecting in driver.transfers {
+                driver.send(Self.unanswered, to: connecting)
+                connects += 1
+            }
+        }
+        // Two rounds of eight failed on their own, their slots going to the next eight each time; in the third the
+        // server is down: those connecting end with it, and every waiting request at its turn, in the same start
+        // pass, sending nothing.
+        #expect(connects == 24)
+        let failures = Self.failures(&driver)
+        #expect(failures.prefix(16) == ArraySlice((1...16).map { "\($0) transport" }))
+        #expect(failures.count == TestEnvironment.bigBatch)
+        #expect(failures.dropFirst(16).allSatisfy { $0.hasSuffix(" down") })
+        #expect(driver.transfers.isEmpty)
+        #expect(driver.machine.requestCount == 0)
     }
 
     @Test func offJudgesNoServerDown() {
         var driver = Self.twoServers(.off)
-        driver.now = 1
-        for tag in 1...5 { driver.send(Self.unanswered, to: tag) }
-        #expect(Self.failures(&driver) == (1...5).map { "\($0) transport" })
-        #expect(driver.transfers.map(\.tag) == [6, 7])
+        for tag in 1...8 {
+            driver.now = Double(tag)
+            driver.send(Self.unanswered, to: tag)
+        }
+        #expect(Self.failures(&driver) == (1...8).map { "\($0) transport" })
+        #expect(driver.transfers.map(\.tag) == [9, 10])
     }
 
     @Test func thePolicysBoundsHold() {

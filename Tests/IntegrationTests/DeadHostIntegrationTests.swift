@@ -24,17 +24,18 @@ import Testing
         for request in dead + good { try queue.add(request) }
         await queue.run()
         #expect(good.allSatisfy { $0.state == .finished })
-        // The first two failures are the requests' own; the third makes the server down, and every other request to
-        // it ends with it, whether it waited or was connecting.
+        // The failures of three rounds of connects (each at most the four slots, counted once) are the requests' own;
+        // the third makes the server down, and every other request to it ends with it, whether it waited or was
+        // connecting: at most four rounds' worth of connects were sent.
         let own = dead.filter { $0.transportErrorCode == .cannotConnectToHost }
         let down = dead.filter {
             guard case .hostDown(let host, let failures)? = $0.failure else { return false }
             return host == "http://127.0.0.1:1" && failures >= 3
         }
-        #expect(own.count == 2, "\(dead.map { String(describing: $0.failure) })")
-        #expect(down.count == 18, "\(dead.map { String(describing: $0.failure) })")
-        // No more than the slots' worth of connects were tried: the waiting ones were never sent.
-        #expect(dead.filter { $0.attemptCount > 0 }.count <= 2 + 4)
+        let failures = dead.map { String(describing: $0.failure) }
+        #expect(own.count + down.count == 20, "\(failures)")
+        #expect(own.count >= 3 && own.count <= 12, "\(failures)")
+        #expect(dead.filter { $0.attemptCount > 0 }.count <= 16, "\(failures)")
     }
 
     @Test(arguments: TransportKind.allCases)

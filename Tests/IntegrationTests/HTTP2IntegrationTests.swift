@@ -74,10 +74,16 @@
                 let queue = try Self.queue(for: server, limit: 64)
                 queue.retryPolicy = RetryPolicy()
                 queue.cancelsAllOnFailure = false
+                // The first failures and retries, said by the log, for the message of a run that loses requests.
+                let firstProblems = Box<[String]>([])
+                queue.logHandler = { record in
+                    guard [.failed, .retryScheduled, .hostDown].contains(record.event) else { return }
+                    firstProblems.with { if $0.count < 12 { $0.append("\(record.event): \(record.message)") } }
+                }
                 // Compact requests, not held here: the batch's memory is the queue's.
                 for index in 0..<count { try queue.add(NetworkRequest(url: server.url("/small?i=\(index)"))) }
                 let progress = await queue.run()
-                #expect(progress.finishedRequestCount == count)
+                #expect(progress.finishedRequestCount == count, "\(firstProblems.current)")
                 #expect(progress.failedRequestCount == 0 && progress.cancelledRequestCount == 0)
                 #expect(progress.bytesReceived == Int64(count * size))
                 let served = server.served.filter { $0.status == 200 && $0.bytes == size }

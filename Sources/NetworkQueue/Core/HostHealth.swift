@@ -15,7 +15,10 @@ public struct DeadHosts: Sendable, Hashable {
     /// Whether servers are ever judged down. Default true.
     public var isEnabled: Bool
     /// The failed connects (or name lookups) in a row, with no response between, that make a server down; at
-    /// least 1. Default 3: one failure is a blip, and a retry policy's attempts alone would take minutes.
+    /// least 1. A failure counts only when its attempt began at or after the last counted one, so that transfers
+    /// that fail together (a broken connection, a loaded server's moment) count once: a server is down after this many
+    /// rounds of new attempts failed. Default 3: one failure is a blip, and a retry policy's attempts alone would take
+    /// minutes.
     public var failuresInARow: Int
     /// How long a down server stays down before the next of its requests probes it, in seconds; values that are not
     /// finite and non-negative mean 60. Default 60.
@@ -36,8 +39,8 @@ public struct DeadHosts: Sendable, Hashable {
 /// is down (until when), or probed (by which slot). Pure: time is a parameter.
 struct HostHealth {
     enum State: Equatable {
-        /// Answering, or not failed often enough yet.
-        case up(failures: Int)
+        /// Answering, or not failed often enough yet; `since`: when the last failure was counted.
+        case up(failures: Int, since: Double)
         /// Down: its requests end at their turn until the cool-down ends (`until`); the first after it probes.
         case down(until: Double, failures: Int)
         /// The request in `slot` probes it; the others wait for its verdict.
@@ -50,7 +53,7 @@ struct HostHealth {
     var isEmpty: Bool { states.isEmpty }
 
     /// The state of `host`.
-    func state(of host: Int) -> State { states[host] ?? .up(failures: 0) }
+    func state(of host: Int) -> State { states[host] ?? .up(failures: 0, since: -.infinity) }
 
     /// What a failed connect means.
     enum Failure: Equatable {
@@ -64,13 +67,17 @@ struct HostHealth {
         case isDown(failures: Int, until: Double?)
     }
 
-    /// A connect of `host`'s request in `slot` failed at `now`.
-    mutating func connectFailed(_ host: Int, slot: Int, policy: DeadHosts, now: Double) -> Failure {
+    /// A connect of `host`'s request in `slot`, begun at `startedAt`, failed at `now`. While the server is up, a
+    /// failure counts only when its attempt began at or after the last counted one: the transfers in flight when a
+    /// connection breaks (a burst of one cause: a GOAWAY, a loaded server's moment) count once, and a server is down
+    /// only after `failuresInARow` rounds of new attempts failed.
+    mutating func connectFailed(_ host: Int, slot: Int, startedAt: Double, policy: DeadHosts, now: Double) -> Failure {
         switch state(of: host) {
-        case .up(let failures):
+        case .up(let failures, let since):
+            guard startedAt >= since else { return .counted }
             let count = failures + 1
             guard count >= policy.failuresInARow else {
-                states[host] = .up(failures: count)
+                states[host] = .up(failures: count, since: now)
                 return .counted
             }
             states[host] = .down(until: now + policy.coolDown, failures: count)

@@ -151,8 +151,17 @@ extension QueueStateMachine {
             numberHostsIfNeeded()
         }
         guard let host = scheduler.host(of: slot) else { return false }
-        let request = table[slot].request
-        let verdict = hostHealth.connectFailed(host, slot: slot, policy: deadHosts, now: now)
+        let record = table[slot]
+        let request = record.request
+        let startedAt: Double
+        switch record.machine.phase {
+        case .running(let attempt): startedAt = attempt.startedAt
+        case .preflighting(let preflight): startedAt = preflight.startedAt
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .committing, .following, .paused:
+            return false
+        }
+        let verdict = hostHealth.connectFailed(host, slot: slot, startedAt: startedAt, policy: deadHosts, now: now)
         let (failures, coolDownEnds): (Int, Double?)
         switch verdict {
         case .counted: return false

@@ -92,7 +92,8 @@ struct RequestMachine {
         lastActivity = now
         switch phase {
         case .awaitingPreflight where preflight, .adaptingPreflight where preflight:
-            let started = RequestState.Preflight(token: nextToken, cell: TransferCell.makeCell(), sent: sent)
+            let started = RequestState.Preflight(
+                token: nextToken, cell: TransferCell.makeCell(), sent: sent, startedAt: now)
             phase = .preflighting(started)
             return .startPreflight(started)
         case .pending where !preflight, .awaitingMain where !preflight, .adaptingMain where !preflight,
@@ -227,7 +228,7 @@ struct RequestMachine {
         lastActivity = now
         let next = RequestState.Preflight(
             token: shared.nextToken, cell: TransferCell.makeCell(), location: preflight.location + 1,
-            sent: preflight.sent)
+            sent: preflight.sent, startedAt: now)
         phase = .preflighting(next)
         return .startPreflight(next)
     }

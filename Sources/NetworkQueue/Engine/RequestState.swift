@@ -72,12 +72,16 @@ enum RequestState {
         var unchangedHead: ResponseHead?
         /// Set when the HEAD's length is over the request's size limit: the request fails with it, sending no GET.
         var tooLarge: NetworkQueueError?
+        /// When the HEAD started (queue clock): a failed connect counts against its server only when it started after
+        /// the server's last counted failure (see ``HostHealth``).
+        let startedAt: Double
 
-        init(token: UInt64, cell: TransferCell, location: Int = 0, sent: OutgoingRequest) {
+        init(token: UInt64, cell: TransferCell, location: Int = 0, sent: OutgoingRequest, startedAt: Double) {
             self.token = token
             self.cell = cell
             self.location = location
             self.sent = sent
+            self.startedAt = startedAt
         }
     }
 
