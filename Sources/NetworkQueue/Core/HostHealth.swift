@@ -48,6 +48,9 @@ struct HostHealth {
     }
 
     private var states: [Int: State] = [:]
+    /// The key (`scheme://host:port`) of each server that went down, said by the error its requests end with: kept
+    /// here, so that each of them costs no search of the servers' numbers.
+    private var keys: [Int: String] = [:]
 
     /// True when no server ever failed a connect: nothing is looked up.
     var isEmpty: Bool { states.isEmpty }
@@ -67,11 +70,17 @@ struct HostHealth {
         case isDown(failures: Int, until: Double?)
     }
 
-    /// A connect of `host`'s request in `slot`, begun at `startedAt`, failed at `now`. While the server is up, a
+    /// The key of `host` as given when it went down (see ``connectFailed(_:key:slot:startedAt:policy:now:)``).
+    func key(of host: Int) -> String? { keys[host] }
+
+    /// A connect of `host`'s request in `slot`, begun at `startedAt`, failed at `now`; `key` names the server (read only
+    /// when it goes down). While the server is up, a
     /// failure counts only when its attempt began at or after the last counted one: the transfers in flight when a
     /// connection breaks (a burst of one cause: a GOAWAY, a loaded server's moment) count once, and a server is down
     /// only after `failuresInARow` rounds of new attempts failed.
-    mutating func connectFailed(_ host: Int, slot: Int, startedAt: Double, policy: DeadHosts, now: Double) -> Failure {
+    mutating func connectFailed(
+        _ host: Int, key: @autoclosure () -> String, slot: Int, startedAt: Double, policy: DeadHosts, now: Double
+    ) -> Failure {
         switch state(of: host) {
         case .up(let failures, let since):
             guard startedAt >= since else { return .counted }
@@ -81,6 +90,7 @@ struct HostHealth {
                 return .counted
             }
             states[host] = .down(until: now + policy.coolDown, failures: count)
+            if keys[host] == nil { keys[host] = key() }
             return .wentDown(failures: count, until: now + policy.coolDown)
         case .down(let until, let failures):
             states[host] = .down(until: until, failures: failures + 1)
@@ -113,9 +123,9 @@ struct HostHealth {
 
     /// The probe in `slot` of `host` stopped without a verdict (cancelled, paused, ended otherwise): the server is down
     /// with its cool-down over, and the next request to start probes it. Returns true when `slot` was its probe.
-    mutating func probeStopped(_ host: Int, slot: Int, now: Double) -> Bool {
+    mutating func probeStopped(_ host: Int, slot: Int) -> Bool {
         guard case .probing(let probe, let failures) = state(of: host), probe == slot else { return false }
-        states[host] = .down(until: now, failures: failures)
+        states[host] = .down(until: -.infinity, failures: failures)
         return true
     }
 
@@ -137,7 +147,10 @@ struct HostHealth {
     }
 
     /// Forgets every server (the host numbers start over).
-    mutating func removeAll() { states.removeAll() }
+    mutating func removeAll() {
+        states.removeAll()
+        keys.removeAll()
+    }
 }
 
 /// Which failures are a server's connect failing: its name did not resolve, or nobody answered the connect in time.

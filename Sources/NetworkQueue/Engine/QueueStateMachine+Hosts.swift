@@ -161,14 +161,16 @@ extension QueueStateMachine {
             .waitingToRetry, .committing, .following, .paused:
             return false
         }
-        let verdict = hostHealth.connectFailed(host, slot: slot, startedAt: startedAt, policy: deadHosts, now: now)
+        let verdict = hostHealth.connectFailed(
+            host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server", slot: slot,
+            startedAt: startedAt, policy: deadHosts, now: now)
         let (failures, coolDownEnds): (Int, Double?)
         switch verdict {
         case .counted: return false
         case .wentDown(let count, let until): (failures, coolDownEnds) = (count, until)
         case .isDown(let count, let until): (failures, coolDownEnds) = (count, until)
         }
-        let server = servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server"
+        let server = hostHealth.key(of: host) ?? "the server"
         let error = NetworkQueueError.hostDown(host: server, failures: failures)
         if coolDownEnds != nil {
             // A failed probe's hold (the others waited for its verdict) ends: they end at their turn, now.
@@ -195,25 +197,21 @@ extension QueueStateMachine {
     /// once (unless it has mirrors to try), and returns the error it ended with; after it, the request goes alone, as
     /// the probe, the server's other requests held until its verdict.
     mutating func startingOnItsServer(_ slot: Int, now: Double) -> NetworkQueueError? {
-        guard let host = scheduler.host(of: slot) else { return nil }
-        switch hostHealth.state(of: host) {
-        case .up, .probing: return nil
-        case .down(let until, let failures):
-            if now >= until {
-                _ = hostHealth.starting(host, slot: slot, now: now)
-                scheduler.setHold(host: host, until: .infinity)
-                return nil
-            }
-            guard table[slot].request.fileOptions.mirrors.isEmpty else { return nil }
-            let server = servers.key(of: host) ?? "the server"
-            return .hostDown(host: server, failures: failures)
+        guard let host = scheduler.host(of: slot), case .down(_, let failures) = hostHealth.state(of: host) else {
+            return nil
         }
+        if hostHealth.starting(host, slot: slot, now: now) {
+            scheduler.setHold(host: host, until: .infinity)
+            return nil
+        }
+        guard table[slot].request.fileOptions.mirrors.isEmpty else { return nil }
+        return .hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures)
     }
 
     /// The request in `slot` of `host` left its transfers without a verdict on its server: when it was the server's
     /// probe, the next request to start probes it.
     mutating func probeStopped(_ slot: Int, host: Int) {
-        guard hostHealth.probeStopped(host, slot: slot, now: -.infinity) else { return }
+        guard hostHealth.probeStopped(host, slot: slot) else { return }
         scheduler.setHold(host: host, until: -.infinity)
     }
 
