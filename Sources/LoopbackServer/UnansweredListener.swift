@@ -61,3 +61,47 @@ public final class UnansweredListener: @unchecked Sendable {
         Socket.close(listener)
     }
 }
+
+/// A loopback port that refuses every connect, as a server's that stopped: a socket bound to it that does not listen,
+/// so that no other server of the process takes the port meanwhile. ``release()`` frees it for a server to come back
+/// on (``LoopbackServer/init(preferredPort:)``).
+public final class RefusingPort: @unchecked Sendable {
+    /// The port that refuses.
+    public let port: UInt16
+    private var fd: Int32
+
+    /// Binds a free port of 127.0.0.1, without listening.
+    public init() throws {
+        let socketFD = socket(AF_INET, streamType, 0)
+        guard socketFD >= 0 else { throw Socket.Failure(call: "socket", code: errno) }
+        var address = Socket.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            Socket.close(socketFD)
+            throw Socket.Failure(call: "bind", code: code)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        fd = socketFD
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    /// A URL on the refusing port.
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    /// Frees the port (once).
+    public func release() {
+        guard fd >= 0 else { return }
+        Socket.close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}

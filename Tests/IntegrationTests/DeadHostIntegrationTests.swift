@@ -40,10 +40,9 @@ import Testing
 
     @Test(arguments: TransportKind.allCases)
     func aServerBackAfterItsCoolDownIsUsedAgain(_ transport: TransportKind) async throws {
-        // A port nobody listens on once its server stopped.
-        let gone = try LoopbackServer()
+        // A port that refuses every connect, held so that no other test's server takes it.
+        let gone = try RefusingPort()
         let port = gone.port
-        gone.stop()
         // The queue's clock is driven by hand: the cool-down passes without a wait.
         let clock = ManualClock()
         let queue = NetworkQueue.oneAttempt(transport: transport.make(), clock: clock)
@@ -65,6 +64,7 @@ import Testing
         }
         #expect(host == "http://127.0.0.1:\(port)")
         // The server comes back on its port and the cool-down passes: the next request probes it, and is answered.
+        gone.release()
         let back = try LoopbackServer(preferredPort: port)
         try #require(back.port == port, "the port was taken meanwhile")
         clock.advance(by: 31)
