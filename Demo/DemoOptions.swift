@@ -190,9 +190,12 @@ struct DemoOptions {
           --flaky           add a request that fails twice before it succeeds (offline set only)
           --output DIR      save each URL to DIR under its last path component (made safe; names that
                             collide get -2, -3...); a .part left by an interrupted run is continued, and
-                            a file already there is kept when a HEAD finds the same size and a
-                            Last-Modified no newer than the file's (saved files take their
-                            Last-Modified), so running the same command again fetches only what is missing.
+                            a file already there is asked for only if it changed, in one request and no
+                            HEAD: If-None-Match with the ETag it was saved under (kept with it, the
+                            user.networkqueue.etag attribute), else If-Modified-Since with its time
+                            (saved files take their Last-Modified). 304 keeps it ("unchanged"), 200
+                            replaces it through its .part; a file changed on disk since it was saved is
+                            fetched whole. Running the same command again fetches only what changed.
                             Two runs on one folder at once: a file the other run moved into place first is
                             kept, not failed (--shard splits a list between runs without overlap).
                             The folder is guarded: every name (a URL's, out=, a response's) follows one
@@ -213,13 +216,14 @@ struct DemoOptions {
                             leading dots, at most 200 bytes); a name never replaces a file: one taken
                             gets -2, -3..., unless the file there records this URL (an earlier run's),
                             which it replaces. The report, --progress-json and --verbose say where each
-                            went. --no-clobber looks at the name from the URL
+                            went. A rerun finds each file by the URL it records and asks for it only if
+                            it changed (no second copy). --no-clobber looks at the name from the URL
           --tree            with --output: keep each URL's folders under the output folder, host first
                             (out/example.com/pub/file.iso; a port given in the URL joins the host as
                             host:port), as wget's -x (-x is --proxy here, as in curl); folders are
                             made as needed
           --cut-dirs N      with --tree: drop the first N folders of each URL's path (wget's)
-          --replace         with --output: download files that exist already again
+          --replace         with --output: download files that exist already again, unconditionally
           --no-clobber      with --output: keep every file that exists already and send no request for
                             it (files only appear complete, renamed into place, so one that exists is
                             whole); the summary counts them. Fetches only what is missing

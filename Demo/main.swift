@@ -270,7 +270,7 @@ if options.verbose {
     }
 }
 
-let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .skipIfUnchanged
+let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .revalidate
 let validation = NetworkRequest.Validation(maximumResponseSize: options.maxFileSize.map { .bytes($0) } ?? .automatic)
 // A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams. The program's
 // own files that lie in the output folder (the list, say) are names no line's file takes.

@@ -146,6 +146,33 @@ extension LoopbackServer {
         return bytes
     }
 
+    /// True when `request` is conditional and the resource it names is the one the client has (RFC 9110 §13.2.2):
+    /// `If-None-Match` lists `etag` (weak comparison) or is `*`; without it, `If-Modified-Since` is no earlier than
+    /// `lastModified`.
+    static func isNotModified(_ request: HTTPRequest, etag: String?, lastModified: String?) -> Bool {
+        if let list = request.headers["if-none-match"] {
+            guard let etag else { return false }
+            func opaque(_ tag: Substring) -> Substring {
+                let trimmed = tag.drop(while: { $0 == " " })
+                return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+            }
+            return list.split(separator: ",").contains { opaque($0) == "*" || opaque($0) == opaque(Substring(etag)) }
+        }
+        guard let since = request.headers["if-modified-since"].flatMap(httpDate),
+            let modified = lastModified.flatMap(httpDate)
+        else { return false }
+        return modified <= since
+    }
+
+    /// The date of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), or nil.
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
+    }
+
     /// `/bytes/N`: a body with Content-Length, an ETag, and single-range support; `rate=` paces each connection,
     /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body, `ignoreIfRange=1` answers it
     /// whatever its `If-Range`, `rangeFault=` answers every
@@ -166,6 +193,16 @@ extension LoopbackServer {
         if let extra = request.query["header"], let colon = extra.firstIndex(of: ":") {
             // header=Name:Value adds one field (a digest the test computed, say).
             headers[String(extra[..<colon])] = String(extra[extra.index(after: colon)...])
+        }
+        if request.method == "GET" || request.method == "HEAD", request.query["ignoreConditional"] != "1",
+            Self.isNotModified(request, etag: headers["ETag"], lastModified: headers["Last-Modified"])
+        {
+            // A conditional GET of what the client has: 304 with the validators, no body (RFC 9110 §15.4.5).
+            var fields = ["ETag": headers["ETag"], "Last-Modified": headers["Last-Modified"]].compactMapValues { $0 }
+            // lie304=N: a Content-Length that claims the whole body (a server that sends one is allowed to only if
+            // it is the 200's; the body is never there).
+            if let claimed = request.query["lie304"] { fields["Content-Length"] = claimed }
+            return response.head(304, fields, isLast: true)
         }
         var status = 200
         var range = 0..<size

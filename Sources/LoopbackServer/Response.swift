@@ -92,6 +92,7 @@ final class Response {
         case 302: "Found"
         case 303: "See Other"
         case 307: "Temporary Redirect"
+        case 304: "Not Modified"
         case 308: "Permanent Redirect"
         case 400: "Bad Request"
         case 404: "Not Found"

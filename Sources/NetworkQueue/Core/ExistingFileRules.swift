@@ -4,8 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// When a file destination that exists already may be kept instead of downloaded again
-/// (``NetworkRequest/ExistingFile/skipIfUnchanged``): the decision on a HEAD's response, pure.
+/// When a file destination that exists already may be kept instead of downloaded again: the decision on a HEAD's
+/// response (``NetworkRequest/ExistingFile/skipIfUnchanged``), and the conditional GET that asks for the file only
+/// if it changed (``NetworkRequest/ExistingFile/revalidate``, DESIGN semantics 23). Pure.
 enum ExistingFileRules {
     /// What the queue knows of a file on disk.
     struct FileState: Equatable, Sendable {
@@ -13,7 +14,101 @@ enum ExistingFileRules {
         var size: Int64
         /// Its modification time.
         var modified: Date
+        /// The validator a conditional GET sends for it (``NetworkRequest/ExistingFile/revalidate``); nil: the file is
+        /// judged by a HEAD (``NetworkRequest/ExistingFile/skipIfUnchanged``).
+        var conditional: Conditional?
+        /// Where it is, when that is not the request's destination (an earlier run's file, named by its response and
+        /// found by its origin); nil: at the destination.
+        var path: String?
+
+        /// A file of `size` bytes modified at `modified`, judged by a HEAD.
+        init(size: Int64, modified: Date, conditional: Conditional? = nil, path: String? = nil) {
+            self.size = size
+            self.modified = modified
+            self.conditional = conditional
+            self.path = path
+        }
     }
+
+    /// What a conditional GET asks: the file's entity tag (`If-None-Match`), else its date (`If-Modified-Since`).
+    enum Conditional: Equatable, Sendable {
+        /// The entity tag of the response the file was saved from, as the server sent it (a weak one too: the
+        /// comparison of `If-None-Match` is weak, RFC 9110 §13.1.2).
+        case entityTag(String)
+        /// The file's modification time: the response's `Last-Modified`, which the queue gives every file it saves,
+        /// or the time a file of another program was written (as `curl -z` and `wget -N` use it).
+        case modifiedSince(Date)
+
+        /// The request's field: its name and value.
+        var field: (name: String, value: String) {
+            switch self {
+            case .entityTag(let tag): ("If-None-Match", tag)
+            case .modifiedSince(let date): ("If-Modified-Since", HTTPDate.format(date))
+            }
+        }
+    }
+
+    /// What the queue recorded with a file it saved from a response with an entity tag (``SavedEntityTag``): the tag,
+    /// and the file's size and modification time (whole seconds) as it was saved.
+    struct SavedTag: Equatable, Sendable {
+        var entityTag: String
+        var size: Int64
+        var modifiedSeconds: Int64
+
+        /// The attribute's text: `size seconds tag`.
+        var text: String { "\(size) \(modifiedSeconds) \(entityTag)" }
+
+        init(entityTag: String, size: Int64, modifiedSeconds: Int64) {
+            self.entityTag = entityTag
+            self.size = size
+            self.modifiedSeconds = modifiedSeconds
+        }
+
+        /// Reads what ``text`` wrote; nil for anything else (a record we did not write is never trusted).
+        init?(text: String) {
+            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, let size = Int64(parts[0]), size >= 0, let seconds = Int64(parts[1]),
+                ExistingFileRules.isEntityTag(parts[2])
+            else { return nil }
+            self.init(entityTag: String(parts[2]), size: size, modifiedSeconds: seconds)
+        }
+    }
+
+    /// True for an entity tag as RFC 9110 §8.8.3 writes it: `"…"` or `W/"…"`, its characters visible ASCII other than
+    /// the quote. Only such a tag is recorded or sent: nothing else ever reaches a request's fields.
+    static func isEntityTag<S: StringProtocol>(_ text: S) -> Bool {
+        var bytes = Substring(text).utf8[...]
+        if bytes.starts(with: "W/".utf8) { bytes = bytes.dropFirst(2) }
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else {
+            return false
+        }
+        return bytes.dropFirst().dropLast().allSatisfy { $0 == 0x21 || (0x23...0x7E).contains($0) }
+    }
+
+    /// The entity tag of `head` worth recording with its file, trimmed; nil when it has none or a malformed one.
+    static func entityTag(of head: ResponseHead) -> String? {
+        guard let tag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+            isEntityTag(tag)
+        else { return nil }
+        return tag
+    }
+
+    /// What a rerun asks the server about a file of `size` bytes modified at `modified`, with `saved` recorded with it
+    /// (nil: no record, or a file system that keeps none):
+    /// - its entity tag, when the record still describes the file (same size and modification second);
+    /// - nil when the record describes another file: the file was changed since it was saved, and is fetched whole
+    ///   (a conditional request would keep the changed file);
+    /// - its modification time, when there is no record.
+    static func conditional(size: Int64, modified: Date, saved: SavedTag?) -> Conditional? {
+        guard let saved else { return .modifiedSince(modified) }
+        guard saved.size == size, saved.modifiedSeconds == Int64(modified.timeIntervalSince1970.rounded(.down)) else {
+            return nil
+        }
+        return .entityTag(saved.entityTag)
+    }
+
+    /// True when `head` answers a conditional GET with 304 Not Modified: the file on disk is the resource.
+    static func isNotModified(_ head: ResponseHead) -> Bool { head.statusCode == 304 }
 
     /// True when `head` describes the same file: a 2xx response that announces exactly the file's size
     /// (an unencoded length: an encoded one counts other bytes) and a `Last-Modified` no newer than the
@@ -27,9 +122,10 @@ enum ExistingFileRules {
     }
 
     /// Whether a request is checked against its existing file: a GET (without a `Range` of its own) to a
-    /// file destination that asks for it.
+    /// file destination that asks for it (``NetworkRequest/ExistingFile/skipIfUnchanged`` or
+    /// ``NetworkRequest/ExistingFile/revalidate``).
     static func checksExistingFile(_ request: NetworkRequest) -> Bool {
-        guard request.existingFile == .skipIfUnchanged, case .file = request.destination, request.invalidReason == nil
+        guard request.existingFile != .replace, case .file = request.destination, request.invalidReason == nil
         else { return false }
         return RangeRules.mayContinue(request)
     }

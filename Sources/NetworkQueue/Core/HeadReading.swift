@@ -10,16 +10,21 @@ struct HeadReading: Sendable {
     /// True when the body is the resource's: an acceptable status (``NetworkRequest/Validation-swift.struct/acceptableStatusCodes``;
     /// any status when that is nil), or a 206 that continues the part (standing for the whole resource's 200).
     let isAcceptable: Bool
+    /// True when the transfer asked for its existing file only if it changed (``NetworkRequest/ExistingFile/revalidate``)
+    /// and the answer is 304 Not Modified: the file there is kept, and the response has no body for the file.
+    let isNotModified: Bool
 
     /// Reads `head` for a transfer continuing a part of `continuedFrom` bytes (0: none) of a request that
-    /// accepts `acceptableStatusCodes`.
-    init(_ head: ResponseHead, continuedFrom: Int64, acceptableStatusCodes: Range<Int>?) {
+    /// accepts `acceptableStatusCodes`; `revalidates`: the transfer sent its file's validator.
+    init(_ head: ResponseHead, continuedFrom: Int64, acceptableStatusCodes: Range<Int>?, revalidates: Bool = false) {
         self.head = head
         continuation = continuedFrom > 0 ? RangeRules.outcome(of: head, offset: continuedFrom) : nil
+        isNotModified = revalidates && continuedFrom == 0 && ExistingFileRules.isNotModified(head)
         switch continuation {
         case .append?: isAcceptable = true
         case .restartWithoutRange?: isAcceptable = false
-        case .startOver?, .unrelated?, nil: isAcceptable = acceptableStatusCodes?.contains(head.statusCode) ?? true
+        case .startOver?, .unrelated?, nil:
+            isAcceptable = !isNotModified && (acceptableStatusCodes?.contains(head.statusCode) ?? true)
         }
     }
 }

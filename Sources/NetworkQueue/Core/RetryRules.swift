@@ -226,6 +226,35 @@ enum HTTPDate {
         return nil
     }
 
+    /// `date` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form a sender must use; fractions of a second
+    /// are dropped, and a date before 1970 or after 9999 is clamped to the nearest one written.
+    static func format(_ date: Date) -> String {
+        let limit = Double(daysFromCivil(year: 9999, month: 12, day: 31)) * 86_400 + 86_399
+        let seconds = Int(min(max(0, date.timeIntervalSince1970.rounded(.down)), limit))
+        let (days, second) = (seconds / 86_400, seconds % 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        // 1970-01-01 was a Thursday.
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days % 7]
+        let monthName = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][month - 1]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(weekday), \(two(day)) \(monthName) \(yearText) \(two(second / 3_600)):\(two(second / 60 % 60)):"
+            + "\(two(second % 60)) GMT"
+    }
+
+    /// The proleptic Gregorian date `days` after 1970-01-01 (the inverse of ``daysFromCivil(year:month:day:)``).
+    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
     private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year

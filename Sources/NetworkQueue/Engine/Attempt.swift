@@ -33,6 +33,9 @@ final class Attempt {
     var headAt: Double?
     /// The body size the final head announces in decoded bytes, when it announces one.
     var announcedLength: Int64?
+    /// The existing file a 304 kept (``NetworkRequest/ExistingFile/revalidate``): the attempt ends with it, its part
+    /// discarded.
+    var keptFile: URL?
     /// The body, for the memory destination.
     var body = Data()
     /// The delay the response asked for (`Retry-After`), in seconds, read only for a failing status.

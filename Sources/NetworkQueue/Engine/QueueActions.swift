@@ -87,8 +87,11 @@ enum QueueAction {
         /// A HEAD preflight: no body, nothing checked, uncapped.
         case preflight
         /// A main transfer of `request`: its statuses, checksum and digests are checked; with a `file` claim
-        /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow.
-        case checked(NetworkRequest, file: DestinationClaim?, continuesPart: Bool)
+        /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow. `revalidation`:
+        /// the existing file's validator, sent when no part is continued (``NetworkRequest/ExistingFile/revalidate``).
+        case checked(
+            NetworkRequest, file: DestinationClaim?, continuesPart: Bool,
+            revalidation: ExistingFileRules.Conditional?)
     }
 }
 

@@ -35,9 +35,9 @@ extension QueueStateMachine {
             if let key = record.duplicateKey, rejection == nil { leaders[key] = slot }
             scheduler.setHost(slot, hostNumber(of: request.url))
             if let existingFile {
-                // A HEAD first: the file may be kept as it is.
                 record.existingFile = existingFile
-                planPreflight(record)
+                // A HEAD first, the file may be kept as it is; a revalidated one asks in its GET, with no HEAD.
+                if existingFile.conditional == nil { planPreflight(record) }
             } else if source != nil, showsAccurateProgress, !scheduler.isSuspended,
                 RequestRules.wantsPreflight(request),
                 preflightPays(slot)

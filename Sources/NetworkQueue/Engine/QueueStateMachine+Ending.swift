@@ -41,9 +41,9 @@ extension QueueStateMachine {
         // One object for the action and the delivery that both publish it.
         let status = NetworkRequest.PublishedStatus(record.status(ending: result, endingHead: endingHead))
         var sink: FileSink?
-        if case .failure = result, let failed = record.machine.phase.attempt?.sink {
-            sink = failed
-            actions.append(.discard(failed))
+        if let open = record.machine.phase.attempt?.sink, result.discardsPart {
+            sink = open
+            actions.append(.discard(open))
         }
         if case .failure = result, record.hasKeptPart, let claim = record.claim {
             // The part an earlier attempt (or a pause) kept for the next: none is coming.
@@ -188,6 +188,16 @@ extension QueueStateMachine {
             let followerRecord = table[follower]
             if ran { outbox.post(.didStart(followerRecord.request)) }
             end(follower, result, endingHead: head, now: now)
+        }
+    }
+}
+
+extension Result<NetworkResponse, NetworkQueueError> {
+    /// True when a request that ends so discards its attempt's part: it failed, or a 304 kept the file there.
+    fileprivate var discardsPart: Bool {
+        switch self {
+        case .failure: true
+        case .success(let response): response.keptExistingFile
         }
     }
 }

@@ -20,7 +20,10 @@ extension QueueStateMachine {
             // bounded cost. A bigger one, or one read from a source, plans them per server (see ``PreflightPolicy``):
             // the requests are numbered by server first.
             let wanted = table.records.filter {
-                guard case .pending = $0.record.machine.phase else { return false }
+                guard case .pending = $0.record.machine.phase, $0.record.existingFile?.conditional == nil else {
+                    // A revalidated file asks in its GET: a HEAD would double its requests.
+                    return false
+                }
                 return RequestRules.wantsPreflight($0.record.request)
             }
             asksEveryPreflight = wanted.count <= scheduler.preflightWindow && !drainReadsSource

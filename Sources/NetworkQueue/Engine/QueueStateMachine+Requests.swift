@@ -196,7 +196,9 @@ extension QueueStateMachine {
                 && RangeRules.mayContinue(sent)
             let start = QueueAction.Start(
                 slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
-                body: .checked(request, file: record.claim, continuesPart: continuesPart),
+                body: .checked(
+                    request, file: record.claim, continuesPart: continuesPart,
+                    revalidation: record.claim == nil ? nil : record.existingFile?.conditional),
                 collectsMetrics: collectsMetrics, connectTimeout: (request.timeLimits ?? timeLimits).connectSeconds)
             actions.append(.start(start))
         case .askRetry(let decision, let left):

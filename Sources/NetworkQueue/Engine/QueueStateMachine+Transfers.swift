@@ -137,8 +137,9 @@ extension QueueStateMachine {
         // A refused range starts the attempt again in the same slot: its restart is applied as the machine's action.
         apply(slot, now: now) { machine, shared in
             read = machine.headRead(
-                reading, of: request, received: record.progress.received, existingFile: nil,
-                expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared, now: now)
+                reading, of: request, received: record.progress.received, existingFile: record.existingFile,
+                file: record.claim?.url, expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared,
+                now: now)
             if case .refusedRange(_, let restart) = read { return restart }
             return .none
         }

@@ -117,7 +117,7 @@ struct RequestMachine {
     /// a part the server refused to continue is sent again at once without a range, in the same slot.
     mutating func headRead(
         _ reading: HeadReading, of request: NetworkRequest, received: Int64, existingFile: ExistingFileRules.FileState?,
-        expectedBefore: Int64?, wallClock: Date, _ shared: inout Shared, now: Double
+        file: URL? = nil, expectedBefore: Int64?, wallClock: Date, _ shared: inout Shared, now: Double
     ) -> HeadAction {
         switch phase {
         case .preflighting(let preflight):
@@ -133,6 +133,14 @@ struct RequestMachine {
         case .running(let attempt):
             let head = reading.head
             guard !ResponseRules.isInterim(head) else { return .interim }
+            if reading.isNotModified {
+                // The file there is the resource (a revalidated file): the request finishes with it as it is.
+                attempt.head = head
+                attempt.headAt = now
+                attempt.announcedLength = 0
+                attempt.keptFile = existingFile?.path.map { URL(fileURLWithPath: $0, isDirectory: false) } ?? file
+                return .read(.fresh, length: 0, encoded: false, problem: nil)
+            }
             var continuation = Continuation.fresh
             var total: Int64?
             switch reading.continuation {
@@ -269,6 +277,11 @@ struct RequestMachine {
         let method = attempt.sent.method
         if ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength) {
             return .failed(.transport(URLError(.networkConnectionLost)))
+        }
+        if let kept = attempt.keptFile {
+            // A 304 to a revalidated file: the file there is kept, its part discarded.
+            return .succeeded(
+                NetworkResponse(head: head, body: Data(), fileURL: kept, keptExistingFile: true, metrics: metrics))
         }
         guard let file else { return .succeeded(NetworkResponse(head: head, body: attempt.body, metrics: metrics)) }
         guard let sink = attempt.sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }

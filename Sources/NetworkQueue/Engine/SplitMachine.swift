@@ -143,6 +143,9 @@ struct SplitMachine {
     // What the download is.
     /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
     let requests: [URLRequest]
+    /// The conditional fields of a revalidated file (``NetworkRequest/ExistingFile/revalidate``): sent by the first
+    /// connection alone, whose answer says whether the file changed (a 304 passes on, and keeps the file).
+    let conditionalFields: [(name: String, value: String)]
     /// The most connections the file may use (at least 1).
     let connectionLimit: Int
     /// The smallest segment (at least 64 KiB).
@@ -193,6 +196,10 @@ struct SplitMachine {
     ) {
         var base = request
         for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
+        conditionalFields = ["If-None-Match", "If-Modified-Since"].compactMap { name in
+            base.value(forHTTPHeaderField: name).map { (name, $0) }
+        }
+        for (name, _) in conditionalFields { base.setValue(nil, forHTTPHeaderField: name) }
         requests =
             [base] + options.mirrors.map { SplitRules.request(base, to: $0, origin: request.url, policy: policy) }
         connectionLimit = max(1, options.maximumConnections)
@@ -385,6 +392,10 @@ struct SplitMachine {
             return startOver(id, reason: problem ?? "it cannot be continued", &actions)
         }
         switch SplitRules.shape(of: head, minimumSize: minimumSize) {
+        case .failure(.status(304)) where !conditionalFields.isEmpty:
+            // The file there is unchanged: the answer passes on, and its request keeps the file.
+            mode = .plain
+            actions.append(.work(.passOn))
         case .success(let shape):
             // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
             connections[id]?.asked = nil
@@ -462,6 +473,8 @@ struct SplitMachine {
             for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
+        } else {
+            for (name, value) in conditionalFields { request.setValue(value, forHTTPHeaderField: name) }
         }
         add(Connection(cell: cell, location: location, asked: asked), request, &actions)
     }

@@ -56,8 +56,7 @@ public enum FileOrigin {
     /// tells this file's origin, and it is judged as a file with none).
     @discardableResult
     static func record(_ origin: String, fd: Int32) -> Bool {
-        var text = origin
-        return text.withUTF8 { bytes in nq_set_attribute(fd, attribute, bytes.baseAddress, UInt(bytes.count)) == 0 }
+        setAttribute(attribute, to: origin, fd: fd)
     }
 
     /// How the file at `path` (or open as `fd`) stands to a request whose origin is `origin`.
@@ -87,18 +86,52 @@ public enum FileOrigin {
 
     /// The attribute of `fd` (or of `path` when `fd` is -1), up to 64 KiB (a longer one is another's).
     private static func read(fd: Int32, path: String) -> Recorded {
+        guard let text = attributeText(attribute, fd: fd, path: path) else { return .none }
+        return .url(text)
+    }
+
+    /// The text of the extended attribute `name` of `fd` (or of `path` when `fd` is -1, a link not followed): nil when
+    /// there is none (or the file system keeps none), empty when it is longer than 64 KiB.
+    static func attributeText(_ name: String, fd: Int32, path: String) -> String? {
         var buffer = [UInt8](repeating: 0, count: 4_096)
         var count = buffer.withUnsafeMutableBytes {
-            nq_get_attribute(fd, path, attribute, $0.baseAddress, UInt($0.count))
+            nq_get_attribute(fd, path, name, $0.baseAddress, UInt($0.count))
         }
         if count < 0, errno == ERANGE {
             buffer = [UInt8](repeating: 0, count: 65_536)
             count = buffer.withUnsafeMutableBytes {
-                nq_get_attribute(fd, path, attribute, $0.baseAddress, UInt($0.count))
+                nq_get_attribute(fd, path, name, $0.baseAddress, UInt($0.count))
             }
-            if count < 0, errno == ERANGE { return .url("") }
+            if count < 0, errno == ERANGE { return "" }
         }
-        guard count >= 0 else { return .none }
-        return .url(String(decoding: buffer[..<count], as: UTF8.self))
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
+    /// Sets the extended attribute `name` of the open file `fd` to `text`; false when the file system keeps none.
+    @discardableResult
+    static func setAttribute(_ name: String, to text: String, fd: Int32) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in nq_set_attribute(fd, name, bytes.baseAddress, UInt(bytes.count)) == 0 }
+    }
+}
+
+/// The entity tag a saved file was fetched under, recorded with it in the `user.networkqueue.etag` extended attribute
+/// (the project's own: neither curl nor wget2 records one), with the file's size and modification second as it was
+/// saved: a rerun asks for the file with `If-None-Match` (``NetworkRequest/ExistingFile/revalidate``) only while both
+/// still describe the file.
+enum SavedEntityTag {
+    /// The attribute's name.
+    static let attribute = "user.networkqueue.etag"
+
+    /// What the file at `path` records (a link is not followed); nil: nothing, or something we did not write.
+    static func recorded(atPath path: String) -> ExistingFileRules.SavedTag? {
+        FileOrigin.attributeText(attribute, fd: -1, path: path).flatMap(ExistingFileRules.SavedTag.init(text:))
+    }
+
+    /// Records `tag` with the open file `fd`: false when its file system keeps no attributes.
+    @discardableResult
+    static func record(_ tag: ExistingFileRules.SavedTag, fd: Int32) -> Bool {
+        FileOrigin.setAttribute(attribute, to: tag.text, fd: fd)
     }
 }

@@ -50,6 +50,8 @@ final class FileSink: Sendable {
         /// The `Last-Modified` of the response whose body the file holds: the committed file's time (parsed when
         /// the file is finished).
         var lastModified: String?
+        /// The entity tag of that response, recorded with the finished file (``SavedEntityTag``): a rerun asks with it.
+        var entityTag: String?
         /// The ranges written and the buffers of each connection, while the part is split (see
         /// ``FileSink/beginSegments(_:done:)``).
         var segments: SegmentWriter?
@@ -207,6 +209,7 @@ final class FileSink: Sendable {
         return perform { state throws(FileFailure) in
             state.buffer.removeAll(keepingCapacity: true)
             state.lastModified = response.value(forHTTPHeaderField: "Last-Modified")
+            state.entityTag = ExistingFileRules.entityTag(of: response)
             state.isAccepting = reading.isAcceptable
             switch reading.continuation {
             case .append?, .restartWithoutRange?:
@@ -271,6 +274,19 @@ final class FileSink: Sendable {
                 var times = (timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0))
                 _ = withUnsafePointer(to: &times) {
                     $0.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd, $0) }
+                }
+            }
+            if let tag = state.entityTag {
+                // Its size and time as saved: a file changed since is not the one the tag names.
+                var info = stat()
+                if fstat(fd, &info) == 0 {
+                    #if canImport(Darwin)
+                        let seconds = Int64(info.st_mtimespec.tv_sec)
+                    #else
+                        let seconds = Int64(info.st_mtim.tv_sec)
+                    #endif
+                    SavedEntityTag.record(
+                        .init(entityTag: tag, size: Int64(info.st_size), modifiedSeconds: seconds), fd: fd)
                 }
             }
             // An unnamed part stays open: it is linked into place through its descriptor.

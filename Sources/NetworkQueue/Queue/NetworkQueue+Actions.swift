@@ -155,8 +155,9 @@ extension NetworkQueue {
         switch start.body {
         case .preflight:
             pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)
-        case .checked(let request, let claim, let continuesPart):
+        case .checked(let request, let claim, let continuesPart, let revalidation):
             var sink: FileSink?
+            var revalidates = false
             if let claim {
                 let splits = request.fileOptions.mayShare && RangeRules.mayContinue(outgoing)
                 guard
@@ -170,10 +171,17 @@ extension NetworkQueue {
                         outgoing.setValue(value, forHTTPHeaderField: name)
                     }
                 }
+                if let revalidation, opened.continuedFrom == 0, opened.resumed == nil {
+                    // The file there is asked for only if it changed; a part continued means it did.
+                    let field = revalidation.field
+                    outgoing.setValue(field.value, forHTTPHeaderField: field.name)
+                    revalidates = true
+                }
                 sink = opened
             }
             pipeline = TransferPipeline(
-                owner: self, slot: slot, token: token, request: request, sink: sink, batches: shared == nil)
+                owner: self, slot: slot, token: token, request: request, sink: sink, revalidates: revalidates,
+                batches: shared == nil)
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
         }

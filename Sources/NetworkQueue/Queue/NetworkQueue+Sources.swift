@@ -168,7 +168,7 @@ extension NetworkQueue {
                 ending = .failed(error)
             }
         }
-        let found = request.map(Self.destinationAtAdd(of:)) ?? DestinationAtAdd()
+        let found = request.map(destinationAtAdd(of:)) ?? DestinationAtAdd()
         let added = locked.withLock { core -> (slot: Int?, actions: QueueActions)? in
             guard core.machine.sources.isOpen(id) else { return nil }
             let now = clock.now()

@@ -29,6 +29,8 @@ public final class NetworkQueue: Sendable {
     let deliveryQueue: DispatchQueue
     /// Starts transfers off the caller's thread.
     let launcher: Launcher
+    /// The output folders' files by the origin each records, read once a folder (see ``OriginIndex``).
+    let origins = OriginIndex()
     /// The cap on the queue's receive rate (``maximumBytesPerSecond``), which every main transfer draws from.
     let rateCap = RateCap()
 
@@ -171,7 +173,7 @@ public final class NetworkQueue: Sendable {
     ) throws(NetworkQueueError) {
         try markAdded(request)
         if let observer { request.shared.withLock { $0.endObserver = observer } }
-        let found = Self.destinationAtAdd(of: request)
+        let found = destinationAtAdd(of: request)
         let added = locked.withLock { core -> Result<(slot: Int, actions: QueueActions), NetworkQueueError> in
             let (claim, refusal) = Self.claimDestination(of: request, in: core.machine, found: found)
             if let refusal, found.refusal == nil { return .failure(.invalidRequest(refusal)) }
@@ -212,26 +214,61 @@ public final class NetworkQueue: Sendable {
 
     /// Looks at `request`'s file destination once (see ``DestinationAtAdd``): its output folder's check first, then
     /// one `lstat`, and the origin of a file that is there.
-    static func destinationAtAdd(of request: NetworkRequest) -> DestinationAtAdd {
+    func destinationAtAdd(of request: NetworkRequest) -> DestinationAtAdd {
+        Self.destinationAtAdd(of: request, origins: origins)
+    }
+
+    /// As ``destinationAtAdd(of:)``, with the folders' files by origin in `origins`.
+    static func destinationAtAdd(of request: NetworkRequest, origins: OriginIndex) -> DestinationAtAdd {
         guard case .file(let url) = request.destination, let path = request.destinationPath,
             request.invalidReason == nil
         else { return DestinationAtAdd() }
         if let folder = request.fileOptions.outputFolder, let reason = folder.refusal(forDestination: path) {
             return DestinationAtAdd(refusal: .unsafeDestination(url, reason: reason))
         }
+        var found = DestinationAtAdd()
         switch FileSink.entry(at: path) {
-        case .absent: return DestinationAtAdd(isAbsent: true)
-        case .other: return DestinationAtAdd()
+        case .absent: found.isAbsent = true
+        case .other: return found
         case .regular(let size, let modified):
             if FileOrigin.standing(ofFileAt: path, to: request.origin) == .foreign {
-                return DestinationAtAdd(isForeign: true)
+                found.isForeign = true
+            } else {
+                found.existingFile = existingFile(of: request, at: path, size: size, modified: modified)
+                return found
             }
-            // A file to keep if the server says it is unchanged (and, with a checksum, only a file that has it: the
-            // size and the date cannot tell a wrong file from the right one).
-            guard ExistingFileRules.checksExistingFile(request) else { return DestinationAtAdd() }
-            if let checksum = request.checksum, !checksum.matches(file: url) { return DestinationAtAdd() }
-            return DestinationAtAdd(existingFile: ExistingFileRules.FileState(size: size, modified: modified))
         }
+        // Nothing of the request's at its destination: a rerun of a file its response named is found by its origin.
+        guard request.existingFile == .revalidate, request.fileOptions.namesFileFromResponse,
+            ExistingFileRules.checksExistingFile(request), !request.origin.isEmpty,
+            let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")),
+            let named = origins.file(recording: request.origin, in: String(path[..<slash])),
+            case .regular(let size, let modified) = FileSink.entry(at: named)
+        else { return found }
+        found.existingFile = existingFile(of: request, at: named, size: size, modified: modified)
+        found.existingFile?.path = named
+        return found
+    }
+
+    /// The request's own file at `path` (`size` bytes, modified at `modified`) as a file it may keep, or nil when it
+    /// is to be fetched whole: a file kept only if the server says it is unchanged (and, with a checksum, only a file
+    /// that has it: the size and the date cannot tell a wrong file from the right one). Revalidated with the entity tag
+    /// recorded with it, else its date; a file changed since it was saved is fetched whole.
+    private static func existingFile(of request: NetworkRequest, at path: String, size: Int64, modified: Date)
+        -> ExistingFileRules.FileState?
+    {
+        guard ExistingFileRules.checksExistingFile(request) else { return nil }
+        if let checksum = request.checksum, !checksum.matches(file: URL(fileURLWithPath: path, isDirectory: false)) {
+            return nil
+        }
+        guard request.existingFile == .revalidate else {
+            return ExistingFileRules.FileState(size: size, modified: modified)
+        }
+        let saved = SavedEntityTag.recorded(atPath: path)
+        guard let conditional = ExistingFileRules.conditional(size: size, modified: modified, saved: saved) else {
+            return nil
+        }
+        return ExistingFileRules.FileState(size: size, modified: modified, conditional: conditional)
     }
 
     /// The claim on `request`'s file destination, taken under the queue's lock: whether one is needed depends

@@ -39,6 +39,25 @@ extension NetworkRequest {
         /// skips what it already has. With a ``NetworkRequest/Integrity-swift.struct/checksum``, a file is kept only if it also
         /// hashes to it (read once, when the request is added); one that does not is fetched with no HEAD.
         case skipIfUnchanged
+        /// Ask for the file only if it changed, in one request (DESIGN semantics 23): a GET with the validator the
+        /// file was saved under, `If-None-Match` with its entity tag, else `If-Modified-Since` with its
+        /// modification time. 304 Not Modified keeps the file as it is and finishes the request
+        /// (``NetworkResponse/keptExistingFile`` true, ``NetworkResponse/fileURL`` the file, the 304's head); any other
+        /// answer is the GET's as usual, and a 200 replaces the file through its part, as any download does. No HEAD
+        /// is sent for such a file, even with ``NetworkQueue/showsAccurateProgress`` on.
+        ///
+        /// The queue records each file's entity tag as it saves it (the `user.networkqueue.etag` extended attribute,
+        /// with the file's size and modification second), beside its origin (``FileOrigin``); a file whose size or
+        /// time no longer match the record was changed since, and is fetched whole. A file with no record (another
+        /// program's, or on a file system that keeps no attributes) is asked for by its modification time, which the
+        /// queue sets to the response's `Last-Modified`. A file that records another origin is never revalidated.
+        /// A part left beside the file by an interrupted replacement is continued instead (the file changed).
+        ///
+        /// With ``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``, the file is the one in the
+        /// destination's folder that records the request's URL as its origin: the folder's files are read once per
+        /// folder and queue (one attribute each), so that a rerun asks for it rather than downloading a second copy.
+        /// With a ``NetworkRequest/Integrity-swift.struct/checksum``, a file is revalidated only if it hashes to it.
+        case revalidate
     }
 
     /// The largest response body a request accepts. An integer literal means ``bytes(_:)``.

@@ -39,15 +39,22 @@ final class TransferPipeline: @unchecked Sendable {
     @exclusivity(unchecked) private var verifier: BodyVerifier?
     /// The request's acceptable statuses (nil: any); unused for a HEAD.
     private let acceptableStatusCodes: Range<Int>?
+    /// True when the transfer asks for its existing file only if it changed: a 304 then keeps that file.
+    private let revalidates: Bool
+    /// True once a 304 said the existing file is the resource.
+    @exclusivity(unchecked) private var keepsExistingFile = false
     /// True when the notices may wait for the end of an engine pass (``NetworkQueue/tell(_:batching:)``): false for a
     /// split download's, whose shell asks the engine directly.
     let batches: Bool
 
     /// A pipeline for transfer `token` of the request in `slot` of `owner` (`request` nil: a HEAD preflight), writing
     /// to `sink`.
-    init(owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?, batches: Bool = true)
-    {
+    init(
+        owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?,
+        revalidates: Bool = false, batches: Bool = true
+    ) {
         self.owner = owner
+        self.revalidates = revalidates
         self.batches = batches
         self.slot = slot
         self.token = token
@@ -102,7 +109,13 @@ final class TransferPipeline: @unchecked Sendable {
         switch event {
         case .head(let head) where !ResponseRules.isInterim(head):
             let reading = HeadReading(
-                head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
+                head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes,
+                revalidates: revalidates)
+            if reading.isNotModified {
+                // The file there is the resource: nothing is written or hashed, and the part is discarded.
+                keepsExistingFile = true
+                return .head(reading)
+            }
             if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
             if verifier != nil {
                 // A 206 that continues the part: the whole-file checks hash the part's bytes first.
@@ -114,6 +127,8 @@ final class TransferPipeline: @unchecked Sendable {
         case .data(let data) where sink != nil || verifier != nil:
             if let error = data.withUnsafeBytes({ take($0) }) { return error }
         case .data:
+            break
+        case .completed(nil) where keepsExistingFile:
             break
         case .completed(nil):
             if let sink, let error = sink.finishWriting() { return .fileFailed(error) }
@@ -131,8 +146,9 @@ final class TransferPipeline: @unchecked Sendable {
     /// of order, so the hashes wait for ``finishSplit(head:length:)``.
     func splitHead(_ head: ResponseHead) -> Step {
         let reading = HeadReading(
-            head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes)
-        if let sink, let error = sink.begin(reading) { return .fileFailed(error) }
+            head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes,
+            revalidates: revalidates)
+        if !reading.isNotModified, let sink, let error = sink.begin(reading) { return .fileFailed(error) }
         return .head(reading)
     }
 

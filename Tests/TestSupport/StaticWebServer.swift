@@ -1,7 +1,6 @@
 #if os(Linux)
     import Foundation
     import Glibc
-    import TestSupport
 
     /// A real web server from Debian's packages, serving one folder over plain HTTP on a free loopback port for one
     /// test, each connection capped at a rate: nginx, Apache httpd or lighttpd. Three programs that name the same file
@@ -9,30 +8,30 @@
     ///
     /// A test of a program that is not installed is skipped, with the package in its reason; CI installs them and
     /// sets `NQ_REQUIRE_REAL_SERVERS=1`, which makes a missing program a failure instead.
-    final class StaticWebServer: LocalServer, @unchecked Sendable {
-        enum Program: String, CaseIterable, Sendable {
+    public final class StaticWebServer: LocalServer, @unchecked Sendable {
+        public enum Program: String, CaseIterable, Sendable {
             case nginx
             case apache2
             case lighttpd
 
             /// Debian's package of the program.
-            var package: String { rawValue }
+            public var package: String { rawValue }
         }
 
         /// The program's path, if it is installed.
-        static func path(of program: Program) -> String? {
+        public static func path(of program: Program) -> String? {
             ["/usr/sbin", "/usr/bin", "/usr/local/sbin"].map { "\($0)/\(program.rawValue)" }
                 .first { FileManager.default.isExecutableFile(atPath: $0) }
         }
 
         /// Whether tests needing every program run: each is installed, or CI requires them.
-        static var runsAll: Bool {
+        public static var runsAll: Bool {
             Program.allCases.allSatisfy { path(of: $0) != nil }
                 || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0
         }
 
-        let program: Program
-        let port: UInt16
+        public let program: Program
+        public let port: UInt16
         private let directory: URL
         private let process: SpawnedProcess
 
@@ -44,13 +43,13 @@
         }
 
         /// `http://127.0.0.1:port/path`.
-        func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+        public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
         /// The configuration of `program` serving `root` on `port`, each response at `rate` bytes per second
         /// (rounded to KiB for Apache and lighttpd), its files and logs in `directory`.
-        private static func config(_ program: Program, root: String, port: UInt16, rate: Int, directory: String)
-            -> String
-        {
+        private static func config(
+            _ program: Program, root: String, port: UInt16, rate: Int, directory: String, logsAccess: Bool
+        ) -> String {
             switch program {
             case .nginx:
                 return """
@@ -58,7 +57,8 @@
                     pid \(directory)/server.pid; error_log \(directory)/error.log warn;
                     events { worker_connections 256; }
                     http {
-                        access_log off;
+                        log_format requests '$request_method $uri $status "$http_if_none_match" "$http_if_modified_since"';
+                        access_log \(logsAccess ? "\(directory)/access.log requests" : "off");
                         client_body_temp_path \(directory)/tmp; proxy_temp_path \(directory)/tmp;
                         fastcgi_temp_path \(directory)/tmp; uwsgi_temp_path \(directory)/tmp; scgi_temp_path \(directory)/tmp;
                         server { listen 127.0.0.1:\(port); root \(root); limit_rate \(rate); }
@@ -103,11 +103,12 @@
         }
 
         /// Starts `program` serving `root` (readable by every user), each connection at `rate` bytes per second.
-        private static func make(_ program: Program, root: URL, rate: Int) throws -> StaticWebServer {
+        private static func make(_ program: Program, root: URL, rate: Int, logsAccess: Bool) throws -> StaticWebServer {
             guard let path = path(of: program) else {
                 throw SetupFailure("this test needs \(program.rawValue) (apt-get install \(program.package))")
             }
-            let directory = try temporaryDirectory()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             _ = chmod(directory.path, 0o755)
             try FileManager.default.createDirectory(
                 at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
@@ -115,8 +116,11 @@
                 return try SpawnedProcess.listening(program.rawValue, stopSignal: SIGTERM) {
                     let port = try LoopbackPorts.free()
                     let file = directory.appendingPathComponent("server.conf")
-                    try config(program, root: root.path, port: port, rate: rate, directory: directory.path)
-                        .write(to: file, atomically: true, encoding: .utf8)
+                    try config(
+                        program, root: root.path, port: port, rate: rate, directory: directory.path,
+                        logsAccess: logsAccess
+                    )
+                    .write(to: file, atomically: true, encoding: .utf8)
                     let arguments =
                         switch program {
                         case .nginx: ["-c", file.path, "-e", "\(directory.path)/startup.log"]
@@ -131,19 +135,26 @@
             } catch {
                 let log = readText(of: directory.appendingPathComponent("error.log")) ?? ""
                 try? FileManager.default.removeItem(at: directory)
-                throw TestFailure("\(program.rawValue): \(error): \(log.suffix(500))")
+                throw SetupFailure("\(program.rawValue): \(error): \(log.suffix(500))")
             }
         }
 
         /// Runs `body` with `program` started, and stops it however `body` ends.
-        static func with(
-            _ program: Program, root: URL, rate: Int, _ body: (StaticWebServer) async throws -> Void
+        public static func with(
+            _ program: Program, root: URL, rate: Int, logsAccess: Bool = false,
+            _ body: (StaticWebServer) async throws -> Void
         ) async throws {
-            try await with({ try make(program, root: root, rate: rate) }, body)
+            try await with({ try make(program, root: root, rate: rate, logsAccess: logsAccess) }, body)
+        }
+
+        /// The requests served since the start, one line each, `METHOD /path STATUS "If-None-Match" "If-Modified-Since"`
+        /// (`"-"` for a field not sent): nginx started with `logsAccess` only (the others log nothing here).
+        public func accessLog() -> [String] {
+            (readText(of: directory.appendingPathComponent("access.log")) ?? "").split(separator: "\n").map(String.init)
         }
 
         /// Stops the server (SIGTERM: Apache's parent stops its children) and removes its folder.
-        func stop() async {
+        public func stop() async {
             await process.stop(SIGTERM)
             try? FileManager.default.removeItem(at: directory)
         }
