@@ -57,6 +57,8 @@ struct Display {
     /// Failures the summary names: too slow (`--speed-limit`), past the deadline (`--max-time`), too large
     /// (`--max-filesize`), and those of a server that was down (apart from HTTP failures).
     private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0, hostDown: 0)
+    /// Requests that kept the file there (a 304 to a rerun's conditional GET, or a HEAD that found it unchanged).
+    private var unchanged = 0
 
     /// `rows`: every request of a short batch with its label; nil for a list (live rows only).
     init(rows: [(NetworkRequest, String)]?, isTerminal: Bool, retries: Int, showsMetrics: Bool = false) {
@@ -90,6 +92,7 @@ struct Display {
                         + (request.downloadProgress.expectedBytes.map(Format.bytes) ?? "size unknown")
                 })
         case .didFinish(let request, let response) where response.keptExistingFile:
+            unchanged += 1
             update(request, .unchanged, plain: { "unchanged \($0.label(request))  kept the file already there" })
         case .didFinish(let request, let response):
             let size = response.fileURL == nil ? Int64(response.body.count) : request.downloadProgress.completedBytes
@@ -164,7 +167,8 @@ struct Display {
             (bounded.hostDown, "host down"),
         ].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
         print(
-            "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded, \(failed) failed"
+            "Summary: \(progress.finishedRequestCount)/\(progress.totalRequestCount) succeeded"
+                + (unchanged > 0 ? " (\(unchanged) unchanged)" : "") + ", \(failed) failed"
                 + (named.isEmpty ? "" : " (\(named.joined(separator: ", ")))") + ", "
                 + (stopped > 0 ? "\(stopped) cancelled (the list stopped at a bad line), " : "")
                 + (kept > 0 ? "\(kept) kept (already there), " : "")

@@ -33,6 +33,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     /// The folders of a list's line the file goes in, below the cell's folder guarded as an ``OutputFolder`` (made as
     /// the request is added); empty: the file is in the cell's folder, unguarded.
     var folders: [String] = []
+    /// True when an earlier version of the file is at the destination, recorded under another entity tag, and the
+    /// request revalidates it (issue 64): the server's 200 replaces it; any other ending leaves it as it was.
+    var existingFile = false
     /// The file options, given the URL the request asks for (its mirrors are other URLs of the same bytes).
     var fileOptions: @Sendable (URL) -> NetworkRequest.FileOptions = { _ in .init() }
     var configure: @Sendable (NetworkQueue) -> Void = { _ in }
@@ -135,6 +138,11 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
         // A list's line with its folder (issue 60): the destination below a guarded output folder, its folders made as
         // the request is added, the file recording its origin.
         MatrixFeature(name: "in a line's folder", file: true, folders: ["line", "folder"]),
+        // An earlier version of the file is there, saved under another entity tag (issue 64): the conditional GET's
+        // 200 replaces it through the part. The file cannot become a folder mid-body, being there already.
+        MatrixFeature(
+            name: "revalidated file", file: true, survives: ["folder at the file mid-body"], existingFile: true,
+            fileOptions: { _ in .init(existingFile: .revalidate) }),
         MatrixFeature(
             name: "redirect",
             path: { _, path, _ in
@@ -343,6 +351,11 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         let controlled = Box(false)
         let action = ending.action
         let isFile = feature.file
+        let earlier = Data(repeating: 7, count: 1_000)
+        if feature.existingFile {
+            try earlier.write(to: file)
+            try RevalidationIntegrationTests.recordTag("\"earlier\"", at: file.path)
+        }
         let (stream, feed) = AsyncStream<NetworkRequest>.makeStream()
         var fileOptions = feature.fileOptions(urlRequest.url!)
         fileOptions.outputFolder = output
@@ -427,7 +440,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         default: break
         }
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        if ending.action == .folderMidBody, feature.file, feature.savedName == nil {
+        if ending.action == .folderMidBody, feature.file, feature.savedName == nil, !feature.existingFile {
             // Refused before the part's link or rename, the folder is left as it was, and nothing beside it. The
             // reason is the refusal's ("is a directory") for a part without a name, `rename`'s ("Is a directory") for
             // a named one: a split part, or a part that took its name ahead of its end.
@@ -444,7 +457,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
             if feature.file {
                 let saved = feature.savedName ?? "f.bin"
                 // A folder made at the destination mid-body is kept beside a file the response named.
-                let expected = ending.action == .folderMidBody ? ["f.bin", saved] : [saved]
+                let expected = ending.action == .folderMidBody && saved != "f.bin" ? ["f.bin", saved] : [saved]
                 #expect(left.sorted() == expected, "\(cell): \(left)")
                 let savedFile = file.deletingLastPathComponent().appendingPathComponent(saved)
                 #expect(try Data(contentsOf: savedFile) == pattern(0..<MatrixFeature.size), "\(cell): the file's bytes")
@@ -458,6 +471,10 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                 #expect(
                     (try? request.result?.get())?.body == pattern(0..<MatrixFeature.size), "\(cell): the body's bytes")
             }
+        } else if feature.existingFile {
+            // The earlier version stays as it was, and nothing beside it.
+            #expect(left == ["f.bin"], "\(cell): \(left)")
+            #expect(try Data(contentsOf: file) == earlier, "\(cell): the earlier file kept")
         } else {
             #expect(left.isEmpty, "\(cell): nothing left behind, found \(left)")
         }
