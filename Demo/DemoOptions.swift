@@ -38,6 +38,8 @@ struct DemoOptions {
     /// The longest an attempt waits for its connection (`--connect-timeout`, curl's name): name lookup, connect,
     /// TLS handshake; nil: the library's default (``TimeLimits/defaultConnect``).
     var connectTimeout: Double?
+    /// `--resolve`: hosts pinned to addresses (curl transport).
+    var pinned: [PinnedAddress] = []
     /// The lowest speed in bytes per second (`--speed-limit`, curl's `-Y`), over `speedTime` seconds.
     var speedLimit: Int64?
     /// The window of the lowest speed in seconds (`--speed-time`, curl's `-y`).
@@ -129,6 +131,8 @@ struct DemoOptions {
         case badCutDirs(String)
         case badNetrc(path: String, reason: String)
         case needsTree(String)
+        case badResolve(String)
+        case resolveNeedsCurl
 
         var description: String {
             switch self {
@@ -160,6 +164,9 @@ struct DemoOptions {
             case .badCutDirs(let value): "--cut-dirs needs a whole number of 0 or more, not '\(value)'"
             case .badNetrc(let path, let reason): "cannot use \(path) for --netrc: \(reason)"
             case .needsTree(let flag): "\(flag) works with --tree"
+            case .badResolve(let value):
+                "--resolve needs HOST:PORT:ADDRESS[,ADDRESS...] (an IP address each, IPv6 in brackets), not '\(value)'"
+            case .resolveNeedsCurl: "--resolve needs the curl transport (URLSession cannot pin a host)"
             }
         }
     }
@@ -258,6 +265,12 @@ struct DemoOptions {
                             fail an attempt whose connection (name lookup, connect, TLS handshake)
                             is not made within S seconds; retried as a failed connect (default: 20;
                             curl only: URLSession has no such bound)
+          --resolve HOST:PORT:ADDRESS[,ADDRESS...]
+                            connect to HOST:PORT at ADDRESS (IPv6 in brackets), never looking the name
+                            up, as curl's: the request still names HOST (Host field, TLS name and
+                            certificate). Repeat for more hosts; curl transport only. Names not pinned
+                            are looked up once for the whole batch (one DNS cache for every engine
+                            thread)
           --speed-limit B   fail an attempt that moves fewer than B bytes per second on average over
                             --speed-time seconds (default 30); the retries continue its part. The
                             queue's own --limit-rate never counts as slow
@@ -474,6 +487,10 @@ struct DemoOptions {
                         try options.headers.set("User-Agent", value)
                     }
                 } catch { throw .badHeader(error) }
+            case "--resolve":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let pin = PinnedAddress(value) else { throw .badResolve(value) }
+                options.pinned.append(pin)
             case "--proxy", "-x":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 do throws(Proxy.Problem) { options.proxy = try Proxy(parsing: value) } catch { throw .badProxy(error) }
@@ -532,6 +549,7 @@ struct DemoOptions {
         if options.shard != .whole, options.input == nil { throw .needsInput("--shard") }
         if options.saveSession != nil, options.input == nil { throw .needsInput("--save-session") }
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
+        if !options.pinned.isEmpty, options.transport == .urlsession { throw .resolveNeedsCurl }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }

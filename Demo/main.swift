@@ -171,6 +171,10 @@ func sessionTransport() -> URLSessionTransport {
 let transport: any Transport
 #if os(Linux)
     if options.transport == .urlsession || (options.transport == .automatic && !CurlTransport.isAvailable) {
+        if !options.pinned.isEmpty {
+            complain("Demo: error: --resolve needs the curl transport, and libcurl cannot be loaded here")
+            exit(2)
+        }
         transport = sessionTransport()
     } else {
         var curlOptions = CurlTransport.Options()
@@ -178,6 +182,7 @@ let transport: any Transport
         curlOptions.redirects = redirects
         if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
+        curlOptions.pinnedAddresses = options.pinned
         do {
             transport = try CurlTransport(options: curlOptions)
         } catch {
@@ -192,6 +197,10 @@ let transport: any Transport
     }
     if options.proxy != nil {
         complain("Demo: error: --proxy needs the curl transport (Linux); set the system's proxy here")
+        exit(2)
+    }
+    if !options.pinned.isEmpty {
+        complain("Demo: error: --resolve needs the curl transport (Linux)")
         exit(2)
     }
     transport = sessionTransport()

@@ -135,3 +135,46 @@ int nq_open_beneath(int dirfd, const char *path, int flags) {
     return -1;
 }
 #endif
+
+// libcurl's share interface, for one DNS cache over a transport's engine threads: a mutex for each kind of data
+// libcurl locks (curl_lock_data has 8 values), taken by its lock callbacks.
+#include <stdlib.h>
+
+typedef struct {
+    pthread_mutex_t locks[8];
+} nq_share_mutexes;
+
+void *nq_share_locks_create(void) {
+    nq_share_mutexes *mutexes = malloc(sizeof(nq_share_mutexes));
+    if (mutexes == NULL) return NULL;
+    for (int index = 0; index < 8; index++) pthread_mutex_init(&mutexes->locks[index], NULL);
+    return mutexes;
+}
+
+void nq_share_locks_destroy(void *locks) {
+    nq_share_mutexes *mutexes = locks;
+    if (mutexes == NULL) return;
+    for (int index = 0; index < 8; index++) pthread_mutex_destroy(&mutexes->locks[index]);
+    free(mutexes);
+}
+
+static void nq_share_lock(void *handle, int data, int access, void *user) {
+    (void)handle;
+    (void)access;
+    pthread_mutex_lock(&((nq_share_mutexes *)user)->locks[data & 7]);
+}
+
+static void nq_share_unlock(void *handle, int data, void *user) {
+    (void)handle;
+    pthread_mutex_unlock(&((nq_share_mutexes *)user)->locks[data & 7]);
+}
+
+int nq_share_dns(void *setopt, void *share, void *locks) {
+    nq_setopt_function function = (nq_setopt_function)setopt;
+    // CURLSHOPT_LOCKFUNC 3, CURLSHOPT_UNLOCKFUNC 4, CURLSHOPT_USERDATA 5, CURLSHOPT_SHARE 1 with CURL_LOCK_DATA_DNS 3.
+    int code = function(share, 3, nq_share_lock);
+    if (code == 0) code = function(share, 4, nq_share_unlock);
+    if (code == 0) code = function(share, 5, locks);
+    if (code == 0) code = function(share, 1, (int)3);
+    return code;
+}

@@ -102,6 +102,10 @@ import Testing
             ["--max-time", "0x10"], ["--speed-time", "0x1p4"], ["--speed-limit", "0x10"], ["--max-filesize", "0x10"],
             ["--limit-rate", "0x10"],
             ["--connect-timeout", "0"], ["--connect-timeout", "inf"], ["--connect-timeout", "x"], ["--connect-timeout"],
+            // --resolve: curl's form, an IP address each; the curl transport only.
+            ["--resolve"], ["--resolve", "host:80"], ["--resolve", "host:0:127.0.0.1"], ["--resolve", ":80:127.0.0.1"],
+            ["--resolve", "host:80:example.com"], ["--resolve", "host:80:127.0.0.1,"],
+            ["--transport", "urlsession", "--resolve", "host:80:127.0.0.1", "http://host/"],
         ] {
             let run = try await runDemo(arguments, in: directory)
             #expect(run.status == 2, "\(arguments): \(run.output)")
@@ -113,6 +117,23 @@ import Testing
 /// while the others finish; and a host that fails its connects in a row is down: its waiting requests end at once,
 /// counted apart (DESIGN semantics 24).
 @Suite(.testLane, .timeLimit(.minutes(5))) struct DemoConnectTimeoutTests {
+    @Test func resolvePinsAHostToAnAddressAndTheRequestStillNamesIt() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let port = setup.server.port
+        // A name under .test, reserved: it resolves nowhere, and is never looked up (the pin answers). Its first address,
+        // IPv6 loopback, refuses (the server listens on IPv4): the next one is tried.
+        let run = try await runDemo(
+            [
+                "--resolve", "nq-pinned.test:\(port):[::1],127.0.0.1", "--output", setup.output.path,
+                "--retries", "0", "http://nq-pinned.test:\(port)/bytes/64",
+            ], in: setup.directory)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(
+            setup.server.statistics.headers.map { $0["host"] } == ["nq-pinned.test:\(port)", "nq-pinned.test:\(port)"])
+        #expect(try Data(contentsOf: setup.output.appendingPathComponent("64")).count == 64)
+    }
+
     @Test func aDeadHostCostsSecondsNotTheBatch() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

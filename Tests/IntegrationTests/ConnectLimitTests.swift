@@ -54,6 +54,47 @@ import Testing
         }
     #endif
 
+    #if os(Linux)
+        /// `--resolve` (``CurlTransport/Options/pinnedAddresses``): a name under `.test` (reserved, resolving nowhere)
+        /// pinned to the loopback server is never looked up, over every engine thread; the request still names it.
+        @Test func aPinnedHostIsReachedAtItsAddressOverEveryEngine() async throws {
+            let server = try LoopbackServer()
+            var options = CurlTransport.Options()
+            options.engineThreads = 4
+            let pin = try #require(PinnedAddress("nq-pinned.test:\(server.port):127.0.0.1"))
+            options.pinnedAddresses = [pin]
+            let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
+            queue.maxConcurrentRequestCount = 16
+            let requests = (1...200).map {
+                request(URL(string: "http://nq-pinned.test:\(server.port)/bytes/4000?n=\($0)")!, tag: $0)
+            }
+            for request in requests { try queue.add(request) }
+            await queue.run()
+            #expect(requests.allSatisfy { $0.state == .finished }, "\(requests.compactMap(\.failure).prefix(3))")
+            #expect(Set(server.statistics.headers.map { $0["host"] ?? "" }) == ["nq-pinned.test:\(server.port)"])
+            #expect(server.statistics.requests == 200)
+        }
+
+        /// The engines share one DNS cache (libcurl's share interface): a batch over `localhost` on four engine threads,
+        /// started and stopped several times (each transport's cache made and freed with its engines), loses nothing.
+        @Test func theEnginesShareOneNameCache() async throws {
+            let server = try LoopbackServer()
+            for round in 1...3 {
+                var options = CurlTransport.Options()
+                options.engineThreads = 4
+                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
+                queue.maxConcurrentRequestCount = 32
+                let requests = (1...300).map {
+                    request(URL(string: "http://localhost:\(server.port)/bytes/2000?r=\(round)&n=\($0)")!, tag: $0)
+                }
+                for request in requests { try queue.add(request) }
+                await queue.run()
+                #expect(requests.allSatisfy { $0.state == .finished }, "\(requests.compactMap(\.failure).prefix(3))")
+            }
+            #expect(server.statistics.requests == 900)
+        }
+    #endif
+
     @Test func aConnectLimitOfZeroOrLessIsInvalid() {
         for seconds in [0, -1] as [TimeInterval] {
             let request = NetworkRequest(

@@ -35,6 +35,14 @@ int nq_memory_file(const char *name, const void *data, unsigned long length);
 /// for the heap-growth test and the benchmarks.
 long long nq_heap_in_use(void);
 
+/// A set of mutexes for libcurl's share lock callbacks (see `nq_share_dns`), or NULL when memory ran out.
+void *nq_share_locks_create(void);
+/// Frees what `nq_share_locks_create` made (NULL: nothing), once no share uses it.
+void nq_share_locks_destroy(void *locks);
+/// Makes the share handle `share` (from curl_share_init) share libcurl's DNS cache, locked with `locks`, through
+/// curl_share_setopt (`setopt`): 0, or libcurl's CURLSHcode.
+int nq_share_dns(void *setopt, void *share, void *locks);
+
 /// The leading fields of libcurl's `curl_version_info_data`, as every version since 7.10 lays them out.
 typedef struct {
     int age;

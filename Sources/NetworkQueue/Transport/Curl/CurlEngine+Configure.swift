@@ -16,6 +16,7 @@
                 library.set(easy, option, pointer: user)
             }
             library.set(easy, .errorBuffer, pointer: handle.errorBuffer)
+            names?.prepare(easy)
             // The proxies as options (an empty one means none): libcurl reads no variable then. A code-set
             // proxy's credentials are options of their own; an HTTPS proxy is checked against the same CAs.
             library.set(easy, .noProxy, string: proxies.noProxy)

@@ -65,15 +65,18 @@
         /// The transport's `User-Agent` and `Accept-Encoding: identity`: the header list of every request without
         /// headers of its own, made once (engine thread).
         @exclusivity(unchecked) private var plainHeaderList: OpaquePointer?
+        /// The transport's shared DNS cache and pinned hosts (nil: none), held until the engine's handles are freed.
+        let names: CurlNames?
         private static let maximumSpareHandles = 16
         /// CURLOPT_BUFFERSIZE of an uncapped transfer (see `configure`).
         static let receiveBufferSize = 256 << 10
 
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
-            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes
+            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes, names: CurlNames? = nil
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
+            self.names = names
             guard let multi = library.multiInit() else { throw .initializationFailed }
             self.library = library
             self.options = options

@@ -26,6 +26,10 @@
             @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
         let multiWakeup: @convention(c) (Handle?) -> Int32
         let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
+        let shareInit: @convention(c) () -> Handle?
+        let shareCleanup: @convention(c) (Handle?) -> Int32
+        /// curl_share_setopt, called through the shim (``shareDNS(_:locks:)``).
+        private let shareSetopt: UnsafeMutableRawPointer
         private let easySetopt: UnsafeMutableRawPointer
         private let easyGetinfo: UnsafeMutableRawPointer
         private let multiSetopt: UnsafeMutableRawPointer
@@ -98,6 +102,9 @@
             multiInfoRead = try function(
                 "curl_multi_info_read",
                 as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self)
+            shareInit = try function("curl_share_init", as: (@convention(c) () -> Handle?).self)
+            shareCleanup = try function("curl_share_cleanup", as: (@convention(c) (Handle?) -> Int32).self)
+            shareSetopt = try symbol("curl_share_setopt")
             easySetopt = try symbol("curl_easy_setopt")
             easyGetinfo = try symbol("curl_easy_getinfo")
             multiSetopt = try symbol("curl_multi_setopt")
@@ -124,6 +131,11 @@
         @discardableResult
         func set(_ easy: Handle, _ option: CurlOption, string value: String) -> Int32 {
             value.withCString { nq_setopt_pointer(easySetopt, UnsafeMutableRawPointer(easy), option.rawValue, $0) }
+        }
+
+        /// Makes `share` share the DNS cache, with the shim's lock callbacks over `locks`; false when libcurl refused.
+        func shareDNS(_ share: Handle, locks: UnsafeMutableRawPointer) -> Bool {
+            nq_share_dns(shareSetopt, UnsafeMutableRawPointer(share), locks) == 0
         }
 
         @discardableResult
@@ -258,5 +270,7 @@
         case sockOptData = 10_149
         case caInfoBlob = 40_309
         case caInfo = 10_065
+        case share = 10_100
+        case resolve = 10_203
     }
 #endif

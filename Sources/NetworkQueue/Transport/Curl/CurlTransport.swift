@@ -122,6 +122,9 @@ import Foundation
             /// many transfers at once (bodies are written to files, hashed and decoded on these threads);
             /// each keeps its own connections, so a host sees up to one connection set per thread.
             public var engineThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+            /// Hosts whose connections go to the addresses given, their names never looked up (curl's `--resolve`);
+            /// default none. The engine threads share one DNS cache either way: a name is looked up once for them all.
+            public var pinnedAddresses: [PinnedAddress] = []
 
             /// Creates options with the defaults.
             public init() {}
@@ -173,13 +176,13 @@ import Foundation
                 do throws(Proxy.Problem) { try proxy.validate() } catch { throw .invalidProxy(error) }
             }
             let proxies = ProxyRoutes(options.proxy, environment: ProcessInfo.processInfo.environment)
+            let names = CurlNames(library: library, engines: count, pinned: options.pinnedAddresses)
             var engines: [CurlEngine] = []
             for _ in 0..<count {
                 engines.append(
                     try CurlEngine(
                         library: library, options: options, certificates: certificates, cookieJar: cookieJar,
-                        sizes: sizes,
-                        proxies: proxies))
+                        sizes: sizes, proxies: proxies, names: names))
             }
             self.engines = engines
             self.sizes = sizes
