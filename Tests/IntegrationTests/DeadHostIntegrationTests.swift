@@ -85,4 +85,29 @@ import Testing
         await queue.run()
         #expect(dead.allSatisfy { $0.transportErrorCode == .cannotConnectToHost })
     }
+
+    /// A name under `.invalid` (RFC 6761: it resolves nowhere, and a resolver answers so without asking another) fails
+    /// its lookups, which count as failed connects: its requests end as host down after three, the others finish.
+    @Test(arguments: TransportKind.allCases)
+    func aNameThatDoesNotResolveGoesDownAfterThreeLookups(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
+        queue.cancelsAllOnFailure = false
+        queue.maxConcurrentRequestCount = 1
+        let dead = (1...10).map { request(URL(string: "http://nq-gone.invalid/\($0)")!, tag: $0) }
+        let good = request(server.url("/bytes/10"), tag: 11)
+        for request in dead + [good] { try queue.add(request) }
+        await queue.run()
+        #expect(good.state == .finished)
+        // One at a time: two lookups fail on their own, the third makes the server down and ends with it, and the seven
+        // after it end at their turn, sending nothing.
+        let own = dead.filter { $0.transportErrorCode == .cannotFindHost || $0.transportErrorCode == .dnsLookupFailed }
+        let down = dead.filter {
+            guard case .hostDown(let host, 3)? = $0.failure else { return false }
+            return host == "http://nq-gone.invalid:80"
+        }
+        let failures = dead.map { String(describing: $0.failure) }
+        #expect(own.count == 2 && down.count == 8, "\(failures)")
+        #expect(dead.filter { $0.attemptCount > 0 }.count == 3, "\(failures)")
+    }
 }
