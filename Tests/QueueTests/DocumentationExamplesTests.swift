@@ -194,7 +194,7 @@ private final class DocumentationContext: NetworkQueueDelegate {
                                    fileOptions: .init(continuesPartialDownloads: false))
         queue.maxConcurrentRequestsPerHost = 2           // 0 (the default): only the queue's limit
         let rerun = NetworkRequest(URLRequest(url: url), destination: .file(fileURL),
-                                   fileOptions: .init(existingFile: .skipIfUnchanged))
+                                   fileOptions: .init(existingFile: .revalidate))
         _ = (download, fresh, rerun)
     }
 
