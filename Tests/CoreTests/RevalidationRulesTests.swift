@@ -28,6 +28,8 @@ import Testing
         for tag in [#""abc""#, #"W/"abc""#, #""""#, #""5f1b-2a""#, #""!#~""#] {
             #expect(ExistingFileRules.isEntityTag(tag), "\(tag)")
         }
+        #expect(ExistingFileRules.isEntityTag("\"" + String(repeating: "a", count: 1_022) + "\""))
+        #expect(!ExistingFileRules.isEntityTag("\"" + String(repeating: "a", count: 1_023) + "\""))
         for tag in ["abc", #""abc"#, #"abc""#, #""a"b""#, #""a b""#, "\"a\r\nX-Evil: 1\"", #"w/"abc""#, "\"é\"", "\""] {
             #expect(!ExistingFileRules.isEntityTag(tag), "\(tag)")
         }

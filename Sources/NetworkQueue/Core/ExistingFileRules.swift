@@ -75,15 +75,20 @@ enum ExistingFileRules {
     }
 
     /// True for an entity tag as RFC 9110 §8.8.3 writes it: `"…"` or `W/"…"`, its characters visible ASCII other than
-    /// the quote. Only such a tag is recorded or sent: nothing else ever reaches a request's fields.
+    /// the quote, at most ``longestEntityTag`` bytes. Only such a tag is recorded or sent: nothing else ever reaches a
+    /// request's fields.
     static func isEntityTag<S: StringProtocol>(_ text: S) -> Bool {
         var bytes = Substring(text).utf8[...]
+        guard bytes.count <= longestEntityTag else { return false }
         if bytes.starts(with: "W/".utf8) { bytes = bytes.dropFirst(2) }
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else {
             return false
         }
         return bytes.dropFirst().dropLast().allSatisfy { $0 == 0x21 || (0x23...0x7E).contains($0) }
     }
+
+    /// The longest entity tag recorded: 1 KiB (servers send tens of bytes; an attribute of a few KiB may not fit).
+    static let longestEntityTag = 1_024
 
     /// The entity tag of `head` worth recording with its file, trimmed; nil when it has none or a malformed one.
     static func entityTag(of head: ResponseHead) -> String? {

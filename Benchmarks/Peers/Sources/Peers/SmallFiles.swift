@@ -163,3 +163,93 @@ func spawnAndWait(_ command: [String]) throws -> rusage {
     }
     return usage
 }
+
+/// A rerun of the small files (issue 64): each tool saved the list once into its own folder, and runs again over it
+/// with nothing changed on the server, asking each file whether it changed: the Demo (its default: `If-None-Match` with
+/// the entity tag each file was saved under), `curl --parallel` with a config of url/output/`time-cond` blocks (one
+/// `If-Modified-Since` a file, `-R` so that the first run dated them), `wget2 -N` and `aria2c --conditional-get`
+/// (`If-Modified-Since`). Every side sends one request a file and gets a 304; wall time and CPU seconds of the rerun.
+struct Rerun {
+    let files: SmallFiles
+    /// The folder each tool's files stay in between its runs.
+    let parent: URL
+    /// The curl config of url/output/time-cond blocks into `parent/curl`.
+    let curlConfig: URL
+
+    var title: String { "rerun: \(files.count.formatted()) x 4 KB unchanged\(files.fileSystem.isEmpty ? "" : " (\(files.fileSystem))")" }
+
+    init(_ files: SmallFiles) throws {
+        self.files = files
+        parent = files.folder.deletingLastPathComponent().appendingPathComponent("nq-peers-rerun-\(getpid())")
+        let urls = try String(contentsOf: files.list, encoding: .utf8).split(separator: "\n")
+        var config = ""
+        for (index, url) in urls.enumerated() {
+            let output = parent.appendingPathComponent("curl/f\(index).bin").path
+            if index > 0 { config += "next\n" }
+            config += "url = \"\(url)\"\noutput = \"\(output)\"\nremote-time\ntime-cond = \"\(output)\"\n"
+        }
+        curlConfig = files.list.deletingLastPathComponent().appendingPathComponent("rerun-curl.cfg")
+        try config.write(to: curlConfig, atomically: true, encoding: .utf8)
+    }
+
+    /// The sides, the first the reference: each command saves into (and reruns over) its own folder.
+    func tools(demo: String) -> [SmallFiles.Tool] {
+        func installed(_ name: String) -> String? {
+            ["/usr/bin/\(name)", "/usr/local/bin/\(name)"].first(where: FileManager.default.isExecutableFile(atPath:))
+        }
+        let folder = { (name: String) in parent.appendingPathComponent(name).path }
+        return [
+            SmallFiles.Tool(
+                name: "curl -Z time-cond",
+                command: installed("curl").map { [$0, "--parallel", "--parallel-max", "8", "-s", "-K", curlConfig.path] }),
+            SmallFiles.Tool(
+                name: "Demo",
+                command: FileManager.default.isExecutableFile(atPath: demo)
+                    ? [demo, "--no-accurate", "--concurrency", "8", "--output", folder("demo"), "--input", files.list.path]
+                    : nil),
+            SmallFiles.Tool(
+                name: "wget2 -N",
+                command: installed("wget2").map {
+                    [$0, "-q", "-N", "-i", files.list.path, "--max-threads=8", "-P", folder("wget2")]
+                }),
+            SmallFiles.Tool(
+                name: "aria2c --conditional-get",
+                command: installed("aria2c").map {
+                    [$0, "-q", "-j", "8", "--remote-time=true", "--conditional-get=true", "--allow-overwrite=true",
+                     "--auto-file-renaming=false", "-d", folder("aria2"), "-i", files.list.path]
+                }),
+        ]
+    }
+
+    /// The first run of `command`, which fills its folder (not measured).
+    func fill(_ command: [String]) throws {
+        for name in ["curl", "demo", "wget2", "aria2"] {
+            try FileManager.default.createDirectory(at: parent.appendingPathComponent(name), withIntermediateDirectories: true)
+        }
+        _ = try spawnAndWait(command)
+    }
+
+    /// One rerun of `command` over its filled folder, measured; failures: files missing or of another size after it.
+    func measure(_ command: [String], folder name: String) throws -> Sample {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let usage = try spawnAndWait(command)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let folder = parent.appendingPathComponent(name)
+        let whole = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+            return (attributes?[.size] as? NSNumber)?.intValue == files.size
+        }
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Sample(seconds: elapsed, cpuSeconds: cpu, peakResidentBytes: usage.ru_maxrss * 1024,
+                      failures: files.count - whole.count)
+    }
+
+    /// The folder a tool's files are in.
+    static func folderName(of tool: String) -> String {
+        tool.hasPrefix("curl") ? "curl" : tool.hasPrefix("Demo") ? "demo" : tool.hasPrefix("wget2") ? "wget2" : "aria2"
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: parent) }
+}

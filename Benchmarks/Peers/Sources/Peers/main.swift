@@ -46,6 +46,7 @@ let workloads = [
 ].filter { value(after: "--only") == nil || value(after: "--only") == $0.name }
 let runsSmallFiles = value(after: "--only") == nil || value(after: "--only") == "smallfiles"
 let runsCapped = value(after: "--only") == nil || value(after: "--only") == "capped"
+let runsRerun = value(after: "--only") == nil || value(after: "--only") == "rerun"
 // The capped file: 256 MB at 32 MB/s a connection (the issue's figures); quick: 32 MB at 8 MB/s.
 let (cappedSize, cappedRate) = quick ? (32_000_000, 8_000_000) : (256_000_000, 32_000_000)
 
@@ -120,6 +121,39 @@ if runsSmallFiles {
         }
         header = ["workload (ratio: to curl in the same round)"] + tools.map(\.name)
         table += smallFiles.rows(samples, tools: tools)
+    }
+    print("")
+    printTable(header, table)
+}
+
+if runsRerun {
+    // The same small files, saved once by each tool, then asked again with nothing changed (issue 64).
+    var places: [(parent: URL, fileSystem: String)?] = [nil]
+    let ext4 = Ext4Folder()
+    defer { ext4?.stop() }
+    if let ext4 { places.append((ext4.mountPoint, "ext4")) }
+    let demo = value(after: "--demo") ?? benchmarks.deletingLastPathComponent().appendingPathComponent("Demo").path
+    var table: [[String]] = []
+    var header: [String] = []
+    for place in places {
+        let rerun = try Rerun(try SmallFiles(count: quick ? 2_000 : 20_000, nginx: nginx, into: place))
+        defer { rerun.remove() }
+        let tools = rerun.tools(demo: demo)
+        let present = tools.filter { $0.command != nil }
+        for tool in present { try rerun.fill(tool.command ?? []) }
+        var samples: [String: [Sample]] = [:]
+        for round in 0..<rounds {
+            for offset in present.indices {
+                let tool = present[(round + offset) % present.count]
+                let sample = try rerun.measure(tool.command ?? [], folder: Rerun.folderName(of: tool.name))
+                guard sample.failures == 0 else {
+                    throw PeerFailure("\(tool.name): \(sample.failures) files missing after \(rerun.title)")
+                }
+                samples[tool.name, default: []].append(sample)
+            }
+        }
+        header = ["workload (ratio: to curl in the same round)"] + tools.map(\.name)
+        table += toolRows(rerun.title, samples, tools: tools)
     }
     print("")
     printTable(header, table)

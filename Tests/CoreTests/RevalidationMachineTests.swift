@@ -1,0 +1,66 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Revalidated files in the engine alone (DESIGN semantics 23), at a real batch's scale: no HEAD, even with accurate
+/// progress on; each start carries the file's validator; a 304 ends each request with its file kept.
+@Suite(.testLane, .timeLimit(.minutes(5))) struct RevalidationMachineTests {
+    @Test func aBigBatchOfRevalidatedFilesSendsNoHeadAndEndsEachWithItsFileKept() throws {
+        var driver = MachineDriver(limit: 8)
+        driver.machine.showsAccurateProgress = true
+        let folder = "/nq-revalidation-\(UUID().uuidString)"
+        let count = TestEnvironment.bigBatch
+        let state = ExistingFileRules.FileState(
+            size: 10, modified: Date(timeIntervalSince1970: 1), conditional: .entityTag("\"v1\""))
+        var claims: [DestinationClaim] = []
+        defer { for claim in claims { claim.endRequest() } }
+        for tag in 1...count {
+            let file = URL(fileURLWithPath: "\(folder)/f\(tag)")
+            let request = NetworkRequest(
+                URLRequest(url: URL(string: "http://example.test/\(tag)")!), destination: .file(file),
+                fileOptions: .init(existingFile: .revalidate), tag: tag)
+            let claim = try #require(DestinationClaim.claim(file))
+            claims.append(claim)
+            driver.requests[tag] = request
+            let (slot, actions) = driver.machine.add(request, claim: claim, existingFile: state, now: 0)
+            driver.slots[tag] = slot
+            _ = driver.apply(actions)
+        }
+        _ = driver.go()
+        let head = ResponseHead(
+            url: URL(string: "http://example.test/")!, statusCode: 304, httpVersion: "HTTP/1.1",
+            fields: [.init(name: "ETag", value: "\"v1\"")])
+        var (starts, preflights, conditional, kept) = (0, 0, 0, 0)
+        while let transfer = driver.transfers.first {
+            starts += 1
+            switch transfer.start.body {
+            case .preflight: preflights += 1
+            case .checked(_, _, _, let revalidation): if revalidation == .entityTag("\"v1\"") { conditional += 1 }
+            }
+            let (slot, token) = (transfer.start.slot, transfer.start.token)
+            let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300, revalidates: true)
+            _ = driver.apply(
+                driver.machine.transferEvent(.head(head), reading: reading, slot: slot, token: token, now: 0))
+            driver.transfers.removeFirst()
+            let ended = driver.machine.transferEvent(.completed(nil), slot: slot, token: token, now: 0)
+            for item in driver.machine.takeDeliveries() {
+                guard case .event(.didFinish(let request, let response)) = item else { continue }
+                if response.keptExistingFile, response.statusCode == 304,
+                    response.fileURL?.path == "\(folder)/f\(request.tag)"
+                {
+                    kept += 1
+                }
+            }
+            _ = driver.apply(ended)
+        }
+        #expect(starts == count && preflights == 0 && conditional == count)
+        #expect(kept == count)
+        #expect(Array(driver.machine.table.records).isEmpty)
+    }
+}
