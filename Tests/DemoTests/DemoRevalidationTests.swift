@@ -51,10 +51,8 @@ import Testing
                 #expect(secondLog.filter { $0.hasPrefix("GET ") && $0.contains(" 304 \"\\x22") }.count == count)
                 let changed = [0, 77, 150]
                 for index in changed {
-                    let file = root.appendingPathComponent("f\(index).bin")
-                    try Data(repeating: 0xAB, count: 3_000 + index).write(to: file)
-                    try FileManager.default.setAttributes(
-                        [.modificationDate: Date().addingTimeInterval(1_000)], ofItemAtPath: file.path)
+                    try StaticWebServer.change(
+                        root.appendingPathComponent("f\(index).bin"), to: Data(repeating: 0xAB, count: 3_000 + index))
                 }
                 let beforeThird = nginx.accessLog().count
                 let third = try await runDemo(arguments, in: directory.directory)

@@ -147,6 +147,14 @@
             try await with({ try make(program, root: root, rate: rate, logsAccess: logsAccess) }, body)
         }
 
+        /// Gives the served file at `file` new bytes and a modification time `later` seconds from now: a new version,
+        /// under another entity tag and `Last-Modified` (nginx's tag is made of the time and the size).
+        public static func change(_ file: URL, to bytes: Data, later: TimeInterval = 1_000) throws {
+            try bytes.write(to: file)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(later)], ofItemAtPath: file.path)
+        }
+
         /// The requests served since the start, one line each, `METHOD /path STATUS "If-None-Match" "If-Modified-Since"`
         /// (`"-"` for a field not sent): nginx started with `logsAccess` only (the others log nothing here).
         public func accessLog() -> [String] {
