@@ -90,11 +90,11 @@ enum ExistingFileRules {
     /// The longest entity tag recorded: 1 KiB (servers send tens of bytes; an attribute of a few KiB may not fit).
     static let longestEntityTag = 1_024
 
-    /// The entity tag of `head` worth recording with its file, trimmed; nil when it has none or a malformed one.
+    /// The entity tag of `head` worth recording with its file; nil when it has none or a malformed one. Read for every
+    /// file saved, so not trimmed: a head's values come without their surrounding spaces and tabs, and a tag with any
+    /// left is malformed.
     static func entityTag(of head: ResponseHead) -> String? {
-        guard let tag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
-            isEntityTag(tag)
-        else { return nil }
+        guard let tag = head.value(forHTTPHeaderField: "ETag"), isEntityTag(tag) else { return nil }
         return tag
     }
 
