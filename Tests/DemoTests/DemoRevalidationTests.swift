@@ -79,6 +79,32 @@ import Testing
         }
     #endif
 
+    @Test func shardsRerunTheirOwnSharesOneConditionalRequestAFile() async throws {
+        let setup = try DemoSetup(paths: (1...30).map { "/bytes/\(100 + $0)" })
+        defer { setup.tearDown() }
+        let shards = ["0/3", "1/3", "2/3"]
+        for shard in shards {
+            let run = try await runDemo(
+                ["--input", setup.list.path, "--output", setup.output.path, "--shard", shard], in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path).count == 30)
+        setup.server.resetStatistics()
+        var unchanged = 0
+        for shard in shards {
+            let run = try await runDemo(
+                ["--input", setup.list.path, "--output", setup.output.path, "--shard", shard], in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+            let summary = run.output.split(separator: "\n").first { $0.hasPrefix("Summary: ") } ?? ""
+            unchanged += Int(summary.split(separator: "(").dropFirst().first?.split(separator: " ").first ?? "") ?? 0
+        }
+        // Each file asked once, by its own shard, with its tag: no HEAD, no second request.
+        let log = setup.server.statistics.log
+        #expect(log.count == 30 && Set(log).count == 30 && log.allSatisfy { $0.hasPrefix("GET ") }, "\(log)")
+        #expect(setup.server.statistics.headers.allSatisfy { $0["if-none-match"]?.hasPrefix("\"bytes-") == true })
+        #expect(unchanged == 30)
+    }
+
     @Test func aContentDispositionRerunAsksOnceAndMakesNoSecondCopy() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
