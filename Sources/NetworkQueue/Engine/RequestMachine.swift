@@ -139,7 +139,8 @@ struct RequestMachine {
                 attempt.headAt = now
                 attempt.announcedLength = 0
                 attempt.keptFile = existingFile?.path.map { URL(fileURLWithPath: $0, isDirectory: false) } ?? file
-                return .read(.fresh, length: 0, encoded: false, problem: nil)
+                // Bytes an earlier attempt counted (its part not kept) no longer count: the file is whole already.
+                return .read(received > 0 ? .restarted : .fresh, length: 0, encoded: false, problem: nil)
             }
             var continuation = Continuation.fresh
             var total: Int64?

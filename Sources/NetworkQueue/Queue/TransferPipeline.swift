@@ -79,6 +79,8 @@ final class TransferPipeline: @unchecked Sendable {
     /// engine its count, or the file's or the checks' failure. Returns false on a failure: the transport stops the
     /// transfer before it reads more.
     func lend(_ piece: borrowing LentBytes) -> Bool {
+        // A body sent with a 304 (none is allowed) is no one's.
+        if keepsExistingFile { return true }
         let count = piece.count
         switch piece.withUnsafeBytes({ take($0) }) {
         case nil:
@@ -124,6 +126,9 @@ final class TransferPipeline: @unchecked Sendable {
                 verifier?.begin(head, continuing: part)
             }
             return .head(reading)
+        case .data where keepsExistingFile:
+            // A body sent with a 304 (none is allowed) is no one's.
+            break
         case .data(let data) where sink != nil || verifier != nil:
             if let error = data.withUnsafeBytes({ take($0) }) { return error }
         case .data:
