@@ -58,6 +58,12 @@ import Testing
         /// `--resolve` (``CurlTransport/Options/pinnedAddresses``): a name under `.test` (reserved, resolving nowhere)
         /// pinned to the loopback server is never looked up, over every engine thread; the request still names it.
         @Test func aPinnedHostIsReachedAtItsAddressOverEveryEngine() async throws {
+            // Four engines' handles (a receive buffer of 256 KiB each) would weigh in the heap-growth measurement of the
+            // whole process: one of the heavy tests (see ``HeavyTests``).
+            try await HeavyTests.exclusively { try await pinnedHost() }
+        }
+
+        private func pinnedHost() async throws {
             let server = try LoopbackServer()
             var options = CurlTransport.Options()
             options.engineThreads = 4
@@ -78,6 +84,11 @@ import Testing
         /// The engines share one DNS cache (libcurl's share interface): a batch over `localhost` on four engine threads,
         /// started and stopped several times (each transport's cache made and freed with its engines), loses nothing.
         @Test func theEnginesShareOneNameCache() async throws {
+            // Four engines with 32 transfers at once: one of the heavy tests, as above.
+            try await HeavyTests.exclusively { try await sharedNames() }
+        }
+
+        private func sharedNames() async throws {
             let server = try LoopbackServer()
             for round in 1...3 {
                 var options = CurlTransport.Options()
