@@ -57,6 +57,9 @@ struct Display {
     /// Failures the summary names: too slow (`--speed-limit`), past the deadline (`--max-time`), too large
     /// (`--max-filesize`), and those of a server that was down (apart from HTTP failures).
     private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0, hostDown: 0)
+    /// Each server held because it stopped answering (see ``DeadHosts``): how long it was held in all, and whether it
+    /// came back, by its `scheme://host:port`, in the order they were first held.
+    private var holds: [(server: String, seconds: Double, back: Bool)] = []
     /// Requests that kept the file there (a 304 to a rerun's conditional GET, or a HEAD that found it unchanged).
     private var unchanged = 0
 
@@ -144,6 +147,8 @@ struct Display {
             update(request, .queued, plain: { "resumed   \($0.label(request))" })
         case .sourceDidFail(let error):
             complain("Demo: error: \(error.localizedDescription)")
+        case .serverHoldChanged(let hold):
+            noteHold(hold)
         case .queueDidFinish:
             break
         }
@@ -172,11 +177,52 @@ struct Display {
                 + (named.isEmpty ? "" : " (\(named.joined(separator: ", ")))") + ", "
                 + (stopped > 0 ? "\(stopped) cancelled (the list stopped at a bad line), " : "")
                 + (kept > 0 ? "\(kept) kept (already there), " : "")
+                + (holdWords.map { "\($0), " } ?? "")
                 + "\(Format.bytes(progress.bytesReceived)) in \(String(format: "%.1f", elapsed)) s (\(rate)), "
                 // Nothing to run (every file kept) is complete.
                 + Format.percent(progress.totalRequestCount == 0 && failed == 0 ? 1 : progress.fractionCompleted))
         return failed == 0 && stopped == 0 && progress.finishedRequestCount == progress.totalRequestCount
             && progress.isTotalFinal
+    }
+
+    /// Counts a server's hold for the summary and says it: in plain mode a line, on a terminal above the rows.
+    private mutating func noteHold(_ hold: ServerHold) {
+        let index = holds.firstIndex { $0.server == hold.server } ?? {
+            holds.append((hold.server, 0, false))
+            return holds.count - 1
+        }()
+        let line: String
+        switch hold.change {
+        case .held:
+            holds[index].back = false
+            line =
+                "held      \(hold.server)  down (\(hold.failures) connects failed in a row): its requests wait, "
+                + "the first probe in \(Format.tenths(hold.firstProbeIn ?? 0)) s"
+        case .back:
+            holds[index].seconds += hold.heldFor
+            holds[index].back = true
+            line = "back      \(hold.server)  answers again after \(Format.tenths(hold.heldFor)) s held"
+        case .down:
+            holds[index].seconds += hold.heldFor
+            line =
+                "down      \(hold.server)  still down after \(Format.tenths(hold.heldFor)) s held (every probe "
+                + "--retries allows failed): its requests end"
+        }
+        // On a terminal the bar's line says it (`held: N waiting`); the summary says it at the end.
+        guard !isTerminal else { return }
+        print(line)
+        fflush(nil)
+    }
+
+    /// The summary's words on held servers: `1 server held 1.6 s (back)`.
+    private var holdWords: String? {
+        guard !holds.isEmpty else { return nil }
+        let back = holds.filter(\.back).count
+        let longest = holds.map(\.seconds).max() ?? 0
+        let servers = holds.count == 1 ? "1 server" : "\(holds.count) servers"
+        let outcome =
+            back == holds.count ? "back" : back == 0 ? "not back" : "\(back) back, \(holds.count - back) not"
+        return "\(servers) held \(holds.count == 1 ? "" : "up to ")\(Format.tenths(longest)) s (\(outcome))"
     }
 
     /// A list entry's label: the name of the file it is saved to; for a body kept in memory, its URL's last path

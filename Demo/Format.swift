@@ -34,6 +34,9 @@ enum Format {
         seconds == seconds.rounded() && seconds < 1e15 ? String(Int64(seconds)) : String(seconds)
     }
 
+    /// A number of seconds to a tenth: `1.6`.
+    static func tenths(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
+
     static func percent(_ fraction: Double) -> String { "\(Int((fraction * 100).rounded(.down)))%" }
 
     /// `25.3 MB / 53.6 MB  7.8 MB/s  ETA 4s  5/12 done` (`/ ~53.6 MB` while the total is an estimate)
@@ -48,6 +51,7 @@ enum Format {
         if let eta = progress.estimatedTimeRemaining { parts.append("ETA \(duration(eta))") }
         parts.append(
             "\(progress.endedRequestCount)/\(max(progress.totalRequestCount, progress.estimatedRequestCount)) done")
+        if progress.heldRequestCount > 0 { parts.append("held: \(progress.heldRequestCount) waiting") }
         return parts.joined(separator: "  ")
     }
 

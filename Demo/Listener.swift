@@ -126,6 +126,12 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
         queue.cancelAll()
     }
 
+    func networkQueue(_ queue: NetworkQueue, serverHoldChanged hold: ServerHold) {
+        report?.serverHold(hold)
+        json?.serverHold(hold)
+        show(.serverHoldChanged(hold))
+    }
+
     func networkQueueDidFinish(_ queue: NetworkQueue) {
         let waiter = lock.withLock {
             display.apply(.queueDidFinish)

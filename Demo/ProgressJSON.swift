@@ -7,7 +7,10 @@ import NetworkQueue
 /// - `{"type":"progress", …}` at least once a second and at the end (`"final":true`): `fraction` (0–1, never
 ///   decreasing), `finished`, `failed`, `cancelled`, `total` (known so far) and `total_final`, `bytes`,
 ///   `bytes_expected` (when known), `rate` (bytes a second) and `eta` (seconds) when known, `held` (requests waiting
-///   for a server that asked the batch to wait).
+///   for a server that asked the batch to wait, or that stopped answering), `held_servers` (servers held because they
+///   stopped answering connects).
+/// - a `server` line when such a server is held, back, or down for good: `server`, `change` (`held`, `back`,
+///   `down`), `held_for` (seconds) and `failures`.
 /// - a line per request event: `start`, `headers` (`status`, `length`), `retry` (`attempt`: the next one, `delay`,
 ///   `error`), `pause`, `resume`, `end` (`outcome`: `finished`, `unchanged`, `failed` or `cancelled`; `status`,
 ///   `bytes`, and for a failure `kind` and `error`). Each carries `url` (redacted as the log is), and `line` (of
@@ -31,6 +34,11 @@ final class ProgressJSON: @unchecked Sendable {
         var rate: Double?
         var eta: Double?
         var held: Int?
+        var heldServers: Int?
+        var server: String?
+        var change: String?
+        var heldFor: Double?
+        var failures: Int?
         var url: String?
         var line: Int?
         var file: String?
@@ -102,6 +110,7 @@ final class ProgressJSON: @unchecked Sendable {
         line.rate = progress.throughput.map { $0.rounded() }
         line.eta = progress.estimatedTimeRemaining.map { ($0 * 10).rounded() / 10 }
         line.held = progress.heldRequestCount
+        line.heldServers = progress.heldServerCount
         write(line)
     }
 
@@ -127,6 +136,17 @@ final class ProgressJSON: @unchecked Sendable {
             line.delay = (delay * 1000).rounded() / 1000
             line.error = error.localizedDescription
         }
+    }
+
+    /// The `server` line of a server whose hold changed: `change` (`held`, `back` or `down`), `held_for` (seconds
+    /// its requests had been held) and `failures` (its failed connects in a row).
+    func serverHold(_ hold: ServerHold) {
+        var line = Line(type: "server")
+        line.server = hold.server
+        line.change = hold.change.rawValue
+        line.heldFor = (hold.heldFor * 1000).rounded() / 1000
+        line.failures = hold.failures
+        write(line)
     }
 
     /// The `end` line of `request`, which ended with `result`.

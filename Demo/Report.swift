@@ -66,6 +66,21 @@ final class Report: @unchecked Sendable {
         lines.write(entry)
     }
 
+    /// A server's hold changed: a line of its own, `{"server":…,"outcome":"held"|"back"|"down","seconds":…,
+    /// "failures":…}`, where `seconds` is how long its requests had been held.
+    func serverHold(_ hold: ServerHold) {
+        struct ServerEntry: Encodable {
+            let server: String
+            let outcome: String
+            let seconds: Double
+            let failures: Int
+        }
+        lines.write(
+            ServerEntry(
+                server: hold.server, outcome: hold.change.rawValue, seconds: (hold.heldFor * 1000).rounded() / 1000,
+                failures: hold.failures))
+    }
+
     /// `finished`, `unchanged` (the file there was kept), `failed` or `cancelled`: the word for how a request ended,
     /// also `--progress-json`'s.
     static func outcome(of result: Result<NetworkResponse, NetworkQueueError>) -> String {

@@ -9,6 +9,19 @@ extension LoopbackServer {
     func respond(to request: HTTPRequest, reader: inout RequestReader, with response: Response) -> Bool {
         guard let bodyLength = try? reader.consumeBody(of: request) else { return false }
         if let delay = request.int("delay"), delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1000) }
+        // `resets=N&key=K` on any route: the first N requests with key K, HEADs included, have their connection reset
+        // once their head is read (a server that breaks before it answers).
+        if let resets = request.int("resets") {
+            let key = request.query["key"] ?? request.path
+            let arrival = state.with { state in
+                defer { state.resetArrivals[key, default: 0] += 1 }
+                return state.resetArrivals[key, default: 0]
+            }
+            if arrival < resets {
+                Socket.reset(response.fd)
+                return false
+            }
+        }
         if request.method == "HEAD" {
             if request.query["headDrop"] == "1" { return false }
             if let status = request.int("headStatus"), (200...599).contains(status) { return response.send(status) }

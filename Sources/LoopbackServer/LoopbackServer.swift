@@ -102,6 +102,10 @@ public final class LoopbackServer: Sendable {
         var barrierArrivals = 0
         /// Requests seen per `/flaky` key.
         var flakyArrivals: [String: Int] = [:]
+        /// Requests seen per `resets` key (see ``respond(to:reader:with:)``).
+        var resetArrivals: [String: Int] = [:]
+        /// Every `n`-th connection is reset as it is accepted (0: none); see ``resetConnections(every:)``.
+        var resetEvery = 0
         var isStopped = false
         /// The number of the last request received (never reset: the spans' ids).
         var serial = 0
@@ -135,6 +139,17 @@ public final class LoopbackServer: Sendable {
     public init(preferredPort: UInt16) throws {
         _ = Self.raisedDescriptorLimit
         (listener, port) = try (preferredPort == 0 ? nil : try? Socket.listen(port: preferredPort)) ?? Socket.listen()
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "LoopbackServer.accept"
+        thread.start()
+    }
+
+    /// Starts a server on the port `reservation` holds: stopped, and started again on the same reservation, it is a
+    /// server restarted (its port refuses connects between, and no other server can take it).
+    /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound.
+    public init(on reservation: PortReservation) throws {
+        _ = Self.raisedDescriptorLimit
+        (listener, port) = try Socket.listen(port: reservation.port, sharingPort: true)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "LoopbackServer.accept"
         thread.start()
@@ -183,6 +198,12 @@ public final class LoopbackServer: Sendable {
         }
     }
 
+    /// Resets every `n`-th connection as it is accepted, before reading anything (0: none): a server whose accepts
+    /// break now and then.
+    public func resetConnections(every n: Int) {
+        state.with { $0.resetEvery = max(0, n) }
+    }
+
     /// Stops accepting and closes every connection. Safe to call more than once.
     public func stop() {
         let wasStopped = state.with { state in
@@ -205,11 +226,17 @@ public final class LoopbackServer: Sendable {
                 if state.with({ $0.isStopped }) { return }
                 continue
             }
-            let accepted = state.with { state in
+            let accepted: Bool? = state.with { state in
                 guard !state.isStopped else { return false }
-                state.openConnections.insert(fd)
                 state.statistics.connections += 1
+                if state.resetEvery > 0, state.statistics.connections % state.resetEvery == 0 { return nil }
+                state.openConnections.insert(fd)
                 return true
+            }
+            guard let accepted else {
+                Socket.reset(fd)
+                Socket.close(fd)
+                continue
             }
             guard accepted else {
                 Socket.close(fd)

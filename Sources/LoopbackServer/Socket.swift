@@ -20,11 +20,15 @@ enum Socket {
     }
 
     /// A listening socket on 127.0.0.1 at a free port chosen by the kernel, queueing up to `backlog` connections.
-    static func listen(port: UInt16 = 0, backlog: Int32 = 512) throws -> (fd: Int32, port: UInt16) {
+    static func listen(port: UInt16 = 0, backlog: Int32 = 512, sharingPort: Bool = false) throws -> (
+        fd: Int32, port: UInt16
+    ) {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw Failure(call: "socket", code: errno) }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        // A port a ``PortReservation`` holds: bound beside it (the reservation keeps the port while no server listens).
+        if sharingPort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size)) }
         #if canImport(Darwin)
             setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
         #endif

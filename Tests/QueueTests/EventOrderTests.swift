@@ -112,6 +112,7 @@ import Testing
             case .didPause(let request): names.append("pause \(request.tag)")
             case .didResume(let request): names.append("resume \(request.tag)")
             case .sourceDidFail(let error): names.append("source failed \(error)")
+            case .serverHoldChanged(let hold): names.append("server \(hold.change)")
             case .didUpdateProgress: continue
             case .queueDidFinish: names.append("done")
             }

@@ -4,24 +4,28 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What the queue does about a server that stops answering connects (see ``NetworkQueue/deadHosts``): after
-/// ``failuresInARow`` failed connects or name lookups with no answer between, the server is down. Its waiting requests
-/// end with ``NetworkQueueError/hostDown(host:failures:)`` at their turn, taking no slot and sending nothing (a whole
-/// line of them at once), and so does each of its requests whose turn comes during the ``coolDown``. The first whose turn comes after it goes alone, as a probe, the server's others waiting for
-/// its verdict: an answer (any response) brings the server back, another failed connect ends the waiting ones again
-/// and starts a new cool-down. A request with mirrors is never ended so: its machine tries them. Other servers go on
-/// throughout.
+/// What the queue does about a server that stops answering connects (see ``NetworkQueue/deadHosts``, DESIGN
+/// semantics 24): after ``failuresInARow`` failed connects or name lookups with no answer between, the server is down
+/// and its requests are *held*: none takes a slot or sends anything (as in a 429 hold), and the requests that were
+/// connecting when it went down join them without spending an attempt. One request at a time probes it, on the retry
+/// policy's schedule: the first after the policy's first backoff (``RetryPolicy/Backoff/bound(forRetry:)`` of 1, no
+/// jitter), each next after the next bound, as many probes as the policy allows retries. Any response releases them
+/// all. When every probe has failed, the server has stayed down for the whole window the policy would have given one
+/// request (its backoffs and the probes' connect limits): the held requests end with
+/// ``NetworkQueueError/hostDown(host:failures:)`` at their turn, as does each request whose turn comes during the
+/// ``coolDown``; the first after it probes alone again. So the retry budget is spent once per server, never once per
+/// request: a restart shorter than the window loses nothing, and a dead server costs one window for the whole batch.
+/// A request with mirrors is never held or ended so: its machine tries them. Other servers go on throughout.
 public struct DeadHosts: Sendable, Hashable {
     /// Whether servers are ever judged down. Default true.
     public var isEnabled: Bool
     /// The failed connects (or name lookups) in a row, with no response between, that make a server down; at
     /// least 1. A failure counts only when its attempt began at or after the last counted one, so that transfers
     /// that fail together (a broken connection, a loaded server's moment) count once: a server is down after this many
-    /// rounds of new attempts failed. Default 3: one failure is a blip, and a retry policy's attempts alone would take
-    /// minutes.
+    /// rounds of new attempts failed. Default 3: one failure is a blip.
     public var failuresInARow: Int
-    /// How long a down server stays down before the next of its requests probes it, in seconds; values that are not
-    /// finite and non-negative mean 60. Default 60.
+    /// How long a server whose hold window was spent stays down before the next of its requests probes it, in seconds;
+    /// values that are not finite and non-negative mean 60. Default 60.
     public var coolDown: TimeInterval
 
     /// Judges no server down: each request fails, and is retried, on its own.
@@ -36,20 +40,25 @@ public struct DeadHosts: Sendable, Hashable {
 }
 
 /// The books of ``DeadHosts``, by the scheduler's host numbers: each server's failed connects in a row, and whether it
-/// is down (until when), or probed (by which slot). Pure: time is a parameter.
+/// is held (until its next probe), probed (by which slot), or down (its window spent). Pure: time and the retry policy
+/// are parameters.
 struct HostHealth {
     enum State: Equatable {
         /// Answering, or not failed often enough yet; `since`: when the last failure was counted.
         case up(failures: Int, since: Double)
-        /// Down: its requests end at their turn until the cool-down ends (`until`); the first after it probes.
-        case down(until: Double, failures: Int)
-        /// The request in `slot` probes it; the others wait for its verdict.
-        case probing(slot: Int, failures: Int)
+        /// Held since `heldAt`: no request of it starts before `until`, when the next probes it as probe number `probe`
+        /// of the `probes` its retry policy allows.
+        case held(until: Double, probe: Int, probes: Int, failures: Int, heldAt: Double)
+        /// The request in `slot` probes it (probe number `probe` of `probes`); the others wait for its verdict.
+        case probing(slot: Int, probe: Int, probes: Int, failures: Int, heldAt: Double)
+        /// Down: its window was spent. Its requests end at their turn until the cool-down ends (`until`); the first
+        /// after it probes alone.
+        case down(until: Double, failures: Int, heldAt: Double)
     }
 
     private var states: [Int: State] = [:]
-    /// The key (`scheme://host:port`) of each server that went down, said by the error its requests end with: kept
-    /// here, so that each of them costs no search of the servers' numbers.
+    /// The key (`scheme://host:port`) of each server that was held, said by the error its requests end with and by
+    /// its hold's notices: kept here, so that each of them costs no search of the servers' numbers.
     private var keys: [Int: String] = [:]
 
     /// True when no server ever failed a connect: nothing is looked up.
@@ -62,24 +71,25 @@ struct HostHealth {
     enum Failure: Equatable {
         /// Not down (yet): the request fails, or is retried, on its own.
         case counted
-        /// The server is down now, after this many failures, until its cool-down ends at `until`: its waiting requests
-        /// end.
-        case wentDown(failures: Int, until: Double)
-        /// The server was down already (a request that was connecting when it went down, or the probe): the request
-        /// ends with it; a failed probe starts a new cool-down, to `until`.
-        case isDown(failures: Int, until: Double?)
+        /// The server is held: the request waits with its others, its attempt not spent, until `until` (the next
+        /// probe). `wentDown`: this failure made it held; `probeFailed`: this was its probe, the window not yet spent.
+        case held(wentDown: Bool, probeFailed: Bool, failures: Int, until: Double)
+        /// The server is down, its window spent: the request ends with it. `heldFor`: set when this failure spent the
+        /// window (the server's held requests end now), the seconds it was held.
+        case down(failures: Int, heldFor: Double?)
     }
 
-    /// The key of `host` as given when it went down (see ``connectFailed(_:key:slot:startedAt:policy:now:)``).
+    /// The key of `host` as given when it was held (see ``connectFailed(_:key:slot:startedAt:policy:retry:now:)``).
     func key(of host: Int) -> String? { keys[host] }
 
     /// A connect of `host`'s request in `slot`, begun at `startedAt`, failed at `now`; `key` names the server (read only
-    /// when it goes down). While the server is up, a
+    /// when it goes down); `retry` is the retry policy whose schedule its probes follow. While the server is up, a
     /// failure counts only when its attempt began at or after the last counted one: the transfers in flight when a
     /// connection breaks (a burst of one cause: a GOAWAY, a loaded server's moment) count once, and a server is down
     /// only after `failuresInARow` rounds of new attempts failed.
     mutating func connectFailed(
-        _ host: Int, key: @autoclosure () -> String, slot: Int, startedAt: Double, policy: DeadHosts, now: Double
+        _ host: Int, key: @autoclosure () -> String, slot: Int, startedAt: Double, policy: DeadHosts,
+        retry: RetryPolicy, now: Double
     ) -> Failure {
         switch state(of: host) {
         case .up(let failures, let since):
@@ -89,59 +99,106 @@ struct HostHealth {
                 states[host] = .up(failures: count, since: now)
                 return .counted
             }
-            states[host] = .down(until: now + policy.coolDown, failures: count)
             if keys[host] == nil { keys[host] = key() }
-            return .wentDown(failures: count, until: now + policy.coolDown)
-        case .down(let until, let failures):
-            states[host] = .down(until: until, failures: failures + 1)
-            return .isDown(failures: failures + 1, until: nil)
-        case .probing(let probe, let failures):
-            guard probe == slot else {
-                states[host] = .probing(slot: probe, failures: failures + 1)
-                return .isDown(failures: failures + 1, until: nil)
+            let probes = retry.maximumAttempts - 1
+            guard probes > 0 else {
+                // No retry allowed: the window is nothing, and the server is down at once.
+                states[host] = .down(until: now + policy.coolDown, failures: count, heldAt: now)
+                return .down(failures: count, heldFor: 0)
             }
-            states[host] = .down(until: now + policy.coolDown, failures: failures + 1)
-            return .isDown(failures: failures + 1, until: now + policy.coolDown)
+            let until = now + retry.backoff.bound(forRetry: 1)
+            states[host] = .held(until: until, probe: 1, probes: probes, failures: count, heldAt: now)
+            return .held(wentDown: true, probeFailed: false, failures: count, until: until)
+        case .held(let until, let probe, let probes, let failures, let heldAt):
+            states[host] = .held(until: until, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt)
+            return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: until)
+        case .probing(let probeSlot, let probe, let probes, let failures, let heldAt):
+            guard probeSlot == slot else {
+                // A request that was connecting when the server went down: it waits with the others.
+                states[host] = .probing(
+                    slot: probeSlot, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt)
+                return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: .infinity)
+            }
+            guard probe < probes else {
+                states[host] = .down(until: now + policy.coolDown, failures: failures + 1, heldAt: heldAt)
+                return .down(failures: failures + 1, heldFor: now - heldAt)
+            }
+            let until = now + retry.backoff.bound(forRetry: probe + 1)
+            states[host] = .held(until: until, probe: probe + 1, probes: probes, failures: failures + 1, heldAt: heldAt)
+            return .held(wentDown: false, probeFailed: true, failures: failures + 1, until: until)
+        case .down(let until, let failures, let heldAt):
+            states[host] = .down(until: until, failures: failures + 1, heldAt: heldAt)
+            return .down(failures: failures + 1, heldFor: nil)
         }
     }
 
-    /// `host` answered (a response head): it is up, its count starts over. Returns true when it was down or probed
-    /// (its hold is to end).
-    mutating func answered(_ host: Int) -> Bool {
-        guard let state = states.removeValue(forKey: host) else { return false }
-        if case .up = state { return false }
-        return true
+    /// `host` answered (a response head): it is up, its count starts over. Returns since when it was held, when it
+    /// was held, probed or down (its hold is to end); nil when it was up.
+    mutating func answered(_ host: Int) -> Double? {
+        guard let state = states.removeValue(forKey: host) else { return nil }
+        switch state {
+        case .up: return nil
+        case .held(_, _, _, _, let heldAt), .probing(_, _, _, _, let heldAt), .down(_, _, let heldAt): return heldAt
+        }
     }
 
-    /// The request in `slot` of `host` may start at `now`: true when it is to be the probe of a server whose cool-down
-    /// ended (the server's other requests then wait for its verdict).
+    /// The request in `slot` of `host` may start at `now`: true when it is to be the probe of a held server whose
+    /// next probe is due, or of a down server whose cool-down ended (the server's other requests then wait for its
+    /// verdict).
     mutating func starting(_ host: Int, slot: Int, now: Double) -> Bool {
-        guard case .down(let until, let failures) = state(of: host), now >= until else { return false }
-        states[host] = .probing(slot: slot, failures: failures)
-        return true
+        switch state(of: host) {
+        case .held(let until, let probe, let probes, let failures, let heldAt) where now >= until:
+            states[host] = .probing(slot: slot, probe: probe, probes: probes, failures: failures, heldAt: heldAt)
+            return true
+        case .down(let until, let failures, let heldAt) where now >= until:
+            // One probe after the cool-down: its failure makes the server down again.
+            states[host] = .probing(slot: slot, probe: 1, probes: 1, failures: failures, heldAt: heldAt)
+            return true
+        case .up, .held, .probing, .down: return false
+        }
     }
 
-    /// The probe in `slot` of `host` stopped without a verdict (cancelled, paused, ended otherwise): the server is down
-    /// with its cool-down over, and the next request to start probes it. Returns true when `slot` was its probe.
+    /// The failures counted against `host` while it is down (its window spent, its cool-down running at `now`): its
+    /// request ends with it. Nil otherwise.
+    func downFailures(of host: Int, now: Double) -> Int? {
+        guard case .down(let until, let failures, _) = state(of: host), now < until else { return nil }
+        return failures
+    }
+
+    /// The probe in `slot` of `host` stopped without a verdict (cancelled, paused, ended otherwise): the next request
+    /// to start probes it in its place. Returns true when `slot` was its probe.
     mutating func probeStopped(_ host: Int, slot: Int) -> Bool {
-        guard case .probing(let probe, let failures) = state(of: host), probe == slot else { return false }
-        states[host] = .down(until: -.infinity, failures: failures)
+        guard case .probing(let probe, let number, let probes, let failures, let heldAt) = state(of: host),
+            probe == slot
+        else { return false }
+        states[host] = .held(until: -.infinity, probe: number, probes: probes, failures: failures, heldAt: heldAt)
         return true
     }
 
-    /// True when `host` is down or probed: a request of it that fails to connect ends with it.
+    /// True when `host` is held, probed or down: a request of it that fails to connect waits or ends with it.
     func isDown(_ host: Int) -> Bool {
         if case .up = state(of: host) { return false }
         return true
     }
 
-    /// True when some server is down with its cool-down running past `now`, or probed: its number must keep its books.
+    /// The servers held or probed now (for the progress).
+    var heldCount: Int {
+        states.values.reduce(0) { count, state in
+            switch state {
+            case .held, .probing: count + 1
+            case .up, .down: count
+            }
+        }
+    }
+
+    /// True when some server is held or probed, or down with its cool-down running past `now`: its number must keep
+    /// its books.
     func hasDownServers(at now: Double) -> Bool {
         states.values.contains { state in
             switch state {
             case .up: false
-            case .down(let until, _): until > now
-            case .probing: true
+            case .down(let until, _, _): until > now
+            case .held, .probing: true
             }
         }
     }

@@ -51,7 +51,7 @@ struct Outbox {
                 guard request.completionHandler != nil else { return }
             case .didUpdateProgress: break
             case .didStart, .didReceiveHeaders, .didCollectMetrics, .willRetry, .didPause, .didResume, .sourceDidFail,
-                .queueDidFinish:
+                .serverHoldChanged, .queueDidFinish:
                 return
             }
         }

@@ -50,9 +50,13 @@ public struct QueueProgress: Sendable, Hashable {
     public var estimatedBytesExpectedToReceive: Int64?
     /// True when ``estimatedBytesExpectedToReceive`` is an estimate (``bytesExpectedToReceive`` is nil).
     public var isEstimated: Bool
-    /// Requests waiting (not started yet, or waiting to start again) whose server asked the queue to slow down and
-    /// is held now (see ``NetworkQueue/hostBackoff``): they start when the hold ends. 0 when no server is held.
+    /// Requests waiting (not started yet, or waiting to start again) whose server is held now: it asked the queue to
+    /// slow down (see ``NetworkQueue/hostBackoff``), or stopped answering connects (see ``NetworkQueue/deadHosts``).
+    /// They start when the hold ends. 0 when no server is held.
     public var heldRequestCount = 0
+    /// Servers held now because they stopped answering connects (see ``NetworkQueue/deadHosts``): their requests wait,
+    /// counted in ``heldRequestCount``, while one at a time probes each. 0 when none is.
+    public var heldServerCount = 0
 
     /// Requests that ended in any way: finished, failed or cancelled.
     public var endedRequestCount: Int {

@@ -141,10 +141,12 @@ extension QueueStateMachine {
     // MARK: Dead servers
 
     /// The connect of the request in `slot` failed (its name did not resolve, or nobody answered in time): counted
-    /// against its server (``HostHealth``). Returns true when the request ended here because its server is down;
-    /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). The server's waiting
-    /// requests end at their turn (``startingOnItsServer(_:now:)``), each without a slot, so that a server going down
-    /// costs nothing per request in the table (a list of millions may hold thousands of dead servers).
+    /// against its server (``HostHealth``). Returns true when the request was taken from its machine here: held with
+    /// its server's others (the failed try not spent), or ended because the server stayed down for its whole window;
+    /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). Held requests wait in the
+    /// scheduler, and once the window is spent they end at their turn (``startingOnItsServer(_:now:)``), each without a
+    /// slot, so that a server going down costs nothing per request in the table (a list of millions may hold thousands
+    /// of dead servers).
     mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
         if !hasFailedConnect {
             hasFailedConnect = true
@@ -163,48 +165,76 @@ extension QueueStateMachine {
         }
         let verdict = hostHealth.connectFailed(
             host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server", slot: slot,
-            startedAt: startedAt, policy: deadHosts, now: now)
-        let (failures, coolDownEnds): (Int, Double?)
-        switch verdict {
-        case .counted: return false
-        case .wentDown(let count, let until): (failures, coolDownEnds) = (count, until)
-        case .isDown(let count, let until): (failures, coolDownEnds) = (count, until)
-        }
+            startedAt: startedAt, policy: deadHosts, retry: request.retryPolicy ?? retryPolicy, now: now)
         let server = hostHealth.key(of: host) ?? "the server"
-        let error = NetworkQueueError.hostDown(host: server, failures: failures)
-        if coolDownEnds != nil {
-            // A failed probe's hold (the others waited for its verdict) ends: they end at their turn, now.
-            scheduler.setHold(host: host, until: -.infinity)
-            outbox.log(.warning, .hostDown, request, now: now) {
-                "\(server) is down (\(failures) connects failed in a row): its waiting requests end, and the first "
-                    + "after \(LogText.seconds(deadHosts.coolDown)) s probes it"
-            }
-        }
         // A request with mirrors has other sources: its machine tries them (semantics 19).
-        let endsHere = request.fileOptions.mirrors.isEmpty
-        if endsHere { end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now) }
-        return endsHere
-    }
-
-    /// A response of the request in `slot` arrived: its server answers. A server that was down (or probed) is up
-    /// again, and its requests go on.
-    mutating func serverAnswered(_ slot: Int) {
-        guard let host = scheduler.host(of: slot), hostHealth.answered(host) else { return }
-        scheduler.setHold(host: host, until: -.infinity)
-    }
-
-    /// The request in `slot` was given a slot at `now`. When its server is down: during the cool-down it ends at
-    /// once (unless it has mirrors to try), and returns the error it ended with; after it, the request goes alone, as
-    /// the probe, the server's other requests held until its verdict.
-    mutating func startingOnItsServer(_ slot: Int, now: Double) -> NetworkQueueError? {
-        guard let host = scheduler.host(of: slot), case .down(_, let failures) = hostHealth.state(of: host) else {
-            return nil
+        let hasMirrors = !request.fileOptions.mirrors.isEmpty
+        switch verdict {
+        case .counted:
+            return false
+        case .held(let wentDown, let probeFailed, let failures, let until):
+            if until.isFinite { scheduler.setHold(host: host, until: until) }
+            if wentDown {
+                outbox.post(
+                    .serverHoldChanged(
+                        ServerHold(
+                            server: server, change: .held, heldFor: 0, failures: failures, firstProbeIn: until - now)))
+                outbox.log(.warning, .hostHeld, request, now: now) {
+                    "\(server) is down (\(failures) connects failed in a row): its requests are held, and one probes "
+                        + "it in \(LogText.seconds(until - now)) s"
+                }
+            } else if probeFailed {
+                outbox.log(.notice, .hostHeld, request, now: now) {
+                    "\(server) still down (its probe failed): the next probe in \(LogText.seconds(until - now)) s"
+                }
+            }
+            guard !hasMirrors else { return false }
+            apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
+            return true
+        case .down(let failures, let heldFor):
+            if let heldFor {
+                // The window is spent: the held requests end at their turn, now.
+                scheduler.setHold(host: host, until: -.infinity)
+                outbox.post(
+                    .serverHoldChanged(ServerHold(server: server, change: .down, heldFor: heldFor, failures: failures)))
+                outbox.log(.warning, .hostDown, request, now: now) {
+                    "\(server) stayed down for \(LogText.seconds(heldFor)) s (\(failures) connects failed, every "
+                        + "probe its retry policy allows): its held requests end, and the first after "
+                        + "\(LogText.seconds(deadHosts.coolDown)) s probes it"
+                }
+            }
+            guard !hasMirrors else { return false }
+            let error = NetworkQueueError.hostDown(host: server, failures: failures)
+            end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now)
+            return true
         }
+    }
+
+    /// A response of the request in `slot` arrived at `now`: its server answers. A server that was held, probed or
+    /// down is up again, and its requests go on.
+    mutating func serverAnswered(_ slot: Int, now: Double) {
+        guard let host = scheduler.host(of: slot), let heldAt = hostHealth.answered(host) else { return }
+        scheduler.setHold(host: host, until: -.infinity)
+        let server = hostHealth.key(of: host) ?? "the server"
+        outbox.post(.serverHoldChanged(ServerHold(server: server, change: .back, heldFor: now - heldAt, failures: 0)))
+        outbox.log(.notice, .hostBack, table[slot].request, now: now) {
+            "\(server) answers again: its requests go on, after \(LogText.seconds(now - heldAt)) s held"
+        }
+    }
+
+    /// The request in `slot` was given a slot at `now`. When its server is held and its next probe is due (or it is
+    /// down and its cool-down is over), the request goes alone, as the probe, the server's other requests held until
+    /// its verdict. When the server is down (its window spent) and its cool-down runs, the request ends at once
+    /// (unless it has mirrors to try): returns the error it ends with.
+    mutating func startingOnItsServer(_ slot: Int, now: Double) -> NetworkQueueError? {
+        guard let host = scheduler.host(of: slot), hostHealth.isDown(host) else { return nil }
         if hostHealth.starting(host, slot: slot, now: now) {
             scheduler.setHold(host: host, until: .infinity)
             return nil
         }
-        guard table[slot].request.fileOptions.mirrors.isEmpty else { return nil }
+        guard let failures = hostHealth.downFailures(of: host, now: now),
+            table[slot].request.fileOptions.mirrors.isEmpty
+        else { return nil }
         return .hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures)
     }
 
@@ -219,6 +249,7 @@ extension QueueStateMachine {
     func progress(at now: Double) -> QueueProgress {
         var progress = ledger.snapshot(at: now)
         progress.heldRequestCount = scheduler.hosts.pendingOfHeldHosts(now: now)
+        if !hostHealth.isEmpty { progress.heldServerCount = hostHealth.heldCount }
         return progress
     }
 }

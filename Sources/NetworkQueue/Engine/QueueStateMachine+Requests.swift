@@ -211,6 +211,14 @@ extension QueueStateMachine {
                 slot: slot, token: decision.token, request: request, error: decision.failure,
                 attempts: record.machine.attempts, decide: (request.retryPolicy ?? retryPolicy).decide!)
             actions.append(.decide(decide))
+        case .waitToRetry(let wait, let delay, let error, _) where wait.preflight:
+            // A HEAD is retried unseen by the delegate (HEADs are invisible to it), heard in the log.
+            timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
+            actions.publish(record)
+            let (retry, retries) = (record.machine.failedHeads, (request.retryPolicy ?? retryPolicy).maximumAttempts - 1)
+            outbox.log(.notice, .retryScheduled, request, now: now) {
+                "HEAD retry \(retry)/\(retries) in \(String(format: "%.2f", delay)) s: \(error)"
+            }
         case .waitToRetry(let wait, let delay, let error, let left):
             leave(left, slot, transferEnded: transferEnded, now: now)
             timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
@@ -228,6 +236,11 @@ extension QueueStateMachine {
             end(slot, .success(response), transferEnded: transferEnded, now: now)
         case .end(.failure(let error)):
             end(slot, .failure(error), transferEnded: transferEnded, failsSiblings: true, now: now)
+        case .held(let wait, let left):
+            // Back among the pending requests at once, where the scheduler holds it with its server's others.
+            if !wait.preflight { leave(left, slot, transferEnded: transferEnded, now: now) }
+            timer.retries.insert(.init(deadline: now, id: slot, stamp: wait.token))
+            actions.publish(record)
         case .rejoin:
             actions.publish(record)
         case .resumed:
@@ -248,10 +261,15 @@ extension QueueStateMachine {
                 (stopped?.continuedFrom ?? 0) > 0 || record.hasKeptPart
                     ? "paused, keeping the partial file" : "paused"
             }
-        case .preflightDone:
+        case .preflightDone(let failure):
             // A HEAD without a size: the request weighs one unit, as any download of unknown size.
             ledger.stopAwaitingSize(&record.progress)
             actions.publish(record)
+            if let failure {
+                outbox.log(.notice, .preflightFailed, request, now: now) {
+                    "HEAD failed, its retries spent (\(failure)): the GET goes on with its size unknown"
+                }
+            }
         case .waitUntil(let deadline, let token):
             timer.idle.insert(.init(deadline: deadline, id: slot, stamp: token))
         }

@@ -43,7 +43,7 @@ extension QueueStateMachine {
         record.machine.touched(at: now)
         switch event {
         case .head(let head):
-            if !hostHealth.isEmpty { serverAnswered(slot) }
+            if !hostHealth.isEmpty { serverAnswered(slot, now: now) }
             guard !preflight else {
                 preflightHead(head, slot: slot, now: now)
                 break

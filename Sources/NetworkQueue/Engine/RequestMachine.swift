@@ -23,6 +23,10 @@ struct RequestMachine {
     // In this order (flag, count behind the phase's tag; the clock's tag last): 41 bytes per waiting request.
     /// True once didStart was posted: once per request, not per attempt.
     private(set) var hasStarted = false
+    /// The HEADs of this request that failed: a HEAD is an attempt of its request (DESIGN semantics 8), retried under
+    /// its retry policy as its GET is, and counted apart, so that its GET still has the whole budget (a failed HEAD
+    /// never leaves a request worse off than no HEAD). Kept in the padding beside the flag.
+    private(set) var failedHeads: UInt16 = 0
     /// ``attempts``, kept in 32 bits beside the flag.
     private var attemptCount: Int32 = 0
     /// When the request last moved a byte or changed phase (``touched(at:)`` notes its transfer's events).
@@ -128,6 +132,12 @@ struct RequestMachine {
             {
                 // The size is known before the GET: a body over the limit is not asked for (issue 50).
                 preflight.tooLarge = .responseTooLarge(limit: limit, url: reading.head.url)
+            } else if !ResponseRules.isInterim(reading.head),
+                (request.retryPolicy ?? shared.retryPolicy).retryableStatusCodes.contains(reading.head.statusCode)
+            {
+                // A 5xx (or 408, 429) to the HEAD is a failed attempt of the request: retried as its GET's would be.
+                preflight.failure = .unacceptableStatus(code: reading.head.statusCode, url: reading.head.url)
+                preflight.retryAfter = RetryRules.retryAfter(reading.head, now: wallClock)
             }
             return .interim
         case .running(let attempt):
@@ -189,7 +199,11 @@ struct RequestMachine {
         switch phase {
         case .preflighting(let preflight):
             if case .failed(let error) = outcome, !checksExistingFile {
-                return preflightFailed(preflight, error, of: request, &shared, now: now)
+                return preflightFailed(
+                    preflight, .transport(Redaction.redacted(error)), retryAfter: nil, of: request, &shared, now: now)
+            }
+            if case .succeeded = outcome, let failure = preflight.failure, !checksExistingFile {
+                return preflightFailed(preflight, failure, retryAfter: preflight.retryAfter, of: request, &shared, now: now)
             }
             if case .succeeded = outcome, let head = preflight.unchangedHead {
                 // The file on disk is the resource: kept as it is, no GET.
@@ -198,10 +212,7 @@ struct RequestMachine {
             if case .succeeded = outcome, let tooLarge = preflight.tooLarge {
                 return attemptEnded(tooLarge, of: request, &shared, now: now)
             }
-            phase = .awaitingMain
-            // The HEAD's deadline ends with it: the transfer's starts with its slot.
-            deadline = .notStarted
-            return .preflightDone
+            return goOnWithoutSize(failure: nil)
         case .running(let attempt):
             switch Self.ending(of: attempt, outcome, received: received, file: file, metrics: metrics) {
             case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
@@ -223,23 +234,78 @@ struct RequestMachine {
         }
     }
 
-    /// `preflight` failed with `error` (or timed out): the next location of `request`'s file is asked while one is left
-    /// (``FailoverRules``), as a new HEAD of the same request in the same slot; otherwise the request fails.
+    /// `preflight` failed with `error` (a transport failure, a timeout, or a status its retry policy retries;
+    /// `retryAfter`: that response's `Retry-After`): the next location of `request`'s file is asked while one is left
+    /// (``FailoverRules``), as a new HEAD of the same request in the same slot. Otherwise the HEAD was an attempt of its
+    /// request: retried under its retry policy, with the backoff and budget its GET has, counted apart from the GET's
+    /// (the policy's closure, when set, is asked about the GET's attempts alone); when the policy allows no more, or
+    /// the wait would pass the request's deadline, the request goes on to its GET with its size unknown. A HEAD never
+    /// fails a request its GET would have fetched (semantics 8).
     private mutating func preflightFailed(
-        _ preflight: RequestState.Preflight, _ error: URLError, of request: NetworkRequest, _ shared: inout Shared,
-        now: Double
+        _ preflight: RequestState.Preflight, _ error: NetworkQueueError, retryAfter: Double?,
+        of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         let count = request.fileOptions.mirrors.count + 1
-        guard FailoverRules.verdict(afterHeadOf: preflight.location, count: count) == .nextLocation else {
-            return attemptEnded(.preflightFailed(Redaction.redacted(error)), of: request, &shared, now: now)
+        if FailoverRules.verdict(afterHeadOf: preflight.location, count: count) == .nextLocation {
+            shared.nextToken += 1
+            lastActivity = now
+            let next = RequestState.Preflight(
+                token: shared.nextToken, cell: TransferCell.makeCell(), location: preflight.location + 1,
+                sent: preflight.sent, startedAt: now)
+            phase = .preflighting(next)
+            return .startPreflight(next)
+        }
+        failedHeads &+= 1
+        let policy = request.retryPolicy ?? shared.retryPolicy
+        let verdict =
+            policy.decide == nil
+            ? RetryRules.verdict(
+                policy: policy, error: error, method: "HEAD", attempts: Int(failedHeads), retryAfter: retryAfter)
+            : .fail
+        let delay: Double
+        switch verdict {
+        case .fail, .ask: return goOnWithoutSize(failure: error)
+        case .backoff: delay = policy.backoff.delay(forRetry: Int(failedHeads), using: &shared.jitter)
+        case .wait(let seconds, _): delay = seconds
+        }
+        if case .running(let until) = deadline, now + delay >= until { return goOnWithoutSize(failure: error) }
+        shared.nextToken += 1
+        let wait = RequestState.RetryWait(
+            token: shared.nextToken, serverAsked: verdict != .backoff, lastHead: nil, preflight: true)
+        phase = .waitingToRetry(wait)
+        return .waitToRetry(wait, delay: delay, error: error, left: nil)
+    }
+
+    /// The HEAD is done without a size (`failure`: it failed, and is not retried): the request waits for its
+    /// transfer's slot, its size learned from its own response.
+    private mutating func goOnWithoutSize(failure: NetworkQueueError?) -> Action {
+        phase = .awaitingMain
+        // The HEAD's deadline ends with it: the transfer's starts with its slot.
+        deadline = .notStarted
+        return .preflightDone(failed: failure)
+    }
+
+    /// The server of the request is held (down: see ``DeadHosts``), and its HEAD or attempt failed to connect: that
+    /// try is not counted (the budget is spent once for the server, by its probes), and the request waits with the
+    /// server's others, holding no slot. It rejoins the pending requests at once; the scheduler holds it.
+    mutating func heldByServer(_ shared: inout Shared, now: Double) -> Action {
+        let left: Attempt?
+        let preflight: Bool
+        switch phase {
+        case .running(let attempt):
+            (left, preflight) = (attempt, false)
+            attemptCount -= 1
+        case .preflighting: (left, preflight) = (nil, true)
+        case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
+            .waitingToRetry, .committing, .following, .paused:
+            preconditionFailure("a server's hold in phase \(phase.name)")
         }
         shared.nextToken += 1
         lastActivity = now
-        let next = RequestState.Preflight(
-            token: shared.nextToken, cell: TransferCell.makeCell(), location: preflight.location + 1,
-            sent: preflight.sent, startedAt: now)
-        phase = .preflighting(next)
-        return .startPreflight(next)
+        let wait = RequestState.RetryWait(
+            token: shared.nextToken, serverAsked: true, lastHead: nil, preflight: preflight, heldByServer: true)
+        phase = .waitingToRetry(wait)
+        return .held(wait, left: left)
     }
 
     /// What an attempt's transfer ending means.
@@ -350,7 +416,8 @@ struct RequestMachine {
         let token = shared.nextToken
         let (delay, serverAsked): (Double, Bool)
         switch verdict {
-        case .backoff: (delay, serverAsked) = (policy.backoff.delay(forRetry: attempts, using: &shared.jitter), false)
+        case .backoff:
+            (delay, serverAsked) = (policy.backoff.delay(forRetry: attempts, using: &shared.jitter), false)
         case .wait(let seconds, let asked): (delay, serverAsked) = (seconds, asked)
         case .fail, .ask: preconditionFailure("no wait for verdict \(verdict)")
         }
@@ -363,8 +430,11 @@ struct RequestMachine {
 
     /// The request's retry time came (or its server recovered): it waits for a slot again.
     mutating func retryTimeCame() -> Action {
-        guard case .waitingToRetry = phase else { preconditionFailure("a retry time in phase \(phase.name)") }
-        phase = .pending
+        guard case .waitingToRetry(let wait) = phase else {
+            preconditionFailure("a retry time in phase \(phase.name)")
+        }
+        // A retried HEAD is a HEAD again: it waits in the preflight lane.
+        phase = wait.preflight ? .awaitingPreflight : .pending
         return .rejoin
     }
 
@@ -394,7 +464,8 @@ struct RequestMachine {
             stopped = attempt
             attemptCount -= 1
         case .adaptingMain: attemptCount -= 1  // never sent
-        case .pending, .awaitingMain, .deciding, .waitingToRetry: break
+        case .waitingToRetry(let wait): withPreflight = wait.preflight
+        case .pending, .awaitingMain, .deciding: break
         }
         if case .running(let until) = deadline { deadline = .stopped(left: max(0, until - now)) }
         phase = .paused(withPreflight: withPreflight)
@@ -449,8 +520,12 @@ extension RequestMachine {
         case rejoin
         /// Check again at this time (the request was active since its deadline was set).
         case waitUntil(Double, token: UInt64)
-        /// Its HEAD ended without ending the request: it waits for a slot for its transfer.
-        case preflightDone
+        /// Its HEAD ended without ending the request: it waits for a slot for its transfer (`failed`: the HEAD failed
+        /// and is not retried, so its size is unknown).
+        case preflightDone(failed: NetworkQueueError?)
+        /// Its server is held: the request waits with its others (its HEAD's or attempt's failed connect not counted;
+        /// `left`: the attempt it left), rejoining the pending requests at once.
+        case held(RequestState.RetryWait, left: Attempt?)
         /// Paused (`stopped`: the attempt it stopped, whose part is kept when the request continues parts).
         case paused(stopped: Attempt?)
         /// Resumed: it waits for a slot again (for its HEAD first when `withPreflight`).
@@ -541,7 +616,8 @@ extension RequestMachine {
         if let idle, now - lastActivity >= idle {
             switch phase {
             case .preflighting(let preflight):
-                return preflightFailed(preflight, URLError(.timedOut), of: request, &shared, now: now)
+                return preflightFailed(
+                    preflight, .transport(URLError(.timedOut)), retryAfter: nil, of: request, &shared, now: now)
             case .adaptingPreflight:
                 return attemptEnded(.preflightFailed(URLError(.timedOut)), of: request, &shared, now: now)
             case .adaptingMain, .running:

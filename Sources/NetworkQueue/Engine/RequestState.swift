@@ -72,6 +72,10 @@ enum RequestState {
         var unchangedHead: ResponseHead?
         /// Set when the HEAD's length is over the request's size limit: the request fails with it, sending no GET.
         var tooLarge: NetworkQueueError?
+        /// Set when the HEAD's status is one its retry policy retries: the HEAD failed, as an attempt.
+        var failure: NetworkQueueError?
+        /// That failing response's `Retry-After`, in seconds.
+        var retryAfter: Double?
         /// When the HEAD started (queue clock): a failed connect counts against its server only when it started after
         /// the server's last counted failure (see ``HostHealth``).
         let startedAt: Double
@@ -109,11 +113,20 @@ enum RequestState {
         let serverAsked: Bool
         /// The failed attempt's final head, still shown.
         let lastHead: ResponseHead?
+        /// True when the HEAD is retried (the request waits in the preflight lane again).
+        let preflight: Bool
+        /// True when the request waits because its server is held (see ``DeadHosts``), not for a retry of its own.
+        let heldByServer: Bool
 
-        init(token: UInt64, serverAsked: Bool, lastHead: ResponseHead?) {
+        init(
+            token: UInt64, serverAsked: Bool, lastHead: ResponseHead?, preflight: Bool = false,
+            heldByServer: Bool = false
+        ) {
             self.token = token
             self.serverAsked = serverAsked
             self.lastHead = lastHead
+            self.preflight = preflight
+            self.heldByServer = heldByServer
         }
     }
 

@@ -70,6 +70,8 @@ extension NetworkQueue {
             delegate?.networkQueue(self, didUpdateProgress: progress)
         case .sourceDidFail(let error):
             delegate?.networkQueue(self, sourceDidFail: error)
+        case .serverHoldChanged(let hold):
+            delegate?.networkQueue(self, serverHoldChanged: hold)
         case .queueDidFinish:
             delegate?.networkQueueDidFinish(self)
         }

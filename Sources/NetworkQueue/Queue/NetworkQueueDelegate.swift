@@ -52,6 +52,9 @@ public protocol NetworkQueueDelegate: AnyObject, Sendable {
     /// ``NetworkQueue/cancelsAllOnFailure`` is on: then every request ends with
     /// ``NetworkQueueError/cancelledBecauseSourceFailed`` and every other source stops.
     func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError)
+    /// A server stopped answering connects and its requests are held, answered again, or stayed down for its whole
+    /// retry window so that its held requests end (see ``DeadHosts``). Heard once per change of each server.
+    func networkQueue(_ queue: NetworkQueue, serverHoldChanged hold: ServerHold)
     /// Every request added since the queue was last idle has finished or failed. Called once per drain.
     func networkQueueDidFinish(_ queue: NetworkQueue)
 }
@@ -81,6 +84,8 @@ extension NetworkQueueDelegate {
     /// Does nothing.
     public func networkQueue(_ queue: NetworkQueue, sourceDidFail error: NetworkQueueError) {}
     /// Does nothing.
+    public func networkQueue(_ queue: NetworkQueue, serverHoldChanged hold: ServerHold) {}
+    /// Does nothing.
     public func networkQueueDidFinish(_ queue: NetworkQueue) {}
 }
 
@@ -108,6 +113,8 @@ public enum NetworkQueueEvent: Sendable {
     indirect case didUpdateProgress(QueueProgress)
     /// See ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``.
     case sourceDidFail(error: NetworkQueueError)
+    /// See ``NetworkQueueDelegate/networkQueue(_:serverHoldChanged:)``.
+    indirect case serverHoldChanged(ServerHold)
     /// See ``NetworkQueueDelegate/networkQueueDidFinish(_:)``.
     case queueDidFinish
 }

@@ -43,6 +43,9 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// A server's sampled HEADs found its bodies too small to be worth one each: its other requests go without
         /// (``NetworkQueue/preflightPolicy``), and how many were waiting.
         case preflightsStopped
+        /// A HEAD preflight failed and its retries were spent: the request goes on to its GET with its size unknown
+        /// (a HEAD never fails a request its GET would have fetched).
+        case preflightFailed
         /// An attempt's transfer was sent: its number, method and redacted URL.
         case attemptStarted
         /// The final response head arrived: its status and length.
@@ -51,7 +54,8 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case redirectFollowed
         /// The transport refused a redirect (the attempt fails), and why.
         case redirectRefused
-        /// A failed attempt will be sent again: after what delay, and why.
+        /// A failed attempt (or a failed HEAD, which is an attempt of its request) will be sent again: after what delay,
+        /// and why.
         case retryScheduled
         /// A download continues its partial file from a byte.
         case continuedFromByte
@@ -83,10 +87,14 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         case cancelled
         /// The request's response asked its server to slow down: no new request to that server (scheme, host and
         /// port) starts before the time given, which the message says with the header that asked (see
-        /// ``NetworkQueue/hostBackoff``).
+        /// ``NetworkQueue/hostBackoff``); or the server failed enough connects in a row to be down: its requests are
+        /// held, and one at a time probes it (see ``NetworkQueue/deadHosts``).
         case hostHeld
-        /// A server failed enough connects in a row to be down: its waiting requests end, and one probes it after the
-        /// cool-down (see ``NetworkQueue/deadHosts``).
+        /// A held server answered again: its requests go on, and how long they were held (see
+        /// ``NetworkQueue/deadHosts``).
+        case hostBack
+        /// A server stayed down for the whole window its retry policy gives (every probe failed): its held requests
+        /// end, and one probes it after the cool-down (see ``NetworkQueue/deadHosts``).
         case hostDown
     }
 

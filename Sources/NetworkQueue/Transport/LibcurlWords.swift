@@ -36,6 +36,14 @@ enum LibcurlWords {
         }
         // Any other TLS failure ("OpenSSL SSL_connect: ...", "error:0A000...", "SSL_ERROR_SYSCALL").
         if text.contains("ssl") || text.contains("tls") { return .secureConnectionFailed }
+        // libcurl's code 7 ("Failed to connect to H port P after N ms: Couldn't connect to server"), which Foundation
+        // leaves at -1 when the server reset the connection as it accepted it: a failed connect, as CurlTransport says
+        // it, so that it is retried and counted toward a down server alike.
+        if text.contains("couldn't connect to server") || text.hasPrefix("failed to connect to") {
+            return .cannotConnectToHost
+        }
+        // libcurl's code 6.
+        if text.contains("could not resolve host") || text.contains("couldn't resolve host") { return .cannotFindHost }
         return nil
     }
 }
