@@ -187,10 +187,12 @@ struct Display {
 
     /// Counts a server's hold for the summary and says it: in plain mode a line, on a terminal above the rows.
     private mutating func noteHold(_ hold: ServerHold) {
-        let index = holds.firstIndex { $0.server == hold.server } ?? {
-            holds.append((hold.server, 0, false))
-            return holds.count - 1
-        }()
+        let index =
+            holds.firstIndex { $0.server == hold.server }
+            ?? {
+                holds.append((hold.server, 0, false))
+                return holds.count - 1
+            }()
         let line: String
         switch hold.change {
         case .held:

@@ -258,6 +258,8 @@ struct MachineDriver {
         case .event(.didResume(let request)): "didResume \(request.tag)"
         case .event(.didUpdateProgress(let progress)): "progress \(progress.fractionCompleted)"
         case .event(.sourceDidFail(let error)): "sourceDidFail \(error)"
+        case .event(.serverHoldChanged(let hold)):
+            "server \(hold.change) \(hold.server) after \(hold.heldFor) s, \(hold.failures) failures"
         case .event(.queueDidFinish): "queueDidFinish"
         case .downloadProgress(let request, let progress): "download \(request.tag) \(progress.completedBytes)"
         case .uploadProgress(let request, let progress): "upload \(request.tag) \(progress.completedBytes)"

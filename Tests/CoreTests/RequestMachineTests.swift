@@ -50,9 +50,9 @@ import Testing
         ],
         .preflighting: [
             .headRead: "interim → preflighting", .transferSucceeded: "preflightDone → awaitingMain",
-            .transferFailed: "end preflight -1005 → preflighting", .fileFailed: "none → preflighting",
+            .transferFailed: "waitToRetry → waitingToRetry", .fileFailed: "none → preflighting",
             .attemptEnded: "end transport -1001 → preflighting",
-            .timedCheck: "end preflight -1001 → preflighting", .pause: "paused → paused",
+            .timedCheck: "preflightDone after transport -1001 → awaitingMain", .pause: "paused → paused",
             .resume: "none → preflighting", .cancel: "end cancelled → preflighting",
             .deadlinePassed: "end deadline 5 → preflighting",
         ],
@@ -208,9 +208,9 @@ import Testing
     }
 
     /// Issue 50, item 1: a HEAD that failed (or timed out) asks the next mirror while one is left, as a new HEAD of
-    /// the same request (a new token, the same request sent); with none left, the request fails with the
-    /// preflight's error (issue 51: the machine says so itself; a preflight is never retried).
-    @Test(arguments: [false, true]) func aFailedHeadAsksTheNextMirrorThenFails(_ timesOut: Bool) throws {
+    /// the same request (a new token, the same request sent); with none left, it is an attempt of its request (issue
+    /// 71): here past the request's deadline, so it goes on to its GET with its size unknown, never failing it.
+    @Test(arguments: [false, true]) func aFailedHeadAsksTheNextMirrorThenGoesOnToItsGet(_ timesOut: Bool) throws {
         let bench = try Bench()
         var machine = try bench.make(.preflighting)
         let mirrors = [URL(string: "http://m1.test/a")!, URL(string: "http://m2.test/a")!]
@@ -237,11 +237,115 @@ import Testing
         }
         #expect(sources == [1, 2] && shared.nextToken == 22)
         let last = fail()
-        guard case .end(.failure(.preflightFailed(let error))) = last else {
-            Issue.record("not failed: \(last)")
+        guard case .preflightDone(.transport(let error)?) = last else {
+            Issue.record("not gone on to its GET: \(last)")
             return
         }
-        #expect(error.code == (timesOut ? .timedOut : .cannotConnectToHost))
+        #expect(error.code == (timesOut ? .timedOut : .cannotConnectToHost) && machine.phase.name == "awaitingMain")
+    }
+
+    /// Issue 71: a HEAD is an attempt of its request. Refused, reset, timed out or answered with a status the policy
+    /// retries, it waits out the policy's backoff (a `Retry-After` when its response gave one) and is sent again as a
+    /// HEAD; when the policy allows no more, the request goes on to its GET with its size unknown, its GET's own budget
+    /// whole. A status the policy does not retry (501) is a HEAD answered: the size is unknown, no retry.
+    @Test func aFailedHeadIsRetriedUnderItsPolicyThenItsGetGoesOnWithItsWholeBudget() throws {
+        let bench = try Bench()
+        var machine = RequestMachine()
+        var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: bench.policy)
+        var now = 0.0
+        func grantHead() -> RequestMachine.Action {
+            machine.granted(
+                .preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600, &shared,
+                now: now)
+        }
+        func endHead(_ outcome: RequestMachine.TransferOutcome) -> RequestMachine.Action {
+            machine.transferEnded(
+                outcome, of: bench.request, received: 0, file: nil, checksExistingFile: false, metrics: nil,
+                expectedBefore: nil, &shared, now: now)
+        }
+        _ = machine.planPreflight()
+        _ = grantHead()
+        // Refused: the first retry waits at most the backoff's first bound (1 s), as a HEAD.
+        guard
+            case .waitToRetry(let first, let delay, .transport(let refused), nil) = endHead(
+                .failed(URLError(.cannotConnectToHost)))
+        else {
+            Issue.record("the refused HEAD was not retried")
+            return
+        }
+        #expect(
+            first.preflight && !first.heldByServer && (0...1).contains(delay) && refused.code == .cannotConnectToHost)
+        now += 1
+        #expect(bench.describe(machine.retryTimeCame()) == "rejoin" && machine.phase.name == "awaitingPreflight")
+        // A 503 asking for 7 s: waited as asked.
+        _ = grantHead()
+        let busy = ResponseHead(
+            url: bench.sent.url!, statusCode: 503, httpVersion: "HTTP/1.1",
+            fields: [.init(name: "Retry-After", value: "7")])
+        _ = machine.headRead(
+            HeadReading(busy, continuedFrom: 0, acceptableStatusCodes: nil), of: bench.request, received: 0,
+            existingFile: nil, expectedBefore: nil, wallClock: Date(), &shared, now: now)
+        guard case .waitToRetry(let second, 7, .unacceptableStatus(503, _), nil) = endHead(.succeeded) else {
+            Issue.record("the 503 HEAD was not retried after its Retry-After")
+            return
+        }
+        #expect(second.preflight && second.serverAsked && machine.attempts == 0)
+        now += 7
+        _ = machine.retryTimeCame()
+        // The third HEAD is reset: three attempts spent, the request goes on to its GET, its size unknown.
+        _ = grantHead()
+        let third = endHead(.failed(URLError(.networkConnectionLost)))
+        #expect(bench.describe(third) == "preflightDone after transport -1005" && machine.phase.name == "awaitingMain")
+        // Its GET has its own three attempts: a lost connection waits to retry.
+        _ = machine.granted(
+            .main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600, &shared, now: now)
+        let get = machine.transferEnded(
+            .failed(URLError(.networkConnectionLost)), of: bench.request, received: 0, file: nil,
+            checksExistingFile: false, metrics: nil, expectedBefore: nil, &shared, now: now)
+        #expect(bench.describe(get) == "waitToRetry" && machine.attempts == 1)
+    }
+
+    /// Issue 71: a HEAD answered 501 (not retried by the policy) is answered: no retry, its size unknown; a HEAD of a
+    /// request whose policy has a closure is not retried either (the closure judges the GET's attempts).
+    @Test func aHeadNotRetriedGoesOnToItsGet() throws {
+        let bench = try Bench()
+        for (policy, status) in [(bench.policy, 501), (bench.asking, 503)] {
+            var machine = RequestMachine()
+            var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: policy)
+            _ = machine.planPreflight()
+            _ = machine.granted(
+                .preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: nil, &shared,
+                now: 0)
+            _ = machine.headRead(
+                HeadReading(bench.head(status), continuedFrom: 0, acceptableStatusCodes: nil), of: bench.request,
+                received: 0, existingFile: nil, expectedBefore: nil, wallClock: Date(), &shared, now: 0)
+            let ended = machine.transferEnded(
+                .succeeded, of: bench.request, received: 0, file: nil, checksExistingFile: false, metrics: nil,
+                expectedBefore: nil, &shared, now: 0)
+            let expected =
+                status == 501 ? "preflightDone" : "preflightDone after HTTP status 503 from http://example.test/a"
+            #expect(bench.describe(ended) == expected, "\(status)")
+            #expect(machine.phase.name == "awaitingMain")
+        }
+    }
+
+    /// Issue 71: a HEAD or attempt whose server is held waits with the server's others: its try not counted, its
+    /// phase a wait the coordinator ends at once (the scheduler holds it), back to the lane it left.
+    @Test func aTryOfAHeldServerIsNotCountedAndWaitsInItsLane() throws {
+        let bench = try Bench()
+        for preflight in [true, false] {
+            var machine = try bench.make(preflight ? .preflighting : .running)
+            var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: bench.policy)
+            let attemptsBefore = machine.attempts
+            guard case .held(let wait, let left) = machine.heldByServer(&shared, now: 2) else {
+                Issue.record("not held")
+                return
+            }
+            #expect(wait.heldByServer && wait.preflight == preflight && (left == nil) == preflight)
+            #expect(machine.attempts == (preflight ? attemptsBefore : attemptsBefore - 1))
+            _ = machine.retryTimeCame()
+            #expect(machine.phase.name == (preflight ? "awaitingPreflight" : "pending"))
+        }
     }
 
     @Test func anAttemptsTransfersAreKeptInOrderAndFoundByIdentity() {
@@ -427,7 +531,8 @@ struct Bench {
         case .end(.failure(let error)): "end " + describe(error)
         case .rejoin: "rejoin"
         case .waitUntil(let time, _): "waitUntil \(time)"
-        case .preflightDone: "preflightDone"
+        case .preflightDone(let failure): "preflightDone" + (failure.map { " after " + describe($0) } ?? "")
+        case .held(let wait, _): "held" + (wait.preflight ? " preflight" : "")
         case .paused(let stopped): "paused" + (stopped == nil ? "" : " stopping")
         case .resumed(let withPreflight): "resumed" + (withPreflight ? " withPreflight" : "")
         }

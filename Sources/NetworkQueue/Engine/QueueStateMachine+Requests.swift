@@ -215,7 +215,9 @@ extension QueueStateMachine {
             // A HEAD is retried unseen by the delegate (HEADs are invisible to it), heard in the log.
             timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
             actions.publish(record)
-            let (retry, retries) = (record.machine.failedHeads, (request.retryPolicy ?? retryPolicy).maximumAttempts - 1)
+            let (retry, retries) = (
+                record.machine.failedHeads, (request.retryPolicy ?? retryPolicy).maximumAttempts - 1
+            )
             outbox.log(.notice, .retryScheduled, request, now: now) {
                 "HEAD retry \(retry)/\(retries) in \(String(format: "%.2f", delay)) s: \(error)"
             }

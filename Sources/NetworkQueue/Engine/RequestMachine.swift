@@ -203,7 +203,8 @@ struct RequestMachine {
                     preflight, .transport(Redaction.redacted(error)), retryAfter: nil, of: request, &shared, now: now)
             }
             if case .succeeded = outcome, let failure = preflight.failure, !checksExistingFile {
-                return preflightFailed(preflight, failure, retryAfter: preflight.retryAfter, of: request, &shared, now: now)
+                return preflightFailed(
+                    preflight, failure, retryAfter: preflight.retryAfter, of: request, &shared, now: now)
             }
             if case .succeeded = outcome, let head = preflight.unchangedHead {
                 // The file on disk is the resource: kept as it is, no GET.
