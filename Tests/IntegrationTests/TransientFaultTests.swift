@@ -1,0 +1,185 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A batch persists through a server's bad minute (issue 71), over both transports, against loopback servers that fail
+/// the way real ones do: restarted mid-batch, resetting each request's first connections after its head, dropping every
+/// HEAD, resetting every other connection as it accepts it. Each fault comes from the batch's own events (a count of
+/// finished files, the queue's word that the server is held), never from a clock; the verdict is what was saved.
+@Suite(.testLane, .timeLimit(.minutes(5))) struct TransientFaultTests {
+    /// Hears the queue's hold changes and counts finished requests, running `onFinished` with each count and `onHold`
+    /// with each change.
+    final class Watcher: NetworkQueueDelegate, @unchecked Sendable {
+        private let lock = NSLock()
+        private var finished = 0
+        private var heard: [ServerHold.Change] = []
+        let onFinished: @Sendable (Int) -> Void
+        let onHold: @Sendable (ServerHold) -> Void
+
+        init(onFinished: @escaping @Sendable (Int) -> Void = { _ in }, onHold: @escaping @Sendable (ServerHold) -> Void)
+        {
+            self.onFinished = onFinished
+            self.onHold = onHold
+        }
+
+        var changes: [ServerHold.Change] { lock.withLock { heard } }
+        private var retried: [String] = []
+        /// The errors of the attempts that were retried, as their `URLError` codes or descriptions.
+        var retriedErrors: [String] { lock.withLock { retried } }
+
+        func networkQueue(
+            _ queue: NetworkQueue, willRetry request: NetworkRequest, after delay: TimeInterval,
+            error: NetworkQueueError
+        ) {
+            let word = if case .transport(let failure) = error { "\(failure.code.rawValue)" } else { "\(error)" }
+            lock.withLock { retried.append(word) }
+        }
+
+        func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
+            onFinished(
+                lock.withLock {
+                    finished += 1
+                    return finished
+                })
+        }
+
+        func networkQueue(_ queue: NetworkQueue, serverHoldChanged hold: ServerHold) {
+            lock.withLock { heard.append(hold.change) }
+            onHold(hold)
+        }
+    }
+
+    /// The server in use on a reserved port, replaced by a new one when restarted.
+    final class Restartable: @unchecked Sendable {
+        let reservation: PortReservation
+        private let lock = NSLock()
+        private var server: LoopbackServer?
+        private(set) var restarts = 0
+
+        init() throws {
+            reservation = try PortReservation()
+            server = try LoopbackServer(on: reservation)
+        }
+
+        private var isStopped = false
+
+        func stop() {
+            let stopped = lock.withLock {
+                isStopped = true
+                return server
+            }
+            stopped?.stop()
+        }
+
+        /// Starts a new server on the port, once the one before was stopped (a second call while it runs does nothing).
+        func start() {
+            lock.withLock {
+                guard isStopped else { return }
+                server = try? LoopbackServer(on: reservation)
+                isStopped = false
+                restarts += 1
+            }
+        }
+
+        deinit { server?.stop() }
+    }
+
+    /// Five attempts, a 0.25 s first backoff: a hold window of 0.25 + 0.5 + 1 + 2 s of probes.
+    static let policy = RetryPolicy(maximumAttempts: 5, backoff: .init(initialDelay: 0.25))
+
+    @Test(arguments: TransportKind.allCases)
+    func aServerRestartedMidBatchLosesNoFile(_ transport: TransportKind) async throws {
+        let count = 1_000
+        let site = try Restartable()
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = Self.policy
+        queue.cancelsAllOnFailure = false
+        queue.showsAccurateProgress = true
+        // Down once 300 files are in; up again when the queue says it holds the server (its connects failed three
+        // rounds in a row): the requests in flight at the stop fail on their own, the rest wait for the probe.
+        let watcher = Watcher(
+            onFinished: { if $0 == 300 { site.stop() } },
+            onHold: { if $0.change == .held { site.start() } })
+        queue.delegate = watcher
+        let requests = (1...count).map { request(site.reservation.url("/bytes/64?n=\($0)"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        let failed = requests.filter { $0.state != .finished }.map { "\($0.tag) \(String(describing: $0.failure))" }
+        #expect(failed.isEmpty, "\(failed.prefix(5))")
+        #expect(requests.allSatisfy { $0.response?.body.count == 64 })
+        #expect(site.restarts == 1)
+        #expect(watcher.changes == [.held, .back], "\(watcher.changes)")
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func headsResetTwiceAreRetriedAsAttemptsAndEveryFileArrivesWithItsSize(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 3, backoff: .init(initialDelay: 0.05))
+        queue.cancelsAllOnFailure = false
+        queue.showsAccurateProgress = true
+        // Each file's first two connections are reset once its head is read: its two first HEADs.
+        let requests = (1...40).map { request(server.url("/bytes/100?resets=2&key=k\($0)"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        #expect(requests.allSatisfy { $0.state == .finished && $0.response?.body.count == 100 })
+        // Each file: two HEADs reset, a third answered, its GET: the HEADs spent none of the GET's attempts.
+        let log = server.statistics.log
+        #expect(log.filter { $0.hasPrefix("HEAD ") }.count == 120 && log.filter { $0.hasPrefix("GET ") }.count == 40)
+        #expect(requests.allSatisfy { $0.attemptCount == 1 })
+        #expect(queue.progress.fractionCompleted == 1)
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aServerThatDropsEveryHeadButServesGetsLosesNothing(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05))
+        queue.cancelsAllOnFailure = false
+        queue.showsAccurateProgress = true
+        let requests = (1...12).map { request(server.url("/bytes/50?headDrop=1&n=\($0)"), tag: $0) }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        #expect(requests.allSatisfy { $0.state == .finished && $0.response?.body.count == 50 })
+        let log = server.statistics.log
+        // Each GET once; the HEADs dropped (two for each request that asked, its size then unknown).
+        #expect(log.filter { $0.hasPrefix("GET ") }.count == 12 && log.filter { $0.hasPrefix("HEAD ") }.count >= 2)
+        #expect(log.filter { $0.hasPrefix("HEAD ") }.count % 2 == 0)
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func everyOtherConnectionResetAtAcceptIsRetriedAndSaysTheSameFault(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        server.resetConnections(every: 2)
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 20, backoff: .init(initialDelay: 0.05, maximumDelay: 0.2))
+        queue.cancelsAllOnFailure = false
+        // Every request asks its connection closed, so that each is a new connect.
+        let requests = (1...60).map { tag in
+            var asked = URLRequest(url: server.url("/bytes/200?n=\(tag)"))
+            asked.setValue("close", forHTTPHeaderField: "Connection")
+            return NetworkRequest(asked, tag: tag)
+        }
+        let watcher = Watcher(onHold: { _ in })
+        queue.delegate = watcher
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        let lost = requests.filter { $0.state != .finished }.map { String(describing: $0.failure) }
+        #expect(lost.isEmpty, "\(lost)")
+        #expect(requests.allSatisfy { $0.response?.body.count == 200 })
+        // Half the connects were reset at accept: both transports say it as libcurl does (a failed connect, or a lost
+        // connection when the reset comes after the request was sent), never as an unknown -1, and retry it.
+        #expect(server.statistics.connections >= 60)
+        let said: Set = [
+            "\(URLError.Code.cannotConnectToHost.rawValue)", "\(URLError.Code.networkConnectionLost.rawValue)",
+        ]
+        let retried = watcher.retriedErrors
+        #expect(!retried.isEmpty && retried.allSatisfy { said.contains($0) }, "\(retried)")
+    }
+}
