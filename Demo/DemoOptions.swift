@@ -46,6 +46,8 @@ struct DemoOptions {
     var speedTime: Double?
     /// The largest body accepted, in bytes (`--max-filesize`): larger fails and nothing of it is kept.
     var maxFileSize: Int64?
+    /// False after `-A ''`: no request sends a `User-Agent` (as curl does), where an empty one would be a field.
+    var sendsUserAgent = true
     /// The fields every request sends (`--header`, `--user-agent`).
     var headers = SentHeaders()
     /// The proxy every request goes through (`--proxy`); nil: the environment's.
@@ -189,11 +191,21 @@ struct DemoOptions {
                             server is decided by its first)
           --keep-going      do not cancel the other requests when one fails
           --no-dead-hosts   never judge a server down: by default, after 3 rounds of connects or name
-                            lookups to one fail with no answer between, its waiting requests fail at
-                            once ("host down", counted apart), as do those whose turn comes in the
-                            next 60 s; then one request probes it. The other servers go on
-          --retries N       send a failed request again up to N times (default 2) when it timed out,
-                            lost its connection or got 408, 429, 500, 502, 503 or 504
+                            lookups to one fail with no answer between, its requests are held (nothing
+                            sent, no retry spent) and one probes it after 1 s, then 2 s, 4 s...: as many
+                            probes as --retries, so a restart shorter than that window loses nothing.
+                            Any answer releases them ("held", "back" lines, and the summary says how
+                            long); if every probe fails they end at once ("host down", counted apart),
+                            as do those whose turn comes in the next 60 s; then one probes it again.
+                            The other servers go on
+          --retries N       send a failed request again up to N times (default 2), after 1 s, 2 s, 4 s...
+                            (random up to that, at most 30 s), when it could not connect, timed out, lost
+                            its connection or got 408, 429, 500, 502, 503 or 504 (after its Retry-After).
+                            Every stage is retried alike: a HEAD (accurate progress) that fails so is
+                            sent again up to N times, then its GET goes with its size unknown and N
+                            retries of its own; a split file's ranges and a mirror go on over the
+                            sources that answer. A server that stops answering connects is held, not
+                            failed (see --no-dead-hosts)
           --flaky           add a request that fails twice before it succeeds (offline set only)
           --output DIR      save each URL to DIR under its last path component (made safe; names that
                             collide get -2, -3...); a .part left by an interrupted run is continued, and
@@ -201,8 +213,12 @@ struct DemoOptions {
                             HEAD: If-None-Match with the ETag it was saved under (kept with it, the
                             user.networkqueue.etag attribute), else If-Modified-Since with its time
                             (saved files take their Last-Modified). 304 keeps it ("unchanged"), 200
-                            replaces it through its .part; a file changed on disk since it was saved is
-                            fetched whole. Running the same command again fetches only what changed.
+                            replaces it through its .part. A file whose size or modification second differ
+                            from those recorded with its ETag was changed on disk: it is fetched whole. An
+                            edit that keeps both is not seen (the file is asked for as saved), nor is any
+                            edit where no ETag could be recorded (a file system without user attributes:
+                            the date alone is sent). Running the same command again fetches only what
+                            changed.
                             Two runs on one folder at once: a file the other run moved into place first is
                             kept, not failed (--shard splits a list between runs without overlap).
                             The folder is guarded: every name (a URL's, out=, a response's) follows one
@@ -224,7 +240,9 @@ struct DemoOptions {
                             gets -2, -3..., unless the file there records this URL (an earlier run's),
                             which it replaces. The report, --progress-json and --verbose say where each
                             went. A rerun finds each file by the URL it records and asks for it only if
-                            it changed (no second copy). --no-clobber looks at the name from the URL
+                            it changed (no second copy); on a file system without user attributes the URL
+                            cannot be recorded, and each rerun adds a copy (-2, -3...).
+                            --no-clobber looks at the name from the URL
           --tree            with --output: keep each URL's folders under the output folder, host first
                             (out/example.com/pub/file.iso; a port given in the URL joins the host as
                             host:port), as wget's -x (-x is --proxy here, as in curl); folders are
@@ -336,11 +354,14 @@ struct DemoOptions {
                             as curl, wget and aria2 read it) to the servers it names, as Basic
                             authorization: only to that host (a "default" entry is not used), never after
                             a redirect to another origin (scheme, host and port), never shown; a field
-                            given with -H Authorization wins
+                            given with -H Authorization wins. A machine entry names a host, not a port
+                            (as curl reads netrc): its credentials go to that host on any port, but
+                            never follow a redirect to another port of it
           --netrc-file FILE the same from FILE
           -A, --user-agent UA
                             send User-Agent: UA (default: NetworkQueue-Demo/<version>
-                            NetworkQueue/<version>)
+                            NetworkQueue/<version>); -A '' sends none (over --transport urlsession,
+                            an empty one: Foundation always sends the field)
           -x, --proxy URL   go through this proxy, as curl writes one:
                             [http|https|socks5|socks5h://][user:password@]host[:port]
                             (default: the environment's http_proxy, https_proxy, all_proxy, no_proxy);
@@ -483,7 +504,12 @@ struct DemoOptions {
                 do throws(SentHeaders.Problem) {
                     if argument == "--header" || argument == "-H" {
                         try options.headers.add(line: value)
+                    } else if value.trimmingCharacters(in: .whitespaces).isEmpty {
+                        // curl's `-A ''`: no User-Agent at all, not an empty one.
+                        options.sendsUserAgent = false
+                        options.headers.remove("User-Agent")
                     } else {
+                        options.sendsUserAgent = true
                         try options.headers.set("User-Agent", value)
                     }
                 } catch { throw .badHeader(error) }

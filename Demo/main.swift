@@ -164,7 +164,8 @@ func sessionTransport() -> URLSessionTransport {
         setenv("NO_PROXY", "", 1)
     }
     let configuration = URLSessionConfiguration.default
-    configuration.httpAdditionalHeaders = ["User-Agent": demoUserAgent]
+    // `-A ''`: an empty field (Foundation on Linux sends one where libcurl alone sends none).
+    configuration.httpAdditionalHeaders = ["User-Agent": options.sendsUserAgent ? demoUserAgent : ""]
     return URLSessionTransport(
         configuration: configuration, cookies: cookieStore.map { .store($0) } ?? .ephemeral, redirects: redirects)
 }
@@ -178,7 +179,7 @@ let transport: any Transport
         transport = sessionTransport()
     } else {
         var curlOptions = CurlTransport.Options()
-        curlOptions.userAgent = demoUserAgent
+        curlOptions.userAgent = options.sendsUserAgent ? demoUserAgent : nil
         curlOptions.redirects = redirects
         if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }

@@ -98,6 +98,9 @@ public enum InputList {
             return deferred
         }
 
+        /// True while an entry is being read (its URL line given, the line after it not yet).
+        public var hasEntry: Bool { current != nil }
+
         /// The list ended: its last entry, if one is being read.
         public mutating func finish() -> (entry: Entry, spans: [LineSpan])? {
             guard let entry = current else { return nil }
@@ -326,10 +329,33 @@ public struct LineReader: Sendable {
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             ownsDescriptor = true
         }
+        isStream = Self.isStream(descriptor)
     }
 
     /// Closes the file (not standard input).
     public func finish() { if ownsDescriptor { _ = close(descriptor) } }
+
+    /// True for a list read as it comes (a pipe, a FIFO, a terminal, a socket): its next line may be long in coming.
+    public let isStream: Bool
+
+    /// True when `descriptor` is no regular file.
+    private static func isStream(_ descriptor: Int32) -> Bool {
+        var info = stat()
+        return fstat(descriptor, &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG
+    }
+
+    /// True when a line (or the end) can be read within `milliseconds`: one is buffered already, or the descriptor
+    /// becomes readable by then. For a stream only: a file is always ready.
+    public func isReady(within milliseconds: Int32) -> Bool {
+        if isAtEnd || buffer[scanned...].contains(UInt8(ascii: "\n")) { return true }
+        var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let got = poll(&waiting, 1, milliseconds)
+            if got < 0, errno == EINTR { continue }
+            // An error is ready too: the read says what it is.
+            return got != 0
+        }
+    }
 
     /// The number of lines (blank lines and comments included) of a regular file, counted from where reading
     /// starts without moving it (newlines only: a fraction of a second for millions); nil for anything that
@@ -375,7 +401,7 @@ public struct LineReader: Sendable {
             if let newline {
                 try checkLength(newline - start)
                 lastLine = (consumed + Int64(start), newline - start)
-                let line = String(decoding: buffer[start..<newline], as: UTF8.self)
+                let line = Self.withoutByteOrderMark(String(decoding: buffer[start..<newline], as: UTF8.self), number)
                 start = newline + 1
                 scanned = start
                 number += 1
@@ -386,7 +412,7 @@ public struct LineReader: Sendable {
             if isAtEnd {
                 guard start < buffer.count else { return nil }
                 lastLine = (consumed + Int64(start), buffer.count - start)
-                let line = String(decoding: buffer[start...], as: UTF8.self)
+                let line = Self.withoutByteOrderMark(String(decoding: buffer[start...], as: UTF8.self), number)
                 start = buffer.count
                 scanned = start
                 number += 1
@@ -394,6 +420,13 @@ public struct LineReader: Sendable {
             }
             try fill()
         }
+    }
+
+    /// The first line (`before`: the lines read before it, 0) without the UTF-8 byte-order mark a list saved by Notepad
+    /// begins with: a text reader skips it. Any other line as it is.
+    private static func withoutByteOrderMark(_ line: String, _ before: Int) -> String {
+        guard before == 0, line.unicodeScalars.first == "\u{FEFF}" else { return line }
+        return String(line.unicodeScalars.dropFirst())
     }
 
     /// Refuses the line being read once it is longer than ``InputList/longestLine``.

@@ -108,7 +108,15 @@ public struct ListSource: AsyncSequence, Sendable {
                 throw problem
             }
             guard !isAtEnd else { return nil }
-            while let (line, number) = try reader!.next() {
+            let waitsForLines = reader!.isStream
+            while true {
+                // A list read as it comes (`tail -f list | Demo --input -`): an entry whose next line is long in
+                // coming is whole once the stream has had nothing to give for a moment (its option lines, if any,
+                // come with it), so that its URL is asked now, not at the next line.
+                if waitsForLines, assembler.hasEntry, !reader!.isReady(within: 200) {
+                    return assembler.finish()
+                }
+                guard let (line, number) = try reader!.next() else { break }
                 let span = reader!.lastLine
                 if let done = try assembler.feed(line, number: number, offset: span.offset, length: span.length) {
                     return done

@@ -69,6 +69,11 @@ public struct SentHeaders: Sendable, Equatable {
         }
     }
 
+    /// Removes the field `name` (any case), if set.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+    }
+
     /// The `.netrc` whose credentials go to the hosts it names (`--netrc`, `--netrc-file`), as an `Authorization`
     /// field unless one is given; nil: none.
     public var netrc: Netrc?
