@@ -166,6 +166,47 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         }
     }
 
+    /// Issue 71: a list saved with a UTF-8 byte-order mark (as Notepad saves) reads as the same list without it.
+    @Test func aByteOrderMarkBeforeTheFirstLineIsSkipped() throws {
+        let list = try listFile(["\u{FEFF}http://a.test/1", "\u{FEFF}http://a.test/2"])
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        var reader = try LineReader(path: list.path)
+        defer { reader.finish() }
+        let first = try #require(try reader.next())
+        #expect(first.line == "http://a.test/1" && first.number == 1)
+        #expect(try InputList.parse(first.line, number: 1)?.url.absoluteString == "http://a.test/1")
+        // Only the first line's: a mark inside the list is no text reader's to skip.
+        #expect(try reader.next()?.line.unicodeScalars.first == "\u{FEFF}")
+    }
+
+    /// Issue 71: `tail -f list | Demo --input -`: a URL line read from a stream is given while the stream stays open
+    /// with nothing more to give (an entry is whole after a moment without its next line), not at the next line.
+    @Test func aStreamsLastURLIsGivenWhileTheStreamStaysOpen() async throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd) }
+        let line = Array("http://a.test/newest.iso\n".utf8)
+        #expect(write(writeEnd, line, line.count) == line.count)
+        let closed = ManagedAtomicFlag()
+        // Only so that a reader that waits for the next line ends instead of hanging: its verdict is the flag.
+        let guardTask = Task.detached {
+            try? await Task.sleep(for: .seconds(60))
+            closed.set()
+            close(writeEnd)
+        }
+        let source = ListSource(
+            path: "/dev/fd/\(readEnd)", output: nil, shard: .whole, noClobber: false, existingFile: .replace,
+            tally: .init())
+        var iterator = source.makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(!closed.isSet, "the entry came only once the stream ended")
+        #expect(first?.url?.absoluteString == "http://a.test/newest.iso" && first?.tag == 1)
+        guardTask.cancel()
+        if !closed.isSet { close(writeEnd) }
+        #expect(try await iterator.next() == nil)
+    }
+
     @Test func aLineOfExactlyTheLimitIsRead() throws {
         let line = "http://a.test/" + String(repeating: "y", count: InputList.longestLine - 14)
         let list = try listFile([line, "http://a.test/2"])
@@ -201,4 +242,12 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         while let (line, _) = try reader.next() { read.append(String(line)) }
         #expect(read == lines)
     }
+}
+
+/// A flag set once, read from any thread.
+private final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }
