@@ -106,6 +106,8 @@ import Testing
             // A server that resets the connection as it accepts it (issue 71: 36 of 60 saved over URLSession).
             ("Failed to connect to 127.0.0.1 port 18507 after 1 ms: Couldn't connect to server", .cannotConnectToHost),
             ("Could not resolve host: nq-gone.invalid", .cannotFindHost),
+            ("Empty reply from server", .networkConnectionLost),
+            ("Recv failure: Connection reset by peer", .networkConnectionLost),
         ]
         for (words, code) in table {
             #expect(LibcurlWords.codeBeforeResponse(words.lowercased()) == code, "\(words)")

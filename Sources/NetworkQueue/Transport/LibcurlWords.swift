@@ -42,6 +42,11 @@ enum LibcurlWords {
         if text.contains("couldn't connect to server") || text.hasPrefix("failed to connect to") {
             return .cannotConnectToHost
         }
+        // libcurl's codes 52, 55 and 56 before a head: the connection closed or broke before the server answered.
+        if text.contains("empty reply from server") || text.hasPrefix("send failure") || text.hasPrefix("recv failure")
+        {
+            return .networkConnectionLost
+        }
         // libcurl's code 6.
         if text.contains("could not resolve host") || text.contains("couldn't resolve host") { return .cannotFindHost }
         return nil

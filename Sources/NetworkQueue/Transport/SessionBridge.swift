@@ -288,6 +288,11 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if code == .unsupportedURL, scheme == "http" || scheme == "https" {
             return URLError(.badServerResponse, userInfo: nsError.userInfo)
         }
+        // libcurl's code 52 (a connection closed before any answer), which Foundation calls a bad response: a lost
+        // connection, as CurlTransport says it, retried alike (issue 71).
+        if code == .badServerResponse, nsError.localizedDescription.lowercased().contains("empty reply from server") {
+            return URLError(.networkConnectionLost, userInfo: nsError.userInfo)
+        }
         return (error as? URLError) ?? URLError(code ?? .unknown, userInfo: nsError.userInfo)
     }
 }
