@@ -64,6 +64,7 @@ import Testing
         // It is answered: the server is back, and every held request goes, none having spent its held try.
         HostBackoffMachineTests.succeed(probe, from: "http://a.test", &driver)
         #expect(Self.said(&driver) == ["server back http://a.test:80 after 1.0 s, 0 failures"])
+        #expect(driver.machine.progress(at: driver.now).heldServerCount == 0)
         var finished = [probe]
         while let next = driver.transfers.first {
             HostBackoffMachineTests.succeed(next.tag, from: "http://a.test", &driver)

@@ -57,6 +57,9 @@ struct HostHealth {
     }
 
     private var states: [Int: State] = [:]
+    /// The servers held or probed now (for the progress, read at every snapshot: counted as states change, never by a
+    /// scan of every server that failed a connect).
+    private(set) var heldCount = 0
     /// The key (`scheme://host:port`) of each server that was held, said by the error its requests end with and by
     /// its hold's notices: kept here, so that each of them costs no search of the servers' numbers.
     private var keys: [Int: String] = [:]
@@ -96,38 +99,40 @@ struct HostHealth {
             guard startedAt >= since else { return .counted }
             let count = failures + 1
             guard count >= policy.failuresInARow else {
-                states[host] = .up(failures: count, since: now)
+                set(host, .up(failures: count, since: now))
                 return .counted
             }
             if keys[host] == nil { keys[host] = key() }
             let probes = retry.maximumAttempts - 1
             guard probes > 0 else {
                 // No retry allowed: the window is nothing, and the server is down at once.
-                states[host] = .down(until: now + policy.coolDown, failures: count, heldAt: now)
+                set(host, .down(until: now + policy.coolDown, failures: count, heldAt: now))
                 return .down(failures: count, heldFor: 0)
             }
             let until = now + retry.backoff.bound(forRetry: 1)
-            states[host] = .held(until: until, probe: 1, probes: probes, failures: count, heldAt: now)
+            set(host, .held(until: until, probe: 1, probes: probes, failures: count, heldAt: now))
             return .held(wentDown: true, probeFailed: false, failures: count, until: until)
         case .held(let until, let probe, let probes, let failures, let heldAt):
-            states[host] = .held(until: until, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt)
+            set(host, .held(until: until, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt))
             return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: until)
         case .probing(let probeSlot, let probe, let probes, let failures, let heldAt):
             guard probeSlot == slot else {
                 // A request that was connecting when the server went down: it waits with the others.
-                states[host] = .probing(
-                    slot: probeSlot, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt)
+                set(
+                    host,
+                    .probing(
+                        slot: probeSlot, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt))
                 return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: .infinity)
             }
             guard probe < probes else {
-                states[host] = .down(until: now + policy.coolDown, failures: failures + 1, heldAt: heldAt)
+                set(host, .down(until: now + policy.coolDown, failures: failures + 1, heldAt: heldAt))
                 return .down(failures: failures + 1, heldFor: now - heldAt)
             }
             let until = now + retry.backoff.bound(forRetry: probe + 1)
-            states[host] = .held(until: until, probe: probe + 1, probes: probes, failures: failures + 1, heldAt: heldAt)
+            set(host, .held(until: until, probe: probe + 1, probes: probes, failures: failures + 1, heldAt: heldAt))
             return .held(wentDown: false, probeFailed: true, failures: failures + 1, until: until)
         case .down(let until, let failures, let heldAt):
-            states[host] = .down(until: until, failures: failures + 1, heldAt: heldAt)
+            set(host, .down(until: until, failures: failures + 1, heldAt: heldAt))
             return .down(failures: failures + 1, heldFor: nil)
         }
     }
@@ -136,6 +141,7 @@ struct HostHealth {
     /// was held, probed or down (its hold is to end); nil when it was up.
     mutating func answered(_ host: Int) -> Double? {
         guard let state = states.removeValue(forKey: host) else { return nil }
+        if Self.isHeld(state) { heldCount -= 1 }
         switch state {
         case .up: return nil
         case .held(_, _, _, _, let heldAt), .probing(_, _, _, _, let heldAt), .down(_, _, let heldAt): return heldAt
@@ -148,11 +154,11 @@ struct HostHealth {
     mutating func starting(_ host: Int, slot: Int, now: Double) -> Bool {
         switch state(of: host) {
         case .held(let until, let probe, let probes, let failures, let heldAt) where now >= until:
-            states[host] = .probing(slot: slot, probe: probe, probes: probes, failures: failures, heldAt: heldAt)
+            set(host, .probing(slot: slot, probe: probe, probes: probes, failures: failures, heldAt: heldAt))
             return true
         case .down(let until, let failures, let heldAt) where now >= until:
             // One probe after the cool-down: its failure makes the server down again.
-            states[host] = .probing(slot: slot, probe: 1, probes: 1, failures: failures, heldAt: heldAt)
+            set(host, .probing(slot: slot, probe: 1, probes: 1, failures: failures, heldAt: heldAt))
             return true
         case .up, .held, .probing, .down: return false
         }
@@ -171,7 +177,7 @@ struct HostHealth {
         guard case .probing(let probe, let number, let probes, let failures, let heldAt) = state(of: host),
             probe == slot
         else { return false }
-        states[host] = .held(until: -.infinity, probe: number, probes: probes, failures: failures, heldAt: heldAt)
+        set(host, .held(until: -.infinity, probe: number, probes: probes, failures: failures, heldAt: heldAt))
         return true
     }
 
@@ -181,13 +187,17 @@ struct HostHealth {
         return true
     }
 
-    /// The servers held or probed now (for the progress).
-    var heldCount: Int {
-        states.values.reduce(0) { count, state in
-            switch state {
-            case .held, .probing: count + 1
-            case .up, .down: count
-            }
+    /// Sets the state of `host`, keeping ``heldCount``.
+    private mutating func set(_ host: Int, _ state: State) {
+        let wasHeld = states.updateValue(state, forKey: host).map(Self.isHeld) ?? false
+        heldCount += (Self.isHeld(state) ? 1 : 0) - (wasHeld ? 1 : 0)
+    }
+
+    /// True for a held or probed server.
+    private static func isHeld(_ state: State) -> Bool {
+        switch state {
+        case .held, .probing: true
+        case .up, .down: false
         }
     }
 
@@ -206,6 +216,7 @@ struct HostHealth {
     /// Forgets every server (the host numbers start over).
     mutating func removeAll() {
         states.removeAll()
+        heldCount = 0
         keys.removeAll()
     }
 }

@@ -256,25 +256,17 @@ struct RequestMachine {
             phase = .preflighting(next)
             return .startPreflight(next)
         }
-        failedHeads &+= 1
+        // Saturating: a count that wrapped would let a policy of more attempts than it holds retry for ever.
+        if failedHeads < .max { failedHeads += 1 }
         let policy = request.retryPolicy ?? shared.retryPolicy
         let verdict =
             policy.decide == nil
             ? RetryRules.verdict(
                 policy: policy, error: error, method: "HEAD", attempts: Int(failedHeads), retryAfter: retryAfter)
             : .fail
-        let delay: Double
-        switch verdict {
-        case .fail, .ask: return goOnWithoutSize(failure: error)
-        case .backoff: delay = policy.backoff.delay(forRetry: Int(failedHeads), using: &shared.jitter)
-        case .wait(let seconds, _): delay = seconds
-        }
-        if case .running(let until) = deadline, now + delay >= until { return goOnWithoutSize(failure: error) }
+        if verdict == .fail || verdict == .ask { return goOnWithoutSize(failure: error) }
         shared.nextToken += 1
-        let wait = RequestState.RetryWait(
-            token: shared.nextToken, serverAsked: verdict != .backoff, lastHead: nil, preflight: true)
-        phase = .waitingToRetry(wait)
-        return .waitToRetry(wait, delay: delay, error: error, left: nil)
+        return wait(verdict, error, policy, nil, &shared, left: nil, preflight: true, now: now)
     }
 
     /// The HEAD is done without a size (`failure`: it failed, and is not retried): the request waits for its
@@ -304,7 +296,7 @@ struct RequestMachine {
         shared.nextToken += 1
         lastActivity = now
         let wait = RequestState.RetryWait(
-            token: shared.nextToken, serverAsked: true, lastHead: nil, preflight: preflight, heldByServer: true)
+            token: shared.nextToken, serverAsked: true, lastHead: nil, preflight: preflight)
         phase = .waitingToRetry(wait)
         return .held(wait, left: left)
     }
@@ -409,22 +401,27 @@ struct RequestMachine {
     }
 
     /// Waits for the retry as `verdict` says, unless the wait would end at or past the deadline: no attempt could
-    /// follow, so the request ends with the attempt's failure now.
+    /// follow, so the request ends with the attempt's failure now, or, for a HEAD (`preflight`), goes on to its GET
+    /// with its size unknown. A HEAD's backoff is numbered by its own failures, an attempt's by the attempts.
     private mutating func wait(
         _ verdict: RetryVerdict, _ error: NetworkQueueError, _ policy: RetryPolicy, _ lastHead: ResponseHead?,
-        _ shared: inout Shared, left: Attempt?, now: Double
+        _ shared: inout Shared, left: Attempt?, preflight: Bool = false, now: Double
     ) -> Action {
         let token = shared.nextToken
         let (delay, serverAsked): (Double, Bool)
         switch verdict {
         case .backoff:
-            (delay, serverAsked) = (policy.backoff.delay(forRetry: attempts, using: &shared.jitter), false)
+            let retry = preflight ? Int(failedHeads) : attempts
+            (delay, serverAsked) = (policy.backoff.delay(forRetry: retry, using: &shared.jitter), false)
         case .wait(let seconds, let asked): (delay, serverAsked) = (seconds, asked)
         case .fail, .ask: preconditionFailure("no wait for verdict \(verdict)")
         }
-        if case .running(let until) = deadline, now + delay >= until { return .end(.failure(error)) }
-        // Its callers checked the phase: running or adapting (an attempt failed), or deciding.
-        let wait = RequestState.RetryWait(token: token, serverAsked: serverAsked, lastHead: lastHead)
+        if case .running(let until) = deadline, now + delay >= until {
+            return preflight ? goOnWithoutSize(failure: error) : .end(.failure(error))
+        }
+        // Its callers checked the phase: running or adapting (an attempt failed), deciding, or preflighting.
+        let wait = RequestState.RetryWait(
+            token: token, serverAsked: serverAsked, lastHead: lastHead, preflight: preflight)
         phase = .waitingToRetry(wait)
         return .waitToRetry(wait, delay: delay, error: error, left: left)
     }

@@ -115,18 +115,12 @@ enum RequestState {
         let lastHead: ResponseHead?
         /// True when the HEAD is retried (the request waits in the preflight lane again).
         let preflight: Bool
-        /// True when the request waits because its server is held (see ``DeadHosts``), not for a retry of its own.
-        let heldByServer: Bool
 
-        init(
-            token: UInt64, serverAsked: Bool, lastHead: ResponseHead?, preflight: Bool = false,
-            heldByServer: Bool = false
-        ) {
+        init(token: UInt64, serverAsked: Bool, lastHead: ResponseHead?, preflight: Bool = false) {
             self.token = token
             self.serverAsked = serverAsked
             self.lastHead = lastHead
             self.preflight = preflight
-            self.heldByServer = heldByServer
         }
     }
 
