@@ -139,17 +139,20 @@ public final class LoopbackServer: Sendable {
     public init(preferredPort: UInt16) throws {
         _ = Self.raisedDescriptorLimit
         (listener, port) = try (preferredPort == 0 ? nil : try? Socket.listen(port: preferredPort)) ?? Socket.listen()
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "LoopbackServer.accept"
-        thread.start()
+        startAccepting()
     }
 
-    /// Starts a server on the port `reservation` holds: stopped, and started again on the same reservation, it is a
-    /// server restarted (its port refuses connects between, and no other server can take it).
-    /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound.
-    public init(on reservation: PortReservation) throws {
+    /// Starts a server on the port `held` holds (made `sharedWithServers`): stopped, and started again on the same
+    /// port, it is a server restarted (its port refuses connects between, and no other server can take it).
+    /// - Throws: ``Socket/Failure`` when the socket cannot be created or bound (`held` not shared with servers).
+    public init(on held: RefusingPort) throws {
         _ = Self.raisedDescriptorLimit
-        (listener, port) = try Socket.listen(port: reservation.port, sharingPort: true)
+        (listener, port) = try Socket.listen(port: held.port, sharingPort: true)
+        startAccepting()
+    }
+
+    /// Starts the thread that accepts connections.
+    private func startAccepting() {
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "LoopbackServer.accept"
         thread.start()

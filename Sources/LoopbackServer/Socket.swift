@@ -19,15 +19,28 @@ enum Socket {
         var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
     }
 
-    /// A listening socket on 127.0.0.1 at a free port chosen by the kernel, queueing up to `backlog` connections.
+    /// A listening socket on 127.0.0.1 at `port` (0: a free port chosen by the kernel), queueing up to `backlog`
+    /// connections; `sharingPort`: beside the ``RefusingPort`` that holds it.
     static func listen(port: UInt16 = 0, backlog: Int32 = 512, sharingPort: Bool = false) throws -> (
         fd: Int32, port: UInt16
     ) {
+        let (fd, bound) = try self.bound(port: port, reusingAddress: true, sharingPort: sharingPort)
+        guard systemListen(fd, backlog) == 0 else {
+            let code = errno
+            close(fd)
+            throw Failure(call: "listen", code: code)
+        }
+        return (fd, bound)
+    }
+
+    /// A TCP socket bound to 127.0.0.1 at `port` (0: a free port chosen by the kernel), not listening, and the port
+    /// it got. `reusingAddress`: SO_REUSEADDR (a listener's, so that a port in TIME_WAIT can be listened on again);
+    /// `sharingPort`: SO_REUSEPORT, so that servers of this process can listen on it while this socket holds it.
+    static func bound(port: UInt16, reusingAddress: Bool, sharingPort: Bool) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw Failure(call: "socket", code: errno) }
         var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        // A port a ``PortReservation`` holds: bound beside it (the reservation keeps the port while no server listens).
+        if reusingAddress { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size)) }
         if sharingPort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size)) }
         #if canImport(Darwin)
             setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -42,11 +55,6 @@ enum Socket {
             let code = errno
             close(fd)
             throw Failure(call: "bind", code: code)
-        }
-        guard systemListen(fd, backlog) == 0 else {
-            let code = errno
-            close(fd)
-            throw Failure(call: "listen", code: code)
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {

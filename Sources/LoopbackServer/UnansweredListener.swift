@@ -64,83 +64,21 @@ public final class UnansweredListener: @unchecked Sendable {
 
 /// A loopback port that refuses every connect, as a server's that stopped: a socket bound to it that does not listen,
 /// so that no other server of the process takes the port meanwhile. ``release()`` frees it for a server to come back
-/// on (``LoopbackServer/init(preferredPort:)``).
+/// on (``LoopbackServer/init(preferredPort:)``); or, made `sharedWithServers`, it stays held while servers start and
+/// stop on it (``LoopbackServer/init(on:)``): a server restarted, its port refusing between.
 public final class RefusingPort: @unchecked Sendable {
     /// The port that refuses.
-    public let port: UInt16
-    private var fd: Int32
-
-    /// Binds a free port of 127.0.0.1, without listening.
-    public init() throws {
-        let socketFD = socket(AF_INET, streamType, 0)
-        guard socketFD >= 0 else { throw Socket.Failure(call: "socket", code: errno) }
-        var address = Socket.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else {
-            let code = errno
-            Socket.close(socketFD)
-            throw Socket.Failure(call: "bind", code: code)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        fd = socketFD
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    /// A URL on the refusing port.
-    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
-
-    /// Frees the port (once).
-    public func release() {
-        guard fd >= 0 else { return }
-        Socket.close(fd)
-        fd = -1
-    }
-
-    deinit { release() }
-}
-
-/// A port of 127.0.0.1 held for servers started on it one after another (``LoopbackServer/init(on:)``): bound, not
-/// listening, so that while no server listens a connect to it is refused, and no other server can take it.
-public final class PortReservation: @unchecked Sendable {
-    /// The port held.
     public let port: UInt16
     // Written only by `release`, which the owner calls once, after the servers on it.
     private var fd: Int32
 
-    /// Binds a free port of 127.0.0.1, shared with the servers started on it, without listening.
-    public init() throws {
-        let socketFD = socket(AF_INET, streamType, 0)
-        guard socketFD >= 0 else { throw Socket.Failure(call: "socket", code: errno) }
-        var yes: Int32 = 1
-        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(socketFD, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Socket.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else {
-            let code = errno
-            Socket.close(socketFD)
-            throw Socket.Failure(call: "bind", code: code)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        fd = socketFD
-        port = UInt16(bigEndian: address.sin_port)
+    /// Binds a free port of 127.0.0.1, without listening; `sharedWithServers` (default false): servers of this
+    /// process may listen on it meanwhile (SO_REUSEPORT, which no other server's socket sets, so none takes it).
+    public init(sharedWithServers: Bool = false) throws {
+        (fd, port) = try Socket.bound(port: 0, reusingAddress: false, sharingPort: sharedWithServers)
     }
 
-    /// A URL on the held port.
+    /// A URL on the refusing port.
     public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
     /// Frees the port (once).
