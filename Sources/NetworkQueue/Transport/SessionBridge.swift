@@ -288,10 +288,12 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if code == .unsupportedURL, scheme == "http" || scheme == "https" {
             return URLError(.badServerResponse, userInfo: nsError.userInfo)
         }
-        // libcurl's code 52 (a connection closed before any answer), which Foundation calls a bad response: a lost
-        // connection, as CurlTransport says it, retried alike (issue 71).
-        if code == .badServerResponse, nsError.localizedDescription.lowercased().contains("empty reply from server") {
-            return URLError(.networkConnectionLost, userInfo: nsError.userInfo)
+        // Foundation calls libcurl's code 52 (a connection closed before any answer) a bad response: its words say
+        // which failure it was, as CurlTransport's code does (a lost connection, retried alike: issue 71).
+        if code == .badServerResponse, !afterResponse,
+            let said = LibcurlWords.codeBeforeResponse(nsError.localizedDescription.lowercased())
+        {
+            return URLError(said, userInfo: nsError.userInfo)
         }
         return (error as? URLError) ?? URLError(code ?? .unknown, userInfo: nsError.userInfo)
     }
