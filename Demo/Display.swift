@@ -60,6 +60,8 @@ struct Display {
     /// Each server held because it stopped answering (see ``DeadHosts``): how long it was held in all, and whether it
     /// came back, by its `scheme://host:port`, in the order they were first held.
     private var holds: [(server: String, seconds: Double, back: Bool)] = []
+    /// Where each server is in ``holds``: a list of millions may hold thousands of dead servers.
+    private var holdIndex: [String: Int] = [:]
     /// Requests that kept the file there (a 304 to a rerun's conditional GET, or a HEAD that found it unchanged).
     private var unchanged = 0
 
@@ -188,9 +190,10 @@ struct Display {
     /// Counts a server's hold for the summary and says it: in plain mode a line, on a terminal above the rows.
     private mutating func noteHold(_ hold: ServerHold) {
         let index =
-            holds.firstIndex { $0.server == hold.server }
+            holdIndex[hold.server]
             ?? {
                 holds.append((hold.server, 0, false))
+                holdIndex[hold.server] = holds.count - 1
                 return holds.count - 1
             }()
         let line: String
