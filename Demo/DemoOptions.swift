@@ -10,6 +10,9 @@ struct DemoOptions {
     var concurrency = 4
     var order = SchedulingOrder.fifo
     var accurateProgress = true
+    /// `--head-all`: a HEAD before every GET, however long the list (``PreflightPolicy/everyRequest``): every size is
+    /// asked, none estimated.
+    var headsEveryFile = false
     var keepGoing = false
     /// Judge servers down after failed connects (`--no-dead-hosts` turns it off).
     var deadHosts = true
@@ -129,6 +132,7 @@ struct DemoOptions {
         case badRequestRate(String)
         case badWait(String)
         case randomWaitAlone
+        case headAllWithoutAccurate
         case sameFileTwice(String)
         case badCutDirs(String)
         case badNetrc(path: String, reason: String)
@@ -162,6 +166,8 @@ struct DemoOptions {
             case .badWait(let value):
                 "--wait needs seconds of 0 or more (or Nm, Nh, Nd), under a year, like 1 or 0.5, not '\(value)'"
             case .randomWaitAlone: "--random-wait varies the wait of --wait S or --rate N/U: give one of them"
+            case .headAllWithoutAccurate:
+                "--head-all sends a HEAD before every GET, and --no-accurate sends none: give one of them"
             case .sameFileTwice(let path): "--report and --progress-json both name \(path): give each its own file"
             case .badCutDirs(let value): "--cut-dirs needs a whole number of 0 or more, not '\(value)'"
             case .badNetrc(let path, let reason): "cannot use \(path) for --netrc: \(reason)"
@@ -188,7 +194,14 @@ struct DemoOptions {
                             HEAD goes before each GET of a batch of up to 64, and before each GET of a
                             server whose first 4 HEADs find files of 1 MiB or more; a longer list of
                             smaller files asks 4 HEADs per server and estimates the rest; a paced
-                            server is decided by its first)
+                            server is decided by its first). While any size is estimated, the bar's
+                            percentage and total show ~ (a list of small files then a big one
+                            reads ~99% until the big one's size is known; then the bar shows the
+                            share of the bytes)
+          --head-all        a HEAD before every GET, however long the list (one more request per file):
+                            every size is asked, none estimated. The HEADs run ahead of the GETs (8
+                            per slot of --concurrency), so a list longer than that has its exact total
+                            once the last HEAD is answered; until then the bar shows ~
           --keep-going      do not cancel the other requests when one fails
           --no-dead-hosts   never judge a server down: by default, after 3 rounds of connects or name
                             lookups to one fail with no answer between, its requests are held (nothing
@@ -385,8 +398,14 @@ struct DemoOptions {
                             A stable format: every line has "type" and "time" (seconds since the start).
                             "progress" lines, at least once a second and at the end ("final": true):
                             fraction (0 to 1, never decreasing), finished, failed, cancelled, total,
-                            total_final, bytes, bytes_expected, rate (bytes a second), eta (seconds),
-                            held (requests waiting for a server that asked the batch to wait). A line
+                            total_final, bytes, bytes_expected (when exact), estimated (true while
+                            the fraction rests on an estimate: sizes still unknown, HEADs sampled, or
+                            an early estimate holding it above the bytes' share), bytes_estimate
+                            (the estimated total, while sizes are unknown), rate (bytes a second), eta
+                            (seconds), held (requests waiting for a server that asked the batch to
+                            wait, or that stopped answering), held_servers (servers held because
+                            they stopped answering connects). A "server" line when one is held,
+                            back or down for good (server, change, held_for, failures). A line
                             per request event: "start", "headers" (status, length), "retry" (attempt,
                             delay, error), "pause", "resume", "end" (outcome: finished, unchanged,
                             failed or cancelled; status, bytes, kind, error); each with url (redacted
@@ -446,6 +465,7 @@ struct DemoOptions {
             case "-h", "--help": options.showHelp = true
             case "--lifo": options.order = .lifo
             case "--no-accurate": options.accurateProgress = false
+            case "--head-all": options.headsEveryFile = true
             case "--keep-going": options.keepGoing = true
             case "--no-dead-hosts": options.deadHosts = false
             case "--flaky": options.flaky = true
@@ -578,6 +598,7 @@ struct DemoOptions {
         if !options.pinned.isEmpty, options.transport == .urlsession { throw .resolveNeedsCurl }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
+        if options.headsEveryFile, !options.accurateProgress { throw .headAllWithoutAccurate }
         if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }
         if options.tree, options.output == nil { throw .needsOutput("--tree") }
         if options.contentDisposition, options.output == nil { throw .needsOutput("--content-disposition") }

@@ -135,7 +135,7 @@ struct Display {
             self.progress = progress
             if !isTerminal, Date().timeIntervalSince(lastDraw) >= 1 {
                 lastDraw = Date()
-                print("progress  \(Format.percent(progress.fractionCompleted))  \(Format.summary(of: progress))")
+                print("progress  \(Format.percent(of: progress))  \(Format.summary(of: progress))")
                 // A pipe or a CI log: the line goes out now, not when the stdio buffer fills.
                 fflush(nil)
             }
@@ -297,8 +297,8 @@ struct Display {
     private mutating func draw() {
         lastDraw = Date()
         var lines = [
-            "[\(Format.bar(progress.fractionCompleted, width: 40, fill: "█", empty: "░"))] "
-                + "\(Format.percent(progress.fractionCompleted).padding(toLength: 4, withPad: " ", startingAt: 0))  "
+            "[\(Format.bar(Format.shownFraction(of: progress), width: 40, fill: "█", empty: "░"))] "
+                + "\(Format.percent(of: progress).padding(toLength: 5, withPad: " ", startingAt: 0))  "
                 + Format.summary(of: progress)
         ]
         let shown = showsLiveRowsOnly ? Array(rows.prefix(Self.liveRowLimit)) : rows

@@ -39,6 +39,42 @@ enum Format {
 
     static func percent(_ fraction: Double) -> String { "\(Int((fraction * 100).rounded(.down)))%" }
 
+    /// The share of the batch to show: the queue's fraction, or, once every size is known and nothing failed, the
+    /// share of the bytes when it is lower. A fraction an early estimate carried high (69 small files, then a big one
+    /// whose size came last) holds still until the bytes catch up; the bytes say where the batch is.
+    static func shownFraction(of progress: QueueProgress) -> Double {
+        guard let share = byteShare(of: progress) else { return progress.fractionCompleted }
+        return min(progress.fractionCompleted, share)
+    }
+
+    /// The bytes received over the exact total, when every size is known and no request failed or was cancelled
+    /// (their bytes never come); nil otherwise.
+    static func byteShare(of progress: QueueProgress) -> Double? {
+        guard !progress.isEstimated, progress.failedRequestCount + progress.cancelledRequestCount == 0,
+            let expected = progress.bytesExpectedToReceive, expected > 0
+        else { return nil }
+        return min(1, Double(progress.bytesReceived) / Double(expected))
+    }
+
+    /// True while `fraction` of `progress` rests on an estimate: a size is not known yet (HEADs sampled, a list still
+    /// read), or an earlier estimate carried it above the share of the bytes now known.
+    static func restsOnEstimate(_ progress: QueueProgress, fraction: Double) -> Bool {
+        if progress.isEstimated { return isRunning(progress) }
+        return byteShare(of: progress).map { fraction > $0 + 0.01 } ?? false
+    }
+
+    /// True while requests may still run: some have not ended, or more may come.
+    private static func isRunning(_ progress: QueueProgress) -> Bool {
+        progress.endedRequestCount < progress.totalRequestCount || !progress.isTotalFinal
+    }
+
+    /// The progress's percentage (``shownFraction(of:)``), `~` before it while its total is an estimate: `~99%` says
+    /// that the 99 may still fall behind a big file whose size is not known yet.
+    static func percent(of progress: QueueProgress) -> String {
+        (progress.isEstimated && isRunning(progress) ? "~" : "")
+            + percent(shownFraction(of: progress))
+    }
+
     /// `25.3 MB / 53.6 MB  7.8 MB/s  ETA 4s  5/12 done` (`/ ~53.6 MB` while the total is an estimate)
     static func summary(of progress: QueueProgress) -> String {
         // While part of the batch is unknown (a list still being read, HEADs still to come): the estimate, as "~".

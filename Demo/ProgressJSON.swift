@@ -6,7 +6,7 @@ import NetworkQueue
 ///
 /// - `{"type":"progress", …}` at least once a second and at the end (`"final":true`): `fraction` (0–1, never
 ///   decreasing), `finished`, `failed`, `cancelled`, `total` (known so far) and `total_final`, `bytes`,
-///   `bytes_expected` (when known), `rate` (bytes a second) and `eta` (seconds) when known, `held` (requests waiting
+///   `bytes_expected` (when exact), `estimated` (true while the fraction rests on an estimate) with `bytes_estimate`, `rate` (bytes a second) and `eta` (seconds) when known, `held` (requests waiting
 ///   for a server that asked the batch to wait, or that stopped answering), `held_servers` (servers held because they
 ///   stopped answering connects).
 /// - a `server` line when such a server is held, back, or down for good: `server`, `change` (`held`, `back`,
@@ -31,6 +31,8 @@ final class ProgressJSON: @unchecked Sendable {
         var totalFinal: Bool?
         var bytes: Int64?
         var bytesExpected: Int64?
+        var estimated: Bool?
+        var bytesEstimate: Int64?
         var rate: Double?
         var eta: Double?
         var held: Int?
@@ -107,6 +109,10 @@ final class ProgressJSON: @unchecked Sendable {
         line.totalFinal = progress.isTotalFinal
         line.bytes = progress.bytesReceived
         line.bytesExpected = progress.bytesExpectedToReceive
+        // The fraction rests on an estimate while any size is unknown (HEADs sampled, a list still read), or while an
+        // earlier estimate holds it above the share of the bytes: said, with the estimated total.
+        line.estimated = Format.restsOnEstimate(progress, fraction: shown)
+        line.bytesEstimate = progress.isEstimated ? progress.estimatedBytesExpectedToReceive : nil
         line.rate = progress.throughput.map { $0.rounded() }
         line.eta = progress.estimatedTimeRemaining.map { ($0 * 10).rounded() / 10 }
         line.held = progress.heldRequestCount

@@ -263,6 +263,7 @@ let queue = NetworkQueue(transport: transport)
 queue.maxConcurrentRequestCount = options.concurrency
 queue.order = options.order
 queue.showsAccurateProgress = options.accurateProgress && !options.dryRun
+if options.headsEveryFile { queue.preflightPolicy = .everyRequest }
 // A dry run checks every line: one that would fail stops no other.
 queue.cancelsAllOnFailure = !options.keepGoing && !options.dryRun
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
@@ -371,7 +372,9 @@ if let input = options.input, let listReader {
             options.order == .fifo ? "FIFO" : "LIFO",
             options.dryRun
                 ? "dry run (a HEAD each, nothing saved)"
-                : options.accurateProgress ? "accurate progress (HEADs where they pay)" : "simple progress",
+                : options.headsEveryFile
+                    ? "accurate progress (a HEAD before every GET)"
+                    : options.accurateProgress ? "accurate progress (HEADs where they pay)" : "simple progress",
             options.retries == 1 ? "1 retry" : "\(options.retries) retries",
         ] + (options.output.map { [(options.dryRun ? "names in " : "saving to ") + $0.path] } ?? [])
         + (options.perHost > 0 ? ["\(options.perHost) per host"] : [])

@@ -25,7 +25,9 @@ import Testing
 
         static let urls = ["o": "http://origin.test/f", "m1": "http://m1.test/f", "m2": "http://m2.test/f"]
 
-        init(connections: Int = 4, mirrors: Int = 2, part: PartSegments? = nil, deadAtHead: Int = 0) {
+        init(
+            connections: Int = 4, mirrors: Int = 2, part: PartSegments? = nil, deadAtHead: Int = 0, breakLimit: Int = 1
+        ) {
             let request = URLRequest(url: URL(string: Self.urls["o"]!)!)
             let options = NetworkRequest.FileOptions(
                 maximumConnections: connections,
@@ -33,7 +35,8 @@ import Testing
             var actions: [SplitMachine.Action] = []
             machine = SplitMachine(
                 request: request, options: options, policy: .default, part: part, deadAtHead: deadAtHead,
-                isCapped: false, collectsMetrics: true, cell: TransferCell.makeCell(), now: 0, &actions)
+                breakLimit: breakLimit, isCapped: false, collectsMetrics: true, cell: TransferCell.makeCell(), now: 0,
+                &actions)
             lines = describe(actions)
         }
 
@@ -94,6 +97,7 @@ import Testing
                 case .giveBack: return "give back"
                 case .recheck(let at): return "recheck at \(String(format: "%g", at))"
                 case .heed(let head): return "heed \(head.statusCode)"
+                case .unreachable(let url, _): return "unreachable \(url.query ?? url.path)"
                 case .fail(let error): return "fail \(error.code.rawValue)"
                 case .fileFailed: return "file failed"
                 }
@@ -207,7 +211,7 @@ extension SplitMachineTests {
             ])
         #expect(
             bench.ended(1, URLError(.cannotConnectToHost)) == [
-                "stop 1",
+                "unreachable /f", "stop 1",
                 "locationDropped: dropped mirror 1 (http://m1.test/f): its connection failed (URLError -1004)",
                 "start 2 m2 whole",
             ])
@@ -230,6 +234,36 @@ extension SplitMachineTests {
         #expect(
             bench.bytes(2 * Self.mib, to: 0) == [
                 "write 2097152@0 s1", "end s1", "stop 0", "count 2097152", "finish 2097152 over 1 [0x 2097152]",
+            ])
+    }
+
+    /// Issue 71, every stage retries the same faults: with the retry policy's three attempts, the origin whose HEAD
+    /// failed once is asked first still (one break counted); its first connection reset goes to the mirror, the origin
+    /// kept for later; a third break drops it. A connect failure is the book's to hear too.
+    @Test func aLocationThatBrokeIsAskedAgainUntilItsBreaksReachTheLimit() {
+        var bench = Bench(connections: 1, mirrors: 1, deadAtHead: 1, breakLimit: 3)
+        #expect(
+            bench.lines == [
+                "splitDecided: the request's URL asked again later (1 of 3 breaks): its HEAD failed",
+                "start 0 o whole",
+            ])
+        #expect(
+            bench.ended(0, URLError(.networkConnectionLost)) == [
+                "stop 0",
+                "splitDecided: the request's URL asked again later (2 of 3 breaks): its connection failed (URLError -1005)",
+                "start 1 m1 whole",
+            ])
+        #expect(
+            bench.ended(1, URLError(.cannotConnectToHost)) == [
+                "unreachable /f", "stop 1",
+                "splitDecided: mirror 1 (http://m1.test/f) asked again later (1 of 3 breaks): its connection failed (URLError -1004)",
+                "start 2 o whole",
+            ])
+        #expect(
+            bench.ended(2, URLError(.networkConnectionLost)) == [
+                "stop 2",
+                "locationDropped: dropped the request's URL: its connection failed (URLError -1005)",
+                "start 3 m1 whole",
             ])
     }
 

@@ -117,4 +117,42 @@ import Testing
         #expect(try Data(contentsOf: setup.list) == before)
         #expect(setup.server.statistics.requests == 0)
     }
+
+    /// Issue 71: 69 small files then a big one, more than 64, so that HEADs are sampled (four per server) and the big
+    /// one's size is unknown until its own head: the progress says its total is an estimate (`estimated`, with
+    /// `bytes_estimate`) until every size is known. `--head-all` sends a HEAD before every GET, the big one's too.
+    @Test func theTotalSaysItIsAnEstimateWhileItIsAndHeadAllAsksEverySize() async throws {
+        let paths = (1...69).map { "/bytes/10?n=\($0)" } + ["/bytes/400000"]
+        for headAll in [false, true] {
+            let setup = try DemoSetup(paths: paths)
+            defer { setup.tearDown() }
+            let file = setup.directory.appendingPathComponent("progress.jsonl")
+            let run = try await runDemo(
+                ["--input", setup.list.path, "--output", setup.output.path, "--progress-json", file.path]
+                    + (headAll ? ["--head-all"] : []), in: setup.directory)
+            #expect(run.status == 0, "\(run.output)")
+            guard let lines = Self.objects(try String(contentsOf: file, encoding: .utf8)) else {
+                Issue.record("a line is not JSON")
+                continue
+            }
+            let progress = lines.filter { $0["type"] as? String == "progress" }
+            // The first line comes before any head: every size unknown, the total an estimate.
+            #expect(progress.first?["estimated"] as? Bool == true, "\(progress.first ?? [:])")
+            #expect(progress.allSatisfy { ($0["estimated"] as? Bool == true) == ($0["bytes_expected"] == nil) })
+            let last = progress.last ?? [:]
+            #expect(last["estimated"] as? Bool == false && last["bytes_estimate"] == nil, "\(last)")
+            #expect(last["bytes_expected"] as? Int == 69 * 10 + 400_000)
+            let heads = setup.server.statistics.log.filter { $0.hasPrefix("HEAD ") }
+            if headAll {
+                #expect(heads.count == 70, "\(heads.count) HEADs")
+                #expect(run.output.contains("a HEAD before every GET"), "\(run.output)")
+            } else {
+                #expect(heads.count == 4, "\(heads.count) HEADs: sampled")
+            }
+        }
+        let refused = try await runDemo(
+            ["--head-all", "--no-accurate", "http://127.0.0.1:1/x"], in: FileManager.default.temporaryDirectory,
+            withErrors: true)
+        #expect(refused.status == 2 && refused.output.contains("give one of them"), "\(refused.output)")
+    }
 }

@@ -169,6 +169,9 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         case none, cancelAtHead, cancelMidBody, pauseThenResume, pauseThenCancel
         /// A folder is made where the file goes once body bytes have come (a body in memory goes on).
         case folderMidBody
+        /// The server is stopped once body bytes have come (its connections closed, its port refusing), and started
+        /// again on the same port when the queue says it holds the server.
+        case restartMidBody
     }
     enum End: Sendable, Equatable { case finished, failed, cancelled }
 
@@ -185,6 +188,8 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
     var base: URL? = nil
     /// The queue's dead-server policy for this ending (nil: the default).
     var deadHosts: DeadHosts? = nil
+    /// The queue's retry policy for this ending (nil: as ``retries`` says).
+    var retryPolicy: RetryPolicy? = nil
     let end: End
     /// How a body going to memory ends, when it ends otherwise than a file (nil: as ``end``).
     var memoryEnd: End? = nil
@@ -226,6 +231,17 @@ struct MatrixEnding: Sendable, CustomTestStringConvertible {
         MatrixEnding(
             name: "retried, then success", path: { key in "/bytes/\(size)?dropAt=50&key=\(key)" }, retries: true,
             end: .finished),
+        // The request's first connection (its HEAD, with accurate progress) is reset once its request is read: a
+        // HEAD is an attempt (semantics 8), a split file's location is asked again (issue 71), and the file comes.
+        MatrixEnding(
+            name: "first connection reset (HEAD failed once)", path: { key in "/bytes/\(size)?resets=1&key=\(key)" },
+            retries: true, end: .finished),
+        // The server stops mid-body and comes back once the queue holds it (semantics 24): the request resumes.
+        MatrixEnding(
+            name: "server restarted mid-request", path: { _ in slow }, action: .restartMidBody,
+            deadHosts: DeadHosts(failuresInARow: 1),
+            retryPolicy: RetryPolicy(maximumAttempts: 4, backoff: .init(initialDelay: 0.1, jitter: false)),
+            end: .finished),
         MatrixEnding(
             name: "size cap", path: { _ in "/bytes/\(size)" }, gzipPath: "/gzip/\(size)", sizeCap: Int64(size / 2),
             end: .failed),
@@ -251,7 +267,16 @@ private final class MatrixDelegate: NetworkQueueDelegate {
     let terminals = Box(0)
     let drains = Box(0)
     let cancelsAtHead: Bool
-    init(cancelsAtHead: Bool) { self.cancelsAtHead = cancelsAtHead }
+    /// Hears the queue hold a server.
+    let onHold: @Sendable () -> Void
+    init(cancelsAtHead: Bool, onHold: @escaping @Sendable () -> Void = {}) {
+        self.cancelsAtHead = cancelsAtHead
+        self.onHold = onHold
+    }
+
+    func networkQueue(_ queue: NetworkQueue, serverHoldChanged hold: ServerHold) {
+        if hold.change == .held { onHold() }
+    }
 
     func networkQueue(_ queue: NetworkQueue, didReceiveHeaders request: NetworkRequest, head: ResponseHead) {
         if cancelsAtHead { queue.cancel(request) }
@@ -276,6 +301,8 @@ enum MatrixRoute: String, Sendable, CaseIterable {
 
 @Suite(.testLane, .timeLimit(.minutes(10))) struct EndingMatrixTests {
     static let keys = Box(0)
+    /// The cells whose server was restarted mid-body.
+    static let restarts = Box(0)
 
     #if os(Linux)
         /// Every ending, for a body in memory and a file, through a real proxy and over HTTP/2 (nginx passing
@@ -286,12 +313,14 @@ enum MatrixRoute: String, Sendable, CaseIterable {
             arguments: MatrixRoute.allCases, MatrixFeature.all.filter { ["plain", "file"].contains($0.name) })
         func everyEndingIsSafeOnTheRealNetworksPaths(_ route: MatrixRoute, _ feature: MatrixFeature) async throws {
             let server = try LoopbackServer()
+            // A restart behind a proxy or nginx is their 502, not a refused connect: not this path's question.
+            let endings = MatrixEnding.all.filter { $0.action != .restartMidBody }
             switch route {
             case .proxy:
                 try await RealProxy.with(.tinyproxy) { proxy in
                     var options = CurlTransport.Options()
                     options.proxy = .through(proxy.proxy(.http))
-                    for ending in MatrixEnding.all {
+                    for ending in endings {
                         try await run(feature, ending, .curl, server) { try CurlTransport(options: options) }
                     }
                 }
@@ -299,7 +328,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                 try await NginxServer.with(files: [:], upstream: server.port) { nginx in
                     var options = CurlTransport.Options()
                     options.additionalTrustedCertificates = nginx.caFile
-                    for ending in MatrixEnding.all {
+                    for ending in endings {
                         try await run(feature, ending, .curl, server, base: nginx.url("/")) {
                             try CurlTransport(options: options)
                         }
@@ -324,7 +353,9 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         base: URL? = nil, makeTransport: (() throws -> any Transport)? = nil
     ) async throws {
         let routedBase = base
-        let base = ending.base ?? base
+        // The ending's own server when it restarts one, on a port kept for it.
+        let site = ending.action == .restartMidBody ? try TransientFaultTests.Restartable() : nil
+        let base = ending.base ?? site.map { $0.reservation.url("/") } ?? base
         let cell = "\(feature.name) × \(ending.name) over \(base.map { "\($0)" } ?? "\(transport)")"
         let top = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: top) }
@@ -338,10 +369,12 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         let key = "matrix-\(number)"
         let queue = NetworkQueue(transport: try makeTransport?() ?? transport.make())
         queue.retryPolicy =
-            ending.retries ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never
+            ending.retryPolicy
+            ?? (ending.retries
+                ? RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0, jitter: false)) : .never)
         feature.configure(queue)
         if let deadHosts = ending.deadHosts { queue.deadHosts = deadHosts }
-        let delegate = MatrixDelegate(cancelsAtHead: ending.action == .cancelAtHead)
+        let delegate = MatrixDelegate(cancelsAtHead: ending.action == .cancelAtHead) { site?.start() }
         queue.delegate = delegate
         let path = feature.path(ending, ending.path(key), transport)
         var urlRequest = URLRequest(
@@ -376,6 +409,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
                         return !done
                     }
                     guard isFirst else { return }
+                    if action == .restartMidBody { return site?.stop() ?? () }
                     if action == .folderMidBody {
                         guard isFile else { return }
                         try? FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
@@ -414,6 +448,11 @@ enum MatrixRoute: String, Sendable, CaseIterable {
             await queue.run()
         }
         await eventually { delegate.drains.current >= 1 }
+        if let site {
+            // Stopped mid-body (unless the body had ended first), then held and started again once.
+            #expect(site.restarts == site.stops && site.stops <= 1, "\(cell): \(site.stops) stops")
+            if site.stops == 1 { Self.restarts.with { $0 += 1 } }
+        }
         #expect(delegate.terminals.current == 1, "\(cell): one terminal event")
         #expect(delegate.drains.current == 1, "\(cell): one drain")
         let end: MatrixEnding.End =

@@ -61,6 +61,8 @@ import Testing
         private let lock = NSLock()
         private var server: LoopbackServer?
         private(set) var restarts = 0
+        /// How many times it was stopped.
+        private(set) var stops = 0
 
         init() throws {
             reservation = try RefusingPort(sharedWithServers: true)
@@ -72,6 +74,7 @@ import Testing
         func stop() {
             let stopped = lock.withLock {
                 isStopped = true
+                stops += 1
                 return server
             }
             stopped?.stop()
@@ -190,5 +193,42 @@ import Testing
         ]
         let retried = watcher.retriedErrors
         #expect(!retried.isEmpty && retried.allSatisfy { said.contains($0) }, "\(retried)")
+    }
+
+    /// Mirrors count (issue 71): a split file whose own URL refuses every connect takes its bytes from its mirror, and
+    /// the refusing server's book hears the failed connect (before, a split file's connections never reached it): the
+    /// request asked of that server alone, behind it, is held and probed rather than sent, and ends once the window is
+    /// spent, never ending the file with a source left.
+    @Test(arguments: TransportKind.allCases)
+    func aMirroredFilesFailedConnectsReachTheDeadServerBook(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let refusing = try RefusingPort()
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05, jitter: false))
+        queue.deadHosts = DeadHosts(failuresInARow: 1, coolDown: 60)
+        queue.cancelsAllOnFailure = false
+        queue.maxConcurrentRequestCount = 1
+        let watcher = Watcher(onHold: { _ in })
+        queue.delegate = watcher
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("f.bin")
+        let mirrored = NetworkRequest(
+            URLRequest(url: refusing.url("/bytes/300000")), destination: .file(file),
+            fileOptions: .init(maximumConnections: 2, mirrors: [server.url("/bytes/300000")]), tag: 1)
+        let alone = request(refusing.url("/bytes/10"), tag: 2)
+        try queue.add(mirrored)
+        try queue.add(alone)
+        await queue.run()
+        #expect(mirrored.state == .finished, "\(String(describing: mirrored.failure))")
+        #expect(try Data(contentsOf: file) == pattern(0..<300_000))
+        // The file's failed connect held the server: the lone request waited for its probe, which failed (its one
+        // retry), and it ended with the server, never sending more than its probe.
+        #expect(watcher.changes == [.held, .down], "\(watcher.changes)")
+        guard case .hostDown(let host, _)? = alone.failure else {
+            Issue.record("ended with \(String(describing: alone.failure))")
+            return
+        }
+        #expect(host == "http://127.0.0.1:\(refusing.port)")
     }
 }

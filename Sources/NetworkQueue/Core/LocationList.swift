@@ -1,9 +1,11 @@
 /// The locations of one split file (its URL, then its mirrors): which are still used, how many connections each
 /// runs and how many bytes each served (issue 36). Pure.
 ///
-/// A location that served the wrong bytes or a status is dropped at once. A location whose connection broke is dropped
-/// when another location is left; when it is the last, the attempt fails instead, and the request's retry policy
-/// decides whether a next attempt continues every range from where it stopped.
+/// A location that served the wrong bytes or a status is dropped at once. A location whose connection broke (or whose
+/// HEAD failed) is asked again, as any stage of a request is retried (issue 71, STYLE habit 23): it is dropped only after
+/// ``breakLimit`` breaks with no kept byte between, and only while another location is left; when it is the last, the
+/// attempt fails instead, and the request's retry policy decides whether a next attempt continues every range from
+/// where it stopped.
 ///
 /// Splitting is an optimisation, never a reason to fail (issue 50): a location whose answer to a range is wrong while
 /// its stream of the whole file is good (the first connection's) is not dropped but asked for no more ranges; its
@@ -20,6 +22,18 @@ struct LocationList: Equatable, Sendable {
         /// Its own validator, learned from its first answer (nil until then): its ranges are asked and checked
         /// under it (issue 50: other server software makes other entity tags for the same file).
         var validator: RangeRules.Validator?
+        /// Its connections (and HEAD) that broke since it last served a kept byte.
+        var breaks = 0
+    }
+
+    /// What becomes of a location whose connection broke (``broke(_:)``).
+    enum BreakVerdict: Equatable, Sendable {
+        /// It stays live, to be asked again (its breaks are below the limit).
+        case kept
+        /// It is dropped: another location is live.
+        case dropped
+        /// It is the last live location: kept, and the attempt fails.
+        case last
     }
 
     /// What becomes of a location whose answer to a range was wrong (``rangeFailed(_:hasStream:)``).
@@ -31,9 +45,15 @@ struct LocationList: Equatable, Sendable {
     }
 
     private(set) var locations: [Location]
+    /// The breaks in a row that drop a location while another is live: the attempts the request's retry policy gives
+    /// (at least 1).
+    let breakLimit: Int
 
-    /// `count` locations, all live.
-    init(count: Int) { locations = Array(repeating: Location(), count: max(1, count)) }
+    /// `count` locations, all live; each dropped after `breakLimit` breaks in a row (1: at its first).
+    init(count: Int, breakLimit: Int = 1) {
+        locations = Array(repeating: Location(), count: max(1, count))
+        self.breakLimit = max(1, breakLimit)
+    }
 
     /// True while any location is live.
     var hasLive: Bool { locations.contains { $0.isLive } }
@@ -46,12 +66,15 @@ struct LocationList: Equatable, Sendable {
     }
 
     /// The ``leastBusy`` location, which then runs one more connection; nil when none is left. With `forRange` false
-    /// (a first connection, asking for the file as it is), any live location.
-    mutating func pick(forRange: Bool = true) -> Int? {
+    /// (a first connection, asking for the file as it is), any live location but `avoiding` while another is live
+    /// (the one whose first connection just broke: the next is asked first, as a failover).
+    mutating func pick(forRange: Bool = true, avoiding: Int? = nil) -> Int? {
+        let live = locations.indices.filter { locations[$0].isLive }
+        let others = live.filter { $0 != avoiding }
         let found =
             forRange
             ? leastBusy
-            : locations.indices.filter { locations[$0].isLive }.min { locations[$0].running < locations[$1].running }
+            : (others.isEmpty ? live : others).min { locations[$0].running < locations[$1].running }
         guard let index = found else { return nil }
         locations[index].running += 1
         return index
@@ -80,6 +103,7 @@ struct LocationList: Equatable, Sendable {
     /// `index` served `count` kept bytes.
     mutating func served(_ count: Int64, by index: Int) {
         locations[index].served += count
+        if count > 0 { locations[index].breaks = 0 }
     }
 
     /// `index` served bytes that are not the file's (a status, another length or validator): dropped.
@@ -96,11 +120,13 @@ struct LocationList: Equatable, Sendable {
         locations.indices.contains { $0 != index && locations[$0].isLive && locations[$0].takesRanges }
     }
 
-    /// A connection to `index` broke: the location is dropped when another is live (returns true); the last one is
-    /// kept, and the attempt fails (returns false).
-    mutating func broke(_ index: Int) -> Bool {
-        guard FailoverRules.verdict(after: .broke, of: index, among: self) == .nextLocation else { return false }
+    /// A connection to `index` broke (or its HEAD failed): counted, and the location is dropped once its breaks in a
+    /// row reach ``breakLimit`` while another is live; the last one is kept, and the attempt fails.
+    mutating func broke(_ index: Int) -> BreakVerdict {
+        guard FailoverRules.verdict(after: .broke, of: index, among: self) == .nextLocation else { return .last }
+        locations[index].breaks += 1
+        guard locations[index].breaks >= breakLimit else { return .kept }
         locations[index].isLive = false
-        return true
+        return .dropped
     }
 }

@@ -158,20 +158,65 @@ extension QueueStateMachine {
         let startedAt: Double
         switch record.machine.phase {
         case .running(let attempt): startedAt = attempt.startedAt
-        case .preflighting(let preflight): startedAt = preflight.startedAt
+        case .preflighting(let preflight):
+            guard preflight.location == 0 else {
+                // A mirror's HEAD: its own server's book hears it, and the request asks its next location.
+                let mirror = request.fileOptions.mirrors[preflight.location - 1]
+                locationUnreachable(mirror, startedAt: preflight.startedAt, of: request, now: now)
+                return false
+            }
+            startedAt = preflight.startedAt
         case .pending, .awaitingPreflight, .awaitingMain, .adaptingPreflight, .adaptingMain, .deciding,
             .waitingToRetry, .committing, .following, .paused:
             return false
         }
-        let verdict = hostHealth.connectFailed(
-            host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url) ?? "the server", slot: slot,
-            startedAt: startedAt, policy: deadHosts, retry: request.retryPolicy ?? retryPolicy, now: now)
-        let server = hostHealth.key(of: host) ?? "the server"
+        let verdict = bookConnectFailure(
+            host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url), slot: slot, startedAt: startedAt,
+            of: request, now: now)
         // A request with mirrors has other sources: its machine tries them (semantics 19).
-        let hasMirrors = !request.fileOptions.mirrors.isEmpty
+        guard request.fileOptions.mirrors.isEmpty else { return false }
         switch verdict {
         case .counted:
             return false
+        case .held:
+            apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
+            return true
+        case .down(let failures, _):
+            let error = NetworkQueueError.hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures)
+            end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now)
+            return true
+        }
+    }
+
+    /// A connection of a split file's `request` to the server of `url` (one of its locations), started at `startedAt`,
+    /// failed to connect: counted by that server's book as any request's failed connect is (a mirror going down holds
+    /// the requests whose own URL it is), never ending `request`, whose machine asks its other locations.
+    mutating func locationUnreachable(_ url: URL, startedAt: Double, of request: NetworkRequest, now: Double) {
+        guard deadHosts.isEnabled else { return }
+        if !hasFailedConnect {
+            hasFailedConnect = true
+            numberHostsIfNeeded()
+        }
+        guard let host = hostNumber(of: url) else { return }
+        // No slot is this connection's: it is never the server's probe.
+        _ = bookConnectFailure(
+            host, key: servers.key(of: host) ?? RequestRules.hostKey(url), slot: -1, startedAt: startedAt,
+            of: request, now: now)
+    }
+
+    /// Counts a failed connect of `host` (named `key`) by the request in `slot` (its try begun at `startedAt`) in the
+    /// server's book (``HostHealth``): holds the server's waiting requests in the scheduler, or releases them to end
+    /// once its window is spent, and says so (delegate and log). Returns the book's verdict for the request.
+    private mutating func bookConnectFailure(
+        _ host: Int, key: String?, slot: Int, startedAt: Double, of request: NetworkRequest, now: Double
+    ) -> HostHealth.Failure {
+        let verdict = hostHealth.connectFailed(
+            host, key: key ?? "the server", slot: slot, startedAt: startedAt, policy: deadHosts,
+            retry: request.retryPolicy ?? retryPolicy, now: now)
+        let server = hostHealth.key(of: host) ?? "the server"
+        switch verdict {
+        case .counted:
+            break
         case .held(let wentDown, let probeFailed, let failures, let until):
             if until.isFinite { scheduler.setHold(host: host, until: until) }
             if wentDown {
@@ -188,9 +233,6 @@ extension QueueStateMachine {
                     "\(server) still down (its probe failed): the next probe in \(LogText.seconds(until - now)) s"
                 }
             }
-            guard !hasMirrors else { return false }
-            apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
-            return true
         case .down(let failures, let heldFor):
             if let heldFor {
                 // The window is spent: the held requests end at their turn, now.
@@ -203,21 +245,31 @@ extension QueueStateMachine {
                         + "\(LogText.seconds(deadHosts.coolDown)) s probes it"
                 }
             }
-            guard !hasMirrors else { return false }
-            let error = NetworkQueueError.hostDown(host: server, failures: failures)
-            end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now)
-            return true
         }
+        return verdict
     }
 
     /// A response of the request in `slot` arrived at `now`: its server answers. A server that was held, probed or
     /// down is up again, and its requests go on.
     mutating func serverAnswered(_ slot: Int, now: Double) {
-        guard let host = scheduler.host(of: slot), let heldAt = hostHealth.answered(host) else { return }
+        guard let host = scheduler.host(of: slot) else { return }
+        serverAnswered(host, of: table[slot].request, now: now)
+    }
+
+    /// A split file's connection to one of its locations got `head` (its server answers, as
+    /// ``serverAnswered(_:now:)`` says).
+    mutating func locationAnswered(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
+        guard !hostHealth.isEmpty, let host = hostNumber(of: head.url) else { return }
+        serverAnswered(host, of: request, now: now)
+    }
+
+    /// `host` answered a response of `request` at `now`: held, probed or down, it is up again.
+    private mutating func serverAnswered(_ host: Int, of request: NetworkRequest, now: Double) {
+        guard let heldAt = hostHealth.answered(host) else { return }
         scheduler.setHold(host: host, until: -.infinity)
         let server = hostHealth.key(of: host) ?? "the server"
         outbox.post(.serverHoldChanged(ServerHold(server: server, change: .back, heldFor: now - heldAt, failures: 0)))
-        outbox.log(.notice, .hostBack, table[slot].request, now: now) {
+        outbox.log(.notice, .hostBack, request, now: now) {
             "\(server) answers again: its requests go on, after \(LogText.seconds(now - heldAt)) s held"
         }
     }

@@ -43,7 +43,14 @@ extension QueueStateMachine {
         record.machine.touched(at: now)
         switch event {
         case .head(let head):
-            if !hostHealth.isEmpty { serverAnswered(slot, now: now) }
+            if !hostHealth.isEmpty {
+                // A file with mirrors may have its answer from one of them: the server that answered is the one up.
+                if record.request.fileOptions.mirrors.isEmpty {
+                    serverAnswered(slot, now: now)
+                } else {
+                    locationAnswered(head, of: record.request, now: now)
+                }
+            }
             guard !preflight else {
                 preflightHead(head, slot: slot, now: now)
                 break
@@ -297,6 +304,10 @@ extension QueueStateMachine {
                 continue
             case .heed(let head):
                 heedServer(head, of: record.request, now: now)
+                locationAnswered(head, of: record.request, now: now)
+                continue
+            case .unreachable(let url, let startedAt):
+                locationUnreachable(url, startedAt: startedAt, of: record.request, now: now)
                 continue
             case .giveBack(let loan):
                 scheduler.returnExtra(host: loan.host)
@@ -329,7 +340,7 @@ extension QueueStateMachine {
                 if table.record(at: slot) === record, record.machine.phase.attempt === attempt {
                     splitEventApplied(.lent(nil), slot: slot, work: &work, now: now)
                 }
-            case .note, .heed, .giveBack: break
+            case .note, .heed, .unreachable, .giveBack: break
             }
         }
         if case .none = action { return !steps.isEmpty }

@@ -43,6 +43,8 @@ extension RequestMachine {
         case forward(TransferEvent)
         /// A connection's final head, for the host books (a mirror's `Retry-After` holds its server).
         case heed(ResponseHead)
+        /// A connection to this URL's server failed to connect: for the dead-server book.
+        case unreachable(URL, startedAt: Double)
         /// Log this.
         case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
         /// `count` bytes kept and written: counted once, as progress.
@@ -76,7 +78,8 @@ extension RequestMachine {
             // A retry asks every location again; a file that failed its checksum over several asks one.
             let machine = SplitMachine(
                 request: sent, options: options, policy: policy, part: part, deadAtHead: attempts == 1 ? deadAtHead : 0,
-                onlySource: attempt.onlySource, untrusted: attempt.untrusted, isCapped: isCapped,
+                breakLimit: (request.retryPolicy ?? shared.retryPolicy).maximumAttempts, onlySource: attempt.onlySource,
+                untrusted: attempt.untrusted, isCapped: isCapped,
                 collectsMetrics: collectsMetrics, cell: attempt.cell, now: now, &decided)
             attempt.split = Attempt.Split(machine, shell: shell)
         case .transfer(let transferEvent, let id):
@@ -109,6 +112,7 @@ extension RequestMachine {
             case .hearHead: if let reading { steps.append(.hearHead(reading)) }
             case .forward(let transferEvent): steps.append(.forward(transferEvent))
             case .heed(let head): steps.append(.heed(head))
+            case .unreachable(let url, let startedAt): steps.append(.unreachable(url, startedAt: startedAt))
             case .note(let event, let level, let message): steps.append(.note(event, level, message))
             case .count(let count): steps.append(.count(count))
             case .borrow(let count): steps.append(.borrow(count))

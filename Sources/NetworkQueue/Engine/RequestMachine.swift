@@ -325,6 +325,13 @@ struct RequestMachine {
             // Several locations served the file: once more from the one whose answer began it, alone.
             return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted)
         }
+        if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource != nil,
+            let next = attempt.untrusted.first
+        {
+            // That one alone failed too (it began the file only because the first asked broke): the next that served
+            // some of it, alone; once each at most.
+            return .sendAgainFrom(next, untrusted: Array(attempt.untrusted.dropFirst()))
+        }
         switch outcome {
         case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
         // The part may be what was wrong: once more from byte 0.

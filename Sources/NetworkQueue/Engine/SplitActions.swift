@@ -30,6 +30,9 @@ extension SplitMachine {
         /// A connection's final head, for the queue's host books (a `Retry-After` or a spent `RateLimit` holds its
         /// server). Heads the engine hears as the request's (``hearHead(_:)``, ``forward(_:)``) are heard there.
         case heed(ResponseHead)
+        /// A connection to the server of this URL, started at `startedAt` (queue clock), failed to connect: counted by
+        /// the queue's dead-server book (``DeadHosts``), never ending this request, which has other locations.
+        case unreachable(URL, startedAt: Double)
         /// The attempt fails with this error.
         case fail(URLError)
         /// The part could not be written: the attempt fails with this error.

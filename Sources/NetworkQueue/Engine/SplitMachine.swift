@@ -183,16 +183,18 @@ struct SplitMachine {
 
     /// A split download of `request` (its `Range` and `If-Range` dropped) over its own URL and `options.mirrors`
     /// (each made with `policy`, as a redirect there would be), continuing `part`, beginning at `now`. The first
-    /// `deadAtHead` locations failed the HEAD preflight: they are left at once (issue 51: a failover everyone hears,
-    /// wherever it came). The first connection's start is in `actions`, its handle going to `cell` (the attempt's
+    /// `deadAtHead` locations failed the HEAD preflight: each has that break counted (issue 51: a failover everyone
+    /// hears, wherever it came), and is left at once only when `breakLimit` is 1. A location is dropped after
+    /// `breakLimit` breaks in a row (the attempts of the request's retry policy: every stage of a request retries the
+    /// same faults, issue 71). The first connection's start is in `actions`, its handle going to `cell` (the attempt's
     /// first transfer).
     ///
     /// `onlySource`: the attempt fetches the file from that location alone (an earlier attempt's file failed its
     /// checksum after the `untrusted` locations served some of its bytes too).
     init(
         request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
-        deadAtHead: Int = 0, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool, collectsMetrics: Bool,
-        cell: TransferCell, now: Double, _ actions: inout [Action]
+        deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
+        collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
         var base = request
         for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
@@ -207,18 +209,18 @@ struct SplitMachine {
         self.isCapped = isCapped
         self.collectsMetrics = collectsMetrics
         self.part = part
-        locations = LocationList(count: requests.count)
+        locations = LocationList(count: requests.count, breakLimit: breakLimit)
         startedAt = now
         self.now = now
         self.untrusted = Set(untrusted)
         for location in 0..<min(deadAtHead, requests.count - 1) {
-            failover(from: location, .broke, reason: "its HEAD failed", &actions)
+            broke(location, reason: "its HEAD failed", &actions)
         }
         if let onlySource, requests.indices.contains(onlySource) {
             for location in requests.indices where location != onlySource { locations.drop(location) }
             let others = untrusted.map(describe).joined(separator: ", ")
-            let message =
-                "fetched again from \(describe(onlySource)) alone: the file failed its checksum after \(others) served some of its bytes"
+            let served = untrusted.isEmpty ? "" : " after \(others) served some of its bytes"
+            let message = "fetched again from \(describe(onlySource)) alone: the file failed its checksum\(served)"
             actions.append(.note(.locationDropped, .notice, message))
         }
         startFirst(cell: cell, &actions)
@@ -368,7 +370,9 @@ struct SplitMachine {
     private mutating func first(_ event: TransferEvent, connection id: Int, now: Double, _ actions: inout [Action]) {
         guard case .head(let head) = event, !ResponseRules.isInterim(head) else {
             if case .completed(let error?) = event, locations.locations.count > 1 {
-                // No byte reached the file: the next location is asked instead.
+                // No byte reached the file: the next location is asked instead (its connect counted by its server's
+                // book: the request's own failure is heard only when no location is left).
+                unreachable(error, connection: id, &actions)
                 let reason = "its connection failed (URLError \(error.code.rawValue))"
                 return firstFailed(id, .broke, reason: reason, error: error, &actions)
             }
@@ -419,15 +423,22 @@ struct SplitMachine {
         _ id: Int, _ cause: FailoverRules.Cause, reason: String, error: URLError?, _ actions: inout [Action]
     ) {
         guard let connection = connections[id] else { return }
-        let verdict = FailoverRules.verdict(after: cause, of: connection.location, among: locations, hasStream: false)
-        locations.drop(connection.location)
+        let location = connection.location
+        let verdict = FailoverRules.verdict(after: cause, of: location, among: locations, hasStream: false)
+        if cause == .broke, verdict == .nextLocation {
+            // A broken connection is a break of its location, which stays live below the limit (asked again later).
+            stop(id, &actions)
+            broke(location, reason: reason, &actions)
+            return startFirst(cell: TransferCell.makeCell(), avoiding: location, &actions)
+        }
+        locations.drop(location)
         guard case .nextLocation = verdict, locations.hasLive else {
             mode = .plain
             if let error { return actions.append(.fail(error)) }
             return actions.append(.work(.passOn))
         }
         stop(id, &actions)
-        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(connection.location), reason)))
+        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
         startFirst(cell: TransferCell.makeCell(), &actions)
     }
 
@@ -455,8 +466,10 @@ struct SplitMachine {
 
     /// Sends the first connection's request to the next live location (from the part's first missing byte when a
     /// split part is continued).
-    private mutating func startFirst(cell: TransferCell, _ actions: inout [Action]) {
-        guard let location = locations.pick(forRange: false) else { return end(failing: true, &actions) }
+    private mutating func startFirst(cell: TransferCell, avoiding: Int? = nil, _ actions: inout [Action]) {
+        guard let location = locations.pick(forRange: false, avoiding: avoiding) else {
+            return end(failing: true, &actions)
+        }
         var request = requests[location]
         var asked: Int64?
         if let resumed {
@@ -522,7 +535,10 @@ struct SplitMachine {
         case .metrics(let figures):
             if let sharing, sharing.metrics == nil { sharing.metrics = figures }
         case .completed(let error):
-            if let error { lastError = error }
+            if let error {
+                lastError = error
+                unreachable(error, connection: id, &actions)
+            }
             ended(id, now: now, &actions)
         case .head, .sent, .redirect:
             break
@@ -844,12 +860,11 @@ struct SplitMachine {
             actions.append(.note(.splitDecided, .notice, message))
             if !locations.locations[connection.location].takesRanges { sharing.streamWanted = connection.location }
         } else if connection.segment != nil, locations.locations[connection.location].isLive {
-            guard locations.broke(connection.location) else {
+            let why = lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
+            guard broke(connection.location, reason: "its connection broke\(why)", &actions) else {
                 // The last location broke: the attempt fails, and its retry continues every segment.
                 return end(failing: true, &actions)
             }
-            let why = lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
-            failover(from: connection.location, .broke, reason: "its connection broke\(why)", &actions)
         }
         fillConnections(now: now, &actions)
     }
@@ -879,6 +894,31 @@ struct SplitMachine {
         case .dropped:
             failover(from: location, .wrongRange, reason: problem, &actions)
         }
+    }
+
+    /// A connection to `location` broke, or its HEAD failed (`reason`): a break counted (``LocationList/broke(_:)``).
+    /// Below the limit the location stays, and the log says it is asked again; at it, the location is left for the
+    /// others. False when it is the last live location (the attempt fails).
+    @discardableResult
+    private mutating func broke(_ location: Int, reason: String, _ actions: inout [Action]) -> Bool {
+        switch locations.broke(location) {
+        case .last: return false
+        case .dropped: failover(from: location, .broke, reason: reason, &actions)
+        case .kept:
+            let (breaks, limit) = (locations.locations[location].breaks, locations.breakLimit)
+            let message = "\(describe(location)) asked again later (\(breaks) of \(limit) breaks): \(reason)"
+            actions.append(.note(.splitDecided, .info, message))
+        }
+        return true
+    }
+
+    /// Connection `id` ended with `error`: when its connect failed, its server's book hears it (a mirror that fails
+    /// connects is held as any server is, for the requests whose own URL it is).
+    private func unreachable(_ error: URLError, connection id: Int, _ actions: inout [Action]) {
+        guard DeadHostRules.isConnectFailure(error), let connection = connections[id],
+            let url = requests[connection.location].url
+        else { return }
+        actions.append(.unreachable(url, startedAt: connection.startedAt))
     }
 
     /// Leaves `location` for the others (``FailoverRules``): dropped, logged as a failover with its `reason`, and its
