@@ -15,7 +15,9 @@ import Foundation
 /// ``NetworkQueueError/hostDown(host:failures:)`` at their turn, as does each request whose turn comes during the
 /// ``coolDown``; the first after it probes alone again. So the retry budget is spent once per server, never once per
 /// request: a restart shorter than the window loses nothing, and a dead server costs one window for the whole batch.
-/// A request with mirrors is never held or ended so: its machine tries them. Other servers go on throughout.
+/// A request with mirrors is never held or ended so: its machine tries them; the failed connects of its locations (its
+/// URL's, its mirrors', a split file's every connection) count against each one's own server, so that a mirror that
+/// goes down holds the requests whose own URL it is. Other servers go on throughout.
 public struct DeadHosts: Sendable, Hashable {
     /// Whether servers are ever judged down. Default true.
     public var isEnabled: Bool

@@ -78,11 +78,12 @@ extension NetworkRequest {
         public var maximumConnections: Int
         /// Other URLs that serve the same bytes as the request's own, tried for segments when the file is split
         /// and, before any byte is written, in turn when a location fails (the file's locations: the request's URL,
-        /// then these). A location that fails (a transport error, a status, a different length or validator, a 200
-        /// to a range) is dropped for this file and its segments go to the others; the file fails only when no
-        /// location is left. A location the HEAD preflight found dead is left by the transfer too. A location of
-        /// another origin
-        /// gets the request without the headers the transport's ``RedirectPolicy`` strips from a cross-origin
+        /// then these). A location that answers wrongly (a status, a different length or validator, a 200 to a
+        /// range) is dropped for this file and its segments go to the others. One whose connection breaks (or whose
+        /// HEAD failed) is retried as any stage of a request is: the next connection goes to another location, and it
+        /// is dropped only after as many breaks in a row as the retry policy gives attempts (a kept byte starts the
+        /// count over). The file fails only when no location is left. A location's failed connects count against
+        /// its own server (``DeadHosts``). A location of another origin gets the request without the headers the transport's ``RedirectPolicy`` strips from a cross-origin
         /// redirect (`Authorization`, `Cookie`, `Proxy-Authorization` and any added there). Default empty.
         public var mirrors: [URL]
         /// The smallest segment a connection is given or left with when it shares work with another
