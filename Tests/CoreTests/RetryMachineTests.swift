@@ -51,6 +51,30 @@ import Testing
         #expect(driver.machine.table.isEmpty)
     }
 
+    /// Issue 71: a request's first lost connection is sent again at once (a reset as the request went out is what a
+    /// browser retries at once, once); its second waits the backoff; with the policy's switch off, the first waits too.
+    @Test func theFirstLostConnectionIsRetriedAtOnceAndTheSecondWaitsTheBackoff() {
+        for atOnce in [true, false] {
+            var policy = Self.policy(attempts: 3, delay: 2)
+            policy.retriesFirstLostConnectionAtOnce = atOnce
+            var driver = Driver(limit: 1, retryPolicy: policy)
+            driver.add(1)
+            driver.go()
+            driver.send(.completed(URLError(.networkConnectionLost)), to: 1)
+            #expect(driver.takeDeliveries().last == "willRetry 1 \(atOnce ? "0.0" : "2.0")")
+            _ = driver.timer(at: atOnce ? 0 : 2)
+            #expect(driver.transfers.map(\.tag) == [1], "sent again")
+            driver.send(.completed(URLError(.networkConnectionLost)), to: 1)
+            #expect(driver.takeDeliveries().last == "willRetry 1 2.0")
+        }
+        // Another fault (a failed connect) waits the backoff from the first.
+        var driver = Driver(limit: 1, retryPolicy: Self.policy(attempts: 3, delay: 2))
+        driver.add(1)
+        driver.go()
+        driver.send(.completed(URLError(.timedOut)), to: 1)
+        #expect(driver.takeDeliveries().last == "willRetry 1 2.0")
+    }
+
     @Test func aRequestWaitingToRetryHoldsNoSlot() {
         var driver = Driver(limit: 1, retryPolicy: Self.policy())
         driver.add(1)

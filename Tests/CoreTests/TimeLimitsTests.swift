@@ -27,7 +27,12 @@ import Testing
     /// A driver of one request (tag 1) started at 0 under `limits` (`retryDelay`: up to 5 attempts, that far
     /// apart; nil: none).
     private func running(_ limits: TimeLimits, retryDelay: Double? = nil) -> Driver {
-        let policy = retryDelay.map { RetryPolicy(maximumAttempts: 5, backoff: .init(initialDelay: $0, jitter: false)) }
+        // Every retry waits `retryDelay`, a lost connection's first too: the deadline is what these tests judge.
+        let policy = retryDelay.map {
+            RetryPolicy(
+                maximumAttempts: 5, backoff: .init(initialDelay: $0, jitter: false),
+                retriesFirstLostConnectionAtOnce: false)
+        }
         var driver = Driver(limit: 1, retryPolicy: policy ?? .never)
         driver.machine.timeLimits = limits
         driver.add(1)

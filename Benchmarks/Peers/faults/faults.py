@@ -20,13 +20,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# name, schedule arguments, files, file size, what the schedule is
+# name, schedule arguments, files, file size, what the schedule is, seconds each GET's answer waits
 SCHEDULES = [
-    ("late", ["late", "1"], 40, 16_384, "the port opens 1 s after the start"),
-    ("restart", ["restart", "150", "1.5"], 500, 16_384, "restarted for 1.5 s after 150 files"),
-    ("flap", ["flap", "0.1", "1.3"], 300, 16_384, "refusing 100 ms of every 1.3 s"),
-    ("resethead", ["resethead", "2"], 40, 16_384, "each file's first two connections reset after the request"),
-    ("reset2", ["reset2"], 60, 16_384, "every 2nd connection reset as it is accepted"),
+    ("late", ["late", "1"], 40, 16_384, "the port opens 1 s after the start", 0),
+    ("restart", ["restart", "150", "1.5"], 500, 16_384, "restarted for 1.5 s after 150 files", 0),
+    # 300 answers of 40 ms, 4 at a time: about 3 s, over two of the server's down moments.
+    ("flap", ["flap", "0.1", "1.3"], 300, 16_384, "refusing 100 ms of every 1.3 s, 40 ms an answer", 0.04),
+    ("resethead", ["resethead", "2"], 40, 16_384, "each file's first two connections reset after the request", 0),
+    ("reset2", ["reset2"], 60, 16_384, "every 2nd connection reset as it is accepted", 0),
 ]
 
 
@@ -61,7 +62,7 @@ def tools(demo, retries, listfile, config, folder):
     return sides
 
 
-def run_once(demo, side, retries, schedule, count, size, place):
+def run_once(demo, side, retries, schedule, count, size, place, delay):
     root = tempfile.mkdtemp(prefix="nq-faults-www-")
     folder = tempfile.mkdtemp(prefix="nq-faults-out-", dir=place)
     try:
@@ -79,7 +80,8 @@ def run_once(demo, side, retries, schedule, count, size, place):
             for i, url in enumerate(urls):
                 f.write('url = "%s"\noutput = "%s/f%d.bin"\n' % (url, folder, i))
         server = subprocess.Popen([sys.executable, os.path.join(HERE, "faultserver.py"), str(port), root, "120"]
-                                  + schedule, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  + schedule, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=dict(os.environ, FAULT_DELAY=str(delay)))
         time.sleep(0.15 if schedule[0] != "late" else 0)
         argv = dict(tools(demo, retries, listfile, config, folder))[side]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -136,7 +138,7 @@ def main():
     verdicts = []
     try:
         for fs, place in places:
-            for name, schedule, count, size, what in SCHEDULES:
+            for name, schedule, count, size, what, delay in SCHEDULES:
                 if only and only != name:
                     continue
                 for retries in budgets:
@@ -147,7 +149,7 @@ def main():
                         # A rotating order: no side always runs first (or last) on a warm machine.
                         order = names[round_ % len(names):] + names[:round_ % len(names)]
                         for side in order:
-                            sample = run_once(demo, side, retries, schedule, count, size, place)
+                            sample = run_once(demo, side, retries, schedule, count, size, place, delay)
                             results.setdefault(side, []).append(sample)
                     rows = {}
                     for side, samples in results.items():

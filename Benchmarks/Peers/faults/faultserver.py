@@ -7,6 +7,9 @@
 #   late DELAY            the port opens DELAY seconds after the start (refused before)
 #   restart AFTER DOWN    once AFTER responses are served, every connection is closed and the port refuses for DOWN s
 #   flap DOWN PERIOD      the port refuses for DOWN seconds of every PERIOD seconds
+#
+# With FAULT_DELAY=S in the environment, each GET's response waits S seconds first (a batch then spans several of a
+# flapping server's periods).
 #   resethead N           each path's first N connections are reset once their request head is read
 #   reset2                every 2nd connection is reset as it is accepted
 #
@@ -20,6 +23,7 @@ import time
 
 port, root, lifetime, schedule = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
 args = [float(a) for a in sys.argv[5:]]
+delay = float(os.environ.get("FAULT_DELAY", "0"))
 lock = threading.Lock()
 state = {"listener": None, "served": 0, "accepted": 0, "down_until": 0.0}
 connections = set()
@@ -88,6 +92,8 @@ def serve(c):
             with open(name, "rb") as file:
                 body = file.read()
             head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+            if delay and method == "GET":
+                time.sleep(delay)
             c.sendall(head + (b"" if method == "HEAD" else body))
             if method == "GET" and schedule == "restart":
                 with lock:

@@ -18,6 +18,7 @@ import Foundation
 /// | ``backoff`` | full jitter: a random delay up to 1 s, 2 s, 4 s … capped at 30 s |
 /// | ``maximumRetryAfter`` | 60 s |
 /// | ``retriesEarlyWhenHostRecovers`` | true |
+/// | ``retriesFirstLostConnectionAtOnce`` | true |
 /// | ``decide`` | nil |
 ///
 /// A request that failed to connect at all (`.cannotConnectToHost`, `.cannotFindHost`,
@@ -96,6 +97,12 @@ public struct RetryPolicy: Sendable {
     /// scheme, host and port succeeds. Waits the server asked for (`Retry-After`) are always honoured.
     /// Default true.
     public var retriesEarlyWhenHostRecovers: Bool
+    /// When true, a request's first attempt (or first HEAD) whose connection was lost (`.networkConnectionLost`: reset
+    /// or closed by the server) is sent again at once, on a new connection, without the backoff; a second loss waits it.
+    /// A connection the server closed as the request went out (a keep-alive race, a server restarting its workers) is
+    /// the common case, and browsers retry it at once, once (RFC 9110 §9.2.2 allows it for idempotent requests). It
+    /// costs an overloaded server at most one extra request per request. Default true.
+    public var retriesFirstLostConnectionAtOnce: Bool
     /// Asked about every failed attempt that may be retried at all (not a cancellation, an invalid
     /// request, a preflight or file error, and attempts left), with the request, the attempt's error and
     /// the number of attempts made so far. Its answer replaces the rules above, except
@@ -111,6 +118,7 @@ public struct RetryPolicy: Sendable {
         backoff: Backoff = Backoff(),
         maximumRetryAfter: TimeInterval = 60,
         retriesEarlyWhenHostRecovers: Bool = true,
+        retriesFirstLostConnectionAtOnce: Bool = true,
         decide: (@Sendable (NetworkRequest, NetworkQueueError, Int) async -> Decision)? = nil
     ) {
         self.maximumAttempts = max(1, maximumAttempts)
@@ -120,6 +128,7 @@ public struct RetryPolicy: Sendable {
         self.backoff = backoff
         self.maximumRetryAfter = RetryRules.clampedSeconds(maximumRetryAfter)
         self.retriesEarlyWhenHostRecovers = retriesEarlyWhenHostRecovers
+        self.retriesFirstLostConnectionAtOnce = retriesFirstLostConnectionAtOnce
         self.decide = decide
     }
 

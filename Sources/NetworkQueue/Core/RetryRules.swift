@@ -42,8 +42,15 @@ enum RetryRules {
         policy: RetryPolicy, error: NetworkQueueError, method: String?, attempts: Int, retryAfter: TimeInterval?
     ) -> RetryVerdict {
         guard attempts < policy.maximumAttempts, mayRetry(error) else { return .fail }
-        return policy.decide == nil
-            ? defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter) : .ask
+        guard policy.decide == nil else { return .ask }
+        let verdict = defaultVerdict(policy: policy, error: error, method: method, retryAfter: retryAfter)
+        // The first lost connection is sent again at once (see ``RetryPolicy/retriesFirstLostConnectionAtOnce``).
+        if attempts == 1, policy.retriesFirstLostConnectionAtOnce, case .backoff = verdict,
+            case .transport(let failure) = error, failure.code == .networkConnectionLost
+        {
+            return .wait(0, serverAsked: false)
+        }
+        return verdict
     }
 
     /// The verdict once ``RetryPolicy/decide`` has answered `decision`.
