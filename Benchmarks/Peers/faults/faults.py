@@ -19,6 +19,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The longest one run may take, in seconds (every schedule ends within 20 s for a tool that retries).
+LIMIT = 60
 
 # name, schedule arguments, files, file size, what the schedule is, seconds each GET's answer waits
 SCHEDULES = [
@@ -79,14 +81,18 @@ def run_once(demo, side, retries, schedule, count, size, place, delay):
         with open(config, "w") as f:
             for i, url in enumerate(urls):
                 f.write('url = "%s"\noutput = "%s/f%d.bin"\n' % (url, folder, i))
-        server = subprocess.Popen([sys.executable, os.path.join(HERE, "faultserver.py"), str(port), root, "120"]
+        server = subprocess.Popen([sys.executable, os.path.join(HERE, "faultserver.py"), str(port), root, str(LIMIT + 10)]
                                   + schedule, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env=dict(os.environ, FAULT_DELAY=str(delay)))
         time.sleep(0.15 if schedule[0] != "late" else 0)
         argv = dict(tools(demo, retries, listfile, config, folder))[side]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        try:
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            # A tool that hangs is a result: what it saved by then, at the limit (its child is killed).
+            print("  (%s hung: stopped after %d s)" % (argv[0].split("/")[-1], LIMIT))
         wall = time.monotonic() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         server.kill()
