@@ -1,10 +1,11 @@
+import TestSupport
 import Testing
 
 @testable import NetworkQueue
 
 /// An engine pass's wake: one sink per owner, flushed in order when the pass ends, a sink enlisted during the flush
 /// flushed too, no owner held after it, sinks reused.
-@Suite struct EngineWakeTests {
+@Suite(.testLane, .timeLimit(.minutes(5))) struct EngineWakeTests {
     final class Owner {
         let name: String
         init(_ name: String) { self.name = name }

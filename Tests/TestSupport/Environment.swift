@@ -17,12 +17,18 @@ public enum TestEnvironment {
     /// fewer under the sanitizers, where each run of an instrumented Demo takes seconds).
     public static var demoRepeats: Int { max(1, integer("NQ_DEMO_REPEATS", default: 50)) }
 
-    /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 10,000.
-    public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: 10_000)) }
+    /// True in the scale tier (`NQ_SCALE_TESTS=1`, run by `.ci/scale`): the tests of a real batch's scale run at it
+    /// (100,000 requests, 10,000 model seeds), each in a process of its own, one at a time, and the tests that measure
+    /// the whole process (its heap) run at all. `swift test` alone is the first tier: the same tests at a tenth of the
+    /// scale, which a busy machine runs within their limits.
+    public static var isScaleTier: Bool { integer("NQ_SCALE_TESTS", default: 0) != 0 }
 
-    /// How many requests a pure test of a big batch drives through the engine: `NQ_BIG_BATCH`, default 100,000
-    /// (a real batch's scale; CI takes a tenth under the sanitizers).
-    public static var bigBatch: Int { max(1, integer("NQ_BIG_BATCH", default: 100_000)) }
+    /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 2,000 (10,000 in the scale tier).
+    public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: isScaleTier ? 10_000 : 2_000)) }
+
+    /// How many requests a test of a big batch drives: `NQ_BIG_BATCH`, default 10,000 (100,000 in the scale tier:
+    /// a real batch's scale; CI takes 10,000 under the sanitizers too).
+    public static var bigBatch: Int { max(1, integer("NQ_BIG_BATCH", default: isScaleTier ? 100_000 : 10_000)) }
 }
 
 /// Calls `body` with the seeds `0..<count` in order, giving the cooperative thread pool back every few
