@@ -30,6 +30,7 @@ import Testing
         // attempts.
         let limit = LowestSpeed(bytesPerSecond: 100, over: 8)
         queue.timeLimits = TimeLimits(lowestSpeed: limit)
+        queue.collectsMetrics = true
         let url = server.url(Self.trickle)
         let request = NetworkRequest(url: url, destination: .file(file))
         try queue.add(request)
@@ -42,7 +43,9 @@ import Testing
         #expect(request.attemptCount == 2)
         let ranges = server.statistics.headers.map { $0["range"] }
         try #require(ranges.count == 2, "\(ranges)")
-        #expect(ranges[0] == nil && ranges[1]?.hasPrefix("bytes=") == true, "\(ranges)")
+        let seen = "\(ranges), arrivals \(server.statistics.arrivals), \(server.statistics.bytesWritten) bytes written, "
+            + "attempts \(String(describing: request.metrics?.attempts))"
+        #expect(ranges[0] == nil && ranges[1]?.hasPrefix("bytes=") == true, "\(seen)")
         #expect(ranges[1] != "bytes=0-", "the retry continues the part: \(ranges)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         await eventually { server.statistics.inFlight == 0 }
