@@ -43,7 +43,8 @@ import Testing
         #expect(request.attemptCount == 2)
         let ranges = server.statistics.headers.map { $0["range"] }
         try #require(ranges.count == 2, "\(ranges)")
-        let seen = "\(ranges), arrivals \(server.statistics.arrivals), \(server.statistics.bytesWritten) bytes written, "
+        let seen =
+            "\(ranges), arrivals \(server.statistics.arrivals), \(server.statistics.bytesWritten) bytes written, "
             + "attempts \(String(describing: request.metrics?.attempts))"
         #expect(ranges[0] == nil && ranges[1]?.hasPrefix("bytes=") == true, "\(seen)")
         #expect(ranges[1] != "bytes=0-", "the retry continues the part: \(ranges)")
