@@ -449,9 +449,10 @@ enum MatrixRoute: String, Sendable, CaseIterable {
         }
         await eventually { delegate.drains.current >= 1 }
         if let site {
-            // Stopped mid-body (unless the body had ended first), then held and started again once.
-            #expect(site.restarts == site.stops && site.stops <= 1, "\(cell): \(site.stops) stops")
-            if site.stops == 1 { Self.restarts.with { $0 += 1 } }
+            // Stopped at the first progress report, once, and started again once held. Under a sanitizer the report
+            // may come after the body ended: the request finished before the stop, and no hold restarts the server.
+            #expect(site.stops <= 1 && site.restarts <= site.stops, "\(cell): \(site.stops) stops")
+            if site.restarts == 1 { Self.restarts.with { $0 += 1 } }
         }
         #expect(delegate.terminals.current == 1, "\(cell): one terminal event")
         #expect(delegate.drains.current == 1, "\(cell): one drain")
