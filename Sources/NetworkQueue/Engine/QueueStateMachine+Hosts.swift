@@ -148,10 +148,7 @@ extension QueueStateMachine {
     /// slot, so that a server going down costs nothing per request in the table (a list of millions may hold thousands
     /// of dead servers).
     mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
-        if !hasFailedConnect {
-            hasFailedConnect = true
-            numberHostsIfNeeded()
-        }
+        numberHostsOnFirstFailedConnect()
         guard let host = scheduler.host(of: slot) else { return false }
         let record = table[slot]
         let request = record.request
@@ -193,15 +190,19 @@ extension QueueStateMachine {
     /// the requests whose own URL it is), never ending `request`, whose machine asks its other locations.
     mutating func locationUnreachable(_ url: URL, startedAt: Double, of request: NetworkRequest, now: Double) {
         guard deadHosts.isEnabled else { return }
-        if !hasFailedConnect {
-            hasFailedConnect = true
-            numberHostsIfNeeded()
-        }
+        numberHostsOnFirstFailedConnect()
         guard let host = hostNumber(of: url) else { return }
         // No slot is this connection's: it is never the server's probe.
         _ = bookConnectFailure(
             host, key: servers.key(of: host) ?? RequestRules.hostKey(url), slot: -1, startedAt: startedAt,
             of: request, now: now)
+    }
+
+    /// The first failed connect numbers the requests by server: the dead-server book counts by those numbers.
+    private mutating func numberHostsOnFirstFailedConnect() {
+        guard !hasFailedConnect else { return }
+        hasFailedConnect = true
+        numberHostsIfNeeded()
     }
 
     /// Counts a failed connect of `host` (named `key`) by the request in `slot` (its try begun at `startedAt`) in the

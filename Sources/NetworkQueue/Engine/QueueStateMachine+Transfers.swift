@@ -318,7 +318,10 @@ extension QueueStateMachine {
                 continue
             }
             switch step {
-            case .hearHead(let reading): headRead(reading, slot, now)
+            case .hearHead(let reading):
+                // The head the file began with never passes as a transfer event: its server's book hears it here.
+                locationAnswered(reading.head, of: record.request, now: now)
+                headRead(reading, slot, now)
             case .forward(let event): transferEventApplied(event, reading: nil, slot: slot, now: now)
             case .count(let count): receive(count, keeping: nil, slot: slot, now: now)
             case .recheck(let at): timer.splits.insert(.init(deadline: at, id: slot, stamp: attempt.token))
