@@ -22,11 +22,16 @@ import Testing
     /// Requests 1–8 to a.test and 9–10 to b.test, two slots, the policy above; three rounds of failed connects on
     /// a.test (1–2 at 1 and 3–4 at 2 fail alone and wait to retry, 5 at 3 makes the server held until 4); 6 then fails
     /// too, and is held with the others. b.test's requests take the slots.
-    static func heldAt3() -> Driver {
+    /// With `files`, the requests to a.test are those given (tags 1–8, in order) instead of plain ones.
+    static func heldAt3(files: [NetworkRequest] = []) -> Driver {
         var driver = Driver(limit: 2, retryPolicy: policy)
         driver.machine.cancelsAllOnFailure = false
         driver.machine.outbox.isLogging = true
-        for tag in 1...8 { driver.add(tag, url: "http://a.test/\(tag)") }
+        if files.isEmpty {
+            for tag in 1...8 { driver.add(tag, url: "http://a.test/\(tag)") }
+        } else {
+            for file in files { driver.add(file) }
+        }
         for tag in 9...10 { driver.add(tag, url: "http://b.test/\(tag)") }
         driver.go()
         driver.now = 1
@@ -95,5 +100,47 @@ import Testing
         #expect(said.dropFirst().count == 8)
         #expect(said.dropFirst().allSatisfy { $0.contains("is down: ") })
         #expect(driver.transfers.isEmpty && driver.machine.requestCount == 0)
+    }
+
+    /// The probe of a held server is a file split over two connections: the head its file begins with releases the
+    /// server, though that head never passes as a transfer event (the split machine hands it over once the file is
+    /// begun). Before, only a later request's head released it: the held requests waited for the file to end.
+    @Test func aSplitFileProbingAHeldServerReleasesItWithTheHeadItBeginsWith() {
+        let files = (1...8).map { tag in
+            NetworkRequest(
+                URLRequest(url: URL(string: "http://a.test/\(tag)")!),
+                fileOptions: .init(maximumConnections: 2), tag: tag)
+        }
+        var driver = Self.heldAt3(files: files)
+        #expect(Self.said(&driver) == ["server held http://a.test:80 after 0.0 s, 3 failures"])
+        for tag in [9, 10] { HostBackoffMachineTests.succeed(tag, from: "http://b.test", &driver) }
+        driver.timer(at: 4)
+        #expect(driver.transfers.count == 1)
+        let probe = driver.transfers[0]
+        // The shell splits the file: its first connection goes, and its head (4 MiB, ranges taken) begins the file.
+        let work = SplitMachineTests.begin(&driver, files[probe.tag - 1])
+        guard case .start(0, let sent, _)? = work.first else {
+            Issue.record("no first connection: \(work)")
+            return
+        }
+        #expect(sent.url?.host == "a.test")
+        let (slot, token) = (probe.start.slot, probe.start.token)
+        let begun = SplitMachineTests.head()
+        let head = ResponseHead(url: sent.url ?? begun.url, statusCode: 200, httpVersion: "1.1", fields: begun.fields)
+        var shell: [ConnectionWork] = []
+        _ = driver.apply(
+            driver.machine.splitEvent(
+                .transfer(.head(head), connection: 0), slot: slot, token: token, work: &shell, now: driver.now))
+        #expect(shell.contains { if case .beginFile = $0 { true } else { false } }, "\(shell)")
+        #expect(Self.said(&driver) == [])
+        #expect(driver.transfers.count == 1)
+        // The shell began the file: its head is the request's, and the server is back; the held requests go.
+        shell.removeAll()
+        let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: nil)
+        _ = driver.apply(
+            driver.machine.splitEvent(.fileBegun(.success(reading)), slot: slot, token: token, work: &shell, now: 4))
+        #expect(Self.said(&driver) == ["server back http://a.test:80 after 1.0 s, 0 failures"])
+        #expect(driver.machine.progress(at: 4).heldServerCount == 0)
+        #expect(driver.transfers.count == 2 && driver.transfers[1].tag != probe.tag)
     }
 }
