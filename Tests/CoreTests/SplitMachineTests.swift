@@ -237,6 +237,33 @@ extension SplitMachineTests {
             ])
     }
 
+    /// A file that fails its checksum is fetched again from one location alone (issue 62): after several served it,
+    /// from the one whose answer began it, then each other in turn; after a mirror served it alone (the request's URL
+    /// broke before its head), from the request's URL; never after the request's URL served it alone, nor from a
+    /// request's URL that was left. Before, a mirror that served the whole file alone failed it (the ending matrix's
+    /// "lying mirror × first connection reset", under the thread sanitizer).
+    @Test func aFileThatFailsItsChecksumIsFetchedAgainFromALocationThatDidNotServeItAlone() {
+        func served(by first: Int, originBreaks: Bool = false) -> Bench {
+            var bench = Bench(connections: 1, mirrors: 1, breakLimit: 3)
+            if originBreaks { _ = bench.ended(0, URLError(.networkConnectionLost)) }
+            _ = bench.head(Self.head(length: 2 * Self.mib), to: first)
+            _ = bench.fileBegun()
+            return bench
+        }
+        var alone = served(by: 1, originBreaks: true)
+        #expect(alone.bytes(2 * Self.mib, to: 1).last == "finish 2097152 over 1 [0 2097152]")
+        #expect(alone.machine.checksumRefetch.map { "\($0)" } == "(source: 0, untrusted: [1], then: [])")
+        var origin = served(by: 0)
+        #expect(origin.bytes(2 * Self.mib, to: 0).last == "finish 2097152 over 1 [2097152 0]")
+        #expect(origin.machine.checksumRefetch == nil)
+        // The request's URL dead at the HEAD (left at once): the mirror that served it is the only one there was.
+        var left = Bench(connections: 1, mirrors: 1, deadAtHead: 1)
+        _ = left.head(Self.head(length: 2 * Self.mib), to: 0)
+        _ = left.fileBegun()
+        _ = left.bytes(2 * Self.mib, to: 0)
+        #expect(left.machine.checksumRefetch == nil)
+    }
+
     /// Issue 71, every stage retries the same faults: with the retry policy's three attempts, the origin whose HEAD
     /// failed once is asked first still (one break counted); its first connection reset goes to the mirror, the origin
     /// kept for later; a third break drops it. A connect failure is the book's to hear too.

@@ -64,10 +64,12 @@ final class Attempt {
     /// allocates nothing.
     var splitScratch: [SplitMachine.Action] = []
     /// The one location the attempt fetches its split file from (an earlier attempt's file failed its checksum after
-    /// several served it), or nil: all of them.
+    /// others served it too, or a mirror served it alone), or nil: all of them.
     var onlySource: Int?
-    /// The locations that served bytes of that earlier attempt's file, other than ``onlySource``.
+    /// The locations that served bytes of that earlier attempt's file, other than ``onlySource``: named untrusted.
     var untrusted: [Int] = []
+    /// The locations to fetch the file from alone next, in turn, should this attempt's file fail its checksum too.
+    var thenAlone: [Int] = []
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 

@@ -219,10 +219,11 @@ struct RequestMachine {
             case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
             case .sendAgainWithoutRange:
                 return start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
-            case .sendAgainFrom(let source, let untrusted):
+            case .sendAgainFrom(let source, let untrusted, let then):
                 let restart = start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
                 phase.attempt?.onlySource = source
                 phase.attempt?.untrusted = untrusted
+                phase.attempt?.thenAlone = then
                 return restart
             case .succeeded(let response): return .end(.success(response))
             case .commit(let sink):
@@ -306,9 +307,10 @@ struct RequestMachine {
         case failed(NetworkQueueError)
         /// A continued part that did not verify: the attempt is sent again without a range.
         case sendAgainWithoutRange
-        /// A split file that did not verify after several locations served it: it is fetched again from `source`
-        /// alone (never worse than one connection), the `untrusted` others named in its metrics.
-        case sendAgainFrom(Int, untrusted: [Int])
+        /// A split file that did not verify after several locations served it, or a mirror alone: it is fetched again
+        /// from `source` alone (never worse than one connection), the `untrusted` others named in its metrics, and from
+        /// each of `then` alone in turn should that fail too.
+        case sendAgainFrom(Int, untrusted: [Int], then: [Int])
         case succeeded(NetworkResponse)
         /// The file is to be moved into place first.
         case commit(FileSink)
@@ -322,15 +324,17 @@ struct RequestMachine {
         if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource == nil,
             let refetch = attempt.split?.machine.checksumRefetch
         {
-            // Several locations served the file: once more from the one whose answer began it, alone.
-            return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted)
+            // Several locations served the file, or a mirror alone: once more from one location alone (the one whose
+            // answer began it, or the request's URL).
+            return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted, then: refetch.then)
         }
         if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource != nil,
-            let next = attempt.untrusted.first
+            let next = attempt.thenAlone.first
         {
             // That one alone failed too (it began the file only because the first asked broke): the next that served
             // some of it, alone; once each at most.
-            return .sendAgainFrom(next, untrusted: Array(attempt.untrusted.dropFirst()))
+            return .sendAgainFrom(
+                next, untrusted: attempt.untrusted.filter { $0 != next }, then: Array(attempt.thenAlone.dropFirst()))
         }
         switch outcome {
         case .failed(let error): return .failed(.transport(Redaction.redacted(error)))

@@ -190,7 +190,7 @@ struct SplitMachine {
     /// first transfer).
     ///
     /// `onlySource`: the attempt fetches the file from that location alone (an earlier attempt's file failed its
-    /// checksum after the `untrusted` locations served some of its bytes too).
+    /// checksum after the `untrusted` locations served some or all of its bytes).
     init(
         request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
         deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
@@ -219,7 +219,7 @@ struct SplitMachine {
         if let onlySource, requests.indices.contains(onlySource) {
             for location in requests.indices where location != onlySource { locations.drop(location) }
             let others = untrusted.map(describe).joined(separator: ", ")
-            let served = untrusted.isEmpty ? "" : " after \(others) served some of its bytes"
+            let served = untrusted.isEmpty ? "" : " after \(others) served its bytes"
             let message = "fetched again from \(describe(onlySource)) alone: the file failed its checksum\(served)"
             actions.append(.note(.locationDropped, .notice, message))
         }
@@ -650,13 +650,20 @@ struct SplitMachine {
         actions.append(.borrow(locations.leastBusy == nil ? 0 : max(0, wanted)))
     }
 
-    /// After the file failed its checksum: when several locations served its bytes, the one to fetch it again from
-    /// alone (``firstSource``, whose validator the file was fetched under) and the others that served some; nil when
-    /// one location served it all (another attempt would be no better).
-    var checksumRefetch: (source: Int, untrusted: [Int])? {
+    /// After the file failed its checksum: the location to fetch it again from alone, the locations that served its
+    /// bytes under suspicion (`untrusted`, named in the metrics), and those to fetch it from alone next, in turn, should
+    /// that fail too (`then`).
+    /// - Several locations served it: ``firstSource`` first (the file was fetched under its validator), then each other
+    ///   that served some.
+    /// - A mirror served it alone (it began the file because the request's URL broke or had not answered yet): the
+    ///   request's URL alone, while it is live. A mirror that lies cannot fail the file, however the bytes were shared.
+    /// - Nil when the request's URL served it all alone: another attempt would be no better.
+    var checksumRefetch: (source: Int, untrusted: [Int], then: [Int])? {
         guard let firstSource else { return nil }
         let others = locations.locations.indices.filter { $0 != firstSource && locations.locations[$0].served > 0 }
-        return others.isEmpty ? nil : (firstSource, others)
+        if !others.isEmpty { return (firstSource, others, others) }
+        guard firstSource != 0, locations.locations[0].isLive else { return nil }
+        return (0, [firstSource], [])
     }
 
     /// The location the next lent connection would go to (its host is what a per-host limit counts).
