@@ -368,6 +368,36 @@ extension SplitMachineTests {
         #expect(bench.machine.locations.locations.map(\.isLive) == [true, true, true])
     }
 
+    /// A mirror sends a fast burst, breaks (asked again: one break of three), and its next connection stalls after
+    /// its head: its range is raced on the request's URL, though the best pace kept is the mirror's. Before, the race
+    /// went to the mirror and stalled too, and the range waited for the attempt's idle timeout (60 s; seen in CI as
+    /// `aDroppedMirrorsStalledConnectionsStopWithIt` and `aStalledMirrorIsRacedAtTheEndOfTheFile` under load).
+    @Test func aRangeIsRacedOnAnotherLocationThanTheOneThatStalled() {
+        var bench = Bench(mirrors: 1, breakLimit: 3)
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        _ = bench.lend(3)
+        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
+        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
+        // 655,360 bytes in 0.47 s: 1.4 MB/s, the best pace kept once the mirror's connection breaks.
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
+        #expect(
+            bench.ended(1, URLError(.networkConnectionLost), at: 0.6).suffix(1) == [
+                "start 3 m1 2140843-2839893 if \"v1\""
+            ])
+        _ = bench.head(Self.head(206, range: "2140843-2839893"), to: 3, at: 0.7)
+        // The request's URL's range comes at 0.9 MB/s; its connection ends, and the mirror's stalled range is raced.
+        _ = bench.bytes(10 * Self.k64, to: 2, at: 1)
+        _ = bench.bytes(1_354_410 - 10 * Self.k64, to: 2, at: 1.5)
+        #expect(
+            bench.ended(2, at: 1.5) == [
+                "stop 2", "end s4", "start 4 o 2140843-2839893 if \"v1\"",
+                "splitDecided: bytes 2140843-2839893 of mirror 1 (http://m1.test/f) raced by another connection: it brought nothing",
+            ])
+    }
+
     /// A file shared over three connections (the request's URL's and two mirrors'), whose first connection finished its
     /// range at 1 s while the second mirror's has brought nothing since its head: its range is raced.
     static func endGame() -> Bench {

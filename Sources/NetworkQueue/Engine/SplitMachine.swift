@@ -792,13 +792,14 @@ struct SplitMachine {
         return found.id
     }
 
-    /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet).
-    private func bestPace(now: Double) -> (rate: Double, location: Int)? {
+    /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet); with
+    /// `excluding`, the best of the running connections of other locations, or the kept one when it is another's.
+    private func bestPace(now: Double, excluding: Int? = nil) -> (rate: Double, location: Int)? {
         guard let sharing else { return nil }
-        var best = sharing.keptPace
+        var best = sharing.keptPace.flatMap { $0.location == excluding ? nil : $0 }
         for id in connections.keys.sorted() {
             guard let connection = connections[id], let acceptedAt = connection.acceptedAt, connection.received > 0,
-                now - acceptedAt >= sharing.settleTime
+                connection.location != excluding, now - acceptedAt >= sharing.settleTime
             else { continue }
             let rate = Double(connection.received) / (now - acceptedAt)
             if rate > best?.rate ?? 0 { best = (rate, connection.location) }
@@ -823,17 +824,27 @@ struct SplitMachine {
         sharing.racedFrom.insert(from)
         guard let taken = sharing.plan.assign() else { return false }
         let end = taken.end
-        // The race goes to the location of the best pace, while it takes ranges; else to the least busy.
-        let best = bestPace(now: now).map(\.location).flatMap { index -> Int? in
-            let location = locations.locations[index]
-            return location.isLive && location.takesRanges ? index : nil
+        guard startRange(taken, at: raceLocation(against: connection.location, now: now), &actions) else {
+            return false
         }
-        guard startRange(taken, at: best, &actions) else { return false }
         let pace = connection.received == 0 ? "it brought nothing" : "it is behind the others"
         let message =
             "bytes \(from)-\(end - 1) of \(describe(connection.location)) raced by another connection: \(pace)"
         actions.append(.note(.splitDecided, .info, message))
         return true
+    }
+
+    /// Where a race against a connection of `raced` goes: another location than `raced` while one takes ranges, the one
+    /// of the best pace if known, else the least busy; nil (the least busy of all) when `raced` is the only one. A
+    /// location whose connection brought nothing would most likely stall the race too: the best pace may be its own
+    /// (a mirror that sent a burst, broke, and stalls on its next connection), and with no pace known the least busy
+    /// may be it, and the raced range then waited for the attempt's idle timeout.
+    private func raceLocation(against raced: Int, now: Double) -> Int? {
+        let others = locations.locations.indices.filter {
+            $0 != raced && locations.locations[$0].isLive && locations.locations[$0].takesRanges
+        }
+        if let best = bestPace(now: now, excluding: raced)?.location, others.contains(best) { return best }
+        return others.min { locations.locations[$0].running < locations.locations[$1].running }
     }
 
     /// Connection `id`'s head was accepted at `now`.
