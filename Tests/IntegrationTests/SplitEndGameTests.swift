@@ -108,13 +108,21 @@ import Testing
         let request = SplitIntegrationTests.request(
             first.url(path), to: file, connections: 4, mirrors: [second.url(path + "&stallAt=0&stall=120000")])
         let log = Box<[NetworkQueueLogRecord]>([])
+        let timed = Box<[String]>([])
+        let began = Date()
         let queue = NetworkQueue(transport: transport.make())
         queue.maxConcurrentRequestCount = 8
         queue.collectsMetrics = true
-        queue.logHandler = { record in log.with { $0.append(record) } }
+        queue.logHandler = { record in
+            log.with { $0.append(record) }
+            let line = String(format: "%.3f ", Date().timeIntervalSince(began)) + "\(record.event) \(record.message)"
+            timed.with { $0.append(line) }
+        }
         try queue.add(request)
         await queue.run()
-        #expect(request.failure == nil && request.attemptCount == 1, "\(String(describing: request.failure))")
+        #expect(
+            request.failure == nil && request.attemptCount == 1,
+            "\(String(describing: request.failure)) \(request.attemptCount) attempts; \(timed.current)")
         #expect(try Data(contentsOf: file) == pattern(0..<Self.size))
         let sources = request.metrics?.final?.segments?.locations ?? []
         #expect(sources.map(\.bytes) == [Int64(Self.size), 0], "\(sources)")
