@@ -398,6 +398,32 @@ extension SplitMachineTests {
             ])
     }
 
+    /// The same mirror, and a range of the request's URL whose connection brings nothing since its head (a slow start
+    /// under load): that range is raced on the request's URL, which brought bytes lately, not on the mirror, whose
+    /// burst was the best pace kept but long ago (CI under the address sanitizer: the race went to the other location,
+    /// the stalled mirror).
+    @Test func aRangeIsRacedWhereBytesCameLately() {
+        var bench = Bench(mirrors: 1, breakLimit: 3)
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        _ = bench.lend(3)
+        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
+        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
+        _ = bench.ended(1, URLError(.networkConnectionLost), at: 0.6)
+        _ = bench.head(Self.head(206, range: "2140843-2839893"), to: 3, at: 0.7)
+        // The first connection brings the rest of its range at 1.5 (0.99 MB/s, below the mirror's burst) and stops; the
+        // request's URL's second range has brought nothing since 0.03, the mirror's since its head at 0.7.
+        #expect(
+            bench.bytes(1_485_483 - 2 * Self.k64, to: 0, at: 1.5) == [
+                "write 1354411@131072 s1", "end s1", "stop 0", "end s3", "start 4 o 2839894-4194303 if \"v1\"",
+                "splitDecided: bytes 2839894-4194303 of the request's URL raced by another connection: it brought nothing",
+                "count 1354411",
+            ])
+    }
+
     /// A file shared over three connections (the request's URL's and two mirrors'), whose first connection finished its
     /// range at 1 s while the second mirror's has brought nothing since its head: its range is raced.
     static func endGame() -> Bench {

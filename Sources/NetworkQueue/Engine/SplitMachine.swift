@@ -114,6 +114,8 @@ struct SplitMachine {
         var startDelay = 0.0
         /// The best pace a stopped connection of the file kept, in bytes a second, and its location (nil: none).
         var keptPace: (rate: Double, location: Int)?
+        /// When each location last brought bytes of the file (queue clock), by location.
+        var servedAt: [Int: Double] = [:]
         /// The offsets a race was started from: a range whose racer stalls at the same offset is not raced again (the
         /// server, or the file, stalls there; the idle timeout decides).
         var racedFrom: Set<Int64> = []
@@ -594,6 +596,7 @@ struct SplitMachine {
                     .write(
                         from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold)))
             locations.served(piece.kept, by: connection.location)
+            sharing.servedAt[connection.location] = now
             connections[id]?.received += piece.kept
         }
         guard piece.isSegmentDone else { return }
@@ -793,13 +796,14 @@ struct SplitMachine {
     }
 
     /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet); with
-    /// `excluding`, the best of the running connections of other locations, or the kept one when it is another's.
-    private func bestPace(now: Double, excluding: Int? = nil) -> (rate: Double, location: Int)? {
+    /// `among`, of those locations only.
+    private func bestPace(now: Double, among allowed: [Int]? = nil) -> (rate: Double, location: Int)? {
         guard let sharing else { return nil }
-        var best = sharing.keptPace.flatMap { $0.location == excluding ? nil : $0 }
+        let isAllowed = { (location: Int) in allowed?.contains(location) ?? true }
+        var best = sharing.keptPace.flatMap { isAllowed($0.location) ? $0 : nil }
         for id in connections.keys.sorted() {
             guard let connection = connections[id], let acceptedAt = connection.acceptedAt, connection.received > 0,
-                connection.location != excluding, now - acceptedAt >= sharing.settleTime
+                isAllowed(connection.location), now - acceptedAt >= sharing.settleTime
             else { continue }
             let rate = Double(connection.received) / (now - acceptedAt)
             if rate > best?.rate ?? 0 { best = (rate, connection.location) }
@@ -824,7 +828,7 @@ struct SplitMachine {
         sharing.racedFrom.insert(from)
         guard let taken = sharing.plan.assign() else { return false }
         let end = taken.end
-        guard startRange(taken, at: raceLocation(against: connection.location, now: now), &actions) else {
+        guard startRange(taken, at: raceLocation(now: now), &actions) else {
             return false
         }
         let pace = connection.received == 0 ? "it brought nothing" : "it is behind the others"
@@ -834,17 +838,22 @@ struct SplitMachine {
         return true
     }
 
-    /// Where a race against a connection of `raced` goes: another location than `raced` while one takes ranges, the one
-    /// of the best pace if known, else the least busy; nil (the least busy of all) when `raced` is the only one. A
-    /// location whose connection brought nothing would most likely stall the race too: the best pace may be its own
-    /// (a mirror that sent a burst, broke, and stalls on its next connection), and with no pace known the least busy
-    /// may be it, and the raced range then waited for the attempt's idle timeout.
-    private func raceLocation(against raced: Int, now: Double) -> Int? {
-        let others = locations.locations.indices.filter {
-            $0 != raced && locations.locations[$0].isLive && locations.locations[$0].takesRanges
+    /// Where a race goes: among the locations that take ranges, those that brought bytes lately (within the settle
+    /// time of the latest byte of any: a location whose connections stall would most likely stall the race too), the
+    /// one of the best pace if known there, else the least busy of them. The best pace alone is not enough: it may be
+    /// a stalled mirror's own burst before it broke, and with no pace settled yet (under load) the least busy may be
+    /// the stalled mirror; the race then stalled too, and its range waited for the attempt's idle timeout.
+    private func raceLocation(now: Double) -> Int? {
+        guard let sharing else { return nil }
+        let live = locations.locations.indices.filter {
+            locations.locations[$0].isLive && locations.locations[$0].takesRanges
         }
-        if let best = bestPace(now: now, excluding: raced)?.location, others.contains(best) { return best }
-        return others.min { locations.locations[$0].running < locations.locations[$1].running }
+        var fresh = live
+        if let latest = live.compactMap({ sharing.servedAt[$0] }).max() {
+            fresh = live.filter { (sharing.servedAt[$0] ?? -.infinity) >= latest - sharing.settleTime }
+        }
+        if let best = bestPace(now: now, among: fresh)?.location { return best }
+        return fresh.min { locations.locations[$0].running < locations.locations[$1].running }
     }
 
     /// Connection `id`'s head was accepted at `now`.
