@@ -373,21 +373,7 @@ extension SplitMachineTests {
     /// went to the mirror and stalled too, and the range waited for the attempt's idle timeout (60 s; seen in CI as
     /// `aDroppedMirrorsStalledConnectionsStopWithIt` and `aStalledMirrorIsRacedAtTheEndOfTheFile` under load).
     @Test func aRangeIsRacedOnAnotherLocationThanTheOneThatStalled() {
-        var bench = Bench(mirrors: 1, breakLimit: 3)
-        _ = bench.head(Self.head(), to: 0)
-        _ = bench.fileBegun()
-        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
-        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
-        _ = bench.lend(3)
-        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
-        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
-        // 655,360 bytes in 0.47 s: 1.4 MB/s, the best pace kept once the mirror's connection breaks.
-        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
-        #expect(
-            bench.ended(1, URLError(.networkConnectionLost), at: 0.6).suffix(1) == [
-                "start 3 m1 2140843-2839893 if \"v1\""
-            ])
-        _ = bench.head(Self.head(206, range: "2140843-2839893"), to: 3, at: 0.7)
+        var bench = Self.mirrorStalledAfterABurst()
         // The request's URL's range comes at 0.9 MB/s; its connection ends, and the mirror's stalled range is raced.
         _ = bench.bytes(10 * Self.k64, to: 2, at: 1)
         _ = bench.bytes(1_354_410 - 10 * Self.k64, to: 2, at: 1.5)
@@ -403,17 +389,7 @@ extension SplitMachineTests {
     /// burst was the best pace kept but long ago (CI under the address sanitizer: the race went to the other location,
     /// the stalled mirror).
     @Test func aRangeIsRacedWhereBytesCameLately() {
-        var bench = Bench(mirrors: 1, breakLimit: 3)
-        _ = bench.head(Self.head(), to: 0)
-        _ = bench.fileBegun()
-        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
-        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
-        _ = bench.lend(3)
-        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
-        _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
-        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
-        _ = bench.ended(1, URLError(.networkConnectionLost), at: 0.6)
-        _ = bench.head(Self.head(206, range: "2140843-2839893"), to: 3, at: 0.7)
+        var bench = Self.mirrorStalledAfterABurst()
         // The first connection brings the rest of its range at 1.5 (0.99 MB/s, below the mirror's burst) and stops; the
         // request's URL's second range has brought nothing since 0.03, the mirror's since its head at 0.7.
         #expect(
@@ -424,10 +400,10 @@ extension SplitMachineTests {
             ])
     }
 
-    /// A file shared over three connections (the request's URL's and two mirrors'), whose first connection finished its
-    /// range at 1 s while the second mirror's has brought nothing since its head: its range is raced.
-    static func endGame() -> Bench {
-        var bench = Bench()
+    /// A file begun on its first connection (0), whose pace at 0.02 s shares it: two more connections are lent, and
+    /// both answer their ranges at 0.03 s (1: the first mirror's, 2: the next location's).
+    static func sharedOverThree(mirrors: Int, breakLimit: Int = 1) -> Bench {
+        var bench = Bench(mirrors: mirrors, breakLimit: breakLimit)
         _ = bench.head(Self.head(), to: 0)
         _ = bench.fileBegun()
         _ = bench.bytes(Self.k64, to: 0, at: 0.001)
@@ -435,6 +411,27 @@ extension SplitMachineTests {
         _ = bench.lend(2)
         _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
         _ = bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 0.03)
+        return bench
+    }
+
+    /// A file shared over the request's URL's stream (0), a range of the mirror (1) and one of the request's URL (2), at
+    /// 0.03 s; the mirror sends 655,360 bytes in 0.47 s (1.4 MB/s, the best pace kept once its connection breaks at
+    /// 0.6: asked again, one break of three), and its next connection (3) stalls after its head at 0.7.
+    static func mirrorStalledAfterABurst() -> Bench {
+        var bench = sharedOverThree(mirrors: 1, breakLimit: 3)
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
+        #expect(
+            bench.ended(1, URLError(.networkConnectionLost), at: 0.6).suffix(1) == [
+                "start 3 m1 2140843-2839893 if \"v1\""
+            ])
+        _ = bench.head(Self.head(206, range: "2140843-2839893"), to: 3, at: 0.7)
+        return bench
+    }
+
+    /// A file shared over three connections (the request's URL's and two mirrors'), whose first connection finished its
+    /// range at 1 s while the second mirror's has brought nothing since its head: its range is raced.
+    static func endGame() -> Bench {
+        var bench = sharedOverThree(mirrors: 2)
         _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
         _ = bench.bytes(10 * Self.k64, to: 1, at: 1)
         #expect(
