@@ -307,7 +307,9 @@ public enum InputList {
 /// substitution (`<(command)`) is read as it comes and never opened twice.
 public struct LineReader: Sendable {
     private let descriptor: Int32
-    private let ownsDescriptor: Bool
+    /// The descriptor's owner, shared by every copy of the reader (nil: standard input, never closed): it closes it
+    /// once, however many copies finish, so that no copy closes a number the process has since given another file.
+    private let owner: DescriptorOwner?
     private var buffer: [UInt8] = []
     private var start = 0
     /// Bytes from `start` up to here hold no newline (so that a long line is scanned once, not once per chunk).
@@ -323,17 +325,17 @@ public struct LineReader: Sendable {
     public init(path: String) throws {
         if path == "-" {
             descriptor = STDIN_FILENO
-            ownsDescriptor = false
+            owner = nil
         } else {
             descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            ownsDescriptor = true
+            owner = DescriptorOwner(descriptor)
         }
         isStream = Self.isStream(descriptor)
     }
 
-    /// Closes the file (not standard input).
-    public func finish() { if ownsDescriptor { _ = close(descriptor) } }
+    /// Closes the file (not standard input), once: a second call, from this reader or a copy, does nothing.
+    public func finish() { owner?.close() }
 
     /// True for a list read as it comes (a pipe, a FIFO, a terminal, a socket): its next line may be long in coming.
     public let isStream: Bool
@@ -456,5 +458,26 @@ public struct LineReader: Sendable {
         }
         buffer.removeLast(chunk - got)
         if got == 0 { isAtEnd = true }
+    }
+}
+
+/// A descriptor closed exactly once (see ``LineReader``).
+final class DescriptorOwner: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptor: Int32
+
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Closes the descriptor the first time; later calls do nothing.
+    func close() {
+        let open: Int32 = lock.withLock {
+            defer { descriptor = -1 }
+            return descriptor
+        }
+        #if canImport(Glibc)
+            if open >= 0 { _ = Glibc.close(open) }
+        #elseif canImport(Darwin)
+            if open >= 0 { _ = Darwin.close(open) }
+        #endif
     }
 }

@@ -90,13 +90,19 @@ public struct ListSource: AsyncSequence, Sendable {
         var namer: FileNamer
         var assembler: InputList.Assembler
         var isAtEnd = false
+        /// True once ``next()`` returned nil (the list closed).
+        var isFinished = false
 
         public mutating func next() async throws -> NetworkRequest? {
+            // Past the end it stays there: the list is not opened (or closed) again.
+            guard !isFinished else { return nil }
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (entry, spans) = try nextEntry() {
                 if let request = try request(for: entry, spans: spans) { return request }
             }
             reader?.finish()
+            reader = nil
+            isFinished = true
             return nil
         }
 

@@ -230,6 +230,24 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         }
     }
 
+    /// A reader finished twice (itself and a copy) closes its file once: the number the process gives the next file
+    /// is not closed under it. Before, a second finish closed whatever had that number since (a test run under load
+    /// saw another suite's list read fail with EBADF).
+    @Test func aReaderFinishedTwiceClosesItsFileOnce() throws {
+        let list = try listFile(["http://a.test/1", "http://a.test/2"])
+        defer { try? FileManager.default.removeItem(at: list.deletingLastPathComponent()) }
+        let reader = try LineReader(path: list.path)
+        let copy = reader
+        reader.finish()
+        var next = try LineReader(path: list.path)
+        defer { next.finish() }
+        copy.finish()
+        reader.finish()
+        var read: [String] = []
+        while let (line, _) = try next.next() { read.append(String(line)) }
+        #expect(read == ["http://a.test/1", "http://a.test/2"])
+    }
+
     /// Lines are read in time linear in their length: a list of 60,000-byte lines (each scanned once, not once per
     /// chunk read) gives every line, byte-exact.
     @Test func longLinesAreReadWhole() throws {
