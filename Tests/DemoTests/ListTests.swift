@@ -189,11 +189,12 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         let line = Array("http://a.test/newest.iso\n".utf8)
         #expect(write(writeEnd, line, line.count) == line.count)
         let closed = ManagedAtomicFlag()
-        // Only so that a reader that waits for the next line ends instead of hanging: its verdict is the flag.
+        // Only so that a reader that waits for the next line ends instead of hanging: its verdict is the flag. The
+        // write end is closed once, by whichever comes first: a cancelled sleep returns at once, and a second close
+        // closed whatever file another suite had been given that number since (an EBADF in `longLinesAreReadWhole`).
         let guardTask = Task.detached {
-            try? await Task.sleep(for: .seconds(60))
-            closed.set()
-            close(writeEnd)
+            do { try await Task.sleep(for: .seconds(60)) } catch { return }
+            if closed.claim() { close(writeEnd) }
         }
         let source = ListSource(
             path: "/dev/fd/\(readEnd)", output: nil, shard: .whole, noClobber: false, existingFile: .replace,
@@ -203,7 +204,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
         #expect(!closed.isSet, "the entry came only once the stream ended")
         #expect(first?.url?.absoluteString == "http://a.test/newest.iso" && first?.tag == 1)
         guardTask.cancel()
-        if !closed.isSet { close(writeEnd) }
+        if closed.claim() { close(writeEnd) }
         #expect(try await iterator.next() == nil)
     }
 
@@ -267,5 +268,11 @@ private final class ManagedAtomicFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
     var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+    /// Sets the flag; true when it was not set before (the caller is the first).
+    func claim() -> Bool {
+        lock.withLock {
+            defer { value = true }
+            return !value
+        }
+    }
 }
