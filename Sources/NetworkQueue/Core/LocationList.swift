@@ -58,12 +58,15 @@ struct LocationList: Equatable, Sendable {
     /// True while any location is live.
     var hasLive: Bool { locations.contains { $0.isLive } }
 
+    /// The live locations that take ranges, in order.
+    var takingRanges: [Int] { locations.indices.filter { locations[$0].isLive && locations[$0].takesRanges } }
+
     /// The live location that takes ranges with the fewest connections running (the first of equals: the request's
     /// own URL first); nil when none is left.
-    var leastBusy: Int? {
-        locations.indices.filter { locations[$0].isLive && locations[$0].takesRanges }
-            .min { locations[$0].running < locations[$1].running }
-    }
+    var leastBusy: Int? { leastBusy(among: takingRanges) }
+
+    /// Of `indices`, the location with the fewest connections running (the first of equals); nil when empty.
+    func leastBusy(among indices: [Int]) -> Int? { indices.min { locations[$0].running < locations[$1].running } }
 
     /// The ``leastBusy`` location, which then runs one more connection; nil when none is left. With `forRange` false
     /// (a first connection, asking for the file as it is), any live location but `avoiding` while another is live

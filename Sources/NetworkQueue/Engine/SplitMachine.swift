@@ -23,120 +23,6 @@ import Foundation
 /// is the ``FailoverRules`` verdict, logged as a failover. The file fails only when no location is left, and then keeps
 /// its part and record for the retry policy.
 struct SplitMachine {
-    /// One connection of the file.
-    struct Connection {
-        let cell: TransferCell
-        let location: Int
-        /// The segment it fetches, while it runs one.
-        var segment: Int?
-        /// The last byte it asked for plus one (nil: to the end of the file, or its server sends the whole file).
-        var asked: Int64?
-        /// True once its head was accepted.
-        var isAccepted = false
-        /// Bytes its server sends next that are on disk already, dropped before its segment's (see
-        /// ``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``).
-        var skipping: Int64 = 0
-        /// When it last received a byte, or its head was accepted (queue clock); nil before its head.
-        var lastByteAt: Double?
-        /// Bytes of the file it received (kept).
-        var received: Int64 = 0
-        /// When it was started (queue clock).
-        var startedAt: Double = 0
-        /// When its head was accepted (queue clock); nil before.
-        var acceptedAt: Double?
-        /// While another connection races it for the rest of its range (the end game): the offset its server sends
-        /// next. It keeps that range if it brings its first bytes before the other answers, else it stops.
-        var racingFrom: Int64?
-    }
-
-    /// Where the download is. Each mode carries what only it has (issue 62), as the request's phases do.
-    enum Mode {
-        /// The first connection's head has not come.
-        case first
-        /// The first head said split: the shell begins the file (``ConnectionWork/beginFile(_:done:head:)``).
-        case beginning(Beginning)
-        /// The head was not one to split on: the first connection's events pass as they are.
-        case plain
-        /// The file is shared among connections.
-        case split(Sharing)
-        /// It ended: whole, failed, or released with its attempt.
-        case ended
-
-        /// The mode's name, for tests and failures.
-        var name: String {
-            switch self {
-            case .first: "first"
-            case .beginning: "beginning"
-            case .plain: "plain"
-            case .split: "split"
-            case .ended: "ended"
-            }
-        }
-    }
-
-    /// The file being begun: its shape, what is on disk, the connection whose head began it and the head the engine
-    /// hears (the first response's, or its continuing form).
-    struct Beginning {
-        let shape: SplitRules.Shape
-        let done: [Range<Int64>]
-        let connection: Int
-        let head: ResponseHead
-    }
-
-    /// How the file is shared.
-    enum Pace {
-        /// The first connection runs alone: the window its pace is measured over (when it began, and the bytes kept
-        /// since), and whether the log said it runs alone for now.
-        case judging(since: Double, received: Int64, saidAlone: Bool)
-        /// The file is shared among connections (they are asked for again as slots come free).
-        case shared
-    }
-
-    /// What a file has while its connections share it. A class, as a request's `Attempt` is: changed in place by
-    /// every piece of every connection, and never copied (the machine is held by reference in its attempt).
-    final class Sharing {
-        let shape: SplitRules.Shape
-        /// The head the engine heard (the first response's, or its continuing form).
-        let head: ResponseHead
-        var plan: SegmentPlan
-        var pace: Pace
-        var loans: [QueueStateMachine.ConnectionLoan] = []
-        /// Events whose writes have not been answered yet: the ending waits for them.
-        var writesInFlight = 0
-        /// The first figures a connection reported (its connect, its first byte).
-        var metrics: TransferMetrics?
-        var sinceLoanAsked: Int64 = 0
-        /// When the record beside the part was last saved (queue clock).
-        var recordedAt = -Double.infinity
-        /// When the next look at the end game is due, while one is scheduled (queue clock).
-        var recheckAt: Double?
-        /// The longest a connection of the file took from its start to its accepted head, in seconds.
-        var startDelay = 0.0
-        /// The best pace a stopped connection of the file kept, in bytes a second, and its location (nil: none).
-        var keptPace: (rate: Double, location: Int)?
-        /// When each location last brought bytes of the file (queue clock), by location.
-        var servedAt: [Int: Double] = [:]
-        /// The offsets a race was started from: a range whose racer stalls at the same offset is not raced again (the
-        /// server, or the file, stalls there; the idle timeout decides).
-        var racedFrom: Set<Int64> = []
-        /// The last location, when its ranges failed and a stream of the whole file is to carry the file on (it
-        /// starts as soon as the first missing range is not behind another connection's).
-        var streamWanted: Int?
-        /// Connections of the last location started again after one broke having received bytes (bounded).
-        var restarts = 0
-
-        init(shape: SplitRules.Shape, head: ResponseHead, plan: SegmentPlan, pace: Pace) {
-            self.shape = shape
-            self.head = head
-            self.plan = plan
-            self.pace = pace
-        }
-
-        /// How long a connection runs after its head before its pace is judged: four times the longest any took to
-        /// its head, at least 0.1 s.
-        var settleTime: Double { max(0.1, 4 * startDelay) }
-    }
-
     /// Bytes counted between two asks for more connections (a slot may have come free meanwhile).
     static let askEvery: Int64 = 4 << 20
     /// Connections of the last location started again in one attempt after one broke having received bytes.
@@ -845,15 +731,13 @@ struct SplitMachine {
     /// the stalled mirror; the race then stalled too, and its range waited for the attempt's idle timeout.
     private func raceLocation(now: Double) -> Int? {
         guard let sharing else { return nil }
-        let live = locations.locations.indices.filter {
-            locations.locations[$0].isLive && locations.locations[$0].takesRanges
-        }
+        let live = locations.takingRanges
         var fresh = live
         if let latest = live.compactMap({ sharing.servedAt[$0] }).max() {
             fresh = live.filter { (sharing.servedAt[$0] ?? -.infinity) >= latest - sharing.settleTime }
         }
         if let best = bestPace(now: now, among: fresh)?.location { return best }
-        return fresh.min { locations.locations[$0].running < locations.locations[$1].running }
+        return locations.leastBusy(among: fresh)
     }
 
     /// Connection `id`'s head was accepted at `now`.
