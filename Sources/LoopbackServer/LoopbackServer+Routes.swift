@@ -340,6 +340,11 @@ extension LoopbackServer {
         let stallAt = stalls ? request.int("stallAt").map { count * max(0, min(100, $0)) / 100 } ?? stallByte : nil
         var hasStalled = false
         while sent < count {
+            if let stallAt, !hasStalled, sent >= stallAt, request.query["hold"] == "1" {
+                // hold=1: nothing more until the test calls releaseHeld() (or the client hangs up).
+                hasStalled = true
+                guard hold(response) else { return false }
+            }
             if let stallAt, !hasStalled, sent >= stallAt, let stall = request.int("stall") {
                 hasStalled = true
                 guard response.pause(Double(max(0, stall)) / 1000) else { return false }
@@ -358,6 +363,16 @@ extension LoopbackServer {
             }
         }
         return chunked ? response.write(Self.lastChunk, isLast: true) : true
+    }
+
+    /// Holds `response` until ``releaseHeld()`` (true) or the client hangs up (false).
+    private func hold(_ response: Response) -> Bool {
+        state.with { $0.held += 1 }
+        defer { state.with { $0.held -= 1 } }
+        while !state.with({ $0.heldReleased }) {
+            guard response.pause(0.005) else { return false }
+        }
+        return true
     }
 
     /// `bytes` framed as one chunk of a chunked body.

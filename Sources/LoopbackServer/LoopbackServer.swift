@@ -31,7 +31,8 @@ import Foundation
 /// `/bytes/N?stallAt=P&stall=MS` sends nothing more for MS milliseconds once P% of its body is sent, or until the
 /// client hangs up (the request then counts as abandoned); a response cut by `dropAt=` does not stall. `stallByte=B` stalls
 /// so at byte B of the whole body, whatever range a response sends; with `stallOnce=1`, only the first GET of its `key=`
-/// stalls.
+/// stalls. With `hold=1` instead of `stall=`, it sends nothing more until ``releaseHeld()`` (``heldResponses`` counts
+/// the responses held).
 ///
 /// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
 /// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.
@@ -100,6 +101,9 @@ public final class LoopbackServer: Sendable {
         var statistics = Statistics()
         var openConnections: Set<Int32> = []
         var barrierArrivals = 0
+        /// Responses held by `hold=1` now, and whether ``releaseHeld()`` let them go on.
+        var held = 0
+        var heldReleased = false
         /// Requests seen per `/flaky` key.
         var flakyArrivals: [String: Int] = [:]
         /// Requests seen per `resets` key (see ``respond(to:reader:with:)``).
@@ -199,6 +203,14 @@ public final class LoopbackServer: Sendable {
             state.barrierArrivals = 0
             state.epoch = DispatchTime.now().uptimeNanoseconds
         }
+    }
+
+    /// How many responses `hold=1` holds now (each at its `stallAt=` or `stallByte=`, its head and first bytes sent).
+    public var heldResponses: Int { state.with { $0.held } }
+
+    /// Lets every response `hold=1` holds, and every later one, go on.
+    public func releaseHeld() {
+        state.with { $0.heldReleased = true }
     }
 
     /// Resets every `n`-th connection as it is accepted, before reading anything (0: none): a server whose accepts

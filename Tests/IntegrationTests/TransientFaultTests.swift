@@ -231,4 +231,41 @@ import Testing
         }
         #expect(host == "http://127.0.0.1:\(refusing.port)")
     }
+
+    /// A batch of mirrored files whose origin refuses every connect (issue 73): each file's failed connect to the
+    /// origin reaches the dead-server book by the one path every connect failure takes, so the origin is held after
+    /// three in a row, and every file is fetched from its mirror.
+    @Test(arguments: TransportKind.allCases)
+    func aBatchOfMirroredFilesMarksARefusingOriginDownAndFinishesFromTheMirror(_ transport: TransportKind)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let refusing = try RefusingPort()
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05, jitter: false))
+        queue.deadHosts = DeadHosts(failuresInARow: 3, coolDown: 60)
+        queue.cancelsAllOnFailure = false
+        queue.maxConcurrentRequestCount = 1
+        let origin = "http://127.0.0.1:\(refusing.port)"
+        let holds = Box<[String]>([])
+        let watcher = Watcher(onHold: { hold in holds.with { $0.append("\(hold.server) \(hold.change)") } })
+        queue.delegate = watcher
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = (1...10).map { folder.appendingPathComponent("f\($0).bin") }
+        let requests = files.enumerated().map { index, file in
+            NetworkRequest(
+                URLRequest(url: refusing.url("/bytes/2000?n=\(index)")), destination: .file(file),
+                fileOptions: .init(mirrors: [server.url("/bytes/2000?n=\(index)")]), tag: index)
+        }
+        for request in requests { try queue.add(request) }
+        await queue.run()
+        for (request, file) in zip(requests, files) {
+            #expect(request.state == .finished, "\(String(describing: request.failure))")
+            #expect(try Data(contentsOf: file) == pattern(0..<2000))
+        }
+        let heard = holds.current
+        #expect(heard.first == "\(origin) held", "\(heard)")
+        #expect(!heard.contains { $0.hasPrefix(server.baseURL.absoluteString) }, "\(heard)")
+    }
 }

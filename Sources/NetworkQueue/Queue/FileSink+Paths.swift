@@ -7,22 +7,38 @@ import Foundation
     import Darwin
 #endif
 
-/// What may be written at a path: a sink opens only regular files, never through a link or into a FIFO.
+/// What may be written at a path: a sink opens only regular files, never through a link or into a FIFO. Every entry is
+/// named relative to a folder's descriptor (``HeldFolder``; `AT_FDCWD` with an absolute path for a folder no guardian
+/// holds).
 extension FileSink {
-    /// Returned by ``openRegular(_:_:)`` for a path that is not a regular file.
+    /// Returned by ``openRegular(_:in:_:)`` for a path that is not a regular file.
     static let notRegular: Int32 = -2
 
-    /// Opens `path` with `flags` (which hold `O_NONBLOCK`, so that a FIFO never blocks the open) and returns the
-    /// descriptor in blocking mode if it is a regular file; -1 (errno set) when it cannot be opened, and
+    /// The entries of one part, as the `*at` calls name them relative to ``folder``.
+    struct Names {
+        let folder: Int32
+        let partial: String
+        let validator: String
+        let record: String
+        /// The part's path, for messages.
+        let partialPath: String
+    }
+
+    /// Opens `name` in `folder` with `flags` (which hold `O_NONBLOCK`, so that a FIFO never blocks the open) and
+    /// returns the descriptor in blocking mode if it is a regular file; -1 (errno set) when it cannot be opened, and
     /// ``notRegular`` (closed again, nothing removed) when it is something else.
-    static func openRegular(_ path: String, _ flags: Int32) -> Int32 {
-        let fd = open(path, flags, 0o644)
+    static func openRegular(_ name: String, in folder: Int32, _ flags: Int32) -> Int32 {
+        let fd = openat(folder, name, flags, 0o644)
         guard fd >= 0 else {
             // A FIFO without a reader refuses a non-blocking writer (ENXIO), a link refuses O_NOFOLLOW: say what is there.
             // Nothing there (ENOENT) needs no look.
             let error = errno
             var info = stat()
-            if error != ENOENT, lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG { return notRegular }
+            if error != ENOENT, fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                (info.st_mode & S_IFMT) != S_IFREG
+            {
+                return notRegular
+            }
             errno = error
             return -1
         }
@@ -35,7 +51,7 @@ extension FileSink {
         return fd
     }
 
-    /// Why ``openRegular(_:_:)`` returned `fd` (below 0): `errno`'s reason, or that something else is there.
+    /// Why ``openRegular(_:in:_:)`` returned `fd` (below 0): `errno`'s reason, or that something else is there.
     static func openFailure(_ fd: Int32) -> String {
         fd == notRegular ? "is not a regular file" : String(cString: strerror(errno))
     }
@@ -45,33 +61,35 @@ extension FileSink {
     /// `segmented` sink continues a split part by its record (``SegmentRecord``), or a part of one connection as its
     /// first range; a sink that is not segmented never continues a split part (its bytes are not a prefix).
     static func openExisting(
-        _ partialPath: String, _ validatorPath: String, continuing: Bool, segmented: Bool, claim: DestinationClaim
+        _ names: Names, continuing: Bool, segmented: Bool, claim: DestinationClaim
     ) throws(NetworkQueueError) -> (fd: Int32, saved: RangeRules.Validator?, offset: Int64, resumed: PartSegments?) {
-        let recordPath = Self.recordPath(of: partialPath)
-        let record = continuing ? savedRecord(recordPath) : nil
+        let folder = names.folder
+        let record = continuing ? savedRecord(names.record, in: folder) : nil
         // Whether a validator file may lie there: only when it could not be read (nothing there answers ENOENT).
         var validatorMayExist = !continuing
-        var saved = continuing && record == nil ? Self.savedValidator(validatorPath, mayExist: &validatorMayExist) : nil
+        var saved =
+            continuing && record == nil
+            ? Self.savedValidator(names.validator, in: folder, mayExist: &validatorMayExist) : nil
         // A record describes a part only while it is continued, and only to a split request: a part that starts over,
         // or that a request of one connection continues, must never be read by its record again.
-        if !continuing || (!segmented && record != nil) { unlink(recordPath) }
+        if !continuing || (!segmented && record != nil) { unlinkat(folder, names.record, 0) }
         let keepsRecord = segmented && record != nil
         if record != nil, !segmented { saved = nil }
         // O_NOFOLLOW: a symbolic link planted at the .part path is not followed to another file. O_NONBLOCK: a
         // FIFO there does not hold the transfer until a reader comes; it is refused below, and left alone.
         let keeps = saved != nil || keepsRecord
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (keeps ? 0 : O_TRUNC)
-        let fd = Self.openRegular(partialPath, flags)
+        let fd = Self.openRegular(names.partial, in: folder, flags)
         guard fd >= 0 else {
             let reason = openFailure(fd)
             claim.closeFile()
-            throw .fileError(path: partialPath, reason: reason)
+            throw .fileError(path: names.partialPath, reason: reason)
         }
         if keeps, !claim.origin.isEmpty, FileOrigin.standing(fd: fd, to: claim.origin) == .foreign {
             // A part is continued only if it is this download's own: one that records another origin starts over.
             _ = ftruncate(fd, 0)
-            unlink(validatorPath)
-            unlink(recordPath)
+            unlinkat(folder, names.validator, 0)
+            unlinkat(folder, names.record, 0)
             return (fd, nil, 0, nil)
         }
         var info = stat()
@@ -85,7 +103,7 @@ extension FileSink {
         if keepsRecord {
             // A record that describes nothing to continue: the part starts over.
             _ = ftruncate(fd, 0)
-            unlink(recordPath)
+            unlinkat(folder, names.record, 0)
             return (fd, nil, 0, nil)
         }
         var offset: Int64 = 0
@@ -97,28 +115,29 @@ extension FileSink {
         }
         if offset == 0, validatorMayExist {
             // Nothing to continue (the file is empty): a validator left from before describes nothing any more.
-            unlink(validatorPath)
+            unlinkat(folder, names.validator, 0)
         }
         return (fd, saved, offset, resumed)
     }
 
     /// The record saved beside a split part, if one was written by us and reads back.
-    static func savedRecord(_ path: String) -> SegmentRecord? {
+    static func savedRecord(_ name: String, in folder: Int32) -> SegmentRecord? {
         var mayExist = false
-        return smallText(at: path, under: 1 << 16, mayExist: &mayExist).flatMap(SegmentRecord.decode)
+        return smallText(at: name, in: folder, under: 1 << 16, mayExist: &mayExist).flatMap(SegmentRecord.decode)
     }
 
     /// The validator saved beside a part file, if one was written by us and reads back; `mayExist` is set when
     /// something may lie at its path (anything but an open failing with ENOENT).
-    static func savedValidator(_ path: String, mayExist: inout Bool) -> RangeRules.Validator? {
-        smallText(at: path, under: 4096, mayExist: &mayExist).flatMap(RangeRules.Validator.init(fileText:))
+    static func savedValidator(_ name: String, in folder: Int32, mayExist: inout Bool) -> RangeRules.Validator? {
+        smallText(at: name, in: folder, under: 4096, mayExist: &mayExist).flatMap(RangeRules.Validator.init(fileText:))
     }
 
     /// The text of the regular file at `path` (never through a link, never a FIFO), read in one call, when it is
     /// shorter than `limit` bytes; `mayExist` is set when something may lie at the path (anything but an open
     /// failing with ENOENT).
-    private static func smallText(at path: String, under limit: Int, mayExist: inout Bool) -> String? {
-        let fd = openRegular(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    private static func smallText(at name: String, in folder: Int32, under limit: Int, mayExist: inout Bool) -> String?
+    {
+        let fd = openRegular(name, in: folder, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         mayExist = fd >= 0 || errno != ENOENT
         guard fd >= 0 else { return nil }
         defer { closeDescriptor(fd) }
@@ -138,10 +157,11 @@ extension FileSink {
         case other
     }
 
-    /// What is at `path`: one `lstat`, made by the queue for every file request as it is added.
-    static func entry(at path: String) -> Entry {
+    /// What is at `path` (in `folder`; absolute by default): one `lstat`, made by the queue for every file request as
+    /// it is added.
+    static func entry(at path: String, in folder: Int32 = AT_FDCWD) -> Entry {
         var info = stat()
-        guard lstat(path, &info) == 0 else { return errno == ENOENT ? .absent : .other }
+        guard fstatat(folder, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno == ENOENT ? .absent : .other }
         guard (info.st_mode & S_IFMT) == S_IFREG else { return .other }
         #if canImport(Darwin)
             let time = info.st_mtimespec
@@ -155,16 +175,16 @@ extension FileSink {
 
     /// The size and modification time of the regular file at `path` (not followed if it is a link), or nil when
     /// there is none.
-    static func regularFile(at path: String) -> (size: Int64, modified: Date)? {
-        guard case .regular(let size, let modified) = entry(at: path) else { return nil }
+    static func regularFile(at path: String, in folder: Int32 = AT_FDCWD) -> (size: Int64, modified: Date)? {
+        guard case .regular(let size, let modified) = entry(at: path, in: folder) else { return nil }
         return (size, modified)
     }
 
     /// Why the entry at `path` must not be written over, or nil when nothing is there or it may be: a regular
     /// file, or a symbolic link (which a rename replaces without touching its target).
-    static func refusal(at path: String) -> String? {
+    static func refusal(at path: String, in folder: Int32 = AT_FDCWD) -> String? {
         var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
+        guard fstatat(folder, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         switch info.st_mode & S_IFMT {
         case S_IFREG, S_IFLNK: return nil
         case S_IFDIR: return "is a directory"
@@ -217,17 +237,16 @@ extension FileSink {
 func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 extension FileSink {
-    /// Opens an unnamed file (`O_TMPFILE`) in the folder of the part file `partialPath`, to be linked into place
-    /// (``link(_:to:)``, see ``FileSink``); -1 when nothing may be made that way: something is at `partialPath`
+    /// Opens an unnamed file (`O_TMPFILE`) in `folder`, beside the part file `partial`, to be linked into place
+    /// (``link(_:in:to:)``, see ``FileSink``); -1 when nothing may be made that way: something is at `partial`
     /// already (to continue, or to replace, the long way), or the system or the file system cannot. Linux only; the
     /// caller asks only where ``canLinkUnnamed``.
-    static func openUnnamed(besides partialPath: String) -> Int32 {
+    static func openUnnamed(in folder: HeldFolder, besides partial: String) -> Int32 {
         #if os(Linux)
             var info = stat()
-            guard lstat(partialPath, &info) != 0, errno == ENOENT else { return -1 }
-            let folder = partialPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(partialPath[..<$0]) } ?? "."
+            guard fstatat(folder.fd, partial, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return -1 }
             // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
-            return open(folder.isEmpty ? "/" : folder, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
+            return openat(folder.fd, folder.ownName, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
         #else
             return -1
         #endif
@@ -243,42 +262,40 @@ extension FileSink {
         #endif
     }()
 
-    /// Links the file at `path` at `target` too (never replacing anything there); 0 or the error number.
-    static func hardLink(_ path: String, to target: String) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.link(path, target) == 0 ? 0 : errno
-        #else
-            Darwin.link(path, target) == 0 ? 0 : errno
-        #endif
+    /// Links the file `name` of `folder` at `target` of the same folder too (never replacing anything there); 0 or the
+    /// error number.
+    static func hardLink(_ name: String, in folder: Int32, to target: String) -> Int32 {
+        linkat(folder, name, folder, target, 0) == 0 ? 0 : errno
     }
 
-    /// Links the unnamed file open as `fd` at `path`; 0, or the error number (`EEXIST` when something is there).
+    /// Links the unnamed file open as `fd` at `name` of `folder`; 0, or the error number (`EEXIST` when something is
+    /// there).
     ///
     /// By the descriptor itself (`AT_EMPTY_PATH`) while that works: older kernels allow it only to a process with
     /// `CAP_DAC_READ_SEARCH`, newer ones to any process for a file it opened (6.18 here, as an unprivileged user). It
     /// costs a fifth less than the link through `/proc/self/fd`, whose path the kernel resolves through procfs. Refused,
     /// the kernel answers `ENOENT`: the `/proc` link then decides, and is used from then on when it succeeds.
-    static func link(_ fd: Int32, to path: String) -> Int32 {
+    static func link(_ fd: Int32, in folder: Int32, to name: String) -> Int32 {
         #if os(Linux)
             if linksByDescriptor.load(ordering: .relaxed) {
                 // AT_EMPTY_PATH, which Glibc's module does not export.
-                if linkat(fd, "", AT_FDCWD, path, 0x1000) == 0 { return 0 }
+                if linkat(fd, "", folder, name, 0x1000) == 0 { return 0 }
                 let failure = errno
                 guard failure == ENOENT || failure == EPERM else { return failure }
-                guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", folder, name, AT_SYMLINK_FOLLOW) == 0 else {
                     return errno
                 }
                 linksByDescriptor.store(false, ordering: .relaxed)
                 return 0
             }
-            return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno
+            return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", folder, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno
         #else
             ENOTSUP
         #endif
     }
 
     #if os(Linux)
-        /// False once a link by descriptor failed where the one through `/proc` succeeded (see ``link(_:to:)``).
+        /// False once a link by descriptor failed where the one through `/proc` succeeded (see ``link(_:in:to:)``).
         private static let linksByDescriptor = Atomic(true)
     #endif
 }

@@ -121,7 +121,7 @@ extension FileSink {
     func beginSegments(_ shape: SplitRules.Shape, done: [Range<Int64>]) -> NetworkQueueError? {
         perform { state throws(FileFailure) in
             state.pendingResponse = nil
-            if state.hasValidator { unlink(validatorPath) }
+            if state.hasValidator { unlinkat(folder.fd, names.validator, 0) }
             state.hasValidator = false
             var writer = SegmentWriter(length: shape.length, validator: shape.validator, written: done)
             try Self.check(ftruncate(state.fd, off_t(shape.length)) == 0)
@@ -169,23 +169,24 @@ extension FileSink {
     private func saveRecord(_ writer: inout SegmentWriter) throws(FileFailure) {
         guard let text = writer.recordText else { throw FileFailure(reason: "the validator cannot be recorded") }
         let path = Self.recordPath(of: partialPath)
-        let temporary = path + ".new"
-        let fd = Self.openRegular(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(temporary): \(Self.openFailure(fd))") }
+        let (record, temporary) = (names.record, names.record + ".new")
+        let fd = Self.openRegular(
+            temporary, in: folder.fd, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw FileFailure(reason: "cannot write \(path).new: \(Self.openFailure(fd))") }
         var bytes = text
         do throws(FileFailure) {
             try bytes.withUTF8 { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, .init(bytes)) } }
                 .get()
         } catch {
             closeDescriptor(fd)
-            unlink(temporary)
+            unlinkat(folder.fd, temporary, 0)
             throw error
         }
         closeDescriptor(fd)
-        guard rename(temporary, path) == 0 else {
+        guard renameat(folder.fd, temporary, folder.fd, record) == 0 else {
             let failure = FileFailure.current()
             // Nothing new is left beside the part.
-            unlink(temporary)
+            unlinkat(folder.fd, temporary, 0)
             throw FileFailure(reason: "cannot replace \(path): \(failure.reason)")
         }
         writer.recorded()

@@ -87,11 +87,18 @@ final class FileSink: Sendable {
     }
 
     /// The paths, made once: a file's few system calls are most of its cost, and building each path from a URL
-    /// again would cost more than they do.
+    /// again would cost more than they do. For messages: the system calls name each entry relative to ``folder``.
     let destinationPath: String
     let partialPath: String
     /// The validator file beside the part.
     let validatorPath: String
+    /// The folder the file is written in, held from the open to the commit: every entry of the file is named
+    /// relative to it (DESIGN semantics 22).
+    let folder: HeldFolder
+    /// The entries of the file, as the `*at` calls name them relative to ``folder``: the destination, the part, its
+    /// validator and its split record.
+    let destinationName: String
+    let names: Names
     /// The part file's URL (for hashing the bytes a continued part holds).
     var partial: URL { URL(fileURLWithPath: partialPath, isDirectory: false) }
     /// The bytes already in the part file that the transfer continues after (0: a fresh start).
@@ -128,25 +135,30 @@ final class FileSink: Sendable {
         partialPath = Self.partPath(of: destinationPath)
         validatorPath = Self.validatorPath(of: partialPath)
         // The folders were checked as the request was added; a link put on the way since (the request may have waited
-        // long) is refused now, before anything is opened.
-        if let folder = claim.outputFolder, let reason = folder.refusalOfFolders(of: destinationPath) {
-            throw .fileError(path: destinationPath, reason: reason)
-        }
+        // long) is refused now, before anything is opened, and the folder is held from here on.
+        let folder = try HeldFolder.of(destinationPath, guardian: claim.outputFolder)
+        self.folder = folder
+        let leaf = Self.lastComponent(of: destinationPath)
+        destinationName = folder.name(leaf)
+        let part = Self.partPath(of: leaf)
+        names = Names(
+            folder: folder.fd, partial: folder.name(part), validator: folder.name(Self.validatorPath(of: part)),
+            record: folder.name(Self.recordPath(of: part)), partialPath: partialPath)
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
         // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
         // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
         // `lstat` of a missing file is one of a small file's costliest calls).
         let mayBeUnnamed = !segmented && Self.canLinkUnnamed
         let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
-        if !checksLater, let reason = Self.refusal(at: destinationPath) {
+        if !checksLater, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             throw .fileError(path: destinationPath, reason: reason)
         }
         if segmented {
             // A split part's record and its temporary name must be free for files (issue 50): a folder or a FIFO
             // there is an obstacle the user must remove, failing the request now, before anything is created.
             let record = Self.recordPath(of: partialPath)
-            for path in [record, record + ".new"] {
-                if let reason = Self.refusal(at: path) { throw .fileError(path: path, reason: reason) }
+            for (path, name) in [(record, names.record), (record + ".new", names.record + ".new")] {
+                if let reason = Self.refusal(at: name, in: folder.fd) { throw .fileError(path: path, reason: reason) }
             }
         }
         guard claim.openFile() else { return nil }
@@ -160,17 +172,17 @@ final class FileSink: Sendable {
         var resumed: PartSegments?
         // Most parts are new: unnamed when nothing is at the part's path, else one create that follows no link and
         // opens no FIFO, with nothing to continue.
-        var fd = mayBeUnnamed ? Self.openUnnamed(besides: partialPath) : -1
+        var fd = mayBeUnnamed ? Self.openUnnamed(in: folder, besides: names.partial) : -1
         let isNamed = fd < 0
-        if isNamed, checksLater, let reason = Self.refusal(at: destinationPath) {
+        if isNamed, checksLater, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             claim.closeFile()
             throw .fileError(path: destinationPath, reason: reason)
         }
-        if fd < 0 { fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        if fd < 0 { fd = openat(folder.fd, names.partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
         if fd < 0 {
             // Something is there (or the create failed: the open below says why).
             (fd, saved, offset, resumed) = try Self.openExisting(
-                partialPath, validatorPath, continuing: continuing, segmented: segmented, claim: claim)
+                names, continuing: continuing, segmented: segmented, claim: claim)
         }
         continuedFrom = offset
         checksDestinationAtCommit = checksLater && !isNamed
@@ -182,7 +194,7 @@ final class FileSink: Sendable {
         if claim.isForeign {
             // Another origin's file is at the destination: this one goes beside it, under the next free name.
             (opened.responseTarget, opened.targetClaim, opened.replacesTarget) = Self.freeName(
-                Self.lastComponent(of: destinationPath), besides: destinationPath, claim: claim)
+                leaf, besides: destinationPath, in: folder, claim: claim)
         }
         state = Locked(opened)
         _ = claim.replaceSink(with: self)
@@ -190,7 +202,8 @@ final class FileSink: Sendable {
 
     /// Writes the validator file, never through a symbolic link planted at its path.
     private func saveValidator(_ validator: RangeRules.Validator) throws(FileFailure) {
-        let fd = Self.openRegular(validatorPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        let fd = Self.openRegular(
+            names.validator, in: folder.fd, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw FileFailure(reason: "cannot write \(validatorPath): \(Self.openFailure(fd))") }
         defer { closeDescriptor(fd) }
         var text = validator.fileText
@@ -218,9 +231,9 @@ final class FileSink: Sendable {
                 guard state.isAccepting else { return }
                 if state.hasBytes { try Self.check(ftruncate(state.fd, 0) == 0 && lseek(state.fd, 0, SEEK_SET) == 0) }
                 state.hasBytes = false
-                if state.hasValidator { unlink(validatorPath) }
+                if state.hasValidator { remove(names.validator) }
                 state.hasValidator = false
-                if resumed != nil || state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
+                if resumed != nil || state.segments != nil { remove(names.record) }
                 state.recordIntact = false
                 state.segments = nil
                 // Its validator is written once the part is worth continuing (see ``FileSink``).
@@ -233,7 +246,7 @@ final class FileSink: Sendable {
                 state.responseName = name
                 state.targetClaim?.endRequest()
                 (state.responseTarget, state.targetClaim, state.replacesTarget) = Self.freeName(
-                    name, besides: destinationPath, claim: claim)
+                    name, besides: destinationPath, in: folder, claim: claim)
             }
         }
     }
@@ -309,6 +322,9 @@ final class FileSink: Sendable {
             guard state.fd < 0 || state.isFinished else {
                 return .fileError(path: partialPath, reason: "not finished writing")
             }
+            // The folder held since the open must still be the one at its place: one swapped for a link (or another
+            // folder) meanwhile fails the file, which never goes through it (the part, in the folder held, is removed).
+            if let reason = folder.refusalAtCommit() { return .fileError(path: destinationPath, reason: reason) }
             if let target = state.responseTarget {
                 // A name the response gave: it never replaces anything (the user asked for none of what is there).
                 return place(&state, at: target)
@@ -318,7 +334,7 @@ final class FileSink: Sendable {
                 // Linked into place whole. Something at the destination already makes it a named part, renamed over
                 // it as a named part is when it is a file (or a link); anything else there is refused, as the open
                 // refuses it for a named part.
-                let linked = Self.link(state.fd, to: destinationPath)
+                let linked = Self.link(state.fd, in: folder.fd, to: destinationName)
                 if linked == 0 || linked != EEXIST {
                     closeDescriptor(state.fd)
                     state.fd = -1
@@ -340,23 +356,23 @@ final class FileSink: Sendable {
             }
             // A part unnamed at the open and named since (kept ahead of its end) is checked as the open checks a
             // named one.
-            if !destinationChecked, let reason = Self.refusal(at: destinationPath) {
+            if !destinationChecked, let reason = Self.refusal(at: destinationName, in: folder.fd) {
                 return .fileError(path: destinationPath, reason: reason)
             }
             // A split part's record goes first: a part left without one is started over, never misread.
-            if state.segments != nil { unlink(Self.recordPath(of: partialPath)) }
-            guard rename(partialPath, destinationPath) == 0 else {
+            if state.segments != nil { remove(names.record) }
+            guard renameat(folder.fd, names.partial, folder.fd, destinationName) == 0 else {
                 let failure = errno
                 // The part is gone and the file is there: another process on the same folder (a second run of the
                 // same list) finished it first and moved it into place. The file is kept, not failed (issue 50).
-                if failure == ENOENT, Self.regularFile(at: destinationPath) != nil {
-                    if state.hasValidator { unlink(validatorPath) }
+                if failure == ENOENT, Self.regularFile(at: destinationName, in: folder.fd) != nil {
+                    if state.hasValidator { remove(names.validator) }
                     state.markClosed()
                     return nil
                 }
                 return .fileError(path: destinationPath, reason: String(cString: strerror(failure)))
             }
-            if state.hasValidator { unlink(validatorPath) }
+            if state.hasValidator { remove(names.validator) }
             state.markClosed()
             return nil
         }
@@ -371,13 +387,16 @@ final class FileSink: Sendable {
         if state.replacesTarget { return replace(&state, at: target) }
         var target = target
         for _ in 0..<Self.freeNameTries {
-            let linked = state.isNamed ? Self.hardLink(partialPath, to: target) : Self.link(state.fd, to: target)
+            let name = folder.name(Self.lastComponent(of: target))
+            let linked =
+                state.isNamed
+                ? Self.hardLink(names.partial, in: folder.fd, to: name) : Self.link(state.fd, in: folder.fd, to: name)
             if linked == EEXIST {
                 // Taken since: the names are looked at again (this one, now taken, among them).
                 state.targetClaim?.endRequest()
                 (state.responseTarget, state.targetClaim, state.replacesTarget) = Self.freeName(
                     state.responseName ?? Self.lastComponent(of: destinationPath), besides: destinationPath,
-                    claim: claim)
+                    in: folder, claim: claim)
                 guard let next = state.responseTarget else { break }
                 if state.replacesTarget { return replace(&state, at: next) }
                 target = next
@@ -386,9 +405,9 @@ final class FileSink: Sendable {
             guard linked == 0 else { return .fileError(path: target, reason: String(cString: strerror(linked))) }
             if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
-            if state.isNamed { unlink(partialPath) }
-            if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
-            if state.hasValidator { unlink(validatorPath) }
+            if state.isNamed { remove(names.partial) }
+            if state.segments != nil || resumed != nil { remove(names.record) }
+            if state.hasValidator { remove(names.validator) }
             state.markClosed()
             return nil
         }
@@ -404,11 +423,11 @@ final class FileSink: Sendable {
         }
         if state.fd >= 0 { closeDescriptor(state.fd) }
         state.fd = -1
-        if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
-        guard rename(partialPath, target) == 0 else {
+        if state.segments != nil || resumed != nil { remove(names.record) }
+        guard renameat(folder.fd, names.partial, folder.fd, folder.name(Self.lastComponent(of: target))) == 0 else {
             return .fileError(path: target, reason: String(cString: strerror(errno)))
         }
-        if state.hasValidator { unlink(validatorPath) }
+        if state.hasValidator { remove(names.validator) }
         state.markClosed()
         return nil
     }
@@ -420,7 +439,7 @@ final class FileSink: Sendable {
     /// other request claims and where nothing is, or a file that records this request's origin (``FileOrigin``: an
     /// earlier run's, which it replaces, the third value); and its claim. Nil (the destination, already the
     /// request's) when `name` is the destination's own name, unless another origin's file is there.
-    static func freeName(_ name: String, besides destination: String, claim: DestinationClaim)
+    static func freeName(_ name: String, besides destination: String, in held: HeldFolder, claim: DestinationClaim)
         -> (String?, DestinationClaim?, Bool)
     {
         let folder = destination.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(destination[..<$0]) } ?? "."
@@ -432,10 +451,11 @@ final class FileSink: Sendable {
                 return (nil, nil, false)
             }
             var info = stat()
-            let isFree = lstat(path, &info) != 0 && errno == ENOENT
+            let entry = held.name(candidate)
+            let isFree = fstatat(held.fd, entry, &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
             let isOwn =
                 !isFree && !claim.origin.isEmpty && (info.st_mode & S_IFMT) == S_IFREG
-                && FileOrigin.standing(ofFileAt: path, to: claim.origin) == .own
+                && Self.standing(of: entry, in: held.fd, to: claim.origin) == .own
             guard isFree || isOwn else { continue }
             guard let taken = DestinationClaim.claim(URL(fileURLWithPath: path, isDirectory: false), path: path) else {
                 continue
@@ -444,6 +464,17 @@ final class FileSink: Sendable {
         }
         return (nil, nil, false)
     }
+
+    /// How the regular file `name` of `folder` (never through a link, never a FIFO) stands to `origin`.
+    private static func standing(of name: String, in folder: Int32, to origin: String) -> FileOrigin.Standing {
+        let fd = openRegular(name, in: folder, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .unknown }
+        defer { closeDescriptor(fd) }
+        return FileOrigin.standing(fd: fd, to: origin)
+    }
+
+    /// Removes the entry `name` of the folder held (never through a link: a link there is removed itself).
+    private func remove(_ name: String) { unlinkat(folder.fd, name, 0) }
 
     /// The last component of the absolute `path`.
     static func lastComponent(of path: String) -> String {
@@ -466,10 +497,12 @@ final class FileSink: Sendable {
     /// Deletes the part file of the claim's destination and its validator, left by an attempt that kept them for
     /// the next one (the request ended instead). The caller holds the claim.
     static func removePart(of claim: DestinationClaim) {
-        let partial = partPath(of: claim.path)
-        unlink(partial)
-        unlink(validatorPath(of: partial))
-        unlink(recordPath(of: partial))
+        // Below a guardian, the folder is reached without a link: one swapped in since holds nothing of ours.
+        guard let folder = try? HeldFolder.of(claim.path, guardian: claim.outputFolder) else { return }
+        let partial = folder.name(partPath(of: lastComponent(of: claim.path)))
+        unlinkat(folder.fd, partial, 0)
+        unlinkat(folder.fd, validatorPath(of: partial), 0)
+        unlinkat(folder.fd, recordPath(of: partial), 0)
     }
 
     /// The part file a download to `destination` is written in.
@@ -497,9 +530,9 @@ final class FileSink: Sendable {
             if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
             if !keep {
-                if state.isNamed { unlink(partialPath) }
-                if state.hasValidator { unlink(validatorPath) }
-                if state.segments != nil || resumed != nil { unlink(Self.recordPath(of: partialPath)) }
+                if state.isNamed { remove(names.partial) }
+                if state.hasValidator { remove(names.validator) }
+                if state.segments != nil || resumed != nil { remove(names.record) }
             }
             state.markClosed()
             claim.closeFile()
@@ -542,14 +575,14 @@ final class FileSink: Sendable {
     /// the file's buffer stops at its first chunk when a folder or a FIFO has appeared where the file would go.
     private func name(_ state: inout State) throws(FileFailure) {
         guard !state.isNamed else { return }
-        if checksDestinationAtCommit, let reason = Self.refusal(at: destinationPath) {
+        if checksDestinationAtCommit, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             throw FileFailure(reason: reason, path: destinationPath)
         }
-        var linked = Self.link(state.fd, to: partialPath)
+        var linked = Self.link(state.fd, in: folder.fd, to: names.partial)
         if linked == EEXIST {
-            if let reason = Self.refusal(at: partialPath) { throw FileFailure(reason: reason) }
-            unlink(partialPath)
-            linked = Self.link(state.fd, to: partialPath)
+            if let reason = Self.refusal(at: names.partial, in: folder.fd) { throw FileFailure(reason: reason) }
+            remove(names.partial)
+            linked = Self.link(state.fd, in: folder.fd, to: names.partial)
         }
         guard linked == 0 else {
             throw FileFailure(reason: "cannot name \(partialPath): \(String(cString: strerror(linked)))")
@@ -565,6 +598,6 @@ final class FileSink: Sendable {
         try saveValidator(validator)
         state.hasValidator = true
         // A record of an earlier split part would describe other bytes than this part's.
-        unlink(Self.recordPath(of: partialPath))
+        remove(names.record)
     }
 }

@@ -137,34 +137,53 @@ public final class OutputFolder: Sendable {
         return components.count == 1 ? nil : makeFolders(components.dropLast())
     }
 
-    /// Why the folders of `path` (a destination ``refusal(forDestination:)`` accepted) may not be written through now,
-    /// or nil: checked again, without following a link, as each part is opened. A file in the folder itself needs
-    /// no look.
-    func refusalOfFolders(of path: String) -> String? {
-        let relative = path.utf8.dropFirst(prefix.utf8.count)
-        guard path.hasPrefix(prefix), let slash = relative.lastIndex(of: UInt8(ascii: "/")) else { return nil }
-        let folders = relative[..<slash].split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
-        return makeFolders(folders[...])
-    }
-
     /// Makes `folders` (components) below this folder, none through a link; nil, or why not.
     private func makeFolders(_ folders: ArraySlice<String>) -> String? {
         if folders.isEmpty { return nil }
-        guard descriptor >= 0 else { return "the output folder \(path) does not exist" }
-        // Most folders are there already: one call checks the whole way.
-        let beneath = nq_open_beneath(descriptor, folders.joined(separator: "/"), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if beneath >= 0 {
-            close(beneath)
+        switch openFolder(folders: Array(folders)) {
+        case .failure(let problem): return problem.description
+        case .success(let fd):
+            if fd != descriptor { close(fd) }
             return nil
         }
+    }
+
+    /// The folder's own descriptor (the output folder itself held open): not to be closed.
+    var heldDescriptor: Int32 { descriptor }
+
+    /// Opens the folder of the destination at `path` (a destination ``refusal(forDestination:)`` accepted), making
+    /// what is missing, without following a link: its descriptor (``heldDescriptor`` for a file in the folder itself,
+    /// else the caller's to close) and its folders below this one, or why not.
+    func openFolder(of path: String) -> Result<(fd: Int32, folders: [String]), Problem> {
+        guard descriptor >= 0 else {
+            return .failure(Problem(description: "the output folder \(self.path) does not exist"))
+        }
+        let relative = path.utf8.dropFirst(prefix.utf8.count)
+        guard path.hasPrefix(prefix), path.utf8.count > prefix.utf8.count else {
+            return .failure(Problem(description: "it is not inside the output folder \(self.path)"))
+        }
+        guard let slash = relative.lastIndex(of: UInt8(ascii: "/")) else { return .success((descriptor, [])) }
+        let folders = relative[..<slash].split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
+        return openFolder(folders: folders).map { ($0, folders) }
+    }
+
+    /// Opens `folders` (components) below this folder, making what is missing, none through a link: its descriptor
+    /// (``heldDescriptor`` when `folders` is empty, else the caller's to close), or why not.
+    func openFolder(folders: [String]) -> Result<Int32, Problem> {
+        if folders.isEmpty { return .success(descriptor) }
+        guard descriptor >= 0 else { return .failure(Problem(description: "the output folder \(path) does not exist")) }
+        // Most folders are there already: one call checks the whole way.
+        let beneath = nq_open_beneath(descriptor, folders.joined(separator: "/"), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if beneath >= 0 { return .success(beneath) }
         // Missing, refused or not known to this kernel: the walk makes what is missing and says what is in the way.
         var parent = descriptor
-        defer { if parent != descriptor { close(parent) } }
         var walked = ""
         for folder in folders {
             walked += walked.isEmpty ? folder : "/" + folder
             if mkdirat(parent, folder, 0o755) != 0, errno != EEXIST {
-                return "cannot make the folder \(walked): \(String(cString: strerror(errno)))"
+                let reason = "cannot make the folder \(walked): \(String(cString: strerror(errno)))"
+                if parent != descriptor { close(parent) }
+                return .failure(Problem(description: reason))
             }
             let next = openat(parent, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard next >= 0 else {
@@ -172,16 +191,23 @@ public final class OutputFolder: Sendable {
                 var info = stat()
                 let isLink =
                     fstatat(parent, folder, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+                if parent != descriptor { close(parent) }
                 if isLink || failure == ELOOP {
-                    return "\(walked) in the output folder is a symbolic link: nothing is written through a link"
+                    return .failure(
+                        Problem(
+                            description:
+                                "\(walked) in the output folder is a symbolic link: nothing is written through a link"))
                 }
-                if failure == ENOTDIR { return "\(walked) in the output folder is not a folder" }
-                return "cannot open the folder \(walked): \(String(cString: strerror(failure)))"
+                if failure == ENOTDIR {
+                    return .failure(Problem(description: "\(walked) in the output folder is not a folder"))
+                }
+                return .failure(
+                    Problem(description: "cannot open the folder \(walked): \(String(cString: strerror(failure)))"))
             }
             if parent != descriptor { close(parent) }
             parent = next
         }
-        return nil
+        return .success(parent)
     }
 
     /// The working directory's absolute path.

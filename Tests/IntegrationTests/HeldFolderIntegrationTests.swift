@@ -1,0 +1,55 @@
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The guardian holds the folder (issue 73, DESIGN semantics 22): a file's folder is opened without a link as its part
+/// opens and held to its commit, every entry named relative to it. A folder of the output swapped for a link while the
+/// file is written is never followed: the file fails, saying so, nothing reaches the link's target, and the part
+/// (in the folder held, moved away) is removed.
+@Suite(.testLane, .timeLimit(.minutes(2))) struct HeldFolderIntegrationTests {
+    static let size = 3 << 20
+
+    @Test(arguments: TransportKind.allCases, [1, 4])
+    func aFolderSwappedForALinkWhileItsFileIsWrittenFailsItAndNothingGoesThroughTheLink(
+        _ transport: TransportKind, connections: Int
+    ) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("nq-held-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let (root, outside, moved) = (
+            base.appendingPathComponent("out"), base.appendingPathComponent("outside"),
+            base.appendingPathComponent("moved")
+        )
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        let output = try OutputFolder(path: root.path)
+        let destination = root.appendingPathComponent("sub/x.bin")
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
+        // Held once half the body is sent: the part is open (named: more than a buffer's worth came) in sub.
+        let request = NetworkRequest(
+            url: server.url("/bytes/\(Self.size)?stallAt=50&hold=1"), destination: .file(destination),
+            fileOptions: .init(maximumConnections: connections, minimumSegmentSize: 1 << 20, outputFolder: output))
+        try queue.add(request)
+        let run = Task { await queue.run() }
+        await eventually { server.heldResponses > 0 }
+        try FileManager.default.moveItem(at: root.appendingPathComponent("sub"), to: moved)
+        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("sub"), withDestinationURL: outside)
+        server.releaseHeld()
+        _ = await run.value
+        guard case .failure(.fileError(let path, let reason))? = request.result else {
+            Issue.record("\(String(describing: request.result))")
+            return
+        }
+        #expect(path == destination.path)
+        #expect(reason.contains("sub in the output folder is a symbolic link"), "\(reason)")
+        #expect(reason.contains("replaced while the file was written"), "\(reason)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == [])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: moved.path) == [])
+    }
+}
