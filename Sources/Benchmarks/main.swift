@@ -98,7 +98,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
 }
 if arguments.contains("--help") {
     print(
-        "Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|instructions|scale] [--server URL-of-a-1KB-resource]"
+        "Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|split-locks|instructions|scale] [--server URL-of-a-1KB-resource]"
     )
     exit(0)
 }
@@ -136,6 +136,8 @@ if selected("batch") {
     results += try await BatchBenchmarks.rateCapSmallFiles(cap: 1_000_000, count: 5, size: quick ? 700_000 : 1_200_000)
     results.append(try await BatchBenchmarks.resume(size: quick ? 20_000_000 : 200_000_000))
 }
+
+if selected("split-locks") { results += try await SplitLockBenchmark.run(size: quick ? 64_000_000 : 256_000_000) }
 
 if selected("scale") { results += try ScaleBenchmark.run(count: quick ? 100_000 : 1_000_000, runs: quick ? 1 : 3) }
 

@@ -58,13 +58,20 @@ import Testing
 
         /// `count` bytes to connection `id`, and their writes answered at once (as the shell does).
         mutating func bytes(_ count: Int64, to id: Int, at time: Double? = nil) -> [String] {
-            let placed = on(time) { $0.handle(.bytes(Int(count), connection: id), now: $1, &$2) }
+            let placed = on(time) { $0.handle(.bytes(Int(count), connection: id, at: nil), now: $1, &$2) }
             let kept = placed.compactMap { line -> Int? in
                 guard line.hasPrefix("write ") else { return nil }
                 return Int(line.dropFirst(6).prefix { $0 != "@" }.split(separator: "+").last!)
             }
             guard !kept.isEmpty else { return placed }
             return placed + on { $0.handle(.written(kept.reduce(0, +), recorded: false, failure: nil), now: $1, &$2) }
+        }
+
+        /// Connection `id` wrote through its cursor for `segment` up to `through` (the shell's batched notice).
+        mutating func reached(_ through: Int64, to id: Int, segment: Int, at time: Double? = nil) -> [String] {
+            on(time) {
+                $0.handle(.reached(connection: id, through: through, segment: segment, recorded: false), now: $1, &$2)
+            }
         }
 
         mutating func ended(_ id: Int, _ error: URLError? = nil, at time: Double? = nil) -> [String] {
@@ -85,7 +92,7 @@ import Testing
         }
 
         mutating func describe(_ actions: [SplitMachine.Action]) -> [String] {
-            actions.map { action in
+            actions.compactMap { action -> String? in
                 switch action {
                 case .work(let work): return describe(work)
                 case .hearHead(let head): return "hear \(head.statusCode)"
@@ -104,9 +111,15 @@ import Testing
             }
         }
 
-        mutating func describe(_ work: ConnectionWork) -> String {
+        /// True when the cursors the machine gives are listed (`aim 2 s3 @0..<1048576`); else they are left out.
+        var showsAims = false
+
+        mutating func describe(_ work: ConnectionWork) -> String? {
             switch work {
-            case .start(let id, let request, let cell):
+            case .aim(let id, let cursor, _):
+                guard showsAims else { return nil }
+                return "aim \(id) " + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end)" } ?? "none")
+            case .start(let id, let request, let cell, _):
                 cells[id] = cell
                 let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
                 let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
@@ -177,7 +190,7 @@ extension SplitMachineTests {
         #expect(bench.ended(1) == ["stop 1", "give back"])
         // The last bytes are placed, and the file finishes only once they are written.
         #expect(
-            bench.on { $0.handle(.bytes(1_354_410, connection: 2), now: $1, &$2) } == [
+            bench.on { $0.handle(.bytes(1_354_410, connection: 2, at: nil), now: $1, &$2) } == [
                 "write 1354410@2839894 s3", "end s3",
             ])
         #expect(
@@ -185,6 +198,60 @@ extension SplitMachineTests {
                 "count 1354410", "borrow 0", "stop 2", "finish 4194304 over 3 [1485483 1354411 1354410]",
             ])
         #expect(bench.machine.mode.name == "ended" && bench.machine.loans.isEmpty)
+    }
+
+    /// A connection's bytes written through its cursor (issue 73): the machine gives a cursor once a head is accepted,
+    /// counts what the shell's notices say was written, and finishes the file when the last is heard.
+    @Test func bytesWrittenThroughACursorAreCountedAndFinishTheFile() {
+        var bench = Bench(connections: 1, mirrors: 0)
+        bench.showsAims = true
+        #expect(bench.head(Self.head(), to: 0) == ["begin file 4194304 200"])
+        #expect(
+            bench.fileBegun() == [
+                "hear 200", "splitDecided: split into 1 ranges over up to 1 connections and 1 locations", "borrow 0",
+                "aim 0 s1 @0..<4194304",
+            ])
+        #expect(bench.reached(Self.mib, to: 0, segment: 1) == ["count 1048576"])
+        // A notice late, or twice, counts nothing more.
+        #expect(bench.reached(Self.mib, to: 0, segment: 1) == [])
+        #expect(
+            bench.reached(Self.length, to: 0, segment: 1) == [
+                "end s1", "aim 0 none", "stop 0", "count 3145728", "borrow 0", "finish 4194304 over 1 [4194304]",
+            ])
+    }
+
+    /// A cursor follows its segment (issue 73): it shrinks when the plan divides the range, and bytes its connection
+    /// wrote past the new end before it heard are the next range's, which it takes while nobody else runs it; a
+    /// connection stopped has its cursor withdrawn first, and a late notice of a range it no longer runs counts nothing.
+    @Test func aCursorShrinksWithItsRangeAndBytesPastItGoToTheNextRange() {
+        var bench = Bench()
+        bench.showsAims = true
+        _ = bench.head(Self.head(), to: 0)
+        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304"])
+        #expect(bench.reached(Self.k64, to: 0, segment: 1, at: 0.001) == ["count 65536"])
+        #expect(
+            bench.reached(2 * Self.k64, to: 0, segment: 1, at: 0.02) == [
+                "count 65536", "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
+                "aim 0 s1 @131072..<1485483",
+            ])
+        // Written past the new end before the cursor shrank: the next range waits, and the connection takes it.
+        #expect(
+            bench.reached(2_000_000, to: 0, segment: 1) == [
+                "end s1", "count 1868928", "aim 0 s2 @2000000..<2839894",
+            ])
+        // The range left goes to a lent connection, whose cursor comes with its accepted head.
+        #expect(bench.lend(1) == ["start 1 m1 2839894-4194303", "recheck at 0.12"])
+        #expect(
+            bench.head(Self.head(206, range: "2839894-4194303"), to: 1) == ["heed 206", "aim 1 s3 @2839894..<4194304"])
+        // The rest of range 2 through its cursor, and a piece of range 3 through its own.
+        // Its range done, the next one runs on connection 1: it stops (its cursor withdrawn first), and its loan goes.
+        #expect(
+            bench.reached(2_839_894, to: 0, segment: 2, at: 0.05) == [
+                "end s2", "aim 0 none", "stop 0", "give back", "count 839894",
+            ])
+        #expect(bench.reached(2_900_000, to: 1, segment: 3, at: 0.06) == ["count 60106"])
+        // A late notice of a range the connection no longer runs counts nothing.
+        #expect(bench.reached(2_900_000, to: 0, segment: 2) == [])
     }
 
     /// A first head that is not one to split on: the file goes on as a transfer of one connection.
@@ -322,7 +389,7 @@ extension SplitMachineTests {
         _ = bench.fileBegun()
         _ = bench.bytes(Self.k64, to: 0, at: 0.02)
         #expect(bench.lend(2).count == 3)
-        #expect(bench.on { $0.handle(.bytes(100, connection: 0), now: $1, &$2) } == ["write 100@65536 s1"])
+        #expect(bench.on { $0.handle(.bytes(100, connection: 0, at: nil), now: $1, &$2) } == ["write 100@65536 s1"])
         let failure = NetworkQueueError.fileError(path: "/x", reason: "disk full")
         #expect(
             bench.on { $0.handle(.written(0, recorded: false, failure: failure), now: $1, &$2) }.sorted() == [
@@ -518,7 +585,7 @@ extension SplitMachineTests {
         #expect(driver.transfers.last?.start.outgoing.urlRequest.url?.host == "origin.test")
         _ = driver.takeDeliveries()
         let shell = Self.begin(&driver, request)
-        guard case .start(0, let sent, let cell)? = shell.first, shell.count == 1 else {
+        guard case .start(0, let sent, let cell, _)? = shell.first, shell.count == 1 else {
             Issue.record("not one start: \(shell)")
             return
         }
@@ -549,7 +616,7 @@ extension SplitMachineTests {
                 }
                 break
             }
-            guard case .stop(let stopped) = shell.first, case .start(id + 1, let sent, let cell) = shell.last else {
+            guard case .stop(let stopped) = shell.first, case .start(id + 1, let sent, let cell, _) = shell.last else {
                 Issue.record("no failover: \(shell)")
                 return
             }
@@ -590,7 +657,7 @@ extension SplitMachineTests {
         [
             ("head", { $0.head(Self.head(206, range: "0-65535"), to: 0) }),
             ("ended", { $0.ended(0) }),
-            ("bytes", { $0.on { $0.handle(.bytes(1000, connection: 0), now: $1, &$2) } }),
+            ("bytes", { $0.on { $0.handle(.bytes(1000, connection: 0, at: nil), now: $1, &$2) } }),
             ("written", { $0.on { $0.handle(.written(1000, recorded: false, failure: nil), now: $1, &$2) } }),
             ("fileBegun", { $0.fileBegun() }),
             ("lent", { $0.on { $0.handle(.lent(QueueStateMachine.ConnectionLoan(host: nil)), now: $1, &$2) } }),

@@ -33,7 +33,9 @@ extension QueueStateMachine {
                 machine.deadlinePassed(seconds: seconds, url: record.request.url, now: now)
             }
         }
-        for entry in timer.splits.popDue(at: now) { splitRecheck(slot: entry.id, token: entry.stamp, now: now) }
+        for entry in timer.splits.popDue(at: now) {
+            splitNotice(.recheckDue, slot: entry.id, token: entry.stamp, now: now)
+        }
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.stamp) {
             apply(entry.id, now: now) { machine, _ in machine.retryTimeCame() }

@@ -352,12 +352,15 @@ extension QueueStateMachine {
         return true
     }
 
-    /// The look at a split file's end game came for `slot`'s attempt `token` (a ``QueueTimer`` entry): the shell's
-    /// work it leads to goes to the attempt's shell as a ``QueueAction/connections(_:)``.
-    mutating func splitRecheck(slot: Int, token: UInt64, now: Double) {
-        guard table.isCurrent(slot, token: token), let shell = table[slot].machine.splitShell else { return }
+    /// An event of `slot`'s split attempt `token` that is not the shell's to wait for: the look at its end game (a
+    /// ``QueueTimer`` entry), or a batched notice of its writes. The shell's work it leads to goes to the attempt's
+    /// shell as a ``QueueAction/connections(_:)``; the event is not finished.
+    mutating func splitNotice(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase,
+            let shell = table[slot].machine.splitShell
+        else { return }
         var work: [ConnectionWork] = []
-        splitEventApplied(.recheckDue, slot: slot, work: &work, now: now)
+        splitEventApplied(event, slot: slot, work: &work, now: now)
         if !work.isEmpty { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
     }
 

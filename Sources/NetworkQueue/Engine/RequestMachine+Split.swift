@@ -19,8 +19,12 @@ extension RequestMachine {
             shell: any ConnectionShell)
         /// An event of connection `id` (its body comes as ``bytes(_:connection:)``).
         case transfer(TransferEvent, connection: Int)
-        /// `count` body bytes of connection `id` came.
-        case bytes(Int, connection: Int)
+        /// `count` body bytes of connection `id` came, the first at `at` of the file (its cursor had no room for them).
+        case bytes(Int, connection: Int, at: Int64?)
+        /// Connection `connection` wrote its bytes through its cursor for `segment` up to `through` (a batched notice).
+        case reached(connection: Int, through: Int64, segment: Int, recorded: Bool)
+        /// A write through a cursor failed.
+        case writeFailed(NetworkQueueError)
         /// The writes of the last ``bytes(_:connection:)`` are done: `kept` bytes in all (the record saved when
         /// `recorded`), or the part could not be written (`failure`).
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
@@ -84,8 +88,13 @@ extension RequestMachine {
             attempt.split = Attempt.Split(machine, shell: shell)
         case .transfer(let transferEvent, let id):
             attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
-        case .bytes(let count, let id):
-            attempt.split?.machine.handle(.bytes(count, connection: id), now: now, &decided)
+        case .bytes(let count, let id, let position):
+            attempt.split?.machine.handle(.bytes(count, connection: id, at: position), now: now, &decided)
+        case .reached(let id, let through, let segment, let recorded):
+            attempt.split?.machine.handle(
+                .reached(connection: id, through: through, segment: segment, recorded: recorded), now: now, &decided)
+        case .writeFailed(let failure):
+            attempt.split?.machine.handle(.writeFailed(failure), now: now, &decided)
         case .written(let kept, let recorded, let failure):
             attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
         case .fileBegun(.success(let read)):
@@ -106,7 +115,7 @@ extension RequestMachine {
             case .work(let item):
                 // The attempt's transfers follow the file's connections, so that a cancel, a pause or a timeout stops
                 // them all with the attempt.
-                if case .start(_, _, let cell) = item { attempt.transfers.insert(cell) }
+                if case .start(_, _, let cell, _) = item { attempt.transfers.insert(cell) }
                 if case .stop(let cell) = item { attempt.transfers.remove(cell) }
                 work.append(item)
             case .hearHead: if let reading { steps.append(.hearHead(reading)) }
@@ -141,8 +150,12 @@ extension RequestMachine {
 /// What the shell of a split file does on its connections and its file, applied by the shell alone
 /// (``ConnectionShell/perform(_:)``), outside the queue's lock.
 enum ConnectionWork {
-    /// Start connection `id` sending `request`; its handle goes to `cell` (one of the attempt's transfers).
-    case start(id: Int, URLRequest, TransferCell)
+    /// Start connection `id` sending `request`, its server's first byte being at `at` of the file; its handle goes to
+    /// `cell` (one of the attempt's transfers).
+    case start(id: Int, URLRequest, TransferCell, at: Int64)
+    /// Connection `id` may write its bytes within `cursor` without asking (nil: none; each piece is asked about). Aims
+    /// are numbered (`sequence`): one performed late, after a later one, is dropped.
+    case aim(id: Int, SplitMachine.Cursor?, sequence: Int)
     /// Stop a connection's transfer.
     case stop(TransferCell)
     /// Write `count` bytes of the body piece in hand from `from` on at `offset` of the part, for `segment`; the

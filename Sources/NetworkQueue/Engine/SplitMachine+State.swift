@@ -18,9 +18,9 @@ extension SplitMachine {
         var asked: Int64?
         /// True once its head was accepted.
         var isAccepted = false
-        /// Bytes its server sends next that are on disk already, dropped before its segment's (see
-        /// ``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``).
-        var skipping: Int64 = 0
+        /// The offset in the file of the next byte its server sends (bytes below its segment's next are on disk
+        /// already, and dropped: see ``SegmentPlan/follow(from:upTo:maxGap:takingOver:)``).
+        var position: Int64 = 0
         /// When it last received a byte, or its head was accepted (queue clock); nil before its head.
         var lastByteAt: Double?
         /// Bytes of the file it received (kept).
@@ -32,6 +32,16 @@ extension SplitMachine {
         /// While another connection races it for the rest of its range (the end game): the offset its server sends
         /// next. It keeps that range if it brings its first bytes before the other answers, else it stops.
         var racingFrom: Int64?
+    }
+
+    /// Where a connection may write its bytes without asking: the bytes of its stream from `from` (or where its stream
+    /// is, if later) to `end` of the file, for `segment`, the record saved once `recordAfter` bytes were written since
+    /// the last. Given by ``ConnectionWork/aim(id:_:sequence:)``.
+    struct Cursor: Equatable, Sendable {
+        let segment: Int
+        let from: Int64
+        let end: Int64
+        let recordAfter: Int64
     }
 
     /// Where the download is. Each mode carries what only it has (issue 62), as the request's phases do.

@@ -49,6 +49,9 @@ struct SplitMachine {
     private(set) var locations: LocationList
     private(set) var connections: [Int: Connection] = [:]
     private var nextConnection = 0
+    /// The cursor each connection was last given (``aimConnections(now:_:)``), and how many were given.
+    private var aimed: [Int: Cursor] = [:]
+    private var aims = 0
     private var mostConnections = 1
     private var lastError: URLError?
     /// True once the part was found not to be this file's any more (its server answered the continuing request
@@ -121,13 +124,20 @@ struct SplitMachine {
         self.now = now
         switch event {
         case .transfer(let transferEvent, let id): self.transferEvent(transferEvent, connection: id, now: now, &actions)
-        case .bytes(let count, let id): bytes(count, connection: id, now: now, &actions)
+        case .bytes(let count, let id, let position): bytes(count, connection: id, at: position, now: now, &actions)
         case .written(let kept, let recorded, let failure):
             written(kept, recorded: recorded, failure: failure, now: now, &actions)
+        case .reached(let id, let through, let segment, let recorded):
+            reached(id, through: through, segment: segment, recorded: recorded, now: now, &actions)
+        case .writeFailed(let failure):
+            guard sharing != nil else { break }
+            end(failing: false, &actions)
+            actions.append(.fileFailed(failure))
         case .fileBegun(let failure): fileBegun(failure, now: now, &actions)
         case .lent(let loan): lent(loan, now: now, &actions)
         case .recheckDue: recheckDue(now: now, &actions)
         }
+        aimConnections(now: now, &actions)
     }
 
     /// An event of connection `id` other than its body (``Event/bytes(_:connection:)``).
@@ -171,10 +181,18 @@ struct SplitMachine {
         if !probing { share(&actions) }
     }
 
-    /// `count` body bytes of connection `id` came: where the plan keeps them, each a ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``. Nothing when
+    /// `count` body bytes of connection `id` came, the first at `position` of the file (nil: where the machine last
+    /// knew the connection's stream): where the plan keeps them, each a
+    /// ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``. The bytes before `position` that the
+    /// machine had not heard of were written through the connection's cursor: they are counted first. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
-    private mutating func bytes(_ count: Int, connection id: Int, now: Double, _ actions: inout [Action]) {
+    private mutating func bytes(
+        _ count: Int, connection id: Int, at position: Int64?, now: Double, _ actions: inout [Action]
+    ) {
         guard let sharing, let connection = connections[id], connection.isAccepted else { return }
+        let position = position ?? connection.position
+        // Nothing new: neither a byte in hand nor one written through its cursor.
+        if count == 0, position <= connection.position, connection.racingFrom.map({ position <= $0 }) ?? true { return }
         if connection.segment == nil, let from = connection.racingFrom {
             // Raced in the end game: its first bytes keep its range when the other has not answered yet (that one
             // stops); otherwise the other brings them, and this one stops.
@@ -184,15 +202,51 @@ struct SplitMachine {
             }
             connections[id]?.segment = next.id
             connections[id]?.racingFrom = nil
+            // What it brought since the race began was written through its cursor, from the raced offset on.
+            connections[id]?.position = from
         }
-        guard let segment = connections[id]?.segment else { return }
+        if let known = connections[id]?.position, position > known {
+            // Written through its cursor already (their notice may still be on its way): counted, never written again.
+            countWritten(Int(position - known), at: known, connection: id, now: now, &actions)
+        }
+        guard count > 0, connections[id]?.segment != nil else { return }
         // Counted in flight before they are placed: a segment they complete must not finish the file before
         // they are written.
         sharing.writesInFlight += 1
         let before = actions.count
-        take(from: 0, count: count, segment: segment, connection: id, now: now, &actions)
+        _ = take(from: 0, count: count, at: position, connection: id, written: false, now: now, &actions)
         if !actions[before...].contains(where: { if case .work(.write) = $0 { true } else { false } }) {
             sharing.writesInFlight -= 1
+            finishIfDone(now: now, &actions)
+        }
+    }
+
+    /// Connection `id` wrote its bytes through its cursor for `segment` up to `through` (the record saved when
+    /// `recorded`): what the machine had not heard of is counted. Nothing when the segment is not the connection's any
+    /// more (raced, stopped): its bytes were the file's, and are fetched again by the segment's new connection.
+    private mutating func reached(
+        _ id: Int, through: Int64, segment: Int, recorded: Bool, now: Double, _ actions: inout [Action]
+    ) {
+        guard let sharing else { return }
+        if recorded { sharing.recordedAt = now }
+        guard let connection = connections[id], connection.isAccepted, connection.segment == segment,
+            through > connection.position
+        else { return }
+        countWritten(Int(through - connection.position), at: connection.position, connection: id, now: now, &actions)
+    }
+
+    /// `count` bytes of connection `id`'s stream from `position` on were written through its cursor: placed as the
+    /// plan keeps them (never written again), then counted. The file cannot finish before they are counted.
+    private mutating func countWritten(
+        _ count: Int, at position: Int64, connection id: Int, now: Double, _ actions: inout [Action]
+    ) {
+        guard let sharing else { return }
+        sharing.writesInFlight += 1
+        let kept = take(from: 0, count: count, at: position, connection: id, written: true, now: now, &actions)
+        sharing.writesInFlight -= 1
+        if kept > 0 {
+            counted(kept, now: now, &actions)
+        } else {
             finishIfDone(now: now, &actions)
         }
     }
@@ -211,10 +265,17 @@ struct SplitMachine {
             actions.append(.fileFailed(failure))
             return
         }
-        actions.append(.count(kept))
-        sharing.sinceLoanAsked += Int64(kept)
+        counted(Int64(kept), now: now, &actions)
+    }
+
+    /// `kept` bytes are written: counted, the first connection's pace judged, more connections asked for, and the file
+    /// finished when whole.
+    private mutating func counted(_ kept: Int64, now: Double, _ actions: inout [Action]) {
+        guard let sharing else { return }
+        actions.append(.count(Int(kept)))
+        sharing.sinceLoanAsked += kept
         if case .judging(let since, let received, let saidAlone) = sharing.pace {
-            judgePace(sharing, since: since, received: received + Int64(kept), saidAlone: saidAlone, now: now, &actions)
+            judgePace(sharing, since: since, received: received + kept, saidAlone: saidAlone, now: now, &actions)
         } else if sharing.sinceLoanAsked >= Self.askEvery {
             sharing.sinceLoanAsked = 0
             askForConnections(&actions)
@@ -250,6 +311,31 @@ struct SplitMachine {
         mode = .ended
         connections.removeAll()
         return loans
+    }
+
+    // MARK: Cursors
+
+    /// Gives each connection whose segment changed since its last cursor a new one (``ConnectionWork/aim(id:_:sequence:)``):
+    /// the shell writes its bytes within it without asking, and counts them by a batched notice
+    /// (``Event/reached(connection:through:segment:recorded:)``). A connection without an accepted head, raced in the end
+    /// game, or without a segment has none: its bytes are asked about one piece at a time.
+    private mutating func aimConnections(now: Double, _ actions: inout [Action]) {
+        guard let sharing else { return }
+        for id in connections.keys.sorted() {
+            guard let connection = connections[id] else { continue }
+            var cursor: Cursor?
+            if connection.isAccepted, connection.racingFrom == nil, let segment = connection.segment,
+                let current = sharing.plan.segments.first(where: { $0.id == segment })
+            {
+                let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
+                cursor = Cursor(segment: segment, from: current.next, end: current.end, recordAfter: threshold)
+            }
+            let before = aimed[id]
+            if before?.segment == cursor?.segment, before?.end == cursor?.end { continue }
+            aimed[id] = cursor
+            aims += 1
+            actions.append(.work(.aim(id: id, cursor, sequence: aims)))
+        }
     }
 
     // MARK: The first head
@@ -291,6 +377,7 @@ struct SplitMachine {
         case .success(let shape):
             // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
             connections[id]?.asked = nil
+            connections[id]?.position = 0
             begin(shape, done: [], head: head, connection: id, &actions)
         case .failure(.status(let code)) where !(200..<300).contains(code):
             // Its server's Retry-After or spent rate limit holds that server for the batch, whichever location it is
@@ -360,6 +447,7 @@ struct SplitMachine {
         }
         var request = requests[location]
         var asked: Int64?
+        var position: Int64 = 0
         if let resumed {
             // The first segment its plan will give it (`fileBegun` makes the same plan): to the next range on disk
             // or the next connection's segment, so that its server sends no byte past it; open only for a part of
@@ -371,13 +459,14 @@ struct SplitMachine {
             let hole = first ?? resumed.firstHole
             let open = hole.upperBound == resumed.length ?? Int64.max && first == nil
             asked = open ? nil : hole.upperBound
+            position = hole.lowerBound
             for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         } else {
             for (name, value) in conditionalFields { request.setValue(value, forHTTPHeaderField: name) }
         }
-        add(Connection(cell: cell, location: location, asked: asked), request, &actions)
+        add(Connection(cell: cell, location: location, asked: asked, position: position), request, &actions)
     }
 
     // MARK: Connections of a split file
@@ -458,56 +547,65 @@ struct SplitMachine {
         }
     }
 
-    /// `count` bytes of a piece of connection `id`'s `segment`, from `from` on: what the plan keeps is written;
-    /// bytes past the segment's end go to the next segment its server sends, or stop the connection.
+    /// `count` bytes of connection `id`'s stream, the first at `position` of the file and at `from` of the piece in
+    /// hand: what the plan keeps is written (unless the shell `written` them already, through the connection's
+    /// cursor); bytes below the segment's next are on disk already, and dropped; bytes past the segment's end go to the
+    /// next segment its server sends, or stop the connection. Returns the bytes kept.
+    @discardableResult
     private mutating func take(
-        from: Int, count: Int, segment: Int, connection id: Int, now: Double, _ actions: inout [Action]
-    ) {
-        guard let sharing, let connection = connections[id] else { return }
+        from: Int, count: Int, at position: Int64, connection id: Int, written: Bool, now: Double,
+        _ actions: inout [Action]
+    ) -> Int64 {
+        guard let sharing, let connection = connections[id], let segment = connection.segment else { return 0 }
         connections[id]?.lastByteAt = now
+        connections[id]?.position = position + Int64(count)
+        guard let current = sharing.plan.segments.first(where: { $0.id == segment }) else { return 0 }
         var (from, count) = (from, count)
-        if connection.skipping > 0 {
+        if position < current.next {
             // Bytes on disk already, sent before the segment's own: dropped.
-            let dropped = Int(min(connection.skipping, Int64(count)))
-            connections[id]?.skipping -= Int64(dropped)
+            let dropped = Int(min(current.next - position, Int64(count)))
             (from, count) = (from + dropped, count - dropped)
-            guard count > 0 else { return }
+            guard count > 0 else { return 0 }
         }
-        guard let offset = sharing.plan.segments.first(where: { $0.id == segment })?.next else { return }
+        let offset = current.next
         let piece = sharing.plan.received(Int64(count), segment: segment)
         if piece.kept > 0 {
-            let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
-            actions.append(
-                .work(
-                    .write(
-                        from: from, count: Int(piece.kept), offset: offset, segment: segment, recordAfter: threshold)))
+            if !written {
+                let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
+                actions.append(
+                    .work(
+                        .write(
+                            from: from, count: Int(piece.kept), offset: offset, segment: segment,
+                            recordAfter: threshold)))
+            }
             locations.served(piece.kept, by: connection.location)
             sharing.servedAt[connection.location] = now
             connections[id]?.received += piece.kept
         }
-        guard piece.isSegmentDone else { return }
+        guard piece.isSegmentDone else { return piece.kept }
         actions.append(.work(.endSegment(segment)))
         connections[id]?.segment = nil
         let end = offset + piece.kept
-        guard connection.asked.map({ $0 > end }) ?? true else { return }
+        guard connection.asked.map({ $0 > end }) ?? true else { return piece.kept }
         // A location that takes ranges is asked again rather than streamed past more than a segment's worth of bytes
         // on disk; one that takes none is streamed to the end.
         let maxGap = locations.locations[connection.location].takesRanges ? minimumSize : nil
         // A segment whose connection has not answered yet may be taken over: this one is sending its bytes already.
-        if let (next, gap, tookOver) = follow(from: end, upTo: connection.asked, maxGap: maxGap, &actions) {
-            // Its server goes on sending the bytes of the next segment: the connection takes it, and the one it was
-            // taken from gets other work.
+        if let (next, _, tookOver) = follow(from: end, upTo: connection.asked, maxGap: maxGap, &actions) {
+            // Its server goes on sending the bytes of the next segment: the connection takes it (the bytes of the gap
+            // before it are dropped), and the one it was taken from gets other work.
             if tookOver { fillConnections(now: now, &actions) }
             connections[id]?.segment = next.id
-            connections[id]?.skipping = gap
-            if count > Int(piece.kept) {
-                let rest = Int(piece.kept)
-                take(from: from + rest, count: count - rest, segment: next.id, connection: id, now: now, &actions)
-            }
-            return
+            guard count > Int(piece.kept) else { return piece.kept }
+            let rest = Int(piece.kept)
+            return piece.kept
+                + take(
+                    from: from + rest, count: count - rest, at: end, connection: id, written: written, now: now,
+                    &actions)
         }
         // Its server would send more than is wanted now: stopped, and its slot given new work.
         ended(id, now: now, &actions)
+        return piece.kept
     }
 
     private mutating func add(_ connection: Connection, _ request: URLRequest, _ actions: inout [Action]) {
@@ -516,7 +614,7 @@ struct SplitMachine {
         connections[id] = connection
         connections[id]?.startedAt = now
         mostConnections = max(mostConnections, connections.count)
-        actions.append(.work(.start(id: id, request, connection.cell)))
+        actions.append(.work(.start(id: id, request, connection.cell, at: connection.position)))
     }
 
     /// The file is shared: logged, and the connections beyond the first asked for.
@@ -575,9 +673,11 @@ struct SplitMachine {
         guard let (segment, gap, _) = follow(from: 0, upTo: nil, maxGap: nil, &actions) else { return }
         sharing.streamWanted = nil
         locations.started(location)
-        var connection = Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil)
-        connection.skipping = gap
-        add(connection, requests[location], &actions)
+        // Its bytes below the segment's (the gap, on disk already) are dropped.
+        _ = gap
+        add(
+            Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil),
+            requests[location], &actions)
     }
 
     /// The next segment a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
@@ -638,7 +738,9 @@ struct SplitMachine {
             request.setValue(value, forHTTPHeaderField: name)
         }
         add(
-            Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end),
+            Connection(
+                cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end,
+                position: segment.start),
             request, &actions)
         return true
     }
@@ -849,6 +951,11 @@ struct SplitMachine {
     @discardableResult
     private mutating func stop(_ id: Int, _ actions: inout [Action]) -> Connection? {
         guard let connection = connections.removeValue(forKey: id) else { return nil }
+        if aimed.removeValue(forKey: id) != nil {
+            // Its cursor goes first: nothing more of it is written where the segment's next connection writes.
+            aims += 1
+            actions.append(.work(.aim(id: id, nil, sequence: aims)))
+        }
         locations.ended(connection.location)
         if let sharing, let acceptedAt = connection.acceptedAt, now - acceptedAt >= sharing.settleTime,
             connection.received > 0

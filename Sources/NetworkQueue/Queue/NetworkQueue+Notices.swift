@@ -11,8 +11,18 @@ extension NetworkQueue {
             notices.reserveCapacity(16)
         }
 
-        /// Keeps `notice`; body counts of one transfer in a row are kept as one.
+        /// Keeps `notice`; body counts of one transfer in a row are kept as one, and so are a split file's connection's
+        /// writes through its cursor.
         func keep(_ notice: consuming TransferNotice) {
+            if case .reached(let id, let through, let segment, let recorded) = notice.kind,
+                let index = notices.indices.last, notices[index].token == notice.token,
+                notices[index].slot == notice.slot,
+                case .reached(id, let before, segment, let wasRecorded) = notices[index].kind
+            {
+                notices[index].kind = .reached(
+                    connection: id, through: max(before, through), segment: segment, recorded: recorded || wasRecorded)
+                return
+            }
             if case .body(let count) = notice.kind, let index = notices.indices.last,
                 notices[index].token == notice.token,
                 notices[index].slot == notice.slot, case .body(let before) = notices[index].kind
@@ -27,6 +37,9 @@ extension NetworkQueue {
         override func flush() {
             guard let owner else { return }
             let queue = unsafeDowncast(owner, to: NetworkQueue.self)
+            if LockCounter.isCounting.load(ordering: .relaxed), !notices.isEmpty {
+                LockCounter.passes.add(1, ordering: .relaxed)
+            }
             while !notices.isEmpty {
                 let actions = queue.locked.withLock { $0.machine.notices(&notices, now: queue.clock.now()) }
                 // Moved out by the machine: what is left holds nothing, and its room is kept for the next pass.

@@ -20,7 +20,7 @@ import Foundation
 /// ``cancelAll()`` first to have each reported as cancelled.
 public final class NetworkQueue: Sendable {
     /// The engine and the shell's state beside it, under the queue's one lock.
-    let locked: Locked<LockedState>
+    let locked: QueueLock<LockedState>
     let transport: any Transport
     /// The transport again when it can lend a file-bound body (see ``LendingTransport``), found once.
     let lender: (any LendingTransport)?
@@ -66,7 +66,7 @@ public final class NetworkQueue: Sendable {
             limit: 4, ceiling: Self.concurrencyCeiling, seed: UInt64.random(in: 1...UInt64.max))
         machine.outbox.wallClockOrigin = Date().timeIntervalSince1970 - clock.now()
         machine.redirectPolicy = transport.redirectPolicy
-        self.locked = Locked(LockedState(machine: machine))
+        self.locked = QueueLock(LockedState(machine: machine))
         self.deliveryQueue = DispatchQueue(label: "NetworkQueue.delivery", target: delegateQueue)
         self.launcher = Launcher()
         self.foundationProgress = Self.makeFoundationProgress()

@@ -13,13 +13,25 @@ import Foundation
 /// Each connection's events are serial. Once the first head says the file is not one to split on, the first
 /// connection's events go on as a transfer of one connection (``Route``).
 final class SplitDownload: ConnectionShell {
-    /// Where one connection's events go: to the machine, or (once it passes on) as a transfer of one connection.
-    /// Touched only by that connection's events, which are serial.
+    /// Where one connection's events go: to the machine, or (once it passes on) as a transfer of one connection; and
+    /// where its bytes go without asking (its cursor).
     final class Route: @unchecked Sendable {
+        // Unchecked: touched only by the connection's events, which are serial.
         var passes = false
         /// The actions of its last event, emptied: their capacity is reused, so that a body piece allocates nothing.
         var buffer: [ConnectionWork] = []
+        /// The offset in the file of the next byte its server sends.
+        var position: Int64
+        /// True when bytes were written through its cursor since the machine last heard its position.
+        var unheard = false
+        /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
+        let cursor = Locked<(cursor: SplitMachine.Cursor?, sequence: Int)>((nil, 0))
+
+        init(position: Int64) { self.position = position }
     }
+
+    /// Each connection's route, by connection: an aim finds its connection here.
+    private let routes = Locked<[Int: Route]>([:])
 
     let transport: any Transport
     /// The transport, when it lends bodies (the file's bytes then skip a copy).
@@ -60,6 +72,17 @@ final class SplitDownload: ConnectionShell {
         if case .data(let data) = event {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
+        if case .head(let head) = event, !ResponseRules.isInterim(head) {
+            // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
+            // range is the whole file).
+            let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
+            route.position = head.statusCode == 206 ? range?.first ?? route.position : 0
+        }
+        if case .completed = event, route.unheard {
+            // What it wrote through its cursor is heard before its end (its notice may be waiting for the pass's end).
+            handIn(.bytes(0, connection: id, at: route.position), route: route)
+            route.unheard = false
+        }
         handIn(.transfer(event, connection: id), route: route, current: event)
     }
 
@@ -72,8 +95,25 @@ final class SplitDownload: ConnectionShell {
         return pipeline.lend(piece)
     }
 
+    /// A body piece of connection `id`: written at once when its cursor has room for all of it, and counted by a notice
+    /// batched with the engine pass's others (``TransferNotice/Kind/reached(connection:through:segment:recorded:)``);
+    /// otherwise the machine is asked where its bytes go.
     private func body(_ bytes: UnsafeRawBufferPointer, connection id: Int, route: Route) {
-        handIn(.bytes(bytes.count, connection: id), route: route, bytes: bytes)
+        if LockCounter.isCounting.load(ordering: .relaxed) { LockCounter.pieces.add(1, ordering: .relaxed) }
+        let position = route.position
+        let count = Int64(bytes.count)
+        route.position += count
+        if let cursor = route.cursor.withLock({ $0.cursor }), position >= cursor.from, position + count <= cursor.end {
+            let result = sink.writeSegment(
+                bytes, at: position, segment: cursor.segment, recordingAfter: cursor.recordAfter)
+            if let failure = result.failure { return handIn(.writeFailed(failure), route: route) }
+            route.unheard = true
+            let kind = TransferNotice.Kind.reached(
+                connection: id, through: position + count, segment: cursor.segment, recorded: result.recorded)
+            return owner.tell(TransferNotice(slot: slot, token: token, kind: kind), batching: true)
+        }
+        route.unheard = false
+        handIn(.bytes(bytes.count, connection: id, at: position), route: route, bytes: bytes)
     }
 
     // MARK: What the request's machine decided
@@ -85,6 +125,9 @@ final class SplitDownload: ConnectionShell {
         bytes: UnsafeRawBufferPointer? = nil
     ) {
         let (slot, token) = (slot, token)
+        if case .bytes = event, LockCounter.isCounting.load(ordering: .relaxed) {
+            LockCounter.pieceAsks.add(1, ordering: .relaxed)
+        }
         var work: [ConnectionWork] = []
         if let route { swap(&work, &route.buffer) }
         owner.ask(&work) { machine, now, work in
@@ -124,8 +167,12 @@ final class SplitDownload: ConnectionShell {
                 _ = sink.endSegment(segment: segment)
             case .stop(let cell):
                 cell.cancel()?.cancel()
-            case .start(let id, let request, let cell):
-                start(id, request, cell)
+            case .start(let id, let request, let cell, let position):
+                start(id, request, cell, at: position)
+            case .aim(let id, let cursor, let sequence):
+                routes.withLock { $0[id] }?.cursor.withLock { aimed in
+                    if sequence > aimed.sequence { aimed = (cursor, sequence) }
+                }
             case .beginFile(let shape, let done, let head):
                 handIn(.fileBegun(begin(shape, done: done, head: head)), route: route)
             case .passOn:
@@ -138,9 +185,10 @@ final class SplitDownload: ConnectionShell {
         if wrote { handIn(.written(kept, recorded: recorded, failure: failure), route: route) }
     }
 
-    /// Starts connection `id`, its handle going to `cell`.
-    private func start(_ id: Int, _ request: URLRequest, _ cell: TransferCell) {
-        let route = Route()
+    /// Starts connection `id`, whose server's first byte is at `position` of the file, its handle going to `cell`.
+    private func start(_ id: Int, _ request: URLRequest, _ cell: TransferCell, at position: Int64) {
+        let route = Route(position: position)
+        routes.withLock { $0[id] = route }
         let started =
             if let lender {
                 lender.startTransfer(
