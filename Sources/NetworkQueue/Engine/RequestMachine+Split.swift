@@ -155,7 +155,7 @@ enum ConnectionWork {
     case start(id: Int, URLRequest, TransferCell, at: Int64)
     /// Connection `id` may write its bytes within `cursor` without asking (nil: none; each piece is asked about). Aims
     /// are numbered (`sequence`): one performed late, after a later one, is dropped.
-    case aim(id: Int, SplitMachine.Cursor?, sequence: Int)
+    case aim(id: Int, ConnectionCursor?, sequence: Int)
     /// Stop a connection's transfer.
     case stop(TransferCell)
     /// Write `count` bytes of the body piece in hand from `from` on at `offset` of the part, for `segment`; the
@@ -172,6 +172,16 @@ enum ConnectionWork {
     case passOn
     /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
     case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
+}
+
+/// Where a connection of a split file may write its bytes without asking: the bytes of its stream from `from` (or
+/// where its stream is, if later) to `end` of the file, for `segment`, the record saved once `recordAfter` bytes were
+/// written since the last. Given by ``ConnectionWork/aim(id:_:sequence:)``.
+struct ConnectionCursor: Equatable, Sendable {
+    let segment: Int
+    let from: Int64
+    let end: Int64
+    let recordAfter: Int64
 }
 
 /// The shell of a split file: does its ``ConnectionWork``. Work that follows a shell's own event is done by it at

@@ -34,16 +34,6 @@ extension SplitMachine {
         var racingFrom: Int64?
     }
 
-    /// Where a connection may write its bytes without asking: the bytes of its stream from `from` (or where its stream
-    /// is, if later) to `end` of the file, for `segment`, the record saved once `recordAfter` bytes were written since
-    /// the last. Given by ``ConnectionWork/aim(id:_:sequence:)``.
-    struct Cursor: Equatable, Sendable {
-        let segment: Int
-        let from: Int64
-        let end: Int64
-        let recordAfter: Int64
-    }
-
     /// Where the download is. Each mode carries what only it has (issue 62), as the request's phases do.
     enum Mode {
         /// The first connection's head has not come.

@@ -50,7 +50,7 @@ struct SplitMachine {
     private(set) var connections: [Int: Connection] = [:]
     private var nextConnection = 0
     /// The cursor each connection was last given (``aimConnections(now:_:)``), and how many were given.
-    private var aimed: [Int: Cursor] = [:]
+    private var aimed: [Int: ConnectionCursor] = [:]
     private var aims = 0
     private var mostConnections = 1
     private var lastError: URLError?
@@ -178,7 +178,8 @@ struct SplitMachine {
         }
         // The engine hears the head before any count, and before any other connection starts.
         actions.append(.hearHead(beginning.head))
-        if !probing { share(&actions) }
+        // A file of one connection (N = 1) shares nothing: no loan is asked for, and no end game is looked at.
+        if !probing, connectionLimit > 1 { share(&actions) }
     }
 
     /// `count` body bytes of connection `id` came, the first at `position` of the file (nil: where the machine last
@@ -276,7 +277,7 @@ struct SplitMachine {
         sharing.sinceLoanAsked += kept
         if case .judging(let since, let received, let saidAlone) = sharing.pace {
             judgePace(sharing, since: since, received: received + kept, saidAlone: saidAlone, now: now, &actions)
-        } else if sharing.sinceLoanAsked >= Self.askEvery {
+        } else if connectionLimit > 1, sharing.sinceLoanAsked >= Self.askEvery {
             sharing.sinceLoanAsked = 0
             askForConnections(&actions)
         }
@@ -289,7 +290,11 @@ struct SplitMachine {
             if let loan { actions.append(.giveBack(loan)) }
             return
         }
-        if let loan { sharing.loans.append(loan) }
+        if let loan {
+            // Not asked for (a file of one connection, or one that holds all it may): given back.
+            guard sharing.loans.count < connectionLimit - 1 else { return actions.append(.giveBack(loan)) }
+            sharing.loans.append(loan)
+        }
         fillConnections(now: now, &actions)
     }
 
@@ -323,12 +328,13 @@ struct SplitMachine {
         guard let sharing else { return }
         for id in connections.keys.sorted() {
             guard let connection = connections[id] else { continue }
-            var cursor: Cursor?
+            var cursor: ConnectionCursor?
             if connection.isAccepted, connection.racingFrom == nil, let segment = connection.segment,
                 let current = sharing.plan.segments.first(where: { $0.id == segment })
             {
                 let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
-                cursor = Cursor(segment: segment, from: current.next, end: current.end, recordAfter: threshold)
+                cursor = ConnectionCursor(
+                    segment: segment, from: current.next, end: current.end, recordAfter: threshold)
             }
             let before = aimed[id]
             if before?.segment == cursor?.segment, before?.end == cursor?.end { continue }
@@ -751,7 +757,7 @@ struct SplitMachine {
     /// connection could be judged, so that a range whose connection stalls is raced even when no connection comes
     /// free (a ``QueueTimer`` entry of the request). Not under the queue's rate cap, which may be what slows them.
     private mutating func scheduleRecheck(now: Double, _ actions: inout [Action]) {
-        guard let sharing, case .shared = sharing.pace, !isCapped, sharing.recheckAt == nil,
+        guard let sharing, connectionLimit > 1, case .shared = sharing.pace, !isCapped, sharing.recheckAt == nil,
             sharing.plan.waiting.isEmpty, !connections.isEmpty
         else { return }
         let at = now + sharing.settleTime

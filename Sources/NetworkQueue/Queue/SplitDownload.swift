@@ -25,7 +25,7 @@ final class SplitDownload: ConnectionShell {
         /// True when bytes were written through its cursor since the machine last heard its position.
         var unheard = false
         /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
-        let cursor = Locked<(cursor: SplitMachine.Cursor?, sequence: Int)>((nil, 0))
+        let cursor = Locked<(cursor: ConnectionCursor?, sequence: Int)>((nil, 0))
 
         init(position: Int64) { self.position = position }
     }
