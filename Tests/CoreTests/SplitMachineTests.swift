@@ -68,9 +68,12 @@ import Testing
         }
 
         /// Connection `id` wrote through its cursor for `segment` up to `through` (the shell's batched notice).
-        mutating func reached(_ through: Int64, to id: Int, segment: Int, at time: Double? = nil) -> [String] {
+        mutating func reached(
+            _ through: Int64, to id: Int, segment: Int, recorded: Bool = false, at time: Double? = nil
+        ) -> [String] {
             on(time) {
-                $0.handle(.reached(connection: id, through: through, segment: segment, recorded: false), now: $1, &$2)
+                $0.handle(
+                    .reached(connection: id, through: through, segment: segment, recorded: recorded), now: $1, &$2)
             }
         }
 
@@ -118,7 +121,9 @@ import Testing
             switch work {
             case .aim(let id, let cursor, _):
                 guard showsAims else { return nil }
-                return "aim \(id) " + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end)" } ?? "none")
+                return "aim \(id) "
+                    + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end) record \($0.recordAfter >> 20) MiB" }
+                        ?? "none")
             case .start(let id, let request, let cell, _):
                 cells[id] = cell
                 let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
@@ -206,13 +211,23 @@ extension SplitMachineTests {
         var bench = Bench(connections: 1, mirrors: 0)
         bench.showsAims = true
         #expect(bench.head(Self.head(), to: 0) == ["begin file 4194304 200"])
-        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304"])
+        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304 record 1 MiB"])
         #expect(bench.reached(Self.mib, to: 0, segment: 1) == ["count 1048576"])
         // A notice late, or twice, counts nothing more.
         #expect(bench.reached(Self.mib, to: 0, segment: 1) == [])
+        // The record saved: the next is due after 64 MiB, until a tenth of a second has passed, then after 1 MiB.
+        #expect(
+            bench.reached(Self.mib + 10, to: 0, segment: 1, recorded: true, at: 0.5) == [
+                "count 10", "aim 0 s1 @1048586..<4194304 record 64 MiB",
+            ])
+        #expect(bench.reached(Self.mib + 20, to: 0, segment: 1, at: 0.55) == ["count 10"])
+        #expect(
+            bench.reached(Self.mib + 30, to: 0, segment: 1, at: 0.61) == [
+                "count 10", "aim 0 s1 @1048606..<4194304 record 1 MiB",
+            ])
         #expect(
             bench.reached(Self.length, to: 0, segment: 1) == [
-                "end s1", "aim 0 none", "stop 0", "count 3145728", "finish 4194304 over 1 [4194304]",
+                "end s1", "aim 0 none", "stop 0", "count 3145698", "finish 4194304 over 1 [4194304]",
             ])
     }
 
@@ -223,22 +238,24 @@ extension SplitMachineTests {
         var bench = Bench()
         bench.showsAims = true
         _ = bench.head(Self.head(), to: 0)
-        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304"])
+        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304 record 1 MiB"])
         #expect(bench.reached(Self.k64, to: 0, segment: 1, at: 0.001) == ["count 65536"])
         #expect(
             bench.reached(2 * Self.k64, to: 0, segment: 1, at: 0.02) == [
                 "count 65536", "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
-                "aim 0 s1 @131072..<1485483",
+                "aim 0 s1 @131072..<1485483 record 1 MiB",
             ])
         // Written past the new end before the cursor shrank: the next range waits, and the connection takes it.
         #expect(
             bench.reached(2_000_000, to: 0, segment: 1) == [
-                "end s1", "count 1868928", "aim 0 s2 @2000000..<2839894",
+                "end s1", "count 1868928", "aim 0 s2 @2000000..<2839894 record 1 MiB",
             ])
         // The range left goes to a lent connection, whose cursor comes with its accepted head.
         #expect(bench.lend(1) == ["start 1 m1 2839894-4194303", "recheck at 0.12"])
         #expect(
-            bench.head(Self.head(206, range: "2839894-4194303"), to: 1) == ["heed 206", "aim 1 s3 @2839894..<4194304"])
+            bench.head(Self.head(206, range: "2839894-4194303"), to: 1) == [
+                "heed 206", "aim 1 s3 @2839894..<4194304 record 1 MiB",
+            ])
         // The rest of range 2 through its cursor, and a piece of range 3 through its own.
         // Its range done, the next one runs on connection 1: it stops (its cursor withdrawn first), and its loan goes.
         #expect(

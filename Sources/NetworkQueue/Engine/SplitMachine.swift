@@ -336,8 +336,14 @@ struct SplitMachine {
                 cursor = ConnectionCursor(
                     segment: segment, from: current.next, end: current.end, recordAfter: threshold)
             }
+            // Given again when its segment, its end or its record's threshold changed (a tenth of a second after the
+            // record was saved, the next is due after 1 MiB rather than 64: SplitRules.recordThreshold).
             let before = aimed[id]
-            if before?.segment == cursor?.segment, before?.end == cursor?.end { continue }
+            if before?.segment == cursor?.segment, before?.end == cursor?.end,
+                before?.recordAfter == cursor?.recordAfter
+            {
+                continue
+            }
             aimed[id] = cursor
             aims += 1
             actions.append(.work(.aim(id: id, cursor, sequence: aims)))
