@@ -14,14 +14,15 @@ extension FileSink {
     /// Returned by ``openRegular(_:in:_:)`` for a path that is not a regular file.
     static let notRegular: Int32 = -2
 
-    /// The entries of one part, as the `*at` calls name them relative to ``folder``.
+    /// The entries of one part, as the `*at` calls name them relative to ``folder``: the part, and beside it (made
+    /// when asked for: most files need neither) its validator and its split record.
     struct Names {
         let folder: Int32
         let partial: String
-        let validator: String
-        let record: String
         /// The part's path, for messages.
         let partialPath: String
+        var validator: String { FileSink.validatorPath(of: partial) }
+        var record: String { FileSink.recordPath(of: partial) }
     }
 
     /// Opens `name` in `folder` with `flags` (which hold `O_NONBLOCK`, so that a FIFO never blocks the open) and
@@ -246,7 +247,8 @@ extension FileSink {
             var info = stat()
             guard fstatat(folder.fd, partial, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return -1 }
             // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
-            return openat(folder.fd, folder.ownName, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
+            let own = folder.ownName(besides: partial)
+            return openat(folder.fd, own, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
         #else
             return -1
         #endif

@@ -138,12 +138,11 @@ final class FileSink: Sendable {
         // long) is refused now, before anything is opened, and the folder is held from here on.
         let folder = try HeldFolder.of(destinationPath, guardian: claim.outputFolder)
         self.folder = folder
-        let leaf = Self.lastComponent(of: destinationPath)
-        destinationName = folder.name(leaf)
-        let part = Self.partPath(of: leaf)
+        let leaf = folder.isGuarded ? Self.lastComponent(of: destinationPath) : ""
+        destinationName = folder.name(leaf: leaf, path: destinationPath)
         names = Names(
-            folder: folder.fd, partial: folder.name(part), validator: folder.name(Self.validatorPath(of: part)),
-            record: folder.name(Self.recordPath(of: part)), partialPath: partialPath)
+            folder: folder.fd, partial: folder.name(leaf: Self.partPath(of: leaf), path: partialPath),
+            partialPath: partialPath)
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
         // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
         // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
@@ -194,7 +193,7 @@ final class FileSink: Sendable {
         if claim.isForeign {
             // Another origin's file is at the destination: this one goes beside it, under the next free name.
             (opened.responseTarget, opened.targetClaim, opened.replacesTarget) = Self.freeName(
-                leaf, besides: destinationPath, in: folder, claim: claim)
+                Self.lastComponent(of: destinationPath), besides: destinationPath, in: folder, claim: claim)
         }
         state = Locked(opened)
         _ = claim.replaceSink(with: self)
@@ -387,7 +386,7 @@ final class FileSink: Sendable {
         if state.replacesTarget { return replace(&state, at: target) }
         var target = target
         for _ in 0..<Self.freeNameTries {
-            let name = folder.name(Self.lastComponent(of: target))
+            let name = folder.name(leaf: Self.lastComponent(of: target), path: target)
             let linked =
                 state.isNamed
                 ? Self.hardLink(names.partial, in: folder.fd, to: name) : Self.link(state.fd, in: folder.fd, to: name)
@@ -424,7 +423,8 @@ final class FileSink: Sendable {
         if state.fd >= 0 { closeDescriptor(state.fd) }
         state.fd = -1
         if state.segments != nil || resumed != nil { remove(names.record) }
-        guard renameat(folder.fd, names.partial, folder.fd, folder.name(Self.lastComponent(of: target))) == 0 else {
+        let name = folder.name(leaf: Self.lastComponent(of: target), path: target)
+        guard renameat(folder.fd, names.partial, folder.fd, name) == 0 else {
             return .fileError(path: target, reason: String(cString: strerror(errno)))
         }
         if state.hasValidator { remove(names.validator) }
@@ -451,7 +451,7 @@ final class FileSink: Sendable {
                 return (nil, nil, false)
             }
             var info = stat()
-            let entry = held.name(candidate)
+            let entry = held.name(leaf: candidate, path: path)
             let isFree = fstatat(held.fd, entry, &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
             let isOwn =
                 !isFree && !claim.origin.isEmpty && (info.st_mode & S_IFMT) == S_IFREG
@@ -499,7 +499,7 @@ final class FileSink: Sendable {
     static func removePart(of claim: DestinationClaim) {
         // Below a guardian, the folder is reached without a link: one swapped in since holds nothing of ours.
         guard let folder = try? HeldFolder.of(claim.path, guardian: claim.outputFolder) else { return }
-        let partial = folder.name(partPath(of: lastComponent(of: claim.path)))
+        let partial = folder.name(leaf: partPath(of: lastComponent(of: claim.path)), path: partPath(of: claim.path))
         unlinkat(folder.fd, partial, 0)
         unlinkat(folder.fd, validatorPath(of: partial), 0)
         unlinkat(folder.fd, recordPath(of: partial), 0)
@@ -509,7 +509,7 @@ final class FileSink: Sendable {
     private static func partPath(of destination: String) -> String { destination + ".part" }
 
     /// The validator file beside the part file `partial`.
-    private static func validatorPath(of partial: String) -> String { partial + ".validator" }
+    static func validatorPath(of partial: String) -> String { partial + ".validator" }
 
     /// The record of a split part `partial` (see ``SegmentRecord``).
     static func recordPath(of partial: String) -> String { partial + ".segments" }

@@ -14,21 +14,19 @@ import Foundation
 /// Below an ``OutputFolder`` the folder is opened by its guardian, without following a link, and held open; the
 /// commit asks the guardian again whether the same folder still stands at its place (``refusalAtCommit()``). Without
 /// one the folder is the user's path, followed as any path a user gives: names are then absolute paths relative to
-/// the working directory's descriptor (`AT_FDCWD`), which costs no call.
+/// the working directory's descriptor (`AT_FDCWD`), which costs no call, and one shared object (``unguarded``) stands
+/// for every such folder.
 final class HeldFolder: Sendable {
     /// The descriptor names are relative to: the folder's own, or `AT_FDCWD`.
     let fd: Int32
-    /// The folder's absolute path, for messages.
-    let path: String
     /// The guardian that opened it, and its folders below the guardian's (nil: the user's path, not guarded).
     private let guardian: OutputFolder?
     private let folders: [String]
     /// True when ``fd`` is this object's own (a folder below the guardian's), closed with it.
     private let ownsDescriptor: Bool
 
-    private init(fd: Int32, path: String, guardian: OutputFolder?, folders: [String], ownsDescriptor: Bool) {
+    private init(fd: Int32, guardian: OutputFolder?, folders: [String], ownsDescriptor: Bool) {
         self.fd = fd
-        self.path = path
         self.guardian = guardian
         self.folders = folders
         self.ownsDescriptor = ownsDescriptor
@@ -36,29 +34,31 @@ final class HeldFolder: Sendable {
 
     deinit { if ownsDescriptor { closeDescriptor(fd) } }
 
+    /// Every folder no guardian holds: names are absolute paths, relative to `AT_FDCWD`.
+    static let unguarded = HeldFolder(fd: AT_FDCWD, guardian: nil, folders: [], ownsDescriptor: false)
+
     /// The folder of the file at the absolute `destination`: opened by `guardian` without following a link (nil:
-    /// the user's path, unopened). Throws why it cannot be.
+    /// the user's path, unopened: ``unguarded``). Throws why it cannot be.
     static func of(_ destination: String, guardian: OutputFolder?) throws(NetworkQueueError) -> HeldFolder {
-        let folderPath = destination.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(destination[..<$0]) } ?? ""
-        guard let guardian else {
-            return HeldFolder(
-                fd: AT_FDCWD, path: folderPath.isEmpty ? "/" : folderPath, guardian: nil, folders: [],
-                ownsDescriptor: false)
-        }
+        guard let guardian else { return unguarded }
         switch guardian.openFolder(of: destination) {
         case .failure(let problem): throw .fileError(path: destination, reason: problem.description)
         case .success(let (fd, folders)):
             return HeldFolder(
-                fd: fd, path: folderPath, guardian: guardian, folders: folders,
-                ownsDescriptor: fd != guardian.heldDescriptor)
+                fd: fd, guardian: guardian, folders: folders, ownsDescriptor: fd != guardian.heldDescriptor)
         }
     }
 
-    /// The name of the entry `leaf` of this folder, as the `*at` calls take it with ``fd``.
-    func name(_ leaf: String) -> String { guardian == nil ? path + "/" + leaf : leaf }
+    /// The name of the entry at the absolute `path` in this folder (its last component `leaf`), as the `*at` calls
+    /// take it with ``fd``: the leaf in a folder held, the path itself otherwise (nothing is made).
+    func name(leaf: @autoclosure () -> String, path: String) -> String { guardian == nil ? path : leaf() }
 
-    /// The name of the folder itself (where an unnamed file is made).
-    var ownName: String { guardian == nil ? path : "." }
+    /// The name of this folder itself, the folder of the absolute `path` (where an unnamed file is made).
+    func ownName(besides path: String) -> String {
+        guard guardian == nil else { return "." }
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex else { return "/" }
+        return String(path[..<slash])
+    }
 
     /// True when the folder is held by a guardian.
     var isGuarded: Bool { guardian != nil }
