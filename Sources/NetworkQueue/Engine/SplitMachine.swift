@@ -27,6 +27,10 @@ struct SplitMachine {
     static let askEvery: Int64 = 4 << 20
     /// Connections of the last location started again in one attempt after one broke having received bytes.
     static let restartLimit = 16
+    /// While the first connection's pace is judged, its cursor reaches this far ahead of its next byte in the first
+    /// window, and at least this far, at most half a window's bytes at its pace, in the later ones
+    /// (``judgingStep(received:elapsed:)``).
+    static let judgingStep: Int64 = 64 << 10
 
     // What the download is.
     /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
@@ -333,8 +337,14 @@ struct SplitMachine {
                 let current = sharing.plan.segments.first(where: { $0.id == segment })
             {
                 let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
-                cursor = ConnectionCursor(
-                    segment: segment, from: current.next, end: current.end, recordAfter: threshold)
+                var end = current.end
+                if case .judging(let since, let received, let saidAlone) = sharing.pace {
+                    // The first window in small steps (a throttled server's first burst comes at the loopback's pace);
+                    // the later ones, once one connection was found enough for now, at their own pace.
+                    let step = saidAlone ? Self.judgingStep(received: received, elapsed: now - since) : Self.judgingStep
+                    end = min(end, current.next + step)
+                }
+                cursor = ConnectionCursor(segment: segment, from: current.next, end: end, recordAfter: threshold)
             }
             // Given again when its segment, its end or its record's threshold changed (a tenth of a second after the
             // record was saved, the next is due after 1 MiB rather than 64: SplitRules.recordThreshold).
@@ -348,6 +358,16 @@ struct SplitMachine {
             aims += 1
             actions.append(.work(.aim(id: id, cursor, sequence: aims)))
         }
+    }
+
+    /// How far ahead of its next byte the first connection's cursor reaches while its pace is judged in a window after
+    /// the first: the machine hears its bytes about twice a window (`received` bytes in `elapsed` seconds of this
+    /// window), at least every ``judgingStep`` bytes, so that the pace is judged when its window ends, not when a long
+    /// engine pass's notices come.
+    private static func judgingStep(received: Int64, elapsed: Double) -> Int64 {
+        guard received > 0, elapsed > 0 else { return judgingStep }
+        let halfWindow = Double(received) / elapsed * SplitRules.probeSeconds / 2
+        return max(judgingStep, Int64(min(halfWindow, Double(Int64.max / 4))))
     }
 
     // MARK: The first head
