@@ -73,7 +73,7 @@ import Testing
         ) -> [String] {
             on(time) {
                 $0.handle(
-                    .reached(connection: id, through: through, segment: segment, recorded: recorded), now: $1, &$2)
+                    .reached(connection: id, through: through, segment: segment), now: $1, &$2)
             }
         }
 
@@ -122,7 +122,7 @@ import Testing
             case .aim(let id, let cursor, _):
                 guard showsAims else { return nil }
                 return "aim \(id) "
-                    + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end) record \($0.recordAfter >> 20) MiB" }
+                    + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end)" }
                         ?? "none")
             case .start(let id, let request, let cell, _):
                 cells[id] = cell
@@ -135,6 +135,7 @@ import Testing
             case .write(let from, let count, let offset, let segment, _):
                 return "write \(from == 0 ? "" : "\(from)+")\(count)@\(offset) s\(segment)"
             case .endSegment(let segment): return "end s\(segment)"
+            case .saveRecord: return "save record"
             case .beginFile(let shape, let done, let head):
                 return "begin file \(shape.length) \(head.statusCode)\(done.isEmpty ? "" : " done \(done)")"
             case .passOn: return "pass on"
@@ -211,23 +212,17 @@ extension SplitMachineTests {
         var bench = Bench(connections: 1, mirrors: 0)
         bench.showsAims = true
         #expect(bench.head(Self.head(), to: 0) == ["begin file 4194304 200"])
-        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304 record 1 MiB"])
-        #expect(bench.reached(Self.mib, to: 0, segment: 1) == ["count 1048576"])
+        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<4194304"])
+        // A tenth of a second and more since the last record (none yet): saved once 1 MiB came through cursors.
+        #expect(bench.reached(Self.mib, to: 0, segment: 1) == ["count 1048576", "save record"])
         // A notice late, or twice, counts nothing more.
         #expect(bench.reached(Self.mib, to: 0, segment: 1) == [])
-        // The record saved: the next is due after 64 MiB, until a tenth of a second has passed, then after 1 MiB.
-        #expect(
-            bench.reached(Self.mib + 10, to: 0, segment: 1, recorded: true, at: 0.5) == [
-                "count 10", "aim 0 s1 @1048586..<4194304 record 64 MiB",
-            ])
-        #expect(bench.reached(Self.mib + 20, to: 0, segment: 1, at: 0.55) == ["count 10"])
-        #expect(
-            bench.reached(Self.mib + 30, to: 0, segment: 1, at: 0.61) == [
-                "count 10", "aim 0 s1 @1048606..<4194304 record 1 MiB",
-            ])
+        // Within a tenth of a second of the last record, the next is due after 64 MiB; then after 1 MiB again.
+        #expect(bench.reached(2 * Self.mib, to: 0, segment: 1, at: 0.05) == ["count 1048576"])
+        #expect(bench.reached(2 * Self.mib + 10, to: 0, segment: 1, at: 0.2) == ["count 10", "save record"])
         #expect(
             bench.reached(Self.length, to: 0, segment: 1) == [
-                "end s1", "aim 0 none", "stop 0", "count 3145698", "finish 4194304 over 1 [4194304]",
+                "end s1", "aim 0 none", "stop 0", "count 2097142", "finish 4194304 over 1 [4194304]",
             ])
     }
 
@@ -239,26 +234,26 @@ extension SplitMachineTests {
         bench.showsAims = true
         _ = bench.head(Self.head(), to: 0)
         // While its pace is judged, the first connection's cursor reaches a step ahead: its bytes are heard often.
-        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<65536 record 1 MiB"])
+        #expect(bench.fileBegun() == ["hear 200", "aim 0 s1 @0..<65536"])
         #expect(
             bench.reached(Self.k64, to: 0, segment: 1, at: 0.001) == [
-                "count 65536", "aim 0 s1 @65536..<131072 record 1 MiB",
+                "count 65536", "aim 0 s1 @65536..<131072",
             ])
         #expect(
             bench.reached(2 * Self.k64, to: 0, segment: 1, at: 0.02) == [
                 "count 65536", "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
-                "aim 0 s1 @131072..<1485483 record 1 MiB",
+                "aim 0 s1 @131072..<1485483",
             ])
         // Written past the new end before the cursor shrank: the next range waits, and the connection takes it.
         #expect(
             bench.reached(2_000_000, to: 0, segment: 1) == [
-                "end s1", "count 1868928", "aim 0 s2 @2000000..<2839894 record 1 MiB",
+                "end s1", "count 1868928", "save record", "aim 0 s2 @2000000..<2839894",
             ])
         // The range left goes to a lent connection, whose cursor comes with its accepted head.
         #expect(bench.lend(1) == ["start 1 m1 2839894-4194303", "recheck at 0.12"])
         #expect(
             bench.head(Self.head(206, range: "2839894-4194303"), to: 1) == [
-                "heed 206", "aim 1 s3 @2839894..<4194304 record 1 MiB",
+                "heed 206", "aim 1 s3 @2839894..<4194304",
             ])
         // The rest of range 2 through its cursor, and a piece of range 3 through its own.
         // Its range done, the next one runs on connection 1: it stops (its cursor withdrawn first), and its loan goes.

@@ -22,7 +22,7 @@ extension RequestMachine {
         /// `count` body bytes of connection `id` came, the first at `at` of the file (its cursor had no room for them).
         case bytes(Int, connection: Int, at: Int64?)
         /// Connection `connection` wrote its bytes through its cursor for `segment` up to `through` (a batched notice).
-        case reached(connection: Int, through: Int64, segment: Int, recorded: Bool)
+        case reached(connection: Int, through: Int64, segment: Int)
         /// A write through a cursor failed.
         case writeFailed(NetworkQueueError)
         /// The writes of the last ``bytes(_:connection:)`` are done: `kept` bytes in all (the record saved when
@@ -90,9 +90,9 @@ extension RequestMachine {
             attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
         case .bytes(let count, let id, let position):
             attempt.split?.machine.handle(.bytes(count, connection: id, at: position), now: now, &decided)
-        case .reached(let id, let through, let segment, let recorded):
+        case .reached(let id, let through, let segment):
             attempt.split?.machine.handle(
-                .reached(connection: id, through: through, segment: segment, recorded: recorded), now: now, &decided)
+                .reached(connection: id, through: through, segment: segment), now: now, &decided)
         case .writeFailed(let failure):
             attempt.split?.machine.handle(.writeFailed(failure), now: now, &decided)
         case .written(let kept, let recorded, let failure):
@@ -156,6 +156,9 @@ enum ConnectionWork {
     /// Connection `id` may write its bytes within `cursor` without asking (nil: none; each piece is asked about). Aims
     /// are numbered (`sequence`): one performed late, after a later one, is dropped.
     case aim(id: Int, ConnectionCursor?, sequence: Int)
+    /// Save the record of the ranges on disk beside the part (the bytes written through cursors reached the machine's
+    /// threshold: ``SplitRules/recordThreshold(secondsSinceRecord:)``).
+    case saveRecord
     /// Stop a connection's transfer.
     case stop(TransferCell)
     /// Write `count` bytes of the body piece in hand from `from` on at `offset` of the part, for `segment`; the
@@ -175,13 +178,12 @@ enum ConnectionWork {
 }
 
 /// Where a connection of a split file may write its bytes without asking: the bytes of its stream from `from` (or
-/// where its stream is, if later) to `end` of the file, for `segment`, the record saved once `recordAfter` bytes were
-/// written since the last. Given by ``ConnectionWork/aim(id:_:sequence:)``.
+/// where its stream is, if later) to `end` of the file, for `segment`. Given by ``ConnectionWork/aim(id:_:sequence:)``;
+/// the record of what such writes put on disk is saved when the machine says (``ConnectionWork/saveRecord``).
 struct ConnectionCursor: Equatable, Sendable {
     let segment: Int
     let from: Int64
     let end: Int64
-    let recordAfter: Int64
 }
 
 /// The shell of a split file: does its ``ConnectionWork``. Work that follows a shell's own event is done by it at

@@ -46,9 +46,9 @@ extension SplitMachine {
         /// `count` body bytes of connection `id` came, the first at `at` of the file (nil: where the machine last knew
         /// its stream): where the plan keeps them, each a ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``.
         case bytes(Int, connection: Int, at: Int64?)
-        /// Connection `connection` wrote its bytes through its cursor for `segment` up to `through` of the file (the
-        /// record saved when `recorded`): a batched notice, applied at the end of an engine pass.
-        case reached(connection: Int, through: Int64, segment: Int, recorded: Bool)
+        /// Connection `connection` wrote its bytes through its cursor for `segment` up to `through` of the file: a
+        /// batched notice, applied at the end of an engine pass.
+        case reached(connection: Int, through: Int64, segment: Int)
         /// A write through a cursor failed: the attempt fails with this error.
         case writeFailed(NetworkQueueError)
         /// The writes of the last ``bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when

@@ -93,6 +93,8 @@ extension SplitMachine {
         var sinceLoanAsked: Int64 = 0
         /// When the record beside the part was last saved (queue clock).
         var recordedAt = -Double.infinity
+        /// Bytes written through cursors and counted since the record was last saved.
+        var unrecorded: Int64 = 0
         /// When the next look at the end game is due, while one is scheduled (queue clock).
         var recheckAt: Double?
         /// The longest a connection of the file took from its start to its accepted head, in seconds.

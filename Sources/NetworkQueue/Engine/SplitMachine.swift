@@ -131,8 +131,8 @@ struct SplitMachine {
         case .bytes(let count, let id, let position): bytes(count, connection: id, at: position, now: now, &actions)
         case .written(let kept, let recorded, let failure):
             written(kept, recorded: recorded, failure: failure, now: now, &actions)
-        case .reached(let id, let through, let segment, let recorded):
-            reached(id, through: through, segment: segment, recorded: recorded, now: now, &actions)
+        case .reached(let id, let through, let segment):
+            reached(id, through: through, segment: segment, now: now, &actions)
         case .writeFailed(let failure):
             guard sharing != nil else { break }
             end(failing: false, &actions)
@@ -226,18 +226,25 @@ struct SplitMachine {
         }
     }
 
-    /// Connection `id` wrote its bytes through its cursor for `segment` up to `through` (the record saved when
-    /// `recorded`): what the machine had not heard of is counted. Nothing when the segment is not the connection's any
-    /// more (raced, stopped): its bytes were the file's, and are fetched again by the segment's new connection.
+    /// Connection `id` wrote its bytes through its cursor for `segment` up to `through`: what the machine had not heard
+    /// of is counted, and the record saved when its threshold is reached (``ConnectionWork/saveRecord``). Nothing when
+    /// the segment is not the connection's any more (raced, stopped): its bytes were the file's, and are fetched again
+    /// by the segment's new connection.
     private mutating func reached(
-        _ id: Int, through: Int64, segment: Int, recorded: Bool, now: Double, _ actions: inout [Action]
+        _ id: Int, through: Int64, segment: Int, now: Double, _ actions: inout [Action]
     ) {
-        guard let sharing else { return }
-        if recorded { sharing.recordedAt = now }
-        guard let connection = connections[id], connection.isAccepted, connection.segment == segment,
+        guard sharing != nil, let connection = connections[id], connection.isAccepted, connection.segment == segment,
             through > connection.position
         else { return }
         countWritten(Int(through - connection.position), at: connection.position, connection: id, now: now, &actions)
+        // The record of what cursors wrote is saved as each piece's write would save it: once its threshold's bytes
+        // were counted since the last (a tenth of a second after it: 1 MiB, else 64 MiB).
+        guard let sharing = self.sharing,
+            sharing.unrecorded >= SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
+        else { return }
+        sharing.unrecorded = 0
+        sharing.recordedAt = now
+        actions.append(.work(.saveRecord))
     }
 
     /// `count` bytes of connection `id`'s stream from `position` on were written through its cursor: placed as the
@@ -249,6 +256,7 @@ struct SplitMachine {
         sharing.writesInFlight += 1
         let kept = take(from: 0, count: count, at: position, connection: id, written: true, now: now, &actions)
         sharing.writesInFlight -= 1
+        sharing.unrecorded += kept
         if kept > 0 {
             counted(kept, now: now, &actions)
         } else {
@@ -264,7 +272,10 @@ struct SplitMachine {
     ) {
         guard let sharing else { return }
         sharing.writesInFlight -= 1
-        if recorded { sharing.recordedAt = now }
+        if recorded {
+            sharing.recordedAt = now
+            sharing.unrecorded = 0
+        }
         if let failure {
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
@@ -326,7 +337,7 @@ struct SplitMachine {
 
     /// Gives each connection whose segment changed since its last cursor a new one (``ConnectionWork/aim(id:_:sequence:)``):
     /// the shell writes its bytes within it without asking, and counts them by a batched notice
-    /// (``Event/reached(connection:through:segment:recorded:)``). A connection without an accepted head, raced in the end
+    /// (``Event/reached(connection:through:segment:)``). A connection without an accepted head, raced in the end
     /// game, or without a segment has none: its bytes are asked about one piece at a time.
     private mutating func aimConnections(now: Double, _ actions: inout [Action]) {
         guard let sharing else { return }
@@ -336,7 +347,6 @@ struct SplitMachine {
             if connection.isAccepted, connection.racingFrom == nil, let segment = connection.segment,
                 let current = sharing.plan.segments.first(where: { $0.id == segment })
             {
-                let threshold = SplitRules.recordThreshold(secondsSinceRecord: now - sharing.recordedAt)
                 var end = current.end
                 if case .judging(let since, let received, let saidAlone) = sharing.pace {
                     // The first window in small steps (a throttled server's first burst comes at the loopback's pace);
@@ -344,16 +354,12 @@ struct SplitMachine {
                     let step = saidAlone ? Self.judgingStep(received: received, elapsed: now - since) : Self.judgingStep
                     end = min(end, current.next + step)
                 }
-                cursor = ConnectionCursor(segment: segment, from: current.next, end: end, recordAfter: threshold)
+                cursor = ConnectionCursor(segment: segment, from: current.next, end: end)
             }
             // Given again when its segment, its end or its record's threshold changed (a tenth of a second after the
             // record was saved, the next is due after 1 MiB rather than 64: SplitRules.recordThreshold).
             let before = aimed[id]
-            if before?.segment == cursor?.segment, before?.end == cursor?.end,
-                before?.recordAfter == cursor?.recordAfter
-            {
-                continue
-            }
+            if before?.segment == cursor?.segment, before?.end == cursor?.end { continue }
             aimed[id] = cursor
             aims += 1
             actions.append(.work(.aim(id: id, cursor, sequence: aims)))

@@ -20,9 +20,9 @@ struct TransferNotice {
         case file(RequestMachine.FileEvent)
         /// The body did not hash as expected.
         case checksumMismatch(expected: Checksum, actual: Checksum)
-        /// A split file's connection wrote its bytes through its cursor for `segment` up to `through` (the record saved
-        /// when `recorded`); several in a row of one connection are kept as one.
-        case reached(connection: Int, through: Int64, segment: Int, recorded: Bool)
+        /// A split file's connection wrote its bytes through its cursor for `segment` up to `through`; several in a row
+        /// of one connection are kept as one.
+        case reached(connection: Int, through: Int64, segment: Int)
     }
 
     /// The request's slot and the transfer's token: a notice of a transfer that is no longer current is dropped.
@@ -44,9 +44,9 @@ extension QueueStateMachine {
         case .checksumMismatch(let expected, let actual):
             return transferEnded(
                 .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
-        case .reached(let id, let through, let segment, let recorded):
+        case .reached(let id, let through, let segment):
             let event = RequestMachine.SplitEvent.reached(
-                connection: id, through: through, segment: segment, recorded: recorded)
+                connection: id, through: through, segment: segment)
             splitNotice(event, slot: slot, token: token, now: now)
             return finishEvent(now)
         }
@@ -75,9 +75,9 @@ extension QueueStateMachine {
                     taken.append(
                         transferEnded(
                             .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now))
-                case .reached(let id, let through, let segment, let recorded):
+                case .reached(let id, let through, let segment):
                     let event = RequestMachine.SplitEvent.reached(
-                        connection: id, through: through, segment: segment, recorded: recorded)
+                        connection: id, through: through, segment: segment)
                     splitNotice(event, slot: slot, token: token, now: now)
                 }
             }

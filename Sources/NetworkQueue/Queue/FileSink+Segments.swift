@@ -158,6 +158,14 @@ extension FileSink {
         }
     }
 
+    /// Saves the record of the ranges on disk now (what the connections gathered and did not write yet is not on it).
+    func saveRecordNow() -> NetworkQueueError? {
+        perform { state throws(FileFailure) in
+            guard state.segments != nil else { return }
+            try saveRecord(&state.segments!)
+        }
+    }
+
     /// Writes every connection's buffer and the record, for a part kept for the next attempt or segment.
     func keepSegments(_ state: inout State) throws(FileFailure) {
         guard state.segments != nil, state.fd >= 0 else { return }

@@ -14,13 +14,13 @@ extension NetworkQueue {
         /// Keeps `notice`; body counts of one transfer in a row are kept as one, and so are a split file's connection's
         /// writes through its cursor.
         func keep(_ notice: consuming TransferNotice) {
-            if case .reached(let id, let through, let segment, let recorded) = notice.kind,
+            if case .reached(let id, let through, let segment) = notice.kind,
                 let index = notices.indices.last, notices[index].token == notice.token,
                 notices[index].slot == notice.slot,
-                case .reached(id, let before, segment, let wasRecorded) = notices[index].kind
+                case .reached(id, let before, segment) = notices[index].kind
             {
                 notices[index].kind = .reached(
-                    connection: id, through: max(before, through), segment: segment, recorded: recorded || wasRecorded)
+                    connection: id, through: max(before, through), segment: segment)
                 return
             }
             if case .body(let count) = notice.kind, let index = notices.indices.last,

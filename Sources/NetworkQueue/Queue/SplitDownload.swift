@@ -96,7 +96,7 @@ final class SplitDownload: ConnectionShell {
     }
 
     /// A body piece of connection `id`: written at once when its cursor has room for all of it, and counted by a notice
-    /// batched with the engine pass's others (``TransferNotice/Kind/reached(connection:through:segment:recorded:)``);
+    /// batched with the engine pass's others (``TransferNotice/Kind/reached(connection:through:segment:)``);
     /// otherwise the machine is asked where its bytes go.
     private func body(_ bytes: UnsafeRawBufferPointer, connection id: Int, route: Route) {
         if LockCounter.isCounting.load(ordering: .relaxed) { LockCounter.pieces.add(1, ordering: .relaxed) }
@@ -104,12 +104,12 @@ final class SplitDownload: ConnectionShell {
         let count = Int64(bytes.count)
         route.position += count
         if let cursor = route.cursor.withLock({ $0.cursor }), position >= cursor.from, position + count <= cursor.end {
-            let result = sink.writeSegment(
-                bytes, at: position, segment: cursor.segment, recordingAfter: cursor.recordAfter)
+            // The record is saved when the machine says (ConnectionWork.saveRecord), never by a piece.
+            let result = sink.writeSegment(bytes, at: position, segment: cursor.segment, recordingAfter: .max)
             if let failure = result.failure { return handIn(.writeFailed(failure), route: route) }
             route.unheard = true
             let kind = TransferNotice.Kind.reached(
-                connection: id, through: position + count, segment: cursor.segment, recorded: result.recorded)
+                connection: id, through: position + count, segment: cursor.segment)
             return owner.tell(TransferNotice(slot: slot, token: token, kind: kind), batching: true)
         }
         route.unheard = false
@@ -165,6 +165,8 @@ final class SplitDownload: ConnectionShell {
                 kept += count
             case .endSegment(let segment):
                 _ = sink.endSegment(segment: segment)
+            case .saveRecord:
+                if let failure = sink.saveRecordNow() { handIn(.writeFailed(failure), route: route) }
             case .stop(let cell):
                 cell.cancel()?.cancel()
             case .start(let id, let request, let cell, let position):
