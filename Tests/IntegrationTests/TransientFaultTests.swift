@@ -195,6 +195,17 @@ import Testing
         #expect(!retried.isEmpty && retried.allSatisfy { said.contains($0) }, "\(retried)")
     }
 
+    /// A queue of one request at a time over `transport`, retrying once, whose servers are held after
+    /// `failuresInARow` failed connects.
+    static func mirroredQueue(_ transport: TransportKind, failuresInARow: Int) -> NetworkQueue {
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05, jitter: false))
+        queue.deadHosts = DeadHosts(failuresInARow: failuresInARow, coolDown: 60)
+        queue.cancelsAllOnFailure = false
+        queue.maxConcurrentRequestCount = 1
+        return queue
+    }
+
     /// Mirrors count (issue 71): a split file whose own URL refuses every connect takes its bytes from its mirror, and
     /// the refusing server's book hears the failed connect (before, a split file's connections never reached it): the
     /// request asked of that server alone, behind it, is held and probed rather than sent, and ends once the window is
@@ -203,11 +214,7 @@ import Testing
     func aMirroredFilesFailedConnectsReachTheDeadServerBook(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()
         let refusing = try RefusingPort()
-        let queue = NetworkQueue(transport: transport.make())
-        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05, jitter: false))
-        queue.deadHosts = DeadHosts(failuresInARow: 1, coolDown: 60)
-        queue.cancelsAllOnFailure = false
-        queue.maxConcurrentRequestCount = 1
+        let queue = Self.mirroredQueue(transport, failuresInARow: 1)
         let watcher = Watcher(onHold: { _ in })
         queue.delegate = watcher
         let folder = try temporaryDirectory()
@@ -241,11 +248,7 @@ import Testing
     {
         let server = try LoopbackServer()
         let refusing = try RefusingPort()
-        let queue = NetworkQueue(transport: transport.make())
-        queue.retryPolicy = RetryPolicy(maximumAttempts: 2, backoff: .init(initialDelay: 0.05, jitter: false))
-        queue.deadHosts = DeadHosts(failuresInARow: 3, coolDown: 60)
-        queue.cancelsAllOnFailure = false
-        queue.maxConcurrentRequestCount = 1
+        let queue = Self.mirroredQueue(transport, failuresInARow: 3)
         let origin = "http://127.0.0.1:\(refusing.port)"
         let holds = Box<[String]>([])
         let watcher = Watcher(onHold: { hold in holds.with { $0.append("\(hold.server) \(hold.change)") } })
