@@ -555,6 +555,40 @@ extension SplitMachineTests {
         return NetworkRequest(URLRequest(url: URL(string: Bench.urls["o"]!)!), fileOptions: options, tag: 1)
     }
 
+    /// The engine decides whether an attempt's file may be shared (issue 73: `launch` decides nothing): a file that may
+    /// use more connections or has mirrors, asked by a GET without a range; not a body in memory, a POST, or a file of
+    /// one connection without mirrors.
+    @Test func theEngineSaysWhetherAnAttemptsFileMayBeShared() throws {
+        let folder = "/nq-shares-\(UUID().uuidString)"
+        let cases: [(String, NetworkRequest.FileOptions, Bool, Bool)] = [
+            ("GET", .init(maximumConnections: 4), true, true),
+            ("GET", .init(mirrors: [URL(string: Bench.urls["m1"]!)!]), true, true),
+            ("GET", .init(), true, false),
+            ("POST", .init(maximumConnections: 4), true, false),
+            ("GET", .init(maximumConnections: 4), false, false),
+        ]
+        for (index, (method, options, toFile, shares)) in cases.enumerated() {
+            var driver = MachineDriver(limit: 1)
+            var urlRequest = URLRequest(url: URL(string: Bench.urls["o"]!)!)
+            urlRequest.httpMethod = method
+            let file = URL(fileURLWithPath: "\(folder)/f\(index)")
+            let request = NetworkRequest(
+                urlRequest, destination: toFile ? .file(file) : .memory, fileOptions: options, tag: 1)
+            let claim = toFile ? try #require(DestinationClaim.claim(file)) : nil
+            defer { claim?.endRequest() }
+            driver.requests[1] = request
+            let (slot, actions) = driver.machine.add(request, claim: claim, existingFile: nil, now: 0)
+            driver.slots[1] = slot
+            _ = driver.apply(actions)
+            _ = driver.go()
+            guard case .checked(_, _, _, _, let said)? = driver.transfers.last?.start.body else {
+                Issue.record("case \(index): no transfer")
+                continue
+            }
+            #expect(said == shares, "case \(index)")
+        }
+    }
+
     /// A shell that does nothing: the tests read the work it is given.
     final class NoShell: ConnectionShell {
         func perform(_ work: [ConnectionWork]) {}

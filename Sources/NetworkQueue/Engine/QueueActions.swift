@@ -89,9 +89,11 @@ enum QueueAction {
         /// A main transfer of `request`: its statuses, checksum and digests are checked; with a `file` claim
         /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow. `revalidation`:
         /// the existing file's validator, sent when no part is continued (``NetworkRequest/ExistingFile/revalidate``).
+        /// `shares`: the file may be fetched over several connections or locations (its split machine decides how
+        /// many at the first head).
         case checked(
             NetworkRequest, file: DestinationClaim?, continuesPart: Bool,
-            revalidation: ExistingFileRules.Conditional?)
+            revalidation: ExistingFileRules.Conditional?, shares: Bool)
     }
 }
 

@@ -198,7 +198,8 @@ extension QueueStateMachine {
                 slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
                 body: .checked(
                     request, file: record.claim, continuesPart: continuesPart,
-                    revalidation: record.claim == nil ? nil : record.existingFile?.conditional),
+                    revalidation: record.claim == nil ? nil : record.existingFile?.conditional,
+                    shares: record.claim != nil && request.fileOptions.mayShare && RangeRules.mayContinue(sent)),
                 collectsMetrics: collectsMetrics, connectTimeout: (request.timeLimits ?? timeLimits).connectSeconds)
             actions.append(.start(start))
         case .askRetry(let decision, let left):

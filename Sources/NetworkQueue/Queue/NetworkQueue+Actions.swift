@@ -155,11 +155,10 @@ extension NetworkQueue {
         switch start.body {
         case .preflight:
             pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)
-        case .checked(let request, let claim, let continuesPart, let revalidation):
+        case .checked(let request, let claim, let continuesPart, let revalidation, let splits):
             var sink: FileSink?
             var revalidates = false
             if let claim {
-                let splits = request.fileOptions.mayShare && RangeRules.mayContinue(outgoing)
                 guard
                     let opened = openPart(
                         claim, continuing: continuesPart, segmented: splits,
