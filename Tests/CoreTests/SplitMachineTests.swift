@@ -85,13 +85,10 @@ import Testing
             on { $0.handle(.fileBegun(failure), now: $1, &$2) }
         }
 
-        /// Answers a borrow of `count` with `lent` loans.
+        /// Answers a borrow with `lent` loans, in one event.
         mutating func lend(_ lent: Int) -> [String] {
-            var lines: [String] = []
-            for _ in 0..<lent {
-                lines += on { $0.handle(.lent(QueueStateMachine.ConnectionLoan(host: nil)), now: $1, &$2) }
-            }
-            return lines + on { $0.handle(.lent(nil), now: $1, &$2) }
+            let loans = Array(repeating: QueueStateMachine.ConnectionLoan(host: nil), count: lent)
+            return on { $0.handle(.lent(loans), now: $1, &$2) }
         }
 
         mutating func describe(_ actions: [SplitMachine.Action]) -> [String] {
@@ -103,7 +100,7 @@ import Testing
                 case .forward: return "forward"
                 case .note(let event, _, let message): return "\(event): \(message)"
                 case .count(let count): return "count \(count)"
-                case .borrow(let count): return "borrow \(count)"
+                case .borrow(let locations): return "borrow \(locations.count)"
                 case .giveBack: return "give back"
                 case .recheck(let at): return "recheck at \(String(format: "%g", at))"
                 case .heed(let head): return "heed \(head.statusCode)"
@@ -607,6 +604,37 @@ extension SplitMachineTests {
         return work
     }
 
+    /// The loans a split file asks for come back as one event (issue 73), one connection started for each, as many as
+    /// slots would idle and its server's limit allows: split into three ranges with four slots, two; with two
+    /// connections a server, one.
+    @Test(arguments: [(0, 2), (2, 1)])
+    func aSplitFilesLoansComeAsOneAnswerWithinItsServersLimit(perHost: Int, started: Int) {
+        var driver = MachineDriver(limit: 4)
+        if perHost > 0 { _ = driver.apply(driver.machine.setPerHostLimit(perHost, now: 0)) }
+        let request = Self.request(connections: 4, mirrors: 0)
+        driver.add(request)
+        _ = driver.go()
+        let start = driver.transfers.last!.start
+        _ = Self.begin(&driver, request)
+        func event(_ event: RequestMachine.SplitEvent, at time: Double) -> [ConnectionWork] {
+            var work: [ConnectionWork] = []
+            driver.now = time
+            _ = driver.apply(
+                driver.machine.splitEvent(event, slot: start.slot, token: start.token, work: &work, now: time))
+            return work
+        }
+        _ = event(.transfer(.head(Self.head()), connection: 0), at: 0)
+        let reading = HeadReading(Self.head(), continuedFrom: 0, acceptableStatusCodes: nil)
+        _ = event(.fileBegun(.success(reading)), at: 0)
+        // A window's bytes, slow enough that the rest is worth sharing: the file asks for two more connections.
+        _ = event(.bytes(Int(Self.k64), connection: 0, at: 0), at: 0.02)
+        let work = event(.written(Int(Self.k64), recorded: false, failure: nil), at: 0.02)
+        let starts = work.filter { if case .start = $0 { true } else { false } }
+        #expect(starts.count == started, "\(work)")
+        let transfers = driver.machine.table[start.slot].machine.phase.attempt.map { Array($0.transfers) } ?? []
+        #expect(transfers.count == 1 + started)
+    }
+
     /// Issue 51, "the origin dead at the HEAD with a live mirror", through the request's machine: the HEAD asks the
     /// mirror, and the transfer's first connection goes to the mirror at once, the origin left in the log.
     @Test func theOriginDeadAtTheHeadWithALiveMirrorIsLeftByTheTransferToo() {
@@ -705,7 +733,7 @@ extension SplitMachineTests {
             ("bytes", { $0.on { $0.handle(.bytes(1000, connection: 0, at: nil), now: $1, &$2) } }),
             ("written", { $0.on { $0.handle(.written(1000, recorded: false, failure: nil), now: $1, &$2) } }),
             ("fileBegun", { $0.fileBegun() }),
-            ("lent", { $0.on { $0.handle(.lent(QueueStateMachine.ConnectionLoan(host: nil)), now: $1, &$2) } }),
+            ("lent", { $0.on { $0.handle(.lent([QueueStateMachine.ConnectionLoan(host: nil)]), now: $1, &$2) } }),
             ("recheckDue", { $0.on { $0.handle(.recheckDue, now: $1, &$2) } }),
             ("reached", { $0.reached(1000, to: 0, segment: 1) }),
             (

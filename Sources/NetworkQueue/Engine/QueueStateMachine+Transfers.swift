@@ -331,18 +331,15 @@ extension QueueStateMachine {
                 }
                 record.machine.touched(at: now)
                 transferEndedApplied(.succeeded, slot: slot, now: now)
-            case .borrow(let wanted):
-                // Each loan is answered as it is made (the next goes where the file's next connection would), then
-                // the end of the answers.
-                var lent = 0
-                while lent < wanted, let loan = lendConnection(to: record.machine.splitLocation, now: now) {
-                    lent += 1
-                    splitEventApplied(.lent(loan), slot: slot, work: &work, now: now)
-                    guard table.record(at: slot) === record, record.machine.phase.attempt === attempt else { break }
+            case .borrow(let locations):
+                // One answer: a connection to each location's server in order, while a slot would idle (the loans
+                // made, the first ones asked for).
+                var loans: [ConnectionLoan] = []
+                for url in locations {
+                    guard let loan = lendConnection(to: url, now: now) else { break }
+                    loans.append(loan)
                 }
-                if table.record(at: slot) === record, record.machine.phase.attempt === attempt {
-                    splitEventApplied(.lent(nil), slot: slot, work: &work, now: now)
-                }
+                splitEventApplied(.lent(loans), slot: slot, work: &work, now: now)
             case .note, .heed, .unreachable, .giveBack: break
             }
         }

@@ -30,8 +30,8 @@ extension RequestMachine {
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
         /// The shell began the file: its first head read, or the failure.
         case fileBegun(Result<HeadReading, NetworkQueueError>)
-        /// The queue answered a ``SplitStep/borrow(_:)``: a connection lent, or (nil) none more.
-        case lent(QueueStateMachine.ConnectionLoan?)
+        /// The queue answered a ``SplitStep/borrow(_:)``: the connections it lent (none: it had none to lend).
+        case lent([QueueStateMachine.ConnectionLoan])
         /// The look at the end game came (``SplitStep/recheck(at:)``, a ``QueueTimer`` entry).
         case recheckDue
         /// The shell closed and checked the whole file (its checksum, when one is given, matched): the attempt's
@@ -53,8 +53,9 @@ extension RequestMachine {
         case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
         /// `count` bytes kept and written: counted once, as progress.
         case count(Int)
-        /// Lend up to `count` more connections, each answered with ``SplitEvent/lent(_:)``, then a nil one.
-        case borrow(Int)
+        /// Lend a connection to the server of each of these locations, in order, while a slot would idle: answered by
+        /// one ``SplitEvent/lent(_:)`` with the loans made.
+        case borrow([URL?])
         /// A lent connection is not needed any more.
         case giveBack(QueueStateMachine.ConnectionLoan)
         /// Hand in ``SplitEvent/recheckDue`` at this time.
@@ -102,8 +103,8 @@ extension RequestMachine {
             attempt.split?.machine.handle(.fileBegun(nil), now: now, &decided)
         case .fileBegun(.failure(let failure)):
             attempt.split?.machine.handle(.fileBegun(failure), now: now, &decided)
-        case .lent(let loan):
-            attempt.split?.machine.handle(.lent(loan), now: now, &decided)
+        case .lent(let loans):
+            attempt.split?.machine.handle(.lent(loans), now: now, &decided)
         case .recheckDue:
             attempt.split?.machine.handle(.recheckDue, now: now, &decided)
         case .finished(let metrics):
@@ -124,7 +125,7 @@ extension RequestMachine {
             case .unreachable(let url, let startedAt): steps.append(.unreachable(url, startedAt: startedAt))
             case .note(let event, let level, let message): steps.append(.note(event, level, message))
             case .count(let count): steps.append(.count(count))
-            case .borrow(let count): steps.append(.borrow(count))
+            case .borrow(let locations): steps.append(.borrow(locations))
             case .giveBack(let loan): steps.append(.giveBack(loan))
             case .recheck(let at): steps.append(.recheck(at: at))
             case .fail(let error):
@@ -138,10 +139,6 @@ extension RequestMachine {
         swap(&decided, &attempt.splitScratch)
         return action
     }
-
-    /// The location the next connection lent to the running split file would go to (its host is what a per-host
-    /// limit counts).
-    var splitLocation: URL? { phase.attempt?.split?.machine.nextLocationURL }
 
     /// The shell of the running split file, which does the work that follows an event other than its own.
     var splitShell: (any ConnectionShell)? { phase.attempt?.split?.shell }

@@ -21,8 +21,9 @@ extension SplitMachine {
         case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
         /// `count` bytes kept and written: counted once.
         case count(Int)
-        /// Ask the queue for up to `count` more connections, each answered with ``Event/lent(_:)``.
-        case borrow(Int)
+        /// Ask the queue for a connection to the server of each of these locations, in order (a per-host limit counts
+        /// each toward its server): answered by one ``Event/lent(_:)`` with the loans made, the first ones asked for.
+        case borrow([URL?])
         /// A lent connection is not needed any more.
         case giveBack(QueueStateMachine.ConnectionLoan)
         /// Look at the end game again at this time (``Event/recheckDue``): a ``QueueTimer`` entry of the request.
@@ -56,8 +57,8 @@ extension SplitMachine {
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
         /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``), or could not (the failure).
         case fileBegun(NetworkQueueError?)
-        /// The queue answered a ``Action/borrow(_:)``: a connection lent, or (nil) none more.
-        case lent(QueueStateMachine.ConnectionLoan?)
+        /// The queue answered a ``Action/borrow(_:)``: the connections it lent (none: it had none to lend).
+        case lent([QueueStateMachine.ConnectionLoan])
         /// The look at the end game came (``Action/recheck(at:)``).
         case recheckDue
     }

@@ -138,7 +138,7 @@ struct SplitMachine {
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
         case .fileBegun(let failure): fileBegun(failure, now: now, &actions)
-        case .lent(let loan): lent(loan, now: now, &actions)
+        case .lent(let loans): lent(loans, now: now, &actions)
         case .recheckDue: recheckDue(now: now, &actions)
         }
         aimConnections(now: now, &actions)
@@ -299,16 +299,19 @@ struct SplitMachine {
         finishIfDone(now: now, &actions)
     }
 
-    /// The queue lent a connection (nil: it had none to lend): it is given a segment.
-    private mutating func lent(_ loan: QueueStateMachine.ConnectionLoan?, now: Double, _ actions: inout [Action]) {
+    /// The queue lent these connections (none: it had none to lend): each is given a segment, and one the file did not
+    /// ask for (a file of one connection, or one that holds all it may) is given back.
+    private mutating func lent(_ loans: [QueueStateMachine.ConnectionLoan], now: Double, _ actions: inout [Action]) {
         guard let sharing else {
-            if let loan { actions.append(.giveBack(loan)) }
+            for loan in loans { actions.append(.giveBack(loan)) }
             return
         }
-        if let loan {
-            // Not asked for (a file of one connection, or one that holds all it may): given back.
-            guard sharing.loans.count < connectionLimit - 1 else { return actions.append(.giveBack(loan)) }
-            sharing.loans.append(loan)
+        for loan in loans {
+            if sharing.loans.count < connectionLimit - 1 {
+                sharing.loans.append(loan)
+            } else {
+                actions.append(.giveBack(loan))
+            }
         }
         fillConnections(now: now, &actions)
     }
@@ -320,7 +323,9 @@ struct SplitMachine {
         guard let sharing else { return }
         sharing.recheckAt = nil
         if connections.count < 1 + sharing.loans.count { return fillConnections(now: now, &actions) }
-        if slowest(now: now) != nil, sharing.loans.count < connectionLimit - 1 { actions.append(.borrow(1)) }
+        if slowest(now: now) != nil, sharing.loans.count < connectionLimit - 1 {
+            actions.append(.borrow(nextLocations(1)))
+        }
         scheduleRecheck(now: now, &actions)
     }
 
@@ -672,7 +677,7 @@ struct SplitMachine {
         guard let plan = sharing?.plan else { return }
         let shareable = plan.waiting.count + plan.segments.filter { $0.remaining >= 2 * minimumSize }.count
         let wanted = min(connectionLimit - 1 - loans.count, shareable)
-        actions.append(.borrow(locations.leastBusy == nil ? 0 : max(0, wanted)))
+        actions.append(.borrow(nextLocations(max(0, wanted))))
     }
 
     /// After the file failed its checksum: the location to fetch it again from alone, the locations that served its
@@ -691,8 +696,14 @@ struct SplitMachine {
         return (0, [firstSource], [])
     }
 
-    /// The location the next lent connection would go to (its host is what a per-host limit counts).
-    var nextLocationURL: URL? { locations.leastBusy.flatMap { requests[$0].url } }
+    /// The locations the next `count` connections would go to, in order (their servers are what a per-host limit
+    /// counts): each the least busy once the ones before it run.
+    private func nextLocations(_ count: Int) -> [URL?] {
+        var after = locations
+        var urls: [URL?] = []
+        while urls.count < count, let location = after.pick() { urls.append(requests[location].url) }
+        return urls
+    }
 
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
