@@ -127,18 +127,13 @@ import Testing
         let (slot, token) = (probe.start.slot, probe.start.token)
         let begun = SplitMachineTests.head()
         let head = ResponseHead(url: sent.url ?? begun.url, statusCode: 200, httpVersion: "1.1", fields: begun.fields)
-        var shell: [ConnectionWork] = []
-        _ = driver.apply(
-            driver.machine.splitEvent(
-                .transfer(.head(head), connection: 0), slot: slot, token: token, work: &shell, now: driver.now))
+        var shell = driver.split(.transfer(.head(head), connection: 0), slot: slot, token: token)
         #expect(shell.contains { if case .beginFile = $0 { true } else { false } }, "\(shell)")
         #expect(Self.said(&driver) == [])
         #expect(driver.transfers.count == 1)
         // The shell began the file: its head is the request's, and the server is back; the held requests go.
-        shell.removeAll()
         let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: nil)
-        _ = driver.apply(
-            driver.machine.splitEvent(.fileBegun(.success(reading)), slot: slot, token: token, work: &shell, now: 4))
+        shell = driver.split(.fileBegun(.success(reading)), slot: slot, token: token, at: 4)
         #expect(Self.said(&driver) == ["server back http://a.test:80 after 1.0 s, 0 failures"])
         #expect(driver.machine.progress(at: 4).heldServerCount == 0)
         #expect(driver.transfers.count == 2 && driver.transfers[1].tag != probe.tag)

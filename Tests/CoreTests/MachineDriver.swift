@@ -194,6 +194,20 @@ struct MachineDriver {
 
     func tag(_ request: NetworkRequest) -> Int { request.tag }
 
+    /// Hands `event` of the split attempt `token` in `slot` to the machine at `time` (the driver's now when nil), applies
+    /// its actions, and returns the shell's work among them (its ``QueueAction/connections(_:)``), in order.
+    mutating func split(
+        _ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, at time: Double? = nil
+    ) -> [ConnectionWork] {
+        if let time { now = time }
+        let actions = machine.splitEvent(event, slot: slot, token: token, now: now)
+        let work = actions.list.flatMap { action -> [ConnectionWork] in
+            if case .connections(let batch) = action { batch.work } else { [] }
+        }
+        _ = apply(actions)
+        return work
+    }
+
     mutating func apply(_ actions: QueueActions) -> [String] {
         var lines: [String] = []
         for action in actions.list {

@@ -129,7 +129,7 @@ import Testing
                 return "start \(id) \(name) \(range ?? "whole")\(ifRange)"
             case .stop(let cell):
                 return "stop \(cells.first { $0.value === cell }.map { String($0.key) } ?? "?")"
-            case .write(let from, let count, let offset, let segment, _):
+            case .write(_, let from, let count, let offset, let segment, _):
                 return "write \(from == 0 ? "" : "\(from)+")\(count)@\(offset) s\(segment)"
             case .endSegment(let segment): return "end s\(segment)"
             case .saveRecord: return "save record"
@@ -571,7 +571,11 @@ extension SplitMachineTests {
             let file = URL(fileURLWithPath: "\(folder)/f\(index)")
             let request = NetworkRequest(
                 urlRequest, destination: toFile ? .file(file) : .memory, fileOptions: options, tag: 1)
-            let claim = toFile ? try #require(DestinationClaim.claim(file)) : nil
+            var claim: DestinationClaim?
+            if toFile {
+                let made: DestinationClaim = try #require(DestinationClaim.claim(file))
+                claim = made
+            }
             defer { claim?.endRequest() }
             driver.requests[1] = request
             let (slot, actions) = driver.machine.add(request, claim: claim, existingFile: nil, now: 0)
@@ -594,14 +598,11 @@ extension SplitMachineTests {
     /// Begins the split download of the newest transfer of `driver`'s request 1, as the shell does.
     static func begin(_ driver: inout MachineDriver, _ request: NetworkRequest) -> [ConnectionWork] {
         let start = driver.transfers.last!.start
-        var work: [ConnectionWork] = []
-        let actions = driver.machine.splitEvent(
+        return driver.split(
             .begin(
                 start.outgoing.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false,
                 shell: NoShell()),
-            slot: start.slot, token: start.token, work: &work, now: driver.now)
-        _ = driver.apply(actions)
-        return work
+            slot: start.slot, token: start.token)
     }
 
     /// The loans a split file asks for come back as one event (issue 73), one connection started for each, as many as
@@ -617,11 +618,7 @@ extension SplitMachineTests {
         let start = driver.transfers.last!.start
         _ = Self.begin(&driver, request)
         func event(_ event: RequestMachine.SplitEvent, at time: Double) -> [ConnectionWork] {
-            var work: [ConnectionWork] = []
-            driver.now = time
-            _ = driver.apply(
-                driver.machine.splitEvent(event, slot: start.slot, token: start.token, work: &work, now: time))
-            return work
+            driver.split(event, slot: start.slot, token: start.token, at: time)
         }
         _ = event(.transfer(.head(Self.head()), connection: 0), at: 0)
         let reading = HeadReading(Self.head(), continuedFrom: 0, acceptableStatusCodes: nil)
@@ -676,13 +673,12 @@ extension SplitMachineTests {
         var cells = [start.cell]
         #expect(Self.begin(&driver, request).count == 1)
         for id in 0..<3 {
-            var shell: [ConnectionWork] = []
             let head = Self.head(503)
-            _ = driver.machine.splitEvent(
-                .transfer(.head(head), connection: id), slot: start.slot, token: start.token, work: &shell, now: 0)
+            let shell = driver.split(
+                .transfer(.head(head), connection: id), slot: start.slot, token: start.token, at: 0)
             guard id < 2 else {
                 #expect(shell.count == 1)
-                guard case .passOn? = shell.first else {
+                guard case .passOn(id)? = shell.first else {
                     Issue.record("not passed on: \(shell)")
                     return
                 }

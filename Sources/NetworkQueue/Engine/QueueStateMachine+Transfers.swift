@@ -6,7 +6,7 @@ import Foundation
 
 /// What a request's transfers report: their events, heads and bodies, their endings, their files, and a split
 /// file's connections (through the request's machine, which holds the file's). Each is handed to the request's
-/// machine through ``apply(_:transferEnded:now:_:)`` or ``splitEvent(_:slot:token:work:now:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
+/// machine through ``apply(_:transferEnded:now:_:)`` or ``splitEvent(_:slot:token:now:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
 /// are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
     /// Applies one transport event; a final head comes with its pipeline's `reading`.
@@ -268,21 +268,17 @@ extension QueueStateMachine {
     // MARK: A split file
 
     /// Hands `event` of `slot`'s split attempt `token` to the request's machine (which holds the file's child machine)
-    /// and does the steps it returns; the shell's work is appended to `work` (its capacity is reused, so that a body
-    /// piece allocates nothing), in order. Dropped when the attempt is not current.
-    mutating func splitEvent(
-        _ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, work: inout [ConnectionWork], now: Double
-    ) -> QueueActions {
-        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else {
-            return QueueActions()
-        }
+    /// and does the steps it returns; the shell's work goes to the attempt's shell as a ``QueueAction/connections(_:)``,
+    /// in order with the event's other actions. Dropped when the attempt is not current.
+    mutating func splitEvent(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) -> QueueActions
+    {
         // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their count,
         // with its progress, comes with their writes).
-        guard splitEventApplied(event, slot: slot, work: &work, now: now) else { return QueueActions() }
+        guard splitNotice(event, slot: slot, token: token, now: now) else { return actions.take(deliverAfter: nil) }
         return finishEvent(now)
     }
 
-    /// ``splitEvent(_:slot:token:work:now:)`` of a current attempt, the event not finished. Each step is done in
+    /// ``splitEvent(_:slot:token:now:)`` of a current attempt, the event not finished. Each step is done in
     /// order: the log's, the host books' and a loan's at once, those that touch the request only while its attempt
     /// runs. An attempt the file ended (the request machine's own action) is applied last. False when the event
     /// changed nothing the queue shares.
@@ -349,16 +345,18 @@ extension QueueStateMachine {
         return true
     }
 
-    /// An event of `slot`'s split attempt `token` that is not the shell's to wait for: the look at its end game (a
-    /// ``QueueTimer`` entry), or a batched notice of its writes. The shell's work it leads to goes to the attempt's
-    /// shell as a ``QueueAction/connections(_:)``; the event is not finished.
-    mutating func splitNotice(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) {
-        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase,
-            let shell = table[slot].machine.splitShell
-        else { return }
+    /// ``splitEvent(_:slot:token:now:)`` without ending the event (the look at a split file's end game, a
+    /// ``QueueTimer`` entry; a batched notice of its writes). False when the event changed nothing the queue shares.
+    @discardableResult
+    mutating func splitNotice(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) -> Bool {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else { return false }
+        // The shell that does the work: the attempt's, or the one the file begins with.
+        var shell = table[slot].machine.splitShell
+        if case .begin(_, _, _, _, _, let beginning) = event { shell = beginning }
         var work: [ConnectionWork] = []
-        splitEventApplied(event, slot: slot, work: &work, now: now)
-        if !work.isEmpty { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
+        let changed = splitEventApplied(event, slot: slot, work: &work, now: now)
+        if !work.isEmpty, let shell { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
+        return changed
     }
 
     /// One connection lent to a running split download.

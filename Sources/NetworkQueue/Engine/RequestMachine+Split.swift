@@ -158,18 +158,18 @@ enum ConnectionWork {
     case saveRecord
     /// Stop a connection's transfer.
     case stop(TransferCell)
-    /// Write `count` bytes of the body piece in hand from `from` on at `offset` of the part, for `segment`; the
-    /// record is saved once `recordAfter` bytes were written since the last. ``RequestMachine/SplitEvent/written(_:recorded:failure:)``
-    /// follows the piece's writes.
-    case write(from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
+    /// Write `count` bytes of connection `connection`'s body piece in hand (the event being handled) from `from` on at
+    /// `offset` of the part, for `segment`; the record is saved once `recordAfter` bytes were written since the last.
+    /// ``RequestMachine/SplitEvent/written(_:recorded:failure:)`` follows the piece's writes.
+    case write(connection: Int, from: Int, count: Int, offset: Int64, segment: Int, recordAfter: Int64)
     /// Write what `segment` gathered: it is done, or its connection stopped, or it was raced.
     case endSegment(Int)
     /// Size and record the part for `shape` (`done`: on disk already), and read `head`;
     /// ``RequestMachine/SplitEvent/fileBegun(_:)`` follows.
     case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
-    /// The first connection's head is not one to split on: it and every later event of that connection go on as a
-    /// transfer of one connection.
-    case passOn
+    /// The first connection's head is not one to split on: it (the event being handled) and every later event of that
+    /// connection go on as a transfer of one connection.
+    case passOn(connection: Int)
     /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
     case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
 }
@@ -183,8 +183,9 @@ struct ConnectionCursor: Equatable, Sendable {
     let end: Int64
 }
 
-/// The shell of a split file: does its ``ConnectionWork``. Work that follows a shell's own event is done by it at
-/// once; work that follows another event (the end game's look, a timer's) comes as ``QueueAction/connections(_:)``.
+/// The shell of a split file: does its ``ConnectionWork``, which comes as an event's
+/// ``QueueAction/connections(_:)`` whatever the event (a connection's own is performed on its thread before the event
+/// returns, so that its piece in hand can be written).
 protocol ConnectionShell: AnyObject, Sendable {
     /// Does `work`, in order.
     func perform(_ work: [ConnectionWork])

@@ -15,7 +15,7 @@ import Foundation
 ///
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
 /// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
-/// the file, goes on as a transfer of one connection (``ConnectionWork/passOn``). Otherwise the part is sized and recorded
+/// the file, goes on as a transfer of one connection (``ConnectionWork/passOn(connection:)``). Otherwise the part is sized and recorded
 /// (``ConnectionWork/beginFile(_:done:head:)``, answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
 /// among connections, each a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection
 /// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
@@ -416,7 +416,7 @@ struct SplitMachine {
         case .failure(.status(304)) where !conditionalFields.isEmpty:
             // The file there is unchanged: the answer passes on, and its request keeps the file.
             mode = .plain
-            actions.append(.work(.passOn))
+            actions.append(.work(.passOn(connection: id)))
         case .success(let shape):
             // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
             connections[id]?.asked = nil
@@ -430,7 +430,7 @@ struct SplitMachine {
         case .failure(let refusal):
             mode = .plain
             actions.append(.note(.splitDecided, .info, "one connection: \(refusal.text)"))
-            actions.append(.work(.passOn))
+            actions.append(.work(.passOn(connection: id)))
         }
     }
 
@@ -453,7 +453,7 @@ struct SplitMachine {
         guard case .nextLocation = verdict, locations.hasLive else {
             mode = .plain
             if let error { return actions.append(.fail(error)) }
-            return actions.append(.work(.passOn))
+            return actions.append(.work(.passOn(connection: id)))
         }
         stop(id, &actions)
         actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
@@ -618,7 +618,7 @@ struct SplitMachine {
                 actions.append(
                     .work(
                         .write(
-                            from: from, count: Int(piece.kept), offset: offset, segment: segment,
+                            connection: id, from: from, count: Int(piece.kept), offset: offset, segment: segment,
                             recordAfter: threshold)))
             }
             locations.served(piece.kept, by: connection.location)

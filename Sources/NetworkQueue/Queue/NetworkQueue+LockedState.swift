@@ -36,13 +36,6 @@ extension NetworkQueue {
         perform(actions, inline: inline)
     }
 
-    /// ``send(inline:_:)`` from one of the queue's own threads, for an event that also answers the caller in
-    /// `answer` (a split download's shell work, say), once the actions are performed.
-    func ask<Answer>(_ answer: inout Answer, _ event: (inout QueueStateMachine, Double, inout Answer) -> QueueActions) {
-        let actions = locked.withLock { event(&$0.machine, clock.now(), &answer) }
-        perform(actions, inline: true)
-    }
-
     /// Marks `request` added, or throws if it already was (to this queue or another).
     func markAdded(_ request: NetworkRequest) throws(NetworkQueueError) {
         let alreadyAdded = request.shared.withLock { shared in

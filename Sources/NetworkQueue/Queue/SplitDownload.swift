@@ -5,10 +5,12 @@ import Foundation
 #endif
 
 /// The shell of a split download (issues 36, 62): it hands every event of the file's connections to the request's
-/// machine (``QueueStateMachine/splitEvent(_:slot:token:work:now:)``) and does the ``ConnectionWork`` that follows:
-/// starts and stops connections, writes their bytes at the offsets given, begins and finishes the file. It decides
-/// nothing and keeps no state of the download: that is the request's machine's, under the queue's one lock. The
-/// file's writes happen here, outside that lock.
+/// machine (``QueueStateMachine/splitEvent(_:slot:token:now:)``, or a batched notice for bytes written through a
+/// connection's cursor) and does the ``ConnectionWork`` that follows, which reaches it as the event's
+/// ``QueueAction/connections(_:)`` like any work: starts and stops connections, gives them their cursors, writes their
+/// bytes at the offsets given, begins and finishes the file. It decides nothing and keeps no state of the download but
+/// what a connection's bytes need (its position, its cursor, the event in hand): the rest is the request's machine's,
+/// under the queue's one lock. The file's writes happen here, outside that lock.
 ///
 /// Each connection's events are serial. Once the first head says the file is not one to split on, the first
 /// connection's events go on as a transfer of one connection (``Route``).
@@ -16,21 +18,24 @@ final class SplitDownload: ConnectionShell {
     /// Where one connection's events go: to the machine, or (once it passes on) as a transfer of one connection; and
     /// where its bytes go without asking (its cursor).
     final class Route: @unchecked Sendable {
-        // Unchecked: touched only by the connection's events, which are serial.
+        // Unchecked: touched only by the connection's events, which are serial, and by the work its event leads to,
+        // which is done on the same thread before the event returns.
         var passes = false
-        /// The actions of its last event, emptied: their capacity is reused, so that a body piece allocates nothing.
-        var buffer: [ConnectionWork] = []
         /// The offset in the file of the next byte its server sends.
         var position: Int64
         /// True when bytes were written through its cursor since the machine last heard its position.
         var unheard = false
+        /// The event being handled and its body piece (valid only while it is handled): what a `passOn` passes on and
+        /// a `write` writes from.
+        var current: TransferEvent?
+        var bytes: UnsafeRawBufferPointer?
         /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
         let cursor = Locked<(cursor: ConnectionCursor?, sequence: Int)>((nil, 0))
 
         init(position: Int64) { self.position = position }
     }
 
-    /// Each connection's route, by connection: an aim finds its connection here.
+    /// Each connection's route, by connection: an aim, a write or a pass finds its connection here.
     private let routes = Locked<[Int: Route]>([:])
 
     let transport: any Transport
@@ -108,8 +113,7 @@ final class SplitDownload: ConnectionShell {
             let result = sink.writeSegment(bytes, at: position, segment: cursor.segment, recordingAfter: .max)
             if let failure = result.failure { return handIn(.writeFailed(failure), route: route) }
             route.unheard = true
-            let kind = TransferNotice.Kind.reached(
-                connection: id, through: position + count, segment: cursor.segment)
+            let kind = TransferNotice.Kind.reached(connection: id, through: position + count, segment: cursor.segment)
             return owner.tell(TransferNotice(slot: slot, token: token, kind: kind), batching: true)
         }
         route.unheard = false
@@ -118,74 +122,68 @@ final class SplitDownload: ConnectionShell {
 
     // MARK: What the request's machine decided
 
-    /// Hands `event` in, then does the work that follows, in order. `current`: the connection's event being handled
-    /// (passed on as it is when the machine says so); `bytes`: the body piece being handled.
+    /// Hands `event` in, the event being handled being `current` and its body piece `bytes` (kept in the connection's
+    /// route while the work it leads to is done: on this thread, before this returns).
     private func handIn(
         _ event: RequestMachine.SplitEvent, route: Route?, current: TransferEvent? = nil,
         bytes: UnsafeRawBufferPointer? = nil
     ) {
-        let (slot, token) = (slot, token)
         if case .bytes = event, LockCounter.isCounting.load(ordering: .relaxed) {
             LockCounter.pieceAsks.add(1, ordering: .relaxed)
         }
-        var work: [ConnectionWork] = []
-        if let route { swap(&work, &route.buffer) }
-        owner.ask(&work) { machine, now, work in
-            machine.splitEvent(event, slot: slot, token: token, work: &work, now: now)
-        }
-        perform(work, route: route, current: current, bytes: bytes)
-        if let route {
-            work.removeAll(keepingCapacity: true)
-            swap(&work, &route.buffer)
-        }
+        route?.current = current
+        route?.bytes = bytes
+        let (slot, token) = (slot, token)
+        owner.send(inline: true) { machine, now in machine.splitEvent(event, slot: slot, token: token, now: now) }
+        route?.current = nil
+        route?.bytes = nil
     }
 
-    /// Does work that followed an event other than a connection's (the end game's look).
+    /// Does `work`, in order; the writes of a connection's piece are answered once, after them.
     func perform(_ work: [ConnectionWork]) {
-        perform(work, route: nil, current: nil, bytes: nil)
-    }
-
-    /// The one place the file's work is done, in order; the writes of a body piece are answered once, after them.
-    private func perform(
-        _ work: [ConnectionWork], route: Route?, current: TransferEvent?, bytes: UnsafeRawBufferPointer?
-    ) {
-        var kept = 0
-        var recorded = false
-        var failure: NetworkQueueError?
-        var wrote = false
+        var written: (connection: Int, kept: Int, recorded: Bool, failure: NetworkQueueError?)?
         for item in work {
             switch item {
-            case .write(let from, let count, let offset, let segment, let threshold):
-                wrote = true
-                guard failure == nil, let bytes else { continue }
+            case .write(let id, let from, let count, let offset, let segment, let threshold):
+                var answer = written ?? (id, 0, false, nil)
+                defer { written = answer }
+                guard answer.failure == nil, let bytes = route(id)?.bytes else { continue }
                 let piece = UnsafeRawBufferPointer(rebasing: bytes[from..<(from + count)])
                 let result = sink.writeSegment(piece, at: offset, segment: segment, recordingAfter: threshold)
-                failure = result.failure
-                recorded = recorded || result.recorded
-                kept += count
+                answer.failure = result.failure
+                answer.recorded = answer.recorded || result.recorded
+                answer.kept += count
             case .endSegment(let segment):
                 _ = sink.endSegment(segment: segment)
             case .saveRecord:
-                if let failure = sink.saveRecordNow() { handIn(.writeFailed(failure), route: route) }
+                if let failure = sink.saveRecordNow() { handIn(.writeFailed(failure), route: nil) }
             case .stop(let cell):
                 cell.cancel()?.cancel()
             case .start(let id, let request, let cell, let position):
                 start(id, request, cell, at: position)
             case .aim(let id, let cursor, let sequence):
-                routes.withLock { $0[id] }?.cursor.withLock { aimed in
+                route(id)?.cursor.withLock { aimed in
                     if sequence > aimed.sequence { aimed = (cursor, sequence) }
                 }
             case .beginFile(let shape, let done, let head):
-                handIn(.fileBegun(begin(shape, done: done, head: head)), route: route)
-            case .passOn:
-                route?.passes = true
-                if let current { pipeline.receive(current) }
+                handIn(.fileBegun(begin(shape, done: done, head: head)), route: nil)
+            case .passOn(let id):
+                guard let route = route(id) else { continue }
+                route.passes = true
+                if let current = route.current { pipeline.receive(current) }
             case .finish(let head, let length, let metrics):
                 finish(head: head, length: length, metrics: metrics)
             }
         }
-        if wrote { handIn(.written(kept, recorded: recorded, failure: failure), route: route) }
+        if let written {
+            handIn(
+                .written(written.kept, recorded: written.recorded, failure: written.failure),
+                route: route(written.connection))
+        }
     }
+
+    /// Connection `id`'s route.
+    private func route(_ id: Int) -> Route? { routes.withLock { $0[id] } }
 
     /// Starts connection `id`, whose server's first byte is at `position` of the file, its handle going to `cell`.
     private func start(_ id: Int, _ request: URLRequest, _ cell: TransferCell, at position: Int64) {
