@@ -26,6 +26,10 @@ import Foundation
 /// folders on the way are made as needed. On Linux the check is one `openat2` with `RESOLVE_BENEATH |
 /// RESOLVE_NO_SYMLINKS` (kernels 5.6 and later), else a walk that opens each folder with `O_NOFOLLOW`. The folder
 /// itself is the user's choice: a link on the way *to* it is followed, as any path a user gives.
+///
+/// The folder of each file is opened that way again as its part opens and held until the file is in place: every
+/// later step of the file is relative to that open folder, and a folder swapped for a link while the file was written
+/// fails the file with ``NetworkQueueError/fileError(path:reason:)``, nothing written through the link.
 public final class OutputFolder: Sendable {
     /// The folder's absolute path, as given (made absolute against the working directory), without a trailing `/`.
     public let path: String
