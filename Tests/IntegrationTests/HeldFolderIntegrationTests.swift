@@ -52,4 +52,35 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == [])
         #expect(try FileManager.default.contentsOfDirectory(atPath: moved.path) == [])
     }
+
+    /// A folder moved away while its file is written, nothing put in its place: the file fails as well, and the look at
+    /// its place makes no folder there.
+    @Test(arguments: TransportKind.allCases)
+    func aFolderMovedAwayWhileItsFileIsWrittenFailsItAndIsNotMadeAgain(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("nq-held-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let (root, moved) = (base.appendingPathComponent("out"), base.appendingPathComponent("moved"))
+        let output = try OutputFolder(path: root.path)
+        let destination = root.appendingPathComponent("sub/x.bin")
+        let queue = NetworkQueue.oneAttempt(transport: transport.make())
+        let request = NetworkRequest(
+            url: server.url("/bytes/\(Self.size)?stallAt=50&hold=1"), destination: .file(destination),
+            fileOptions: .init(outputFolder: output))
+        try queue.add(request)
+        let run = Task { await queue.run() }
+        await eventually { server.heldResponses > 0 }
+        try FileManager.default.moveItem(at: root.appendingPathComponent("sub"), to: moved)
+        server.releaseHeld()
+        _ = await run.value
+        guard case .failure(.fileError(let path, let reason))? = request.result else {
+            Issue.record("\(String(describing: request.result))")
+            return
+        }
+        #expect(path == destination.path)
+        #expect(reason.contains("replaced while the file was written"), "\(reason)")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("sub").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: moved.path) == [])
+    }
 }

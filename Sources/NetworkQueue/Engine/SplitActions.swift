@@ -45,7 +45,7 @@ extension SplitMachine {
         /// An event of connection `id` other than its body.
         case transfer(TransferEvent, connection: Int)
         /// `count` body bytes of connection `id` came, the first at `at` of the file (nil: where the machine last knew
-        /// its stream): where the plan keeps them, each a ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``.
+        /// its stream): where the plan keeps them, each a ``ConnectionWork/write(connection:from:count:offset:segment:recordAfter:)``.
         case bytes(Int, connection: Int, at: Int64?)
         /// Connection `connection` wrote its bytes through its cursor for `segment` up to `through` of the file: a
         /// batched notice, applied at the end of an engine pass.

@@ -188,7 +188,7 @@ struct SplitMachine {
 
     /// `count` body bytes of connection `id` came, the first at `position` of the file (nil: where the machine last
     /// knew the connection's stream): where the plan keeps them, each a
-    /// ``ConnectionWork/write(from:count:offset:segment:recordAfter:)``. The bytes before `position` that the
+    /// ``ConnectionWork/write(connection:from:count:offset:segment:recordAfter:)``. The bytes before `position` that the
     /// machine had not heard of were written through the connection's cursor: they are counted first. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
     private mutating func bytes(
@@ -361,8 +361,7 @@ struct SplitMachine {
                 }
                 cursor = ConnectionCursor(segment: segment, from: current.next, end: end)
             }
-            // Given again when its segment, its end or its record's threshold changed (a tenth of a second after the
-            // record was saved, the next is due after 1 MiB rather than 64: SplitRules.recordThreshold).
+            // Given again when its segment or its end changed.
             let before = aimed[id]
             if before?.segment == cursor?.segment, before?.end == cursor?.end { continue }
             aimed[id] = cursor

@@ -68,7 +68,8 @@ final class HeldFolder: Sendable {
     /// written fails the file: it never goes through the link, nor anywhere the user did not name).
     func refusalAtCommit() -> String? {
         guard let guardian, !folders.isEmpty else { return nil }
-        switch guardian.openFolder(folders: folders) {
+        // Opened as it stands, nothing made: a folder removed meanwhile is not made again by a look.
+        switch guardian.openFolder(folders: folders, making: false) {
         case .failure(let problem):
             return "\(problem.description) (the folder was replaced while the file was written)"
         case .success(let fd):

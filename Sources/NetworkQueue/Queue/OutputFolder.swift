@@ -171,9 +171,9 @@ public final class OutputFolder: Sendable {
         return openFolder(folders: folders).map { ($0, folders) }
     }
 
-    /// Opens `folders` (components) below this folder, making what is missing, none through a link: its descriptor
-    /// (``heldDescriptor`` when `folders` is empty, else the caller's to close), or why not.
-    func openFolder(folders: [String]) -> Result<Int32, Problem> {
+    /// Opens `folders` (components) below this folder, none through a link, making what is missing (unless `making` is
+    /// false): its descriptor (``heldDescriptor`` when `folders` is empty, else the caller's to close), or why not.
+    func openFolder(folders: [String], making: Bool = true) -> Result<Int32, Problem> {
         if folders.isEmpty { return .success(descriptor) }
         guard descriptor >= 0 else { return .failure(Problem(description: "the output folder \(path) does not exist")) }
         // Most folders are there already: one call checks the whole way.
@@ -182,12 +182,15 @@ public final class OutputFolder: Sendable {
         // Missing, refused or not known to this kernel: the walk makes what is missing and says what is in the way.
         var parent = descriptor
         var walked = ""
+        // The folder walked so far is closed with any failure (never the output folder's own).
+        func failed(_ reason: String) -> Result<Int32, Problem> {
+            if parent != descriptor { close(parent) }
+            return .failure(Problem(description: reason))
+        }
         for folder in folders {
             walked += walked.isEmpty ? folder : "/" + folder
-            if mkdirat(parent, folder, 0o755) != 0, errno != EEXIST {
-                let reason = "cannot make the folder \(walked): \(String(cString: strerror(errno)))"
-                if parent != descriptor { close(parent) }
-                return .failure(Problem(description: reason))
+            if making, mkdirat(parent, folder, 0o755) != 0, errno != EEXIST {
+                return failed("cannot make the folder \(walked): \(String(cString: strerror(errno)))")
             }
             let next = openat(parent, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard next >= 0 else {
@@ -195,18 +198,12 @@ public final class OutputFolder: Sendable {
                 var info = stat()
                 let isLink =
                     fstatat(parent, folder, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
-                if parent != descriptor { close(parent) }
                 if isLink || failure == ELOOP {
-                    return .failure(
-                        Problem(
-                            description:
-                                "\(walked) in the output folder is a symbolic link: nothing is written through a link"))
+                    return failed(
+                        "\(walked) in the output folder is a symbolic link: nothing is written through a link")
                 }
-                if failure == ENOTDIR {
-                    return .failure(Problem(description: "\(walked) in the output folder is not a folder"))
-                }
-                return .failure(
-                    Problem(description: "cannot open the folder \(walked): \(String(cString: strerror(failure)))"))
+                if failure == ENOTDIR { return failed("\(walked) in the output folder is not a folder") }
+                return failed("cannot open the folder \(walked): \(String(cString: strerror(failure)))")
             }
             if parent != descriptor { close(parent) }
             parent = next
