@@ -81,8 +81,13 @@ import Testing
             on(time) { $0.handle(.transfer(.completed(error), connection: id), now: $1, &$2) }
         }
 
+        /// The shell began the file, or could not (`failure`). Its reading is the shell's (status 0 here): the machine
+        /// hears the head it began the file with.
         mutating func fileBegun(_ failure: NetworkQueueError? = nil) -> [String] {
-            on { $0.handle(.fileBegun(failure), now: $1, &$2) }
+            let reading = HeadReading(
+                ResponseHead(url: URL(string: "http://origin.test/f")!, statusCode: 0, httpVersion: "1.1", fields: []),
+                continuedFrom: 0, acceptableStatusCodes: nil)
+            return on { $0.handle(.fileBegun(failure.map { .failure($0) } ?? .success(reading)), now: $1, &$2) }
         }
 
         /// Answers a borrow with `lent` loans, in one event.
@@ -95,11 +100,13 @@ import Testing
             actions.compactMap { action -> String? in
                 switch action {
                 case .work(let work): return describe(work)
-                case .hearHead(let head): return "hear \(head.statusCode)"
-                case .forward(.completed(let error?)): return "forward failed \(error.code.rawValue)"
-                case .forward: return "forward"
+                case .notice(.head(.head(let head), _)): return "hear \(head.statusCode)"
+                case .notice(.event(.completed(let error?))): return "forward failed \(error.code.rawValue)"
+                case .notice(.event(.completed(nil))): return "completed"
+                case .notice(.event(.metrics)): return "metrics"
+                case .notice(.body(let count)): return "count \(count)"
+                case .notice: return "forward"
                 case .note(let event, _, let message): return "\(event): \(message)"
-                case .count(let count): return "count \(count)"
                 case .borrow(let locations): return "borrow \(locations.count)"
                 case .giveBack: return "give back"
                 case .recheck(let at): return "recheck at \(String(format: "%g", at))"

@@ -278,23 +278,24 @@ extension QueueStateMachine {
         return finishEvent(now)
     }
 
-    /// ``splitEvent(_:slot:token:now:)`` of a current attempt, the event not finished. Each step is done in
-    /// order: the log's, the host books' and a loan's at once, those that touch the request only while its attempt
-    /// runs. An attempt the file ended (the request machine's own action) is applied last. False when the event
-    /// changed nothing the queue shares.
+    /// ``splitEvent(_:slot:token:now:)`` of a current attempt, the event not finished. What the request's machine
+    /// leaves to the queue is done in order: the log's, the host books' and a loan's at once; the attempt's transfer
+    /// notices (through ``noticeApplied(_:slot:token:now:)``, as a plain transfer's), a loan asked for and a look
+    /// booked only while its attempt runs. An attempt the file ended (the request machine's own action) is applied
+    /// last. False when the event changed nothing the queue shares.
     @discardableResult
-    private mutating func splitEventApplied(
+    private mutating func splitApplied(
         _ event: RequestMachine.SplitEvent, slot: Int, work: inout [ConnectionWork], now: Double
     ) -> Bool {
         let record = table[slot]
         guard let attempt = record.machine.phase.attempt else { return false }
         let (before, clock) = (record.machine.phase, record.machine.deadline)
-        var steps: [RequestMachine.SplitStep] = []
+        var queue: [SplitMachine.Action] = []
         let action = record.machine.split(
             event, of: record.request, policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead, &shared,
-            now: now, work: &work, steps: &steps)
-        for step in steps {
-            switch step {
+            now: now, work: &work, queue: &queue)
+        for item in queue {
+            switch item {
             case .note(let event, let level, let message):
                 outbox.log(level, event, record.request, now: now) { message }
                 continue
@@ -308,25 +309,16 @@ extension QueueStateMachine {
             case .giveBack(let loan):
                 scheduler.returnExtra(host: loan.host)
                 continue
-            case .hearHead, .forward, .count, .borrow, .recheck, .succeeded: break
+            case .notice, .borrow, .recheck: break
+            // The request machine's own: never left to the queue.
+            case .work, .fail, .fileFailed: continue
             }
             guard table.isCurrent(slot, token: attempt.token), table[slot].machine.phase.attempt === attempt else {
                 continue
             }
-            switch step {
-            case .hearHead(let reading):
-                // The head the file began with never passes as a transfer event: its server's book hears it here.
-                locationAnswered(reading.head, of: record.request, now: now)
-                headRead(reading, slot, now)
-            case .forward(let event): transferEventApplied(event, reading: nil, slot: slot, now: now)
-            case .count(let count): receive(count, keeping: nil, slot: slot, now: now)
+            switch item {
+            case .notice(let kind): _ = noticeApplied(kind, slot: slot, token: attempt.token, now: now)
             case .recheck(let at): timer.splits.insert(.init(deadline: at, id: slot, stamp: attempt.token))
-            case .succeeded(let metrics):
-                if let metrics, collectsMetrics {
-                    outbox.post(.didCollectMetrics(record.request, metrics: record.collect(metrics)))
-                }
-                record.machine.touched(at: now)
-                transferEndedApplied(.succeeded, slot: slot, now: now)
             case .borrow(let locations):
                 // One answer: a connection to each location's server in order, while a slot would idle (the loans
                 // made, the first ones asked for).
@@ -335,11 +327,11 @@ extension QueueStateMachine {
                     guard let loan = lendConnection(to: url, now: now) else { break }
                     loans.append(loan)
                 }
-                splitEventApplied(.lent(loans), slot: slot, work: &work, now: now)
-            case .note, .heed, .unreachable, .giveBack: break
+                splitApplied(.lent(loans), slot: slot, work: &work, now: now)
+            case .work, .note, .heed, .unreachable, .giveBack, .fail, .fileFailed: break
             }
         }
-        if case .none = action { return !steps.isEmpty }
+        if case .none = action { return !queue.isEmpty }
         // The file ended the attempt, its connections stopped with it: as a transfer's end.
         settle(slot, before: before, clock: clock, action, transferEnded: true, now: now)
         return true
@@ -354,7 +346,7 @@ extension QueueStateMachine {
         var shell = table[slot].machine.splitShell
         if case .begin(_, _, _, _, _, let beginning) = event { shell = beginning }
         var work: [ConnectionWork] = []
-        let changed = splitEventApplied(event, slot: slot, work: &work, now: now)
+        let changed = splitApplied(event, slot: slot, work: &work, now: now)
         if !work.isEmpty, let shell { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
         return changed
     }

@@ -9,7 +9,7 @@ struct QueueTimer {
     var idle = DeadlineHeap<Int>()
     /// When requests waiting to retry may rejoin the pending ones.
     var retries = DeadlineHeap<Int>()
-    /// When split files look at their end game again (``RequestMachine/SplitStep/recheck(at:)``), under each
+    /// When split files look at their end game again (``SplitMachine/Action/recheck(at:)``), under each
     /// attempt's token. Entries of attempts that ended stay until they come due.
     var splits = DeadlineHeap<Int>()
     /// When requests' deadlines pass (see ``TimeLimits/deadline``), under each request's sequence number.

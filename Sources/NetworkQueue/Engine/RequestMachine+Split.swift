@@ -6,9 +6,10 @@ import Foundation
 
 /// A request's split file (issues 36, 51, 62): the ``SplitMachine`` is a child of the request's machine, held in its
 /// running phase's payload (the ``Attempt``), as async-http-client's connection state machine holds its request's.
-/// Its actions are applied here and only here, and become the request machine's own: the shell's work on the file's
-/// connections (``ConnectionWork``, applied by the shell alone), the coordinator's steps (``SplitStep``, applied by it
-/// alone), or the request machine's own ending of the attempt. Nothing outside this file reaches into the child.
+/// Its actions are translated here and only here, in the call that produced them: the shell's work on the file's
+/// connections (``ConnectionWork``, applied by the shell alone), the request machine's own ending of the attempt, or
+/// the queue's: the attempt's transfer notices, heard as a plain transfer's, and its books' entries. Nothing outside
+/// this file reaches into the child.
 extension RequestMachine {
     /// An event of the running attempt's split file.
     enum SplitEvent {
@@ -30,52 +31,28 @@ extension RequestMachine {
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
         /// The shell began the file: its first head read, or the failure.
         case fileBegun(Result<HeadReading, NetworkQueueError>)
-        /// The queue answered a ``SplitStep/borrow(_:)``: the connections it lent (none: it had none to lend).
+        /// The queue answered a ``SplitMachine/Action/borrow(_:)``: the connections it lent (none: it had none to lend).
         case lent([QueueStateMachine.ConnectionLoan])
-        /// The look at the end game came (``SplitStep/recheck(at:)``, a ``QueueTimer`` entry).
+        /// The look at the end game came (``SplitMachine/Action/recheck(at:)``, a ``QueueTimer`` entry).
         case recheckDue
         /// The shell closed and checked the whole file (its checksum, when one is given, matched): the attempt's
         /// transfers are over and it succeeds, with the file's metrics when collected.
         case finished(TransferMetrics?)
     }
 
-    /// What the coordinator does for a split file, in order.
-    enum SplitStep {
-        /// Read the head the file began with, as the attempt's.
-        case hearHead(HeadReading)
-        /// An event of the first connection, before its head, heard as the attempt's transfer's.
-        case forward(TransferEvent)
-        /// A connection's final head, for the host books (a mirror's `Retry-After` holds its server).
-        case heed(ResponseHead)
-        /// A connection to this URL's server failed to connect: for the dead-server book.
-        case unreachable(URL, startedAt: Double)
-        /// Log this.
-        case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
-        /// `count` bytes kept and written: counted once, as progress.
-        case count(Int)
-        /// Lend a connection to the server of each of these locations, in order, while a slot would idle: answered by
-        /// one ``SplitEvent/lent(_:)`` with the loans made.
-        case borrow([URL?])
-        /// A lent connection is not needed any more.
-        case giveBack(QueueStateMachine.ConnectionLoan)
-        /// Hand in ``SplitEvent/recheckDue`` at this time.
-        case recheck(at: Double)
-        /// The file is whole and checked: its metrics are the attempt's, and its transfers ended with success (the
-        /// coordinator ends it as any transfer's end, with what the request's record holds).
-        case succeeded(TransferMetrics?)
-    }
-
     /// Applies `event` of the running attempt's split file of `request` at `now` (`policy`: how a mirror's request is
-    /// made; `deadAtHead`: the locations the HEAD found dead, left by the first attempt). The shell's work is appended
-    /// to `work` and the coordinator's steps to `steps`, in order; returns what the request machine does itself (an
-    /// attempt the file failed). Once the attempt is over, the child's later actions are dropped: its transfers were
-    /// stopped with it. Nothing when no split attempt runs.
+    /// made; `deadAtHead`: the locations the HEAD found dead, left by the first attempt). The file's child machine
+    /// decides; its actions are translated here, in this call: the shell's work on the file's connections is appended
+    /// to `work` (the attempt's transfers follow its starts and stops), a failure of the file ends the attempt (the
+    /// returned action, the request machine's own), and what is the queue's is appended to `queue`, in order: the
+    /// attempt's transfer notices (its head, its counts, its end, heard by the engine's one path for a transfer's
+    /// notices) and the host books', the log's and the loans' entries. Once the attempt is over, the child's later
+    /// actions are dropped: its transfers were stopped with it. Nothing when no split attempt runs.
     mutating func split(
         _ event: SplitEvent, of request: NetworkRequest, policy: RedirectPolicy, deadAtHead: Int,
-        _ shared: inout Shared, now: Double, work: inout [ConnectionWork], steps: inout [SplitStep]
+        _ shared: inout Shared, now: Double, work: inout [ConnectionWork], queue: inout [SplitMachine.Action]
     ) -> Action {
         guard case .running(let attempt) = phase else { return .none }
-        var reading: HeadReading?
         var decided: [SplitMachine.Action] = []
         swap(&decided, &attempt.splitScratch)
         switch event {
@@ -98,17 +75,14 @@ extension RequestMachine {
             attempt.split?.machine.handle(.writeFailed(failure), now: now, &decided)
         case .written(let kept, let recorded, let failure):
             attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
-        case .fileBegun(.success(let read)):
-            reading = read
-            attempt.split?.machine.handle(.fileBegun(nil), now: now, &decided)
-        case .fileBegun(.failure(let failure)):
-            attempt.split?.machine.handle(.fileBegun(failure), now: now, &decided)
+        case .fileBegun(let begun):
+            attempt.split?.machine.handle(.fileBegun(begun), now: now, &decided)
         case .lent(let loans):
             attempt.split?.machine.handle(.lent(loans), now: now, &decided)
         case .recheckDue:
             attempt.split?.machine.handle(.recheckDue, now: now, &decided)
         case .finished(let metrics):
-            steps.append(.succeeded(metrics))
+            attempt.split?.machine.handle(.finished(metrics), now: now, &decided)
         }
         var action = Action.none
         for child in decided {
@@ -119,19 +93,12 @@ extension RequestMachine {
                 if case .start(_, _, let cell, _) = item { attempt.transfers.insert(cell) }
                 if case .stop(let cell) = item { attempt.transfers.remove(cell) }
                 work.append(item)
-            case .hearHead: if let reading { steps.append(.hearHead(reading)) }
-            case .forward(let transferEvent): steps.append(.forward(transferEvent))
-            case .heed(let head): steps.append(.heed(head))
-            case .unreachable(let url, let startedAt): steps.append(.unreachable(url, startedAt: startedAt))
-            case .note(let event, let level, let message): steps.append(.note(event, level, message))
-            case .count(let count): steps.append(.count(count))
-            case .borrow(let locations): steps.append(.borrow(locations))
-            case .giveBack(let loan): steps.append(.giveBack(loan))
-            case .recheck(let at): steps.append(.recheck(at: at))
             case .fail(let error):
                 action = attemptEnded(.transport(Redaction.redacted(error)), of: request, &shared, now: now)
             case .fileFailed(let error):
                 action = attemptEnded(error, of: request, &shared, now: now)
+            case .notice, .note, .heed, .unreachable, .borrow, .giveBack, .recheck:
+                queue.append(child)
             }
             if case .none = action {} else { break }
         }

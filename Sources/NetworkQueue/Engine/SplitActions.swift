@@ -13,14 +13,13 @@ extension SplitMachine {
         /// the first connection on. ``Event/written(_:recorded:failure:)`` follows a piece's writes, and
         /// ``Event/fileBegun(_:)`` a file begun.
         case work(ConnectionWork)
-        /// The engine hears the head the file began with (read by ``Event/fileBegun(_:)``).
-        case hearHead(ResponseHead)
-        /// An event of the first connection, before its head, that the engine hears as it is.
-        case forward(TransferEvent)
+        /// What the attempt's transfer tells the engine, as a transfer of one connection's pipeline would, applied by the
+        /// engine's one path for transfer notices: the head the file began with (with its reading), an event of the
+        /// first connection before its head, bytes kept and written (counted once, as progress), and the file's end
+        /// (its metrics, then its transfer's completion).
+        case notice(TransferNotice.Kind)
         /// Log this.
         case note(NetworkQueueLogRecord.Event, NetworkQueueLogRecord.Level, String)
-        /// `count` bytes kept and written: counted once.
-        case count(Int)
         /// Ask the queue for a connection to the server of each of these locations, in order (a per-host limit counts
         /// each toward its server): answered by one ``Event/lent(_:)`` with the loans made, the first ones asked for.
         case borrow([URL?])
@@ -29,7 +28,7 @@ extension SplitMachine {
         /// Look at the end game again at this time (``Event/recheckDue``): a ``QueueTimer`` entry of the request.
         case recheck(at: Double)
         /// A connection's final head, for the queue's host books (a `Retry-After` or a spent `RateLimit` holds its
-        /// server). Heads the engine hears as the request's (``hearHead(_:)``, ``forward(_:)``) are heard there.
+        /// server). Heads the engine hears as the request's (a ``notice(_:)``) are heard there.
         case heed(ResponseHead)
         /// A connection to the server of this URL, started at `startedAt` (queue clock), failed to connect: counted by
         /// the queue's dead-server book (``DeadHosts``), never ending this request, which has other locations.
@@ -55,11 +54,15 @@ extension SplitMachine {
         /// The writes of the last ``bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
         /// `recorded`), or the part could not be written (`failure`).
         case written(Int, recorded: Bool, failure: NetworkQueueError?)
-        /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``), or could not (the failure).
-        case fileBegun(NetworkQueueError?)
+        /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``) and read its head, or could not (the
+        /// failure).
+        case fileBegun(Result<HeadReading, NetworkQueueError>)
         /// The queue answered a ``Action/borrow(_:)``: the connections it lent (none: it had none to lend).
         case lent([QueueStateMachine.ConnectionLoan])
         /// The look at the end game came (``Action/recheck(at:)``).
         case recheckDue
+        /// The shell closed and checked the whole file (``ConnectionWork/finish(_:length:metrics:)``; its checksum, when
+        /// one is given, matched): the attempt's transfer completes, with the file's metrics when collected.
+        case finished(TransferMetrics?)
     }
 }

@@ -137,9 +137,13 @@ struct SplitMachine {
             guard sharing != nil else { break }
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
-        case .fileBegun(let failure): fileBegun(failure, now: now, &actions)
+        case .fileBegun(let reading): fileBegun(reading, now: now, &actions)
         case .lent(let loans): lent(loans, now: now, &actions)
         case .recheckDue: recheckDue(now: now, &actions)
+        case .finished(let metrics):
+            // The file's end is its transfer's, as a transfer of one connection reports it: its metrics, then success.
+            if let metrics { actions.append(.notice(.event(.metrics(metrics)))) }
+            actions.append(.notice(.event(.completed(nil))))
         }
         aimConnections(now: now, &actions)
     }
@@ -158,10 +162,15 @@ struct SplitMachine {
 
     /// The shell began the file (``ConnectionWork/beginFile(_:done:head:)``): the head is heard, the first connection takes
     /// the first segment and the others are asked for; or the part could not be begun, and the attempt fails.
-    private mutating func fileBegun(_ failure: NetworkQueueError?, now: Double, _ actions: inout [Action]) {
+    private mutating func fileBegun(
+        _ begun: Result<HeadReading, NetworkQueueError>, now: Double, _ actions: inout [Action]
+    ) {
         guard case .beginning(let beginning) = mode else { return }
         let (shape, done, id) = (beginning.shape, beginning.done, beginning.connection)
-        if let failure {
+        let reading: HeadReading
+        switch begun {
+        case .success(let read): reading = read
+        case .failure(let failure):
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
             return
@@ -181,7 +190,7 @@ struct SplitMachine {
             firstSource = location
         }
         // The engine hears the head before any count, and before any other connection starts.
-        actions.append(.hearHead(beginning.head))
+        actions.append(.notice(.head(.head(beginning.head), reading)))
         // A file of one connection (N = 1) shares nothing: no loan is asked for, and no end game is looked at.
         if !probing, connectionLimit > 1 { share(&actions) }
     }
@@ -288,7 +297,7 @@ struct SplitMachine {
     /// finished when whole.
     private mutating func counted(_ kept: Int64, now: Double, _ actions: inout [Action]) {
         guard let sharing else { return }
-        actions.append(.count(Int(kept)))
+        actions.append(.notice(.body(Int(kept))))
         sharing.sinceLoanAsked += kept
         if case .judging(let since, let received, let saidAlone) = sharing.pace {
             judgePace(sharing, since: since, received: received + kept, saidAlone: saidAlone, now: now, &actions)
@@ -396,7 +405,7 @@ struct SplitMachine {
                 // It ended without a head: no response.
                 return actions.append(.fail(URLError(.badServerResponse)))
             }
-            return actions.append(.forward(event))
+            return actions.append(.notice(.event(event)))
         }
         if let resumed = resumed, head.statusCode == 206 {
             // Its server has another file now (it ignored If-Range): the bytes on disk are not its, and the part is

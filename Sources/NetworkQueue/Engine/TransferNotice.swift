@@ -62,27 +62,33 @@ extension QueueStateMachine {
             for index in 0..<buffer.count {
                 let notice = (base + index).move()
                 (base + index).initialize(to: TransferNotice(slot: 0, token: 0, kind: .body(0)))
-                let (slot, token) = (notice.slot, notice.token)
-                switch notice.kind {
-                case .event(let event): applyTransferEvent(event, reading: nil, slot: slot, token: token, now: now)
-                case .head(let event, let reading):
-                    applyTransferEvent(event, reading: reading, slot: slot, token: token, now: now)
-                case .body(let count): applyBody(count, slot: slot, token: token, now: now)
-                case .file(let event):
+                if let ended = noticeApplied(notice.kind, slot: notice.slot, token: notice.token, now: now) {
                     // Rare, and each ends its event its own way: the actions so far go with it.
-                    taken.append(fileEvent(event, slot: slot, token: token, now: now))
-                case .checksumMismatch(let expected, let actual):
-                    taken.append(
-                        transferEnded(
-                            .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now))
-                case .reached(let id, let through, let segment):
-                    let event = RequestMachine.SplitEvent.reached(
-                        connection: id, through: through, segment: segment)
-                    splitNotice(event, slot: slot, token: token, now: now)
+                    taken.append(ended)
                 }
             }
         }
         taken.append(finishEvent(now))
         return taken
+    }
+
+    /// Applies one notice of a transfer without ending the event: the one path by which a transfer's events reach the
+    /// engine, a plain transfer's pipeline's and a split file's alike. A file's event and a checksum's end their event
+    /// their own way: their actions are returned (nil for every other notice).
+    mutating func noticeApplied(_ kind: TransferNotice.Kind, slot: Int, token: UInt64, now: Double) -> QueueActions? {
+        switch kind {
+        case .event(let event): applyTransferEvent(event, reading: nil, slot: slot, token: token, now: now)
+        case .head(let event, let reading):
+            applyTransferEvent(event, reading: reading, slot: slot, token: token, now: now)
+        case .body(let count): applyBody(count, slot: slot, token: token, now: now)
+        case .file(let event): return fileEvent(event, slot: slot, token: token, now: now)
+        case .checksumMismatch(let expected, let actual):
+            return transferEnded(
+                .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
+        case .reached(let id, let through, let segment):
+            let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
+            splitNotice(event, slot: slot, token: token, now: now)
+        }
+        return nil
     }
 }
