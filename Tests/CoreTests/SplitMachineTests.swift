@@ -142,7 +142,6 @@ import Testing
             case .saveRecord: return "save record"
             case .beginFile(let shape, let done, let head):
                 return "begin file \(shape.length) \(head.statusCode)\(done.isEmpty ? "" : " done \(done)")"
-            case .passOn: return "pass on"
             case .finish(_, let length, let metrics):
                 let locations = metrics?.segments?.locations.map { "\($0.bytes)\($0.wasDropped ? "x" : "")" } ?? []
                 return
@@ -270,18 +269,24 @@ extension SplitMachineTests {
         #expect(bench.reached(2_900_000, to: 0, segment: 2) == [])
     }
 
-    /// A first head that is not one to split on: the file goes on as a transfer of one connection.
-    @Test func aHeadNotToSplitOnPassesOnAsOneConnection() {
+    /// A first head that is not one to split on: the file is its one connection's, which carries it as it comes. The
+    /// machine neither begins the file nor stops the connection (the shell's sign that the connection carries the file),
+    /// and hears nothing more of it.
+    @Test func aHeadNotToSplitOnLeavesTheFileToItsOneConnection() {
         var bench = Bench()
         #expect(
             bench.head(Self.head(ranges: false), to: 0) == [
-                "splitDecided: one connection: the server does not say Accept-Ranges: bytes", "pass on",
+                "splitDecided: one connection: the server does not say Accept-Ranges: bytes"
             ])
         #expect(bench.machine.mode.name == "plain")
         // Its later events are not the machine's.
         #expect(bench.bytes(10, to: 0) == [] && bench.ended(0) == [])
         var small = Bench()
-        #expect(small.head(Self.head(length: 100), to: 0).last == "pass on")
+        #expect(
+            small.head(Self.head(length: 100), to: 0) == [
+                "splitDecided: one connection: 100 bytes are too few to share"
+            ])
+        #expect(small.machine.mode.name == "plain")
     }
 
     /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
@@ -298,7 +303,9 @@ extension SplitMachineTests {
                 "locationDropped: dropped mirror 1 (http://m1.test/f): its connection failed (URLError -1004)",
                 "start 2 m2 whole",
             ])
-        #expect(bench.head(Self.head(503), to: 2) == ["pass on"])
+        // The last location's answer is carried by its connection (neither stopped nor begun as a file).
+        #expect(bench.head(Self.head(503), to: 2) == [])
+        #expect(bench.machine.mode.name == "plain")
         // One location: its failure is the attempt's at once.
         var alone = Bench(mirrors: 0)
         #expect(alone.ended(0, URLError(.cannotConnectToHost)) == ["forward failed -1004"])
@@ -684,11 +691,8 @@ extension SplitMachineTests {
             let shell = driver.split(
                 .transfer(.head(head), connection: id), slot: start.slot, token: start.token, at: 0)
             guard id < 2 else {
-                #expect(shell.count == 1)
-                guard case .passOn(id)? = shell.first else {
-                    Issue.record("not passed on: \(shell)")
-                    return
-                }
+                // Neither stopped nor begun as a file: its connection carries the answer as it comes.
+                #expect(shell.isEmpty)
                 break
             }
             guard case .stop(let stopped) = shell.first, case .start(id + 1, let sent, let cell, _) = shell.last else {
@@ -700,7 +704,7 @@ extension SplitMachineTests {
             let transfers = driver.machine.table[start.slot].machine.phase.attempt.map { Array($0.transfers) } ?? []
             #expect(transfers.count == 1 && transfers.first === cell)
         }
-        // The shell passes the last location's head on, as the transfer of one connection it now is.
+        // The shell's pipeline carries the last location's head on, as the transfer of one connection it now is.
         driver.send(.head(Self.head(503)), to: 1)
         #expect(driver.takeDeliveries().contains { $0.hasPrefix("didFail 1 HTTP status 503") })
     }
@@ -749,7 +753,7 @@ extension SplitMachineTests {
     /// What each event says in each mode; an event missing from a mode's list says nothing there.
     static let expected: [String: [String: [String]]] = [
         "first": [
-            "head": ["splitDecided: one connection: the response is a 206, not a 200", "pass on"],
+            "head": ["splitDecided: one connection: the response is a 206, not a 200"],
             "ended": ["fail -1011"], "lent": ["give back"],
         ],
         "beginning": ["fileBegun": ["hear 200"], "lent": ["give back"]],

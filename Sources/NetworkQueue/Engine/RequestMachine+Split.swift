@@ -134,9 +134,6 @@ enum ConnectionWork {
     /// Size and record the part for `shape` (`done`: on disk already), and read `head`;
     /// ``RequestMachine/SplitEvent/fileBegun(_:)`` follows.
     case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
-    /// The first connection's head is not one to split on: it (the event being handled) and every later event of that
-    /// connection go on as a transfer of one connection.
-    case passOn(connection: Int)
     /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
     case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
 }

@@ -4,13 +4,13 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a ``SplitMachine`` hears and says: the events the coordinator hands it (from the shell, `SplitDownload`, and
-/// the queue), and the actions it returns for the two to do, in order.
+/// What a ``SplitMachine`` hears and says: the events the coordinator hands it (from the shell, the attempt's
+/// `TransferPipeline`, and the queue), and the actions it returns for the two to do, in order.
 extension SplitMachine {
     /// What the coordinator and the shell must do, in order.
     enum Action {
-        /// Work for the shell: start or stop a connection, write a piece, end a segment, begin or finish the file, pass
-        /// the first connection on. ``Event/written(_:recorded:failure:)`` follows a piece's writes, and
+        /// Work for the shell: start or stop a connection, aim it, write a piece, end a segment, begin or finish the
+        /// file. ``Event/written(_:recorded:failure:)`` follows a piece's writes, and
         /// ``Event/fileBegun(_:)`` a file begun.
         case work(ConnectionWork)
         /// What the attempt's transfer tells the engine, as a transfer of one connection's pipeline would, applied by the

@@ -40,7 +40,8 @@ extension SplitMachine {
         case first
         /// The first head said split: the shell begins the file (``ConnectionWork/beginFile(_:done:head:)``).
         case beginning(Beginning)
-        /// The head was not one to split on: the first connection's events pass as they are.
+        /// The head was not one to split on: its connection carries the file as it comes (the shell's pipeline, as any
+        /// transfer's), and the machine hears nothing more.
         case plain
         /// The file is shared among connections.
         case split(Sharing)

@@ -7,16 +7,17 @@ import Foundation
 /// One file fetched over several connections and locations (issue 36), as a part of its request's running attempt
 /// (issue 51): every decision of a split download, made by events that take the time and return ``Action``s. Pure:
 /// no lock, no clock, no I/O. The coordinator holds it in the ``Attempt`` and applies its actions under the queue's
-/// one lock; the shell (`SplitDownload`) only starts and stops transports, writes bytes at offsets and hands events
-/// in.
+/// one lock; the shell (the attempt's `TransferPipeline`) only starts and stops transports, writes bytes at offsets
+/// and hands events in.
 ///
 /// Words: a *location* is a place the file can be fetched from (the request's URL, then its mirrors); a *connection*
 /// is one transfer of the attempt; a *segment* is a connection's share of the file (``SegmentPlan/Segment``).
 ///
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its
 /// head decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be split, or a response that is not
-/// the file, goes on as a transfer of one connection (``ConnectionWork/passOn(connection:)``). Otherwise the part is sized and recorded
-/// (``ConnectionWork/beginFile(_:done:head:)``, answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
+/// the file, is carried by that one connection as it comes (the machine says nothing more: the shell's pipeline goes
+/// on as any transfer's). Otherwise the part is sized and recorded (``ConnectionWork/beginFile(_:done:head:)``,
+/// answered by ``Event/fileBegun(_:)``), ``SegmentPlan`` shares its missing bytes
 /// among connections, each a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection
 /// beyond the first is lent by the queue only from a slot no waiting request could start in (``Action/borrow(_:)``,
 /// answered by ``Event/lent(_:)``), and given back when no work is left for it. Moving from a failed location to the next
@@ -36,7 +37,7 @@ struct SplitMachine {
     /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
     let requests: [URLRequest]
     /// The conditional fields of a revalidated file (``NetworkRequest/ExistingFile/revalidate``): sent by the first
-    /// connection alone, whose answer says whether the file changed (a 304 passes on, and keeps the file).
+    /// connection alone, whose answer says whether the file changed (a 304 is the attempt's answer, and keeps the file).
     let conditionalFields: [(name: String, value: String)]
     /// The most connections the file may use (at least 1).
     let connectionLimit: Int
@@ -332,7 +333,7 @@ struct SplitMachine {
         guard let sharing else { return }
         sharing.recheckAt = nil
         if connections.count < 1 + sharing.loans.count { return fillConnections(now: now, &actions) }
-        if slowest(now: now) != nil, sharing.loans.count < connectionLimit - 1 {
+        if endGame?.slowest(now: now) != nil, sharing.loans.count < connectionLimit - 1 {
             actions.append(.borrow(nextLocations(1)))
         }
         scheduleRecheck(now: now, &actions)
@@ -422,9 +423,8 @@ struct SplitMachine {
         }
         switch SplitRules.shape(of: head, minimumSize: minimumSize) {
         case .failure(.status(304)) where !conditionalFields.isEmpty:
-            // The file there is unchanged: the answer passes on, and its request keeps the file.
+            // The file there is unchanged: the answer is the attempt's, and its request keeps the file.
             mode = .plain
-            actions.append(.work(.passOn(connection: id)))
         case .success(let shape):
             // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
             connections[id]?.asked = nil
@@ -432,19 +432,18 @@ struct SplitMachine {
             begin(shape, done: [], head: head, connection: id, &actions)
         case .failure(.status(let code)) where !(200..<300).contains(code):
             // Its server's Retry-After or spent rate limit holds that server for the batch, whichever location it is
-            // (the last location's head passes on, and is heard as the request's).
+            // (the last location's head is carried on, and heard as the request's).
             if let location = connections[id]?.location, !locations.isLast(location) { actions.append(.heed(head)) }
             firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, &actions)
         case .failure(let refusal):
             mode = .plain
             actions.append(.note(.splitDecided, .info, "one connection: \(refusal.text)"))
-            actions.append(.work(.passOn(connection: id)))
         }
     }
 
     /// The first connection's location failed before any byte was written (`cause`): the ``FailoverRules`` verdict
-    /// asks the next live location, or (none left) the attempt fails as that connection did (`error`; a status passes
-    /// on as the response).
+    /// asks the next live location, or (none left) the attempt fails as that connection did (`error`; a status is
+    /// carried on by its connection as the response).
     private mutating func firstFailed(
         _ id: Int, _ cause: FailoverRules.Cause, reason: String, error: URLError?, _ actions: inout [Action]
     ) {
@@ -460,8 +459,8 @@ struct SplitMachine {
         locations.drop(location)
         guard case .nextLocation = verdict, locations.hasLive else {
             mode = .plain
-            if let error { return actions.append(.fail(error)) }
-            return actions.append(.work(.passOn(connection: id)))
+            if let error { actions.append(.fail(error)) }
+            return
         }
         stop(id, &actions)
         actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
@@ -816,44 +815,20 @@ struct SplitMachine {
         actions.append(.recheck(at: at))
     }
 
-    /// The connection whose range would end last, when racing it is worth it (``SplitRules/isWorthRacing``); nil
-    /// otherwise, or while a range waits.
-    private func slowest(now: Double) -> Int? {
+    /// The end game's view of the file (``EndGame``): nil when it is not split, under the queue's rate cap, or while a
+    /// range waits.
+    private var endGame: EndGame? {
         guard let sharing, !isCapped, sharing.plan.waiting.isEmpty else { return nil }
-        let (plan, settleTime) = (sharing.plan, sharing.settleTime)
-        var found: (id: Int, time: Double, remaining: Int64)?
-        let rate = bestPace(now: now)?.rate
-        for id in connections.keys.sorted() {
-            guard let connection = connections[id], let acceptedAt = connection.acceptedAt else { continue }
-            let running = now - acceptedAt
-            guard let segment = connection.segment, let range = plan.segments.first(where: { $0.id == segment }),
-                !sharing.racedFrom.contains(range.next),
-                let time = SplitRules.finishTime(
-                    remaining: range.remaining, received: connection.received, running: running, settle: settleTime)
-            else { continue }
-            if found.map({ time > $0.time }) ?? true { found = (id, time, range.remaining) }
+        let runners = connections.keys.sorted().compactMap { id -> EndGame.Runner? in
+            guard let connection = connections[id] else { return nil }
+            let range = connection.segment.flatMap { segment in sharing.plan.segments.first { $0.id == segment } }
+            return EndGame.Runner(
+                id: id, location: connection.location, acceptedAt: connection.acceptedAt,
+                received: connection.received, range: range.map { ($0.next, $0.remaining) })
         }
-        guard let found,
-            SplitRules.isWorthRacing(
-                remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: sharing.startDelay)
-        else { return nil }
-        return found.id
-    }
-
-    /// The best pace a connection of the file kept, running or stopped, and its location (nil: none judged yet); with
-    /// `among`, of those locations only.
-    private func bestPace(now: Double, among allowed: [Int]? = nil) -> (rate: Double, location: Int)? {
-        guard let sharing else { return nil }
-        let isAllowed = { (location: Int) in allowed?.contains(location) ?? true }
-        var best = sharing.keptPace.flatMap { isAllowed($0.location) ? $0 : nil }
-        for id in connections.keys.sorted() {
-            guard let connection = connections[id], let acceptedAt = connection.acceptedAt, connection.received > 0,
-                isAllowed(connection.location), now - acceptedAt >= sharing.settleTime
-            else { continue }
-            let rate = Double(connection.received) / (now - acceptedAt)
-            if rate > best?.rate ?? 0 { best = (rate, connection.location) }
-        }
-        return best
+        return EndGame(
+            runners: runners, settleTime: sharing.settleTime, startDelay: sharing.startDelay,
+            keptPace: sharing.keptPace, racedFrom: sharing.racedFrom, servedAt: sharing.servedAt)
     }
 
     /// The end game (issue 62): no range waits and a connection is free, so it races the connection whose range
@@ -862,7 +837,7 @@ struct SplitMachine {
     /// ``bytes(_:connection:now:_:)`` and the accepted head in ``segmentEvent(_:_:id:now:_:)``). Nothing is dropped:
     /// a healthy but slower location only loses a race. True when a connection was started.
     private mutating func race(now: Double, _ actions: inout [Action]) -> Bool {
-        guard let sharing, locations.leastBusy != nil, let victim = slowest(now: now),
+        guard let sharing, locations.leastBusy != nil, let game = endGame, let victim = game.slowest(now: now),
             let connection = connections[victim], let segment = connection.segment,
             let from = sharing.plan.segments.first(where: { $0.id == segment })?.next
         else { return false }
@@ -873,7 +848,7 @@ struct SplitMachine {
         sharing.racedFrom.insert(from)
         guard let taken = sharing.plan.assign() else { return false }
         let end = taken.end
-        guard startRange(taken, at: raceLocation(now: now), &actions) else {
+        guard startRange(taken, at: game.raceLocation(now: now, locations), &actions) else {
             return false
         }
         let pace = connection.received == 0 ? "it brought nothing" : "it is behind the others"
@@ -881,22 +856,6 @@ struct SplitMachine {
             "bytes \(from)-\(end - 1) of \(describe(connection.location)) raced by another connection: \(pace)"
         actions.append(.note(.splitDecided, .info, message))
         return true
-    }
-
-    /// Where a race goes: among the locations that take ranges, those that brought bytes lately (within the settle
-    /// time of the latest byte of any: a location whose connections stall would most likely stall the race too), the
-    /// one of the best pace if known there, else the least busy of them. The best pace alone is not enough: it may be
-    /// a stalled mirror's own burst before it broke, and with no pace settled yet (under load) the least busy may be
-    /// the stalled mirror; the race then stalled too, and its range waited for the attempt's idle timeout.
-    private func raceLocation(now: Double) -> Int? {
-        guard let sharing else { return nil }
-        let live = locations.takingRanges
-        var fresh = live
-        if let latest = live.compactMap({ sharing.servedAt[$0] }).max() {
-            fresh = live.filter { (sharing.servedAt[$0] ?? -.infinity) >= latest - sharing.settleTime }
-        }
-        if let best = bestPace(now: now, among: fresh)?.location { return best }
-        return locations.leastBusy(among: fresh)
     }
 
     /// Connection `id`'s head was accepted at `now`.

@@ -13,11 +13,15 @@ import Foundation
 ///
 /// One object a transfer (its verifier a value inside it): the transport's event and body callbacks capture it
 /// alone, so that they need no context of their own.
-final class TransferPipeline: @unchecked Sendable {
+///
+/// A file attempt that may use several connections has its connections here too (``Connections``, in
+/// `TransferPipeline+Connections.swift`): the pipeline is the one shell of a file attempt, whatever its connections.
+final class TransferPipeline: ConnectionShell, @unchecked Sendable {
     /// What the engine hears about one transport event.
     enum Step {
-        /// The event as it is (not copied into the step: the caller still holds it).
-        case forward
+        /// The engine hears the event as it is (``TransferNotice/Kind/event(_:)``; not copied into the step: the caller
+        /// still holds it).
+        case event
         /// A final head, read.
         case head(HeadReading)
         /// The file could not be written: the request fails.
@@ -44,18 +48,22 @@ final class TransferPipeline: @unchecked Sendable {
     /// True once a 304 said the existing file is the resource.
     @exclusivity(unchecked) private var keepsExistingFile = false
     /// True when the notices may wait for the end of an engine pass (``NetworkQueue/tell(_:batching:)``): false for a
-    /// split download's, whose shell asks the engine directly.
+    /// file that may be shared, whose connections' events reach the engine directly.
     let batches: Bool
+    /// The connections of a file that may be shared over several (nil for any other transfer): the transport they run
+    /// on and each one's route.
+    let connections: Connections?
 
     /// A pipeline for transfer `token` of the request in `slot` of `owner` (`request` nil: a HEAD preflight), writing
-    /// to `sink`.
+    /// to `sink`; with `connections`, of a file that may be shared over several.
     init(
         owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?,
-        revalidates: Bool = false, batches: Bool = true
+        revalidates: Bool = false, connections: Connections? = nil
     ) {
         self.owner = owner
         self.revalidates = revalidates
-        self.batches = batches
+        self.connections = connections
+        batches = connections == nil
         self.slot = slot
         self.token = token
         self.sink = sink
@@ -69,7 +77,7 @@ final class TransferPipeline: @unchecked Sendable {
     /// hears the event, or the failure.
     func receive(_ event: TransferEvent) {
         switch step(event) {
-        case .forward: tell(.event(event))
+        case .event: tell(.event(event))
         case .head(let reading): tell(.head(event, reading))
         case let failed: pass(failed)
         }
@@ -92,12 +100,12 @@ final class TransferPipeline: @unchecked Sendable {
         }
     }
 
-    /// Tells the engine that the transfer's file or checks failed (the steps that forward nothing).
+    /// Tells the engine that the transfer's file or checks failed (the steps that are not an event or a head).
     func pass(_ failed: Step) {
         switch failed {
         case .fileFailed(let error): tell(.file(.failed(error)))
         case .integrityFailed(let expected, let actual): tell(.checksumMismatch(expected: expected, actual: actual))
-        case .forward, .head: break
+        case .event, .head: break
         }
     }
 
@@ -144,7 +152,7 @@ final class TransferPipeline: @unchecked Sendable {
             // An interim head is the engine's to ignore; a failed transfer's file is discarded by the engine.
             break
         }
-        return .forward
+        return .event
     }
 
     /// The head of a split download (issue 36), read and begun on the file as ``step(_:)`` does; its bytes come out
@@ -160,9 +168,9 @@ final class TransferPipeline: @unchecked Sendable {
     /// A split download's every byte is in its part: the file is closed, then the whole part (`length` bytes) is
     /// hashed for the checks that cover the file (a digest of one range's content never applies to the file).
     func finishSplit(head: ResponseHead, length: Int64) -> Step {
-        guard let sink else { return .forward }
+        guard let sink else { return .event }
         if let error = sink.finishWriting() { return .fileFailed(error) }
-        guard verifier != nil else { return .forward }
+        guard verifier != nil else { return .event }
         let whole =
             head.statusCode == 206
             ? ResponseHead(
@@ -170,7 +178,7 @@ final class TransferPipeline: @unchecked Sendable {
                 fields: head.fields.filter { $0.name.lowercased() != "content-digest" }) : head
         verifier?.begin(whole, continuing: (sink.partial, length))
         if let (expected, actual) = verifier?.finish() { return .integrityFailed(expected: expected, actual: actual) }
-        return .forward
+        return .event
     }
 
     /// A body piece to the file and the hashes; nil when all is well.

@@ -4,80 +4,83 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The shell of a split download (issues 36, 62): it hands every event of the file's connections to the request's
-/// machine (``QueueStateMachine/splitEvent(_:slot:token:now:)``, or a batched notice for bytes written through a
-/// connection's cursor) and does the ``ConnectionWork`` that follows, which reaches it as the event's
-/// ``QueueAction/connections(_:)`` like any work: starts and stops connections, gives them their cursors, writes their
-/// bytes at the offsets given, begins and finishes the file. It decides nothing and keeps no state of the download but
-/// what a connection's bytes need (its position, its cursor, the event in hand): the rest is the request's machine's,
-/// under the queue's one lock. The file's writes happen here, outside that lock.
+/// A file attempt that may use several connections (issues 36, 62, 73) runs through its one pipeline too: the pipeline
+/// is the shell of all its connections. It hands every event of a connection to the request's machine
+/// (``QueueStateMachine/splitEvent(_:slot:token:now:)``, or a batched notice for bytes written through a connection's
+/// cursor) and does the ``ConnectionWork`` that follows, which reaches it as the event's ``QueueAction/connections(_:)``
+/// like any work: starts and stops connections, gives them their cursors, writes their bytes at the offsets given,
+/// begins and finishes the file. It decides nothing and keeps no state of the download but what a connection's bytes
+/// need (its position, its cursor, the event in hand): the rest is the request's machine's, under the queue's one
+/// lock. The file's writes happen here, outside that lock.
 ///
-/// Each connection's events are serial. Once the first head says the file is not one to split on, the first
-/// connection's events go on as a transfer of one connection (``Route``).
-final class SplitDownload: ConnectionShell {
-    /// Where one connection's events go: to the machine, or (once it passes on) as a transfer of one connection; and
-    /// where its bytes go without asking (its cursor).
+/// Each connection's events are serial. The first connection carries the file as it comes (the pipeline's own steps,
+/// as any transfer's) unless the machine begins the file as shared at its head (``ConnectionWork/beginFile(_:done:head:)``):
+/// a file of one connection is the pipeline's own transfer from its head on, with nothing to pass.
+extension TransferPipeline {
+    /// What the pipeline of a file that may be shared holds for its connections.
+    final class Connections: Sendable {
+        let transport: any Transport
+        /// The transport, when it lends bodies (the file's bytes then skip a copy).
+        let lender: (any LendingTransport)?
+        let options: TransferOptions
+        /// Each connection's route, by connection, and whether the file was begun as shared: an aim, a write or a stop
+        /// finds its connection here.
+        let state = Locked((routes: [Int: Route](), isShared: false))
+
+        init(transport: any Transport, options: TransferOptions) {
+            self.transport = transport
+            lender = transport as? any LendingTransport
+            self.options = options
+        }
+
+        /// Connection `id`'s route.
+        func route(_ id: Int) -> Route? { state.withLock { $0.routes[id] } }
+    }
+
+    /// Where one connection's events go: to the machine, or (once its head found the file not shared) through the
+    /// pipeline's own steps; and where its bytes go without asking (its cursor).
     final class Route: @unchecked Sendable {
         // Unchecked: touched only by the connection's events, which are serial, and by the work its event leads to,
         // which is done on the same thread before the event returns.
-        var passes = false
+        /// True once its head found the file not shared (and the connection not stopped): it carries the file as it
+        /// comes, through the pipeline's own steps.
+        var carriesFile = false
         /// The offset in the file of the next byte its server sends.
         var position: Int64
         /// True when bytes were written through its cursor since the machine last heard its position.
         var unheard = false
-        /// The event being handled and its body piece (valid only while it is handled): what a `passOn` passes on and
-        /// a `write` writes from.
-        var current: TransferEvent?
+        /// The body piece of the event being handled (valid only while it is handled): what a `write` writes from.
         var bytes: UnsafeRawBufferPointer?
+        /// Its handle: cancelled once the machine stopped it.
+        let cell: TransferCell
         /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
         let cursor = Locked<(cursor: ConnectionCursor?, sequence: Int)>((nil, 0))
 
-        init(position: Int64) { self.position = position }
-    }
-
-    /// Each connection's route, by connection: an aim, a write or a pass finds its connection here.
-    private let routes = Locked<[Int: Route]>([:])
-
-    let transport: any Transport
-    /// The transport, when it lends bodies (the file's bytes then skip a copy).
-    let lender: (any LendingTransport)?
-    let options: TransferOptions
-    /// The attempt's first transfer's pipeline: the queue, slot and token the download's events go to, and its file.
-    /// The events of a transfer of one connection (the first connection's, when the file is not split) go through it
-    /// as they are.
-    let pipeline: TransferPipeline
-    /// The pipeline's file.
-    let sink: FileSink
-    var owner: NetworkQueue { pipeline.owner }
-    var slot: Int { pipeline.slot }
-    var token: UInt64 { pipeline.token }
-
-    /// The split download of the transfer that `pipeline` writes to `sink` (its file).
-    init(transport: any Transport, options: TransferOptions, pipeline: TransferPipeline, sink: FileSink) {
-        self.transport = transport
-        lender = transport as? any LendingTransport
-        self.options = options
-        self.pipeline = pipeline
-        self.sink = sink
+        init(position: Int64, cell: TransferCell) {
+            self.position = position
+            self.cell = cell
+        }
     }
 
     /// Begins the download of `request` over the attempt's first transfer.
-    func start(_ request: URLRequest, fileOptions: NetworkRequest.FileOptions) {
-        let isCapped = options.rateCap?.maximumBytesPerSecond != nil
+    func startConnections(_ request: URLRequest, fileOptions: NetworkRequest.FileOptions) {
+        guard let connections else { return }
+        let isCapped = connections.options.rateCap?.maximumBytesPerSecond != nil
         handIn(
             .begin(
-                request, fileOptions, part: sink.resumed, isCapped: isCapped,
-                collectsMetrics: options.collectsMetrics, shell: self), route: nil)
+                request, fileOptions, part: sink?.resumed, isCapped: isCapped,
+                collectsMetrics: connections.options.collectsMetrics, shell: self), route: nil)
     }
 
     // MARK: A connection's events
 
     private func event(_ event: TransferEvent, connection id: Int, route: Route) {
-        if route.passes { return pipeline.receive(event) }
+        if route.carriesFile { return receive(event) }
         if case .data(let data) = event {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
-        if case .head(let head) = event, !ResponseRules.isInterim(head) {
+        let isFinalHead = if case .head(let head) = event, !ResponseRules.isInterim(head) { true } else { false }
+        if case .head(let head) = event, isFinalHead {
             // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
             // range is the whole file).
             let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
@@ -88,16 +91,23 @@ final class SplitDownload: ConnectionShell {
             handIn(.bytes(0, connection: id, at: route.position), route: route)
             route.unheard = false
         }
-        handIn(.transfer(event, connection: id), route: route, current: event)
+        handIn(.transfer(event, connection: id), route: route)
+        guard isFinalHead, let connections, !connections.state.withLock({ $0.isShared }),
+            !route.cell.withLock({ $0.isCancelled })
+        else { return }
+        // The machine heard the head and neither began the file as shared nor stopped the connection: the file is one
+        // connection's, which carries it as it comes from this head on (the machine hears it as the attempt's own).
+        route.carriesFile = true
+        receive(event)
     }
 
     /// A body piece lent by the transport (see ``LendingTransport``).
     private func lent(_ piece: borrowing LentBytes, connection id: Int, route: Route) -> Bool {
-        guard route.passes else {
+        guard route.carriesFile else {
             piece.withUnsafeBytes { body($0, connection: id, route: route) }
             return true
         }
-        return pipeline.lend(piece)
+        return lend(piece)
     }
 
     /// A body piece of connection `id`: written at once when its cursor has room for all of it, and counted by a notice
@@ -108,7 +118,9 @@ final class SplitDownload: ConnectionShell {
         let position = route.position
         let count = Int64(bytes.count)
         route.position += count
-        if let cursor = route.cursor.withLock({ $0.cursor }), position >= cursor.from, position + count <= cursor.end {
+        if let sink, let cursor = route.cursor.withLock({ $0.cursor }), position >= cursor.from,
+            position + count <= cursor.end
+        {
             // The record is saved when the machine says (ConnectionWork.saveRecord), never by a piece.
             let result = sink.writeSegment(bytes, at: position, segment: cursor.segment, recordingAfter: .max)
             if let failure = result.failure { return handIn(.writeFailed(failure), route: route) }
@@ -122,32 +134,28 @@ final class SplitDownload: ConnectionShell {
 
     // MARK: What the request's machine decided
 
-    /// Hands `event` in, the event being handled being `current` and its body piece `bytes` (kept in the connection's
-    /// route while the work it leads to is done: on this thread, before this returns).
-    private func handIn(
-        _ event: RequestMachine.SplitEvent, route: Route?, current: TransferEvent? = nil,
-        bytes: UnsafeRawBufferPointer? = nil
-    ) {
+    /// Hands `event` in, the event's body piece being `bytes` (kept in the connection's route while the work it leads
+    /// to is done: on this thread, before this returns).
+    private func handIn(_ event: RequestMachine.SplitEvent, route: Route?, bytes: UnsafeRawBufferPointer? = nil) {
         if case .bytes = event, LockCounter.isCounting.load(ordering: .relaxed) {
             LockCounter.pieceAsks.add(1, ordering: .relaxed)
         }
-        route?.current = current
         route?.bytes = bytes
         let (slot, token) = (slot, token)
         owner.send(inline: true) { machine, now in machine.splitEvent(event, slot: slot, token: token, now: now) }
-        route?.current = nil
         route?.bytes = nil
     }
 
     /// Does `work`, in order; the writes of a connection's piece are answered once, after them.
     func perform(_ work: [ConnectionWork]) {
+        guard let connections, let sink else { return }
         var written: (connection: Int, kept: Int, recorded: Bool, failure: NetworkQueueError?)?
         for item in work {
             switch item {
             case .write(let id, let from, let count, let offset, let segment, let threshold):
                 var answer = written ?? (id, 0, false, nil)
                 defer { written = answer }
-                guard answer.failure == nil, let bytes = route(id)?.bytes else { continue }
+                guard answer.failure == nil, let bytes = connections.route(id)?.bytes else { continue }
                 let piece = UnsafeRawBufferPointer(rebasing: bytes[from..<(from + count)])
                 let result = sink.writeSegment(piece, at: offset, segment: segment, recordingAfter: threshold)
                 answer.failure = result.failure
@@ -160,17 +168,14 @@ final class SplitDownload: ConnectionShell {
             case .stop(let cell):
                 cell.cancel()?.cancel()
             case .start(let id, let request, let cell, let position):
-                start(id, request, cell, at: position)
+                start(id, request, cell, at: position, connections)
             case .aim(let id, let cursor, let sequence):
-                route(id)?.cursor.withLock { aimed in
+                connections.route(id)?.cursor.withLock { aimed in
                     if sequence > aimed.sequence { aimed = (cursor, sequence) }
                 }
             case .beginFile(let shape, let done, let head):
-                handIn(.fileBegun(begin(shape, done: done, head: head)), route: nil)
-            case .passOn(let id):
-                guard let route = route(id) else { continue }
-                route.passes = true
-                if let current = route.current { pipeline.receive(current) }
+                connections.state.withLock { $0.isShared = true }
+                handIn(.fileBegun(begin(shape, done: done, head: head, sink)), route: nil)
             case .finish(let head, let length, let metrics):
                 finish(head: head, length: length, metrics: metrics)
             }
@@ -178,25 +183,24 @@ final class SplitDownload: ConnectionShell {
         if let written {
             handIn(
                 .written(written.kept, recorded: written.recorded, failure: written.failure),
-                route: route(written.connection))
+                route: connections.route(written.connection))
         }
     }
 
-    /// Connection `id`'s route.
-    private func route(_ id: Int) -> Route? { routes.withLock { $0[id] } }
-
     /// Starts connection `id`, whose server's first byte is at `position` of the file, its handle going to `cell`.
-    private func start(_ id: Int, _ request: URLRequest, _ cell: TransferCell, at position: Int64) {
-        let route = Route(position: position)
-        routes.withLock { $0[id] = route }
+    private func start(
+        _ id: Int, _ request: URLRequest, _ cell: TransferCell, at position: Int64, _ connections: Connections
+    ) {
+        let route = Route(position: position, cell: cell)
+        connections.state.withLock { $0.routes[id] = route }
         let started =
-            if let lender {
+            if let lender = connections.lender {
                 lender.startTransfer(
-                    .request(request), options: options,
+                    .request(request), options: connections.options,
                     lendingBodyTo: { [self] piece in lent(piece, connection: id, route: route) },
                     events: { [self] event in self.event(event, connection: id, route: route) })
             } else {
-                transport.startTransfer(request, options: options) { [self] event in
+                connections.transport.startTransfer(request, options: connections.options) { [self] event in
                     self.event(event, connection: id, route: route)
                 }
             }
@@ -204,14 +208,14 @@ final class SplitDownload: ConnectionShell {
     }
 
     /// Reads the file's first head and sizes and records its part; the failure, if either failed.
-    private func begin(_ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
+    private func begin(_ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, _ sink: FileSink)
         -> Result<HeadReading, NetworkQueueError>
     {
         let reading: HeadReading
-        switch pipeline.splitHead(head) {
+        switch splitHead(head) {
         case .head(let read): reading = read
         case .fileFailed(let failure): return .failure(failure)
-        case .forward, .integrityFailed: return .failure(.fileError(path: sink.partial.path, reason: "no head"))
+        case .event, .integrityFailed: return .failure(.fileError(path: sink.partial.path, reason: "no head"))
         }
         if let failure = sink.beginSegments(shape, done: done) { return .failure(failure) }
         return .success(reading)
@@ -219,9 +223,9 @@ final class SplitDownload: ConnectionShell {
 
     /// The file is whole: closed, hashed when checks apply, and the engine hears the ending.
     private func finish(head: ResponseHead, length: Int64, metrics: TransferMetrics?) {
-        switch pipeline.finishSplit(head: head, length: length) {
-        case .forward: handIn(.finished(metrics), route: nil)
-        case let failed: pipeline.pass(failed)
+        switch finishSplit(head: head, length: length) {
+        case .event: handIn(.finished(metrics), route: nil)
+        case let failed: pass(failed)
         }
     }
 }
