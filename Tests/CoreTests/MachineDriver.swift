@@ -177,7 +177,8 @@ struct MachineDriver {
     @discardableResult
     mutating func send(_ event: TransferEvent, to transfer: Transfer) -> [String] {
         if case .completed = event { transfers.removeAll { $0.start.token == transfer.start.token } }
-        return apply(machine.transferEvent(event, slot: transfer.start.slot, token: transfer.start.token, now: now))
+        let notice = TransferNotice(slot: transfer.start.slot, token: transfer.start.token, kind: .event(event))
+        return apply(machine.notice(notice, now: now))
     }
 
     static func head(_ status: Int = 200, length: Int? = 3, headers extra: [String: String] = [:]) -> TransferEvent {

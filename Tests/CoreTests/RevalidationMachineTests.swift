@@ -50,10 +50,10 @@ import Testing
             }
             let (slot, token) = (transfer.start.slot, transfer.start.token)
             let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300, revalidates: true)
-            _ = driver.apply(
-                driver.machine.transferEvent(.head(head), reading: reading, slot: slot, token: token, now: 0))
+            let heard = TransferNotice(slot: slot, token: token, kind: .head(.head(head), reading))
+            _ = driver.apply(driver.machine.notice(heard, now: 0))
             driver.transfers.removeFirst()
-            let ended = driver.machine.transferEvent(.completed(nil), slot: slot, token: token, now: 0)
+            let ended = driver.machine.notice(TransferNotice(slot: slot, token: token, kind: .event(.completed(nil))), now: 0)
             for item in driver.machine.takeDeliveries() {
                 guard case .event(.didFinish(let request, let response)) = item else { continue }
                 if response.keptExistingFile, response.statusCode == 304,

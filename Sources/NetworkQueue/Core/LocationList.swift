@@ -1,3 +1,5 @@
+import Foundation
+
 /// The locations of one split file (its URL, then its mirrors): which are still used, how many connections each
 /// runs and how many bytes each served (issue 36). Pure.
 ///
@@ -131,5 +133,42 @@ struct LocationList: Equatable, Sendable {
         guard locations[index].breaks >= breakLimit else { return .kept }
         locations[index].isLive = false
         return .dropped
+    }
+
+    /// The locations the next `count` connections would go to, in order (their servers are what a per-host limit
+    /// counts): each the least busy once the ones before it run. The list itself is unchanged.
+    func picks(_ count: Int) -> [Int] {
+        var after = self
+        var picked: [Int] = []
+        while picked.count < count, let location = after.pick() { picked.append(location) }
+        return picked
+    }
+
+    /// After the file failed its checksum, `firstSource` having begun it (its validator is the file's): the location
+    /// to fetch it again from alone, the locations that served its bytes under suspicion (`untrusted`, named in the
+    /// metrics), and those to fetch it from alone next, in turn, should that fail too (`then`).
+    /// - Several locations served it: `firstSource` first, then each other that served some.
+    /// - A mirror served it alone (it began the file because the request's URL broke or had not answered yet): the
+    ///   request's URL alone, while it is live. A mirror that lies cannot fail the file, however the bytes were shared.
+    /// - Nil when the request's URL served it all alone (another attempt would be no better), or nothing began it.
+    func checksumRefetch(firstSource: Int?) -> (source: Int, untrusted: [Int], then: [Int])? {
+        guard let firstSource else { return nil }
+        let others = locations.indices.filter { $0 != firstSource && locations[$0].served > 0 }
+        if !others.isEmpty { return (firstSource, others, others) }
+        guard firstSource != 0, locations[0].isLive else { return nil }
+        return (0, [firstSource], [])
+    }
+
+    /// What the file's metrics say of its locations (`urls`, by location; `untrusted`: those that served an earlier
+    /// attempt that failed its checksum) when at most `connections` ran at once.
+    func segmentMetrics(urls: [URL?], untrusted: Set<Int>, connections: Int) -> SegmentMetrics {
+        SegmentMetrics(
+            connections: connections,
+            locations: locations.indices.map {
+                SegmentMetrics.Location(
+                    url: urls[$0] ?? URL(fileURLWithPath: "/"), bytes: locations[$0].served,
+                    wasDropped: !locations[$0].isLive, refusedRanges: !locations[$0].takesRanges,
+                    untrusted: untrusted.contains($0))
+            })
     }
 }

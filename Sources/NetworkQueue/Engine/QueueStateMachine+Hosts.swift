@@ -43,20 +43,18 @@ extension QueueStateMachine {
         return number
     }
 
-    /// Sets the queue-wide pacing (see ``NetworkQueue/hostPacing``).
-    mutating func setHostPacing(_ pacing: HostPacing, now: Double) -> QueueActions {
-        hostPacing = pacing
-        scheduler.pacingInterval = pacing.interval
-        scheduler.randomizesPacing = pacing.isRandomized
+    /// Sets the pacing of the server `key` names (see ``NetworkQueue/setHostPacing(_:for:)``; nil: the queue-wide one),
+    /// or without a key the queue-wide pacing (see ``NetworkQueue/hostPacing``; nil: none).
+    mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String? = nil, now: Double) -> QueueActions {
+        if let key {
+            pacingByServer[key] = pacing
+        } else {
+            hostPacing = pacing ?? .unpaced
+            scheduler.pacingInterval = hostPacing.interval
+            scheduler.randomizesPacing = hostPacing.isRandomized
+        }
         numberHostsIfNeeded()
-        return finishEvent(now)
-    }
-
-    /// Sets the pacing of the server `key` names (nil: the queue-wide one).
-    mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String, now: Double) -> QueueActions {
-        pacingByServer[key] = pacing
-        numberHostsIfNeeded()
-        if let number = servers.number(ofKey: key) {
+        if let key, let number = servers.number(ofKey: key) {
             scheduler.setPacing(pacing?.interval, randomized: pacing?.isRandomized ?? false, ofHost: number)
         }
         return finishEvent(now)

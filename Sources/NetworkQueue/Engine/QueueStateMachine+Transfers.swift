@@ -4,13 +4,78 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a request's transfers report: their events, heads and bodies, their endings, their files, and a split
-/// file's connections (through the request's machine, which holds the file's). Each is handed to the request's
-/// machine through ``apply(_:transferEnded:now:_:)`` or ``splitEvent(_:slot:token:now:)``. Events of a transfer that is no longer current (ended, cancelled, timed out)
-/// are dropped: the queue's own state is the truth.
+/// What a request's transfers report: their notices (``TransferNotice``: events, heads and bodies, endings, files),
+/// and a split file's connections (through the request's machine, which holds the file's). The entries are
+/// ``notice(_:now:)`` and ``notices(_:now:)`` for a transfer's notices (one path, ``noticeApplied(_:slot:token:now:)``,
+/// which a split file's own notices take too), ``fileEvent(_:slot:token:now:)`` for a file opened before its transfer
+/// starts, and ``splitEvent(_:slot:token:now:)`` for a split file's connections. Each is handed to the request's
+/// machine through ``apply(_:transferEnded:now:_:)``. Events of a transfer that is no longer current (ended,
+/// cancelled, timed out) are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
+    /// Applies one notice, and ends the event.
+    mutating func notice(_ notice: TransferNotice, now: Double) -> QueueActions {
+        let (slot, token) = (notice.slot, notice.token)
+        switch notice.kind {
+        case .event(let event): return transferEvent(event, slot: slot, token: token, now: now)
+        case .head(let event, let reading):
+            return transferEvent(event, reading: reading, slot: slot, token: token, now: now)
+        case .body(let count): return bodyReceived(count, slot: slot, token: token, now: now)
+        case .file(let event): return fileEvent(event, slot: slot, token: token, now: now)
+        case .checksumMismatch(let expected, let actual):
+            return transferEnded(
+                .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
+        case .reached(let id, let through, let segment):
+            let event = RequestMachine.SplitEvent.reached(
+                connection: id, through: through, segment: segment)
+            splitNotice(event, slot: slot, token: token, now: now)
+            return finishEvent(now)
+        }
+    }
+
+    /// Applies the notices of one engine pass in order, as ``notice(_:now:)`` would one by one, but ends the event once:
+    /// what may start starts, the timer is armed and the delivery announced after the last of them. Each notice is
+    /// moved out of the list (its place left holding nothing), so that its payload is handed on without a copy.
+    mutating func notices(_ notices: inout [TransferNotice], now: Double) -> QueueActions {
+        var taken = QueueActions()
+        notices.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for index in 0..<buffer.count {
+                let notice = (base + index).move()
+                (base + index).initialize(to: TransferNotice(slot: 0, token: 0, kind: .body(0)))
+                if let ended = noticeApplied(notice.kind, slot: notice.slot, token: notice.token, now: now) {
+                    // Rare, and each ends its event its own way: the actions so far go with it.
+                    taken.append(ended)
+                }
+            }
+        }
+        taken.append(finishEvent(now))
+        return taken
+    }
+
+    /// Applies one notice of a transfer without ending the event: the one path by which a transfer's events reach the
+    /// engine, a plain transfer's pipeline's and a split file's alike. A file's event and a checksum's end their event
+    /// their own way: their actions are returned (nil for every other notice).
+    private mutating func noticeApplied(_ kind: TransferNotice.Kind, slot: Int, token: UInt64, now: Double) -> QueueActions? {
+        switch kind {
+        case .event(let event): applyTransferEvent(event, reading: nil, slot: slot, token: token, now: now)
+        case .head(let event, let reading):
+            applyTransferEvent(event, reading: reading, slot: slot, token: token, now: now)
+        case .body(let count): applyBody(count, slot: slot, token: token, now: now)
+        case .file(let event): return fileEvent(event, slot: slot, token: token, now: now)
+        case .checksumMismatch(let expected, let actual):
+            return transferEnded(
+                .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
+        case .reached(let id, let through, let segment):
+            let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
+            splitNotice(event, slot: slot, token: token, now: now)
+        }
+        return nil
+    }
+
+    // MARK: A transfer's events
+
     /// Applies one transport event; a final head comes with its pipeline's `reading`.
-    mutating func transferEvent(
+    private mutating func transferEvent(
         _ event: TransferEvent, reading: HeadReading? = nil, slot: Int, token: UInt64, now: Double
     ) -> QueueActions {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }
@@ -19,7 +84,7 @@ extension QueueStateMachine {
     }
 
     /// ``transferEvent(_:reading:slot:token:now:)`` without ending the event (one of an engine pass's notices).
-    mutating func applyTransferEvent(
+    private mutating func applyTransferEvent(
         _ event: TransferEvent, reading: HeadReading?, slot: Int, token: UInt64, now: Double
     ) {
         guard table.isCurrent(slot, token: token) else { return }
@@ -78,7 +143,7 @@ extension QueueStateMachine {
 
     /// `count` bytes of a file-bound body arrived, written and hashed already (lent by the transport: see
     /// ``LendingTransport``). Dropped when the transfer is no longer current, as any transfer event.
-    mutating func bodyReceived(_ count: Int, slot: Int, token: UInt64, now: Double) -> QueueActions {
+    private mutating func bodyReceived(_ count: Int, slot: Int, token: UInt64, now: Double) -> QueueActions {
         guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else {
             return QueueActions()
         }
@@ -87,7 +152,7 @@ extension QueueStateMachine {
     }
 
     /// ``bodyReceived(_:slot:token:now:)`` without ending the event (one of an engine pass's notices).
-    mutating func applyBody(_ count: Int, slot: Int, token: UInt64, now: Double) {
+    private mutating func applyBody(_ count: Int, slot: Int, token: UInt64, now: Double) {
         guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else { return }
         receive(count, keeping: nil, slot: slot, now: now)
     }
@@ -199,7 +264,9 @@ extension QueueStateMachine {
     /// The current transfer of `slot` ended as `outcome` says (a checksum mismatch is reported by its pipeline):
     /// the request succeeds, commits its file, fails the attempt, or (a continued part that did not verify)
     /// sends it again without a range.
-    mutating func transferEnded(_ outcome: RequestMachine.TransferOutcome, slot: Int, token: UInt64, now: Double)
+    private mutating func transferEnded(
+        _ outcome: RequestMachine.TransferOutcome, slot: Int, token: UInt64, now: Double
+    )
         -> QueueActions
     {
         guard table.isCurrent(slot, token: token) else { return QueueActions() }

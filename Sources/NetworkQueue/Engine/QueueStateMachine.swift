@@ -122,7 +122,7 @@ struct QueueStateMachine {
 
     /// The pacing jitter's seed drawn from the queue's `seed` (splitmix64's mix of it): apart from the backoff's
     /// stream, and different for each seed.
-    static func pacingSeed(from seed: UInt64) -> UInt64 {
+    private static func pacingSeed(from seed: UInt64) -> UInt64 {
         var mixed = seed &+ 0x9E37_79B9_7F4A_7C15
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
         mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB

@@ -62,14 +62,17 @@ struct QueueTimer {
         // With no request left, every deadline is of a request that ended: none keeps the timer armed.
         if table.isEmpty, deadlines.count > 0 { deadlines = DeadlineHeap() }
         // Pairwise, without an array: this runs after every event.
-        func earlier(_ a: Double?, _ b: Double?) -> Double? {
-            guard let a, let b else { return a ?? b }
-            return min(a, b)
-        }
-        let due = earlier(earlier(earlier(idle.earliest, deadlines.earliest), retries.earliest), splits.earliest)
-        guard let next = earlier(earlier(flushDue, startDue), due) else { return nil }
+        let due = Self.earlier(
+            Self.earlier(Self.earlier(idle.earliest, deadlines.earliest), retries.earliest), splits.earliest)
+        guard let next = Self.earlier(Self.earlier(flushDue, startDue), due) else { return nil }
         guard armed.map({ next < $0 }) ?? true else { return nil }
         armed = next
         return next
+    }
+
+    /// The earlier of two times, either of which may be missing.
+    private static func earlier(_ a: Double?, _ b: Double?) -> Double? {
+        guard let a, let b else { return a ?? b }
+        return min(a, b)
     }
 }

@@ -28,10 +28,6 @@ struct SplitMachine {
     static let askEvery: Int64 = 4 << 20
     /// Connections of the last location started again in one attempt after one broke having received bytes.
     static let restartLimit = 16
-    /// While the first connection's pace is judged, its cursor reaches this far ahead of its next byte in the first
-    /// window, and at least this far, at most half a window's bytes at its pace, in the later ones
-    /// (``judgingStep(received:elapsed:)``).
-    static let judgingStep: Int64 = 64 << 10
 
     // What the download is.
     /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
@@ -366,7 +362,9 @@ struct SplitMachine {
                 if case .judging(let since, let received, let saidAlone) = sharing.pace {
                     // The first window in small steps (a throttled server's first burst comes at the loopback's pace);
                     // the later ones, once one connection was found enough for now, at their own pace.
-                    let step = saidAlone ? Self.judgingStep(received: received, elapsed: now - since) : Self.judgingStep
+                    let step =
+                        saidAlone
+                        ? SplitRules.judgingStep(received: received, elapsed: now - since) : SplitRules.judgingStep
                     end = min(end, current.next + step)
                 }
                 cursor = ConnectionCursor(segment: segment, from: current.next, end: end)
@@ -378,16 +376,6 @@ struct SplitMachine {
             aims += 1
             actions.append(.work(.aim(id: id, cursor, sequence: aims)))
         }
-    }
-
-    /// How far ahead of its next byte the first connection's cursor reaches while its pace is judged in a window after
-    /// the first: the machine hears its bytes about twice a window (`received` bytes in `elapsed` seconds of this
-    /// window), at least every ``judgingStep`` bytes, so that the pace is judged when its window ends, not when a long
-    /// engine pass's notices come.
-    private static func judgingStep(received: Int64, elapsed: Double) -> Int64 {
-        guard received > 0, elapsed > 0 else { return judgingStep }
-        let halfWindow = Double(received) / elapsed * SplitRules.probeSeconds / 2
-        return max(judgingStep, Int64(min(halfWindow, Double(Int64.max / 4))))
     }
 
     // MARK: The first head
@@ -408,36 +396,28 @@ struct SplitMachine {
             }
             return actions.append(.notice(.event(event)))
         }
-        if let resumed = resumed, head.statusCode == 206 {
-            // Its server has another file now (it ignored If-Range): the bytes on disk are not its, and the part is
-            // fetched anew, as a part of one connection starts over.
-            let problem = SplitRules.continuationProblem(with: head, resumed: resumed)
-            if problem == nil,
-                let length = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))?.total
-            {
-                let shape = SplitRules.Shape(length: length, validator: resumed.validator)
-                let forwarded = SplitRules.continuingHead(head, onDisk: resumed.onDisk, length: length)
-                return begin(shape, done: resumed.done, head: forwarded, connection: id, &actions)
+        switch SplitRules.firstAnswer(
+            to: head, resumed: resumed, revalidates: !conditionalFields.isEmpty, minimumSize: minimumSize)
+        {
+        case .begin(let shape, let done, let head, let isWhole):
+            if isWhole {
+                // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
+                connections[id]?.asked = nil
+                connections[id]?.position = 0
             }
-            return startOver(id, reason: problem ?? "it cannot be continued", &actions)
-        }
-        switch SplitRules.shape(of: head, minimumSize: minimumSize) {
-        case .failure(.status(304)) where !conditionalFields.isEmpty:
-            // The file there is unchanged: the answer is the attempt's, and its request keeps the file.
-            mode = .plain
-        case .success(let shape):
-            // A 200 is the whole file, whatever range was asked for: its connection streams to the end.
-            connections[id]?.asked = nil
-            connections[id]?.position = 0
-            begin(shape, done: [], head: head, connection: id, &actions)
-        case .failure(.status(let code)) where !(200..<300).contains(code):
+            mode = .beginning(Beginning(shape: shape, done: done, connection: id, head: head))
+            actions.append(.work(.beginFile(shape, done: done, head: head)))
+        case .startOver(let reason): startOver(id, reason: reason, &actions)
+        // The file there is unchanged: the answer is the attempt's, and its request keeps the file.
+        case .unchanged: mode = .plain
+        case .status(let code):
             // Its server's Retry-After or spent rate limit holds that server for the batch, whichever location it is
             // (the last location's head is carried on, and heard as the request's).
             if let location = connections[id]?.location, !locations.isLast(location) { actions.append(.heed(head)) }
             firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, &actions)
-        case .failure(let refusal):
+        case .oneConnection(let reason):
             mode = .plain
-            actions.append(.note(.splitDecided, .info, "one connection: \(refusal.text)"))
+            actions.append(.note(.splitDecided, .info, "one connection: \(reason)"))
         }
     }
 
@@ -476,16 +456,6 @@ struct SplitMachine {
         startFirst(cell: TransferCell.makeCell(), &actions)
     }
 
-    /// The file is split: the shell begins the part (``Event/fileBegun(_:)`` follows), `head` being what the engine
-    /// hears.
-    private mutating func begin(
-        _ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, connection id: Int,
-        _ actions: inout [Action]
-    ) {
-        mode = .beginning(Beginning(shape: shape, done: done, connection: id, head: head))
-        actions.append(.work(.beginFile(shape, done: done, head: head)))
-    }
-
     /// The part this download continues: the file's, unless it was found to be another file's.
     private var resumed: PartSegments? { partStartsOver ? nil : part }
 
@@ -495,27 +465,9 @@ struct SplitMachine {
         guard let location = locations.pick(forRange: false, avoiding: avoiding) else {
             return end(failing: true, &actions)
         }
-        var request = requests[location]
-        var asked: Int64?
-        var position: Int64 = 0
-        if let resumed {
-            // The first segment its plan will give it (`fileBegun` makes the same plan): to the next range on disk
-            // or the next connection's segment, so that its server sends no byte past it; open only for a part of
-            // one connection, whose length is not known yet.
-            let first = resumed.length.flatMap {
-                SegmentPlan(length: $0, connections: connectionLimit, minimumSize: minimumSize, done: resumed.done)
-                    .waiting.first
-            }
-            let hole = first ?? resumed.firstHole
-            let open = hole.upperBound == resumed.length ?? Int64.max && first == nil
-            asked = open ? nil : hole.upperBound
-            position = hole.lowerBound
-            for (name, value) in SplitRules.headers(for: hole, open: open, validator: resumed.validator) {
-                request.setValue(value, forHTTPHeaderField: name)
-            }
-        } else {
-            for (name, value) in conditionalFields { request.setValue(value, forHTTPHeaderField: name) }
-        }
+        let (request, asked, position) = SplitRules.firstRequest(
+            requests[location], resumed: resumed, conditionalFields: conditionalFields, connections: connectionLimit,
+            minimumSize: minimumSize)
         add(Connection(cell: cell, location: location, asked: asked, position: position), request, &actions)
     }
 
@@ -572,26 +524,20 @@ struct SplitMachine {
         }
     }
 
-    /// While the first connection runs alone: `received` bytes kept since `since`, at `now`. Once a window is over it
-    /// is judged on its own (a server's first burst, such as nginx's second's worth of its cap at once, does not hide
-    /// the pace that follows): the rest is shared when one connection would take too long, else a new window begins.
+    /// While the first connection runs alone: `received` bytes kept since `since`, at `now`, judged
+    /// (``SplitRules/pace(received:elapsed:remaining:)``): the rest is shared, or a new window begins.
     private mutating func judgePace(
         _ sharing: Sharing, since: Double, received: Int64, saidAlone: Bool, now: Double, _ actions: inout [Action]
     ) {
-        let elapsed = now - since
-        guard elapsed >= SplitRules.probeSeconds else {
-            sharing.pace = .judging(since: since, received: received, saidAlone: saidAlone)
-            return
-        }
         let remaining = sharing.plan.length - sharing.plan.receivedBytes
-        if SplitRules.isWorthSharing(remaining: remaining, received: received, elapsed: elapsed) {
+        switch SplitRules.pace(received: received, elapsed: now - since, remaining: remaining) {
+        case .judging: sharing.pace = .judging(since: since, received: received, saidAlone: saidAlone)
+        case .share:
             sharing.plan.divide(into: connectionLimit)
             share(&actions)
-            return
-        }
-        sharing.pace = .judging(since: now, received: 0, saidAlone: true)
-        if !saidAlone {
-            let seconds = Double(remaining) * elapsed / Double(received)
+        case .alone(let seconds):
+            sharing.pace = .judging(since: now, received: 0, saidAlone: true)
+            guard !saidAlone else { return }
             let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
             actions.append(.note(.splitDecided, .info, message))
         }
@@ -687,30 +633,13 @@ struct SplitMachine {
         actions.append(.borrow(nextLocations(max(0, wanted))))
     }
 
-    /// After the file failed its checksum: the location to fetch it again from alone, the locations that served its
-    /// bytes under suspicion (`untrusted`, named in the metrics), and those to fetch it from alone next, in turn, should
-    /// that fail too (`then`).
-    /// - Several locations served it: ``firstSource`` first (the file was fetched under its validator), then each other
-    ///   that served some.
-    /// - A mirror served it alone (it began the file because the request's URL broke or had not answered yet): the
-    ///   request's URL alone, while it is live. A mirror that lies cannot fail the file, however the bytes were shared.
-    /// - Nil when the request's URL served it all alone: another attempt would be no better.
+    /// After the file failed its checksum: where to fetch it again from (``LocationList/checksumRefetch(firstSource:)``).
     var checksumRefetch: (source: Int, untrusted: [Int], then: [Int])? {
-        guard let firstSource else { return nil }
-        let others = locations.locations.indices.filter { $0 != firstSource && locations.locations[$0].served > 0 }
-        if !others.isEmpty { return (firstSource, others, others) }
-        guard firstSource != 0, locations.locations[0].isLive else { return nil }
-        return (0, [firstSource], [])
+        locations.checksumRefetch(firstSource: firstSource)
     }
 
-    /// The locations the next `count` connections would go to, in order (their servers are what a per-host limit
-    /// counts): each the least busy once the ones before it run.
-    private func nextLocations(_ count: Int) -> [URL?] {
-        var after = locations
-        var urls: [URL?] = []
-        while urls.count < count, let location = after.pick() { urls.append(requests[location].url) }
-        return urls
-    }
+    /// The locations' URLs the next `count` connections would go to, in order (``LocationList/picks(_:)``).
+    private func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map { requests[$0].url } }
 
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
@@ -997,15 +926,8 @@ struct SplitMachine {
             var measured = sharing.metrics ?? TransferMetrics(totalDuration: 0)
             let elapsed = now - startedAt
             if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
-            measured.segments = SegmentMetrics(
-                connections: mostConnections,
-                locations: locations.locations.indices.map {
-                    SegmentMetrics.Location(
-                        url: requests[$0].url ?? URL(fileURLWithPath: "/"), bytes: locations.locations[$0].served,
-                        wasDropped: !locations.locations[$0].isLive,
-                        refusedRanges: !locations.locations[$0].takesRanges,
-                        untrusted: untrusted.contains($0))
-                })
+            measured.segments = locations.segmentMetrics(
+                urls: requests.map(\.url), untrusted: untrusted, connections: mostConnections)
             figures = measured
         }
         end(failing: false, &actions)
