@@ -53,7 +53,8 @@ import Testing
             let heard = TransferNotice(slot: slot, token: token, kind: .head(.head(head), reading))
             _ = driver.apply(driver.machine.notice(heard, now: 0))
             driver.transfers.removeFirst()
-            let ended = driver.machine.notice(TransferNotice(slot: slot, token: token, kind: .event(.completed(nil))), now: 0)
+            let ended = driver.machine.notice(
+                TransferNotice(slot: slot, token: token, kind: .event(.completed(nil))), now: 0)
             for item in driver.machine.takeDeliveries() {
                 guard case .event(.didFinish(let request, let response)) = item else { continue }
                 if response.keptExistingFile, response.statusCode == 304,

@@ -60,7 +60,8 @@ struct EndGame {
             if found.map({ time > $0.time }) ?? true { found = (runner.id, time, range.remaining) }
         }
         guard let found,
-            SplitRules.isWorthRacing(remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: startDelay)
+            SplitRules.isWorthRacing(
+                remaining: found.remaining, finishTime: found.time, rate: rate, startDelay: startDelay)
         else { return nil }
         return found.id
     }

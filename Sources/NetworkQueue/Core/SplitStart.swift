@@ -67,7 +67,8 @@ extension SplitRules {
             return (request, nil, 0)
         }
         let first = resumed.length.flatMap {
-            SegmentPlan(length: $0, connections: connections, minimumSize: minimumSize, done: resumed.done).waiting.first
+            SegmentPlan(length: $0, connections: connections, minimumSize: minimumSize, done: resumed.done).waiting
+                .first
         }
         let hole = first ?? resumed.firstHole
         let open = hole.upperBound == resumed.length ?? Int64.max && first == nil

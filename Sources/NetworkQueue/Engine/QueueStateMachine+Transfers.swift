@@ -55,7 +55,9 @@ extension QueueStateMachine {
     /// Applies one notice of a transfer without ending the event: the one path by which a transfer's events reach the
     /// engine, a plain transfer's pipeline's and a split file's alike. A file's event and a checksum's end their event
     /// their own way: their actions are returned (nil for every other notice).
-    private mutating func noticeApplied(_ kind: TransferNotice.Kind, slot: Int, token: UInt64, now: Double) -> QueueActions? {
+    private mutating func noticeApplied(_ kind: TransferNotice.Kind, slot: Int, token: UInt64, now: Double)
+        -> QueueActions?
+    {
         switch kind {
         case .event(let event): applyTransferEvent(event, reading: nil, slot: slot, token: token, now: now)
         case .head(let event, let reading):
