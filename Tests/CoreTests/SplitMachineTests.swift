@@ -278,7 +278,7 @@ extension SplitMachineTests {
             bench.head(Self.head(ranges: false), to: 0) == [
                 "splitDecided: one connection: the server does not say Accept-Ranges: bytes"
             ])
-        #expect(bench.machine.mode.name == "plain")
+        #expect(bench.machine.mode.name == "ended")
         // Its later events are not the machine's.
         #expect(bench.bytes(10, to: 0) == [] && bench.ended(0) == [])
         var small = Bench()
@@ -286,7 +286,7 @@ extension SplitMachineTests {
             small.head(Self.head(length: 100), to: 0) == [
                 "splitDecided: one connection: 100 bytes are too few to share"
             ])
-        #expect(small.machine.mode.name == "plain")
+        #expect(small.machine.mode.name == "ended")
     }
 
     /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
@@ -305,7 +305,7 @@ extension SplitMachineTests {
             ])
         // The last location's answer is carried by its connection (neither stopped nor begun as a file).
         #expect(bench.head(Self.head(503), to: 2) == [])
-        #expect(bench.machine.mode.name == "plain")
+        #expect(bench.machine.mode.name == "ended")
         // One location: its failure is the attempt's at once.
         var alone = Bench(mirrors: 0)
         #expect(alone.ended(0, URLError(.cannotConnectToHost)) == ["forward failed -1004"])
@@ -713,15 +713,16 @@ extension SplitMachineTests {
 /// Issue 62: every event in every mode of the split machine, as `RequestMachineTests` drives the request's: each
 /// mode carries its own state, and an event a mode has no use for does nothing (a loan is given back).
 extension SplitMachineTests {
-    /// A machine in `mode` (first, beginning, plain, split, ended), over one connection of up to `connections` and
-    /// `mirrors` mirrors (one connection and no mirror: a file of one connection, N = 1).
+    /// A machine in `mode` (first, beginning, running, ended; "carried": ended because its first head was not one to
+    /// share on, its connection carrying the file), over one connection of up to `connections` and `mirrors` mirrors
+    /// (one connection and no mirror: a file of one connection, N = 1).
     static func machine(in mode: String, connections: Int = 4, mirrors: Int = 1) -> Bench {
         var bench = Bench(connections: connections, mirrors: mirrors)
         switch mode {
         case "first": break
         case "beginning": _ = bench.head(Self.head(), to: 0)
-        case "plain": _ = bench.head(Self.head(ranges: false), to: 0)
-        case "split":
+        case "carried": _ = bench.head(Self.head(ranges: false), to: 0)
+        case "running":
             _ = bench.head(Self.head(), to: 0)
             _ = bench.fileBegun()
         default:
@@ -729,7 +730,7 @@ extension SplitMachineTests {
             _ = bench.fileBegun()
             _ = bench.machine.release()
         }
-        #expect(bench.machine.mode.name == mode)
+        #expect(bench.machine.mode.name == (mode == "carried" ? "ended" : mode))
         return bench
     }
 
@@ -757,8 +758,8 @@ extension SplitMachineTests {
             "ended": ["fail -1011"], "lent": ["give back"],
         ],
         "beginning": ["fileBegun": ["hear 200"], "lent": ["give back"]],
-        "plain": ["lent": ["give back"]],
-        "split": [
+        "carried": ["lent": ["give back"]],
+        "running": [
             "head": ["heed 206"], "bytes": ["write 1000@0 s1"], "written": ["count 1000"], "reached": ["count 1000"],
             "writeFailed": ["stop 0", "file failed"],
             "ended": [
@@ -775,12 +776,12 @@ extension SplitMachineTests {
     /// its one location breaking fails the attempt.
     static let expectedOfOne: [String: [String: [String]]] = {
         var table = expected
-        table["split"]?["ended"] = ["stop 0", "end s1", "fail -1005"]
-        table["split"]?["lent"] = ["give back"]
+        table["running"]?["ended"] = ["stop 0", "end s1", "fail -1005"]
+        table["running"]?["lent"] = ["give back"]
         return table
     }()
 
-    @Test(arguments: ["first", "beginning", "plain", "split", "ended"], [4, 1])
+    @Test(arguments: ["first", "beginning", "running", "ended", "carried"], [4, 1])
     func everyEventInEveryMode(_ mode: String, connections: Int) {
         let table = connections == 1 ? Self.expectedOfOne : Self.expected
         for (name, event) in Self.events {

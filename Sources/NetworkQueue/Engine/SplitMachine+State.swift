@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a ``SplitMachine`` holds: its connections, its mode (first, beginning, plain, split, ended) with each mode's own
+/// What a ``SplitMachine`` holds: its connections, its mode (first, beginning, running, ended) with each mode's own
 /// state, and the shared state of a split file. The machine's decisions are in `SplitMachine.swift`; its actions and
 /// events in `SplitActions.swift`.
 extension SplitMachine {
@@ -40,12 +40,11 @@ extension SplitMachine {
         case first
         /// The first head said split: the shell begins the file (``ConnectionWork/beginFile(_:done:head:)``).
         case beginning(Beginning)
-        /// The head was not one to split on: its connection carries the file as it comes (the shell's pipeline, as any
-        /// transfer's), and the machine hears nothing more.
-        case plain
-        /// The file is shared among connections.
-        case split(Sharing)
-        /// It ended: whole, failed, or released with its attempt.
+        /// The file runs over its connections, one to N (N = 1: nothing is shared, no loan asked for, no end game).
+        case running(Sharing)
+        /// It ended: whole, failed, or released with its attempt; or the first head was not one to share on, and its
+        /// connection carries the file as it comes (the shell's pipeline, as any transfer's), the machine hearing
+        /// nothing more of it.
         case ended
 
         /// The mode's name, for tests and failures.
@@ -53,8 +52,7 @@ extension SplitMachine {
             switch self {
             case .first: "first"
             case .beginning: "beginning"
-            case .plain: "plain"
-            case .split: "split"
+            case .running: "running"
             case .ended: "ended"
             }
         }

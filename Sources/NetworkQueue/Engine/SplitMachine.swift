@@ -69,7 +69,7 @@ struct SplitMachine {
     private let startedAt: Double
 
     /// What the file has while it is shared (nil in the other modes).
-    private var sharing: Sharing? { if case .split(let sharing) = mode { sharing } else { nil } }
+    private var sharing: Sharing? { if case .running(let sharing) = mode { sharing } else { nil } }
     /// The connections lent to the file and not given back yet.
     var loans: [QueueStateMachine.ConnectionLoan] { sharing?.loans ?? [] }
 
@@ -152,8 +152,8 @@ struct SplitMachine {
         guard let connection = connections[id] else { return }
         switch mode {
         case .first: first(event, connection: id, now: now, &actions)
-        case .split: segmentEvent(event, connection, id: id, now: now, &actions)
-        case .beginning, .plain, .ended: break
+        case .running: segmentEvent(event, connection, id: id, now: now, &actions)
+        case .beginning, .ended: break
         }
     }
 
@@ -179,7 +179,7 @@ struct SplitMachine {
             length: shape.length, connections: probing ? 1 : connectionLimit, minimumSize: minimumSize, done: done)
         guard let segment = plan.assign() else { return end(failing: true, &actions) }
         let pace = probing ? Pace.judging(since: now, received: 0, saidAlone: false) : .shared
-        mode = .split(Sharing(shape: shape, head: beginning.head, plan: plan, pace: pace))
+        mode = .running(Sharing(shape: shape, head: beginning.head, plan: plan, pace: pace))
         connections[id]?.segment = segment.id
         accept(id, now: now)
         if let location = connections[id]?.location {
@@ -409,14 +409,14 @@ struct SplitMachine {
             actions.append(.work(.beginFile(shape, done: done, head: head)))
         case .startOver(let reason): startOver(id, reason: reason, &actions)
         // The file there is unchanged: the answer is the attempt's, and its request keeps the file.
-        case .unchanged: mode = .plain
+        case .unchanged: mode = .ended
         case .status(let code):
             // Its server's Retry-After or spent rate limit holds that server for the batch, whichever location it is
             // (the last location's head is carried on, and heard as the request's).
             if let location = connections[id]?.location, !locations.isLast(location) { actions.append(.heed(head)) }
             firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, &actions)
         case .oneConnection(let reason):
-            mode = .plain
+            mode = .ended
             actions.append(.note(.splitDecided, .info, "one connection: \(reason)"))
         }
     }
@@ -438,7 +438,7 @@ struct SplitMachine {
         }
         locations.drop(location)
         guard case .nextLocation = verdict, locations.hasLive else {
-            mode = .plain
+            mode = .ended
             if let error { actions.append(.fail(error)) }
             return
         }
