@@ -324,6 +324,45 @@ import Testing
         #expect(Self.ranges(second).first == .some(nil))
     }
 
+    /// Issue 73: a file that may be shared, whose first answer is not one to share on (a body of unknown length), is
+    /// carried by the connection that got it, as any transfer: from the origin, or from the mirror the origin's 404
+    /// handed it to (the carrying connection is then not the attempt's first). Whole, on one GET without a range.
+    @Test(arguments: TransportKind.allCases, ["origin", "mirror"])
+    func aFileNotToShareIsCarriedByTheConnectionThatGotIt(_ transport: TransportKind, _ source: String) async throws {
+        let (origin, mirror) = (try LoopbackServer(), try LoopbackServer())
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("carried.bin")
+        let body = "/chunked/\(Self.size)"
+        let request =
+            source == "origin"
+            ? Self.request(origin.url(body), to: file)
+            : Self.request(origin.url("/status/404"), to: file, mirrors: [mirror.url(body)])
+        _ = try await Self.run(request, transport, file: file)
+        #expect(Self.ranges(source == "origin" ? origin : mirror) == [nil])
+        #expect(origin.statistics.requests == 1)
+        #expect(request.response?.statusCode == 200)
+    }
+
+    /// Issue 73: an error answer to a file that may be shared, with no other location, is carried as the attempt's
+    /// own answer: the request fails with its status, and nothing is left in the folder.
+    @Test(arguments: TransportKind.allCases) func anErrorAnswerToAFileThatMayBeSharedFailsItAsItIs(
+        _ transport: TransportKind
+    ) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("missing.bin")
+        let url = server.url("/status/404")
+        let request = Self.request(url, to: file)
+        let queue = NetworkQueue(transport: transport.make())
+        try queue.add(request)
+        _ = await queue.run()
+        #expect(request.failure == .unacceptableStatus(code: 404, url: url))
+        #expect(Self.ranges(server) == [nil])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [])
+    }
+
     /// Issue 50, item 1: under accurate progress, a dead origin's HEAD fails over to its mirrors in turn (a refused
     /// connection, then a mirror that answers), with or without splitting; the GET then reaches the live mirror. When
     /// no source answers the HEAD, it is retried, then the GET goes (issue 71) and fails over its sources alone.
