@@ -31,9 +31,12 @@ import Testing
         let output = try OutputFolder(path: root.path)
         let destination = root.appendingPathComponent("sub/x.bin")
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
-        // Held once half the body is sent: the part is open (named: more than a buffer's worth came) in sub.
+        // Held at the file's middle byte: the part is open (named: more than a buffer's worth came) in sub. Every
+        // response that reaches that byte is held there (one that starts past it, at once), so that no race of the end
+        // game can finish the file before the swap (a range held at half its own length was raced in halves until a
+        // racer's range fit in one write, which is never held: the file was whole before a busy machine swapped).
         let request = NetworkRequest(
-            url: server.url("/bytes/\(Self.size)?stallAt=50&hold=1"), destination: .file(destination),
+            url: server.url("/bytes/\(Self.size)?stallByte=\(Self.size / 2)&hold=1"), destination: .file(destination),
             fileOptions: .init(maximumConnections: connections, minimumSegmentSize: 1 << 20, outputFolder: output))
         try queue.add(request)
         let run = Task { await queue.run() }

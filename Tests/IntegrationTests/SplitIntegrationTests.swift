@@ -344,6 +344,32 @@ import Testing
         #expect(request.response?.statusCode == 200)
     }
 
+    /// Issue 73: a file attempt's connections keep nothing past the attempt. Once a batch whose files may be shared
+    /// (small ones, each carried by its one connection, and one split over several) ends and its queue is let go, the
+    /// queue is freed: a pipeline kept alive by its own connections' handles would keep its queue, and all it holds,
+    /// for ever (one for each such file).
+    @Test(arguments: TransportKind.allCases)
+    func aQueueWhoseFilesMayBeSharedIsFreedOnceItsBatchEnds(_ transport: TransportKind) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        weak var weakQueue: NetworkQueue?
+        do {
+            let queue = NetworkQueue(transport: transport.make())
+            weakQueue = queue
+            var requests = (0..<20).map { index in
+                Self.request(
+                    server.url("/bytes/4096?key=\(index)"), to: directory.appendingPathComponent("small-\(index).bin"))
+            }
+            requests.append(
+                Self.request(server.url("/bytes/\(Self.size)"), to: directory.appendingPathComponent("split.bin")))
+            for request in requests { try queue.add(request) }
+            _ = await queue.run()
+            #expect(requests.allSatisfy { $0.response?.statusCode == 200 }, "\(requests.map(\.failure))")
+        }
+        await eventually(within: 10) { weakQueue == nil }
+    }
+
     /// Issue 73: an error answer to a file that may be shared, with no other location, is carried as the attempt's
     /// own answer: the request fails with its status, and nothing is left in the folder.
     @Test(arguments: TransportKind.allCases) func anErrorAnswerToAFileThatMayBeSharedFailsItAsItIs(

@@ -51,8 +51,9 @@ extension TransferPipeline {
         var unheard = false
         /// The body piece of the event being handled (valid only while it is handled): what a `write` writes from.
         var bytes: UnsafeRawBufferPointer?
-        /// Its handle: cancelled once the machine stopped it.
-        let cell: TransferCell
+        /// Its handle, held by its attempt: cancelled once the machine stopped it, gone once the attempt let it go. Weak:
+        /// the handle holds the transport's callbacks, which hold this pipeline, which holds its routes.
+        weak var cell: TransferCell?
         /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
         let cursor = Locked<(cursor: ConnectionCursor?, sequence: Int)>((nil, 0))
 
@@ -93,11 +94,13 @@ extension TransferPipeline {
         }
         handIn(.transfer(event, connection: id), route: route)
         guard isFinalHead, let connections, !connections.state.withLock({ $0.isShared }),
-            !route.cell.withLock({ $0.isCancelled })
+            let cell = route.cell, !cell.withLock({ $0.isCancelled })
         else { return }
         // The machine heard the head and neither began the file as shared nor stopped the connection: the file is one
-        // connection's, which carries it as it comes from this head on (the machine hears it as the attempt's own).
+        // connection's, which carries it as it comes from this head on (the machine hears it as the attempt's own), its
+        // notices batched with the engine pass's others as any transfer's.
         route.carriesFile = true
+        batches = true
         receive(event)
     }
 

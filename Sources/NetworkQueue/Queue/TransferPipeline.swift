@@ -48,8 +48,10 @@ final class TransferPipeline: ConnectionShell, @unchecked Sendable {
     /// True once a 304 said the existing file is the resource.
     @exclusivity(unchecked) private var keepsExistingFile = false
     /// True when the notices may wait for the end of an engine pass (``NetworkQueue/tell(_:batching:)``): false for a
-    /// file that may be shared, whose connections' events reach the engine directly.
-    let batches: Bool
+    /// file that may be shared, whose connections' events reach the engine directly, until one connection carries the
+    /// file (its earlier events were all applied at once: what it tells next may wait for the pass's end).
+    // Unchecked: set by the carrying connection's thread, then read by the same connection's events alone.
+    @exclusivity(unchecked) var batches: Bool
     /// The connections of a file that may be shared over several (nil for any other transfer): the transport they run
     /// on and each one's route.
     let connections: Connections?
