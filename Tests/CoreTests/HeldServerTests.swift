@@ -119,10 +119,11 @@ import Testing
         let probe = driver.transfers[0]
         // The shell splits the file: its first connection goes, and its head (4 MiB, ranges taken) begins the file.
         let work = SplitMachineTests.begin(&driver, files[probe.tag - 1])
-        guard case .start(0, let sent, _, _)? = work.first else {
+        guard case .start(0, let request, _, _)? = work.first else {
             Issue.record("no first connection: \(work)")
             return
         }
+        let sent = SplitMachineTests.sent(request, probe.start.outgoing.urlRequest)
         #expect(sent.url?.host == "a.test")
         let (slot, token) = (probe.start.slot, probe.start.token)
         let begun = SplitMachineTests.head()

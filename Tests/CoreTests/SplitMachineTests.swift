@@ -34,7 +34,7 @@ import Testing
                 mirrors: ["m1", "m2"].prefix(mirrors).map { URL(string: Self.urls[$0]!)! }, minimumSegmentSize: mib)
             var actions: [SplitMachine.Action] = []
             machine = SplitMachine(
-                request: request, options: options, policy: .default, part: part, deadAtHead: deadAtHead,
+                request: .request(request), options: options, policy: .default, part: part, deadAtHead: deadAtHead,
                 breakLimit: breakLimit, isCapped: false, collectsMetrics: true, cell: TransferCell.makeCell(), now: 0,
                 &actions)
             lines = describe(actions)
@@ -128,8 +128,9 @@ import Testing
                 return "aim \(id) "
                     + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end)" }
                         ?? "none")
-            case .start(let id, let request, let cell, _):
+            case .start(let id, let connectionRequest, let cell, _):
                 cells[id] = cell
+                let request = SplitMachineTests.sent(connectionRequest, URLRequest(url: URL(string: Self.urls["o"]!)!))
                 let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
                 let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
                 let ifRange = request.value(forHTTPHeaderField: "If-Range").map { " if \($0)" } ?? ""
@@ -604,6 +605,14 @@ extension SplitMachineTests {
         }
     }
 
+    /// What a connection started with `request` sends, the attempt's request being `sent`.
+    static func sent(_ request: ConnectionRequest, _ sent: URLRequest) -> URLRequest {
+        switch request {
+        case .asSent: sent
+        case .made(let made): made
+        }
+    }
+
     /// A shell that does nothing: the tests read the work it is given.
     final class NoShell: ConnectionShell {
         func perform(_ work: [ConnectionWork]) {}
@@ -614,7 +623,7 @@ extension SplitMachineTests {
         let start = driver.transfers.last!.start
         return driver.split(
             .begin(
-                start.outgoing.urlRequest, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false,
+                start.outgoing, request.fileOptions, part: nil, isCapped: false, collectsMetrics: false,
                 shell: NoShell()),
             slot: start.slot, token: start.token)
     }
@@ -668,8 +677,8 @@ extension SplitMachineTests {
         #expect(driver.transfers.last?.start.outgoing.urlRequest.url?.host == "origin.test")
         _ = driver.takeDeliveries()
         let shell = Self.begin(&driver, request)
-        guard case .start(0, let sent, let cell, _)? = shell.first, shell.count == 1 else {
-            Issue.record("not one start: \(shell)")
+        guard case .start(0, .made(let sent), let cell, _)? = shell.first, shell.count == 1 else {
+            Issue.record("not one start of a made request: \(shell)")
             return
         }
         #expect(sent.url?.host == "m1.test" && cell === driver.transfers.last!.start.cell)
@@ -695,7 +704,8 @@ extension SplitMachineTests {
                 #expect(shell.isEmpty)
                 break
             }
-            guard case .stop(let stopped) = shell.first, case .start(id + 1, let sent, let cell, _) = shell.last else {
+            guard case .stop(let stopped) = shell.first, case .start(id + 1, .made(let sent), let cell, _) = shell.last
+            else {
                 Issue.record("no failover: \(shell)")
                 return
             }

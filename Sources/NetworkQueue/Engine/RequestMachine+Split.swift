@@ -13,10 +13,11 @@ import Foundation
 extension RequestMachine {
     /// An event of the running attempt's split file.
     enum SplitEvent {
-        /// The download begins, sending `request` over the attempt's first transfer (`options`: its file's; `part`:
-        /// what its file holds already; `isCapped`: the queue caps its rate). `shell` does its work.
+        /// The download begins, sending `request` (as the queue sends it) over the attempt's first transfer
+        /// (`options`: its file's; `part`: what its file holds already; `isCapped`: the queue caps its rate). `shell`
+        /// does its work.
         case begin(
-            URLRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool,
+            OutgoingRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool,
             shell: any ConnectionShell)
         /// An event of connection `id` (its body comes as ``bytes(_:connection:)``).
         case transfer(TransferEvent, connection: Int)
@@ -116,7 +117,7 @@ extension RequestMachine {
 enum ConnectionWork {
     /// Start connection `id` sending `request`, its server's first byte being at `at` of the file; its handle goes to
     /// `cell` (one of the attempt's transfers).
-    case start(id: Int, URLRequest, TransferCell, at: Int64)
+    case start(id: Int, ConnectionRequest, TransferCell, at: Int64)
     /// Connection `id` may write its bytes within `cursor` without asking (nil: none; each piece is asked about). Aims
     /// are numbered (`sequence`): one performed late, after a later one, is dropped.
     case aim(id: Int, ConnectionCursor?, sequence: Int)
@@ -136,6 +137,15 @@ enum ConnectionWork {
     case beginFile(SplitRules.Shape, done: [Range<Int64>], head: ResponseHead)
     /// The file is whole: close it, check it, and end the attempt with this head, length and metrics.
     case finish(ResponseHead, length: Int64, metrics: TransferMetrics?)
+}
+
+/// What a connection of a file sends.
+enum ConnectionRequest {
+    /// The attempt's own request, as the queue sends it (a text GET stays text: a file its first connection carries
+    /// builds no `URLRequest`).
+    case asSent
+    /// This request: a range, a mirror's, a continued part's.
+    case made(URLRequest)
 }
 
 /// Where a connection of a split file may write its bytes without asking: the bytes of its stream from `from` (or

@@ -30,8 +30,15 @@ struct SplitMachine {
     static let restartLimit = 16
 
     // What the download is.
-    /// The request as the queue would send it, once per location: its own URL first, then the mirrors.
-    let requests: [URLRequest]
+    /// The request as the queue sends it to its own URL (a text GET stays text: a file its first connection carries as
+    /// it was sent builds no `URLRequest`).
+    private let sent: OutgoingRequest
+    /// The mirrors' URLs: the locations after the first.
+    private let mirrors: [URL]
+    private let policy: RedirectPolicy
+    /// The request to each location (its own URL first, then the mirrors), its `Range`, `If-Range` and conditional
+    /// fields dropped: made when first needed.
+    private var requests: [URLRequest]?
     /// The conditional fields of a revalidated file (``NetworkRequest/ExistingFile/revalidate``): sent by the first
     /// connection alone, whose answer says whether the file changed (a 304 is the attempt's answer, and keeps the file).
     let conditionalFields: [(name: String, value: String)]
@@ -84,32 +91,35 @@ struct SplitMachine {
     /// `onlySource`: the attempt fetches the file from that location alone (an earlier attempt's file failed its
     /// checksum after the `untrusted` locations served some or all of its bytes).
     init(
-        request: URLRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
+        request: OutgoingRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
         deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
         collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
-        var base = request
-        for name in ["Range", "If-Range"] { base.setValue(nil, forHTTPHeaderField: name) }
-        conditionalFields = ["If-None-Match", "If-Modified-Since"].compactMap { name in
-            base.value(forHTTPHeaderField: name).map { (name, $0) }
-        }
-        for (name, _) in conditionalFields { base.setValue(nil, forHTTPHeaderField: name) }
-        requests =
-            [base] + options.mirrors.map { SplitRules.request(base, to: $0, origin: request.url, policy: policy) }
+        sent = request
+        mirrors = options.mirrors
+        self.policy = policy
+        conditionalFields =
+            if case .request(let full) = request {
+                ["If-None-Match", "If-Modified-Since"].compactMap { name in
+                    full.value(forHTTPHeaderField: name).map { (name, $0) }
+                }
+            } else {
+                []
+            }
         connectionLimit = max(1, options.maximumConnections)
         minimumSize = max(64 << 10, options.minimumSegmentSize)
         self.isCapped = isCapped
         self.collectsMetrics = collectsMetrics
         self.part = part
-        locations = LocationList(count: requests.count, breakLimit: breakLimit)
+        locations = LocationList(count: 1 + mirrors.count, breakLimit: breakLimit)
         startedAt = now
         self.now = now
         self.untrusted = Set(untrusted)
-        for location in 0..<min(deadAtHead, requests.count - 1) {
+        for location in 0..<min(deadAtHead, mirrors.count) {
             broke(location, reason: "its HEAD failed", &actions)
         }
-        if let onlySource, requests.indices.contains(onlySource) {
-            for location in requests.indices where location != onlySource { locations.drop(location) }
+        if let onlySource, locations.locations.indices.contains(onlySource) {
+            for location in locations.locations.indices where location != onlySource { locations.drop(location) }
             let others = untrusted.map(describe).joined(separator: ", ")
             let served = untrusted.isEmpty ? "" : " after \(others) served its bytes"
             let message = "fetched again from \(describe(onlySource)) alone: the file failed its checksum\(served)"
@@ -465,10 +475,14 @@ struct SplitMachine {
         guard let location = locations.pick(forRange: false, avoiding: avoiding) else {
             return end(failing: true, &actions)
         }
+        guard location > 0 || resumed != nil else {
+            // The file as it was sent to its own URL: the connection sends the attempt's request itself.
+            return add(Connection(cell: cell, location: location), .asSent, &actions)
+        }
         let (request, asked, position) = SplitRules.firstRequest(
-            requests[location], resumed: resumed, conditionalFields: conditionalFields, connections: connectionLimit,
-            minimumSize: minimumSize)
-        add(Connection(cell: cell, location: location, asked: asked, position: position), request, &actions)
+            request(to: location), resumed: resumed, conditionalFields: conditionalFields,
+            connections: connectionLimit, minimumSize: minimumSize)
+        add(Connection(cell: cell, location: location, asked: asked, position: position), .made(request), &actions)
     }
 
     // MARK: Connections of a split file
@@ -604,7 +618,7 @@ struct SplitMachine {
         return piece.kept
     }
 
-    private mutating func add(_ connection: Connection, _ request: URLRequest, _ actions: inout [Action]) {
+    private mutating func add(_ connection: Connection, _ request: ConnectionRequest, _ actions: inout [Action]) {
         let id = nextConnection
         nextConnection += 1
         connections[id] = connection
@@ -619,7 +633,7 @@ struct SplitMachine {
         sharing.pace = .shared
         let segments = sharing.plan.segments.count + sharing.plan.waiting.count
         let message =
-            "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) locations"
+            "split into \(segments) ranges over up to \(connectionLimit) connections and \(1 + mirrors.count) locations"
         actions.append(.note(.splitDecided, .info, message))
         askForConnections(&actions)
     }
@@ -639,7 +653,7 @@ struct SplitMachine {
     }
 
     /// The locations' URLs the next `count` connections would go to, in order (``LocationList/picks(_:)``).
-    private func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map { requests[$0].url } }
+    private func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map(url(of:)) }
 
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
@@ -662,7 +676,7 @@ struct SplitMachine {
         _ = gap
         add(
             Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil),
-            requests[location], &actions)
+            .made(request(to: location)), &actions)
     }
 
     /// The next segment a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
@@ -717,7 +731,7 @@ struct SplitMachine {
             sharing?.plan.failed(segment: segment.id)
             return false
         }
-        var request = requests[location]
+        var request = request(to: location)
         let validator = locations.locations[location].validator
         for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator) {
             request.setValue(value, forHTTPHeaderField: name)
@@ -726,7 +740,7 @@ struct SplitMachine {
             Connection(
                 cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: segment.end,
                 position: segment.start),
-            request, &actions)
+            .made(request), &actions)
         return true
     }
 
@@ -874,7 +888,7 @@ struct SplitMachine {
     /// connects is held as any server is, for the requests whose own URL it is).
     private func unreachable(_ error: URLError, connection id: Int, _ actions: inout [Action]) {
         guard DeadHostRules.isConnectFailure(error), let connection = connections[id],
-            let url = requests[connection.location].url
+            let url = url(of: connection.location)
         else { return }
         actions.append(.unreachable(url, startedAt: connection.startedAt))
     }
@@ -927,7 +941,7 @@ struct SplitMachine {
             let elapsed = now - startedAt
             if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
             measured.segments = locations.segmentMetrics(
-                urls: requests.map(\.url), untrusted: untrusted, connections: mostConnections)
+                urls: locations.locations.indices.map(url(of:)), untrusted: untrusted, connections: mostConnections)
             figures = measured
         }
         end(failing: false, &actions)
@@ -945,7 +959,24 @@ struct SplitMachine {
         if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
     }
 
+    /// The request to `location`, as a `URLRequest` (its `Range`, `If-Range` and conditional fields dropped; a mirror's
+    /// made with the redirect policy, as a redirect there would be).
+    private mutating func request(to location: Int) -> URLRequest {
+        if let requests { return requests[location] }
+        var base = sent.urlRequest
+        for name in ["Range", "If-Range"] + conditionalFields.map(\.name) {
+            base.setValue(nil, forHTTPHeaderField: name)
+        }
+        let origin = base.url
+        let made = [base] + mirrors.map { SplitRules.request(base, to: $0, origin: origin, policy: policy) }
+        requests = made
+        return made[location]
+    }
+
+    /// The URL of `location`: the request's own, or a mirror's.
+    private func url(of location: Int) -> URL? { location == 0 ? requests?[0].url ?? sent.url : mirrors[location - 1] }
+
     private func describe(_ location: Int) -> String {
-        location == 0 ? "the request's URL" : "mirror \(location) (\(Redaction.describe(requests[location].url)))"
+        location == 0 ? "the request's URL" : "mirror \(location) (\(Redaction.describe(url(of: location))))"
     }
 }

@@ -181,14 +181,14 @@ extension NetworkQueue {
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
             // A file that may be shared: the attempt's connections, as its split machine decides, run on the pipeline.
-            let connections = shared.map { _ in TransferPipeline.Connections(transport: transport, options: options) }
+            let connections = shared.map { _ in
+                TransferPipeline.Connections(transport: transport, options: options, outgoing: outgoing)
+            }
             pipeline = TransferPipeline(
                 owner: self, slot: slot, token: token, request: request, sink: sink, revalidates: revalidates,
                 connections: connections)
         }
-        if let shared, pipeline.connections != nil {
-            return pipeline.startConnections(outgoing.urlRequest, fileOptions: shared)
-        }
+        if let shared, pipeline.connections != nil { return pipeline.startConnections(fileOptions: shared) }
         // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
         // File I/O and hashing happen in it, outside the lock; a transfer's events are serial.
         let events: @Sendable (TransferEvent) -> Void = { event in pipeline.receive(event) }

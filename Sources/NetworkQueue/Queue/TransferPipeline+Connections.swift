@@ -23,14 +23,17 @@ extension TransferPipeline {
         /// The transport, when it lends bodies (the file's bytes then skip a copy).
         let lender: (any LendingTransport)?
         let options: TransferOptions
+        /// The attempt's request, as the queue sends it: what a connection asked to send it as it is sends.
+        let outgoing: OutgoingRequest
         /// Each connection's route, by connection, and whether the file was begun as shared: an aim, a write or a stop
         /// finds its connection here.
         let state = Locked((routes: [Int: Route](), isShared: false))
 
-        init(transport: any Transport, options: TransferOptions) {
+        init(transport: any Transport, options: TransferOptions, outgoing: OutgoingRequest) {
             self.transport = transport
             lender = transport as? any LendingTransport
             self.options = options
+            self.outgoing = outgoing
         }
 
         /// Connection `id`'s route.
@@ -63,13 +66,13 @@ extension TransferPipeline {
         }
     }
 
-    /// Begins the download of `request` over the attempt's first transfer.
-    func startConnections(_ request: URLRequest, fileOptions: NetworkRequest.FileOptions) {
+    /// Begins the download of the attempt's request over its first transfer.
+    func startConnections(fileOptions: NetworkRequest.FileOptions) {
         guard let connections else { return }
         let isCapped = connections.options.rateCap?.maximumBytesPerSecond != nil
         handIn(
             .begin(
-                request, fileOptions, part: sink?.resumed, isCapped: isCapped,
+                connections.outgoing, fileOptions, part: sink?.resumed, isCapped: isCapped,
                 collectsMetrics: connections.options.collectsMetrics, shell: self), route: nil)
     }
 
@@ -192,19 +195,24 @@ extension TransferPipeline {
 
     /// Starts connection `id`, whose server's first byte is at `position` of the file, its handle going to `cell`.
     private func start(
-        _ id: Int, _ request: URLRequest, _ cell: TransferCell, at position: Int64, _ connections: Connections
+        _ id: Int, _ request: ConnectionRequest, _ cell: TransferCell, at position: Int64, _ connections: Connections
     ) {
         let route = Route(position: position, cell: cell)
         connections.state.withLock { $0.routes[id] = route }
+        let outgoing: OutgoingRequest =
+            switch request {
+            case .asSent: connections.outgoing
+            case .made(let made): .request(made)
+            }
         let started =
             if let lender = connections.lender {
                 lender.startTransfer(
-                    .request(request), options: connections.options,
+                    outgoing, options: connections.options,
                     lendingBodyTo: { [self] piece in lent(piece, connection: id, route: route) },
                     events: { [self] event in self.event(event, connection: id, route: route) })
             } else {
-                connections.transport.startTransfer(request, options: connections.options) { [self] event in
-                    self.event(event, connection: id, route: route)
+                connections.transport.startTransfer(outgoing.urlRequest, options: connections.options) {
+                    [self] event in self.event(event, connection: id, route: route)
                 }
             }
         if !cell.attach(started) { started.cancel() }
