@@ -447,6 +447,34 @@ extension SplitMachineTests {
         #expect(bench.machine.locations.locations.map(\.isLive) == [true, true, true])
     }
 
+    /// A range whose connection never answered (no head: a server that takes the connection and says nothing, or a
+    /// transport that hands a head over only with a body byte, as URLSession did under load): once it waited the settle
+    /// time from its start it is the slowest of all, and a free connection races it. Before, only a connection whose
+    /// head came was raced, and the range waited for the transport's 60 s timeout (`aStalledMirrorIsRacedAtTheEndOfTheFile`
+    /// over URLSession under the thread sanitizer).
+    @Test func aRangeWhoseConnectionNeverAnsweredIsRaced() {
+        var bench = Bench(mirrors: 2)
+        _ = bench.head(Self.head(), to: 0)
+        _ = bench.fileBegun()
+        _ = bench.bytes(Self.k64, to: 0, at: 0.001)
+        _ = bench.bytes(Self.k64, to: 0, at: 0.02)
+        _ = bench.lend(2)
+        _ = bench.head(Self.head(206, range: "1485483-2839893"), to: 1, at: 0.03)
+        // The second mirror's connection (2) never answers.
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 0.5)
+        _ = bench.bytes(10 * Self.k64, to: 1, at: 1)
+        #expect(
+            bench.bytes(1_485_483 - 2 * Self.k64, to: 0, at: 1) == [
+                "write 1354411@131072 s1", "end s1", "stop 0", "end s3", "start 3 o 2839894-4194303 if \"v1\"",
+                "splitDecided: bytes 2839894-4194303 of mirror 2 (http://m2.test/f) raced by another connection: it brought nothing",
+                "count 1354411",
+            ])
+        // Its head, should it come now, begins nothing: the race's own answer stops it.
+        #expect(bench.head(Self.head(206, range: "2839894-4194303"), to: 2, at: 1.1) == ["heed 206"])
+        #expect(
+            bench.head(Self.head(206, range: "2839894-4194303"), to: 3, at: 1.2) == ["heed 206", "stop 2", "give back"])
+    }
+
     /// The raced connection brings its bytes before the new one answers: it keeps its range, the new one stops.
     @Test func aRacedConnectionThatBringsItsBytesFirstKeepsItsRange() {
         var bench = Self.endGame()

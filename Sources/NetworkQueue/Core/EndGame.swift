@@ -10,7 +10,8 @@ struct EndGame {
         let id: Int
         /// The location it fetches from.
         let location: Int
-        /// When its head was accepted (queue clock); nil before.
+        /// When it was started, and when its head was accepted (queue clock; nil before).
+        let startedAt: Double
         let acceptedAt: Double?
         /// Bytes of the file it kept.
         let received: Int64
@@ -47,15 +48,17 @@ struct EndGame {
     }
 
     /// The connection whose range would end last at `now`, when racing it is worth it (``SplitRules/isWorthRacing``):
-    /// a range already raced from its next byte is not raced again. Nil otherwise.
+    /// a range already raced from its next byte is not raced again. A connection whose head has not come is judged from
+    /// its start: one that never answers (or whose transport never hands its head over without a body byte) is the
+    /// slowest of all once it waited the settle time. Nil otherwise.
     func slowest(now: Double) -> Int? {
         var found: (id: Int, time: Double, remaining: Int64)?
         let rate = bestPace(now: now)?.rate
         for runner in runners {
-            guard let acceptedAt = runner.acceptedAt, let range = runner.range, !racedFrom.contains(range.next),
+            guard let range = runner.range, !racedFrom.contains(range.next),
                 let time = SplitRules.finishTime(
-                    remaining: range.remaining, received: runner.received, running: now - acceptedAt,
-                    settle: settleTime)
+                    remaining: range.remaining, received: runner.received,
+                    running: now - (runner.acceptedAt ?? runner.startedAt), settle: settleTime)
             else { continue }
             if found.map({ time > $0.time }) ?? true { found = (runner.id, time, range.remaining) }
         }

@@ -766,7 +766,8 @@ struct SplitMachine {
             guard let connection = connections[id] else { return nil }
             let range = connection.segment.flatMap { segment in sharing.plan.segments.first { $0.id == segment } }
             return EndGame.Runner(
-                id: id, location: connection.location, acceptedAt: connection.acceptedAt,
+                id: id, location: connection.location, startedAt: connection.startedAt,
+                acceptedAt: connection.acceptedAt,
                 received: connection.received, range: range.map { ($0.next, $0.remaining) })
         }
         return EndGame(
