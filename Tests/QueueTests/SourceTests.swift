@@ -64,12 +64,15 @@ private struct StallingSource: AsyncSequence, Sendable {
     let stall: AsyncStream<Never>
     /// The tags given so far.
     let given = Box<[Int]>([])
+    /// True once a `next()` waits past the last request (the reader added every request given before it).
+    let stalled = Box(false)
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let source: StallingSource
         mutating func next() async -> NetworkRequest? {
             let tag = source.given.current.count + 1
             guard tag <= source.count else {
+                source.stalled.with { $0 = true }
                 var waiting = source.stall.makeAsyncIterator()
                 _ = await waiting.next()
                 return nil
@@ -209,7 +212,9 @@ private struct StallingSource: AsyncSequence, Sendable {
         let source = StallingSource(count: 10, stall: stall)
         queue.add(contentsOf: source)
         queue.go()
-        await eventually { source.given.current.count == 10 }
+        // Waiting in its eleventh `next()`: the reader added the ten it gave (a request a `next()` still returns after the
+        // stop is never read by the queue, and ends with no event: waiting for ten given raced the tenth's add).
+        await eventually { source.stalled.current }
         queue.cancelAll()
         await queue.run()
         let failed = recorder.events.compactMap { entry -> Int? in
