@@ -30,18 +30,8 @@ struct SplitMachine {
     static let restartLimit = 16
 
     // What the download is.
-    /// The request as the queue sends it to its own URL (a text GET stays text: a file its first connection carries as
-    /// it was sent builds no `URLRequest`).
-    private let sent: OutgoingRequest
-    /// The mirrors' URLs: the locations after the first.
-    private let mirrors: [URL]
-    private let policy: RedirectPolicy
-    /// The request to each location (its own URL first, then the mirrors), its `Range`, `If-Range` and conditional
-    /// fields dropped: made when first needed.
-    private var requests: [URLRequest]?
-    /// The conditional fields of a revalidated file (``NetworkRequest/ExistingFile/revalidate``): sent by the first
-    /// connection alone, whose answer says whether the file changed (a 304 is the attempt's answer, and keeps the file).
-    let conditionalFields: [(name: String, value: String)]
+    /// What each location is sent: the request's own URL, then the mirrors.
+    private var requests: LocationRequests
     /// The most connections the file may use (at least 1).
     let connectionLimit: Int
     /// The smallest segment (at least 64 KiB).
@@ -95,27 +85,17 @@ struct SplitMachine {
         deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
         collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
-        sent = request
-        mirrors = options.mirrors
-        self.policy = policy
-        conditionalFields =
-            if case .request(let full) = request {
-                ["If-None-Match", "If-Modified-Since"].compactMap { name in
-                    full.value(forHTTPHeaderField: name).map { (name, $0) }
-                }
-            } else {
-                []
-            }
+        requests = LocationRequests(request, mirrors: options.mirrors, policy: policy)
         connectionLimit = max(1, options.maximumConnections)
         minimumSize = max(64 << 10, options.minimumSegmentSize)
         self.isCapped = isCapped
         self.collectsMetrics = collectsMetrics
         self.part = part
-        locations = LocationList(count: 1 + mirrors.count, breakLimit: breakLimit)
+        locations = LocationList(count: requests.count, breakLimit: breakLimit)
         startedAt = now
         self.now = now
         self.untrusted = Set(untrusted)
-        for location in 0..<min(deadAtHead, mirrors.count) {
+        for location in 0..<min(deadAtHead, requests.count - 1) {
             broke(location, reason: "its HEAD failed", &actions)
         }
         if let onlySource, locations.locations.indices.contains(onlySource) {
@@ -407,7 +387,7 @@ struct SplitMachine {
             return actions.append(.notice(.event(event)))
         }
         switch SplitRules.firstAnswer(
-            to: head, resumed: resumed, revalidates: !conditionalFields.isEmpty, minimumSize: minimumSize)
+            to: head, resumed: resumed, revalidates: !requests.conditionalFields.isEmpty, minimumSize: minimumSize)
         {
         case .begin(let shape, let done, let head, let isWhole):
             if isWhole {
@@ -480,7 +460,7 @@ struct SplitMachine {
             return add(Connection(cell: cell, location: location), .asSent, &actions)
         }
         let (request, asked, position) = SplitRules.firstRequest(
-            request(to: location), resumed: resumed, conditionalFields: conditionalFields,
+            requests.request(to: location), resumed: resumed, conditionalFields: requests.conditionalFields,
             connections: connectionLimit, minimumSize: minimumSize)
         add(Connection(cell: cell, location: location, asked: asked, position: position), .made(request), &actions)
     }
@@ -633,7 +613,7 @@ struct SplitMachine {
         sharing.pace = .shared
         let segments = sharing.plan.segments.count + sharing.plan.waiting.count
         let message =
-            "split into \(segments) ranges over up to \(connectionLimit) connections and \(1 + mirrors.count) locations"
+            "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) locations"
         actions.append(.note(.splitDecided, .info, message))
         askForConnections(&actions)
     }
@@ -653,7 +633,7 @@ struct SplitMachine {
     }
 
     /// The locations' URLs the next `count` connections would go to, in order (``LocationList/picks(_:)``).
-    private func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map(url(of:)) }
+    private func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map(requests.url(of:)) }
 
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
@@ -676,7 +656,7 @@ struct SplitMachine {
         _ = gap
         add(
             Connection(cell: TransferCell.makeCell(), location: location, segment: segment.id, asked: nil),
-            .made(request(to: location)), &actions)
+            .made(requests.request(to: location)), &actions)
     }
 
     /// The next segment a connection whose server sends the bytes from `offset` on (up to `limit`) can take, across
@@ -731,7 +711,7 @@ struct SplitMachine {
             sharing?.plan.failed(segment: segment.id)
             return false
         }
-        var request = request(to: location)
+        var request = requests.request(to: location)
         let validator = locations.locations[location].validator
         for (name, value) in SplitRules.headers(for: segment.start..<segment.end, open: false, validator: validator) {
             request.setValue(value, forHTTPHeaderField: name)
@@ -889,7 +869,7 @@ struct SplitMachine {
     /// connects is held as any server is, for the requests whose own URL it is).
     private func unreachable(_ error: URLError, connection id: Int, _ actions: inout [Action]) {
         guard DeadHostRules.isConnectFailure(error), let connection = connections[id],
-            let url = url(of: connection.location)
+            let url = requests.url(of: connection.location)
         else { return }
         actions.append(.unreachable(url, startedAt: connection.startedAt))
     }
@@ -942,7 +922,8 @@ struct SplitMachine {
             let elapsed = now - startedAt
             if elapsed.isFinite { measured.totalDuration = max(measured.totalDuration, elapsed) }
             measured.segments = locations.segmentMetrics(
-                urls: locations.locations.indices.map(url(of:)), untrusted: untrusted, connections: mostConnections)
+                urls: locations.locations.indices.map(requests.url(of:)), untrusted: untrusted,
+                connections: mostConnections)
             figures = measured
         }
         end(failing: false, &actions)
@@ -960,24 +941,7 @@ struct SplitMachine {
         if failing { actions.append(.fail(lastError ?? URLError(.networkConnectionLost))) }
     }
 
-    /// The request to `location`, as a `URLRequest` (its `Range`, `If-Range` and conditional fields dropped; a mirror's
-    /// made with the redirect policy, as a redirect there would be).
-    private mutating func request(to location: Int) -> URLRequest {
-        if let requests { return requests[location] }
-        var base = sent.urlRequest
-        for name in ["Range", "If-Range"] + conditionalFields.map(\.name) {
-            base.setValue(nil, forHTTPHeaderField: name)
-        }
-        let origin = base.url
-        let made = [base] + mirrors.map { SplitRules.request(base, to: $0, origin: origin, policy: policy) }
-        requests = made
-        return made[location]
-    }
-
-    /// The URL of `location`: the request's own, or a mirror's.
-    private func url(of location: Int) -> URL? { location == 0 ? requests?[0].url ?? sent.url : mirrors[location - 1] }
-
     private func describe(_ location: Int) -> String {
-        location == 0 ? "the request's URL" : "mirror \(location) (\(Redaction.describe(url(of: location))))"
+        location == 0 ? "the request's URL" : "mirror \(location) (\(Redaction.describe(requests.url(of: location))))"
     }
 }
