@@ -83,8 +83,9 @@ extension TransferPipeline {
         if case .data(let data) = event {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
-        let isFinalHead = if case .head(let head) = event, !ResponseRules.isInterim(head) { true } else { false }
-        if case .head(let head) = event, isFinalHead {
+        var isFinalHead = false
+        if case .head(let head) = event, !ResponseRules.isInterim(head) {
+            isFinalHead = true
             // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
             // range is the whole file).
             let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
