@@ -92,6 +92,12 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
             name: "split fallback", path: { _, path, _ in wrongRanges(paced(path)) }, file: true,
             survives: ["dropped mid-body"],
             fileOptions: { _ in .init(maximumConnections: 4, minimumSegmentSize: 64 << 10) }),
+        // A file that may use four connections, whose answer is not one to share on (too small for two of its
+        // segments): the connection that got it carries it as it comes (issue 73), and every ending is a file of one
+        // connection's (its part kept under its validator while paused).
+        MatrixFeature(
+            name: "carried by one connection", path: { _, path, _ in paced(path) }, file: true,
+            fileOptions: { _ in .init(maximumConnections: 4, minimumSegmentSize: 1 << 30) }),
         // The URL and a mirror whose every connection sends its head and then waits 3 s (issue 50): at the end of
         // the file a free connection races a range that brought nothing (issue 62), and the mirror loses the race;
         // when the mirror is the last source left it is waited for, as without mirrors.
