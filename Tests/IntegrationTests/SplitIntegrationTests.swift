@@ -170,8 +170,11 @@ import Testing
         _ = try await Self.run(request, transport, file: file)
         let sources = request.metrics?.final?.segments?.locations ?? []
         // Dropped once its answer came; a connection to it that had not answered when the first connection's stream
-        // reached its range is taken over (issue 50), and the mirror then served nothing.
-        #expect(sources.first?.wasDropped == false && (sources.last?.wasDropped == true || sources.last?.bytes == 0))
+        // reached its range is taken over (issue 50), and the mirror then served nothing. A cut is a break, retried
+        // (issue 71): a mirror cut once after good bytes, and not asked again before the file ended, stays live.
+        let servedOnlyGoodBytes = fault == "cut" && (sources.last?.bytes ?? 0) <= Int64(Self.size * 30 / 100)
+        #expect(sources.first?.wasDropped == false, "\(sources)")
+        #expect(sources.last?.wasDropped == true || sources.last?.bytes == 0 || servedOnlyGoodBytes, "\(sources)")
         #expect(sources.count == 2, "\(sources)")
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
@@ -304,9 +307,10 @@ import Testing
             Issue.record("three sources expected: \(sources)")
             return
         }
-        // The dying source is dropped, unless the others' streams reached its ranges before it answered.
+        // The dying source is dropped once its breaks reach the limit; a break is retried (issue 71), so when the
+        // others finish the file before it is asked again it stays live, having served only bytes before its 30%.
         #expect(sources[0].wasDropped == false && sources[2].wasDropped == false, "\(sources)")
-        #expect(sources[1].wasDropped || sources[1].bytes == 0, "\(sources)")
+        #expect(sources[1].wasDropped || sources[1].bytes <= Int64(Self.size * 30 / 100), "\(sources)")
         #expect(sources.map(\.bytes).reduce(0, +) == Int64(Self.size))
     }
 
