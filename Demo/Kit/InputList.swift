@@ -91,6 +91,15 @@ public enum InputList {
             return done
         }
 
+        /// Reads line `number`, one that ``InputList/isPlainWebURL(_:)`` found to be one plain URL, for a check that
+        /// reads the list through and keeps nothing: as ``feed(_:number:offset:length:)`` does, without parsing it
+        /// (the entry it begins holds ``InputList/checkedURL`` for its URL, and no span).
+        public mutating func feedPlainURL(number: Int) -> (entry: Entry, spans: [LineSpan])? {
+            let done = finish()
+            current = Entry(url: InputList.checkedURL, checksum: nil, mirrors: [], line: number)
+            return done
+        }
+
         /// The problem of the URL line read after the entry ``feed(_:number:offset:length:)`` gave last, once: the
         /// list stops there.
         public mutating func takeDeferred() -> Problem? {
@@ -290,6 +299,9 @@ public enum InputList {
         return url
     }
 
+    /// The URL an entry read by a check holds in place of its own (``Assembler/feedPlainURL(number:)``).
+    public static let checkedURL = URL(string: "http://checked.invalid/")!
+
     /// The most mirrors one line may list: 16.
     public static let maximumMirrors = 16
 
@@ -300,6 +312,84 @@ public enum InputList {
     /// `text` cut to at most 80 characters for a message, so that a long field is not echoed whole.
     static func quoted(_ text: String) -> String {
         text.count <= 80 ? "'\(text)'" : "'\(text.prefix(80))…' (\(text.utf8.count) bytes)"
+    }
+}
+
+extension InputList {
+    /// True when `line` is certainly one URL line that ``parse(_:number:)`` reads as one http(s) URL with a host and
+    /// nothing else: `http://` or `https://` (lower case), a host of letters, digits, `.` and `-`, an optional port of
+    /// at most five digits up to 65,535, then a path and query of RFC 3986's characters (unreserved, sub-delimiters,
+    /// `:`, `@`, `/`, `?`, and `%` with two hex digits). Read byte by byte, with no allocation: a list of millions is
+    /// checked at the speed it is read. False says nothing: the line is then parsed in full (a fragment, user
+    /// information, an IPv6 host, a mirror, an option, white space, any other byte).
+    public static func isPlainWebURL(_ line: UnsafeRawBufferPointer) -> Bool {
+        URLBytes.table.withUnsafeBufferPointer { isPlainWebURL(line, kinds: $0) }
+    }
+
+    private static func isPlainWebURL(_ line: UnsafeRawBufferPointer, kinds: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = line.count
+        guard count <= longestLine, count > 7, line[0] == 0x68, line[1] == 0x74, line[2] == 0x74, line[3] == 0x70
+        else { return false }
+        var index = 4
+        if line[index] == 0x73 { index += 1 }  // "s"
+        guard index + 3 <= count, line[index] == 0x3A, line[index + 1] == 0x2F, line[index + 2] == 0x2F else {
+            return false
+        }
+        index += 3
+        let host = index
+        while index < count, kinds[Int(line[index])] == URLBytes.host { index += 1 }
+        guard index > host else { return false }
+        if index < count, line[index] == 0x3A {  // ":"
+            index += 1
+            let digits = index
+            var port = 0
+            while index < count, line[index] >= 0x30, line[index] <= 0x39, index - digits < 5 {
+                port = port * 10 + Int(line[index] - 0x30)
+                index += 1
+            }
+            guard index > digits, port <= 65_535 else { return false }
+        }
+        guard index < count else { return true }
+        guard line[index] == 0x2F || line[index] == 0x3F else { return false }  // "/" or "?"
+        while index < count {
+            switch kinds[Int(line[index])] {
+            case URLBytes.host, URLBytes.path:
+                index += 1
+            case URLBytes.percent:
+                guard index + 2 < count, URLBytes.isHex(line[index + 1]), URLBytes.isHex(line[index + 2]) else {
+                    return false
+                }
+                index += 3
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    /// What each byte may be in a plain URL (``isPlainWebURL(_:)``): a table, one load a byte.
+    private enum URLBytes {
+        static let other: UInt8 = 0
+        /// Letters, digits, `.` and `-`: a host's (and a path's).
+        static let host: UInt8 = 1
+        /// The rest of RFC 3986's unreserved and sub-delimiters, and `:`, `@`, `/`, `?`: a path's and a query's.
+        static let path: UInt8 = 2
+        static let percent: UInt8 = 3
+
+        static func isHex(_ byte: UInt8) -> Bool {
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x66)
+        }
+
+        static let table: [UInt8] = (0...255).map { value -> UInt8 in
+            let scalar = Unicode.Scalar(UInt8(value))
+            if ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                || scalar == "." || scalar == "-"
+            {
+                return host
+            }
+            if "_~!$&'()*+,;=:@/?".unicodeScalars.contains(scalar) { return path }
+            return scalar == "%" ? percent : other
+        }
     }
 }
 
@@ -393,6 +483,15 @@ public struct LineReader: Sendable {
     /// The next line without its newline, with its 1-based number; nil at the end. A line longer than
     /// ``InputList/longestLine`` throws ``InputList/Problem`` with its number.
     public mutating func next() throws -> (line: Substring, number: Int)? {
+        try nextBytes { bytes, number in (Substring(Self.text(of: bytes, number: number)), number) }
+    }
+
+    /// `body` over the next line's bytes (without its newline, valid only during the call) and its 1-based number;
+    /// nil at the end, without calling it. No string is made: what ``next()`` does for a reader that needs only some
+    /// lines as text. A line longer than ``InputList/longestLine`` throws ``InputList/Problem`` with its number.
+    public mutating func nextBytes<Result>(
+        _ body: (_ line: UnsafeRawBufferPointer, _ number: Int) throws -> Result
+    ) throws -> Result? {
         while true {
             let newline = buffer.withUnsafeBytes { bytes -> Int? in
                 guard scanned < bytes.count,
@@ -400,28 +499,33 @@ public struct LineReader: Sendable {
                 else { return nil }
                 return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
             }
+            let end: Int
             if let newline {
-                try checkLength(newline - start)
-                lastLine = (consumed + Int64(start), newline - start)
-                let line = Self.withoutByteOrderMark(String(decoding: buffer[start..<newline], as: UTF8.self), number)
-                start = newline + 1
-                scanned = start
-                number += 1
-                return (Substring(line), number)
-            }
-            scanned = buffer.count
-            try checkLength(buffer.count - start)
-            if isAtEnd {
+                end = newline
+            } else {
+                scanned = buffer.count
+                try checkLength(buffer.count - start)
+                guard isAtEnd else {
+                    try fill()
+                    continue
+                }
                 guard start < buffer.count else { return nil }
-                lastLine = (consumed + Int64(start), buffer.count - start)
-                let line = Self.withoutByteOrderMark(String(decoding: buffer[start...], as: UTF8.self), number)
-                start = buffer.count
-                scanned = start
-                number += 1
-                return (Substring(line), number)
+                end = buffer.count
             }
-            try fill()
+            try checkLength(end - start)
+            lastLine = (consumed + Int64(start), end - start)
+            let line = start..<end
+            start = min(end + 1, buffer.count)
+            scanned = start
+            number += 1
+            return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[line]), number) }
         }
+    }
+
+    /// Line `number`'s bytes as text (UTF-8, an invalid sequence replaced), the byte-order mark a list saved by
+    /// Notepad begins with dropped from the first line.
+    public static func text(of line: UnsafeRawBufferPointer, number: Int) -> String {
+        withoutByteOrderMark(String(decoding: line, as: UTF8.self), number - 1)
     }
 
     /// The first line (`before`: the lines read before it, 0) without the UTF-8 byte-order mark a list saved by Notepad

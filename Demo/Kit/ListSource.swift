@@ -229,14 +229,25 @@ public struct ListSource: AsyncSequence, Sendable {
             if path == "-", start >= 0 { lseek(STDIN_FILENO, start, SEEK_SET) }
         }
         var assembler = InputList.Assembler(ignored: ignoredOption)
-        func check(_ entry: InputList.Entry) throws { _ = try AsyncIterator.placed(entry, output: output?.path) }
-        while let (line, number) = try reader.next() {
-            let span = reader.lastLine
-            if let done = try assembler.feed(line, number: number, offset: span.offset, length: span.length) {
+        let outputPath = output?.path
+        func check(_ entry: InputList.Entry) throws { _ = try AsyncIterator.placed(entry, output: outputPath) }
+        // Nearly every line of a long list is one plain URL: known good from its bytes, it is never made a string, and
+        // the assembler hears of it only when an option line follows (an entry of one plain URL line is good as it is).
+        var plainLine: Int?
+        while try reader.nextBytes({ bytes, number in
+            if InputList.isPlainWebURL(bytes) {
+                plainLine = number
+                return
+            }
+            if let pending = plainLine, let done = assembler.feedPlainURL(number: pending) { try check(done.entry) }
+            plainLine = nil
+            let line = Substring(LineReader.text(of: bytes, number: number))
+            if let done = try assembler.feed(line, number: number, offset: 0, length: bytes.count) {
                 try check(done.entry)
             }
             if let problem = assembler.takeDeferred() { throw problem }
-        }
+        }) != nil {}
+        if let pending = plainLine, let done = assembler.feedPlainURL(number: pending) { try check(done.entry) }
         if let done = assembler.finish() { try check(done.entry) }
     }
 

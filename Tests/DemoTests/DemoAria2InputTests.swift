@@ -87,6 +87,8 @@ import Testing
         ("http://H/bytes/1\n header=no colon\n", "line 2: header=: --header needs 'Name: value'"),
         ("http://H/bytes/1\n dir=/elsewhere\n", "line 1: dir='/elsewhere' is outside the --output folder"),
         ("http://H/bytes/1\nhttp://H/bytes/2\n justaword\n", "line 3: 'justaword' is not an option"),
+        ("http://H/bytes/1\nhttp://H/bytes/2\nftp://H/bytes/3\n", "line 3: 'ftp://"),
+        ("http://H/bytes/1\n out=a.bin\nhttp://H/bytes/2\n out=a.bin\n dir=x/../y\n", "line 5: dir='x/../y'"),
     ])
     func aMalformedFileIsRefusedBeforeItsFirstRequest(_ text: String, _ message: String) async throws {
         let setup = try DemoSetup(paths: [])
