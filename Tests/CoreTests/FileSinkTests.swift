@@ -41,6 +41,42 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
     }
 
+    #if os(Linux)
+        /// A new part is made only once a head says its body is the file: an unchanged file (a 304, which the pipeline
+        /// never begins) or an error answer costs no part at all; a 200 makes it, unnamed, and links it into place.
+        @Test func anUnnamedPartIsMadeOnlyOnceAHeadSaysItsBodyIsTheFile() throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let (refusedURL, url) = (
+                directory.appendingPathComponent("e.bin"), directory.appendingPathComponent("f.bin")
+            )
+            func head(_ status: Int) -> HeadReading {
+                let head = ResponseHead(
+                    url: url, statusCode: status, httpVersion: "HTTP/1.1",
+                    fields: [.init(name: "Content-Length", value: "4096")])
+                return HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300)
+            }
+            let refused = try #require(
+                try DestinationClaim.claim(refusedURL).flatMap { try FileSink(claim: $0, continuing: true) })
+            #expect(refused.state.withLock { $0.fd } == -1)
+            #expect(refused.begin(head(404)) == nil)
+            #expect(refused.state.withLock { $0.fd } == -1)
+            refused.discard()
+            #expect(names(in: directory).isEmpty)
+
+            let sink = try #require(
+                try DestinationClaim.claim(url).flatMap { try FileSink(claim: $0, continuing: true) })
+            #expect(sink.state.withLock { $0.fd } == -1)
+            #expect(sink.begin(head(200)) == nil)
+            #expect(sink.state.withLock { $0.fd >= 0 && !$0.isNamed })
+            write(sink, 4_096)
+            #expect(sink.finishWriting() == nil && sink.commit() == nil)
+            #expect(names(in: directory) == ["f.bin"])
+            #expect(try Data(contentsOf: url) == Data(repeating: 7, count: 4_096))
+        }
+    #endif
+
     @Test func aBodyThatArrivesWholeIsWrittenOnceAndPutInPlaceWithoutAValidator() throws {
         let (sink, url, directory) = try opened()
         defer { try? FileManager.default.removeItem(at: directory) }

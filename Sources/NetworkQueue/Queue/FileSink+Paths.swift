@@ -238,21 +238,18 @@ extension FileSink {
 func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 extension FileSink {
-    /// Opens an unnamed file (`O_TMPFILE`) in `folder`, beside the part file `partial`, to be linked into place
-    /// (``link(_:in:to:)``, see ``FileSink``); -1 when nothing may be made that way: something is at `partial`
-    /// already (to continue, or to replace, the long way), or the system or the file system cannot. Linux only; the
-    /// caller asks only where ``canLinkUnnamed``.
-    static func openUnnamed(in folder: HeldFolder, besides partial: String) -> Int32 {
-        #if os(Linux)
-            var info = stat()
-            guard fstatat(folder.fd, partial, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return -1 }
-            // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
-            let own = folder.ownName(besides: partial)
-            return openat(folder.fd, own, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
-        #else
-            return -1
-        #endif
+    /// True when nothing is at `name` in `folder` (a part to be made unnamed: nothing to continue or replace there).
+    static func nothingIsAt(_ name: String, in folder: HeldFolder) -> Bool {
+        var info = stat()
+        return fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
     }
+
+    /// False once a file system refused an unnamed file (`O_TMPFILE`): parts are then named from their open.
+    static var unnamedPartsWork: Bool {
+        get { unnamedPartsRefused.load(ordering: .relaxed) == false }
+        set { unnamedPartsRefused.store(!newValue, ordering: .relaxed) }
+    }
+    private static let unnamedPartsRefused = Atomic(false)
 
     /// Whether an unnamed file can be linked into place here: on Linux, when `/proc/self/fd` is there to link it by
     /// (checked once).

@@ -59,6 +59,10 @@ final class FileSink: Sendable {
         var recordIntact = false
         /// False while the part is unnamed (see ``FileSink``): nothing is at ``partialPath``.
         var isNamed = true
+        /// True while the part is to be unnamed and is not made yet: it is made (``fd`` opened) only once a head says
+        /// its body is the file (``begin(_:)``), so a revalidated file that is unchanged, or an error answer, costs no
+        /// part (on ext4 an unnamed file is an inode made and freed).
+        var opensUnnamedAtHead = false
         /// True once an unnamed part is written whole and dated: its descriptor stays open until ``commit()`` links
         /// it into place (a named part is closed then).
         var isFinished = false
@@ -171,14 +175,18 @@ final class FileSink: Sendable {
         var resumed: PartSegments?
         // Most parts are new: unnamed when nothing is at the part's path, else one create that follows no link and
         // opens no FIFO, with nothing to continue.
-        var fd = mayBeUnnamed ? Self.openUnnamed(in: folder, besides: names.partial) : -1
-        let isNamed = fd < 0
+        // An unnamed part is made once a head says the body is the file (``State/opensUnnamedAtHead``).
+        let opensAtHead = mayBeUnnamed && Self.unnamedPartsWork && Self.nothingIsAt(names.partial, in: folder)
+        var fd: Int32 = -1
+        let isNamed = !opensAtHead
         if isNamed, checksLater, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             claim.closeFile()
             throw .fileError(path: destinationPath, reason: reason)
         }
-        if fd < 0 { fd = openat(folder.fd, names.partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
-        if fd < 0 {
+        if isNamed {
+            fd = openat(folder.fd, names.partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        }
+        if isNamed, fd < 0 {
             // Something is there (or the create failed: the open below says why).
             (fd, saved, offset, resumed) = try Self.openExisting(
                 names, continuing: continuing, segmented: segmented, claim: claim)
@@ -189,7 +197,7 @@ final class FileSink: Sendable {
         self.resumed = resumed
         var opened = State(
             fd: fd, hasValidator: validator != nil, hasBytes: offset > 0, recordIntact: resumed?.length != nil,
-            isNamed: isNamed)
+            isNamed: isNamed, opensUnnamedAtHead: opensAtHead)
         if claim.isForeign {
             // Another origin's file is at the destination: this one goes beside it, under the next free name.
             (opened.responseTarget, opened.targetClaim, opened.replacesTarget) = Self.freeName(
@@ -228,6 +236,7 @@ final class FileSink: Sendable {
                 break
             case .startOver?, .unrelated?, nil:
                 guard state.isAccepting else { return }
+                try openPartAtHead(&state)
                 if state.hasBytes { try Self.check(ftruncate(state.fd, 0) == 0 && lseek(state.fd, 0, SEEK_SET) == 0) }
                 state.hasBytes = false
                 if state.hasValidator { remove(names.validator) }
@@ -587,6 +596,31 @@ final class FileSink: Sendable {
         guard linked == 0 else {
             throw FileFailure(reason: "cannot name \(partialPath): \(String(cString: strerror(linked)))")
         }
+        state.isNamed = true
+    }
+
+    /// Makes the part whose making waited for the head (``State/opensUnnamedAtHead``): unnamed, or where the file system
+    /// cannot, a named part made as the open makes one (the destination checked first when the open left it unchecked;
+    /// a part that appeared at its path since is started over, never followed or continued).
+    private func openPartAtHead(_ state: inout State) throws(FileFailure) {
+        guard state.opensUnnamedAtHead else { return }
+        state.opensUnnamedAtHead = false
+        #if os(Linux)
+            let own = folder.ownName(besides: names.partial)
+            // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
+            state.fd = openat(folder.fd, own, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
+            if state.fd >= 0 { return }
+            let failure = errno
+            // A file system without unnamed files: later parts are named from their open.
+            if failure == EOPNOTSUPP || failure == EISDIR || failure == EINVAL { Self.unnamedPartsWork = false }
+        #endif
+        if checksDestinationAtCommit, let reason = Self.refusal(at: destinationName, in: folder.fd) {
+            throw FileFailure(reason: reason, path: destinationPath)
+        }
+        let fd = Self.openRegular(
+            names.partial, in: folder.fd, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_TRUNC)
+        guard fd >= 0 else { throw FileFailure(reason: Self.openFailure(fd)) }
+        state.fd = fd
         state.isNamed = true
     }
 
