@@ -42,8 +42,10 @@ import Testing
     }
 
     #if os(Linux)
-        /// A new part is made only once a head says its body is the file: an unchanged file (a 304, which the pipeline
-        /// never begins) or an error answer costs no part at all; a 200 makes it, unnamed, and links it into place.
+        /// A new part of a file being revalidated is made only once a head says its body is the file: an unchanged file
+        /// (a 304, which the pipeline never begins) or an error answer costs no part at all; a 200 makes it, unnamed,
+        /// and links it into place. (Below a guardian too; elsewhere a new file's part is made at the open, which finds
+        /// a missing folder before anything is sent.)
         @Test func anUnnamedPartIsMadeOnlyOnceAHeadSaysItsBodyIsTheFile() throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,7 +60,9 @@ import Testing
                 return HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300)
             }
             let refused = try #require(
-                try DestinationClaim.claim(refusedURL).flatMap { try FileSink(claim: $0, continuing: true) })
+                try DestinationClaim.claim(refusedURL).flatMap {
+                    try FileSink(claim: $0, continuing: true, revalidating: true)
+                })
             #expect(refused.state.withLock { $0.fd } == -1)
             #expect(refused.begin(head(404)) == nil)
             #expect(refused.state.withLock { $0.fd } == -1)
@@ -66,7 +70,9 @@ import Testing
             #expect(names(in: directory).isEmpty)
 
             let sink = try #require(
-                try DestinationClaim.claim(url).flatMap { try FileSink(claim: $0, continuing: true) })
+                try DestinationClaim.claim(url).flatMap {
+                    try FileSink(claim: $0, continuing: true, revalidating: true)
+                })
             #expect(sink.state.withLock { $0.fd } == -1)
             #expect(sink.begin(head(200)) == nil)
             #expect(sink.state.withLock { $0.fd >= 0 && !$0.isNamed })

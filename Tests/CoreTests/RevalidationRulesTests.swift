@@ -47,9 +47,16 @@ import Testing
         let tag = ExistingFileRules.SavedTag(entityTag: #"W/"xy""#, size: 12, modifiedSeconds: 784_111_777)
         #expect(tag.text == #"12 784111777 W/"xy""#)
         #expect(ExistingFileRules.SavedTag(text: tag.text) == tag)
+        // With the file's origin (one attribute read on a rerun), which a reader of three fields takes for no tag.
+        let named = ExistingFileRules.SavedTag(
+            entityTag: #""v1""#, size: 12, modifiedSeconds: 5, origin: "https://h/a?b=1")
+        #expect(named.text == #"12 5 "v1" https://h/a?b=1"#)
+        #expect(ExistingFileRules.SavedTag(text: named.text) == named)
+        #expect(!ExistingFileRules.isEntityTag(#""v1" https://h/a?b=1"#))
+        #expect(ExistingFileRules.SavedTag(entityTag: #""v1""#, size: 1, modifiedSeconds: 0, origin: "").origin == nil)
         for text in [
-            "", "12 784111777", #"12 784111777 "a" extra"#, #"-1 0 "a""#, #"x 0 "a""#, #"1 y "a""#, "1 0 a",
-            "1  0 \"a\"",
+            "", "12 784111777", #"12 784111777 "a" "#, #"12 784111777 "a" two words"#, #"-1 0 "a""#, #"x 0 "a""#,
+            #"1 y "a""#, "1 0 a", "1  0 \"a\"", #"1 0 a https://h/"#,
         ] {
             #expect(ExistingFileRules.SavedTag(text: text) == nil, "\(text)")
         }

@@ -54,23 +54,37 @@ enum ExistingFileRules {
         var entityTag: String
         var size: Int64
         var modifiedSeconds: Int64
+        /// The request's origin as its file records it (``FileOrigin``), written with the tag so that a rerun reads one
+        /// attribute, not two; nil in a record written before it was (or for a request without one).
+        var origin: String?
 
-        /// The attribute's text: `size seconds tag`.
-        var text: String { "\(size) \(modifiedSeconds) \(entityTag)" }
+        /// The attribute's text: `size seconds tag`, then ` origin` when there is one (a version that reads three
+        /// fields finds no entity tag in it, and asks by date).
+        var text: String { "\(size) \(modifiedSeconds) \(entityTag)" + (origin.map { " " + $0 } ?? "") }
 
-        init(entityTag: String, size: Int64, modifiedSeconds: Int64) {
+        init(entityTag: String, size: Int64, modifiedSeconds: Int64, origin: String? = nil) {
             self.entityTag = entityTag
             self.size = size
             self.modifiedSeconds = modifiedSeconds
+            self.origin = origin.flatMap { $0.isEmpty ? nil : $0 }
         }
 
         /// Reads what ``text`` wrote; nil for anything else (a record we did not write is never trusted).
         init?(text: String) {
-            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-            guard parts.count == 3, let size = Int64(parts[0]), size >= 0, let seconds = Int64(parts[1]),
-                ExistingFileRules.isEntityTag(parts[2])
+            let parts = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+            guard parts.count >= 3, let size = Int64(parts[0]), size >= 0, let seconds = Int64(parts[1]),
+                ExistingFileRules.isEntityTag(parts[2]),
+                parts.count == 3 || (!parts[3].isEmpty && !parts[3].contains(" "))
             else { return nil }
-            self.init(entityTag: String(parts[2]), size: size, modifiedSeconds: seconds)
+            self.init(
+                entityTag: String(parts[2]), size: size, modifiedSeconds: seconds,
+                origin: parts.count == 4 ? String(parts[3]) : nil)
+        }
+
+        /// True while the record describes a file of `size` bytes modified at `modified` (the file it was written for,
+        /// unchanged since).
+        func describes(size: Int64, modified: Date) -> Bool {
+            self.size == size && modifiedSeconds == Int64(modified.timeIntervalSince1970.rounded(.down))
         }
     }
 
@@ -106,9 +120,7 @@ enum ExistingFileRules {
     /// - its modification time, when there is no record.
     static func conditional(size: Int64, modified: Date, saved: SavedTag?) -> Conditional? {
         guard let saved else { return .modifiedSince(modified) }
-        guard saved.size == size, saved.modifiedSeconds == Int64(modified.timeIntervalSince1970.rounded(.down)) else {
-            return nil
-        }
+        guard saved.describes(size: size, modified: modified) else { return nil }
         return .entityTag(saved.entityTag)
     }
 

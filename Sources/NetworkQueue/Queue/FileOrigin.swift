@@ -93,17 +93,16 @@ public enum FileOrigin {
     /// The text of the extended attribute `name` of `fd` (or of `path` when `fd` is -1, a link not followed): nil when
     /// there is none (or the file system keeps none), empty when it is longer than 64 KiB.
     static func attributeText(_ name: String, fd: Int32, path: String) -> String? {
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        var count = buffer.withUnsafeMutableBytes {
-            nq_get_attribute(fd, path, name, $0.baseAddress, UInt($0.count))
+        // Nearly every record fits the stack's 4 KiB: no allocation a file.
+        let small = withUnsafeTemporaryAllocation(byteCount: 4_096, alignment: 1) { buffer -> String?? in
+            let count = nq_get_attribute(fd, path, name, buffer.baseAddress, UInt(buffer.count))
+            if count < 0 { return errno == ERANGE ? .none : .some(nil) }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
         }
-        if count < 0, errno == ERANGE {
-            buffer = [UInt8](repeating: 0, count: 65_536)
-            count = buffer.withUnsafeMutableBytes {
-                nq_get_attribute(fd, path, name, $0.baseAddress, UInt($0.count))
-            }
-            if count < 0, errno == ERANGE { return "" }
-        }
+        if let small { return small }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = buffer.withUnsafeMutableBytes { nq_get_attribute(fd, path, name, $0.baseAddress, UInt($0.count)) }
+        if count < 0, errno == ERANGE { return "" }
         guard count >= 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
     }

@@ -238,6 +238,22 @@ extension FileSink {
 func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 extension FileSink {
+    /// Opens an unnamed file (`O_TMPFILE`) in `folder`, beside the part file `partial` (where nothing is), to be linked
+    /// into place (``link(_:in:to:)``, see ``FileSink``); -1 when the system or the file system cannot (a file system
+    /// that refuses one is not asked again: ``unnamedPartsWork``). Linux only; the caller asks only where
+    /// ``canLinkUnnamed``.
+    static func makeUnnamed(in folder: HeldFolder, besides partial: String) -> Int32 {
+        #if os(Linux)
+            // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
+            let fd = openat(
+                folder.fd, folder.ownName(besides: partial), O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
+            if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL { unnamedPartsWork = false }
+            return fd
+        #else
+            return -1
+        #endif
+    }
+
     /// True when nothing is at `name` in `folder` (a part to be made unnamed: nothing to continue or replace there).
     static func nothingIsAt(_ name: String, in folder: HeldFolder) -> Bool {
         var info = stat()

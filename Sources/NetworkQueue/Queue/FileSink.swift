@@ -117,6 +117,9 @@ final class FileSink: Sendable {
     /// was added): naming the part, or the commit, refuses whatever is there that a file must not replace, before
     /// anything is named or renamed over it.
     let checksDestinationAtCommit: Bool
+    /// True when the destination, found at the add, is checked when the part is made at its head (see
+    /// ``State/opensUnnamedAtHead``): a directory, a FIFO or a device there is refused before a byte is written.
+    let checksDestinationAtHead: Bool
     /// True when a response's `Content-Disposition` names the file (see
     /// ``NetworkRequest/FileOptions-swift.struct/namesFileFromResponse``).
     let namesFromResponse: Bool
@@ -131,9 +134,13 @@ final class FileSink: Sendable {
 
     /// Opens the partial file: continues it when `continuing` allows and a saved validator describes it, else
     /// creates (or truncates) it. Returns nil, creating nothing, when the request has already ended.
-    init?(claim: DestinationClaim, continuing: Bool, segmented: Bool = false, namesFromResponse: Bool = false)
-        throws(NetworkQueueError)
-    {
+    ///
+    /// `revalidating`: the request asks whether the regular file found at its destination when it was added changed
+    /// (a 304 keeps it): the destination is checked again only when the part is made, at a head that replaces it.
+    init?(
+        claim: DestinationClaim, continuing: Bool, segmented: Bool = false, namesFromResponse: Bool = false,
+        revalidating: Bool = false
+    ) throws(NetworkQueueError) {
         self.namesFromResponse = namesFromResponse
         destinationPath = claim.path
         partialPath = Self.partPath(of: destinationPath)
@@ -148,14 +155,12 @@ final class FileSink: Sendable {
             folder: folder.fd, partial: folder.name(leaf: Self.partPath(of: leaf), path: partialPath),
             partialPath: partialPath)
         // Only a regular file (or a link, itself replaced) is replaced: never a directory, a FIFO or a device, refused
-        // now, before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed:
-        // its link never replaces anything, and what appeared since is refused when the part is named or linked (an
-        // `lstat` of a missing file is one of a small file's costliest calls).
+        // before a byte is fetched. Unless nothing was there when the request was added and the part is unnamed: its
+        // link never replaces anything, and what appeared since is refused when the part is named or linked (an
+        // `lstat` of a missing file is one of a small file's costliest calls). A regular file being revalidated is
+        // looked at again when a head replaces it, before a byte is written: an unchanged one (a 304) never is.
         let mayBeUnnamed = !segmented && Self.canLinkUnnamed
         let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
-        if !checksLater, let reason = Self.refusal(at: destinationName, in: folder.fd) {
-            throw .fileError(path: destinationPath, reason: reason)
-        }
         if segmented {
             // A split part's record and its temporary name must be free for files (issue 50): a folder or a FIFO
             // there is an obstacle the user must remove, failing the request now, before anything is created.
@@ -176,9 +181,17 @@ final class FileSink: Sendable {
         // Most parts are new: unnamed when nothing is at the part's path, else one create that follows no link and
         // opens no FIFO, with nothing to continue.
         // An unnamed part is made once a head says the body is the file (``State/opensUnnamedAtHead``).
-        let opensAtHead = mayBeUnnamed && Self.unnamedPartsWork && Self.nothingIsAt(names.partial, in: folder)
-        var fd: Int32 = -1
-        let isNamed = !opensAtHead
+        // Made at its head only in a folder known to be there: one held (below a guardian), or where the add found the
+        // file to revalidate (else the open is what finds a missing folder, before anything is sent).
+        let unnamedMayBeMade = mayBeUnnamed && Self.unnamedPartsWork && Self.nothingIsAt(names.partial, in: folder)
+        let opensAtHead = unnamedMayBeMade && (folder.isGuarded || revalidating)
+        let checksAtHead = opensAtHead && !checksLater && revalidating
+        if !checksLater, !checksAtHead, let reason = Self.refusal(at: destinationName, in: folder.fd) {
+            claim.closeFile()
+            throw .fileError(path: destinationPath, reason: reason)
+        }
+        var fd: Int32 = unnamedMayBeMade && !opensAtHead ? Self.makeUnnamed(in: folder, besides: names.partial) : -1
+        let isNamed = !opensAtHead && fd < 0
         if isNamed, checksLater, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             claim.closeFile()
             throw .fileError(path: destinationPath, reason: reason)
@@ -193,6 +206,7 @@ final class FileSink: Sendable {
         }
         continuedFrom = offset
         checksDestinationAtCommit = checksLater && !isNamed
+        checksDestinationAtHead = checksAtHead
         validator = offset > 0 ? saved : nil
         self.resumed = resumed
         var opened = State(
@@ -307,7 +321,9 @@ final class FileSink: Sendable {
                         let seconds = Int64(info.st_mtim.tv_sec)
                     #endif
                     SavedEntityTag.record(
-                        .init(entityTag: tag, size: Int64(info.st_size), modifiedSeconds: seconds), fd: fd)
+                        .init(
+                            entityTag: tag, size: Int64(info.st_size), modifiedSeconds: seconds, origin: claim.origin),
+                        fd: fd)
                 }
             }
             // An unnamed part stays open: it is linked into place through its descriptor.
@@ -605,15 +621,11 @@ final class FileSink: Sendable {
     private func openPartAtHead(_ state: inout State) throws(FileFailure) {
         guard state.opensUnnamedAtHead else { return }
         state.opensUnnamedAtHead = false
-        #if os(Linux)
-            let own = folder.ownName(besides: names.partial)
-            // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
-            state.fd = openat(folder.fd, own, O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
-            if state.fd >= 0 { return }
-            let failure = errno
-            // A file system without unnamed files: later parts are named from their open.
-            if failure == EOPNOTSUPP || failure == EISDIR || failure == EINVAL { Self.unnamedPartsWork = false }
-        #endif
+        if checksDestinationAtHead, let reason = Self.refusal(at: destinationName, in: folder.fd) {
+            throw FileFailure(reason: reason, path: destinationPath)
+        }
+        state.fd = Self.makeUnnamed(in: folder, besides: names.partial)
+        if state.fd >= 0 { return }
         if checksDestinationAtCommit, let reason = Self.refusal(at: destinationName, in: folder.fd) {
             throw FileFailure(reason: reason, path: destinationPath)
         }

@@ -162,7 +162,8 @@ extension NetworkQueue {
                 guard
                     let opened = openPart(
                         claim, continuing: continuesPart, segmented: splits,
-                        namesFromResponse: request.fileOptions.namesFileFromResponse, slot: slot, token: token)
+                        namesFromResponse: request.fileOptions.namesFileFromResponse,
+                        revalidating: revalidation != nil, slot: slot, token: token)
                 else { return }
                 if splits { shared = request.fileOptions }
                 if !splits, opened.continuedFrom > 0, let validator = opened.validator {
@@ -211,14 +212,16 @@ extension NetworkQueue {
     /// Opens the part file of a transfer about to start and tells the machine; nil when the transfer must not
     /// start (the request ended meanwhile, or the file could not be opened: the machine was told).
     private func openPart(
-        _ claim: DestinationClaim, continuing: Bool, segmented: Bool, namesFromResponse: Bool, slot: Int, token: UInt64
+        _ claim: DestinationClaim, continuing: Bool, segmented: Bool, namesFromResponse: Bool, revalidating: Bool,
+        slot: Int, token: UInt64
     ) -> FileSink? {
         let sink: FileSink
         do {
             // Nil means the request ended while starting: nothing to open or send.
             guard
                 let opened = try FileSink(
-                    claim: claim, continuing: continuing, segmented: segmented, namesFromResponse: namesFromResponse)
+                    claim: claim, continuing: continuing, segmented: segmented, namesFromResponse: namesFromResponse,
+                    revalidating: revalidating)
             else {
                 return nil
             }

@@ -231,10 +231,21 @@ public final class NetworkQueue: Sendable {
         case .absent: found.isAbsent = true
         case .other: return found
         case .regular(let size, let modified):
-            if FileOrigin.standing(ofFileAt: path, to: request.origin) == .foreign {
+            // A file to revalidate: its entity tag's record, which names its origin too while it describes the file
+            // (one attribute read); else the origin's own record.
+            let saved =
+                request.existingFile == .revalidate && ExistingFileRules.checksExistingFile(request)
+                ? SavedEntityTag.recorded(atPath: path) : nil
+            let isForeign =
+                if let saved, let origin = saved.origin, saved.describes(size: size, modified: modified) {
+                    origin != request.origin
+                } else {
+                    FileOrigin.standing(ofFileAt: path, to: request.origin) == .foreign
+                }
+            if isForeign {
                 found.isForeign = true
             } else {
-                found.existingFile = existingFile(of: request, at: path, size: size, modified: modified)
+                found.existingFile = existingFile(of: request, at: path, size: size, modified: modified, saved: saved)
                 return found
             }
         }
@@ -254,9 +265,10 @@ public final class NetworkQueue: Sendable {
     /// is to be fetched whole: a file kept only if the server says it is unchanged (and, with a checksum, only a file
     /// that has it: the size and the date cannot tell a wrong file from the right one). Revalidated with the entity tag
     /// recorded with it, else its date; a file changed since it was saved is fetched whole.
-    private static func existingFile(of request: NetworkRequest, at path: String, size: Int64, modified: Date)
-        -> ExistingFileRules.FileState?
-    {
+    private static func existingFile(
+        of request: NetworkRequest, at path: String, size: Int64, modified: Date,
+        saved: ExistingFileRules.SavedTag? = nil
+    ) -> ExistingFileRules.FileState? {
         guard ExistingFileRules.checksExistingFile(request) else { return nil }
         if let checksum = request.checksum, !checksum.matches(file: URL(fileURLWithPath: path, isDirectory: false)) {
             return nil
@@ -264,7 +276,7 @@ public final class NetworkQueue: Sendable {
         guard request.existingFile == .revalidate else {
             return ExistingFileRules.FileState(size: size, modified: modified)
         }
-        let saved = SavedEntityTag.recorded(atPath: path)
+        let saved = saved ?? SavedEntityTag.recorded(atPath: path)
         guard let conditional = ExistingFileRules.conditional(size: size, modified: modified, saved: saved) else {
             return nil
         }
