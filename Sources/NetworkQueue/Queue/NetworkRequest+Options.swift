@@ -47,8 +47,9 @@ extension NetworkRequest {
         /// is sent for such a file, even with ``NetworkQueue/showsAccurateProgress`` on.
         ///
         /// The queue records each file's entity tag as it saves it (the `user.networkqueue.etag` extended attribute,
-        /// with the file's size and modification second), beside its origin (``FileOrigin``); a file whose size or
-        /// time no longer match the record was changed since, and is fetched whole. A file with no record (another
+        /// with the file's size and modification second, and its origin: a rerun reads that one attribute), beside its
+        /// origin (``FileOrigin``); a file whose size or time no longer match the record was changed since, and is
+        /// fetched whole. A file with no record (another
         /// program's, or on a file system that keeps no attributes) is asked for by its modification time, which the
         /// queue sets to the response's `Last-Modified`. A file that records another origin is never revalidated.
         /// A part left beside the file by an interrupted replacement is continued instead (the file changed).
