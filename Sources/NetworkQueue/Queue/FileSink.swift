@@ -47,6 +47,8 @@ final class FileSink: Sendable {
         var pendingResponse: ResponseHead?
         /// True once the part holds bytes (continued, or written since the open).
         var hasBytes = false
+        /// The bytes this sink wrote to the part from its start (a part neither continued nor split): then its length.
+        var written: Int64 = 0
         /// The `Last-Modified` of the response whose body the file holds: the committed file's time (parsed when
         /// the file is finished).
         var lastModified: String?
@@ -253,6 +255,7 @@ final class FileSink: Sendable {
                 try openPartAtHead(&state)
                 if state.hasBytes { try Self.check(ftruncate(state.fd, 0) == 0 && lseek(state.fd, 0, SEEK_SET) == 0) }
                 state.hasBytes = false
+                state.written = 0
                 if state.hasValidator { remove(names.validator) }
                 state.hasValidator = false
                 if resumed != nil || state.segments != nil { remove(names.record) }
@@ -284,6 +287,7 @@ final class FileSink: Sendable {
                 try flush(&state, final: false)
                 try Self.writeAll(state.fd, bytes)
                 state.hasBytes = true
+                state.written += Int64(bytes.count)
                 return
             }
             state.buffer.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
@@ -302,28 +306,37 @@ final class FileSink: Sendable {
             try state.segments?.flushAll(state.fd)
             let fd = state.fd
             recordOrigin(&state)
+            var dated: Int64?
             if let date = state.lastModified.flatMap(HTTPDate.parse) {
                 // As `curl -R` and `wget -N`: the file dates from the resource, so a rerun can tell it unchanged.
                 // Set on the open descriptor: no path looked up again, and the rename keeps it.
                 let seconds = date.timeIntervalSince1970.rounded(.down)
                 var times = (timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0))
-                _ = withUnsafePointer(to: &times) {
+                let set = withUnsafePointer(to: &times) {
                     $0.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd, $0) }
                 }
+                if set == 0 { dated = Int64(seconds) }
             }
             if let tag = state.entityTag {
-                // Its size and time as saved: a file changed since is not the one the tag names.
-                var info = stat()
-                if fstat(fd, &info) == 0 {
-                    #if canImport(Darwin)
-                        let seconds = Int64(info.st_mtimespec.tv_sec)
-                    #else
-                        let seconds = Int64(info.st_mtim.tv_sec)
-                    #endif
+                // Its size and time as saved: a file changed since is not the one the tag names. Known without a look
+                // for a part written whole from its start and dated from the response.
+                var size: Int64?
+                var seconds: Int64?
+                if continuedFrom == 0, resumed == nil, state.segments == nil, let dated {
+                    (size, seconds) = (state.written, dated)
+                } else {
+                    var info = stat()
+                    if fstat(fd, &info) == 0 {
+                        #if canImport(Darwin)
+                            (size, seconds) = (Int64(info.st_size), Int64(info.st_mtimespec.tv_sec))
+                        #else
+                            (size, seconds) = (Int64(info.st_size), Int64(info.st_mtim.tv_sec))
+                        #endif
+                    }
+                }
+                if let size, let seconds {
                     SavedEntityTag.record(
-                        .init(
-                            entityTag: tag, size: Int64(info.st_size), modifiedSeconds: seconds, origin: claim.origin),
-                        fd: fd)
+                        .init(entityTag: tag, size: size, modifiedSeconds: seconds, origin: claim.origin), fd: fd)
                 }
             }
             // An unnamed part stays open: it is linked into place through its descriptor.
@@ -588,6 +601,7 @@ final class FileSink: Sendable {
         let fd = state.fd
         try state.buffer.withUnsafeBytes { bytes in Result { () throws(FileFailure) in try Self.writeAll(fd, bytes) } }
             .get()
+        state.written += Int64(state.buffer.count)
         state.buffer.removeAll(keepingCapacity: true)
         state.hasBytes = true
     }
