@@ -68,11 +68,8 @@ import Testing
         ]
         let plainPieces = ["h", "Z", "0", ".", "-", "/", "?", "%2F", "~", "_", "=", "&", ":", "@", "80", "!", "("]
         let starts = ["http://", "https://", "http:/", "HTTP://", "http://h", "https://127.0.0.1:", ""]
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var generator = SeededGenerator(seed: 74)
+        func next(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &generator) }
         var taken = 0
         for _ in 0..<200_000 {
             var line = starts[next(starts.count)]
