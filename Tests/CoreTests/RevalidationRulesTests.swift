@@ -52,11 +52,15 @@ import Testing
             entityTag: #""v1""#, size: 12, modifiedSeconds: 5, origin: "https://h/a?b=1")
         #expect(named.text == #"12 5 "v1" https://h/a?b=1"#)
         #expect(ExistingFileRules.SavedTag(text: named.text) == named)
+        // A time before 1970, and a sign, as `Int64` reads them.
+        #expect(ExistingFileRules.SavedTag(text: #"+7 -86400 "a""#)?.modifiedSeconds == -86_400)
+        #expect(ExistingFileRules.SavedTag(text: #"+7 -86400 "a""#)?.size == 7)
         #expect(!ExistingFileRules.isEntityTag(#""v1" https://h/a?b=1"#))
         #expect(ExistingFileRules.SavedTag(entityTag: #""v1""#, size: 1, modifiedSeconds: 0, origin: "").origin == nil)
         for text in [
             "", "12 784111777", #"12 784111777 "a" "#, #"12 784111777 "a" two words"#, #"-1 0 "a""#, #"x 0 "a""#,
-            #"1 y "a""#, "1 0 a", "1  0 \"a\"", #"1 0 a https://h/"#,
+            #"1 y "a""#, "1 0 a", "1  0 \"a\"", #"1 0 a https://h/"#, #"99999999999999999999 0 "a""#, #"1 -x "a""#,
+            #" 1 0 "a""#, #"1 0 "a"  https://h/"#,
         ] {
             #expect(ExistingFileRules.SavedTag(text: text) == nil, "\(text)")
         }

@@ -69,16 +69,62 @@ enum ExistingFileRules {
             self.origin = origin.flatMap { $0.isEmpty ? nil : $0 }
         }
 
-        /// Reads what ``text`` wrote; nil for anything else (a record we did not write is never trusted).
+        /// Reads what ``text`` wrote; nil for anything else (a record we did not write is never trusted). Read on its
+        /// bytes: a rerun reads one record a file.
         init?(text: String) {
-            let parts = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
-            guard parts.count >= 3, let size = Int64(parts[0]), size >= 0, let seconds = Int64(parts[1]),
-                ExistingFileRules.isEntityTag(parts[2]),
-                parts.count == 3 || (!parts[3].isEmpty && !parts[3].contains(" "))
+            var text = text
+            guard let saved = text.withUTF8({ Self.read($0) }) else { return nil }
+            self = saved
+        }
+
+        private static func read(_ bytes: UnsafeBufferPointer<UInt8>) -> SavedTag? {
+            // The first three spaces: after the size, after the seconds, after the tag (before the origin).
+            var spaces = (-1, -1, -1)
+            for index in bytes.indices where bytes[index] == 0x20 {
+                if spaces.0 < 0 {
+                    spaces.0 = index
+                } else if spaces.1 < 0 {
+                    spaces.1 = index
+                } else {
+                    spaces.2 = index
+                    break
+                }
+            }
+            guard spaces.0 > 0, spaces.1 > spaces.0 + 1, let size = number(bytes[..<spaces.0]), size >= 0,
+                let seconds = number(bytes[(spaces.0 + 1)..<spaces.1])
             else { return nil }
-            self.init(
-                entityTag: String(parts[2]), size: size, modifiedSeconds: seconds,
-                origin: parts.count == 4 ? String(parts[3]) : nil)
+            let tagEnd = spaces.2 < 0 ? bytes.count : spaces.2
+            let tag = String(decoding: UnsafeBufferPointer(rebasing: bytes[(spaces.1 + 1)..<tagEnd]), as: UTF8.self)
+            guard ExistingFileRules.isEntityTag(tag) else { return nil }
+            var origin: String?
+            if spaces.2 >= 0 {
+                let rest = bytes[(spaces.2 + 1)...]
+                guard !rest.isEmpty, !rest.contains(0x20) else { return nil }
+                origin = String(decoding: UnsafeBufferPointer(rebasing: rest), as: UTF8.self)
+            }
+            return SavedTag(entityTag: tag, size: size, modifiedSeconds: seconds, origin: origin)
+        }
+
+        /// A decimal number with an optional sign, as `Int64(_:)` reads one; nil for anything else or an overflow.
+        private static func number(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
+            var index = bytes.startIndex
+            var negative = false
+            if index < bytes.endIndex, bytes[index] == 0x2D || bytes[index] == 0x2B {
+                negative = bytes[index] == 0x2D
+                index += 1
+            }
+            guard index < bytes.endIndex else { return nil }
+            var value: Int64 = 0
+            while index < bytes.endIndex {
+                let digit = bytes[index] &- 0x30
+                guard digit < 10 else { return nil }
+                let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+                let (sum, carried) = shifted.addingReportingOverflow(Int64(digit))
+                guard !overflowed, !carried else { return nil }
+                value = sum
+                index += 1
+            }
+            return negative ? -value : value
         }
 
         /// True while the record describes a file of `size` bytes modified at `modified` (the file it was written for,
