@@ -99,7 +99,9 @@ extension LoopbackServer {
                 return state.barrierArrivals
             }
             let releaseAt = (index / batch + 1) * batch
-            _ = state.wait(until: Date(timeIntervalSinceNow: 10)) { $0.barrierArrivals >= releaseAt }
+            // wait=S: how long a batch waits for its last arrival before it goes anyway (default 10 s).
+            let wait = Double(max(0, request.int("wait") ?? 10))
+            _ = state.wait(until: Date(timeIntervalSinceNow: wait)) { $0.barrierArrivals >= releaseAt }
             return serveBytes(size, request, response)
         default:
             break
