@@ -55,6 +55,7 @@ import Testing
         // A time before 1970, and a sign, as `Int64` reads them.
         #expect(ExistingFileRules.SavedTag(text: #"+7 -86400 "a""#)?.modifiedSeconds == -86_400)
         #expect(ExistingFileRules.SavedTag(text: #"+7 -86400 "a""#)?.size == 7)
+        #expect(ExistingFileRules.SavedTag(text: #"1 -9223372036854775808 "a""#)?.modifiedSeconds == Int64.min)
         #expect(!ExistingFileRules.isEntityTag(#""v1" https://h/a?b=1"#))
         #expect(ExistingFileRules.SavedTag(entityTag: #""v1""#, size: 1, modifiedSeconds: 0, origin: "").origin == nil)
         for text in [

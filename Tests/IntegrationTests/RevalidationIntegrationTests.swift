@@ -40,12 +40,23 @@ import Testing
         try setAttribute("\(size) \(modified) \(tag)", at: path)
     }
 
-    /// Sets the project's entity-tag attribute of the file at `path` to `text`.
-    static func setAttribute(_ text: String, at path: String) throws {
+    /// Sets the extended attribute `name` (the project's entity-tag attribute unless given) of the file at `path` to
+    /// `text`.
+    static func setAttribute(_ text: String, at path: String, name: String = tagAttribute) throws {
         let fd = open(path, O_RDONLY)
         try #require(fd >= 0)
         defer { close(fd) }
-        #expect(nq_set_attribute(fd, tagAttribute, text, UInt(text.utf8.count)) == 0)
+        #expect(nq_set_attribute(fd, name, text, UInt(text.utf8.count)) == 0)
+    }
+
+    /// `/bytes/size` with the tests' Last-Modified, saved as `f` in `folder` by a first run that revalidates it: its URL
+    /// and the file's path.
+    static func savedFile(_ size: Int, from server: LoopbackServer, in folder: URL, _ transport: TransportKind)
+        async throws -> (url: URL, path: String)
+    {
+        let url = server.url("/bytes/\(size)?lastModified=Sun,%2006%20Nov%201994%2008:49:37%20GMT")
+        try await run([revalidating(url, folder, "f", tag: 1)], transport)
+        return (url, folder.appendingPathComponent("f").path)
     }
 
     /// The pattern bytes the loopback server's `/bytes/N` serves.
@@ -124,9 +135,7 @@ import Testing
         let server = try LoopbackServer()
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let url = server.url("/bytes/3000?lastModified=Sun,%2006%20Nov%201994%2008:49:37%20GMT")
-        try await Self.run([Self.revalidating(url, folder, "f", tag: 1)], transport)
-        let path = folder.appendingPathComponent("f").path
+        let (url, path) = try await Self.savedFile(3000, from: server, in: folder, transport)
         // The file as an older version was saved: other bytes of the same size, under another tag.
         try Data(repeating: 7, count: 3000).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes(
@@ -149,9 +158,7 @@ import Testing
         let server = try LoopbackServer()
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let url = server.url("/bytes/500?lastModified=Sun,%2006%20Nov%201994%2008:49:37%20GMT")
-        try await Self.run([Self.revalidating(url, folder, "f", tag: 1)], transport)
-        let path = folder.appendingPathComponent("f").path
+        let (url, path) = try await Self.savedFile(500, from: server, in: folder, transport)
         // Changed since it was saved (a byte more): its record no longer describes it, and a conditional request
         // would keep it. Fetched whole, with no validator.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
@@ -202,15 +209,9 @@ import Testing
         let server = try LoopbackServer()
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let url = server.url("/bytes/1000?lastModified=Sun,%2006%20Nov%201994%2008:49:37%20GMT")
-        try await Self.run([Self.revalidating(url, folder, "f", tag: 1)], transport)
-        let path = folder.appendingPathComponent("f").path
+        let (url, path) = try await Self.savedFile(1000, from: server, in: folder, transport)
         #expect(Self.savedTag(path) == "1000 784111777 \"bytes-1000\" \(url.absoluteString)")
-        let fd = open(path, O_RDONLY)
-        try #require(fd >= 0)
-        let other = "http://elsewhere.invalid/f"
-        #expect(nq_set_attribute(fd, "user.xdg.origin.url", other, UInt(other.utf8.count)) == 0)
-        close(fd)
+        try Self.setAttribute("http://elsewhere.invalid/f", at: path, name: "user.xdg.origin.url")
         server.resetStatistics()
         let rerun = Self.revalidating(url, folder, "f", tag: 2)
         try await Self.run([rerun], transport)
@@ -227,9 +228,7 @@ import Testing
         let server = try LoopbackServer()
         let folder = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let url = server.url("/bytes/3000?lastModified=Sun,%2006%20Nov%201994%2008:49:37%20GMT")
-        try await Self.run([Self.revalidating(url, folder, "f", tag: 1)], transport)
-        let path = folder.appendingPathComponent("f").path
+        let (url, path) = try await Self.savedFile(3000, from: server, in: folder, transport)
         // Saved under another tag: the server's answer is a 200.
         try Self.recordTag("\"older\"", at: path)
         let queue = NetworkQueue.oneAttempt(transport: transport.make())

@@ -90,8 +90,9 @@ enum ExistingFileRules {
                     break
                 }
             }
-            guard spaces.0 > 0, spaces.1 > spaces.0 + 1, let size = number(bytes[..<spaces.0]), size >= 0,
-                let seconds = number(bytes[(spaces.0 + 1)..<spaces.1])
+            guard spaces.0 > 0, spaces.1 > spaces.0 + 1,
+                let size = ASCIIDecimal.value(of: bytes[..<spaces.0], signed: true), size >= 0,
+                let seconds = ASCIIDecimal.value(of: bytes[(spaces.0 + 1)..<spaces.1], signed: true)
             else { return nil }
             let tagEnd = spaces.2 < 0 ? bytes.count : spaces.2
             let tag = String(decoding: UnsafeBufferPointer(rebasing: bytes[(spaces.1 + 1)..<tagEnd]), as: UTF8.self)
@@ -103,28 +104,6 @@ enum ExistingFileRules {
                 origin = String(decoding: UnsafeBufferPointer(rebasing: rest), as: UTF8.self)
             }
             return SavedTag(entityTag: tag, size: size, modifiedSeconds: seconds, origin: origin)
-        }
-
-        /// A decimal number with an optional sign, as `Int64(_:)` reads one; nil for anything else or an overflow.
-        private static func number(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
-            var index = bytes.startIndex
-            var negative = false
-            if index < bytes.endIndex, bytes[index] == 0x2D || bytes[index] == 0x2B {
-                negative = bytes[index] == 0x2D
-                index += 1
-            }
-            guard index < bytes.endIndex else { return nil }
-            var value: Int64 = 0
-            while index < bytes.endIndex {
-                let digit = bytes[index] &- 0x30
-                guard digit < 10 else { return nil }
-                let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
-                let (sum, carried) = shifted.addingReportingOverflow(Int64(digit))
-                guard !overflowed, !carried else { return nil }
-                value = sum
-                index += 1
-            }
-            return negative ? -value : value
         }
 
         /// True while the record describes a file of `size` bytes modified at `modified` (the file it was written for,

@@ -207,14 +207,8 @@ enum HTTPDate {
     /// The decimal number `digits` spell (an optional `+` first, as `Int("+7")` reads it), nil for anything else
     /// or more than 18 digits.
     private static func number(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
-        let unsigned = digits.first == 0x2B ? digits.dropFirst() : digits
-        guard !unsigned.isEmpty, unsigned.count <= 18 else { return nil }
-        var value = 0
-        for byte in unsigned {
-            guard (0x30...0x39).contains(byte) else { return nil }
-            value = value * 10 + Int(byte - 0x30)
-        }
-        return value
+        guard digits.count - (digits.first == 0x2B ? 1 : 0) <= 18 else { return nil }
+        return ASCIIDecimal.value(of: digits, signed: false).map { Int($0) }
     }
 
     /// 1 for `Jan` (any case) to 12 for `Dec`; nil for anything else.

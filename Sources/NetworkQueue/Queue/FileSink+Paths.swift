@@ -247,7 +247,9 @@ extension FileSink {
             // Glibc's module does not export O_TMPFILE: `__O_TMPFILE | O_DIRECTORY`.
             let fd = openat(
                 folder.fd, folder.ownName(besides: partial), O_WRONLY | O_CLOEXEC | 0o20_000_000 | O_DIRECTORY, 0o644)
-            if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL { unnamedPartsWork = false }
+            if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+                unnamedPartsWork.store(false, ordering: .relaxed)
+            }
             return fd
         #else
             return -1
@@ -261,11 +263,7 @@ extension FileSink {
     }
 
     /// False once a file system refused an unnamed file (`O_TMPFILE`): parts are then named from their open.
-    static var unnamedPartsWork: Bool {
-        get { unnamedPartsRefused.load(ordering: .relaxed) == false }
-        set { unnamedPartsRefused.store(!newValue, ordering: .relaxed) }
-    }
-    private static let unnamedPartsRefused = Atomic(false)
+    static let unnamedPartsWork = Atomic(true)
 
     /// Whether an unnamed file can be linked into place here: on Linux, when `/proc/self/fd` is there to link it by
     /// (checked once).

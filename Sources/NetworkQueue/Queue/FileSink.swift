@@ -181,11 +181,12 @@ final class FileSink: Sendable {
         var offset: Int64 = 0
         var resumed: PartSegments?
         // Most parts are new: unnamed when nothing is at the part's path, else one create that follows no link and
-        // opens no FIFO, with nothing to continue.
-        // An unnamed part is made once a head says the body is the file (``State/opensUnnamedAtHead``).
-        // Made at its head only in a folder known to be there: one held (below a guardian), or where the add found the
-        // file to revalidate (else the open is what finds a missing folder, before anything is sent).
-        let unnamedMayBeMade = mayBeUnnamed && Self.unnamedPartsWork && Self.nothingIsAt(names.partial, in: folder)
+        // opens no FIFO, with nothing to continue. An unnamed part is made once a head says the body is the file
+        // (``State/opensUnnamedAtHead``) where the folder is known to be there: held below a guardian, or where the add
+        // found the file to revalidate (elsewhere the open is what finds a missing folder, before anything is sent).
+        let unnamedMayBeMade =
+            mayBeUnnamed && Self.unnamedPartsWork.load(ordering: .relaxed)
+            && Self.nothingIsAt(names.partial, in: folder)
         let opensAtHead = unnamedMayBeMade && (folder.isGuarded || revalidating)
         let checksAtHead = opensAtHead && !checksLater && revalidating
         if !checksLater, !checksAtHead, let reason = Self.refusal(at: destinationName, in: folder.fd) {

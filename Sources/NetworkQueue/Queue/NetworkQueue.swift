@@ -256,7 +256,8 @@ public final class NetworkQueue: Sendable {
             let named = origins.file(recording: request.origin, in: String(path[..<slash])),
             case .regular(let size, let modified) = FileSink.entry(at: named)
         else { return found }
-        found.existingFile = existingFile(of: request, at: named, size: size, modified: modified)
+        found.existingFile = existingFile(
+            of: request, at: named, size: size, modified: modified, saved: SavedEntityTag.recorded(atPath: named))
         found.existingFile?.path = named
         return found
     }
@@ -265,9 +266,9 @@ public final class NetworkQueue: Sendable {
     /// is to be fetched whole: a file kept only if the server says it is unchanged (and, with a checksum, only a file
     /// that has it: the size and the date cannot tell a wrong file from the right one). Revalidated with the entity tag
     /// recorded with it, else its date; a file changed since it was saved is fetched whole.
+    /// `saved`: the file's entity-tag record, read by the caller (nil: none).
     private static func existingFile(
-        of request: NetworkRequest, at path: String, size: Int64, modified: Date,
-        saved: ExistingFileRules.SavedTag? = nil
+        of request: NetworkRequest, at path: String, size: Int64, modified: Date, saved: ExistingFileRules.SavedTag?
     ) -> ExistingFileRules.FileState? {
         guard ExistingFileRules.checksExistingFile(request) else { return nil }
         if let checksum = request.checksum, !checksum.matches(file: URL(fileURLWithPath: path, isDirectory: false)) {
@@ -276,7 +277,6 @@ public final class NetworkQueue: Sendable {
         guard request.existingFile == .revalidate else {
             return ExistingFileRules.FileState(size: size, modified: modified)
         }
-        let saved = saved ?? SavedEntityTag.recorded(atPath: path)
         guard let conditional = ExistingFileRules.conditional(size: size, modified: modified, saved: saved) else {
             return nil
         }
