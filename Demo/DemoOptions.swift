@@ -87,6 +87,27 @@ struct DemoOptions {
     /// standard error).
     var progressJSON: String?
 
+    /// `--cacert FILE`: CA certificates (PEM) trusted beside the system's; else `CURL_CA_BUNDLE` or `SSL_CERT_FILE`
+    /// from the environment, as curl reads them (see ``trustedCertificates(environment:)``).
+    var caCert: String?
+    /// `--cert FILE` and `--key FILE`: the client certificate (PEM) and its key (nil: in the certificate's file).
+    var clientCert: String?
+    var clientKey: String?
+    /// `--pass PHRASE`: the key's pass phrase.
+    var keyPassword: String?
+    /// `-k`, `--insecure`: servers' certificates are not verified (a warning on every run that asks).
+    var insecure = false
+
+    /// The CA file the run trusts beside the system's, and what named it: `--cacert`, else the environment's
+    /// `CURL_CA_BUNDLE`, else its `SSL_CERT_FILE` (an empty variable names none).
+    func trustedCertificates(environment: [String: String]) -> (path: String, source: String)? {
+        if let caCert { return (caCert, "--cacert") }
+        for name in ["CURL_CA_BUNDLE", "SSL_CERT_FILE"] {
+            if let path = environment[name], !path.isEmpty { return (path, name) }
+        }
+        return nil
+    }
+
     /// The pacing of every server these options ask for.
     var pacing: HostPacing { Politeness.pacing(rateInterval: rateInterval, wait: wait, randomized: randomWait) }
 
@@ -139,6 +160,8 @@ struct DemoOptions {
         case needsTree(String)
         case badResolve(String)
         case resolveNeedsCurl
+        case tlsNeedsCurl(String)
+        case keyWithoutCert(String)
 
         var description: String {
             switch self {
@@ -175,6 +198,10 @@ struct DemoOptions {
             case .badResolve(let value):
                 "--resolve needs HOST:PORT:ADDRESS[,ADDRESS...] (an IP address each, IPv6 in brackets), not '\(value)'"
             case .resolveNeedsCurl: "--resolve needs the curl transport (URLSession cannot pin a host)"
+            case .tlsNeedsCurl(let flag):
+                "\(flag) needs the curl transport: URLSession on Linux trusts the system's certificates only and shows "
+                    + "no client certificate (on Apple platforms, trust a CA in the system's settings)"
+            case .keyWithoutCert(let flag): "\(flag) goes with --cert FILE"
             }
         }
     }
@@ -412,6 +439,21 @@ struct DemoOptions {
                             as the log is), and line (of --input) and file when there are. FILE is
                             checked as --report's is. With -, a reader that goes away (| head) stops the
                             run as curl's write error does: exit 23, partial files kept as on Ctrl-C
+          --cacert FILE     trust the CA certificates of FILE (PEM) beside the system's, for servers
+                            with certificates of their own authority (curl's --cacert; wget2's and aria2's
+                            --ca-certificate). Without it, the environment's CURL_CA_BUNDLE, else
+                            SSL_CERT_FILE, is read the same way. Read once at the start; a missing file,
+                            a folder or one without a certificate is bad usage (exit 2). Without the CA
+                            a server's certificate fails its file: "the server's certificate is not
+                            trusted: SSL certificate problem: unable to get local issuer certificate"
+          --cert FILE       show the certificate of FILE (PEM) to a server that asks for one (TLS
+                            client authentication); its key in FILE too, or in --key FILE; --pass
+                            PHRASE opens an encrypted key. Never shown to a proxy
+          --key FILE        the private key (PEM) of --cert
+          --pass PHRASE     the pass phrase of --key
+          -k, --insecure    do not verify servers' certificates or names (anyone on the path can read
+                            and change the transfers): every run that asks says so on standard error
+          (--cacert, --cert and -k need the curl transport: URLSession on Linux cannot)
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
@@ -441,6 +483,9 @@ struct DemoOptions {
             loadCookies.map { ProgramFiles.Role("--load-cookies", $0, writes: false) },
             saveCookies.map { ProgramFiles.Role("--save-cookies", $0, writes: !dryRun) },
             netrcPath.map { ProgramFiles.Role("--netrc-file", $0, writes: false) },
+            caCert.map { ProgramFiles.Role("--cacert", $0, writes: false) },
+            clientCert.map { ProgramFiles.Role("--cert", $0, writes: false) },
+            clientKey.map { ProgramFiles.Role("--key", $0, writes: false) },
         ].compactMap { $0 }
     }
 
@@ -582,6 +627,15 @@ struct DemoOptions {
             case "--progress-json":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 options.progressJSON = value
+            case "--cacert", "--cert", "--key", "--pass":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                switch argument {
+                case "--cacert": options.caCert = value
+                case "--cert": options.clientCert = value
+                case "--key": options.clientKey = value
+                default: options.keyPassword = value
+                }
+            case "-k", "--insecure": options.insecure = true
             case "--split", "-s":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (1...16).contains(count) else { throw .badSplit(value) }
@@ -596,6 +650,9 @@ struct DemoOptions {
         if options.saveSession != nil, options.input == nil { throw .needsInput("--save-session") }
         if options.noClobber, options.output == nil { throw .needsOutput("--no-clobber") }
         if !options.pinned.isEmpty, options.transport == .urlsession { throw .resolveNeedsCurl }
+        if options.clientCert == nil, options.clientKey != nil { throw .keyWithoutCert("--key") }
+        if options.clientCert == nil, options.keyPassword != nil { throw .keyWithoutCert("--pass") }
+        if options.transport == .urlsession, let flag = options.tlsFlag { throw .tlsNeedsCurl(flag) }
         if options.split > 1, options.output == nil { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if options.headsEveryFile, !options.accurateProgress { throw .headAllWithoutAccurate }
@@ -605,6 +662,11 @@ struct DemoOptions {
         if options.cutDirsGiven, !options.tree { throw .needsTree("--cut-dirs") }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
+    }
+
+    /// The first TLS option given that only the curl transport can honour, if any.
+    var tlsFlag: String? {
+        caCert != nil ? "--cacert" : clientCert != nil ? "--cert" : insecure ? "--insecure" : nil
     }
 
     /// A decimal number (`12`, `1.5`, `.5`, `2e3`): Swift's `Double` also reads hexadecimal (`0x10` is sixteen), `inf`

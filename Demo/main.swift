@@ -45,6 +45,11 @@ func checkedOptions() -> DemoOptions {
     return options
 }
 let options = checkedOptions()
+if options.insecure {
+    complain(
+        "Demo: warning: --insecure: servers' certificates and names are not verified; anyone on the path can read "
+            + "and change these transfers")
+}
 // A reader that goes away (`Demo --progress-json - | head`) is a write error the run reports, never a silent death
 // by SIGPIPE (see stop(_:_:reason:)).
 signal(SIGPIPE, SIG_IGN)
@@ -176,6 +181,10 @@ let transport: any Transport
             complain("Demo: error: --resolve needs the curl transport, and libcurl cannot be loaded here")
             exit(2)
         }
+        if let flag = options.tlsFlag {
+            complain("Demo: error: \(flag) needs the curl transport, and libcurl cannot be loaded here")
+            exit(2)
+        }
         transport = sessionTransport()
     } else {
         var curlOptions = CurlTransport.Options()
@@ -184,11 +193,31 @@ let transport: any Transport
         if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
         curlOptions.pinnedAddresses = options.pinned
+        if let trusted = options.trustedCertificates(environment: ProcessInfo.processInfo.environment) {
+            curlOptions.additionalTrustedCertificates = URL(fileURLWithPath: trusted.path)
+        }
+        if let certificate = options.clientCert {
+            curlOptions.clientCertificate = ClientCertificate(
+                certificate: URL(fileURLWithPath: certificate), key: options.clientKey.map(URL.init(fileURLWithPath:)),
+                keyPassword: options.keyPassword)
+        }
+        curlOptions.verifiesServerCertificates = !options.insecure
         do {
             transport = try CurlTransport(options: curlOptions)
         } catch {
-            complain("Demo: error: \(error)")
-            exit(1)
+            // A CA or client file that cannot be used is the command line's fault: bad usage, nothing sent.
+            switch error {
+            case .unreadableCertificates(let path, let reason):
+                let source = options.trustedCertificates(environment: ProcessInfo.processInfo.environment)?.source
+                complain("Demo: error: cannot use \(path) (\(source ?? "--cacert")): \(reason)")
+                exit(2)
+            case .unreadableClientCertificate:
+                complain("Demo: error: \(error)")
+                exit(2)
+            default:
+                complain("Demo: error: \(error)")
+                exit(1)
+            }
         }
     }
 #else
@@ -202,6 +231,10 @@ let transport: any Transport
     }
     if !options.pinned.isEmpty {
         complain("Demo: error: --resolve needs the curl transport (Linux)")
+        exit(2)
+    }
+    if let flag = options.tlsFlag {
+        complain("Demo: error: \(flag) needs the curl transport (Linux); trust a CA in the system's settings here")
         exit(2)
     }
     transport = sessionTransport()
@@ -364,6 +397,11 @@ if let input = options.input, let listReader {
             "credentials for \(netrc.machineCount) server\(netrc.machineCount == 1 ? "" : "s") from netrc")
     }
     if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
+    if let trusted = options.trustedCertificates(environment: ProcessInfo.processInfo.environment) {
+        sendingWords.append("trusting \(trusted.path) (\(trusted.source))")
+    }
+    if options.clientCert != nil { sendingWords.append("a client certificate") }
+    if options.insecure { sendingWords.append("certificates NOT verified") }
     if let path = options.report { sendingWords.append("report to \(path)") }
     let mode =
         [

@@ -523,41 +523,6 @@
         }
     }
 
-    /// A test CA and a server certificate signed by it, made with the `openssl` command.
-    enum TestCertificates {
-        /// Writes `ca.pem` and `server.pem` / `server.key` (for `names`, a subjectAltName list such as
-        /// `IP:127.0.0.1`, valid for `days`: -1 makes one that expired before it began) into `directory`; returns
-        /// the `openssl` command's path. Fails with a clear message when the command is missing.
-        static func make(in directory: URL, names: String, days: Int) throws -> String {
-            guard
-                let openssl = ["/usr/bin/openssl", "/bin/openssl", "/usr/local/bin/openssl"].first(where: {
-                    FileManager.default.isExecutableFile(atPath: $0)
-                })
-            else {
-                throw TestFailure("the TLS tests need the `openssl` command (apt-get install openssl)")
-            }
-            func run(_ arguments: [String]) throws {
-                let status = try SpawnedProcess(openssl, arguments, in: directory).waitForExit()
-                guard status == 0 else { throw TestFailure("openssl \(arguments.first ?? "") failed (\(status))") }
-            }
-            try run([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-                "-subj", "/CN=NetworkQueue Test CA",
-            ])
-            try run([
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-                "-subj", "/CN=NetworkQueue test server",
-            ])
-            try "subjectAltName=\(names)\n".write(
-                to: directory.appendingPathComponent("ext.cnf"), atomically: true, encoding: .utf8)
-            try run([
-                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", "server.pem", "-days", "\(days)", "-extfile", "ext.cnf",
-            ])
-            return openssl
-        }
-    }
-
     struct TestFailure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }

@@ -30,28 +30,51 @@
                 || TestEnvironment.integer("NQ_REQUIRE_REAL_SERVERS", default: 0) != 0
         }
 
+        /// HTTPS for nginx: its certificates, made with ``TestCertificates`` in a folder of its own.
+        public struct TLS: Sendable {
+            /// The folder holding `ca.pem`, `server.pem` and `server.key` (``TestCertificates/make(in:names:days:)``).
+            public let certificates: URL
+            /// True: a client certificate signed by the folder's CA is required (nginx's `ssl_verify_client on`).
+            public let requiresClientCertificate: Bool
+
+            public init(certificates: URL, requiresClientCertificate: Bool = false) {
+                self.certificates = certificates
+                self.requiresClientCertificate = requiresClientCertificate
+            }
+        }
+
         public let program: Program
         public let port: UInt16
+        /// "https" when started with ``TLS``.
+        public let scheme: String
         private let directory: URL
         private let process: SpawnedProcess
 
-        private init(_ program: Program, port: UInt16, directory: URL, process: SpawnedProcess) {
+        private init(_ program: Program, port: UInt16, scheme: String, directory: URL, process: SpawnedProcess) {
             self.program = program
+            self.scheme = scheme
             self.port = port
             self.directory = directory
             self.process = process
         }
 
-        /// `http://127.0.0.1:port/path`.
-        public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+        /// `http://127.0.0.1:port/path` (`https` with ``TLS``).
+        public func url(_ path: String) -> URL { URL(string: "\(scheme)://127.0.0.1:\(port)\(path)")! }
 
         /// The configuration of `program` serving `root` on `port`, each response at `rate` bytes per second
         /// (rounded to KiB for Apache and lighttpd), its files and logs in `directory`.
         private static func config(
-            _ program: Program, root: String, port: UInt16, rate: Int, directory: String, logsAccess: Bool
+            _ program: Program, root: String, port: UInt16, rate: Int, directory: String, logsAccess: Bool, tls: TLS?
         ) -> String {
             switch program {
             case .nginx:
+                let secure =
+                    tls.map { tls in
+                        let folder = tls.certificates.path
+                        return "ssl; ssl_certificate \(folder)/server.pem; ssl_certificate_key \(folder)/server.key;"
+                            + (tls.requiresClientCertificate
+                                ? " ssl_client_certificate \(folder)/ca.pem; ssl_verify_client on;" : "")
+                    } ?? ";"
                 return """
                     daemon off; master_process on; worker_processes 1;
                     pid \(directory)/server.pid; error_log \(directory)/error.log warn;
@@ -61,7 +84,7 @@
                         access_log \(logsAccess ? "\(directory)/access.log requests" : "off");
                         client_body_temp_path \(directory)/tmp; proxy_temp_path \(directory)/tmp;
                         fastcgi_temp_path \(directory)/tmp; uwsgi_temp_path \(directory)/tmp; scgi_temp_path \(directory)/tmp;
-                        server { listen 127.0.0.1:\(port); root \(root); limit_rate \(rate); }
+                        server { listen 127.0.0.1:\(port) \(secure) root \(root); limit_rate \(rate); }
                     }
 
                     """
@@ -103,7 +126,9 @@
         }
 
         /// Starts `program` serving `root` (readable by every user), each connection at `rate` bytes per second.
-        private static func make(_ program: Program, root: URL, rate: Int, logsAccess: Bool) throws -> StaticWebServer {
+        private static func make(
+            _ program: Program, root: URL, rate: Int, logsAccess: Bool, tls: TLS?
+        ) throws -> StaticWebServer {
             guard let path = path(of: program) else {
                 throw SetupFailure("this test needs \(program.rawValue) (apt-get install \(program.package))")
             }
@@ -118,7 +143,7 @@
                     let file = directory.appendingPathComponent("server.conf")
                     try config(
                         program, root: root.path, port: port, rate: rate, directory: directory.path,
-                        logsAccess: logsAccess
+                        logsAccess: logsAccess, tls: tls
                     )
                     .write(to: file, atomically: true, encoding: .utf8)
                     let arguments =
@@ -129,7 +154,10 @@
                         }
                     let process = try SpawnedProcess(path, arguments, in: directory)
                     return (
-                        process, [port], StaticWebServer(program, port: port, directory: directory, process: process)
+                        process, [port],
+                        StaticWebServer(
+                            program, port: port, scheme: tls == nil ? "http" : "https", directory: directory,
+                            process: process)
                     )
                 }
             } catch {
@@ -139,12 +167,13 @@
             }
         }
 
-        /// Runs `body` with `program` started, and stops it however `body` ends.
+        /// Runs `body` with `program` started (over HTTPS with `tls`: nginx only), and stops it however `body` ends.
         public static func with(
-            _ program: Program, root: URL, rate: Int, logsAccess: Bool = false,
+            _ program: Program, root: URL, rate: Int, logsAccess: Bool = false, tls: TLS? = nil,
             _ body: (StaticWebServer) async throws -> Void
         ) async throws {
-            try await with({ try make(program, root: root, rate: rate, logsAccess: logsAccess) }, body)
+            precondition(tls == nil || program == .nginx, "StaticWebServer serves HTTPS with nginx only")
+            try await with({ try make(program, root: root, rate: rate, logsAccess: logsAccess, tls: tls) }, body)
         }
 
         /// Gives the served file at `file` new bytes and a modification time `later` seconds from now: a new version,

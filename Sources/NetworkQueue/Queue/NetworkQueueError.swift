@@ -207,14 +207,26 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             case .appTransportSecurityRequiresSecureConnection: "refused a redirect from https to http"
             case .unsupportedURL: error.userInfo[ProxyRoutes.problemKey] as? String ?? "unsupported URL"
             case .userAuthenticationRequired: "authentication required"
-            case .serverCertificateUntrusted: "the server's certificate is not trusted"
-            case .serverCertificateHasBadDate: "the server's certificate has expired"
-            case .serverCertificateNotYetValid: "the server's certificate is not yet valid"
-            case .secureConnectionFailed: "TLS failed"
+            case .serverCertificateUntrusted: "the server's certificate is not trusted" + tlsWords(error)
+            case .serverCertificateHasBadDate: "the server's certificate has expired" + tlsWords(error)
+            case .serverCertificateNotYetValid: "the server's certificate is not yet valid" + tlsWords(error)
+            case .clientCertificateRequired: "the server requires a client certificate" + tlsWords(error)
+            case .clientCertificateRejected: "the client certificate was refused" + tlsWords(error)
+            case .secureConnectionFailed: "TLS failed" + tlsWords(error)
             default: "URLError \(error.code.rawValue)"
             }
         guard let url = error.failingURL else { return what }
         return "\(what) (\(Redaction.describe(url)))"
+    }
+
+    /// What the TLS library said about a certificate or handshake (libcurl's words, which name the certificate's
+    /// problem: "unable to get local issuer certificate", a host name that does not match), after a colon; empty
+    /// where the transport gave no words of its own.
+    private static func tlsWords(_ error: URLError) -> String {
+        guard error.userInfo[CurlErrorTable.curlCodeKey] != nil,
+            let words = error.userInfo[NSLocalizedDescriptionKey] as? String, !words.isEmpty
+        else { return "" }
+        return ": " + Redaction.scrub(words)
     }
 
     private static func describe(_ reason: InvalidRequestReason) -> String {

@@ -47,6 +47,7 @@
             library.set(easy, .readFunction, pointer: unsafeBitCast(curlRead, to: UnsafeRawPointer.self))
             library.set(easy, .seekFunction, pointer: unsafeBitCast(curlSeek, to: UnsafeRawPointer.self))
             library.set(easy, .openSocketFunction, pointer: unsafeBitCast(curlOpenSocket, to: UnsafeRawPointer.self))
+            prepareIdentity(easy)
             if let path = certificates?.path {
                 library.set(easy, .caInfo, string: path)
                 if proxies.isTLSProxy { library.set(easy, .proxyCAInfo, string: path) }
@@ -59,6 +60,29 @@
                     }
                 }
             }
+        }
+
+        /// The client certificate (by path to its in-memory file, a blob where none could be made) and whether
+        /// servers' certificates are verified: the same for every handle, so connections stay reusable among them.
+        private func prepareIdentity(_ easy: OpaquePointer) {
+            if !options.verifiesServerCertificates {
+                library.set(easy, .sslVerifyPeer, 0)
+                library.set(easy, .sslVerifyHost, 0)
+            }
+            guard let client else { return }
+            func set(_ pem: InMemoryPEM, _ path: CurlOption, _ blob: CurlOption) {
+                if let file = pem.path {
+                    library.set(easy, path, string: file)
+                } else {
+                    pem.pem.withUnsafeBytes { bytes in
+                        var value = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
+                        _ = withUnsafePointer(to: &value) { library.set(easy, blob, pointer: $0) }
+                    }
+                }
+            }
+            set(client.certificate, .sslCert, .sslCertBlob)
+            set(client.key ?? client.certificate, .sslKey, .sslKeyBlob)
+            if let password = client.keyPassword { library.set(easy, .keyPassword, string: password) }
         }
 
         /// Sets every option of one run of `transfer` on `easy` (a handle ``prepare(_:)`` set up, fresh or used

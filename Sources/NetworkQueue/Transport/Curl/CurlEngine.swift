@@ -47,7 +47,9 @@
         /// transfers in each pass.
         private let loadCount = Atomic<Int>(0)
         /// The extra CA certificates with the system's, when asked for.
-        let certificates: TrustedCertificates?
+        let certificates: InMemoryPEM?
+        /// The client certificate and key shown to servers that ask, when given.
+        let client: ClientFiles?
         /// The proxies the environment named when the transport was created.
         let proxies: ProxyRoutes
 
@@ -72,7 +74,7 @@
         static let receiveBufferSize = 256 << 10
 
         init(
-            library: CurlLibrary, options: CurlTransport.Options, certificates: TrustedCertificates?,
+            library: CurlLibrary, options: CurlTransport.Options, certificates: InMemoryPEM?, client: ClientFiles? = nil,
             cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes, names: CurlNames? = nil
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
@@ -83,6 +85,7 @@
             userAgentLine = options.userAgent.flatMap { $0.isEmpty ? nil : "User-Agent: \($0)" }
             self.multi = multi
             self.certificates = certificates
+            self.client = client
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
             self.cookieJar = cookieJar

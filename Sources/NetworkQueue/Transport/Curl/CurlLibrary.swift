@@ -270,6 +270,11 @@
         case sockOptData = 10_149
         case caInfoBlob = 40_309
         case caInfo = 10_065
+        case sslCert = 10_025
+        case keyPassword = 10_026
+        case sslKey = 10_087
+        case sslCertBlob = 40_291
+        case sslKeyBlob = 40_292
         case share = 10_100
         case resolve = 10_203
     }

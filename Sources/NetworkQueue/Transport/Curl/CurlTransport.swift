@@ -61,8 +61,10 @@ import Foundation
             case tooOld(version: String)
             /// `curl_global_init`, `curl_multi_init` or the like failed.
             case initializationFailed
-            /// ``Options/additionalTrustedCertificates`` could not be read.
+            /// ``Options/additionalTrustedCertificates`` could not be read, or holds no PEM certificate.
             case unreadableCertificates(path: String, reason: String)
+            /// A file of ``Options/clientCertificate`` could not be read, or holds no PEM certificate (or key).
+            case unreadableClientCertificate(path: String, reason: String)
             /// ``Options/proxy`` names a proxy that cannot be used.
             case invalidProxy(Proxy.Problem)
 
@@ -74,6 +76,8 @@ import Foundation
                 case .tooOld(let version): "libcurl \(version) is too old: 7.68.0 or later is needed"
                 case .initializationFailed: "libcurl failed to initialise"
                 case .unreadableCertificates(let path, let reason): "cannot read CA certificates at \(path): \(reason)"
+                case .unreadableClientCertificate(let path, let reason):
+                    "cannot read the client certificate or key at \(path): \(reason)"
                 case .invalidProxy(let problem): problem.description
                 }
             }
@@ -107,6 +111,14 @@ import Foundation
             /// transport is created: the system's bundle and this file are handed to libcurl together, as an
             /// in-memory file it opens by path (so its parsed store is reused, not rebuilt per transfer).
             public var additionalTrustedCertificates: URL?
+            /// The certificate and key shown to a server that asks for one (TLS client authentication); default nil:
+            /// none. Read once, when the transport is created (see ``ClientCertificate``); shown to servers only,
+            /// never to an HTTPS proxy.
+            public var clientCertificate: ClientCertificate?
+            /// Whether a server's certificate chain and name are verified; default true. false (curl's `--insecure`)
+            /// accepts any certificate from a server, so anyone on the path can read and change the transfer: for a
+            /// test server's throwaway certificate, never for data that matters. An HTTPS proxy is verified either way.
+            public var verifiesServerCertificates = true
             /// A receive-rate cap for each transfer in bytes per second (nil: none, the default). A transfer's
             /// own cap can be changed while it runs.
             public var maximumBytesPerSecond: Int?
@@ -158,9 +170,12 @@ import Foundation
         ///   ``Options/proxy`` names a proxy that cannot be used.
         public init(options: Options = Options()) throws(LoadError) {
             let library = try CurlLibrary.shared.get()
-            var certificates: TrustedCertificates?
+            var certificates: InMemoryPEM?
             if let extra = options.additionalTrustedCertificates {
-                certificates = TrustedCertificates(pem: try Self.bundle(adding: extra, library: library))
+                certificates = InMemoryPEM(pem: try Self.bundle(adding: extra, library: library))
+            }
+            let client = try options.clientCertificate.map { (client) throws(LoadError) in
+                try ClientFiles(client)
             }
             // Our own jar, not libcurl's cookie engine: libcurl stores a cookie as its line arrives, before the
             // head is known to be valid (and leaked memory with every reuse of a handle).
@@ -181,7 +196,8 @@ import Foundation
             for _ in 0..<count {
                 engines.append(
                     try CurlEngine(
-                        library: library, options: options, certificates: certificates, cookieJar: cookieJar,
+                        library: library, options: options, certificates: certificates, client: client,
+                        cookieJar: cookieJar,
                         sizes: sizes, proxies: proxies, names: names))
             }
             self.engines = engines
@@ -266,10 +282,9 @@ import Foundation
         /// The system's CA bundle followed by the PEM file at `extra`.
         private static func bundle(adding extra: URL, library: CurlLibrary) throws(LoadError) -> Data {
             let added: Data
-            do {
-                added = try Data(contentsOf: extra)
-            } catch {
-                throw .unreadableCertificates(path: extra.path, reason: error.localizedDescription)
+            switch ClientCertificate.read(extra, holding: .certificate) {
+            case .success(let bytes): added = bytes
+            case .failure(let problem): throw .unreadableCertificates(path: extra.path, reason: problem.description)
             }
             var system = Data()
             var candidates = [
@@ -290,4 +305,34 @@ import Foundation
     }
 
     extension CurlTransport: LendingTransport {}
+
+    /// A ``ClientCertificate``'s files, read once into in-memory files libcurl opens by path.
+    struct ClientFiles: Sendable {
+        let certificate: InMemoryPEM
+        /// nil: the key is in the certificate's file.
+        let key: InMemoryPEM?
+        let keyPassword: String?
+
+        init(_ client: ClientCertificate) throws(CurlTransport.LoadError) {
+            func read(_ url: URL, _ part: ClientCertificate.Part) throws(CurlTransport.LoadError) -> InMemoryPEM {
+                switch ClientCertificate.read(url, holding: part) {
+                case .success(let bytes): return InMemoryPEM(pem: bytes, name: "nq-client-\(part)")
+                case .failure(let problem):
+                    throw .unreadableClientCertificate(path: url.path, reason: problem.description)
+                }
+            }
+            certificate = try read(client.certificate, .certificate)
+            if let keyFile = client.key {
+                key = try read(keyFile, .key)
+            } else {
+                guard certificate.pem.contains(Array("PRIVATE KEY-----".utf8)) else {
+                    throw .unreadableClientCertificate(
+                        path: client.certificate.path,
+                        reason: "no PEM private key in it, and no key file given")
+                }
+                key = nil
+            }
+            keyPassword = client.keyPassword
+        }
+    }
 #endif

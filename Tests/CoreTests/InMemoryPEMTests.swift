@@ -6,10 +6,10 @@
     @testable import NetworkQueue
 
     /// The CA bundle reaches libcurl as a path to an in-memory file, not as a blob copied into every transfer.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct TrustedCertificatesTests {
+    @Suite(.testLane, .timeLimit(.minutes(5))) struct InMemoryPEMTests {
         @Test func theBundleIsAnInMemoryFileReadableByPath() throws {
             let pem = Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)
-            let certificates = TrustedCertificates(pem: pem)
+            let certificates = InMemoryPEM(pem: pem)
             let path = try #require(certificates.path)
             #expect(path.hasPrefix("/proc/self/fd/"))
             #expect(FileManager.default.contents(atPath: path) == pem)
