@@ -74,7 +74,8 @@
         static let receiveBufferSize = 256 << 10
 
         init(
-            library: CurlLibrary, options: CurlTransport.Options, certificates: InMemoryPEM?, client: ClientFiles? = nil,
+            library: CurlLibrary, options: CurlTransport.Options, certificates: InMemoryPEM?,
+            client: ClientFiles? = nil,
             cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes, names: CurlNames? = nil
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
