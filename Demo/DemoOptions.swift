@@ -97,6 +97,9 @@ struct DemoOptions {
     var keyPassword: String?
     /// `-k`, `--insecure`: servers' certificates are not verified (a warning on every run that asks).
     var insecure = false
+    /// `--on-finish CMD`: run for each saved file, with its path and URL; at most `onFinishJobs` at once.
+    var onFinish: String?
+    var onFinishJobs = 4
 
     /// The CA file the run trusts beside the system's, and what named it: `--cacert`, else the environment's
     /// `CURL_CA_BUNDLE`, else its `SSL_CERT_FILE` (an empty variable names none).
@@ -162,6 +165,7 @@ struct DemoOptions {
         case resolveNeedsCurl
         case tlsNeedsCurl(String)
         case keyWithoutCert(String)
+        case badJobs(String)
 
         var description: String {
             switch self {
@@ -202,6 +206,7 @@ struct DemoOptions {
                 "\(flag) needs the curl transport: URLSession on Linux trusts the system's certificates only and shows "
                     + "no client certificate (on Apple platforms, trust a CA in the system's settings)"
             case .keyWithoutCert(let flag): "\(flag) goes with --cert FILE"
+            case .badJobs(let value): "--on-finish-jobs needs a whole number from 1 to 256, not '\(value)'"
             }
         }
     }
@@ -454,6 +459,20 @@ struct DemoOptions {
           -k, --insecure    do not verify servers' certificates or names (anyone on the path can read
                             and change the transfers): every run that asks says so on standard error
           (--cacert, --cert and -k need the curl transport: URLSession on Linux cannot)
+          --on-finish CMD   after each file is saved (committed under its name; not one kept
+                            unchanged), run CMD with the file's absolute path and its URL as its last two
+                            arguments: --on-finish 'sha256sum' or --on-finish './unpack.sh --quiet'.
+                            Never through a shell: CMD is split at spaces into words and nothing else
+                            in it is read (no quotes, $, globs or ;); the path and URL, which a server
+                            may have named, are one argument each, as they are. CMD's program is found
+                            at the start (along PATH when it has no /): a missing one is bad usage.
+                            Standard input is /dev/null. A command's exit status goes to --report (a
+                            line {"command":…,"file":…,"exit":N}) and --progress-json (type
+                            "command"); one that fails is said on standard error and in the summary,
+                            and fails nothing already saved (the exit status counts the downloads).
+                            The run waits for every command before it ends
+          --on-finish-jobs N
+                            at most N commands at once (default 4); more files wait their turn
           --transport T     curl or urlsession (default: curl on Linux, falling back to urlsession
                             when libcurl cannot be loaded; urlsession elsewhere)
           -v, --verbose     print the queue's log (URLs redacted, no headers), a line per event, and,
@@ -636,6 +655,15 @@ struct DemoOptions {
                 default: options.keyPassword = value
                 }
             case "-k", "--insecure": options.insecure = true
+            case "--on-finish":
+                guard let value = iterator.next(), !value.allSatisfy({ $0 == " " || $0 == "\t" }) else {
+                    throw .missingValue(argument)
+                }
+                options.onFinish = value
+            case "--on-finish-jobs":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let count = Int(value), (1...256).contains(count) else { throw .badJobs(value) }
+                options.onFinishJobs = count
             case "--split", "-s":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
                 guard let count = Int(value), (1...16).contains(count) else { throw .badSplit(value) }
@@ -660,6 +688,7 @@ struct DemoOptions {
         if options.tree, options.output == nil { throw .needsOutput("--tree") }
         if options.contentDisposition, options.output == nil { throw .needsOutput("--content-disposition") }
         if options.cutDirsGiven, !options.tree { throw .needsTree("--cut-dirs") }
+        if options.onFinish != nil, options.output == nil { throw .needsOutput("--on-finish") }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }

@@ -29,12 +29,16 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
     private let json: ProgressJSON?
     /// `--save-session`: the list's unfinished lines.
     private let session: SessionFile?
+    /// `--on-finish`: a command per saved file.
+    private let commands: FinishCommands?
 
     init(
         display: Display, listName: String, report: Report? = nil, tagsAreLines: Bool = false,
-        dryRun: DryRunPrinter? = nil, json: ProgressJSON? = nil, session: SessionFile? = nil
+        dryRun: DryRunPrinter? = nil, json: ProgressJSON? = nil, session: SessionFile? = nil,
+        commands: FinishCommands? = nil
     ) {
         self.session = session
+        self.commands = commands
         self.dryRun = dryRun
         self.json = json
         self.display = display
@@ -84,6 +88,16 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
         if tagsAreLines { session?.finished(line: request.tag) }
         json?.ended(request, .success(response))
         show(.didFinish(request, response: response))
+        // A file saved by this run (not one kept unchanged), where it went.
+        if let commands, !response.keptExistingFile, let file = response.fileURL ?? Self.file(of: request) {
+            commands.run(
+                path: file.path, url: request.url?.absoluteString ?? "", line: tagsAreLines ? request.tag : nil)
+        }
+    }
+
+    private static func file(of request: NetworkRequest) -> URL? {
+        if case .file(let url) = request.destination { return url }
+        return nil
     }
 
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {

@@ -1,3 +1,4 @@
+import DemoKit
 import Foundation
 import NetworkQueue
 
@@ -51,6 +52,9 @@ final class ProgressJSON: @unchecked Sendable {
         var outcome: String?
         var kind: String?
         var error: String?
+        var command: String?
+        var exit: Int32?
+        var signal: Int32?
     }
 
     private let lines: JSONLines
@@ -152,6 +156,20 @@ final class ProgressJSON: @unchecked Sendable {
         line.change = hold.change.rawValue
         line.heldFor = (hold.heldFor * 1000).rounded() / 1000
         line.failures = hold.failures
+        write(line)
+    }
+
+    /// The `command` line of an `--on-finish` command that ended: `command` (the program's path), `file`, `url`, `line`,
+    /// and `exit`, `signal` or `error` (it could not start).
+    func command(_ program: String, _ outcome: FinishCommands.Outcome) {
+        var line = Line(type: "command")
+        line.command = program
+        line.file = outcome.path
+        line.url = NetworkQueueLogRecord.redacted(URL(string: outcome.url))
+        line.line = outcome.line
+        line.exit = outcome.status
+        line.signal = outcome.signal
+        line.error = outcome.startError
         write(line)
     }
 

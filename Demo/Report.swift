@@ -1,3 +1,4 @@
+import DemoKit
 import Foundation
 import NetworkQueue
 
@@ -79,6 +80,24 @@ final class Report: @unchecked Sendable {
             ServerEntry(
                 server: hold.server, outcome: hold.change.rawValue, seconds: (hold.heldFor * 1000).rounded() / 1000,
                 failures: hold.failures))
+    }
+
+    /// An `--on-finish` command ended: a line of its own, `{"command":…,"file":…,"url":…,"line":…,"exit":N}` (or
+    /// `"signal":N` when a signal ended it, `"error":…` when it could not start). `command` is the program's path.
+    func command(_ program: String, _ outcome: FinishCommands.Outcome) {
+        struct CommandEntry: Encodable {
+            let command: String
+            let file: String
+            let url: String
+            let line: Int?
+            let exit: Int32?
+            let signal: Int32?
+            let error: String?
+        }
+        lines.write(
+            CommandEntry(
+                command: program, file: outcome.path, url: NetworkQueueLogRecord.redacted(URL(string: outcome.url)),
+                line: outcome.line, exit: outcome.status, signal: outcome.signal, error: outcome.startError))
     }
 
     /// `finished`, `unchanged` (the file there was kept), `failed` or `cancelled`: the word for how a request ended,

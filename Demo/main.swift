@@ -38,6 +38,13 @@ func checkedOptions() -> DemoOptions {
         complain("Demo: error: \(problem)")
         exit(2)
     }
+    // --on-finish's program is found before anything is made or sent.
+    if let command = options.onFinish {
+        do throws(FinishCommands.Problem) { _ = try FinishCommands.program(of: command) } catch {
+            complain("Demo: error: \(error)")
+            exit(2)
+        }
+    }
     do throws(DemoOptions.Problem) { try options.readNetrc() } catch {
         complain("Demo: error: \(error)\nRun 'swift run Demo --help' for usage.")
         exit(2)
@@ -271,7 +278,8 @@ if let path = options.report {
 var json: ProgressJSON?
 if let path = options.progressJSON {
     if path == "-" {
-        let fd = dup(STDOUT_FILENO)
+        // Close-on-exec, as every descriptor of the run: an --on-finish command inherits none.
+        let fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0)
         fflush(nil)
         dup2(STDERR_FILENO, STDOUT_FILENO)
         // Its reader gone, the run stops as curl's does on a write error (exit 23), partial files kept.
@@ -462,19 +470,51 @@ if rows.isEmpty, options.input == nil {
     exit(0)
 }
 let dryRun = options.dryRun ? DryRunPrinter(namesFromResponse: options.contentDisposition) : nil
+/// The `--on-finish` runner (nil without it, or in a dry run): each command that does not exit 0 is said on standard
+/// error; each goes to the report and the progress lines.
+@MainActor func finishCommands() -> FinishCommands? {
+    guard let command = options.onFinish, !options.dryRun else { return nil }
+    do {
+        let program = try FinishCommands.program(of: command)
+        let (report, json) = (report, json)
+        return try FinishCommands(command: command, limit: options.onFinishJobs) { outcome in
+            report?.command(program, outcome)
+            json?.command(program, outcome)
+            guard !outcome.succeeded else { return }
+            let how =
+                outcome.startError.map { "could not start: \($0)" }
+                ?? outcome.signal.map { "was ended by signal \($0)" } ?? "exited with \(outcome.status ?? -1)"
+            complain("Demo: warning: --on-finish \(how) for \(outcome.path) (the file stays saved)")
+        }
+    } catch {
+        complain("Demo: error: \(error)")
+        exit(2)
+    }
+}
+/// `--on-finish`: a dry run saves nothing, so runs none.
+let commands: FinishCommands? = finishCommands()
 let listener = Listener(
     display: display, listName: options.input.map { $0 == "-" ? "standard input" : $0 } ?? "the list",
-    report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json, session: session)
+    report: report, tagsAreLines: options.input != nil, dryRun: dryRun, json: json, session: session,
+    commands: commands)
 queue.delegate = listener
 if display.isTerminal, isatty(STDIN_FILENO) == 1 { Keys.listen(queue) }
 json?.start(queue)
 queue.go()
 let sourceProblem: InputList.Problem?
 (display, sourceProblem) = await listener.finished()
+// Every command ends before the run does (and before the final progress line).
+commands?.waitForAll()
 json?.finish(queue.progress)
 let succeeded =
     dryRun?.finish(kept: keptArguments + tally.kept)
     ?? display.finish(kept: keptArguments + tally.kept, listStopped: sourceProblem != nil)
+if let commands {
+    let tally = commands.tally
+    print(
+        "on-finish: \(tally.ran) command\(tally.ran == 1 ? "" : "s") ran"
+            + (tally.failed == 0 ? ", all exited 0" : ", \(tally.failed) failed (see above)"))
+}
 saveCookies()
 server?.stop()
 // A malformed line: bad usage (reported above when it was reached).

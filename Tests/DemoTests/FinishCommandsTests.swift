@@ -1,0 +1,44 @@
+#if os(Linux)
+    import DemoKit
+    import Foundation
+    import TestSupport
+    import Testing
+
+    /// The `--on-finish` runner alone: every file asked for runs once, at most the limit at once, however long
+    /// the batch; how each ended is told.
+    @Suite(.testLane, .timeLimit(.minutes(5))) struct FinishCommandsTests {
+        @Test func aLongBatchRunsEachCommandOnceAndTellsHowEachEnded() throws {
+            let seen = Box<[String: Int32]>([:])
+            // A script: 7 for a path ending in 7, killed by signal 9 for one ending in 9, else 0.
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nq-fc-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let script = directory.appendingPathComponent("status.sh")
+            try "#!/bin/sh\ncase \"$1\" in *7) exit 7 ;; *9) kill -9 $$ ;; esac\nexit 0\n".write(
+                to: script, atomically: true, encoding: .utf8)
+            _ = chmod(script.path, 0o755)
+            let runner = try FinishCommands(command: script.path, limit: 8) { outcome in
+                seen.with { $0[outcome.path] = outcome.status ?? -(outcome.signal ?? 0) }
+            }
+            let count = 3_000
+            for index in 0..<count { runner.run(path: "file-\(index)", url: "http://h/\(index)", line: index) }
+            runner.waitForAll()
+            let statuses = seen.with { $0 }
+            #expect(statuses.count == count)
+            #expect(statuses.filter { $0.key.hasSuffix("7") }.allSatisfy { $0.value == 7 })
+            #expect(statuses.filter { $0.key.hasSuffix("9") }.allSatisfy { $0.value == -9 })
+            #expect(statuses.filter { !$0.key.hasSuffix("7") && !$0.key.hasSuffix("9") }.allSatisfy { $0.value == 0 })
+            let tally = runner.tally
+            #expect(tally.ran == count && tally.failed == 600)
+        }
+
+        @Test func theProgramIsFoundAlongPathOrRefused() throws {
+            #expect(try FinishCommands.program(of: "sh -c x", environment: ["PATH": "/nonexistent:/bin"]) == "/bin/sh")
+            #expect(throws: FinishCommands.Problem.self) {
+                try FinishCommands.program(of: "sh", environment: ["PATH": "/nonexistent"])
+            }
+            #expect(throws: FinishCommands.Problem.self) { try FinishCommands.program(of: "/etc/passwd") }
+            #expect(throws: FinishCommands.Problem.self) { try FinishCommands.program(of: " \t ") }
+        }
+    }
+#endif
