@@ -8,6 +8,9 @@ struct DemoOptions {
     /// The `--input` list's path (`-`: standard input).
     var input: String?
     var concurrency = 4
+    /// `--concurrency auto[:N]`: each server's level found by the queue (``AdaptiveConcurrency``), `concurrency` (64 by
+    /// default) the most at once in all.
+    var adaptive = false
     var order = SchedulingOrder.fifo
     var accurateProgress = true
     /// `--head-all`: a HEAD before every GET, however long the list (``PreflightPolicy/everyRequest``): every size is
@@ -103,12 +106,34 @@ struct DemoOptions {
 
     /// The CA file the run trusts beside the system's, and what named it: `--cacert`, else the environment's
     /// `CURL_CA_BUNDLE`, else its `SSL_CERT_FILE` (an empty variable names none).
+    ///
+    /// A variable that names the system's own bundle (as some images set `CURL_CA_BUNDLE`) adds nothing: it is not used,
+    /// so that the system's certificates are not parsed twice for every connection.
     func trustedCertificates(environment: [String: String]) -> (path: String, source: String)? {
         if let caCert { return (caCert, "--cacert") }
         for name in ["CURL_CA_BUNDLE", "SSL_CERT_FILE"] {
-            if let path = environment[name], !path.isEmpty { return (path, name) }
+            guard let path = environment[name], !path.isEmpty else { continue }
+            if Self.isSystemBundle(path) { return nil }
+            return (path, name)
         }
         return nil
+    }
+
+    /// The system's CA bundles, where Debian, Fedora and Alpine keep them.
+    static let systemBundles = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem",
+    ]
+
+    /// True when `path` is one of ``systemBundles`` (through links too).
+    static func isSystemBundle(_ path: String) -> Bool {
+        guard let resolved = realpath(path, nil) else { return false }
+        defer { free(resolved) }
+        let target = String(cString: resolved)
+        return systemBundles.contains { bundle in
+            guard let own = realpath(bundle, nil) else { return false }
+            defer { free(own) }
+            return String(cString: own) == target
+        }
     }
 
     /// The pacing of every server these options ask for.
@@ -172,7 +197,8 @@ struct DemoOptions {
             case .unknownFlag(let flag): "unknown option '\(flag)'"
             case .missingValue(let flag): "option '\(flag)' needs a value"
             case .badConcurrency(let value):
-                "--concurrency needs a whole number of 0 or more (0 = unlimited), not '\(value)'"
+                "--concurrency needs a whole number of 0 or more (0 = unlimited), auto or auto:N (N from 1 to 4096), "
+                    + "not '\(value)'"
             case .badURL(let text): "'\(text)' is not an http(s) URL with a host"
             case .badTransport(let value): "--transport needs curl or urlsession, not '\(value)'"
             case .badRetries(let value): "--retries needs a whole number from 0 to 100, not '\(value)'"
@@ -221,6 +247,13 @@ struct DemoOptions {
         Options:
           --concurrency N   requests in flight at once (default 4; 0 = unlimited, within the
                             queue's ceiling: half the open-file limit, at most 4096)
+          --concurrency auto[:N]
+                            find each server's level: 4 at a time to start, doubled while the
+                            throughput grows by a fifth or more, then one more tried now and then and
+                            kept if it adds 5%; a 429, 503, reset or timeout lowers it at once (to 3/4
+                            of those in flight) and that level is not tried again for 5 minutes. At
+                            most N in all (default 64) and --per-host per server. Each change is a log
+                            line (-v), the bar shows "auto: N at a time", --progress-json "concurrency"
           --lifo            start the newest pending request first (default: oldest first)
           --no-accurate     skip the HEAD preflight that learns the sizes up front (by default a
                             HEAD goes before each GET of a batch of up to 64, and before each GET of a
@@ -609,8 +642,15 @@ struct DemoOptions {
                 options.report = value
             case "--concurrency":
                 guard let value = iterator.next() else { throw .missingValue(argument) }
-                guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
-                options.concurrency = count
+                if value == "auto" || value.hasPrefix("auto:") {
+                    let cap = value == "auto" ? 64 : Int(value.dropFirst(5))
+                    guard let cap, (1...4096).contains(cap) else { throw .badConcurrency(value) }
+                    options.adaptive = true
+                    options.concurrency = cap
+                } else {
+                    guard let count = Int(value), count >= 0 else { throw .badConcurrency(value) }
+                    options.concurrency = count
+                }
                 options.concurrencyGiven = true
             case "--rate":
                 guard let value = iterator.next() else { throw .missingValue(argument) }

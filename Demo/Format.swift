@@ -88,6 +88,7 @@ enum Format {
         parts.append(
             "\(progress.endedRequestCount)/\(max(progress.totalRequestCount, progress.estimatedRequestCount)) done")
         if progress.heldRequestCount > 0 { parts.append("held: \(progress.heldRequestCount) waiting") }
+        if let level = progress.concurrencyLevel { parts.append("auto: \(level) at a time") }
         return parts.joined(separator: "  ")
     }
 

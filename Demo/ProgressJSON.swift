@@ -38,6 +38,7 @@ final class ProgressJSON: @unchecked Sendable {
         var eta: Double?
         var held: Int?
         var heldServers: Int?
+        var concurrency: Int?
         var server: String?
         var change: String?
         var heldFor: Double?
@@ -121,6 +122,7 @@ final class ProgressJSON: @unchecked Sendable {
         line.eta = progress.estimatedTimeRemaining.map { ($0 * 10).rounded() / 10 }
         line.held = progress.heldRequestCount
         line.heldServers = progress.heldServerCount
+        line.concurrency = progress.concurrencyLevel
         write(line)
     }
 

@@ -309,6 +309,10 @@ if options.headsEveryFile { queue.preflightPolicy = .everyRequest }
 queue.cancelsAllOnFailure = !options.keepGoing && !options.dryRun
 queue.retryPolicy = RetryPolicy(maximumAttempts: options.retries + 1)
 queue.maxConcurrentRequestsPerHost = options.perHost
+if options.adaptive {
+    queue.adaptiveConcurrency = AdaptiveConcurrency(
+        maximum: options.perHost > 0 ? min(options.perHost, options.concurrency) : options.concurrency)
+}
 queue.maximumBytesPerSecond = options.limitRate
 queue.timeLimits = options.timeLimits
 if !options.deadHosts { queue.deadHosts = .off }
@@ -414,7 +418,9 @@ if let input = options.input, let listReader {
     let mode =
         [
             count + (options.shard == .whole ? "" : ", shard \(options.shard)"),
-            options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
+            options.adaptive
+                ? "concurrency found per server (at most \(options.concurrency) at a time)"
+                : options.concurrency == 0 ? "unlimited concurrency" : "\(options.concurrency) at a time",
             options.order == .fifo ? "FIFO" : "LIFO",
             options.dryRun
                 ? "dry run (a HEAD each, nothing saved)"

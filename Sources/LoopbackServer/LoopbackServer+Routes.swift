@@ -88,6 +88,12 @@ extension LoopbackServer {
         case ("trickle", let size?) where size >= 0 && parts.count == 4:
             guard let pieces = Int(parts[2]), let interval = Int(parts[3]), pieces >= 1 else { break }
             return serveTrickle(size, pieces: pieces, interval: interval, request, response)
+        case ("shared", let size?) where size >= 0:
+            return serveShared(size, request, response)
+        case ("crowd", let size?) where size >= 0:
+            return serveCrowd(size, request, response)
+        case ("latency", let size?) where size >= 0:
+            return serveLatency(size, request, response)
         case ("endless", nil):
             return serveEndless(request, response)
         case ("flaky", let size?) where size >= 2:
@@ -192,7 +198,7 @@ extension LoopbackServer {
     /// `seed=` serves other bytes, `ignoreRange=1` answers a range with the whole body, `ignoreIfRange=1` answers it
     /// whatever its `If-Range`, `rangeFault=` answers every
     /// range wrongly (see ``serveRangeFault(_:_:_:_:)``).
-    private func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+    func serveBytes(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
         if let fault = request.query["rangeFault"], request.method == "GET", let header = request.headers["range"],
             let requested = Self.parseRange(header, size: size)
         {

@@ -27,6 +27,9 @@ import Foundation
 /// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
 /// | `/trickle/N/K/MS` | N bytes in K pieces, MS ms apart, with Content-Length and an ETag; Range (206 from its start); `forever=1`: chunked pieces without end |
 /// | `/endless` | a chunked body at full speed without end |
+/// | `/shared/N?rate=R&best=B` | N bytes, the route's transfers sharing R bytes/s up to B at once, less beyond (a disk that seeks) |
+/// | `/crowd/N?max=M&ms=L` | 503 when more than M of the route's transfers are in flight, else N bytes after L ms |
+/// | `/latency/N?ms=L` | N bytes after L ms (default 100), however many run |
 ///
 /// `/bytes/N?stallAt=P&stall=MS` sends nothing more for MS milliseconds once P% of its body is sent, or until the
 /// client hangs up (the request then counts as abandoned); a response cut by `dropAt=` does not stall. `stallByte=B` stalls
@@ -101,6 +104,11 @@ public final class LoopbackServer: Sendable {
         var statistics = Statistics()
         var openConnections: Set<Int32> = []
         var barrierArrivals = 0
+        /// Transfers in flight per load-shaped route and key (`/shared`, `/crowd`), and the `/crowd` 503s.
+        var inFlight: [String: Int] = [:]
+        /// The most in flight at once per `/crowd` key.
+        var peakInFlight: [String: Int] = [:]
+        var refusedCrowd = 0
         /// Responses held by `hold=1` now, and whether ``releaseHeld()`` let them go on.
         var held = 0
         var heldReleased = false
@@ -201,6 +209,7 @@ public final class LoopbackServer: Sendable {
         state.with { state in
             state.statistics = Statistics(inFlight: state.statistics.inFlight)
             state.barrierArrivals = 0
+            state.refusedCrowd = 0
             state.epoch = DispatchTime.now().uptimeNanoseconds
         }
     }

@@ -35,6 +35,14 @@ struct HostBook {
         var waitingIndex: Int32 = -1
         /// True while the host's HEADs wait for its sampled ones to answer (see ``PreflightSampler``).
         var preflightsWait = false
+        /// The host's own limit of active jobs (0: the scheduler's), set by ``AdaptiveConcurrency``; a scheduler's
+        /// limit bounds it too.
+        var ownLimit: Int32 = 0
+
+        /// True when one more job is within `limit` (the scheduler's, 0: none) and the host's own.
+        func hasRoom(under limit: Int) -> Bool {
+            (limit == 0 || active < limit) && (ownLimit == 0 || active < Int(ownLimit))
+        }
 
         var pending: Int32 { pendingPreflights + pendingMains }
         var notBefore: Double { max(pacedUntil, heldUntil) }
@@ -48,6 +56,27 @@ struct HostBook {
         id < hostOf.count && hostOf[id] >= 0 ? Int(hostOf[id]) : nil
     }
 
+    /// True once a host was given a limit of its own (``setLimit(_:ofHost:)``): from then on starts check hosts.
+    private(set) var hasOwnLimits = false
+
+    /// Gives `host` a limit of its own of `limit` active jobs (0: the scheduler's alone).
+    mutating func setLimit(_ limit: Int, ofHost host: Int) {
+        grow(to: host)
+        if !hasOwnLimits, limit > 0 {
+            hasOwnLimits = true
+            busyOwnLimits = 0
+        }
+        let new = Int32(clamping: max(0, limit))
+        if entries[host].active > 0 { busyOwnLimits += Int(new) - Int(entries[host].ownLimit) }
+        entries[host].ownLimit = new
+    }
+
+    /// The sum of the own limits of the hosts with an active job (while any host has one).
+    private(set) var busyOwnLimits = 0
+
+    /// The own limit of `host` (0: none).
+    func ownLimit(ofHost host: Int) -> Int { host < entries.count ? Int(entries[host].ownLimit) : 0 }
+
     /// The active jobs of `host`.
     func activeCount(ofHost host: Int) -> Int { host < entries.count ? entries[host].active : 0 }
 
@@ -58,7 +87,7 @@ struct HostBook {
     func allows(host: Int, limit: Int, now: Double) -> Bool {
         guard host < entries.count else { return true }
         let entry = entries[host]
-        return (limit == 0 || entry.active < limit) && entry.notBefore <= now
+        return entry.hasRoom(under: limit) && entry.notBefore <= now
     }
 
     /// True when `id` may start at `now` under a limit of `limit` active jobs per host (0: no limit).
@@ -91,7 +120,7 @@ struct HostBook {
         for host in waiting {
             let entry = entries[Int(host)]
             let pending = lane == .preflight ? entry.pendingPreflights : entry.pendingMains
-            if pending > 0, (limit == 0 || entry.active < limit) && entry.notBefore <= now,
+            if pending > 0, entry.hasRoom(under: limit) && entry.notBefore <= now,
                 !(gates && entry.preflightsWait)
             {
                 return true
@@ -106,7 +135,7 @@ struct HostBook {
         var earliest: Double?
         for host in waiting {
             let entry = entries[Int(host)]
-            guard limit == 0 || entry.active < limit else { continue }
+            guard entry.hasRoom(under: limit) else { continue }
             let time = entry.notBefore
             // A hold without an end (a down server's probe runs) ends with an event, not a time.
             if time > now, time.isFinite { earliest = min(earliest ?? time, time) }
@@ -131,7 +160,7 @@ struct HostBook {
 
     /// A job of `id` became active (`by` 1) or left the active set (`by` -1).
     mutating func count(_ id: Int, by change: Int) {
-        if let host = host(of: id) { entries[host].active += change }
+        if let host = host(of: id) { setActive(host, entries[host].active + change) }
     }
 
     /// A job of `id` joined (`by` 1) or left (`by` -1) the pending jobs of the lanes in `lanes` (bit 0 preflight,
@@ -171,7 +200,16 @@ struct HostBook {
     /// A connection to `host` that is no job's own (an extra one) began (`by` 1) or ended (`by` -1).
     mutating func count(host: Int, by change: Int) {
         grow(to: host)
-        entries[host].active = max(0, entries[host].active + change)
+        setActive(host, max(0, entries[host].active + change))
+    }
+
+    /// Sets the active jobs of `host`, keeping ``busyOwnLimits``.
+    private mutating func setActive(_ host: Int, _ active: Int) {
+        let entry = entries[host]
+        if hasOwnLimits, (entry.active > 0) != (active > 0) {
+            busyOwnLimits += active > 0 ? Int(entry.ownLimit) : -Int(entry.ownLimit)
+        }
+        entries[host].active = active
     }
 
     /// The pacing `host` has of its own (nil: the scheduler's default).
@@ -265,6 +303,7 @@ struct HostBook {
             entries[host].active += (bits & 3).nonzeroBitCount
             if bits & 0x30 != 0 { countPending(id, lanes: (bits >> 4) & 3, by: 1) }
         }
+        busyOwnLimits = entries.reduce(0) { $0 + ($1.active > 0 ? Int($1.ownLimit) : 0) }
     }
 }
 
@@ -292,4 +331,7 @@ struct ServerNumbers {
 
     /// Forgets every server: no slot holds a request, so the numbering starts over.
     mutating func removeAll() { numbers.removeAll(keepingCapacity: true) }
+
+    /// How many servers are numbered (their numbers are 0 up to this).
+    var count: Int { numbers.count }
 }

@@ -8,6 +8,13 @@ enum LogText {
     }
 
     /// A number of seconds as a setting is written: whole (`30`) or with up to three decimals (`0.25`).
+    /// `gain` (0.25) as a signed percentage ("+25%").
+    static func percent(_ gain: Double) -> String {
+        guard gain.isFinite else { return "?" }
+        let rounded = Int((gain * 100).rounded())
+        return (rounded >= 0 ? "+" : "") + "\(rounded)%"
+    }
+
     static func seconds(_ seconds: Double) -> String {
         guard seconds.isFinite else { return "\(seconds)" }
         if seconds == seconds.rounded(), abs(seconds) < 1e15 { return String(Int64(seconds)) }

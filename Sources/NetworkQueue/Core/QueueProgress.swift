@@ -57,6 +57,9 @@ public struct QueueProgress: Sendable, Hashable {
     /// Servers held now because they stopped answering connects (see ``NetworkQueue/deadHosts``): their requests wait,
     /// counted in ``heldRequestCount``, while one at a time probes each. 0 when none is.
     public var heldServerCount = 0
+    /// With ``NetworkQueue/adaptiveConcurrency``: the transfers the queue would now run at once, the levels of the
+    /// servers with a transfer running added up (within ``NetworkQueue/maxConcurrentRequestCount``); nil without it.
+    public var concurrencyLevel: Int?
 
     /// Requests that ended in any way: finished, failed or cancelled.
     public var endedRequestCount: Int {

@@ -126,7 +126,7 @@ struct Scheduler {
     /// True when starts must look at the time: a host paced (queue-wide or its own) or held.
     private var checksTime: Bool { pacingInterval > 0 || hosts.isTimed }
     /// True when starts must look at the hosts: a per-host limit, or their time.
-    private var checksHosts: Bool { perHostLimit > 0 || checksTime }
+    private var checksHosts: Bool { perHostLimit > 0 || checksTime || hosts.hasOwnLimits }
 
     private func has(_ id: ID, _ bit: UInt8) -> Bool { id >= 0 && id < activeLanes.count && activeLanes[id] & bit != 0 }
 
@@ -199,6 +199,9 @@ struct Scheduler {
     /// the hold was extended.
     @discardableResult
     mutating func hold(host: Int, until time: Double) -> Bool { hosts.hold(host, until: time) }
+
+    /// Gives `host` a limit of its own (see ``HostBook/setLimit(_:ofHost:)``).
+    mutating func setLimit(_ limit: Int, ofHost host: Int) { hosts.setLimit(limit, ofHost: host) }
 
     /// Holds the starts of `host` until `time` exactly, ending or shortening a longer hold (a down server's probe
     /// answered, or failed and starts a cool-down).

@@ -14,7 +14,7 @@ extension QueueStateMachine {
     /// True when something needs the requests numbered by server.
     private var needsHostNumbers: Bool {
         scheduler.perHostLimit > 0 || hostPacing.isPaced || !pacingByServer.isEmpty || hasHeldHost
-            || samplesPreflights || hasFailedConnect
+            || samplesPreflights || hasFailedConnect || adaptive != nil
     }
 
     /// True while HEADs are planned per server (accurate progress on, and a policy that samples).
@@ -40,6 +40,9 @@ extension QueueStateMachine {
         if let met, let own = pacingByServer[met.key] {
             scheduler.setPacing(own.interval, randomized: own.isRandomized, ofHost: met.number)
         }
+        if let met, adaptive != nil {
+            scheduler.setLimit(adaptive?.level(ofHost: met.number) ?? 0, ofHost: met.number)
+        }
         return number
     }
 
@@ -63,6 +66,9 @@ extension QueueStateMachine {
     /// A response of `request` arrived at `now`: when it asks its server to wait (see ``HostBackoff``), no new
     /// request to that server starts before the time it gave (capped), and the log says so.
     mutating func heedServer(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
+        if adaptive != nil, head.statusCode == 429 || head.statusCode == 503, let host = hostNumber(of: head.url) {
+            adapt(.overloaded, host: host, of: request, now: now)
+        }
         guard hostBackoff.isEnabled, let hold = HostBackoffRules.hold(for: head, wallClock: outbox.wallClock(at: now))
         else { return }
         hasHeldHost = true
@@ -81,12 +87,51 @@ extension QueueStateMachine {
         }
     }
 
+    /// Sets how concurrency adapts (nil: it does not; each server's limit of its own is taken away). Turning it on
+    /// numbers every request by server; servers start at the rules' initial level.
+    mutating func setAdaptiveConcurrency(_ rules: AdaptiveConcurrency?, now: Double) -> QueueActions {
+        adaptive = rules.map { AdaptiveLevels($0) }
+        for number in 0..<servers.count { scheduler.setLimit(adaptive?.level(ofHost: number) ?? 0, ofHost: number) }
+        numberHostsIfNeeded()
+        return finishEvent(now)
+    }
+
+    /// A transfer of `request` to `host` ended at `now` (`outcome`): the server's level changes when a round says so,
+    /// and the log tells.
+    mutating func adapt(_ outcome: AdaptiveConcurrency.Outcome, host: Int, of request: NetworkRequest, now: Double) {
+        let inFlight = scheduler.hosts.activeCount(ofHost: host)
+        guard let before = adaptive?.level(ofHost: host),
+            let change = adaptive?.record(outcome, host: host, inFlight: inFlight, now: now)
+        else { return }
+        scheduler.setLimit(change.level, ofHost: host)
+        guard outbox.isLogging else { return }
+        let server = servers.key(of: host) ?? "the server"
+        outbox.log(.notice, .concurrencyChanged, request, now: now) {
+            let level = "\(before) → \(change.level) at a time"
+            switch change.reason {
+            case .doubled(let gain?):
+                return "\(server): \(level), doubled (the last round gained \(LogText.percent(gain)))"
+            case .doubled(nil): return "\(server): \(level), doubled after its first round"
+            case .tried: return "\(server): \(level), trying one more"
+            case .kept(let gain):
+                return "\(server): \(change.level) at a time kept (the try gained \(LogText.percent(gain)))"
+            case .wentBack(let gain):
+                return "\(server): \(level), back (the last round gained \(LogText.percent(gain)))"
+            case .overloaded(let inFlight):
+                return
+                    "\(server): \(level), overloaded with \(inFlight) in flight (\(inFlight) not tried again for a while)"
+            case .ceilingLifted: return "\(server): no overload for a while: higher levels may be tried again"
+            }
+        }
+    }
+
     /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
     /// still runs (its number must keep its times).
     mutating func forgetHostsIfIdle(now: Double) {
         guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now) else { return }
         servers.removeAll()
         hostHealth.removeAll()
+        if let rules = adaptive?.rules { adaptive = AdaptiveLevels(rules) }
         hasFailedConnect = false
         scheduler.hosts.forgetTimes()
         preflights.forget()
@@ -301,6 +346,10 @@ extension QueueStateMachine {
         var progress = ledger.snapshot(at: now)
         progress.heldRequestCount = scheduler.hosts.pendingOfHeldHosts(now: now)
         if !hostHealth.isEmpty { progress.heldServerCount = hostHealth.heldCount }
+        if adaptive != nil {
+            let sum = scheduler.hosts.busyOwnLimits
+            progress.concurrencyLevel = scheduler.limit == 0 ? sum : min(scheduler.limit, sum)
+        }
         return progress
     }
 }

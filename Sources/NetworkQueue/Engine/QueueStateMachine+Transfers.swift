@@ -289,6 +289,11 @@ extension QueueStateMachine {
             return
         }
         let record = table[slot]
+        if adaptive != nil, case .running = record.machine.phase, let host = scheduler.host(of: slot) {
+            adapt(
+                AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received), host: host,
+                of: record.request, now: now)
+        }
         let file = record.claim?.url
         let checksExistingFile = record.existingFile != nil
         let metrics = record.requestMetrics

@@ -92,6 +92,8 @@ struct QueueStateMachine {
     var hostBackoff = HostBackoff()
     /// True once a server was held since the numbering started.
     var hasHeldHost = false
+    /// Each server's level when concurrency adapts (see ``NetworkQueue/adaptiveConcurrency``); nil: it does not.
+    var adaptive: AdaptiveLevels?
     /// When a server is judged down (see ``NetworkQueue/deadHosts``).
     var deadHosts = DeadHosts()
     /// Each server's failed connects and whether it is down (see ``HostHealth``).

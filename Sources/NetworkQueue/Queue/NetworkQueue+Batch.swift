@@ -17,6 +17,21 @@ extension NetworkQueue {
         set { send { $0.setPerHostLimit(newValue, now: $1) } }
     }
 
+    /// How many transfers run at once to each server when the queue finds the level itself; nil (the default): a
+    /// fixed ``maxConcurrentRequestsPerHost`` and ``maxConcurrentRequestCount`` alone.
+    ///
+    /// Each server (scheme, host and port) starts at ``AdaptiveConcurrency/initial`` (4) transfers at once and
+    /// doubles while that pays, then tries one more now and then, keeping it only when throughput grows; a 429, a 503,
+    /// a reset connection or a timeout lowers it at once, and the server is not tried at that level again for a while
+    /// (see ``AdaptiveConcurrency``). It never goes above ``AdaptiveConcurrency/maximum``,
+    /// ``maxConcurrentRequestsPerHost`` (when set) or ``maxConcurrentRequestCount``. Each change is logged
+    /// (``NetworkQueueLogRecord/Event/concurrencyChanged``), and ``QueueProgress/concurrencyLevel`` says the level of
+    /// the servers being fetched from. Takes effect at once; setting it again starts every server over.
+    public var adaptiveConcurrency: AdaptiveConcurrency? {
+        get { locked.withLock { $0.machine.adaptive?.rules } }
+        set { send { $0.setAdaptiveConcurrency(newValue, now: $1) } }
+    }
+
     /// How often requests start to one server (scheme, host and port), for servers without pacing of their own
     /// (``setHostPacing(_:for:)``); default ``HostPacing/unpaced``. Takes effect at once, from each server's next start;
     /// HEAD preflights and a split file's extra connections count as starts. A paced request waits in its place

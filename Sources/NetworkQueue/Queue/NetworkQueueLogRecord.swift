@@ -96,6 +96,9 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// A server stayed down for the whole window its retry policy gives (every probe failed): its held requests
         /// end, and one probes it after the cool-down (see ``NetworkQueue/deadHosts``).
         case hostDown
+        /// A server's level of ``NetworkQueue/adaptiveConcurrency`` changed: the message says from what, to what and
+        /// why (the throughput a round gained or lost, an overload).
+        case concurrencyChanged
     }
 
     /// How much this record matters.
