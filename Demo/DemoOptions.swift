@@ -100,6 +100,9 @@ struct DemoOptions {
     var keyPassword: String?
     /// `-k`, `--insecure`: servers' certificates are not verified (a warning on every run that asks).
     var insecure = false
+    /// `-o -`: the one URL's file to standard output, in order (``OrderedDownload``), `window` bytes fetched ahead at most.
+    var toStandardOutput = false
+    var window = 64 << 20
     /// `--on-finish CMD`: run for each saved file, with its path and URL; at most `onFinishJobs` at once.
     var onFinish: String?
     var onFinishJobs = 4
@@ -191,6 +194,10 @@ struct DemoOptions {
         case tlsNeedsCurl(String)
         case keyWithoutCert(String)
         case badJobs(String)
+        case badOutputFile(String)
+        case badWindow(String)
+        case standardOutputNeedsOneURL
+        case standardOutputWith(String)
 
         var description: String {
             switch self {
@@ -233,6 +240,12 @@ struct DemoOptions {
                     + "no client certificate (on Apple platforms, trust a CA in the system's settings)"
             case .keyWithoutCert(let flag): "\(flag) goes with --cert FILE"
             case .badJobs(let value): "--on-finish-jobs needs a whole number from 1 to 256, not '\(value)'"
+            case .badOutputFile(let value):
+                "-o takes - (standard output), not '\(value)': save files with --output DIR"
+            case .badWindow(let value): "--window needs bytes from 1M to 16G, like 64M, not '\(value)'"
+            case .standardOutputNeedsOneURL: "-o - writes one file to standard output: give exactly one URL"
+            case .standardOutputWith(let flag):
+                "-o - writes one file to standard output, and \(flag) does not apply to it"
             }
         }
     }
@@ -492,6 +505,16 @@ struct DemoOptions {
           -k, --insecure    do not verify servers' certificates or names (anyone on the path can read
                             and change the transfers): every run that asks says so on standard error
           (--cacert, --cert and -k need the curl transport: URLSession on Linux cannot)
+          -o -              write the one URL's file to standard output, in order, nothing else there
+                            (every message goes to standard error): with --split N its chunks are
+                            fetched over N connections at once (Range with If-Range, each of one
+                            version of the file) within --window bytes ahead of the reader, which
+                            they wait for when it is full: memory stays within the window, however
+                            slow the reader. A server without a length or ranges: fetched whole into
+                            a temporary file, written out at its end. A reader that goes away (| head)
+                            ends the run with exit 23, as curl's write error; a failure, exit 1
+          --window SIZE     with -o -: the most bytes fetched ahead of the reader (default 64M,
+                            at least 1M)
           --on-finish CMD   after each file is saved (committed under its name; not one kept
                             unchanged), run CMD with the file's absolute path and its URL as its last two
                             arguments: --on-finish 'sha256sum' or --on-finish './unpack.sh --quiet'.
@@ -695,6 +718,14 @@ struct DemoOptions {
                 default: options.keyPassword = value
                 }
             case "-k", "--insecure": options.insecure = true
+            case "-o", "--output-file":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                guard value == "-" else { throw .badOutputFile(value) }
+                options.toStandardOutput = true
+            case "--window":
+                guard let value = iterator.next() else { throw .missingValue(argument) }
+                guard let bytes = amount(value), bytes >= 1_000_000, bytes <= 1 << 34 else { throw .badWindow(value) }
+                options.window = bytes
             case "--on-finish":
                 guard let value = iterator.next(), !value.allSatisfy({ $0 == " " || $0 == "\t" }) else {
                     throw .missingValue(argument)
@@ -721,7 +752,19 @@ struct DemoOptions {
         if options.clientCert == nil, options.clientKey != nil { throw .keyWithoutCert("--key") }
         if options.clientCert == nil, options.keyPassword != nil { throw .keyWithoutCert("--pass") }
         if options.transport == .urlsession, let flag = options.tlsFlag { throw .tlsNeedsCurl(flag) }
-        if options.split > 1, options.output == nil { throw .needsOutput("--split") }
+        if options.toStandardOutput {
+            guard options.urls.count == 1, options.input == nil else { throw .standardOutputNeedsOneURL }
+            for (given, flag) in [
+                (options.output != nil, "--output"), (options.dryRun, "--dry-run"),
+                (options.onFinish != nil, "--on-finish"),
+                (options.report != nil, "--report"), (options.progressJSON != nil, "--progress-json"),
+                (options.noClobber, "--no-clobber"), (options.tree, "--tree"),
+                (options.contentDisposition, "--content-disposition"),
+            ] where given {
+                throw .standardOutputWith(flag)
+            }
+        }
+        if options.split > 1, options.output == nil, !options.toStandardOutput { throw .needsOutput("--split") }
         if options.randomWait, options.rateInterval == nil, (options.wait ?? 0) == 0 { throw .randomWaitAlone }
         if options.headsEveryFile, !options.accurateProgress { throw .headAllWithoutAccurate }
         if let path = options.report, path == options.progressJSON { throw .sameFileTwice(path) }

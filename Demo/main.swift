@@ -326,6 +326,10 @@ if options.verbose {
     }
 }
 
+if options.toStandardOutput, let url = options.urls.first {
+    await runToStandardOutput(queue, url: url, options: options)
+}
+
 let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .revalidate
 let validation = NetworkRequest.Validation(maximumResponseSize: options.maxFileSize.map { .bytes($0) } ?? .automatic)
 // A short batch (the demo set, URLs given as arguments) is added at once, a row each; a list streams. The program's

@@ -29,6 +29,8 @@ final class Attempt {
     var continuedFrom: Int64 = 0
     /// The final head, once it arrived.
     var head: ResponseHead?
+    /// The size of the first body piece kept in memory (-1: none yet): the body's storage is grown once, at the second.
+    var firstPieceCount = -1
     /// When the final head arrived (queue clock).
     var headAt: Double?
     /// The body size the final head announces in decoded bytes, when it announces one.

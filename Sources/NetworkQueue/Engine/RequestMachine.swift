@@ -573,7 +573,21 @@ extension RequestMachine {
         if let data {
             // The first piece is kept as it is (its buffer shared, not copied): most bodies are one piece. A
             // slice is copied, so that a body's indices always start at 0.
-            if attempt.body.isEmpty, data.startIndex == 0 { attempt.body = data } else { attempt.body.append(data) }
+            if attempt.body.isEmpty, data.startIndex == 0 {
+                attempt.body = data
+            } else {
+                // The second piece: room for the whole body its head announced (within the size cap), so that a
+                // body of many pieces is held once, not in storage grown by doubling (up to twice its size).
+                if attempt.body.count == attempt.firstPieceCount, let length = attempt.head?.expectedContentLength,
+                    length > Int64(attempt.body.count), length <= (request.maximumResponseSize ?? length)
+                {
+                    var whole = Data(capacity: Int(length))
+                    whole.append(attempt.body)
+                    attempt.body = whole
+                }
+                attempt.body.append(data)
+            }
+            if attempt.firstPieceCount < 0 { attempt.firstPieceCount = data.count }
         }
         guard let limit = request.maximumResponseSize, received > limit else { return .none }
         return attemptEnded(.responseTooLarge(limit: limit, url: request.url), of: request, &shared, now: now)

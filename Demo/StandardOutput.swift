@@ -1,0 +1,71 @@
+import Foundation
+import NetworkQueue
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `-o -`: the one URL's file to standard output, in order, through `queue` (``OrderedDownload``); every other word
+/// goes to standard error. Exits: 0 when the whole file was written, 1 when it could not be fetched, 23 when standard
+/// output could not take it (its reader went away), as curl's write error.
+@MainActor func runToStandardOutput(_ queue: NetworkQueue, url: URL, options: DemoOptions) async -> Never {
+    // The file's descriptor, close-on-exec; the process's standard output is standard error from here on.
+    fflush(nil)
+    let out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0)
+    dup2(STDERR_FILENO, STDOUT_FILENO)
+    let connections = max(1, options.split)
+    queue.showsAccurateProgress = false
+    queue.maxConcurrentRequestCount = max(connections, options.concurrency)
+    let fields = options.headers.request(for: url).allHTTPHeaderFields ?? [:]
+    let settings = OrderedDownload.Settings(connections: connections, window: options.window, headers: fields)
+    complain(
+        "NetworkQueue demo: \(NetworkQueueLogRecord.redacted(url)) to standard output, in order, over \(connections) "
+            + "connection\(connections == 1 ? "" : "s") within \(Format.bytes(Int64(options.window))) ahead")
+    let began = DispatchTime.now().uptimeNanoseconds
+    queue.go()
+    var written: Int64 = 0
+    do {
+        for try await chunk in queue.orderedDownload(of: url, settings: settings) {
+            guard writeAll(chunk, to: out) else {
+                let reason =
+                    errno == EPIPE
+                    ? "standard output's reader went away (broken pipe)" : String(cString: strerror(errno))
+                complain("Demo: error: -o -: \(reason), after \(Format.bytes(written))")
+                exit(23)
+            }
+            written += Int64(chunk.count)
+        }
+    } catch {
+        complain(
+            "Demo: error: \(NetworkQueueLogRecord.redacted(url)): \(error), after \(Format.bytes(written)) written")
+        exit(1)
+    }
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+    var usage = rusage()
+    #if canImport(Glibc)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+        getrusage(RUSAGE_SELF, &usage)
+    #endif
+    complain(
+        "Done: \(Format.bytes(written)) to standard output in \(Format.tenths(seconds)) s "
+            + "(\(Format.bytes(Int64(Double(written) / max(seconds, 1e-3))))/s), peak memory "
+            + "\(Format.bytes(Int64(usage.ru_maxrss) * 1024))")
+    exit(0)
+}
+
+/// Writes all of `data` to `fd`; false on a failed write (errno says why).
+private func writeAll(_ data: Data, to fd: Int32) -> Bool {
+    data.withUnsafeBytes { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let count = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            offset += count
+        }
+        return true
+    }
+}
