@@ -517,7 +517,8 @@ struct DemoOptions {
                             at least 1M)
           --on-finish CMD   after each file is saved (committed under its name; not one kept
                             unchanged), run CMD with the file's absolute path and its URL as its last two
-                            arguments: --on-finish 'sha256sum' or --on-finish './unpack.sh --quiet'.
+                            arguments (--on-finish './unpack.sh --quiet'), or in place of its words
+                            {file} and {url} when it has them (--on-finish 'sha256sum {file}').
                             Never through a shell: CMD is split at spaces into words and nothing else
                             in it is read (no quotes, $, globs or ;); the path and URL, which a server
                             may have named, are one argument each, as they are. CMD's program is found

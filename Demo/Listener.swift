@@ -100,7 +100,20 @@ final class Listener: NetworkQueueDelegate, @unchecked Sendable {
         return nil
     }
 
+    /// True once the way out of an untrusted certificate was said.
+    private var saidHowToTrust = false
+
     func networkQueue(_ queue: NetworkQueue, didFail request: NetworkRequest, error: NetworkQueueError) {
+        if case .transport(let failure) = error, failure.code == .serverCertificateUntrusted,
+            lock.withLock({
+                defer { saidHowToTrust = true }
+                return !saidHowToTrust
+            })
+        {
+            complain(
+                "Demo: note: a server's certificate is not trusted: if it comes from your own certificate authority, "
+                    + "trust it with --cacert FILE (or CURL_CA_BUNDLE)")
+        }
         report?.ended(request, .failure(error), line: tagsAreLines ? request.tag : nil)
         dryRun?.ended(request, .failure(error))
         if tagsAreLines { session?.keep(line: request.tag) }

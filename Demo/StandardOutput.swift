@@ -15,6 +15,23 @@ import NetworkQueue
     fflush(nil)
     let out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0)
     dup2(STDERR_FILENO, STDOUT_FILENO)
+    // A pipe gets a 1 MiB buffer where Linux allows it (F_SETPIPE_SZ): a chunk goes in a few writes, not sixty-four.
+    var info = stat()
+    if fstat(out, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
+        #if os(Linux)
+            _ = fcntl(out, 1031, Int32(1 << 20))
+        #endif
+    }
+    // Chunks are megabytes each, allocated on the transport's threads and freed on this one: mapped and unmapped
+    // whole (glibc's threshold pinned at 1 MiB, where it would rise to a chunk's size and keep freed chunks in each
+    // thread's arena), so that the process holds the window, not the window and the arenas' leftovers.
+    #if canImport(Glibc)
+        // mallopt(M_MMAP_THRESHOLD = -3, …), looked up at run time: Swift's Glibc module does not declare it.
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+            typealias MallocOption = @convention(c) (Int32, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: MallocOption.self)(-3, 1 << 20)
+        }
+    #endif
     let connections = max(1, options.split)
     queue.showsAccurateProgress = false
     queue.maxConcurrentRequestCount = max(connections, options.concurrency)

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// `--on-finish CMD`: a program run for each file the batch saved, with the file's path and its URL as its last two
-/// arguments, at most ``limit`` at once.
+/// arguments (or in place of the words `{file}` and `{url}` of CMD, when it has them), at most ``limit`` at once.
 ///
 /// Never through a shell: the command line's words are the user's (split at spaces and tabs, nothing else read
 /// into them: no quotes, `$`, globs or `;`), and the path and URL, which a server may have named, are each one
@@ -148,12 +148,24 @@ public final class FinishCommands: @unchecked Sendable {
         return job
     }
 
+    /// The program's arguments: `words` with each word that is exactly `{file}` or `{url}` replaced by the path or
+    /// the URL; when no word is, `words` then the path and the URL.
+    public static func arguments(_ words: [String], path: String, url: String) -> [String] {
+        guard words.dropFirst().contains(where: { $0 == "{file}" || $0 == "{url}" }) else {
+            return words + [path, url]
+        }
+        return words.enumerated().map { index, word in
+            guard index > 0 else { return word }
+            return word == "{file}" ? path : word == "{url}" ? url : word
+        }
+    }
+
     private func runOne(path: String, url: String, line: Int?) -> Outcome {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let arguments = words + [path, url]
+        let arguments = Self.arguments(words, path: path, url: url)
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         // Every signal at its default and none blocked, whatever this thread had (SIGPIPE is ignored here).

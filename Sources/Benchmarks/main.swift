@@ -98,7 +98,7 @@ if let count = value(after: "--profile-cancel").flatMap(Int.init) {
 }
 if arguments.contains("--help") {
     print(
-        "Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|split-locks|instructions|scale] [--server URL-of-a-1KB-resource]"
+        "Usage: swift run -c release Benchmarks [--quick] [--only small|scheduling|big|cancel|accurate|integrity|batch|split-locks|instructions|scale|adaptive] [--server URL-of-a-1KB-resource]"
     )
     exit(0)
 }
@@ -138,6 +138,9 @@ if selected("batch") {
 }
 
 if selected("split-locks") { results += try await SplitLockBenchmark.run(size: quick ? 64_000_000 : 256_000_000) }
+
+// Only when asked for: it runs each server's scenarios at several levels (about a minute).
+if only == "adaptive" { results += try await AdaptiveBenchmark.run(quick: quick) }
 
 if selected("scale") { results += try ScaleBenchmark.run(count: quick ? 100_000 : 1_000_000, runs: quick ? 1 : 3) }
 

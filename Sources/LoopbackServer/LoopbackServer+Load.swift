@@ -37,6 +37,44 @@ extension LoopbackServer {
         return true
     }
 
+    /// `/capped/N?rate=R`: N pattern bytes (a `Range` of one span answered 206, with `Accept-Ranges` and an ETag), each
+    /// response paced at R bytes a second (default 32 MB) from its first byte, with no burst: a server that caps each
+    /// connection, whether it carries one long response or many short ranged ones (nginx's `limit_rate` lets each
+    /// response's first second go at once).
+    func serveCapped(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {
+        let rate = Double(max(1, request.int("rate") ?? 32_000_000))
+        var range = 0..<size
+        var status = 200
+        if let header = request.headers["range"] {
+            guard let asked = Self.parseRange(header, size: size) else {
+                return response.send(416, ["Content-Range": "bytes */\(size)"])
+            }
+            (range, status) = (asked, 206)
+        }
+        var headers = [
+            "Content-Length": "\(range.count)", "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes",
+            "ETag": "\"capped-\(size)\"",
+        ]
+        if status == 206 { headers["Content-Range"] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)" }
+        guard request.method != "HEAD" else { return response.head(status, headers, isLast: true) }
+        guard response.head(status, headers) else { return false }
+        let began = DispatchTime.now().uptimeNanoseconds
+        var sent = range.lowerBound
+        let piece = 64 << 10
+        while sent < range.upperBound {
+            let length = min(piece, range.upperBound - sent)
+            guard response.write(Self.patternBytes(length, from: sent), isLast: sent + length == range.upperBound)
+            else {
+                return false
+            }
+            sent += length
+            let due = Double(sent - range.lowerBound) / rate
+            let spent = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+            if due > spent { Thread.sleep(forTimeInterval: due - spent) }
+        }
+        return true
+    }
+
     /// `/crowd/N?max=M&ms=L&key=K`: with more than M (default 6) of the route's transfers in flight, 503 at once (no
     /// Retry-After); else N pattern bytes after L milliseconds (default 50). ``refusedCrowd`` counts the 503s.
     func serveCrowd(_ size: Int, _ request: HTTPRequest, _ response: Response) -> Bool {

@@ -90,6 +90,8 @@ extension LoopbackServer {
             return serveTrickle(size, pieces: pieces, interval: interval, request, response)
         case ("shared", let size?) where size >= 0:
             return serveShared(size, request, response)
+        case ("capped", let size?) where size >= 0:
+            return serveCapped(size, request, response)
         case ("crowd", let size?) where size >= 0:
             return serveCrowd(size, request, response)
         case ("latency", let size?) where size >= 0:

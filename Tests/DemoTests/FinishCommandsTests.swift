@@ -32,6 +32,18 @@
             #expect(tally.ran == count && tally.failed == 600)
         }
 
+        @Test func placeholdersTakeThePathAndURLWhereTheyAreElseBothGoLast() {
+            let path = "/out/$(x) y.bin"
+            let url = "http://h/a;b"
+            #expect(FinishCommands.arguments(["/bin/p", "-q"], path: path, url: url) == ["/bin/p", "-q", path, url])
+            #expect(FinishCommands.arguments(["/bin/p", "{file}"], path: path, url: url) == ["/bin/p", path])
+            #expect(
+                FinishCommands.arguments(["/bin/p", "--from", "{url}", "{file}", "x{file}"], path: path, url: url)
+                    == ["/bin/p", "--from", url, path, "x{file}"])
+            // The program's own word is never replaced.
+            #expect(FinishCommands.arguments(["{file}"], path: path, url: url) == ["{file}", path, url])
+        }
+
         @Test func theProgramIsFoundAlongPathOrRefused() throws {
             #expect(try FinishCommands.program(of: "sh -c x", environment: ["PATH": "/nonexistent:/bin"]) == "/bin/sh")
             #expect(throws: FinishCommands.Problem.self) {

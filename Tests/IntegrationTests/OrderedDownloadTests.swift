@@ -42,6 +42,26 @@ import Testing
         #expect(server.statistics.maxInFlight <= 4)
     }
 
+    /// A HEAD's length is no body: a file larger than the memory destination's cap (64 MiB) is answered, not failed
+    /// as too large (the ordered download of a 1 GiB file failed so at its HEAD).
+    @Test(arguments: TransportKind.allCases) func aHeadOfAFileLargerThanTheMemoryCapIsAnAnswer(
+        _ transport: TransportKind
+    )
+        async throws
+    {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let queue = NetworkQueue(transport: transport.make())
+        queue.showsAccurateProgress = false
+        var head = URLRequest(url: server.url("/bytes/200000000"))
+        head.httpMethod = "HEAD"
+        let request = NetworkRequest(head)
+        try queue.add(request)
+        let progress = await queue.run()
+        #expect(progress.finishedRequestCount == 1, "\(String(describing: request.result))")
+        #expect(request.response?.head.expectedContentLength == 200_000_000)
+    }
+
     /// Both transports in turn: the temporary folders are counted, and one run's must be gone when it ends.
     @Test func aServerWithoutLengthOrRangesIsFetchedWholeAndHandedOnFromATemporaryFile() async throws {
         let server = try LoopbackServer()

@@ -5,7 +5,7 @@ import Foundation
 /// answer is the range asked for. Pure: no time, no I/O.
 ///
 /// The window bounds what is held: chunks asked for and not yet handed on are never more than ``windowChunks`` (the
-/// window's chunks less the one the reader holds), so the bytes in memory never exceed the window however slow the
+/// window's chunks less the one the reader holds and one for the transfers' buffers), so the bytes in memory never exceed the window however slow the
 /// reader or one connection is; a connection that would fetch beyond waits until the reader takes the first chunk.
 struct OrderedWindow: Equatable, Sendable {
     /// The file's length in bytes.
@@ -30,8 +30,9 @@ struct OrderedWindow: Equatable, Sendable {
         let window = max(1, window)
         let chosen = chunkSize ?? window / Int64(2 * self.connections)
         self.chunkSize = min(16 << 20, max(256 << 10, chosen))
-        // One chunk of the window is the reader's: the one handed on last, still being read.
-        windowChunks = max(self.connections, Int(window / self.chunkSize) - 1)
+        // Two chunks of the window are the reader's and the transfers': the one handed on last, still being written, and
+        // room for the pieces in flight (a transport's buffers, a body's storage as it is grown once).
+        windowChunks = max(self.connections, Int(window / self.chunkSize) - 2)
     }
 
     /// How many chunks the file has.

@@ -172,9 +172,13 @@ struct RequestMachine {
             }
             let encoded = ResponseRules.isEncoded(head)
             let length = total ?? ResponseRules.knownLength(of: head, encoded: encoded)
+            // A response without a body (to a HEAD; a 204, a 304) announces a length it does not send: no size cap
+            // applies to it.
             let problem = ResponseRules.check(
                 head, isAcceptableStatus: reading.isAcceptable, acceptableContentTypes: request.acceptableContentTypes,
-                maximumResponseSize: request.maximumResponseSize, expectedLength: length)
+                maximumResponseSize: request.maximumResponseSize,
+                expectedLength: ResponseRules.hasBody(statusCode: head.statusCode, method: request.method)
+                    ? length : nil)
             attempt.head = head
             attempt.headAt = now
             attempt.announcedLength = length
