@@ -390,3 +390,13 @@ struct CannedHandle: TransferHandle {
         #expect(try request.result?.get().body == Data("ok".utf8))
     }
 }
+
+/// AdaptiveStreamsHooksTrust.md: a file in order, over several connections (compiled, not run: it writes to standard
+/// output).
+func orderedDownloadExample(url: URL) async throws {
+    let queue = NetworkQueue()
+    queue.go()
+    for try await bytes in queue.orderedDownload(of: url, settings: .init(connections: 8)) {
+        try FileHandle.standardOutput.write(contentsOf: bytes)  // the file, from its first byte
+    }
+}
