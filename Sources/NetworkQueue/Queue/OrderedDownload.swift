@@ -7,7 +7,7 @@ import Foundation
 /// One file fetched over several connections at once and handed on in order, as an `AsyncSequence` of its bytes: for a
 /// pipe (`Demo --split 8 -o - URL | tar x`), a hash, an upload, anything that must read a file from its start.
 ///
-/// A HEAD learns the file's length and validator; the file is then asked for in chunks (``OrderedWindow``), each a
+/// A HEAD learns the file's length and validator; the file is then asked for in chunks, each a
 /// request of the queue with `Range` (and `If-Range`, so that every chunk is of one version of the file), at most
 /// ``Settings/connections`` at once, within ``Settings/window`` bytes ahead of the reader: when the window is full the
 /// connections wait for the reader, so memory stays within the window (and a chunk being fetched) however slow the
