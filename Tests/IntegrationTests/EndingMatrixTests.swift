@@ -59,6 +59,9 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
             }, headers: ["Accept-Encoding": "gzip"]),
         MatrixFeature(name: "rate cap", configure: { $0.maximumBytesPerSecond = 200_000_000 }),
         MatrixFeature(name: "metrics", configure: { $0.collectsMetrics = true }),
+        // Each server's level found by the queue (issue 75): a 503, a reset or a timeout lowers it, and the request
+        // ends as without it.
+        MatrixFeature(name: "adaptive concurrency", configure: { $0.adaptiveConcurrency = AdaptiveConcurrency() }),
         // A HEAD first (its window of the rolling preflights), then the GET.
         MatrixFeature(name: "accurate progress", configure: { $0.showsAccurateProgress = true }),
         MatrixFeature(name: "streamed source", file: true, viaSource: true),

@@ -42,6 +42,36 @@ import Testing
         #expect(server.statistics.maxInFlight <= 4)
     }
 
+    /// The endings of a chunk and of the reader: a chunk whose connection drops mid-body is fetched again by the
+    /// queue's retry and the file is whole; a reader that stops after its first chunk cancels the chunks in flight,
+    /// and the queue drains.
+    @Test(arguments: TransportKind.allCases) func aDroppedChunkIsFetchedAgainAndAReaderThatStopsCancelsTheRest(
+        _ transport: TransportKind
+    ) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let queue = NetworkQueue(transport: transport.make())
+        queue.retryPolicy = RetryPolicy(maximumAttempts: 3, backoff: RetryPolicy.Backoff(initialDelay: 0.01))
+        queue.go()
+        let settings = OrderedDownload.Settings(connections: 4, window: 2 << 20, chunkSize: 256 << 10)
+        let size = 3_000_000
+        // The first GET of the key is cut at 50% of its body (a chunk's).
+        let (bytes, _) = try await Self.collect(
+            queue.orderedDownload(of: server.url("/bytes/\(size)?dropAt=50&key=\(transport)"), settings: settings))
+        #expect(bytes == Self.pattern(size))
+        // A reader that takes one chunk and stops.
+        var taken = 0
+        for try await piece in queue.orderedDownload(of: server.url("/bytes/50000000?i=2"), settings: settings) {
+            taken += piece.count
+            break
+        }
+        #expect(taken == 256 << 10)
+        let progress = await queue.run()
+        #expect(progress.endedRequestCount == progress.totalRequestCount)
+        // Far less than the file was sent: the chunks beyond the window were never asked for.
+        #expect(server.statistics.bytesWritten < size + 10_000_000)
+    }
+
     /// A HEAD's length is no body: a file larger than the memory destination's cap (64 MiB) is answered, not failed
     /// as too large (the ordered download of a 1 GiB file failed so at its HEAD).
     @Test(arguments: TransportKind.allCases) func aHeadOfAFileLargerThanTheMemoryCapIsAnAnswer(
