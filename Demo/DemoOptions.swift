@@ -264,9 +264,11 @@ struct DemoOptions {
                             find each server's level: 4 at a time to start, doubled while the
                             throughput grows by a fifth or more, then one more tried now and then and
                             kept if it adds 5%; a 429, 503, reset or timeout lowers it at once (to 3/4
-                            of those in flight) and that level is not tried again for 5 minutes. At
-                            most N in all (default 64) and --per-host per server. Each change is a log
-                            line (-v), the bar shows "auto: N at a time", --progress-json "concurrency"
+                            of those in flight) and that level is not tried again for 5 minutes. The
+                            servers together have a level of their own, found the same way from their
+                            total throughput, at most N (default 64); --per-host bounds each server.
+                            Each change is a log line (-v), the bar shows "auto: N at a time",
+                            --progress-json "concurrency"
           --lifo            start the newest pending request first (default: oldest first)
           --no-accurate     skip the HEAD preflight that learns the sizes up front (by default a
                             HEAD goes before each GET of a batch of up to 64, and before each GET of a

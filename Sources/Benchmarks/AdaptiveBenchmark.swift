@@ -30,7 +30,9 @@ enum AdaptiveBenchmark {
         }
         let last = Locked<Int?>(nil)
         queue.logHandler = { record in
-            guard record.event == .concurrencyChanged, let arrow = record.message.range(of: " → ") else { return }
+            guard record.event == .concurrencyChanged, record.message.hasPrefix("http"),
+                let arrow = record.message.range(of: " → ")
+            else { return }
             let level = Int(record.message[arrow.upperBound...].prefix { $0.isNumber })
             last.withLock { $0 = level }
         }

@@ -120,6 +120,30 @@ import Testing
         }
     }
 
+    @Test func theQueuesLevelHearsEndsNotOverloadsAndKeepsWithinTheQueuesLimit() {
+        var levels = AdaptiveLevels(AdaptiveConcurrency(maximum: 8), queueMaximum: 12, now: 0)
+        #expect(levels.queueLevel == 4)
+        // A server's overload lowers that server, never the queue.
+        #expect(levels.recordForQueue(.overloaded, inFlight: 4, now: 0.1) == nil)
+        #expect(levels.record(.overloaded, host: 0, inFlight: 4, now: 0.1)?.level == 3)
+        #expect(levels.queueLevel == 4)
+        // Busy rounds whose throughput doubles: 4 → 8 → 12 (the queue's limit, above a server's 8).
+        var now = 0.1
+        var rate = 1_000.0
+        for _ in 0..<3 {
+            let level = levels.queueLevel
+            for _ in 0..<level {
+                now += 0.3 / Double(level)
+                _ = levels.recordForQueue(.ended(bytes: Int64(rate * 0.3 / Double(level))), inFlight: level, now: now)
+            }
+            rate *= 2
+        }
+        #expect(levels.queueLevel == 12)
+        // The queue's limit lowered: its level with it.
+        levels.setQueueMaximum(6, now: now)
+        #expect(levels.queueLevel == 6)
+    }
+
     @Test func aLevelNeverLeavesItsBoundsAndIdleRoundsDoNotGrowIt() {
         let rules = AdaptiveConcurrency(minimum: 2, maximum: 6, initial: 9)
         #expect(rules.initial == 6)

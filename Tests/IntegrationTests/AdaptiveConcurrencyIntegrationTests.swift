@@ -14,7 +14,9 @@ import Testing
 @Suite(.testLane, .timeLimit(.minutes(10))) struct AdaptiveConcurrencyIntegrationTests {
     /// The levels the log announced, in order: (from, to, in flight at an overload or nil).
     static func changes(_ log: Box<[NetworkQueueLogRecord]>) -> [(from: Int, to: Int, overloadedWith: Int?)] {
-        log.with { $0 }.filter { $0.event == .concurrencyChanged }.compactMap { record in
+        // A server's lines (the queue's own begin "the queue:").
+        log.with { $0 }.filter { $0.event == .concurrencyChanged && $0.message.hasPrefix("http") }.compactMap {
+            record in
             let text = record.message
             guard let arrow = text.range(of: " → "),
                 let end = text.range(of: " at a time", range: arrow.upperBound..<text.endIndex)
@@ -81,5 +83,30 @@ import Testing
         }
         // Every refusal came with more than 6 in flight, and the queue never asked for more than its cap.
         #expect(server.peakCrowd() <= 16)
+    }
+}
+
+extension AdaptiveConcurrencyIntegrationTests {
+    /// The queue's own level: over a hundred servers with no limit of their own (each a key of the latency route), the
+    /// queue grows from 4 toward its limit, never past it, and says so in the log.
+    @Test func theQueuesOwnLevelGrowsWithinItsLimit() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let (queue, log) = Self.queue(.curl)
+        queue.maxConcurrentRequestCount = 24
+        queue.adaptiveConcurrency = AdaptiveConcurrency(maximum: 64)
+        for index in 0..<400 {
+            try queue.add(NetworkRequest(url: server.url("/crowd/1000?max=1000&ms=20&key=q&i=\(index)")))
+        }
+        let progress = await queue.run()
+        #expect(progress.finishedRequestCount == 400)
+        #expect(server.peakCrowd(key: "q") <= 24)
+        let queueLevels = log.with { $0 }.filter {
+            $0.event == .concurrencyChanged && $0.message.hasPrefix("the queue:")
+        }
+        .compactMap { record in
+            record.message.range(of: " → ").flatMap { Int(record.message[$0.upperBound...].prefix { $0.isNumber }) }
+        }
+        #expect(queueLevels.allSatisfy { (1...24).contains($0) }, "\(queueLevels)")
     }
 }

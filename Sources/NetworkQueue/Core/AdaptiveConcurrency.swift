@@ -222,12 +222,43 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
     }
 }
 
-/// Each server's ``AdaptiveConcurrency/Server``, by the number the queue gives the server.
+/// Each server's ``AdaptiveConcurrency/Server``, by the number the queue gives the server, and the queue's own: the
+/// transfers at once to all servers together, judged by the same rules on every transfer's end (their total
+/// throughput; an overload is a server's, never the queue's), within `queueMaximum`.
 struct AdaptiveLevels {
     let rules: AdaptiveConcurrency
     private var servers: [Int: AdaptiveConcurrency.Server] = [:]
+    /// The queue's level and its bound (the queue's limit).
+    private(set) var queue: AdaptiveConcurrency.Server?
+    private var queueRules: AdaptiveConcurrency
 
-    init(_ rules: AdaptiveConcurrency) { self.rules = rules }
+    /// Levels by `rules`, the queue's within `queueMaximum` (the queue's limit) from `now`.
+    init(_ rules: AdaptiveConcurrency, queueMaximum: Int = .max, now: Double = 0) {
+        self.rules = rules
+        queueRules = rules
+        queueRules.maximum = max(queueRules.minimum, queueMaximum)
+        queueRules.initial = min(queueRules.maximum, rules.initial)
+        queue = AdaptiveConcurrency.Server(level: queueRules.initial, now: now)
+    }
+
+    /// The queue's level: the transfers at once to all servers together.
+    var queueLevel: Int { queue?.level ?? queueRules.initial }
+
+    /// The queue's limit changed to `maximum`: the queue's level is bounded by it from now on (lowered at once when
+    /// above it).
+    mutating func setQueueMaximum(_ maximum: Int, now: Double) {
+        queueRules.maximum = max(queueRules.minimum, maximum)
+        if queueLevel > queueRules.maximum { queue = AdaptiveConcurrency.Server(level: queueRules.maximum, now: now) }
+    }
+
+    /// A transfer ended with `outcome` at `now`, `inFlight` running in all (the ended one included): the queue's new
+    /// level and why, when it changed. An overload is heard by its server alone.
+    mutating func recordForQueue(
+        _ outcome: AdaptiveConcurrency.Outcome, inFlight: Int, now: Double
+    ) -> (level: Int, reason: AdaptiveConcurrency.Reason)? {
+        guard case .ended = outcome else { return nil }
+        return queue?.record(outcome, inFlight: inFlight, rules: queueRules, now: now)
+    }
 
     /// The level of `host` (the initial one for a server not heard of yet).
     func level(ofHost host: Int) -> Int { servers[host]?.level ?? rules.initial }

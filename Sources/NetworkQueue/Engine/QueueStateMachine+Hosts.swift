@@ -90,10 +90,47 @@ extension QueueStateMachine {
     /// Sets how concurrency adapts (nil: it does not; each server's limit of its own is taken away). Turning it on
     /// numbers every request by server; servers start at the rules' initial level.
     mutating func setAdaptiveConcurrency(_ rules: AdaptiveConcurrency?, now: Double) -> QueueActions {
-        adaptive = rules.map { AdaptiveLevels($0) }
+        adaptive = rules.map {
+            AdaptiveLevels($0, queueMaximum: Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
+        }
         for number in 0..<servers.count { scheduler.setLimit(adaptive?.level(ofHost: number) ?? 0, ofHost: number) }
+        applyQueueLevel()
         numberHostsIfNeeded()
         return finishEvent(now)
+    }
+
+    /// The scheduler runs at most the queue's level (within the limit set), when concurrency adapts; else the limit.
+    mutating func applyQueueLevel() {
+        let set = Scheduler.effectiveLimit(limit, ceiling: ceiling)
+        scheduler.limit = adaptive.map { min(set, $0.queueLevel) } ?? set
+    }
+
+    /// A main transfer ended at `now` (`outcome`), `inFlight` running in all: the queue's level changes when a round
+    /// says so, and the log tells.
+    mutating func adaptQueue(
+        _ outcome: AdaptiveConcurrency.Outcome, inFlight: Int, of request: NetworkRequest, now: Double
+    ) {
+        guard let before = adaptive?.queueLevel,
+            let change = adaptive?.recordForQueue(outcome, inFlight: inFlight, now: now)
+        else { return }
+        applyQueueLevel()
+        guard change.level != before, outbox.isLogging else { return }
+        outbox.log(.notice, .concurrencyChanged, request, now: now) {
+            "the queue: \(before) → \(change.level) at a time in all (\(Self.words(for: change.reason)))"
+        }
+    }
+
+    /// A few words on why a level changed.
+    static func words(for reason: AdaptiveConcurrency.Reason) -> String {
+        switch reason {
+        case .doubled(let gain?): "doubled: the last round gained \(LogText.percent(gain))"
+        case .doubled(nil): "doubled after its first round"
+        case .tried: "trying one more"
+        case .kept(let gain): "kept: the try gained \(LogText.percent(gain))"
+        case .wentBack(let gain): "back: the last round gained \(LogText.percent(gain))"
+        case .overloaded(let inFlight): "overloaded with \(inFlight) in flight"
+        case .ceilingLifted: "no overload for a while"
+        }
     }
 
     /// A transfer of `request` to `host` ended at `now` (`outcome`): the server's level changes when a round says so,
@@ -131,7 +168,10 @@ extension QueueStateMachine {
         guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now) else { return }
         servers.removeAll()
         hostHealth.removeAll()
-        if let rules = adaptive?.rules { adaptive = AdaptiveLevels(rules) }
+        if let rules = adaptive?.rules {
+            adaptive = AdaptiveLevels(rules, queueMaximum: Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
+            applyQueueLevel()
+        }
         hasFailedConnect = false
         scheduler.hosts.forgetTimes()
         preflights.forget()

@@ -42,8 +42,9 @@ extension QueueStateMachine {
     /// scheduler runs ``effectiveLimit(_:ceiling:)`` of it.
     mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         self.limit = max(0, limit)
-        scheduler.limit = Scheduler.effectiveLimit(limit, ceiling: ceiling)
-        scheduler.preflightWindow = Scheduler.preflightWindow(limit: scheduler.limit)
+        adaptive?.setQueueMaximum(Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
+        applyQueueLevel()
+        scheduler.preflightWindow = Scheduler.preflightWindow(limit: Scheduler.effectiveLimit(limit, ceiling: ceiling))
         return finishEvent(now)
     }
 

@@ -289,10 +289,10 @@ extension QueueStateMachine {
             return
         }
         let record = table[slot]
-        if adaptive != nil, case .running = record.machine.phase, let host = scheduler.host(of: slot) {
-            adapt(
-                AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received), host: host,
-                of: record.request, now: now)
+        if adaptive != nil, case .running = record.machine.phase {
+            let sample = AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received)
+            if let host = scheduler.host(of: slot) { adapt(sample, host: host, of: record.request, now: now) }
+            adaptQueue(sample, inFlight: scheduler.activeCount, of: record.request, now: now)
         }
         let file = record.claim?.url
         let checksExistingFile = record.existingFile != nil

@@ -23,8 +23,10 @@ extension NetworkQueue {
     /// Each server (scheme, host and port) starts at ``AdaptiveConcurrency/initial`` (4) transfers at once and
     /// doubles while that pays, then tries one more now and then, keeping it only when throughput grows; a 429, a 503,
     /// a reset connection or a timeout lowers it at once, and the server is not tried at that level again for a while
-    /// (see ``AdaptiveConcurrency``). It never goes above ``AdaptiveConcurrency/maximum``,
-    /// ``maxConcurrentRequestsPerHost`` (when set) or ``maxConcurrentRequestCount``. Each change is logged
+    /// (see ``AdaptiveConcurrency``). It never goes above ``AdaptiveConcurrency/maximum`` or
+    /// ``maxConcurrentRequestsPerHost`` (when set). The queue has a level of its own for all servers together, found
+    /// the same way from their total throughput (an overload is its server's alone), from 4 up to
+    /// ``maxConcurrentRequestCount``. Each change is logged
     /// (``NetworkQueueLogRecord/Event/concurrencyChanged``), and ``QueueProgress/concurrencyLevel`` says the level of
     /// the servers being fetched from. Takes effect at once; setting it again starts every server over.
     public var adaptiveConcurrency: AdaptiveConcurrency? {
