@@ -80,9 +80,9 @@ import Testing
         return held
     }
 
-    /// The best fixed level's bytes over `seconds`, among 1...cap.
-    static func bestFixed(_ model: Model, seconds: Double, cap: Int) -> (level: Int, bytes: Double) {
-        (1...cap).map { ($0, simulate(model, seconds: seconds, rules: AdaptiveConcurrency(), fixed: $0).bytes) }
+    /// The best fixed level's bytes over `seconds`, among `levels`.
+    static func bestFixed(_ model: Model, seconds: Double, levels: [Int]) -> (level: Int, bytes: Double) {
+        levels.map { ($0, simulate(model, seconds: seconds, rules: AdaptiveConcurrency(), fixed: $0).bytes) }
             .max { $0.1 < $1.1 }!
     }
 
@@ -91,7 +91,7 @@ import Testing
         let model = Model(capacity: { n in 40e6 * (n <= 4 ? Double(n) / 4 : max(0.2, 1 - 0.08 * Double(n - 4))) })
         let rules = AdaptiveConcurrency(maximum: 32)
         let run = Self.simulate(model, seconds: 60, rules: rules)
-        let best = Self.bestFixed(model, seconds: 60, cap: 32)
+        let best = Self.bestFixed(model, seconds: 60, levels: Array(1...8) + [16, 32])
         #expect(best.level == 4)
         #expect(Self.settled(run.levels, after: 30).isSubset(of: [3, 4, 5]), "\(run.levels)")
         #expect(run.bytes >= 0.9 * best.bytes, "\(run.bytes) vs \(best.bytes)")
@@ -101,7 +101,7 @@ import Testing
         let model = Model(latency: 0.05, refusesAbove: 6)
         let rules = AdaptiveConcurrency(maximum: 32)
         let run = Self.simulate(model, seconds: 60, rules: rules)
-        let best = Self.bestFixed(model, seconds: 60, cap: 32)
+        let best = Self.bestFixed(model, seconds: 60, levels: Array(1...10) + [16, 32])
         #expect(best.level == 6)
         #expect(Self.settled(run.levels, after: 30).isSubset(of: [5, 6]), "\(run.levels)")
         #expect(run.refusals.filter { $0 > 10 }.isEmpty, "\(run.refusals)")
@@ -113,7 +113,7 @@ import Testing
         for cap in [16, 64] {
             let rules = AdaptiveConcurrency(maximum: cap)
             let run = Self.simulate(model, seconds: 60, rules: rules)
-            let best = Self.bestFixed(model, seconds: 60, cap: cap)
+            let best = Self.bestFixed(model, seconds: 60, levels: [1, 4, cap / 2, cap - 1, cap])
             #expect(best.level == cap)
             #expect(Self.settled(run.levels, after: 10) == [cap], "\(run.levels)")
             #expect(run.bytes >= 0.9 * best.bytes, "\(run.bytes) vs \(best.bytes)")

@@ -40,6 +40,14 @@
 
             func tearDown() { try? FileManager.default.removeItem(at: directory) }
 
+            /// A new setup, its keys made on a thread of its own: `openssl` is waited for, and must not hold one of the
+            /// few threads every test's tasks share.
+            static func made() async throws -> Setup {
+                try await withCheckedThrowingContinuation { continuation in
+                    Thread { continuation.resume(with: Result { try Setup() }) }.start()
+                }
+            }
+
             /// Runs the Demo saving to a fresh `out` folder, with no CA from the environment unless given.
             func run(
                 _ arguments: [String], environment: [String] = []
@@ -56,7 +64,7 @@
         }
 
         @Test func theCAOfAnInternalServerIsTrustedWithCacertOrTheEnvironmentAndNamedWhenMissing() async throws {
-            let setup = try Setup()
+            let setup = try await Setup.made()
             defer { setup.tearDown() }
             let tls = StaticWebServer.TLS(certificates: setup.directory)
             try await StaticWebServer.with(.nginx, root: setup.root, rate: 0, tls: tls) { nginx in
@@ -82,7 +90,7 @@
         }
 
         @Test func insecureFetchesFromAnUnknownAuthorityAndWarnsOnEveryRun() async throws {
-            let setup = try Setup()
+            let setup = try await Setup.made()
             defer { setup.tearDown() }
             try await StaticWebServer.with(
                 .nginx, root: setup.root, rate: 0, tls: StaticWebServer.TLS(certificates: setup.directory)
@@ -101,7 +109,7 @@
         }
 
         @Test func aServerThatRequiresAClientCertificateIsPassedWithCertAndKey() async throws {
-            let setup = try Setup()
+            let setup = try await Setup.made()
             defer { setup.tearDown() }
             let tls = StaticWebServer.TLS(certificates: setup.directory, requiresClientCertificate: true)
             try await StaticWebServer.with(.nginx, root: setup.root, rate: 0, tls: tls) { nginx in
@@ -138,7 +146,7 @@
         }
 
         @Test func trustFilesThatCannotBeUsedAreBadUsageAndNothingIsSent() async throws {
-            let setup = try Setup()
+            let setup = try await Setup.made()
             defer { setup.tearDown() }
             let notPEM = setup.path("notes.txt")
             try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: notPEM))
