@@ -8,9 +8,10 @@ import NetworkQueue
 #endif
 
 /// `-o -`: the one URL's file to standard output, in order, through `queue` (``OrderedDownload``); every other word
-/// goes to standard error. Exits: 0 when the whole file was written, 1 when it could not be fetched, 23 when standard
-/// output could not take it (its reader went away), as curl's write error.
-@MainActor func runToStandardOutput(_ queue: NetworkQueue, url: URL, options: DemoOptions) async -> Never {
+/// goes to standard error. Returns the exit status: 0 when the whole file was written, 1 when it could not be fetched,
+/// 23 when standard output could not take it (its reader went away), as curl's write error. The caller exits once this
+/// returns: its strings are gone then (LeakSanitizer reads a string an async frame still holds at `exit` as leaked).
+@MainActor func runToStandardOutput(_ queue: NetworkQueue, url: URL, options: DemoOptions) async -> Int32 {
     // The file's descriptor, close-on-exec; the process's standard output is standard error from here on.
     fflush(nil)
     let out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0)
@@ -50,14 +51,14 @@ import NetworkQueue
                     errno == EPIPE
                     ? "standard output's reader went away (broken pipe)" : String(cString: strerror(errno))
                 complain("Demo: error: -o -: \(reason), after \(Format.bytes(written))")
-                exit(23)
+                return 23
             }
             written += Int64(chunk.count)
         }
     } catch {
         complain(
             "Demo: error: \(NetworkQueueLogRecord.redacted(url)): \(error), after \(Format.bytes(written)) written")
-        exit(1)
+        return 1
     }
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
     var usage = rusage()
@@ -70,7 +71,7 @@ import NetworkQueue
         "Done: \(Format.bytes(written)) to standard output in \(Format.tenths(seconds)) s "
             + "(\(Format.bytes(Int64(Double(written) / max(seconds, 1e-3))))/s), peak memory "
             + "\(Format.bytes(Int64(usage.ru_maxrss) * 1024))")
-    exit(0)
+    return 0
 }
 
 /// Writes all of `data` to `fd`; false on a failed write (errno says why).

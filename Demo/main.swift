@@ -327,7 +327,7 @@ if options.verbose {
 }
 
 if options.toStandardOutput, let url = options.urls.first {
-    await runToStandardOutput(queue, url: url, options: options)
+    exit(await runToStandardOutput(queue, url: url, options: options))
 }
 
 let existingFile: NetworkRequest.ExistingFile = options.replace ? .replace : .revalidate
