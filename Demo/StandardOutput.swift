@@ -1,3 +1,4 @@
+import DemoKit
 import Foundation
 import NetworkQueue
 
@@ -46,7 +47,7 @@ import NetworkQueue
     var written: Int64 = 0
     do {
         for try await chunk in queue.orderedDownload(of: url, settings: settings) {
-            guard writeAll(chunk, to: out) else {
+            guard chunk.withUnsafeBytes({ writeWhole(out, $0) }) else {
                 let reason =
                     errno == EPIPE
                     ? "standard output's reader went away (broken pipe)" : String(cString: strerror(errno))
@@ -72,18 +73,4 @@ import NetworkQueue
             + "(\(Format.bytes(Int64(Double(written) / max(seconds, 1e-3))))/s), peak memory "
             + "\(Format.bytes(Int64(usage.ru_maxrss) * 1024))")
     return 0
-}
-
-/// Writes all of `data` to `fd`; false on a failed write (errno says why).
-private func writeAll(_ data: Data, to fd: Int32) -> Bool {
-    data.withUnsafeBytes { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let count = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return false }
-            offset += count
-        }
-        return true
-    }
 }

@@ -52,6 +52,8 @@ func checkedOptions() -> DemoOptions {
     return options
 }
 let options = checkedOptions()
+/// The CA file trusted beside the system's, and what named it (`--cacert`, or the environment's), looked up once.
+let trustedCA = options.trustedCertificates(environment: ProcessInfo.processInfo.environment)
 if options.insecure {
     complain(
         "Demo: warning: --insecure: servers' certificates and names are not verified; anyone on the path can read "
@@ -200,7 +202,7 @@ let transport: any Transport
         if let cookieStore { curlOptions.cookies = .store(cookieStore) }
         if let proxy = options.proxy { curlOptions.proxy = .through(proxy) }
         curlOptions.pinnedAddresses = options.pinned
-        if let trusted = options.trustedCertificates(environment: ProcessInfo.processInfo.environment) {
+        if let trusted = trustedCA {
             curlOptions.additionalTrustedCertificates = URL(fileURLWithPath: trusted.path)
         }
         if let certificate = options.clientCert {
@@ -215,8 +217,7 @@ let transport: any Transport
             // A CA or client file that cannot be used is the command line's fault: bad usage, nothing sent.
             switch error {
             case .unreadableCertificates(let path, let reason):
-                let source = options.trustedCertificates(environment: ProcessInfo.processInfo.environment)?.source
-                complain("Demo: error: cannot use \(path) (\(source ?? "--cacert")): \(reason)")
+                complain("Demo: error: cannot use \(path) (\(trustedCA?.source ?? "--cacert")): \(reason)")
                 exit(2)
             case .unreadableClientCertificate:
                 complain("Demo: error: \(error)")
@@ -413,7 +414,7 @@ if let input = options.input, let listReader {
             "credentials for \(netrc.machineCount) server\(netrc.machineCount == 1 ? "" : "s") from netrc")
     }
     if let proxy = options.proxy { sendingWords.append("through \(proxy)") }
-    if let trusted = options.trustedCertificates(environment: ProcessInfo.processInfo.environment) {
+    if let trusted = trustedCA {
         sendingWords.append("trusting \(trusted.path) (\(trusted.source))")
     }
     if options.clientCert != nil { sendingWords.append("a client certificate") }

@@ -60,7 +60,7 @@ public final class SessionFile: @unchecked Sendable {
                 let got = read(source, chunk, size)
                 if got < 0, errno == EINTR { continue }
                 if got == 0 { break }
-                guard got > 0, Self.writeWhole(temporary, UnsafeRawBufferPointer(start: chunk, count: got)) else {
+                guard got > 0, writeWhole(temporary, UnsafeRawBufferPointer(start: chunk, count: got)) else {
                     let reason = String(cString: strerror(errno))
                     close(temporary)
                     unlink(temporaryPath)
@@ -99,7 +99,7 @@ public final class SessionFile: @unchecked Sendable {
                     bytes.append(UInt8(ascii: "\n"))
                 }
                 let at = end
-                if bytes.withUnsafeBytes({ Self.writeWhole(fd, $0, at: at) }) {
+                if bytes.withUnsafeBytes({ writeWhole(fd, $0, at: at) }) {
                     if tracks { lines[number] = placed }
                     end += Int64(bytes.count)
                 } else {
@@ -116,7 +116,7 @@ public final class SessionFile: @unchecked Sendable {
             guard let spans = lines.removeValue(forKey: number) else { return }
             for (offset, length) in spans where length > 0 {
                 let comment = [UInt8(ascii: "#")] + [UInt8](repeating: UInt8(ascii: " "), count: length - 1)
-                if !comment.withUnsafeBytes({ Self.writeWhole(fd, $0, at: offset) }) { reportFailure() }
+                if !comment.withUnsafeBytes({ writeWhole(fd, $0, at: offset) }) { reportFailure() }
             }
         }
     }
@@ -129,20 +129,5 @@ public final class SessionFile: @unchecked Sendable {
         failedToWrite = true
         FileHandle.standardError.write(
             Data("Demo: error: cannot write --save-session: \(String(cString: strerror(errno)))\n".utf8))
-    }
-
-    /// Writes all of `bytes` to `fd` (at `offset` when given), retrying short writes and interruptions.
-    private static func writeWhole(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let pointer = bytes.baseAddress! + done
-            let written =
-                offset.map { pwrite(fd, pointer, bytes.count - done, off_t($0) + off_t(done)) }
-                ?? write(fd, pointer, bytes.count - done)
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return false }
-            done += written
-        }
-        return true
     }
 }

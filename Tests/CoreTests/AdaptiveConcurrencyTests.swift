@@ -46,7 +46,6 @@ import Testing
                     Transfer(
                         remaining: refused ? 0 : model.size,
                         endsNoSoonerThan: now + (refused ? 0.005 : model.latency), refused: refused))
-                if fixed == nil { levels.started(host: 0, inFlight: running.count) }
             }
             now += step
             let rate = model.capacity(running.count) / Double(max(1, running.count))
@@ -152,7 +151,6 @@ import Testing
         var now = 0.0
         for _ in 0..<200 {
             now += 0.2
-            server.started(inFlight: 1)
             #expect(server.record(.ended(bytes: 1000), inFlight: 1, rules: rules, now: now) == nil)
         }
         #expect(server.level == 4)

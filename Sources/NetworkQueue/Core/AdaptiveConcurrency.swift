@@ -113,9 +113,6 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
             roundStart = now
         }
 
-        /// Hears that a transfer started, with `inFlight` now running to the server.
-        mutating func started(inFlight: Int) { busiest = max(busiest, inFlight) }
-
         /// Hears how a transfer ended at `now`, with `inFlight` still running to the server (the ended one
         /// included); returns the new level and why, when it changed.
         mutating func record(
@@ -198,14 +195,12 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
 
         /// A new level from `now`: a new round, judged against the last (set by the caller in `before`).
         private mutating func changed(to next: Int, _ reason: Reason, now: Double) -> (level: Int, reason: Reason)? {
-            if case .wentBack = reason { before = nil }
-            if case .overloaded = reason { before = nil }
-            if case .ceilingLifted = reason { before = nil }
+            switch reason {
+            case .wentBack, .overloaded, .ceilingLifted: before = nil
+            case .doubled, .tried, .kept: break
+            }
             level = next
-            roundStart = now
-            ended = 0
-            bytes = 0
-            busiest = 0
+            startRound(at: now)
             return (level, reason)
         }
 
@@ -213,11 +208,16 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         /// judged against. Nothing to tell.
         private mutating func restart(now: Double, keeping throughput: Double?) -> (level: Int, reason: Reason)? {
             if let throughput { before = (level, throughput) }
+            startRound(at: now)
+            return nil
+        }
+
+        /// A round begins at `now`: nothing ended in it yet.
+        private mutating func startRound(at now: Double) {
             roundStart = now
             ended = 0
             bytes = 0
             busiest = 0
-            return nil
         }
     }
 }
@@ -228,8 +228,8 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
 struct AdaptiveLevels {
     let rules: AdaptiveConcurrency
     private var servers: [Int: AdaptiveConcurrency.Server] = [:]
-    /// The queue's level and its bound (the queue's limit).
-    private(set) var queue: AdaptiveConcurrency.Server?
+    /// The queue's level, and its rules: the servers' with the queue's limit as their maximum.
+    private var queue: AdaptiveConcurrency.Server
     private var queueRules: AdaptiveConcurrency
 
     /// Levels by `rules`, the queue's within `queueMaximum` (the queue's limit) from `now`.
@@ -242,7 +242,7 @@ struct AdaptiveLevels {
     }
 
     /// The queue's level: the transfers at once to all servers together.
-    var queueLevel: Int { queue?.level ?? queueRules.initial }
+    var queueLevel: Int { queue.level }
 
     /// The queue's limit changed to `maximum`: the queue's level is bounded by it from now on (lowered at once when
     /// above it).
@@ -257,14 +257,11 @@ struct AdaptiveLevels {
         _ outcome: AdaptiveConcurrency.Outcome, inFlight: Int, now: Double
     ) -> (level: Int, reason: AdaptiveConcurrency.Reason)? {
         guard case .ended = outcome else { return nil }
-        return queue?.record(outcome, inFlight: inFlight, rules: queueRules, now: now)
+        return queue.record(outcome, inFlight: inFlight, rules: queueRules, now: now)
     }
 
     /// The level of `host` (the initial one for a server not heard of yet).
     func level(ofHost host: Int) -> Int { servers[host]?.level ?? rules.initial }
-
-    /// A transfer to `host` started, `inFlight` now running to it.
-    mutating func started(host: Int, inFlight: Int) { servers[host]?.started(inFlight: inFlight) }
 
     /// A transfer to `host` ended with `outcome` at `now`, `inFlight` running to it then (the ended one included):
     /// the server's new level and why, when it changed. The first end heard of a server starts its first round (an
@@ -272,17 +269,10 @@ struct AdaptiveLevels {
     mutating func record(
         _ outcome: AdaptiveConcurrency.Outcome, host: Int, inFlight: Int, now: Double
     ) -> (level: Int, reason: AdaptiveConcurrency.Reason)? {
-        guard servers[host] != nil else {
+        if servers[host] == nil {
             servers[host] = AdaptiveConcurrency.Server(level: rules.initial, now: now)
             guard case .overloaded = outcome else { return nil }
-            return servers[host]?.record(outcome, inFlight: inFlight, rules: rules, now: now)
         }
         return servers[host]?.record(outcome, inFlight: inFlight, rules: rules, now: now)
     }
-
-    /// The sum of the levels of the servers met.
-    var total: Int { servers.values.reduce(0) { $0 + $1.level } }
-
-    /// The servers met.
-    var count: Int { servers.count }
 }

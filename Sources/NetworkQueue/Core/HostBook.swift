@@ -74,9 +74,6 @@ struct HostBook {
     /// The sum of the own limits of the hosts with an active job (while any host has one).
     private(set) var busyOwnLimits = 0
 
-    /// The own limit of `host` (0: none).
-    func ownLimit(ofHost host: Int) -> Int { host < entries.count ? Int(entries[host].ownLimit) : 0 }
-
     /// The active jobs of `host`.
     func activeCount(ofHost host: Int) -> Int { host < entries.count ? entries[host].active : 0 }
 

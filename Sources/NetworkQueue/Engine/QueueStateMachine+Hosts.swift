@@ -114,23 +114,7 @@ extension QueueStateMachine {
             let change = adaptive?.recordForQueue(outcome, inFlight: inFlight, now: now)
         else { return }
         applyQueueLevel()
-        guard change.level != before, outbox.isLogging else { return }
-        outbox.log(.notice, .concurrencyChanged, request, now: now) {
-            "the queue: \(before) → \(change.level) at a time in all (\(Self.words(for: change.reason)))"
-        }
-    }
-
-    /// A few words on why a level changed.
-    static func words(for reason: AdaptiveConcurrency.Reason) -> String {
-        switch reason {
-        case .doubled(let gain?): "doubled: the last round gained \(LogText.percent(gain))"
-        case .doubled(nil): "doubled after its first round"
-        case .tried: "trying one more"
-        case .kept(let gain): "kept: the try gained \(LogText.percent(gain))"
-        case .wentBack(let gain): "back: the last round gained \(LogText.percent(gain))"
-        case .overloaded(let inFlight): "overloaded with \(inFlight) in flight"
-        case .ceilingLifted: "no overload for a while"
-        }
+        logLevel("the queue", from: before, change, in: " in all", of: request, now: now)
     }
 
     /// A transfer of `request` to `host` ended at `now` (`outcome`): the server's level changes when a round says so,
@@ -142,23 +126,26 @@ extension QueueStateMachine {
         else { return }
         scheduler.setLimit(change.level, ofHost: host)
         guard outbox.isLogging else { return }
-        let server = servers.key(of: host) ?? "the server"
+        logLevel(servers.key(of: host) ?? "the server", from: before, change, of: request, now: now)
+    }
+
+    /// Logs a level's change: `subject: 4 → 8 at a time<scope> (why)`.
+    private mutating func logLevel(
+        _ subject: String, from before: Int, _ change: (level: Int, reason: AdaptiveConcurrency.Reason),
+        in scope: String = "", of request: NetworkRequest, now: Double
+    ) {
         outbox.log(.notice, .concurrencyChanged, request, now: now) {
-            let level = "\(before) → \(change.level) at a time"
+            let why: String
             switch change.reason {
-            case .doubled(let gain?):
-                return "\(server): \(level), doubled (the last round gained \(LogText.percent(gain)))"
-            case .doubled(nil): return "\(server): \(level), doubled after its first round"
-            case .tried: return "\(server): \(level), trying one more"
-            case .kept(let gain):
-                return "\(server): \(change.level) at a time kept (the try gained \(LogText.percent(gain)))"
-            case .wentBack(let gain):
-                return "\(server): \(level), back (the last round gained \(LogText.percent(gain)))"
-            case .overloaded(let inFlight):
-                return
-                    "\(server): \(level), overloaded with \(inFlight) in flight (\(inFlight) not tried again for a while)"
-            case .ceilingLifted: return "\(server): no overload for a while: higher levels may be tried again"
+            case .doubled(let gain?): why = "doubled: the last round gained \(LogText.percent(gain))"
+            case .doubled(nil): why = "doubled after its first round"
+            case .tried: why = "trying one more"
+            case .kept(let gain): why = "kept: the try gained \(LogText.percent(gain))"
+            case .wentBack(let gain): why = "back: the last round gained \(LogText.percent(gain))"
+            case .overloaded(let inFlight): why = "overloaded with \(inFlight) in flight, not tried again for a while"
+            case .ceilingLifted: why = "no overload for a while: higher levels may be tried again"
             }
+            return "\(subject): \(before) → \(change.level) at a time\(scope) (\(why))"
         }
     }
 
