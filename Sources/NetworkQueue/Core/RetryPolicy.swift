@@ -106,7 +106,8 @@ public struct RetryPolicy: Sendable {
     /// Asked about every failed attempt that may be retried at all (not a cancellation, an invalid
     /// request, a preflight or file error, and attempts left), with the request, the attempt's error and
     /// the number of attempts made so far. Its answer replaces the rules above, except
-    /// ``maximumAttempts``. The request waits (holding no slot) while it runs. Default nil.
+    /// ``maximumAttempts``. The request waits (holding no slot) while it runs, in a task of the queue's own (not on the
+    /// cooperative pool, so an app that computes there does not hold it back). Default nil.
     public var decide: (@Sendable (NetworkRequest, NetworkQueueError, Int) async -> Decision)?
 
     /// Creates a policy; see the type's table for the defaults.

@@ -118,7 +118,7 @@ extension NetworkQueue {
             reader?.resume(returning: 0)
             task?.cancel()
         case .decide(let decide):
-            Task {
+            QueueTasks.start {
                 let decision = await decide.decide(decide.request, decide.error, decide.attempts)
                 self.send(inline: true) {
                     $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1)
@@ -130,7 +130,7 @@ extension NetworkQueue {
     /// Runs an attempt's adapt hooks in order, each on the request the previous one returned, then reports
     /// the result. The task holds the queue (as a transfer does) until the hooks return.
     private func runHooks(_ adapt: QueueAction.Adapt) {
-        Task {
+        QueueTasks.start {
             var urlRequest = adapt.urlRequest
             let outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>
             do {

@@ -39,6 +39,8 @@ extension NetworkQueue {
     ///   another thread as the stop came (it may begin just after the stop returns); a request either still returns
     ///   was never read by the queue: it is not added and shows ``NetworkRequest/State/cancelled``.
     /// - The queue holds the source until it ends or is stopped.
+    /// - Each source is read by a task of the queue's own, not on the cooperative pool: an app that computes there
+    ///   does not hold the reading back, and a `next()` that blocks (a pipe read) holds only its own source.
     ///
     /// ```swift
     /// // Made one at a time, as the queue reads them: a million requests never exist at once.
@@ -88,7 +90,7 @@ extension NetworkQueue {
         // Its type erased here, so that the task (which owns it from now on) captures no generic type.
         var iterator = source.makeAsyncIterator()
         let next: () async throws -> NetworkRequest? = { try await iterator.next() }
-        let task = Task { await self.read(next, id: id) }
+        let task = QueueTasks.start { await self.read(next, id: id) }
         let isOpen = locked.withLock { core in
             guard core.machine.sources.isOpen(id) else { return false }
             core.readerTasks[id] = task
@@ -131,8 +133,8 @@ extension NetworkQueue {
                 guard admit(request, from: id, ending: nil) else { return }
                 count -= 1
             }
-            // A source that never suspends (a synchronous sequence, a file read in chunks) would hold its thread of
-            // the cooperative pool from grant to grant: other tasks, other sources' readers among them, get a turn.
+            // A source that never suspends (a synchronous sequence, a file read in chunks) would hold its thread from
+            // grant to grant: other tasks, other sources' readers among them, get a turn.
             await Task.yield()
         }
     }

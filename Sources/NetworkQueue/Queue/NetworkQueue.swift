@@ -110,7 +110,9 @@ public final class NetworkQueue: Sendable {
     /// own ``NetworkRequest/Handlers-swift.struct/adapt``, and returns the `URLRequest` to send: for example one with a fresh
     /// token. It runs while the request holds its slot; a throw fails the request with
     /// ``NetworkQueueError/adaptationFailed(_:)`` (retried like any failure when the retry policy's
-    /// closure says so). Changing it affects attempts that start afterwards. Default nil.
+    /// closure says so). Changing it affects attempts that start afterwards. It runs in a task of the queue's own, not
+    /// on the cooperative pool (an actor it awaits still runs its own code), so an app that computes on the pool does
+    /// not hold it back. Default nil.
     public var adapter: (@Sendable (URLRequest) async throws -> URLRequest)? {
         get { locked.withLock { $0.machine.adapter } }
         set { locked.withLock { $0.machine.adapter = newValue } }

@@ -139,7 +139,8 @@ extension NetworkRequest {
         public var onCompletion: (@Sendable (Result<NetworkResponse, NetworkQueueError>) -> Void)?
         /// Runs before every attempt (and before the HEAD preflight), after the queue's
         /// ``NetworkQueue/adapter``, and returns the `URLRequest` to send: for example one with a fresh token.
-        /// A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. Default nil.
+        /// A throw fails the request with ``NetworkQueueError/adaptationFailed(_:)``. It runs in a task of the queue's
+        /// own, as ``NetworkQueue/adapter`` does. Default nil.
         public var adapt: (@Sendable (URLRequest) async throws -> URLRequest)?
 
         /// Creates handlers; every one defaults to nil.
