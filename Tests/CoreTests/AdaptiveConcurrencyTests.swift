@@ -8,7 +8,7 @@ import Testing
 /// at 4 transfers and falls beyond, one that answers 503 above 6 in flight, one with 100 ms of latency and no limit
 /// (issue 75). Each settles within one of the best level, does at least 90% of the best fixed level's work, and sees
 /// no 503 once settled.
-@Suite(.testLane) struct AdaptiveConcurrencyTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct AdaptiveConcurrencyTests {
     /// A server model: what a transfer started with `inFlight` running (itself included) does.
     struct Model {
         /// The server's total rate with `n` transfers running, bytes per second (infinity: only latency bounds it).

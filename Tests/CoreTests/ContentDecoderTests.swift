@@ -7,7 +7,7 @@
 
     /// CurlTransport's own body decoding: every coding it offers decodes fed whole or byte by byte, and a
     /// stream that stops early or carries garbage is caught.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct ContentDecoderTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct ContentDecoderTests {
         // Computed: a static Data kept by the test binary reads as a leak to LeakSanitizer.
         static var text: Data { Data("hello, hello, hello world".utf8) }
         static let encoded: [(coding: String, hex: String)] = [

@@ -5,7 +5,7 @@ import Testing
 @testable import NetworkQueue
 
 /// The file name a response gives in `Content-Disposition`, read as RFC 6266 and 8187 say and made safe.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ContentDispositionTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ContentDispositionTests {
     static func name(_ field: String) -> String? { ContentDisposition.fileName(in: field) }
 
     @Test func filenameStarIsPreferredAndDecodedAndFilenameIsTheFallback() {

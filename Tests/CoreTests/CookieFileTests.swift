@@ -5,7 +5,7 @@ import Testing
 @testable import NetworkQueue
 
 /// Cookie files in curl's and wget's Netscape format: read, held to the jar's rules, written back.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct CookieFileTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CookieFileTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
 
     func header(_ jar: inout CookieJar, _ url: String) -> String? { jar.header(for: URL(string: url)!, now: now) }

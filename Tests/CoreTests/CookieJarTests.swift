@@ -4,7 +4,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct CookieJarTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CookieJarTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
     let site = URL(string: "http://www.a.test/dir/page")!
 

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct CurlErrorTableTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CurlErrorTableTests {
     @Test(
         arguments: [
             (Int32(0), URLError.Code?.none),
@@ -143,7 +143,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ResponseHeadParserTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResponseHeadParserTests {
     func parse(_ lines: [String]) -> (heads: [ResponseHeadParser.Head], parser: ResponseHeadParser) {
         var parser = ResponseHeadParser()
         var heads: [ResponseHeadParser.Head] = []
@@ -231,7 +231,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RedirectRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RedirectRulesTests {
     let url = URL(string: "http://a.test/dir/page?q=1")!
 
     func request(_ method: String, body: Data? = Data("x=1".utf8)) -> URLRequest {
@@ -284,7 +284,7 @@ func feedHead(_ lines: [String]) -> (head: ResponseHeadParser.Head?, violation: 
     return (head, parser.violation)
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct StrictFramingTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct StrictFramingTests {
     @Test(arguments: [
         ("X-A: a\rb\r\n", "a bare CR in a header line"), ("X-A: a\rb\n", "a bare CR in a header line"),
         ("X-A: foo", "a header line not ended by LF"),

@@ -11,7 +11,7 @@ import Testing
 /// A server that fails its connects several times in a row is down (DESIGN semantics 24), decided by the engine
 /// alone, time as a parameter: its waiting requests end at once, its later ones wait out the cool-down for one probe,
 /// and the other servers go on.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DeadHostTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DeadHostTests {
     typealias Driver = MachineDriver
 
     static let unanswered = TransferEvent.completed(URLError(.cannotConnectToHost))

@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DeadlineHeapTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DeadlineHeapTests {
     @Test func popsDueEntriesEarliestFirstAndKeepsTheRest() {
         var heap = DeadlineHeap<Int>()
         for (id, deadline) in [(1, 5.0), (2, 1.0), (3, 3.0), (4, 9.0), (5, 3.0)] {

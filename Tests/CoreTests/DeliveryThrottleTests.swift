@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DeliveryThrottleTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DeliveryThrottleTests {
     @Test func firstChangeFlushesAtOnceAndLaterOnesWaitForTheInterval() {
         var throttle = DeliveryThrottle(interval: 0.1)
         #expect(throttle.change(at: 5.0) == 0)

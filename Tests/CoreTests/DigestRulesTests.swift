@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DigestRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DigestRulesTests {
     static let s256 = Checksum(hashing: Data("abc".utf8), .sha256)
     static let s512 = Checksum(hashing: Data("abc".utf8), .sha512)
     static let b256 = Data(s256.bytes!).base64EncodedString()

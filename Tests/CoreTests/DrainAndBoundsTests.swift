@@ -10,7 +10,7 @@ import Testing
 
 /// The engine's bounds (any limit, any announced count) and a drain that never ends, or reports what its
 /// sources did, before `go()`.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DrainAndBoundsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DrainAndBoundsTests {
     typealias Driver = MachineDriver
 
     // MARK: Limits

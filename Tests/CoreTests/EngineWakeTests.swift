@@ -5,7 +5,7 @@ import Testing
 
 /// An engine pass's wake: one sink per owner, flushed in order when the pass ends, a sink enlisted during the flush
 /// flushed too, no owner held after it, sinks reused.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct EngineWakeTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct EngineWakeTests {
     final class Owner {
         let name: String
         init(_ name: String) { self.name = name }

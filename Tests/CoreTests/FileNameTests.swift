@@ -12,7 +12,7 @@ import Testing
 
 /// The one rule for a name in an output folder (``FileName``), and a part continued only by its own download
 /// (``FileOrigin``).
-@Suite(.testLane, .timeLimit(.minutes(2))) struct FileNameTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FileNameTests {
     @Test func hiddenCharactersAndTheProjectsOwnSuffixesNeverReachAName() {
         let cases: [(String, String?)] = [
             ("plain.bin", "plain.bin"), ("invoice\u{202E}fdp.exe", "invoicefdp.exe"), ("a\u{2028}b\u{2029}c", "abc"),

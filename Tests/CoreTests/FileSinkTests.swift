@@ -7,7 +7,7 @@ import Testing
 /// When a file download's validator file (`<file>.part.validator`) is written: only once its part is worth
 /// continuing. A body that arrives whole is written once and put in place, with no validator file made or removed;
 /// on Linux its part has no name until then (nothing but the whole file ever appears in the folder).
-@Suite(.testLane, .timeLimit(.minutes(2))) struct FileSinkTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FileSinkTests {
     /// What the folder shows of a new part before it is worth continuing: nothing on Linux (an unnamed file), the
     /// part file elsewhere.
     #if os(Linux)

@@ -6,7 +6,7 @@ import Testing
 @testable import TestSupport
 
 /// A head's fields kept as bytes read back as the strings the parser used to make as each line arrived.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct HeadFieldsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HeadFieldsTests {
     /// The reference: fields as strings, changed the way the parser changed them before it kept bytes.
     private struct Model {
         var fields: [ResponseHead.Field] = []

@@ -12,7 +12,7 @@ import Testing
 /// parameter: its requests wait without a slot and without spending their attempts, one at a time probes it on the
 /// retry policy's schedule, an answer releases them all, and only a server that stays down for the whole window (every
 /// probe the policy allows failed) ends them, once for the batch.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HeldServerTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HeldServerTests {
     typealias Driver = MachineDriver
 
     static let unanswered = DeadHostTests.unanswered

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A server's word held by the whole queue, and per-host pacing, in the engine alone: time as a parameter.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HostBackoffMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HostBackoffMachineTests {
     typealias Driver = MachineDriver
 
     /// A head from `server` (a `scheme://host` prefix).

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Which responses hold their server, and for how long.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HostBackoffRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HostBackoffRulesTests {
     static let wallClock = Date(timeIntervalSince1970: 1_700_000_000)
 
     static func seconds(_ status: Int, _ headers: [String: String]) -> Double? {

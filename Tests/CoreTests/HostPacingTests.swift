@@ -14,7 +14,7 @@ extension Scheduler {
 }
 
 /// Per-host pacing and holds in the scheduler, on a clock the test drives.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HostPacingTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HostPacingTests {
     /// A running scheduler of `limit` slots with ids `0..<count`, id i on host `hostOf(i)`.
     private func scheduler(limit: Int, count: Int, hostOf: (Int) -> Int) -> Scheduler {
         var scheduler = Scheduler(limit: limit)

@@ -6,7 +6,7 @@
     @testable import NetworkQueue
 
     /// The CA bundle reaches libcurl as a path to an in-memory file, not as a blob copied into every transfer.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct InMemoryPEMTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct InMemoryPEMTests {
         @Test func theBundleIsAnInMemoryFileReadableByPath() throws {
             let pem = Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)
             let certificates = InMemoryPEM(pem: pem)

@@ -6,7 +6,7 @@ import Testing
 
 /// RFC 9112's leniency where curl and browsers agree, and its limits where framing is at stake: what the
 /// head parser and the framing rules accept, refuse and how fast.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HeadLeniencyTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HeadLeniencyTests {
     @Test func linesEndedByABareLFAreLinesLikeAnyOther() {
         let (head, violation) = feedHead(["HTTP/1.1 200 OK\n", "Content-Length: 5\n", "Set-Cookie: a=1\r\n", "\n"])
         #expect(violation == nil)
@@ -72,7 +72,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TransferCodingRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TransferCodingRulesTests {
     @Test(arguments: [
         ("chunked", FramingRules.TransferCoding.valid(codings: [], isChunked: true)),
         ("gzip, chunked", .valid(codings: ["gzip"], isChunked: true)),
@@ -96,7 +96,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RedactionScrubTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RedactionScrubTests {
     @Test func urlsInsideAThrownErrorsTextAreRedacted() {
         let text = "token refresh failed for https://user:pw@auth.test/t?key=SECRET#f (HTTP 500)"
         #expect(Redaction.scrub(text) == "token refresh failed for https://***@auth.test/t?key=***#*** (HTTP 500)")
@@ -117,7 +117,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct CookieJarBoundsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CookieJarBoundsTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
 
     @Test func aRequestCarriesAtMostTheHeaderBound() {
@@ -167,7 +167,7 @@ import Testing
 }
 
 #if os(Linux)
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct DecoderChainTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct DecoderChainTests {
         @Test func moreThanFiveContentCodingsAreRefused() {
             #expect(throws: ContentDecoder.Failure.self) {
                 try ContentDecoder(contentEncoding: "gzip, gzip, gzip, gzip, gzip, gzip", library: .shared)

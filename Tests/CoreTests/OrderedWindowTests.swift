@@ -6,7 +6,7 @@ import Testing
 
 /// ``OrderedWindow``: the chunks of an ordered download, asked for within the connections and the window, each
 /// checked against the range it asked for.
-@Suite(.testLane) struct OrderedWindowTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct OrderedWindowTests {
     @Test func chunksCoverTheFileOnceInOrder() {
         for length: Int64 in [0, 1, 262_143, 262_144, 262_145, 10_000_000, 1 << 30] {
             let window = OrderedWindow(length: length, connections: 8, window: 64 << 20)

@@ -10,7 +10,7 @@ import Testing
 
 /// When the outbox asks for a delivery pass: at once after a quiet spell, at most once per pass interval while
 /// events flow, and never for what nobody hears.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct OutboxTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct OutboxTests {
     private let request = NetworkRequest(URLRequest(url: URL(string: "http://127.0.0.1/a")!))
 
     private func listening() -> Outbox {

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// curl's `--resolve HOST:PORT:ADDRESS[,ADDRESS]…`, read strictly: only IP addresses, a port in range, a plain host.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct PinnedAddressTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PinnedAddressTests {
     @Test func curlsFormIsReadAndWrittenBack() throws {
         let one = try #require(PinnedAddress("example.com:443:127.0.0.1"))
         #expect(one.host == "example.com" && one.port == 443 && one.addresses == ["127.0.0.1"])

@@ -4,7 +4,7 @@ import Testing
 @testable import NetworkQueue
 
 /// The preflight policy's books, event by event: which verdict each server's answers give, and when its HEADs wait.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PreflightSamplerTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PreflightSamplerTests {
     @Test func smallSizesStopTheHeadsAfterTheSamplesAndBigOnesKeepThemAtOnce() {
         var sampler = PreflightSampler()
         for _ in 0..<4 { sampler.started(0) }

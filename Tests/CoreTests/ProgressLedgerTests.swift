@@ -3,7 +3,7 @@ import Testing
 
 @testable import NetworkQueue
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ProgressLedgerTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ProgressLedgerTests {
     @Test func emptyLedgerIsZeroNotNaN() {
         let progress = KeyedLedger().snapshot(at: 0)
         #expect(progress.fractionCompleted == 0)
@@ -238,7 +238,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ProgressLedgerBulkTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ProgressLedgerBulkTests {
     @Test func cancellingUnfinishedInBulkEqualsCancellingEachOne() {
         var rng = SeededGenerator(seed: 11)
         for _ in 0..<200 {

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// The proxies a transport uses: the environment's, read as libcurl reads them, or one set in code (``Proxy``).
-@Suite(.testLane, .timeLimit(.minutes(1))) struct ProxyRoutesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ProxyRoutesTests {
     @Test func nothingSetMeansNoProxy() {
         #expect(ProxyRoutes([:]) == ProxyRoutes(["PATH": "/bin"]))
         let none = ProxyRoutes([:])

@@ -13,7 +13,7 @@ import Testing
 /// (successes, errors, bad statuses, cut bodies) and timer firings, under random deadlines, lowest speeds and
 /// rate caps, checked after every step against the invariants every user relies on; and, with a deadline, a
 /// batch whose servers stop answering still ends.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct QueueStateMachineModelTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct QueueStateMachineModelTests {
     /// Ten thousand sequences by default (see ``TestEnvironment/modelSeeds``).
     @Test func tenThousandRandomSequencesKeepTheInvariants() async {
         await forEachSeed(TestEnvironment.modelSeeds) { check(seed: $0) }

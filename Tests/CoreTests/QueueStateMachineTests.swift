@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// The engine alone: event sequences in, exact actions and deliveries out. Time is a parameter.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct QueueStateMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct QueueStateMachineTests {
     typealias Driver = MachineDriver
 
     @Test func nothingStartsBeforeGoThenStartsUpToTheLimitInOrder() {

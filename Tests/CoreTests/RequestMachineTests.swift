@@ -10,7 +10,7 @@ import Testing
 
 /// One request's machine alone, driven event by event: every event in every phase. A legal event gives exactly
 /// the action and the next phase in the table below; an illegal one stops the process (an exit test each).
-@Suite(.testLane, .timeLimit(.minutes(2))) struct RequestMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RequestMachineTests {
     /// The phases, each reached from a new machine by events alone (the phase cannot be assigned).
     enum Phase: String, CaseIterable, Codable, Sendable {
         case pending, awaitingPreflight, adaptingPreflight, preflighting, awaitingMain, adaptingMain, running,

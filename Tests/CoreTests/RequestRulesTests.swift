@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RequestRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RequestRulesTests {
     @Test(arguments: [
         (60.0, RequestRules.IdleTimeout.seconds(60)),
         (0.003, .seconds(0.003)),
@@ -149,7 +149,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RedirectPolicyTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RedirectPolicyTests {
     func request(_ url: String, headers: [String: String]) -> URLRequest {
         var request = URLRequest(url: URL(string: url)!)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }

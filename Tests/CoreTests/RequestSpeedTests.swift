@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A request's own speed and time left, from the same meter as the queue's, with time passed in.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RequestSpeedTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RequestSpeedTests {
     @Test func aDownloadsSpeedAndTimeLeftFollowItsBytes() {
         var driver = MachineDriver(limit: 1)
         driver.add(1)

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ResponseHeadTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResponseHeadTests {
     let url = URL(string: "http://a.test/f")!
 
     func head(_ fields: [(String, String)], status: Int = 200) -> ResponseHead {

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Retries and adapt hooks in the engine alone: exact deliveries, time as a parameter.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RetryMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RetryMachineTests {
     typealias Driver = MachineDriver
 
     /// A policy whose backoff is exactly `delay` (no jitter), so sequences are exact.

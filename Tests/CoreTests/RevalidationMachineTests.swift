@@ -10,7 +10,7 @@ import Testing
 
 /// Revalidated files in the engine alone (DESIGN semantics 23), at a real batch's scale: no HEAD, even with accurate
 /// progress on; each start carries the file's validator; a 304 ends each request with its file kept.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RevalidationMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RevalidationMachineTests {
     @Test func aBigBatchOfRevalidatedFilesSendsNoHeadAndEndsEachWithItsFileKept() async throws {
         // 100,000 requests and their claims: one of the suite's heavy tests (see ``HeavyTests``).
         try await HeavyTests.exclusively { try bigBatch() }

@@ -58,7 +58,7 @@ struct ReferenceScheduler {
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct SchedulerModelTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SchedulerModelTests {
     /// Ten thousand sequences by default (see ``TestEnvironment/modelSeeds``).
     @Test func tenThousandRandomSequencesMatchTheReferenceModel() async {
         let seeds = TestEnvironment.modelSeeds

@@ -17,7 +17,7 @@ extension Scheduler {
 func main(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .main) } }
 func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .preflight) } }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct SchedulerTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SchedulerTests {
     @Test func newSchedulerIsSuspendedAndStartsNothing() {
         var scheduler = IntScheduler(limit: 2)
         for id in 1...3 { scheduler.enqueue(main(id)[0]) }
@@ -215,7 +215,7 @@ func head(_ ids: Int...) -> [IntScheduler.Job] { ids.map { .init(id: $0, lane: .
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PendingListTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PendingListTests {
     @Test func popsFromBothEndsSkippingRemoved() {
         var list = PendingList()
         for id in 1...6 { list.append(id) }

@@ -5,7 +5,7 @@ import Testing
 
 /// How a file's bytes are shared among connections (issue 36's ground, pure): every byte written exactly once
 /// whatever is stolen or fails, the count never backwards, and the record a rerun reads.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct SegmentPlanTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SegmentPlanTests {
     static let mib: Int64 = 1 << 20
 
     @Test func aFileIsSplitInEqualPartsOfAtLeastTheMinimum() {

@@ -10,7 +10,7 @@ import Testing
 
 /// A split download's decisions driven alone (issue 51), transcript-style: each event in each mode gives exactly the
 /// actions listed. Locations are named `o` (the request's URL), `m1` and `m2` (its mirrors); connections by number.
-@Suite(.testLane, .timeLimit(.minutes(1))) struct SplitMachineTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SplitMachineTests {
     static let mib: Int64 = 1 << 20
     static let length = 4 * mib
 

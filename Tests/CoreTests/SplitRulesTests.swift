@@ -10,7 +10,7 @@ import Testing
 
 /// When a response lets a file be split, what each segment's answer must be, when sharing is worth it, and which
 /// source each connection goes to (issue 36): pure rules, exact outcomes.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct SplitRulesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SplitRulesTests {
     static let url = URL(string: "http://h/f")!
 
     static func head(_ status: Int, _ fields: [String: String]) -> ResponseHead {

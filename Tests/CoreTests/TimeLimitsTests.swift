@@ -12,7 +12,7 @@ import Testing
 /// every figure below is exact, and no test sleeps. The limit is a guard against a hang, as the integration suites':
 /// the big batch's 10,000 requests take 2.4 s alone under the thread sanitizer, and a clean-clone run, its thread
 /// shared with seven other suites, took them past two minutes.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct TimeLimitsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TimeLimitsTests {
     typealias Driver = MachineDriver
 
     /// The lines of the deliveries that say how requests ended or were retried.

@@ -4,7 +4,7 @@ import Testing
 @testable import NetworkQueue
 
 /// The shared cap's arithmetic, with time passed in by hand.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TokenBucketTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TokenBucketTests {
     @Test func aNewBucketHoldsATwentiethOfASecondAndRefillsAtItsRate() {
         let bucket = Bucket(rate: 2_000, now: 10)
         #expect(bucket.capacity == 100)
@@ -123,7 +123,7 @@ private final class Bucket {
 }
 
 /// The limiter shell around the bucket: settings as given, and no cap means no refusal.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RateCapTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RateCapTests {
     @Test func theCapReadsBackAsSetAndExtremesNeitherTrapNorRefuse() {
         let limiter = RateCap(maximumBytesPerSecond: .max)
         #expect(limiter.maximumBytesPerSecond == .max)

@@ -11,7 +11,7 @@ import Testing
 /// An engine pass's notices, applied under one acquisition of the lock (``QueueStateMachine/notices(_:now:)``), end as
 /// the same notices applied one by one do: same statuses, same deliveries for each request; only the event's end (what
 /// starts next, the timer, the delivery) comes once, after the last.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TransferNoticeTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TransferNoticeTests {
     /// Two requests running of four (limit 2): each gets a head, two bodies and its end. `batched`: as one pass.
     private static func run(batched: Bool) -> (lines: [String], deliveries: [String], driver: MachineDriver) {
         var driver = MachineDriver(limit: 2)

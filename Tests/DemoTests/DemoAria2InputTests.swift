@@ -12,7 +12,7 @@ import Testing
 /// `--input` in aria2's format: a URL line, then its indented option lines (` out=`, ` dir=`, ` checksum=`,
 /// ` header=`); options the Demo does not know named once and ignored; a malformed file refused before its first
 /// request; a session that may be the list it continues.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoAria2InputTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoAria2InputTests {
     /// The body `/bytes/N` serves (byte i is i % 256).
     static func body(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
 

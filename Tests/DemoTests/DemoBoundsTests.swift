@@ -6,7 +6,7 @@ import Testing
 /// The Demo's bounds on a request (`--speed-limit`/`--speed-time`, `--max-time`, `--max-filesize`) against servers
 /// that would otherwise hold a run for ever, over both transports: each run ends with exit status 1, the right
 /// count in its summary and nothing left in its folder.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DemoBoundsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoBoundsTests {
     static let transports = ["curl", "urlsession"]
 
     /// 200 bytes in 40 pieces, 0.5 s apart: 10 B/s for 20 s, never silent for long.
@@ -116,7 +116,7 @@ import Testing
 /// `--connect-timeout` (curl's): a host that never answers a connect fails its request at the limit, over libcurl,
 /// while the others finish; and a host that fails its connects in a row is down: its waiting requests end at once,
 /// counted apart (DESIGN semantics 24).
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DemoConnectTimeoutTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoConnectTimeoutTests {
     @Test func resolvePinsAHostToAnAddressAndTheRequestStillNamesIt() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

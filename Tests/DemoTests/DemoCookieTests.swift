@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// `--load-cookies` and `--save-cookies`: a batch that starts from a cookie file and writes its cookies back.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoCookieTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoCookieTests {
     @Test func cookiesAreLoadedSentWhereTheyBelongAndSavedBack() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

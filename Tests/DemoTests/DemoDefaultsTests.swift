@@ -11,7 +11,7 @@ import Testing
 
 /// What the Demo does without being asked, as curl's, wget2's and aria2's users expect: its name and version as the
 /// User-Agent, HEADs only where they pay, a dry run that asks no more than the download would, over both transports.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoDefaultsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoDefaultsTests {
     @Test func everyRequestNamesTheDemoAndTheLibrary() async throws {
         let setup = try DemoSetup(paths: ["/bytes/10", "/redirect/1?to=/bytes/20"])
         defer { setup.tearDown() }

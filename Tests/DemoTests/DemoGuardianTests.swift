@@ -19,7 +19,7 @@ import Testing
 /// names from responses and lists never plant a part, never stand for another line's file and never reach through a
 /// link; the program's own files are checked together before anything is touched; a dry run changes nothing; a
 /// reader that goes away stops the run with a write error.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoGuardianTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoGuardianTests {
     /// The transports each process test runs over: both, and libcurl's alone where the Demo's runs are cut down
     /// (`NQ_DEMO_REPEATS` under 50: the sanitizers' runs, where each instrumented Demo costs seconds of two shared
     /// cores and this suite's runs starved a transport test beside it of its first body piece for 10 s).

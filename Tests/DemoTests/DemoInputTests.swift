@@ -12,7 +12,7 @@ import Testing
 /// The `--input` list as a hostile world gives it: pipes, FIFOs and process substitutions read once, empty and
 /// comment-only lists that must end, malformed and endless lines, any concurrency, and names taken by things
 /// that are not files.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoInputTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoInputTests {
     /// Runs `script` with bash in `directory`, the Demo's path as `$1`; returns its exit status and its standard
     /// output and error together.
     private func bash(_ script: String, in directory: URL) async throws -> (status: Int32, output: String) {

@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// `--netrc` and `--netrc-file`: credentials go to the host their entry names, and nowhere else.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoNetrcTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoNetrcTests {
     @Test func theFileIsReadAsCurlReadsIt() throws {
         let netrc = try Netrc(
             parsing: """

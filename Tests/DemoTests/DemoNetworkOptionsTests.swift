@@ -11,7 +11,7 @@ import Testing
 
 /// The Demo's options for real networks: `--header`, `--user-agent`, `--proxy` (over real proxies, both
 /// transports) and `--report`.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoNetworkOptionsTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoNetworkOptionsTests {
     @Test func headersReachTheServerAndStayBehindWhenARedirectLeavesTheOrigin() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }

@@ -5,7 +5,7 @@
 
     /// `--on-finish CMD` (issue 75): once per saved file, with its path and URL passed intact however hostile the
     /// names, never through a shell, at most `--on-finish-jobs` at once, its status in the report; both transports.
-    @Suite(.testLane, .timeLimit(.minutes(10))) struct DemoOnFinishTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct DemoOnFinishTests {
         /// A script that records its arguments, NUL-separated, in `$LOGDIR/args.<pid>`, and how many of its kind
         /// were running as it started in `$LOGDIR/counts`; exits 3 when its path names "fail".
         static func recorder(in directory: URL) throws -> String {

@@ -11,7 +11,7 @@ import Testing
 
 /// Files named and placed as the list says: `out=` and `dir=` on a line (aria2's names), `--tree` and `--cut-dirs`
 /// (wget's): where each file lands, and the fields that would leave the output folder refused.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoPlacementTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoPlacementTests {
     @Test func outAndDirFieldsAreReadBesideMirrorsAndTheChecksum() throws {
         let hex = String(repeating: "ab", count: 32)
         let tab = try #require(
@@ -121,7 +121,7 @@ import Testing
 }
 
 /// `--content-disposition`: each file named by its response, in its line's folder, never over a file.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoContentDispositionTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoContentDispositionTests {
     static func path(_ size: Int, _ disposition: String) -> String {
         "/bytes/\(size)?header="
             + ("Content-Disposition:" + disposition).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!

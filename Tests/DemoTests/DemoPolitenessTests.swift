@@ -11,7 +11,7 @@ import Testing
 
 /// The Demo's polite options: `--rate`, `--wait`, `--random-wait` (their values as curl and wget read them, and the
 /// pace the server sees) and `--dry-run` (a line per URL, nothing written, the exit status).
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoPolitenessTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoPolitenessTests {
     @Test func rateAndWaitValuesReadAsCurlAndWgetWriteThem() {
         #expect(Politeness.interval(ofRate: "2/s") == 0.5)
         #expect(Politeness.interval(ofRate: "30/m") == 2)

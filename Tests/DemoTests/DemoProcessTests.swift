@@ -3,7 +3,7 @@ import LoopbackServer
 import TestSupport
 import Testing
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoProcessTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoProcessTests {
     /// Files only ever appear whole: a run killed while a small file's body is under way leaves the files it
     /// finished and, on Linux, nothing of the other (its part has no name until bytes reach it ahead of the end),
     /// and the next run fetches it from its first byte.

@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// `--progress-json`: JSON lines a program can read while the run goes.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoProgressJSONTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoProgressJSONTests {
     /// The JSON objects of `text`, one a line; nil when a line is not one.
     static func objects(_ text: String) -> [[String: Any]]? {
         var objects: [[String: Any]] = []

@@ -10,7 +10,7 @@ import Testing
 
 /// A rerun of the Demo asks each file once (issue 64, DESIGN semantics 23): one conditional GET a file, no HEAD; 304
 /// keeps it, 200 replaces it; a `--content-disposition` rerun finds its file by the URL it records.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoRevalidationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoRevalidationTests {
     #if os(Linux)
         @Test(
             .enabled(

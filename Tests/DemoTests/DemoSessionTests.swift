@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// `--save-session`: the lines not finished yet, kept as the run goes, so that `--input` of it continues the rest.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoSessionTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoSessionTests {
     /// The lines of `text` that are not comments or blank.
     static func entries(_ text: String) -> [String] {
         text.split(separator: "\n").map(String.init).filter {

@@ -11,7 +11,7 @@ import Testing
 
 /// The Demo's `--split N` and the mirrors of an `--input` line (TAB-separated, as aria2's input files), over both
 /// transports: the ranges the servers saw and the files that result.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DemoSplitTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoSplitTests {
     static let size = 3_000_000
 
     @Test func splitFetchesAFileOverSeveralConnectionsAndMirrorsStandInForADeadSource() async throws {

@@ -6,7 +6,7 @@
 
     /// `-o -` with `--split N` (issue 75): the file on standard output in order, each byte once, nothing else there;
     /// a reader that goes away ends the run with exit 23; bad usage refused.
-    @Suite(.testLane, .timeLimit(.minutes(10))) struct DemoStandardOutputTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct DemoStandardOutputTests {
         static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
 
         @Test func aSplitFileReachesStandardOutputInOrderOverBothTransports() async throws {

@@ -7,7 +7,7 @@
     /// `--cacert`, `--cert`/`--key`/`--pass` and `-k` against nginx with a test certificate authority (issue 75): what a
     /// user of an internal server needs, with curl's names; and the files they name treated as the program's own.
     @Suite(
-        .testLane, .timeLimit(.minutes(10)),
+        .admitted, .timeLimit(.minutes(10)),
         .enabled(
             if: StaticWebServer.path(of: .nginx) != nil || StaticWebServer.runsAll,
             "needs nginx (apt-get install nginx)"))

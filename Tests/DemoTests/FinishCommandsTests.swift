@@ -6,7 +6,7 @@
 
     /// The `--on-finish` runner alone: every file asked for runs once, at most the limit at once, however long
     /// the batch; how each ended is told.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct FinishCommandsTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct FinishCommandsTests {
         @Test func aLongBatchRunsEachCommandOnceAndTellsHowEachEnded() async throws {
             let seen = Box<[String: Int32]>([:])
             // A script: 7 for a path ending in 7, killed by signal 9 for one ending in 9, else 0.

@@ -44,7 +44,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
     return given
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct FileNameTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FileNameTests {
     @Test func namesFollowTheSameRuleAsBefore() {
         let bases = [
             "a.bin", "a.bin", "A.BIN", "a-2.bin", "a.bin", "b", "b", "b-2", "b", "index.html", "INDEX.html",
@@ -76,7 +76,7 @@ private func read(_ source: ListSource) async throws -> [Int: String] {
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ShardTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ShardTests {
     @Test func fourShardsOfAThousandLinesAreDisjointCompleteAndBalanced() async throws {
         let lines = (0..<1_000).map { "http://mirror.test/pool/\($0 % 97)/package-\($0).deb" }
         let list = try listFile(lines)

@@ -11,7 +11,7 @@ import Testing
 /// ``NetworkQueue/adaptiveConcurrency`` over real transports against loopback servers shaped by load (issue 75). The
 /// verdicts are bounds the queue guarantees whatever the machine's speed: never above a cap, never back to a level a
 /// server refused, every file fetched; how fast the level is found is the benchmark's (`--only adaptive`).
-@Suite(.testLane, .timeLimit(.minutes(10))) struct AdaptiveConcurrencyIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct AdaptiveConcurrencyIntegrationTests {
     /// The levels the log announced, in order: (from, to, in flight at an overload or nil).
     static func changes(_ log: Box<[NetworkQueueLogRecord]>) -> [(from: Int, to: Int, overloadedWith: Int?)] {
         // A server's lines (the queue's own begin "the queue:").

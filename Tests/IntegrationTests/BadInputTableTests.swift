@@ -192,7 +192,7 @@ let badInputs: [BadInput] = [
         outcome: { _ in .transport(.cannotConnectToHost) }),
 ]
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct BadInputTableTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct BadInputTableTests {
     @Test(arguments: TransportKind.allCases, badInputs)
     func eachBadInputHasItsExactOutcome(_ transport: TransportKind, _ input: BadInput) async throws {
         if let only = input.only, only != transport { return }

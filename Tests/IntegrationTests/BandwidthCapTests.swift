@@ -10,7 +10,7 @@ import Testing
 
 /// The queue's receive-rate cap over CurlTransport, judged by the loopback server's own count of bytes
 /// written in each second (bounds on the wire, not timings of the client).
-@Suite(.testLane, .timeLimit(.minutes(10))) struct BandwidthCapTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct BandwidthCapTests {
     /// The most bytes a capped second may carry: the cap, its burst (a twentieth), and a read per transfer.
     static func ceiling(_ cap: Int, transfers: Int) -> Int {
         cap + cap / 20 + transfers * max(4 << 10, cap / 32) + cap / 10

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Per-host limits and groups against two loopback servers (two ports: two hosts to the queue).
-@Suite(.testLane, .timeLimit(.minutes(10))) struct BatchIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct BatchIntegrationTests {
     @Test(arguments: TransportKind.allCases) func twoHostsWithTwoEachNeverMoreOnEitherWire(_ transport: TransportKind)
         async throws
     {

@@ -12,7 +12,7 @@ import Testing
 /// The connect's own time limit (``TimeLimits/connect``, curl's `--connect-timeout`): a host that never answers a
 /// connect fails its attempt as a failed connect once the limit passes, while a server that answers the connect and
 /// is slow to respond is not judged by it. The unanswered host is a loopback port whose listen queue is full.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ConnectLimitTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ConnectLimitTests {
     #if os(Linux)
         @Test func anUnansweredConnectFailsAtItsLimitAndTheOthersGoOn() async throws {
             let dead = try UnansweredListener()

@@ -8,7 +8,7 @@
 
     /// What only libcurl's transport promises: a cancelled connection is closed, pause and rate cap work,
     /// a CA can be added, and a storm of cancels leaves nothing behind.
-    @Suite(.testLane, .timeLimit(.minutes(10))) struct CurlTransportTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct CurlTransportTests {
         @Test func libcurlLoadsAndIsTheDefaultOnLinux() throws {
             #expect(CurlTransport.isAvailable)
             #expect(NetworkQueue.makeDefaultTransport() is CurlTransport)
@@ -433,7 +433,7 @@
     }
 
     /// TLS against `openssl s_server` with a CA and a certificate made for 127.0.0.1 at test time.
-    @Suite(.testLane, .timeLimit(.minutes(10))) struct TLSTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct TLSTests {
         @Test(arguments: TransportKind.allCases)
         func anUntrustedCertificateFailsWithATLSError(_ transport: TransportKind) async throws {
             try await TLSServer.with { server in

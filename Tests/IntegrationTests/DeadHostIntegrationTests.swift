@@ -12,7 +12,7 @@ import Testing
 /// of 127.0.0.1 (each connect is refused at once), or a stopped server's port. Three refused connects in a row end the
 /// server's waiting requests at once, the other server's requests all finish, and a server back on its port after the
 /// cool-down is used again.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DeadHostIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DeadHostIntegrationTests {
     @Test(arguments: TransportKind.allCases)
     func aRefusingServersRequestsEndAsDownAndTheOthersFinish(_ transport: TransportKind) async throws {
         let server = try LoopbackServer()

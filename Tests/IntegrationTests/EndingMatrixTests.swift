@@ -308,7 +308,7 @@ enum MatrixRoute: String, Sendable, CaseIterable {
     case http2
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct EndingMatrixTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct EndingMatrixTests {
     static let keys = Box(0)
     /// The cells whose server was restarted mid-body.
     static let restarts = Box(0)

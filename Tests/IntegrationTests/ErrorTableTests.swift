@@ -12,7 +12,7 @@
     /// reports most of them as -1). A cause only one transport can be set up for here is tested on that one:
     /// URLSession on Linux trusts only the system's CAs, so a certificate's dates and host name are reached
     /// through CurlTransport's extra CA alone.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct ErrorTableTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct ErrorTableTests {
         /// One request for `url` over `transport`, trusting `ca` (CurlTransport only), with `timeout`.
         static func failure(
             _ url: URL, over transport: TransportKind, trusting ca: URL? = nil, timeout: TimeInterval = 30

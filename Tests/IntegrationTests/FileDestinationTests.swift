@@ -19,7 +19,7 @@ func fileRequest(_ url: URL, to file: URL, tag: Int = 0) -> NetworkRequest {
     NetworkRequest(URLRequest(url: url), destination: .file(file), tag: tag)
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct FileDestinationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FileDestinationTests {
     @Test(arguments: TransportKind.allCases) func theBodyIsStreamedToTheFileAndMovedIntoPlace(
         _ transport: TransportKind
     ) async throws {

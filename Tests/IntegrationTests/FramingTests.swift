@@ -10,7 +10,7 @@ import Testing
 
 /// Nothing of a rejected head takes effect: no cookie stored, no connection reused after a response framed
 /// two ways.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct FramingTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FramingTests {
     /// Runs `first`, then `/bytes/1` on the same queue (one at a time); returns the first request's
     /// result, the cookie header the second carried, and the connections the server accepted.
     func twoRequests(_ first: String, over transport: TransportKind) async throws -> (NetworkRequest, String?, Int) {
@@ -101,7 +101,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct DefaultTransportTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DefaultTransportTests {
     @Test func linuxNeedsNoFallbackWhereLibcurlLoads() {
         #if os(Linux)
             #expect(CurlTransport.isAvailable)

@@ -7,7 +7,7 @@
 
     /// HTTP/2 over TLS against a real nginx (see ``NginxServer``), over CurlTransport: URLSession on Linux trusts
     /// only the system's CAs, so it cannot reach a server with a test CA (and its libcurl asks for HTTP/1.1).
-    @Suite(.testLane, .timeLimit(.minutes(5)), .enabled(if: NginxServer.runs, "needs nginx (apt-get install nginx)"))
+    @Suite(.admitted, .timeLimit(.minutes(10)), .enabled(if: NginxServer.runs, "needs nginx (apt-get install nginx)"))
     struct HTTP2IntegrationTests {
         // Computed, not stored (LeakSanitizer counts a static Data's storage as leaked); the batches read them once.
         static var small: Data { pattern(0..<1000) }

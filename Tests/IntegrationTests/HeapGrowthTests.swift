@@ -14,7 +14,7 @@
     /// 10,000 requests in three full runs where it passed alone, issue 72). It runs in the scale tier only, which runs
     /// each of its tests in a process of its own (`.ci/scale`).
     @Suite(
-        .testLane, .timeLimit(.minutes(10)),
+        .admitted, .timeLimit(.minutes(10)),
         .enabled(
             if: TestEnvironment.isScaleTier, "measures the whole process: the scale tier (.ci/scale) runs it alone"))
     struct HeapGrowthTests {

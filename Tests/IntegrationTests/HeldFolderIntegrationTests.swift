@@ -12,7 +12,7 @@ import Testing
 /// opens and held to its commit, every entry named relative to it. A folder of the output swapped for a link while the
 /// file is written is never followed: the file fails, saying so, nothing reaches the link's target, and the part
 /// (in the folder held, moved away) is removed.
-@Suite(.testLane, .timeLimit(.minutes(2))) struct HeldFolderIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HeldFolderIntegrationTests {
     static let size = 3 << 20
 
     /// Writes a 3 MB file to `sub/x.bin` of an output folder in `base` over `connections`, every response held at the

@@ -10,7 +10,7 @@ import Testing
 
 /// Checksums and the server's own digests, over each transport: a body that does not hash as promised
 /// fails with the expected and actual digests, and nothing of it stays.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct IntegrityTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct IntegrityTests {
     /// 50 MB; CI's sanitizer runs set `NQ_INTEGRITY_BYTES` lower (every byte is slower there).
     static let large = TestEnvironment.integer("NQ_INTEGRITY_BYTES", default: 50_000_000)
 

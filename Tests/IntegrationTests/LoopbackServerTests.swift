@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct LoopbackServerTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct LoopbackServerTests {
     @Test func bytesHaveLengthEtagAndThePattern() async throws {
         let server = try LoopbackServer()
         let (response, body, error) = await fetch(server.url("/bytes/1000"))

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Metrics and the log against the loopback server, over each transport.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct MetricsIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct MetricsIntegrationTests {
     static func measuringQueue(_ transport: TransportKind) -> NetworkQueue {
         let queue = NetworkQueue.oneAttempt(transport: transport.make())
         queue.collectsMetrics = true

@@ -10,7 +10,7 @@ import Testing
 
 /// ``OrderedDownload`` over each transport (issue 75): a file over several connections, handed on in order, each byte
 /// once; a server without ranges through a temporary file; a chunk that is not its range ends it with the reason.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct OrderedDownloadTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct OrderedDownloadTests {
     /// The loopback server's bytes: byte i is i % 256.
     static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
 

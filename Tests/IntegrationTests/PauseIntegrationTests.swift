@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Pausing a real download and resuming it with a range request, over both transports.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct PauseIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PauseIntegrationTests {
     static let size = 20_000_000
 
     /// A queue over `transport` with a recorder, downloading `/bytes/<size>` (throttled to about a second) into

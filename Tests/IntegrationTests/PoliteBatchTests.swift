@@ -11,7 +11,7 @@ import Testing
 /// Per-host pacing and a server's word held by the batch, against two loopback servers (two ports: two servers to
 /// the queue), over each transport. The server's own arrival times are the evidence; only lower bounds on the gaps
 /// are asserted (the queue guarantees them; a loaded machine only lengthens them).
-@Suite(.testLane, .timeLimit(.minutes(10))) struct PoliteBatchTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PoliteBatchTests {
     /// The gaps between consecutive arrivals, in seconds.
     static func gaps(_ arrivals: [Double]) -> [Double] { zip(arrivals.dropFirst(), arrivals).map { $0 - $1 } }
 

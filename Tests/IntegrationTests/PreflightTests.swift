@@ -42,7 +42,7 @@ func makePreflightQueue(_ kind: TransportKind, limit: Int = 4) -> (NetworkQueue,
     return (queue, recorder, transport)
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct PreflightTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PreflightTests {
     @Test(arguments: TransportKind.allCases) func tenBodiesFiveBeforeGoFiveWhileRunningEndWithExactTotals(
         _ transport: TransportKind
     ) async throws {

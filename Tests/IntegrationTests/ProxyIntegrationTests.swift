@@ -11,7 +11,7 @@
     /// forwarding, `CONNECT` tunnels and Basic authentication, microsocks for SOCKS5 with and without remote
     /// names. The environment's proxies over both transports are tested through the Demo (see `DemoProxyTests`):
     /// setting the environment here would send every other test's requests through them.
-    @Suite(.testLane, .timeLimit(.minutes(5))) struct ProxyIntegrationTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct ProxyIntegrationTests {
         static let alice = Proxy.Credentials(user: "alice", password: "Pr0xy-SECRET")
 
         /// Runs one request for `url` over a CurlTransport with `setting` (and the test CA when given).

@@ -36,7 +36,7 @@ func first(_ stream: AsyncStream<NetworkQueueEvent>, where match: (NetworkQueueE
     for await event in stream where match(event) { return }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct QueueIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct QueueIntegrationTests {
     @Test(arguments: TransportKind.allCases) func eventsArriveInOrderAndTheQueueFinishesOnce(_ transport: TransportKind)
         async throws
     {

@@ -11,7 +11,7 @@ import Testing
 /// Foundation on Linux traps when a redirect's answer reaches a task that a cancel has moved on. Before
 /// the fix these runs crashed the test process within a few dozen requests; passing means no crash and
 /// every request ended exactly once.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct RedirectCancelStressTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RedirectCancelStressTests {
     @Test(arguments: TransportKind.allCases) func aThousandRedirectingRequestsCancelledAtRandomAndBy3msTimeouts(
         _ transport: TransportKind
     ) async throws {

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct CredentialRedirectTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CredentialRedirectTests {
     static let credentials = [
         "Authorization": "Bearer SECRET", "Cookie": "sid=SECRET", "Proxy-Authorization": "Basic SECRET",
         "Accept": "x/y",
@@ -83,7 +83,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct CookieTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CookieTests {
     @Test(arguments: TransportKind.allCases) func cookiesStayInTheTransportAndAreNeverPersisted(
         _ transport: TransportKind
     ) async throws {
@@ -114,7 +114,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct FileSafetyTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct FileSafetyTests {
     @Test(arguments: TransportKind.allCases) func aDirectoryAtTheDestinationIsNeverDeleted(_ transport: TransportKind)
         async throws
     {
@@ -216,7 +216,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct ResponseLimitTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResponseLimitTests {
     @Test(arguments: TransportKind.allCases) func anEndlessBodyIsCutAtTheCapAndTheConnectionClosed(
         _ transport: TransportKind
     ) async throws {
@@ -265,7 +265,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct RedactionIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RedactionIntegrationTests {
     @Test(arguments: TransportKind.allCases) func aSiblingCancelDoesNotRevealTheFailedURLsSecrets(
         _ transport: TransportKind
     ) async throws {
@@ -283,7 +283,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TransportErrorRedactionTests {
     @Test(arguments: TransportKind.allCases) func theURLErrorOfAFailedTransferShowsNoSecret(_ transport: TransportKind)
         async throws
     {

@@ -80,7 +80,7 @@ let responseCorpus: [CorpusRow] = [
     CorpusRow(name: "bad-chunk", curl: bad, urlSession: bad),
 ]
 
-@Suite(.testLane, .serialized, .timeLimit(.minutes(5))) struct ResponseCorpusTests {
+@Suite(.admitted, .serialized, .timeLimit(.minutes(10))) struct ResponseCorpusTests {
     @Test(arguments: TransportKind.allCases, responseCorpus)
     func eachOddResponseHasTheOutcomeCurlAndTheRFCGiveIt(_ transport: TransportKind, _ row: CorpusRow) async throws {
         let expected = row.outcome(transport)

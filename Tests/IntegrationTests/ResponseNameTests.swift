@@ -11,7 +11,7 @@ import Testing
 /// A file named by its response (`FileOptions.namesFileFromResponse`), over each transport: hostile names land inside
 /// the folder, a name never replaces a file, two responses wanting one name get two, the response and the log say
 /// where each went.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct ResponseNameTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResponseNameTests {
     /// A path of the loopback server answering `size` bytes with `Content-Disposition: disposition`.
     static func path(_ size: Int, _ disposition: String, _ tag: Int) -> String {
         let header = "Content-Disposition:" + disposition

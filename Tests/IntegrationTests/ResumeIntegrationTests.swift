@@ -10,7 +10,7 @@ import Testing
 
 /// Resuming file downloads against the loopback server, over each transport: the headers the server
 /// sees, the bytes it sends, and the file that results.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct ResumeIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResumeIntegrationTests {
     static let size = 300_000
 
     /// A directory with `name`'s part file holding the first `count` pattern bytes and, when given, a

@@ -10,7 +10,7 @@ import Testing
 
 /// Retries against the loopback server, over each transport: what reaches the server, and what the
 /// caller gets.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct RetryIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RetryIntegrationTests {
     /// A queue retrying at once (a backoff of 0), with a recorder.
     static func retryingQueue(_ transport: TransportKind, clock: any QueueClock = SystemQueueClock()) -> (
         NetworkQueue, Recorder

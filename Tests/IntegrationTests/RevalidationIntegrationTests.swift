@@ -18,7 +18,7 @@ import Testing
 /// A rerun asks each file once (DESIGN semantics 23, ``NetworkRequest/ExistingFile/revalidate``), over both
 /// transports: a conditional GET with the entity tag the file was saved under (else its date); 304 keeps the file, a
 /// 200 replaces it through its part, and no HEAD is sent even with accurate progress on.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RevalidationIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RevalidationIntegrationTests {
     static let lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
     static let tagAttribute = "user.networkqueue.etag"
 

@@ -14,7 +14,7 @@ import Testing
 ///
 /// Short by default (for CI). The long run: `NQ_SOAK_REQUESTS=10000 NQ_SOAK_DRAINS=50 swift test -c release
 /// --filter SoakTests`; `NQ_SOAK_SEED=<n>` replays a run.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct SoakTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SoakTests {
     /// What one soak request asks for, and what it may end as.
     enum Kind: CaseIterable {
         case bytes, file, chunked, gzip, redirect, drop, reset, serverError, timeout, corruptGzip

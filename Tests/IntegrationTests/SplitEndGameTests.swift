@@ -12,7 +12,7 @@ import Testing
 /// 429 holds its server for the batch, a mirror that lies under the file's validator cannot fail a checksummed file,
 /// and a stalled mirror is raced at the end of the file instead of waited for. Over each transport, against loopback
 /// servers.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct SplitEndGameTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SplitEndGameTests {
     static let size = SplitIntegrationTests.size
 
     /// A mirror answers every range with a 429 asking for 3 s: the file completes from the request's own URL, and the

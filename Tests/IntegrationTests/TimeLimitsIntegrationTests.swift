@@ -12,7 +12,7 @@ import Testing
 /// with its own error and its figures, a file's retry continues its part, nothing is left behind, and the
 /// connections close. (The decisions are the engine's, tested exactly on injected time in `TimeLimitsTests`;
 /// these check the shell carries them out.)
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TimeLimitsIntegrationTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TimeLimitsIntegrationTests {
     /// 200 bytes in 40 pieces, 0.5 s apart: 10 B/s for 20 s.
     static let trickle = "/trickle/200/40/500"
 

@@ -12,7 +12,7 @@ import Testing
 /// the way real ones do: restarted mid-batch, resetting each request's first connections after its head, dropping every
 /// HEAD, resetting every other connection as it accepts it. Each fault comes from the batch's own events (a count of
 /// finished files, the queue's word that the server is held), never from a clock; the verdict is what was saved.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TransientFaultTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TransientFaultTests {
     /// Hears the queue's hold changes and counts finished requests, running `onFinished` with each count and `onHold`
     /// with each change.
     final class Watcher: NetworkQueueDelegate, @unchecked Sendable {

@@ -10,7 +10,7 @@
     /// transfer to end: whatever the engine thread was doing at that moment — the transfer posted and not begun
     /// yet, running, or being throttled from another thread — the transfer ends exactly once and nothing of it
     /// stays in memory. A lent body piece lives only as long as its event.
-    @Suite(.testLane, .timeLimit(.minutes(10))) struct TransportReleaseTests {
+    @Suite(.admitted, .timeLimit(.minutes(10))) struct TransportReleaseTests {
         @Test func aTransportReleasedWhileWorkIsPostedEndsEachTransferOnceAndKeepsNothing() async throws {
             let server = try LoopbackServer()
             var options = CurlTransport.Options()

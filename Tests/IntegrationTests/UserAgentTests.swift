@@ -11,7 +11,7 @@ import Testing
 /// Every request carries a User-Agent, as curl's, wget2's and aria2's do: the library's by default, the same on
 /// both transports (HEAD, GET, POST and a redirect's next request alike), the transport's where it sets one, the
 /// request's own where it has one.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct UserAgentTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct UserAgentTests {
     /// The User-Agent of each request the server saw, in order, after a queue over `transport` ran `requests`.
     func agents(_ transport: any Transport, _ server: LoopbackServer, _ requests: [URLRequest]) async throws
         -> [String?]

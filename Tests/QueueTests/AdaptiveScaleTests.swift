@@ -7,7 +7,7 @@ import Testing
 /// ``NetworkQueue/adaptiveConcurrency`` at a real batch's scale (`NQ_BIG_BATCH`: 100,000 in the scale tier, 10,000 in
 /// the first): every request ends exactly once, and the transfers in flight never pass the caps, over one server or a
 /// hundred.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct AdaptiveScaleTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct AdaptiveScaleTests {
     @Test func aBigBatchWithAdaptiveConcurrencyEndsEveryRequestOnceWithinItsCaps() async throws {
         try await HeavyTests.exclusively {
             for servers in [1, 100] {

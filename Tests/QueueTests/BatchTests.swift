@@ -12,7 +12,7 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
     NetworkRequest(URLRequest(url: URL(string: "http://\(host).test/\(tag)")!), tag: tag)
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PerHostLimitTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PerHostLimitTests {
     @Test func aFullHostDoesNotHoldBackAnotherHostBehindIt() async throws {
         let gate = TransferGate()
         let transport = InMemoryTransport.ok(gate: gate)
@@ -59,7 +59,7 @@ private func request(host: String, _ tag: Int) -> NetworkRequest {
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PredicateTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PredicateTests {
     @Test func cancelWhereCancelsExactlyTheChosenRequests() async throws {
         let gate = TransferGate()
         let transport = InMemoryTransport.ok(gate: gate)

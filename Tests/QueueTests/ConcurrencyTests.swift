@@ -7,8 +7,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ConcurrencyTests {
-    @Test(.timeLimit(.minutes(1)))
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ConcurrencyTests {
+    @Test
     func hammeringFromEightThreadsLosesNothingAndDrainsOncePerDrain() async throws {
         // Given a queue whose transfers are instant, slow, or failing, at random
         let transport = InMemoryTransport { urlRequest in
@@ -109,7 +109,7 @@ import Testing
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct QueueProgressTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct QueueProgressTests {
     @Test func bytesComeFromContentLengthAndTheFractionByBytes() async throws {
         let sizes = [1_000, 2_000, 3_000]
         let gate = TransferGate()

@@ -348,7 +348,7 @@ struct CannedHandle: TransferHandle {
     func cancel() {}
 }
 
-@Suite(.testLane, .timeLimit(.minutes(1))) struct DocumentationExamplesTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DocumentationExamplesTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

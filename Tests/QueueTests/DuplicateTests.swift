@@ -14,7 +14,7 @@ private func same(_ tag: Int, path: String = "same", method: String = "GET") -> 
     return NetworkRequest(urlRequest, tag: tag)
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct DuplicateTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DuplicateTests {
     /// A gated queue with the policy, a recorder as delegate and `limit`.
     private func makeQueue(_ policy: DuplicatePolicy, limit: Int = 4) -> (
         NetworkQueue, InMemoryTransport, TransferGate, Recorder

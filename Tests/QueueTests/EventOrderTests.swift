@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct EventOrderTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct EventOrderTests {
     @Test func eachRequestGetsStartHeadersFinishInOrderThenOneQueueDidFinish() async throws {
         // Given a queue of three requests
         let queue = NetworkQueue.oneAttempt(transport: InMemoryTransport.ok())

@@ -14,7 +14,7 @@ import Testing
 #endif
 
 /// ``NetworkRequest/ExistingFile/skipIfUnchanged``: a HEAD decides whether an existing file is kept.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ExistingFileTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ExistingFileTests {
     static let body = "0123456789"
     static let older = "Sun, 06 Nov 1994 08:49:37 GMT"
     static let newer = "Wed, 01 Jan 2098 00:00:00 GMT"

@@ -9,7 +9,7 @@ import Testing
 
 /// A hook that never answers holds its request only for the request's `timeoutInterval`: the queue
 /// still drains. Time is the test's clock.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct HookTimeoutTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct HookTimeoutTests {
     /// Suspends until the test lets it go (at its end), then answers late: the answer must be ignored.
     final class Stall: Sendable {
         private let waiting = Box<[CheckedContinuation<Void, Never>]>([])

@@ -9,7 +9,7 @@ import Testing
 
 /// No secret a request carries, in its URL or its headers, or a response carries in Set-Cookie, reaches a
 /// log record, whatever the path: success, retry, redirect followed or refused, failure, cancel.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct LogRedactionTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct LogRedactionTests {
     static let secrets = [
         "pa55word", "T0K3N", "FRAGSECRET", "AUTHSECRET", "COOKIESECRET", "PROXYSECRET", "SETCOOKIESECRET", "REDIRPASS",
         "REDIRSIG",

@@ -37,7 +37,7 @@ final class MainActorModel: NetworkQueueDelegate {
     }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct MainActorDelegateTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct MainActorDelegateTests {
     @MainActor
     @Test func aMainActorDelegateGetsEveryCallbackOnTheMainQueue() async throws {
         DispatchQueue.main.setSpecific(key: MainActorModel.mainQueueKey, value: true)

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The debug log, metrics delivery and their cost when unused, with the in-memory transport.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ObservabilityTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ObservabilityTests {
     /// A queue logging into the returned box (retrying at once, when `retries`).
     static func loggingQueue(_ transport: InMemoryTransport, retries: Bool = false) -> (
         NetworkQueue, Box<[NetworkQueueLogRecord]>
@@ -157,7 +157,7 @@ import Testing
 }
 
 /// Metrics reach the delegate, the events, the request and its response, and are asked for only when read.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct MetricsDeliveryTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct MetricsDeliveryTests {
     final class MetricsRecorder: NetworkQueueDelegate {
         let seen = Box<[String]>([])
         func networkQueue(_ queue: NetworkQueue, didCollectMetrics request: NetworkRequest, metrics: TransferMetrics) {

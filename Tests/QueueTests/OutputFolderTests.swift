@@ -15,7 +15,7 @@ import Testing
 
 /// The output folder's guardian (``OutputFolder``) and the origin each file records (``FileOrigin``), driven through
 /// the queue with scripted responses: hostile names at a batch's scale, links, reserved names, another origin's file.
-@Suite(.testLane, .timeLimit(.minutes(10))) struct OutputFolderTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct OutputFolderTests {
     /// A new folder under the temporary directory.
     static func folder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("nq-guard-\(UUID().uuidString)")

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Pausing and resuming single requests in every phase, over the in-memory transport.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PauseTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PauseTests {
     /// A transfer that sends a head and "abc", then waits at `gate` before "def".
     static func halfway(_ gate: TransferGate) -> InMemoryTransport {
         InMemoryTransport { _ in

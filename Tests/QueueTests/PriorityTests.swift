@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Request priorities through the public API, with one slot so that the start order is exact.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct PriorityTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct PriorityTests {
     func prioritized(_ tag: Int, _ priority: NetworkRequest.Priority) -> NetworkRequest {
         NetworkRequest(URLRequest(url: url(tag)), priority: priority, tag: tag)
     }

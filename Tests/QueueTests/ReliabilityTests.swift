@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ReliabilityTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ReliabilityTests {
     @Test func anInterimHeadIsNeverTheFinalResponse() async throws {
         let transport = InMemoryTransport { _ in
             [.respond(status: 100), .respond(status: 200, headers: ["Content-Length": "3"]), .body(Data("abc".utf8))]

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A response costs no `HTTPURLResponse` unless someone reads one; whoever reads one gets the same object.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct ResponseHeadDeliveryTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct ResponseHeadDeliveryTests {
     /// Hears heads as ``ResponseHead``s only.
     final class HeadListener: NetworkQueueDelegate {
         let heads = Box<[ResponseHead]>([])

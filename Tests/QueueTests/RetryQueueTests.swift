@@ -9,7 +9,7 @@ import Testing
 
 /// Retries, adapt hooks and decoding through the whole queue, over the in-memory transport; waits are
 /// on an injected clock the test moves.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RetryQueueTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RetryQueueTests {
     /// A transport whose n-th transfer (1-based) follows `script(n)`.
     static func counting(_ script: @escaping @Sendable (Int) -> [InMemoryTransport.Step]) -> InMemoryTransport {
         let count = Box(0)

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct RollingPreflightTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct RollingPreflightTests {
     /// The preflight window at the default limit of 4: 8 per slot, at least 64.
     static let window = 64
 

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct SchedulingTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SchedulingTests {
     @Test(arguments: [1, 3, 8])
     func neverMoreThanTheLimitInFlight(limit: Int) async throws {
         let gate = TransferGate()
@@ -161,7 +161,7 @@ func currentThreadID() -> UInt {
     #endif
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct CallerThreadTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct CallerThreadTests {
     @Test func goAddAndSetLimitNeverStartTransfersOnTheCallersThread() async throws {
         let transport = ThreadRecordingTransport()
         let queue = NetworkQueue.oneAttempt(transport: transport)

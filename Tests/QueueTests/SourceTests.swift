@@ -85,7 +85,7 @@ private struct StallingSource: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
 }
 
-@Suite(.testLane, .timeLimit(.minutes(5))) struct SourceTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct SourceTests {
     /// The look-ahead at the default limit of 4 (see `add(contentsOf:)`).
     static let lookAhead = 256
 

@@ -9,7 +9,7 @@ import Testing
 
 /// ``TransportPass``: the events a transport reports inside a pass reach each queue when the pass ends, together;
 /// outside one, each at once.
-@Suite(.testLane, .timeLimit(.minutes(5))) struct TransportPassTests {
+@Suite(.admitted, .timeLimit(.minutes(10))) struct TransportPassTests {
     /// Two requests started on a transport that lets the test report their events.
     private static func twoStarted() async throws -> (NetworkQueue, StubbornTransport, [NetworkRequest]) {
         let transport = StubbornTransport()

@@ -26,6 +26,23 @@ public enum TestEnvironment {
     /// How many seeded sequences each model test runs: `NQ_MODEL_SEEDS`, default 2,000 (10,000 in the scale tier).
     public static var modelSeeds: Int { max(1, integer("NQ_MODEL_SEEDS", default: isScaleTier ? 10_000 : 2_000)) }
 
+    /// The cores this process may run on: the CPUs of its affinity mask (`taskset -c 0` makes it 1), as the Swift
+    /// concurrency pool counts them for its threads; read from `Cpus_allowed_list` in `/proc/self/status` ("0-1",
+    /// "0,2-3"). Foundation's `activeProcessorCount` counts every CPU online.
+    public static let cores: Int = {
+        let online = ProcessInfo.processInfo.activeProcessorCount
+        guard let status = readText(of: URL(fileURLWithPath: "/proc/self/status")),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+        else { return online }
+        var count = 0
+        for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
+            let ends = range.split(separator: "-").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard let first = ends.first ?? nil, let last = ends.last ?? nil, last >= first else { return online }
+            count += last - first + 1
+        }
+        return max(1, count)
+    }()
+
     /// How many requests a test of a big batch drives: `NQ_BIG_BATCH`, default 10,000 (100,000 in the scale tier:
     /// a real batch's scale; CI takes 10,000 under the sanitizers too).
     public static var bigBatch: Int { max(1, integer("NQ_BIG_BATCH", default: isScaleTier ? 100_000 : 10_000)) }

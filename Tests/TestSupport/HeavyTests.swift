@@ -5,7 +5,7 @@
 /// script (`.ci/scale`) runs each heavy test in a process of its own, where the gate is never waited for: a test's time
 /// limit counts its own run.
 public enum HeavyTests {
-    private static let gate = Slots(count: 1)
+    private static let gate = SlotPool([()])
 
     /// Runs `body` once no other heavy test runs, and keeps the others waiting until it returns. A run with smaller
     /// batches (`NQ_BIG_BATCH` under 100,000: the sanitizers' runs) runs it at once, beside the others: there the
@@ -13,6 +13,6 @@ public enum HeavyTests {
     /// with one of them (tests with a 60 s bound ran out under the thread sanitizer).
     public static func exclusively<Result>(_ body: () async throws -> Result) async throws -> Result {
         guard TestEnvironment.bigBatch >= 100_000 else { return try await body() }
-        return try await gate.holding(body)
+        return try await gate.holding { _ in try await body() }
     }
 }
