@@ -32,6 +32,15 @@ public struct AdmissionTrait: SuiteTrait, TestTrait, TestScoping {
     /// The slots, each a thread of its own.
     static let slots = SlotPool((0..<max(0, testSlots)).map { TestThread(name: "test slot \($0)") })
 
+    /// The slots' threads.
+    static let threads = slots.all
+
+    /// True when the calling thread is one of the slots' (false with no slots).
+    public static var isOnASlotsThread: Bool { threads.contains { $0.isCurrent } }
+
+    /// How many tests hold a slot now.
+    public static var admittedCount: Int { get async { await slots.busy } }
+
     /// Every test of the suite and of the suites inside it.
     public var isRecursive: Bool { true }
 
@@ -98,10 +107,18 @@ enum TestTimes {
 /// Slots handed to one task at a time, first come first served: the test slots (a thread each) and the heavy tests'
 /// one-at-a-time gate (``HeavyTests``).
 actor SlotPool<Slot: Sendable> {
+    /// Every slot, held or free.
+    nonisolated let all: [Slot]
     private var free: [Slot]
     private var waiting: [CheckedContinuation<Slot, Never>] = []
 
-    init(_ slots: [Slot]) { free = slots }
+    init(_ slots: [Slot]) {
+        all = slots
+        free = slots
+    }
+
+    /// How many slots are held now.
+    var busy: Int { all.count - free.count }
 
     /// Runs `body` with a slot, waiting for one first.
     nonisolated func holding<Result>(_ body: (Slot) async throws -> Result) async throws -> Result {
