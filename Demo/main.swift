@@ -53,7 +53,7 @@ func checkedOptions() -> DemoOptions {
 }
 let options = checkedOptions()
 /// The CA file trusted beside the system's, and what named it (`--cacert`, or the environment's), looked up once.
-let trustedCA = options.trustedCertificates(environment: ProcessInfo.processInfo.environment)
+let trustedCA = TrustedCA.file(option: options.caCert, environment: ProcessInfo.processInfo.environment)
 if options.insecure {
     complain(
         "Demo: warning: --insecure: servers' certificates and names are not verified; anyone on the path can read "
