@@ -103,8 +103,8 @@ import Testing
     }
 
     /// The probe of a held server is a file split over two connections: the head its file begins with releases the
-    /// server, though that head never passes as a transfer event (the split machine hands it over once the file is
-    /// begun). Before, only a later request's head released it: the held requests waited for the file to end.
+    /// server in the call that begins the file (the request's machine hears it as its own head). Before, only a later
+    /// request's head released it: the held requests waited for the file to end.
     @Test func aSplitFileProbingAHeldServerReleasesItWithTheHeadItBeginsWith() {
         let files = (1...8).map { tag in
             NetworkRequest(
@@ -128,13 +128,11 @@ import Testing
         let (slot, token) = (probe.start.slot, probe.start.token)
         let begun = SplitMachineTests.head()
         let head = ResponseHead(url: sent.url ?? begun.url, statusCode: 200, httpVersion: "1.1", fields: begun.fields)
-        var shell = driver.split(.transfer(.head(head), connection: 0), slot: slot, token: token)
-        #expect(shell.contains { if case .beginFile = $0 { true } else { false } }, "\(shell)")
-        #expect(Self.said(&driver) == [])
-        #expect(driver.transfers.count == 1)
-        // The shell began the file: its head is the request's, and the server is back; the held requests go.
+        // The shell read the head and began the file on it: the file is shared, its head is the request's, and the
+        // server is back; the held requests go.
         let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: nil)
-        shell = driver.split(.fileBegun(.success(reading)), slot: slot, token: token, at: 4)
+        let shell = driver.split(.firstHead(reading, connection: 0), slot: slot, token: token, at: 4)
+        #expect(shell.contains { if case .beginFile = $0 { true } else { false } }, "\(shell)")
         #expect(Self.said(&driver) == ["server back http://a.test:80 after 1.0 s, 0 failures"])
         #expect(driver.machine.progress(at: 4).heldServerCount == 0)
         #expect(driver.transfers.count == 2 && driver.transfers[1].tag != probe.tag)

@@ -14,6 +14,19 @@ struct HeadReading: Sendable {
     /// and the answer is 304 Not Modified: the file there is kept, and the response has no body for the file.
     let isNotModified: Bool
 
+    /// This reading, of the same response told with `head` instead (a continued split part's head in the continuing
+    /// form its request hears).
+    func replacingHead(with head: ResponseHead) -> HeadReading {
+        HeadReading(head: head, continuation: continuation, isAcceptable: isAcceptable, isNotModified: isNotModified)
+    }
+
+    private init(head: ResponseHead, continuation: RangeRules.Outcome?, isAcceptable: Bool, isNotModified: Bool) {
+        self.head = head
+        self.continuation = continuation
+        self.isAcceptable = isAcceptable
+        self.isNotModified = isNotModified
+    }
+
     /// Reads `head` for a transfer continuing a part of `continuedFrom` bytes (0: none) of a request that
     /// accepts `acceptableStatusCodes`; `revalidates`: the transfer sent its file's validator.
     init(_ head: ResponseHead, continuedFrom: Int64, acceptableStatusCodes: Range<Int>?, revalidates: Bool = false) {

@@ -188,8 +188,23 @@ extension NetworkQueue {
             pipeline = TransferPipeline(
                 owner: self, slot: slot, token: token, request: request, sink: sink, revalidates: revalidates,
                 connections: connections)
+            // One entry into the engine: the file opened, and the download of a file that may be shared begun (its
+            // first connection started by its work).
+            if let sink {
+                let begin = shared.flatMap { pipeline.beginning(fileOptions: $0) }
+                let (isCurrent, actions) = locked.withLock { core in
+                    let now = clock.now()
+                    var actions = core.machine.fileEvent(.opened(sink), slot: slot, token: token, now: now)
+                    let isCurrent = core.machine.table.isCurrent(slot, token: token)
+                    if isCurrent, let begin {
+                        actions.append(core.machine.splitEvent(begin, slot: slot, token: token, now: now))
+                    }
+                    return (isCurrent, actions)
+                }
+                perform(actions, inline: true)
+                guard isCurrent, begin == nil else { return }
+            }
         }
-        if let shared, pipeline.connections != nil { return pipeline.startConnections(fileOptions: shared) }
         // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
         // File I/O and hashing happen in it, outside the lock; a transfer's events are serial.
         let events: @Sendable (TransferEvent) -> Void = { event in pipeline.receive(event) }
@@ -209,8 +224,8 @@ extension NetworkQueue {
         }
     }
 
-    /// Opens the part file of a transfer about to start and tells the machine; nil when the transfer must not
-    /// start (the request ended meanwhile, or the file could not be opened: the machine was told).
+    /// Opens the part file of a transfer about to start; nil when the transfer must not start (the request ended
+    /// meanwhile, or the file could not be opened: the machine was told). The caller tells the machine it opened.
     private func openPart(
         _ claim: DestinationClaim, continuing: Bool, segmented: Bool, namesFromResponse: Bool, revalidating: Bool,
         slot: Int, token: UInt64
@@ -230,12 +245,7 @@ extension NetworkQueue {
             send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
             return nil
         }
-        let (isCurrent, actions) = locked.withLock { core in
-            let actions = core.machine.fileEvent(.opened(sink), slot: slot, token: token, now: clock.now())
-            return (core.machine.table.isCurrent(slot, token: token), actions)
-        }
-        perform(actions, inline: true)
-        return isCurrent ? sink : nil
+        return sink
     }
 }
 

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A file attempt that may use several connections (issues 36, 62, 73) runs through its one pipeline too: the pipeline
+/// A file attempt that may use several connections (73) runs through its one pipeline too: the pipeline
 /// is the shell of all its connections. It hands every event of a connection to the request's machine
 /// (``QueueStateMachine/splitEvent(_:slot:token:now:)``, or a batched notice for bytes written through a connection's
 /// cursor) and does the ``ConnectionWork`` that follows, which reaches it as the event's ``QueueAction/connections(_:)``
@@ -13,9 +13,10 @@ import Foundation
 /// need (its position, its cursor, the event in hand): the rest is the request's machine's, under the queue's one
 /// lock. The file's writes happen here, outside that lock.
 ///
-/// Each connection's events are serial. The first connection carries the file as it comes (the pipeline's own steps,
-/// as any transfer's) unless the machine begins the file as shared at its head (``ConnectionWork/beginFile(_:done:head:)``):
-/// a file of one connection is the pipeline's own transfer from its head on, with nothing to pass.
+/// Each connection's events are serial. The first connection's final head is read once, as any transfer's (the
+/// pipeline's own step), and the machine decides on it in the same call: it begins the file as shared
+/// (``ConnectionWork/beginFile(_:done:)``), or the connection carries the file as it comes (``ConnectionWork/carry(id:)``):
+/// a file of one connection is the pipeline's own transfer from its head on, with nothing to pass or read again.
 extension TransferPipeline {
     /// What the pipeline of a file that may be shared holds for its connections.
     final class Connections: Sendable {
@@ -66,14 +67,14 @@ extension TransferPipeline {
         }
     }
 
-    /// Begins the download of the attempt's request over its first transfer.
-    func startConnections(fileOptions: NetworkRequest.FileOptions) {
-        guard let connections else { return }
+    /// The event that begins the download of the attempt's request over its first transfer (nil: the file may not be
+    /// shared), handed in with its file's opening.
+    func beginning(fileOptions: NetworkRequest.FileOptions) -> RequestMachine.SplitEvent? {
+        guard let connections else { return nil }
         let isCapped = connections.options.rateCap?.maximumBytesPerSecond != nil
-        handIn(
-            .begin(
-                connections.outgoing, fileOptions, part: sink?.resumed, isCapped: isCapped,
-                collectsMetrics: connections.options.collectsMetrics, shell: self), route: nil)
+        return .begin(
+            connections.outgoing, fileOptions, part: sink?.resumed, isCapped: isCapped,
+            collectsMetrics: connections.options.collectsMetrics, shell: self)
     }
 
     // MARK: A connection's events
@@ -83,13 +84,17 @@ extension TransferPipeline {
         if case .data(let data) = event {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
-        var isFinalHead = false
         if case .head(let head) = event, !ResponseRules.isInterim(head) {
-            isFinalHead = true
             // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
             // range is the whole file).
             let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
             route.position = head.statusCode == 206 ? range?.first ?? route.position : 0
+            if let connections, !connections.state.withLock({ $0.isShared }) {
+                // The first connection's final head: read once, as any transfer's head is, and decided on in one
+                // entry; the file is then begun on it as shared (``ConnectionWork/beginFile(_:done:head:)``) or carried
+                // by this connection from it on (``ConnectionWork/carry(id:head:)``), with nothing read or heard again.
+                return handIn(.firstHead(reading(of: head), connection: id), route: route)
+            }
         }
         if case .completed = event, route.unheard {
             // What it wrote through its cursor is heard before its end (its notice may be waiting for the pass's end).
@@ -97,15 +102,6 @@ extension TransferPipeline {
             route.unheard = false
         }
         handIn(.transfer(event, connection: id), route: route)
-        guard isFinalHead, let connections, !connections.state.withLock({ $0.isShared }),
-            let cell = route.cell, !cell.withLock({ $0.isCancelled })
-        else { return }
-        // The machine heard the head and neither began the file as shared nor stopped the connection: the file is one
-        // connection's, which carries it as it comes from this head on (the machine hears it as the attempt's own), its
-        // notices batched with the engine pass's others as any transfer's.
-        route.carriesFile = true
-        batches = true
-        receive(event)
     }
 
     /// A body piece lent by the transport (see ``LendingTransport``).
@@ -182,7 +178,16 @@ extension TransferPipeline {
                 }
             case .beginFile(let shape, let done, let head):
                 connections.state.withLock { $0.isShared = true }
-                handIn(.fileBegun(begin(shape, done: done, head: head, sink)), route: nil)
+                var failure = sink.begin(reading(of: head))
+                if failure == nil { failure = sink.beginSegments(shape, done: done) }
+                if let failure { handIn(.writeFailed(failure), route: nil) }
+            case .carry(let id, let head):
+                // The file is this connection's: its head begins the file as any transfer's does (the engine heard it
+                // already), and its events go through the pipeline's own steps, batched with the engine pass's others
+                // as any transfer's.
+                connections.route(id)?.carriesFile = true
+                batches = true
+                if case let failed = step(.head(head)), case .fileFailed = failed { pass(failed) }
             case .finish(let head, let length, let metrics):
                 finish(head: head, length: length, metrics: metrics)
             }
@@ -217,20 +222,6 @@ extension TransferPipeline {
                 }
             }
         if !cell.attach(started) { started.cancel() }
-    }
-
-    /// Reads the file's first head and sizes and records its part; the failure, if either failed.
-    private func begin(_ shape: SplitRules.Shape, done: [Range<Int64>], head: ResponseHead, _ sink: FileSink)
-        -> Result<HeadReading, NetworkQueueError>
-    {
-        let reading: HeadReading
-        switch splitHead(head) {
-        case .head(let read): reading = read
-        case .fileFailed(let failure): return .failure(failure)
-        case .event, .integrityFailed: return .failure(.fileError(path: sink.partial.path, reason: "no head"))
-        }
-        if let failure = sink.beginSegments(shape, done: done) { return .failure(failure) }
-        return .success(reading)
     }
 
     /// The file is whole: closed, hashed when checks apply, and the engine hears the ending.

@@ -116,13 +116,18 @@ final class TransferPipeline: ConnectionShell, @unchecked Sendable {
         owner.tell(TransferNotice(slot: slot, token: token, kind: kind), batching: batches)
     }
 
+    /// How `head`, a final head of the transfer, reads against its part and its request: what ``step(_:)`` hands on.
+    func reading(of head: ResponseHead) -> HeadReading {
+        HeadReading(
+            head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes,
+            revalidates: revalidates)
+    }
+
     /// Applies one transport event to the file and the hashes, and returns what the engine must hear.
     func step(_ event: TransferEvent) -> Step {
         switch event {
         case .head(let head) where !ResponseRules.isInterim(head):
-            let reading = HeadReading(
-                head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes,
-                revalidates: revalidates)
+            let reading = reading(of: head)
             if reading.isNotModified {
                 // The file there is the resource: nothing is written or hashed, and the part is discarded.
                 keepsExistingFile = true
@@ -155,16 +160,6 @@ final class TransferPipeline: ConnectionShell, @unchecked Sendable {
             break
         }
         return .event
-    }
-
-    /// The head of a split download (issue 36), read and begun on the file as ``step(_:)`` does; its bytes come out
-    /// of order, so the hashes wait for ``finishSplit(head:length:)``.
-    func splitHead(_ head: ResponseHead) -> Step {
-        let reading = HeadReading(
-            head, continuedFrom: sink?.continuedFrom ?? 0, acceptableStatusCodes: acceptableStatusCodes,
-            revalidates: revalidates)
-        if !reading.isNotModified, let sink, let error = sink.begin(reading) { return .fileFailed(error) }
-        return .head(reading)
     }
 
     /// A split download's every byte is in its part: the file is closed, then the whole part (`length` bytes) is

@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a ``SplitMachine`` holds: its connections, its mode (first, beginning, running, ended) with each mode's own
-/// state, and the shared state of a split file. The machine's decisions are in `SplitMachine.swift`; its actions and
+/// What a ``SplitMachine`` holds: its connections, its mode (first, running, ended) with each mode's own state, and the
+/// shared state of a split file. The machine's decisions are in `SplitMachine.swift` and its facets; its actions and
 /// events in `SplitActions.swift`.
 extension SplitMachine {
     /// One connection of the file.
@@ -34,12 +34,10 @@ extension SplitMachine {
         var racingFrom: Int64?
     }
 
-    /// Where the download is. Each mode carries what only it has (issue 62), as the request's phases do.
+    /// Where the download is. Each mode carries what only it has, as the request's phases do.
     enum Mode {
         /// The first connection's head has not come.
         case first
-        /// The first head said split: the shell begins the file (``ConnectionWork/beginFile(_:done:head:)``).
-        case beginning(Beginning)
         /// The file runs over its connections, one to N (N = 1: nothing is shared, no loan asked for, no end game).
         case running(Sharing)
         /// It ended: whole, failed, or released with its attempt; or the first head was not one to share on, and its
@@ -51,20 +49,10 @@ extension SplitMachine {
         var name: String {
             switch self {
             case .first: "first"
-            case .beginning: "beginning"
             case .running: "running"
             case .ended: "ended"
             }
         }
-    }
-
-    /// The file being begun: its shape, what is on disk, the connection whose head began it and the head the engine
-    /// hears (the first response's, or its continuing form).
-    struct Beginning {
-        let shape: SplitRules.Shape
-        let done: [Range<Int64>]
-        let connection: Int
-        let head: ResponseHead
     }
 
     /// How the file is shared.

@@ -218,8 +218,6 @@ extension QueueStateMachine {
     /// slot, so that a server going down costs nothing per request in the table (a list of millions may hold thousands
     /// of dead servers).
     mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
-        numberHostsOnFirstFailedConnect()
-        guard let host = scheduler.host(of: slot) else { return false }
         let record = table[slot]
         let request = record.request
         let startedAt: Double
@@ -228,6 +226,7 @@ extension QueueStateMachine {
         case .preflighting(let preflight):
             guard preflight.location == 0 else {
                 // A mirror's HEAD: its own server's book hears it, and the request asks its next location.
+                numberHostsOnFirstFailedConnect()
                 let mirror = request.fileOptions.mirrors[preflight.location - 1]
                 locationUnreachable(mirror, startedAt: preflight.startedAt, of: request, now: now)
                 return false
@@ -237,21 +236,35 @@ extension QueueStateMachine {
             .waitingToRetry, .committing, .following, .paused:
             return false
         }
-        let verdict = bookConnectFailure(
-            host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url), slot: slot, startedAt: startedAt,
-            of: request, now: now)
-        // A request with mirrors has other sources: its machine tries them (semantics 19).
-        guard request.fileOptions.mirrors.isEmpty else { return false }
-        switch verdict {
+        switch connectVerdict(slot, startedAt: startedAt, now: now) {
         case .counted:
             return false
         case .held:
             apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
             return true
-        case .down(let failures, _):
-            let error = NetworkQueueError.hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures)
+        case .down(let error):
             end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now)
             return true
+        }
+    }
+
+    /// Counts a failed connect of the request in `slot` to its own server (its try begun at `startedAt`) in the
+    /// server's book, and returns the book's verdict for the request: held or down only for a request without
+    /// mirrors, whose machine has no other location to ask (semantics 19). Reads nothing of the request's machine, which
+    /// may be deciding the event that asks (``DownloadBooks``).
+    mutating func connectVerdict(_ slot: Int, startedAt: Double, now: Double) -> ConnectVerdict {
+        numberHostsOnFirstFailedConnect()
+        guard let host = scheduler.host(of: slot) else { return .counted }
+        let request = table[slot].request
+        let verdict = bookConnectFailure(
+            host, key: servers.key(of: host) ?? RequestRules.hostKey(request.url), slot: slot, startedAt: startedAt,
+            of: request, now: now)
+        guard request.fileOptions.mirrors.isEmpty else { return .counted }
+        switch verdict {
+        case .counted: return .counted
+        case .held: return .held
+        case .down(let failures, _):
+            return .down(.hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures))
         }
     }
 

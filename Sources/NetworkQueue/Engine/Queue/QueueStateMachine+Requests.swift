@@ -227,7 +227,7 @@ extension QueueStateMachine {
             timer.retries.insert(.init(deadline: now + delay, id: slot, stamp: wait.token))
             actions.publish(record)
             outbox.post(.willRetry(request, after: delay, error: error))
-            // Counted as retries (the first retry of two is "retry 1/2"), as the Demo's rows count them (issue 50).
+            // Counted as retries (the first retry of two is "retry 1/2"), as the Demo's rows count them.
             let retry = record.machine.attempts
             let retries = (request.retryPolicy ?? retryPolicy).maximumAttempts - 1
             outbox.log(.notice, .retryScheduled, request, now: now) {

@@ -34,7 +34,7 @@ extension QueueStateMachine {
             }
         }
         for entry in timer.splits.popDue(at: now) {
-            splitNotice(.recheckDue, slot: entry.id, token: entry.stamp, now: now)
+            downloadEvent(.recheckDue, slot: entry.id, token: entry.stamp, now: now)
         }
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.stamp) {

@@ -25,9 +25,8 @@ extension QueueStateMachine {
             return transferEnded(
                 .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
         case .reached(let id, let through, let segment):
-            let event = RequestMachine.SplitEvent.reached(
-                connection: id, through: through, segment: segment)
-            splitNotice(event, slot: slot, token: token, now: now)
+            let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
+            downloadEvent(event, slot: slot, token: token, now: now)
             return finishEvent(now)
         }
     }
@@ -69,7 +68,7 @@ extension QueueStateMachine {
                 .checksumMismatch(expected: expected, actual: actual), slot: slot, token: token, now: now)
         case .reached(let id, let through, let segment):
             let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
-            splitNotice(event, slot: slot, token: token, now: now)
+            downloadEvent(event, slot: slot, token: token, now: now)
         }
         return nil
     }
@@ -163,9 +162,21 @@ extension QueueStateMachine {
     private mutating func receive(_ count: Int, keeping data: Data?, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
+        countBytes(count, of: record, now: now)
+        let isMemory = if case .memory = request.destination { true } else { false }
+        let received = record.progress.received
+        apply(slot, now: now) {
+            $0.bodyPiece(keeping: isMemory ? data : nil, received: received, of: request, &$1, now: now)
+        }
+        // Past the size cap the attempt failed: the request waits or ended.
+        guard table.record(at: slot) === record, case .running = record.machine.phase else { return }
+        shown(record, slot: slot, now: now)
+    }
+
+    /// `count` body bytes of `record`'s attempt are counted: the ledger's and the rate's.
+    mutating func countBytes(_ count: Int, of record: RequestRecord, now: Double) {
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
         receivedTotal &+= Int64(count)
-        let isMemory = if case .memory = request.destination { true } else { false }
         if let startedAt = record.machine.phase.attempt?.startedAt {
             record.bytesMoved += Int64(count)
             // Measured from the moment the transfer started, so that the first bytes already give a rate.
@@ -174,12 +185,10 @@ extension QueueStateMachine {
             }
             record.downloadMeter?.window.record(total: record.bytesMoved, at: now)
         }
-        let received = record.progress.received
-        apply(slot, now: now) {
-            $0.bodyPiece(keeping: isMemory ? data : nil, received: received, of: request, &$1, now: now)
-        }
-        // Past the size cap the attempt failed: the request waits or ended.
-        guard table.record(at: slot) === record, case .running = record.machine.phase else { return }
+    }
+
+    /// `record`'s received bytes changed: shown with the next coalesced progress.
+    mutating func shown(_ record: RequestRecord, slot: Int, now: Double) {
         flush.list(slot, isListed: &record.isListedDirty)
         record.downloadDirty = true
         flush.markChanged(at: now)
@@ -219,6 +228,18 @@ extension QueueStateMachine {
         }
         if case .interim = read { return }
         heedServer(head, of: request, now: now)
+        headHeard(read, head, slot: slot, now: now)
+        // Once the delegate heard the head (by design: the one decision of the machine the coordinator hands back).
+        if case .read(_, _, _, let problem?) = read {
+            apply(slot, now: now) { $0.attemptEnded(problem, of: request, &$1, now: now) }
+        }
+    }
+
+    /// What the ledger, the log and the delegate hear of `slot`'s attempt head `head`, read by its machine as `read`
+    /// (its server heeded already). A problem the head names fails the attempt afterwards: the caller applies it.
+    mutating func headHeard(_ read: RequestMachine.HeadAction, _ head: ResponseHead, slot: Int, now: Double) {
+        let record = table[slot]
+        let request = record.request
         switch read {
         case .interim: return
         case .refusedRange(let offset, _):
@@ -259,7 +280,6 @@ extension QueueStateMachine {
             }
             flush.markChanged(at: now)
             outbox.post(.didReceiveHeaders(request, head: head))
-            if let problem { apply(slot, now: now) { $0.attemptEnded(problem, of: request, &$1, now: now) } }
         }
     }
 
@@ -289,11 +309,7 @@ extension QueueStateMachine {
             return
         }
         let record = table[slot]
-        if adaptive != nil, case .running = record.machine.phase {
-            let sample = AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received)
-            if let host = scheduler.host(of: slot) { adapt(sample, host: host, of: record.request, now: now) }
-            adaptQueue(sample, inFlight: scheduler.activeCount, of: record.request, now: now)
-        }
+        if case .running = record.machine.phase { sample(outcome, of: record, slot: slot, now: now) }
         let file = record.claim?.url
         let checksExistingFile = record.existingFile != nil
         let metrics = record.requestMetrics
@@ -303,6 +319,14 @@ extension QueueStateMachine {
                 checksExistingFile: checksExistingFile, metrics: metrics, expectedBefore: record.progress.expectedDown,
                 &$1, now: now)
         }
+    }
+
+    /// The adaptive concurrency's sample of a main transfer of `record` that ended as `outcome`.
+    mutating func sample(_ outcome: RequestMachine.TransferOutcome, of record: RequestRecord, slot: Int, now: Double) {
+        guard adaptive != nil else { return }
+        let sample = AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received)
+        if let host = scheduler.host(of: slot) { adapt(sample, host: host, of: record.request, now: now) }
+        adaptQueue(sample, inFlight: scheduler.activeCount, of: record.request, now: now)
     }
 
     /// An event of the file of `slot`'s current transfer: opened by the shell before the transfer starts (when
@@ -337,104 +361,5 @@ extension QueueStateMachine {
             }
         }
         return finishEvent(now)
-    }
-
-    // MARK: A split file
-
-    /// Hands `event` of `slot`'s split attempt `token` to the request's machine (which holds the file's child machine)
-    /// and does the steps it returns; the shell's work goes to the attempt's shell as a ``QueueAction/connections(_:)``,
-    /// in order with the event's other actions. Dropped when the attempt is not current.
-    mutating func splitEvent(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) -> QueueActions
-    {
-        // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their count,
-        // with its progress, comes with their writes).
-        guard splitNotice(event, slot: slot, token: token, now: now) else { return actions.take(deliverAfter: nil) }
-        return finishEvent(now)
-    }
-
-    /// ``splitEvent(_:slot:token:now:)`` of a current attempt, the event not finished. What the request's machine
-    /// leaves to the queue is done in order: the log's, the host books' and a loan's at once; the attempt's transfer
-    /// notices (through ``noticeApplied(_:slot:token:now:)``, as a plain transfer's), a loan asked for and a look
-    /// booked only while its attempt runs. An attempt the file ended (the request machine's own action) is applied
-    /// last. False when the event changed nothing the queue shares.
-    @discardableResult
-    private mutating func splitApplied(
-        _ event: RequestMachine.SplitEvent, slot: Int, work: inout [ConnectionWork], now: Double
-    ) -> Bool {
-        let record = table[slot]
-        guard let attempt = record.machine.phase.attempt else { return false }
-        let (before, clock) = (record.machine.phase, record.machine.deadline)
-        var queue: [SplitMachine.Action] = []
-        let action = record.machine.split(
-            event, of: record.request, policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead, &shared,
-            now: now, work: &work, queue: &queue)
-        for item in queue {
-            switch item {
-            case .note(let event, let level, let message):
-                outbox.log(level, event, record.request, now: now) { message }
-                continue
-            case .heed(let head):
-                heedServer(head, of: record.request, now: now)
-                locationAnswered(head, of: record.request, now: now)
-                continue
-            case .unreachable(let url, let startedAt):
-                locationUnreachable(url, startedAt: startedAt, of: record.request, now: now)
-                continue
-            case .giveBack(let loan):
-                scheduler.returnExtra(host: loan.host)
-                continue
-            case .notice, .borrow, .recheck: break
-            // The request machine's own: never left to the queue.
-            case .work, .fail, .fileFailed: continue
-            }
-            guard table.isCurrent(slot, token: attempt.token), table[slot].machine.phase.attempt === attempt else {
-                continue
-            }
-            switch item {
-            case .notice(let kind): _ = noticeApplied(kind, slot: slot, token: attempt.token, now: now)
-            case .recheck(let at): timer.splits.insert(.init(deadline: at, id: slot, stamp: attempt.token))
-            case .borrow(let locations):
-                // One answer: a connection to each location's server in order, while a slot would idle (the loans
-                // made, the first ones asked for).
-                var loans: [ConnectionLoan] = []
-                for url in locations {
-                    guard let loan = lendConnection(to: url, now: now) else { break }
-                    loans.append(loan)
-                }
-                splitApplied(.lent(loans), slot: slot, work: &work, now: now)
-            case .work, .note, .heed, .unreachable, .giveBack, .fail, .fileFailed: break
-            }
-        }
-        if case .none = action { return !queue.isEmpty }
-        // The file ended the attempt, its connections stopped with it: as a transfer's end.
-        settle(slot, before: before, clock: clock, action, transferEnded: true, now: now)
-        return true
-    }
-
-    /// ``splitEvent(_:slot:token:now:)`` without ending the event (the look at a split file's end game, a
-    /// ``QueueTimer`` entry; a batched notice of its writes). False when the event changed nothing the queue shares.
-    @discardableResult
-    mutating func splitNotice(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) -> Bool {
-        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else { return false }
-        // The shell that does the work: the attempt's, or the one the file begins with.
-        var shell = table[slot].machine.splitShell
-        if case .begin(_, _, _, _, _, let beginning) = event { shell = beginning }
-        var work: [ConnectionWork] = []
-        let changed = splitApplied(event, slot: slot, work: &work, now: now)
-        if !work.isEmpty, let shell { actions.append(.connections(ConnectionBatch(shell: shell, work: work))) }
-        return changed
-    }
-
-    /// One connection lent to a running split download.
-    struct ConnectionLoan: Sendable {
-        /// The host it counts toward under a per-host limit.
-        let host: Int?
-    }
-
-    /// Lends a running attempt one more connection to `source`, or nil when no slot would idle (or `source`'s server
-    /// is paced or held at `now`).
-    private mutating func lendConnection(to source: URL?, now: Double) -> ConnectionLoan? {
-        let host = hostNumber(of: source)
-        return scheduler.lendExtra(host: host, now: now) ? ConnectionLoan(host: host) : nil
     }
 }

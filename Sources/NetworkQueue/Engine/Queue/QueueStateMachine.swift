@@ -100,6 +100,9 @@ struct QueueStateMachine {
     var hostHealth = HostHealth()
     /// True once a connect failed since the numbering started: servers are numbered from then on.
     var hasFailedConnect = false
+    /// The slot whose download event the request's machine is deciding: the books' answers it asks for are this slot's
+    /// (``DownloadBooks``).
+    var downloadSlot = -1
     var nextSequence: UInt64 = 0
     /// The actions of the event being handled.
     var actions = QueueActions()

@@ -49,7 +49,7 @@ final class Attempt {
     var split: Split?
 
     /// The split download's child machine and its shell, held by reference from its attempt and changed in place by
-    /// the request's machine alone (``RequestMachine/split(_:of:policy:deadAtHead:_:now:work:steps:)``).
+    /// the request's machine alone (``RequestMachine/split(_:of:context:books:_:now:)``).
     final class Split {
         // Unchecked: changed in place by every event of the file's connections, only by the request's machine, which
         // runs only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.

@@ -130,7 +130,7 @@ struct RequestMachine {
             } else if let limit = request.maximumResponseSize, (200..<300).contains(reading.head.statusCode),
                 let length = ResponseRules.knownLength(of: reading.head), length > limit
             {
-                // The size is known before the GET: a body over the limit is not asked for (issue 50).
+                // The size is known before the GET: a body over the limit is not asked for.
                 preflight.tooLarge = .responseTooLarge(limit: limit, url: reading.head.url)
             } else if !ResponseRules.isInterim(reading.head),
                 (request.retryPolicy ?? shared.retryPolicy).retryableStatusCodes.contains(reading.head.statusCode)
@@ -512,6 +512,9 @@ struct RequestMachine {
 extension RequestMachine {
     /// What the coordinator must do after an event.
     enum Action {
+        /// True for ``none``.
+        var isNone: Bool { if case .none = self { true } else { false } }
+
         /// Nothing beyond what the phase's holdings say.
         case none
         /// Run the adapt hooks; their answer comes back under `token`.

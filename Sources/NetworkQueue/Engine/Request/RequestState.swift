@@ -63,7 +63,7 @@ enum RequestState {
     final class Preflight {
         let token: UInt64
         let cell: TransferCell
-        /// Which location the HEAD asks: 0 for the request's URL, k for its k-th mirror (issue 50: a dead origin's
+        /// Which location the HEAD asks: 0 for the request's URL, k for its k-th mirror (a dead origin's
         /// mirrors are asked in turn).
         let location: Int
         /// The request the HEAD was made from (after the adapt hooks): a mirror's HEAD is made from it too.
