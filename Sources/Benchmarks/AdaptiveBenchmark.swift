@@ -2,7 +2,7 @@ import Foundation
 import LoopbackServer
 import NetworkQueue
 
-/// `--only adaptive` (issue 75): ``NetworkQueue/adaptiveConcurrency`` against the best fixed level on three loopback
+/// `--only adaptive`: ``NetworkQueue/adaptiveConcurrency`` against the best fixed level on three loopback
 /// servers shaped by load (a total rate that saturates at 4 transfers and falls beyond; 503 above 6 in flight; 100 ms
 /// of latency and no limit). Reports each run's time, the level it settled at, and the 503s of its second half.
 enum AdaptiveBenchmark {

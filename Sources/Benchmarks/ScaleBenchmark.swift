@@ -40,7 +40,7 @@ enum ScaleBenchmark {
                 met: bytesPerRequest <= 512,
                 runs: runs),
             Result(
-                benchmark: "scale \(label): bytes per pending request, 50 servers paced (issue 53)", metric: "B",
+                benchmark: "scale \(label): bytes per pending request, 50 servers paced", metric: "B",
                 networkQueue: pacedBytes, baselineName: "unpaced", baseline: bytesPerRequest,
                 ratio: bytesPerRequest / pacedBytes, target: "<= 512 B", met: pacedBytes <= 512, runs: runs),
             Result(

@@ -6,7 +6,7 @@ import LoopbackServer
     import FoundationNetworking
 #endif
 
-/// How often a split file's pieces reach the queue's lock (issue 73): one file over 8 connections from an in-process
+/// How often a split file's pieces reach the queue's lock: one file over 8 connections from an in-process
 /// loopback server, over curl, with the library's lock counter on. Each piece is written through its connection's
 /// cursor and counted by a notice batched with the engine pass's others; the queue's lock is taken once per pass that
 /// had any, plus the rare asks (heads, a range's end, the loans, the timer).

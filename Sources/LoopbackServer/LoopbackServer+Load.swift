@@ -1,6 +1,6 @@
 import Foundation
 
-/// Routes of servers shaped by load, for adaptive concurrency (issue 75): one whose throughput saturates at a number
+/// Routes of servers shaped by load, for adaptive concurrency: one whose throughput saturates at a number
 /// of transfers and falls beyond, one that refuses above a number in flight, one with latency and no limit. Each
 /// counts the transfers in flight on its own route (by its `key=`), HEADs excluded.
 extension LoopbackServer {

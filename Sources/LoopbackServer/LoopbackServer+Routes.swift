@@ -263,7 +263,7 @@ extension LoopbackServer {
         return isEmpty || stream(range.count, from: range.lowerBound, request, response, chunked: false)
     }
 
-    /// A range answered the way servers get ranges wrong (issue 50), after the file's own head says
+    /// A range answered the way servers get ranges wrong, after the file's own head says
     /// `Accept-Ranges: bytes`: `whole` (a 200 with the whole body), `416`, `offset` (a 206 for other bytes: from 0),
     /// `noRange` (a 206 without Content-Range), `multipart` (`multipart/byteranges` holding the range), `length`
     /// (a Content-Range of another total), `etag` (another ETag), `gzip` (the range gzip-coded) or `short` (the

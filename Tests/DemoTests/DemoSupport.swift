@@ -73,8 +73,9 @@ func kill(_ process: SpawnedProcess, once condition: @escaping @Sendable () -> I
     let watcher = Thread {
         for _ in 0..<6000 {
             if let value = condition() {
-                process.kill()
+                // Kept before the kill: the test, woken by the process's end, reads it.
                 seen.with { $0 = value }
+                process.kill()
                 return
             }
             usleep(5_000)

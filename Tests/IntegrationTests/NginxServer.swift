@@ -2,6 +2,7 @@
     import Foundation
     import Glibc
     import TestSupport
+    import Testing
 
     /// nginx from Debian's package on a free loopback port, with TLS (a test CA) and HTTP/2, for one test: its
     /// files, a `/slow/` copy of them sent at a set rate, `/reset` (a reset stream: nginx's 444), and a log line
@@ -87,6 +88,13 @@
                     connection: connection, proto: words[1], status: status, uri: words[3], bytes: bytes,
                     endedAt: endedAt, duration: duration)
             }
+        }
+
+        /// The requests served, once at least `count` are logged (for at most 30 s): nginx writes a request's line
+        /// after it sent the response, which its client may have read, and its test gone on, before.
+        func served(atLeast count: Int) async -> [Served] {
+            await eventually(within: 30) { served.count >= count }
+            return served
         }
 
         /// Starts nginx serving `files` (name → bytes) over TLS and HTTP/2 on 127.0.0.1 (and `::1` when `ipv6`),

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The end game's judgements of a split file (issue 62), once no range waits: which connection's range is worth
+/// The end game's judgements of a split file, once no range waits: which connection's range is worth
 /// racing, the best pace a connection kept, and where a race goes. Pure: a snapshot of the file's connections and
 /// books, the time a parameter; the ``SplitMachine`` takes it when it looks and acts on the answers.
 struct EndGame {

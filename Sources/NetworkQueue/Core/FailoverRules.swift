@@ -1,4 +1,4 @@
-/// When a file leaves one of its locations (its URL, then its mirrors) for the others (issues 36, 50, 51): one rule,
+/// When a file leaves one of its locations (its URL, then its mirrors) for the others (51): one rule,
 /// whether the location failed at the HEAD preflight, at the first GET's head or in the middle of a range. Pure.
 ///
 /// A location is left for the next when another is live; the last one is never left: its failure is the attempt's,

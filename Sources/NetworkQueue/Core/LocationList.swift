@@ -1,15 +1,15 @@
 import Foundation
 
 /// The locations of one split file (its URL, then its mirrors): which are still used, how many connections each
-/// runs and how many bytes each served (issue 36). Pure.
+/// runs and how many bytes each served. Pure.
 ///
 /// A location that served the wrong bytes or a status is dropped at once. A location whose connection broke (or whose
-/// HEAD failed) is asked again, as any stage of a request is retried (issue 71, STYLE habit 23): it is dropped only after
+/// HEAD failed) is asked again, as any stage of a request is retried (STYLE habit 23): it is dropped only after
 /// ``breakLimit`` breaks with no kept byte between, and only while another location is left; when it is the last, the
 /// attempt fails instead, and the request's retry policy decides whether a next attempt continues every range from
 /// where it stopped.
 ///
-/// Splitting is an optimisation, never a reason to fail (issue 50): a location whose answer to a range is wrong while
+/// Splitting is an optimisation, never a reason to fail: a location whose answer to a range is wrong while
 /// its stream of the whole file is good (the first connection's) is not dropped but asked for no more ranges; its
 /// stream goes on, taking each waiting range it reaches.
 struct LocationList: Equatable, Sendable {
@@ -22,7 +22,7 @@ struct LocationList: Equatable, Sendable {
         /// False once it answered a range wrongly while its stream of the file was good: no range is sent to it.
         var takesRanges = true
         /// Its own validator, learned from its first answer (nil until then): its ranges are asked and checked
-        /// under it (issue 50: other server software makes other entity tags for the same file).
+        /// under it (other server software makes other entity tags for the same file).
         var validator: RangeRules.Validator?
         /// Its connections (and HEAD) that broke since it last served a kept byte.
         var breaks = 0

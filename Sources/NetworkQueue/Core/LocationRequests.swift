@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What each location of a file that may be shared is sent (issues 36, 73): the request as the queue sends it to its
+/// What each location of a file that may be shared is sent (73): the request as the queue sends it to its
 /// own URL, and to each mirror as a redirect there would be. Its `URLRequest`s are made only when first needed: a file
 /// its first connection carries as it was sent builds none (a text GET stays text). Pure.
 struct LocationRequests {

@@ -1,4 +1,4 @@
-/// How one file's bytes are shared among several connections (issue 36: segmented downloads and mirrors): which
+/// How one file's bytes are shared among several connections (segmented downloads and mirrors): which
 /// ranges are on disk, which segment on which connection, and which wait. Pure: no time, no I/O.
 ///
 /// A *segment* fetches one range in order, from its start (a `Range: bytes=start-` request) and ends when its range

@@ -1,5 +1,5 @@
 /// What a segmented download records beside its part so that a rerun after kill -9 continues each range instead
-/// of starting over (issue 36): the file's length and validator, and the ranges on disk. Pure text in, text out.
+/// of starting over: the file's length and validator, and the ranges on disk. Pure text in, text out.
 ///
 /// The format, one item a line, written whole to a temporary name and renamed over the last record (atomic):
 ///

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The rules of one file fetched over several connections and locations (issue 36): when a response allows it,
+/// The rules of one file fetched over several connections and locations: when a response allows it,
 /// what each segment's request says and whether a segment's response is the file's bytes. Pure functions of heads.
 enum SplitRules {
     /// What every location of a split file must agree on.
@@ -13,7 +13,7 @@ enum SplitRules {
         let length: Int64
         /// The validator of the location that answered first (its `If-Range`), which the part's record keeps.
         let validator: RangeRules.Validator
-        /// The first answer's `Last-Modified`, which every location that sends one must agree with (issue 50: other
+        /// The first answer's `Last-Modified`, which every location that sends one must agree with (other
         /// servers make other entity tags for the same file, but the same date).
         var lastModified: String? = nil
     }
@@ -55,7 +55,7 @@ enum SplitRules {
         return .success(Shape(length: length, validator: validator, lastModified: lastModified))
     }
 
-    /// The end game (issue 62): when a connection whose head was accepted `running` seconds ago, having received
+    /// The end game: when a connection whose head was accepted `running` seconds ago, having received
     /// `received` bytes since, would bring the `remaining` bytes of its range at its pace (infinite when it brought
     /// none). Nil while it is too new to judge: under `settle` seconds.
     static func finishTime(remaining: Int64, received: Int64, running: Double, settle: Double) -> Double? {

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How a file that may be shared starts (issues 36, 62): what its first connection asks for, what the first final
+/// How a file that may be shared starts (62): what its first connection asks for, what the first final
 /// head says, and how the first connection's pace is judged while it runs alone. Pure: the ``SplitMachine`` acts on
 /// the answers.
 extension SplitRules {

@@ -111,12 +111,12 @@ public struct SegmentMetrics: Sendable, Hashable {
         /// location is left too): see "Big files: connections and mirrors".
         public var wasDropped: Bool
         /// True when it answered a range wrongly while its stream of the whole file was good: it was asked for no
-        /// more ranges, and that stream went on (issue 50).
+        /// more ranges, and that stream went on.
         public var refusedRanges: Bool
 
         /// True when an earlier attempt's file failed its checksum after this location served some of its bytes,
         /// other than the location the file was fetched under: its ranges are not trusted, and this attempt fetched
-        /// the file from that one location alone (issue 62). Default false.
+        /// the file from that one location alone. Default false.
         public var untrusted: Bool
 
         /// Creates a location's figures (`refusedRanges` and `untrusted` default false).

@@ -26,7 +26,7 @@ struct PartSegments: Equatable, Sendable {
     }
 }
 
-/// A split part's writes (issue 36): each connection's bytes are gathered in a buffer of their own and written at
+/// A split part's writes: each connection's bytes are gathered in a buffer of their own and written at
 /// their offset (`pwrite`), and the ranges written are recorded beside the part (``SegmentRecord``), written whole
 /// to a temporary name and renamed over the last, as ``SplitRules/recordThreshold(secondsSinceRecord:)`` says and
 /// whenever the part is kept.

@@ -164,7 +164,7 @@ final class FileSink: Sendable {
         let mayBeUnnamed = !segmented && Self.canLinkUnnamed
         let checksLater = mayBeUnnamed && claim.wasAbsentAtAdd
         if segmented {
-            // A split part's record and its temporary name must be free for files (issue 50): a folder or a FIFO
+            // A split part's record and its temporary name must be free for files: a folder or a FIFO
             // there is an obstacle the user must remove, failing the request now, before anything is created.
             let record = Self.recordPath(of: partialPath)
             for (path, name) in [(record, names.record), (record + ".new", names.record + ".new")] {
@@ -402,7 +402,7 @@ final class FileSink: Sendable {
             guard renameat(folder.fd, names.partial, folder.fd, destinationName) == 0 else {
                 let failure = errno
                 // The part is gone and the file is there: another process on the same folder (a second run of the
-                // same list) finished it first and moved it into place. The file is kept, not failed (issue 50).
+                // same list) finished it first and moved it into place. The file is kept, not failed.
                 if failure == ENOENT, Self.regularFile(at: destinationName, in: folder.fd) != nil {
                     if state.hasValidator { remove(names.validator) }
                     state.markClosed()

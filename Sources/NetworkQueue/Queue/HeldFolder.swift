@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// The folder a file's part, its record and its destination lie in, held from the part's open to the file's commit
-/// (issue 73, DESIGN semantics 22): every later step of the file (the part, its name, its rename or link, its
+/// (DESIGN semantics 22): every later step of the file (the part, its name, its rename or link, its
 /// removal) names its entry relative to this folder (`openat`, `linkat`, `renameat`, `unlinkat`), so that a folder
 /// swapped for a link after it was checked is never followed.
 ///

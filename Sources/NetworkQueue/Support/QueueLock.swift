@@ -1,7 +1,7 @@
 import Synchronization
 
 /// A queue's one lock (``Locked``), whose acquisitions are counted while ``LockCounter`` counts: the benchmark's
-/// measure of how often a queue's transfers reach its engine (issue 73).
+/// measure of how often a queue's transfers reach its engine.
 struct QueueLock<Value>: @unchecked Sendable {
     private let locked: Locked<Value>
 

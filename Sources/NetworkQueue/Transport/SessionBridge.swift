@@ -289,7 +289,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return URLError(.badServerResponse, userInfo: nsError.userInfo)
         }
         // Foundation calls libcurl's code 52 (a connection closed before any answer) a bad response: its words say
-        // which failure it was, as CurlTransport's code does (a lost connection, retried alike: issue 71).
+        // which failure it was, as CurlTransport's code does (a lost connection, retried alike).
         if code == .badServerResponse, !afterResponse,
             let said = LibcurlWords.codeBeforeResponse(nsError.localizedDescription.lowercased())
         {

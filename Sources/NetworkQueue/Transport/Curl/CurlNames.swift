@@ -2,7 +2,7 @@
     import CurlShim
     import Foundation
 
-    /// How a transport's engines find servers' addresses (issue 64): one DNS cache for all of them (libcurl's share
+    /// How a transport's engines find servers' addresses: one DNS cache for all of them (libcurl's share
     /// interface, so that a batch spread over engine threads looks each name up once, not once a thread), and the
     /// hosts the options pin (``CurlTransport/Options/pinnedAddresses``, `CURLOPT_RESOLVE`). Each engine holds it,
     /// so it is freed only after the last engine has freed its handles.
