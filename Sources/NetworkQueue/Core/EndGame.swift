@@ -47,7 +47,7 @@ struct EndGame {
         return best
     }
 
-    /// The connection whose range would end last at `now`, when racing it is worth it (``SplitRules/isWorthRacing``):
+    /// The connection whose range would end last at `now`, when racing it is worth it (``SplitRules/isWorthRacing(remaining:finishTime:rate:startDelay:)``):
     /// a range already raced from its next byte is not raced again. A connection whose head has not come is judged from
     /// its start: one that never answers (or whose transport never hands its head over without a body byte) is the
     /// slowest of all once it waited the settle time. Nil otherwise.

@@ -182,7 +182,7 @@ struct HostBook {
         }
     }
 
-    /// `host` has no pending job any more: it leaves ``waiting`` (the last one takes its place).
+    /// `host` has no pending job any more: it leaves `waiting` (the last one takes its place).
     private mutating func leaveWaiting(_ host: Int) {
         let index = Int(entries[host].waitingIndex)
         guard index >= 0 else { return }
@@ -258,7 +258,7 @@ struct HostBook {
         return waiting.reduce(0) { $0 + (entries[Int($1)].heldUntil > now ? Int(entries[Int($1)].pending) : 0) }
     }
 
-    /// True when the books agree with themselves: ``waiting`` holds exactly the hosts with pending jobs, each where its
+    /// True when the books agree with themselves: `waiting` holds exactly the hosts with pending jobs, each where its
     /// entry says, and the per-lane totals are the sums of the hosts' (for tests).
     var isConsistent: Bool {
         let expected = Set(entries.indices.filter { entries[$0].pending > 0 })

@@ -86,7 +86,7 @@ struct Scheduler {
         didSet { if perHostLimit < 0 { perHostLimit = 0 } }
     }
     /// The least time between two starts (either lane, extra connections too) to one host, in seconds, for hosts
-    /// without an interval of their own (``setPacing(_:ofHost:)``); 0 (the default) means none. Values that are not
+    /// without an interval of their own (``setPacing(_:randomized:ofHost:)``); 0 (the default) means none. Values that are not
     /// finite and positive are stored as 0.
     var pacingInterval = 0.0 {
         didSet { if !(pacingInterval.isFinite && pacingInterval > 0) { pacingInterval = 0 } }

@@ -471,7 +471,7 @@ final class FileSink: Sendable {
         return nil
     }
 
-    /// How many names ``freeName(_:besides:claim:)`` tries before it gives up.
+    /// How many names ``freeName(_:besides:in:claim:)`` tries before it gives up.
     static let freeNameTries = 1_000
 
     /// A path for `name` in the folder of `destination`, with `-2`, `-3`… before its extension when taken, that no

@@ -12,7 +12,7 @@ extension NetworkQueue {
         /// ``NetworkQueue/collectsMetrics`` as the user set it.
         var collectsMetrics = false
         var logHandler: (@Sendable (NetworkQueueLogRecord) -> Void)?
-        /// Source readers waiting for room, by source id (see ``QueueStateMachine/askToRead(_:)``).
+        /// Source readers waiting for room, by source id (see ``SourceBook/ask(_:room:)``).
         var readers: [Int: CheckedContinuation<Int, Never>] = [:]
         /// The task reading each open source, cancelled when the source is stopped.
         var readerTasks: [Int: Task<Void, Never>] = [:]

@@ -22,9 +22,25 @@ struct QueueLock<Value>: @unchecked Sendable {
     static let passes = Atomic(0)
     static let pieces = Atomic(0)
     static let pieceAsks = Atomic(0)
+    /// The acquisitions counted when bytes were first counted (applied to a queue's ledger), -1 before.
+    static let firstCounted = Atomic(-1)
+
+    /// Notes that a queue's lock was just taken to count bytes: the first time, how many acquisitions it took.
+    static func counting() {
+        guard isCounting.load(ordering: .relaxed) else { return }
+        _ = firstCounted.compareExchange(
+            expected: -1, desired: acquisitions.load(ordering: .relaxed), ordering: .relaxed)
+    }
+
+    /// The queue-lock acquisitions since ``start()`` before the one that first counted bytes (nil: none was counted).
+    public static var acquisitionsBeforeFirstCount: Int? {
+        let value = firstCounted.load(ordering: .relaxed)
+        return value < 0 ? nil : value - 1
+    }
 
     /// Starts counting from zero.
     public static func start() {
+        firstCounted.store(-1, ordering: .relaxed)
         acquisitions.store(0, ordering: .relaxed)
         passes.store(0, ordering: .relaxed)
         pieces.store(0, ordering: .relaxed)

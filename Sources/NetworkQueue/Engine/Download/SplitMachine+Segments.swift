@@ -86,7 +86,7 @@ extension SplitMachine {
         }
     }
 
-    /// The writes of one ``Event/bytes(_:connection:)`` event are done: `kept` bytes in all (the record saved when
+    /// The writes of one ``Event/bytes(_:connection:at:)`` event are done: `kept` bytes in all (the record saved when
     /// `recorded`), or the part could not be written (`failure`). The bytes are counted, the first connection's pace
     /// judged, more connections asked for, and the file finished when whole.
     mutating func written(
@@ -172,7 +172,7 @@ extension SplitMachine {
                 for racer in racers { stop(racer, &actions) }
                 if !racers.isEmpty { fillConnections(now: now, &actions) }
             }
-        // A body comes only as ``Event/bytes(_:connection:)``, with the piece the shell writes: a count here would
+        // A body comes only as ``Event/bytes(_:connection:at:)``, with the piece the shell writes: a count here would
         // place bytes nobody writes.
         case .data:
             break

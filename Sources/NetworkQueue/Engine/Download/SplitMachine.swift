@@ -21,9 +21,9 @@ import Foundation
 ///
 /// The first connection sends the request as it is (continuing a split part: from its first missing byte). Its head,
 /// read and begun on the file by the shell, decides (``SplitRules/shape(of:minimumSize:)``): a file that may not be
-/// split, or a response that is not the file, is carried by that one connection as it comes (``ConnectionWork/carry(id:)``:
+/// split, or a response that is not the file, is carried by that one connection as it comes (``ConnectionWork/carry(id:head:)``:
 /// the shell's pipeline goes on as any transfer's, and the machine hears no more of it). Otherwise the part is sized and
-/// recorded (``ConnectionWork/beginFile(_:done:)``) and ``SegmentPlan`` shares its missing bytes among connections, each
+/// recorded (``ConnectionWork/beginFile(_:done:head:)``) and ``SegmentPlan`` shares its missing bytes among connections, each
 /// a `Range` request with `If-Range` to a location the ``LocationList`` picks. A connection beyond the first is lent by
 /// the queue only from a slot no waiting request could start in (``Action/borrow(_:)``, answered in the same call by
 /// ``Event/lent(_:)``), and given back when no work is left for it. Moving from a failed location to the next is the
@@ -57,7 +57,7 @@ struct SplitMachine {
     var locations: LocationList
     var connections: [Int: Connection] = [:]
     var nextConnection = 0
-    /// The cursor each connection was last given (``aimConnections(now:_:)``), and how many were given.
+    /// The cursor each connection was last given (`aimConnections`), and how many were given.
     var aimed: [Int: ConnectionCursor] = [:]
     var aims = 0
     var mostConnections = 1

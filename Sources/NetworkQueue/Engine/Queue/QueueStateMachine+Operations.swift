@@ -39,7 +39,7 @@ extension QueueStateMachine {
     }
 
     /// Sets the limit as ``NetworkQueue/maxConcurrentRequestCount`` takes it (negative: 0, unlimited); the
-    /// scheduler runs ``effectiveLimit(_:ceiling:)`` of it.
+    /// scheduler runs ``Scheduler/effectiveLimit(_:ceiling:)`` of it.
     mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         self.limit = max(0, limit)
         adaptive?.setQueueMaximum(Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)

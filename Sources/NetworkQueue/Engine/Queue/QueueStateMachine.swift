@@ -19,15 +19,15 @@ import Foundation
 struct QueueStateMachine {
     typealias Job = Scheduler.Job
 
-    /// Whether ``go()`` on a suspended queue first sends HEAD requests to learn the sizes.
+    /// Whether ``go(now:)`` on a suspended queue first sends HEAD requests to learn the sizes.
     var showsAccurateProgress = false
     /// Which requests get those HEADs: each server's first ones decide for the rest (see ``PreflightPolicy``).
     var preflights = PreflightSampler()
-    /// True for a drain whose every GET got its HEAD at ``go()``: a batch within the first window, no source open
+    /// True for a drain whose every GET got its HEAD at ``go(now:)``: a batch within the first window, no source open
     /// (its whole total is known before its first GET, as the window promises).
     var asksEveryPreflight = false
     /// True once a source opened in this drain: its requests' HEADs are planned per server, however few there are
-    /// (a short list may be read whole, and its source closed, before ``go()``).
+    /// (a short list may be read whole, and its source closed, before ``go(now:)``).
     var drainReadsSource = false
     /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
     var cancelsAllOnFailure = true

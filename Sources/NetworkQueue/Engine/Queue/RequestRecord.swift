@@ -11,13 +11,13 @@ import Foundation
 /// updating one field never copies the others.
 ///
 /// Every request of a batch holds one while it waits, so it is kept small: what only some requests use
-/// (duplicates, an existing file, metrics) lives in ``Extras``, made on first use, and the rate meter is
+/// (duplicates, an existing file, metrics) lives in `Extras`, made on first use, and the rate meter is
 /// made with the first body bytes.
 final class RequestRecord {
     let request: NetworkRequest
     /// Order of addition.
     let sequence: UInt64
-    /// True when someone waits for the request's end through ``NetworkRequest/endObserver`` (a decoded
+    /// True when someone waits for the request's end through its request's `endObserver` (a decoded
     /// value): its settlement is then delivered at once, even when nobody listens to events.
     let isObserved: Bool
     /// The request's life: its phase and what lives for the whole request (see ``RequestMachine``).

@@ -109,14 +109,18 @@ extension RequestMachine {
     /// and asking `books` what only they can answer. The file's child machine decides; each of its actions is turned
     /// here into this machine's own or into the output's other fields: its head is this request's head, its counted
     /// bytes its body, its end its transfer's end; a loan it asks for is asked of the books and answered to it at once.
-    /// Once the attempt is over, the child's later actions are dropped: its transfers were stopped with it. Nothing
-    /// when no split attempt runs.
+    /// Once the attempt is over, the child's later actions are dropped: its transfers were stopped with it. Only a
+    /// running attempt's events come in (the coordinator drops a stale one by its token): any other phase stops the
+    /// process, naming it.
     mutating func split<Books: DownloadBooks>(
         _ event: SplitEvent, of request: NetworkRequest, context: DownloadContext, books: inout Books,
         _ shared: inout Shared, now: Double
     ) -> DownloadOutput {
         var output = DownloadOutput()
-        guard case .running(let attempt) = phase else { return output }
+        // The coordinator hands in only a current attempt's events (a stale one is dropped by its token).
+        guard case .running(let attempt) = phase else {
+            preconditionFailure("an event of a split file in phase \(phase.name)")
+        }
         var decided: [SplitMachine.Action] = []
         swap(&decided, &attempt.splitScratch)
         defer {

@@ -29,7 +29,7 @@ struct RequestMachine {
     private(set) var failedHeads: UInt16 = 0
     /// ``attempts``, kept in 32 bits beside the flag.
     private var attemptCount: Int32 = 0
-    /// When the request last moved a byte or changed phase (``touched(at:)`` notes its transfer's events).
+    /// When the request last moved a byte or changed phase (``touched(at:sent:)`` notes its transfer's events).
     private(set) var lastActivity: Double = 0
     /// ``startedAt``, NaN until then (an optional would take a tag and padding).
     private var firstStart = Double.nan
