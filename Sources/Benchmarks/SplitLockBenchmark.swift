@@ -25,7 +25,8 @@ enum SplitLockBenchmark {
         try queue.add(request)
         LockCounter.start()
         await queue.run()
-        // The walk's own: less the run's two (its go() and its wait for the drain), before the launch.
+        // The walk's own: less the run's (its go() and its wait for the drain, one acquisition) and the delivery of
+        // didStart, before the launch.
         let beforeFirstCount = LockCounter.acquisitionsBeforeFirstCount.map { $0 - 2 }
         let (acquisitions, passes, pieces, asks) = LockCounter.stop()
         let written = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int

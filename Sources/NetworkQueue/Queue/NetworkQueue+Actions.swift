@@ -12,6 +12,7 @@ extension NetworkQueue {
     /// start transfers itself. A user's call never does: its starts go to the launcher's thread, so
     /// `go()`, `add()` and the rest return at once whatever the transport's start costs.
     func perform(_ actions: consuming QueueActions, inline: Bool = false) {
+        if actions.countedBytes { LockCounter.counting() }
         var cancels: [any TransferHandle] = []
         var startCount = 0
         // Each action is moved out of the list in order rather than copied (a status or a start payload is handed on

@@ -41,9 +41,7 @@ extension NetworkQueue {
                 LockCounter.passes.add(1, ordering: .relaxed)
             }
             while !notices.isEmpty {
-                let counts = LockCounter.isCounting.load(ordering: .relaxed) && notices.contains { $0.kind.counts }
                 let actions = queue.locked.withLock { $0.machine.notices(&notices, now: queue.clock.now()) }
-                if counts { LockCounter.counting() }
                 // Moved out by the machine: what is left holds nothing, and its room is kept for the next pass.
                 notices.removeAll(keepingCapacity: true)
                 queue.perform(actions, inline: true)

@@ -196,7 +196,6 @@ extension TransferPipeline {
             handIn(
                 .written(written.kept, recorded: written.recorded, failure: written.failure),
                 route: connections.route(written.connection))
-            if written.kept > 0 { LockCounter.counting() }
         }
     }
 

@@ -114,6 +114,8 @@ struct QueueActions {
     var deliver: Bool { deliverAfter != nil }
     /// Arm the queue's one timer to fire at this time (seconds on the queue's clock).
     var armTimer: Double?
+    /// True when the event counted body bytes: the benchmarks' lock counter notes the first such event.
+    var countedBytes = false
 
     /// Hands over the actions gathered so far (moved, not copied), asking for a delivery pass after
     /// `deliverAfter` seconds when it is given.
@@ -141,6 +143,7 @@ struct QueueActions {
         if list.isEmpty { list = other.list } else { list += other.list }
         if let delay = other.deliverAfter { deliverAfter = min(deliverAfter ?? delay, delay) }
         if let time = other.armTimer { armTimer = min(armTimer ?? time, time) }
+        countedBytes = countedBytes || other.countedBytes
     }
 }
 

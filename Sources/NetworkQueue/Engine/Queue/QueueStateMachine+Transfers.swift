@@ -175,6 +175,7 @@ extension QueueStateMachine {
 
     /// `count` body bytes of `record`'s attempt are counted: the ledger's and the rate's.
     mutating func countBytes(_ count: Int, of record: RequestRecord, now: Double) {
+        actions.countedBytes = true
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
         receivedTotal &+= Int64(count)
         if let startedAt = record.machine.phase.attempt?.startedAt {

@@ -23,14 +23,6 @@ struct TransferNotice {
         /// A split file's connection wrote its bytes through its cursor for `segment` up to `through`; several in a row
         /// of one connection are kept as one.
         case reached(connection: Int, through: Int64, segment: Int)
-
-        /// True when it counts body bytes.
-        var counts: Bool {
-            switch self {
-            case .body, .reached: true
-            case .event, .head, .file, .checksumMismatch: false
-            }
-        }
     }
 
     /// The request's slot and the transfer's token: a notice of a transfer that is no longer current is dropped.
