@@ -43,15 +43,18 @@ enum Side: String, CaseIterable {
         case .queue, .queueOverURLSession:
             let queue = makeQueue(trusted: trusted)
             queue.maxConcurrentRequestCount = window
-            // NQ_COMPACT=1: the compact form a list's requests take (the URL alone, as the Demo makes them).
-            let compact = ProcessInfo.processInfo.environment["NQ_COMPACT"] == "1"
+            // NQ_COMPACT=1: the compact form a list's requests take (the URL alone, as the Demo makes them). NQ_SPLIT=N:
+            // each file may be shared over N connections (as the Demo's --split N asks).
+            let environment = ProcessInfo.processInfo.environment
+            let compact = environment["NQ_COMPACT"] == "1"
+            let options = NetworkRequest.FileOptions(maximumConnections: environment["NQ_SPLIT"].flatMap { Int($0) } ?? 1)
             for (index, url) in urls.enumerated() {
                 let destination: NetworkRequest.Destination =
                     directory.map { .file($0.appendingPathComponent("nq-\(index).bin")) } ?? .memory
                 try? queue.add(
                     compact
-                        ? NetworkRequest(url: url, destination: destination)
-                        : NetworkRequest(URLRequest(url: url), destination: destination))
+                        ? NetworkRequest(url: url, destination: destination, fileOptions: options)
+                        : NetworkRequest(URLRequest(url: url), destination: destination, fileOptions: options))
             }
             let progress = await queue.run()
             return progress.totalRequestCount - progress.finishedRequestCount

@@ -57,6 +57,15 @@ if arguments.first == "--count-small", arguments.count >= 4, let url = URL(strin
     let trusted = arguments.count > 4 ? URL(fileURLWithPath: arguments[4]) : nil
     exit(InstructionBenchmark.child(side: arguments[1], url: url, count: count, trusted: trusted) == 0 ? 0 : 1)
 }
+// Files to a folder, under callgrind: `--count-files SIDE URL-PREFIX COUNT DIRECTORY`, URLs PREFIX + `f<i>.bin`
+// (NQ_SPLIT=N shares each file over N connections).
+if arguments.first == "--count-files", arguments.count == 5, let count = Int(arguments[3]) {
+    let urls = (0..<count).compactMap { URL(string: arguments[2] + "f\($0).bin") }
+    let directory = URL(fileURLWithPath: arguments[4])
+    let side = Side(rawValue: arguments[1]) ?? .queue
+    let failures = blocking { await side.fetch(urls, window: 8, directory: directory) }
+    exit(failures == 0 ? 0 : 1)
+}
 if arguments.first == "--scale-child", arguments.count == 3, let count = Int(arguments[2]) {
     await ScaleBenchmark.child(side: arguments[1], count: count)
     exit(0)

@@ -369,14 +369,8 @@ struct CookieJar {
         text.utf8.allSatisfy { $0 == 9 || ($0 >= 32 && $0 != 127) }
     }
 
-    /// `text` without leading and trailing spaces and tabs, found on its UTF-8 bytes.
-    private static func trimmed(_ text: Substring) -> String {
-        let bytes = text.utf8
-        guard let first = bytes.firstIndex(where: { $0 != 32 && $0 != 9 }),
-            let last = bytes.lastIndex(where: { $0 != 32 && $0 != 9 })
-        else { return "" }
-        return String(text[first...last])
-    }
+    /// `text` without leading and trailing spaces and tabs.
+    private static func trimmed(_ text: Substring) -> String { String(HeaderName.trimmed(text)) }
 }
 
 extension Character {

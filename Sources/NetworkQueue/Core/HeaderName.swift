@@ -1,6 +1,19 @@
 /// ASCII case folding for header names, without Foundation's locale-aware string comparison: these run
 /// for every header of every request and response, so none of them allocates.
 enum HeaderName {
+    /// `text` without its leading and trailing optional whitespace (spaces and tabs, RFC 9110 §5.6.3), found on its
+    /// UTF-8 bytes: no Foundation, nothing allocated.
+    static func trimmed(_ text: Substring) -> Substring {
+        let bytes = text.utf8
+        guard let first = bytes.firstIndex(where: { $0 != 32 && $0 != 9 }),
+            let last = bytes.lastIndex(where: { $0 != 32 && $0 != 9 })
+        else { return text[text.endIndex...] }
+        return text[first...last]
+    }
+
+    /// ``trimmed(_:)-(Substring)`` of a whole string.
+    static func trimmed(_ text: String) -> Substring { trimmed(text[...]) }
+
     /// Whether `name` equals `key` (already lowercase), ignoring ASCII case.
     static func matches(_ name: String, lowercased key: String) -> Bool { equal(name.utf8, key.utf8) }
 

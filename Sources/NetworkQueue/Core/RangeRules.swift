@@ -63,13 +63,13 @@ enum RangeRules {
     /// a strong ETag first, else Last-Modified.
     static func validator(of response: ResponseHead) -> Validator? {
         guard response.statusCode == 200, !ResponseRules.isEncoded(response) else { return nil }
-        if let tag = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+        if let tag = response.value(forHTTPHeaderField: "ETag").map({ String(HeaderName.trimmed($0)) }),
             isStrongEntityTag(tag)
         {
             return .entityTag(tag)
         }
-        if let date = response.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces),
-            !date.isEmpty, !date.contains("\n")
+        if let date = response.value(forHTTPHeaderField: "Last-Modified").map({ String(HeaderName.trimmed($0)) }),
+            !date.isEmpty, !date.utf8.contains(10)
         {
             return .lastModified(date)
         }
@@ -78,7 +78,8 @@ enum RangeRules {
 
     /// True for a quoted tag on one line (a weak tag, `W/"…"`, is not quoted at its start).
     static func isStrongEntityTag(_ tag: String) -> Bool {
-        tag.count >= 2 && tag.hasPrefix("\"") && tag.hasSuffix("\"") && !tag.contains("\n")
+        let bytes = tag.utf8
+        return bytes.count >= 2 && bytes.first == 34 && bytes.last == 34 && !bytes.contains(10)
     }
 
     /// The headers that ask for the bytes from `offset` on, if the resource is still `validator`.

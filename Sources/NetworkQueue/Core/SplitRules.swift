@@ -48,10 +48,11 @@ enum SplitRules {
         guard let length = ResponseRules.knownLength(of: head, encoded: false) else {
             return .failure(.unknownLength)
         }
+        // The length first: most files are small, and it is the cheapest look (no field read again).
+        guard length >= 2 * minimumSize else { return .failure(.tooSmall(length: length)) }
         guard acceptsByteRanges(head) else { return .failure(.noByteRanges) }
         guard let validator = RangeRules.validator(of: head) else { return .failure(.noValidator) }
-        guard length >= 2 * minimumSize else { return .failure(.tooSmall(length: length)) }
-        let lastModified = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces)
+        let lastModified = head.value(forHTTPHeaderField: "Last-Modified").map { String(HeaderName.trimmed($0)) }
         return .success(Shape(length: length, validator: validator, lastModified: lastModified))
     }
 
@@ -101,7 +102,7 @@ enum SplitRules {
     /// True when the head says `Accept-Ranges: bytes` (among other units, if any).
     static func acceptsByteRanges(_ head: ResponseHead) -> Bool {
         guard let value = head.value(forHTTPHeaderField: "Accept-Ranges") else { return false }
-        return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }
+        return value.split(separator: ",").contains { HeaderName.equal(HeaderName.trimmed($0).utf8, "bytes".utf8) }
     }
 
     /// The headers asking for the bytes `range` (`open`: to the end of the file) under `validator` (nil: a location

@@ -73,7 +73,7 @@ extension SplitMachine {
         let pace = connection.received == 0 ? "it brought nothing" : "it is behind the others"
         let message =
             "bytes \(from)-\(end - 1) of \(describe(connection.location)) raced by another connection: \(pace)"
-        actions.append(.note(.splitDecided, .info, message))
+        if logs { actions.append(.note(.splitDecided, .info, message)) }
         return true
     }
 }

@@ -52,7 +52,7 @@ extension SplitMachine {
         case .status(let code):
             firstFailed(id, .status(code), reason: "it answered \(code)", error: nil, answer: reading, &actions)
         case .oneConnection(let reason):
-            actions.append(.note(.splitDecided, .info, "one connection: \(reason)"))
+            if logs { actions.append(.note(.splitDecided, .info, "one connection: \(reason)")) }
             carry(id, reading, &actions)
         }
     }
@@ -115,7 +115,7 @@ extension SplitMachine {
             return
         }
         stop(id, &actions)
-        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
+        if logs { actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason))) }
         startFirst(cell: TransferCell.makeCell(), &actions)
     }
 
@@ -124,7 +124,7 @@ extension SplitMachine {
     private mutating func startOver(_ id: Int, reason: String, _ actions: inout [Action]) {
         guard stop(id, &actions) != nil else { return }
         partStartsOver = true
-        actions.append(.note(.splitDecided, .notice, "the part starts over: \(reason)"))
+        if logs { actions.append(.note(.splitDecided, .notice, "the part starts over: \(reason)")) }
         startFirst(cell: TransferCell.makeCell(), &actions)
     }
 

@@ -204,7 +204,7 @@ extension SplitMachine {
             sharing.pace = .judging(since: now, received: 0, saidAlone: true)
             guard !saidAlone else { return }
             let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
-            actions.append(.note(.splitDecided, .info, message))
+            if logs { actions.append(.note(.splitDecided, .info, message)) }
         }
     }
 
@@ -276,7 +276,7 @@ extension SplitMachine {
         let segments = sharing.plan.segments.count + sharing.plan.waiting.count
         let message =
             "split into \(segments) ranges over up to \(connectionLimit) connections and \(requests.count) locations"
-        actions.append(.note(.splitDecided, .info, message))
+        if logs { actions.append(.note(.splitDecided, .info, message)) }
         askForConnections(&actions)
     }
 
@@ -400,7 +400,7 @@ extension SplitMachine {
             // takes them, else by a new stream (never more than a bound of times an attempt).
             sharing.restarts += 1
             let message = "\(describe(connection.location))'s connection broke (\(why)): the rest is asked again"
-            actions.append(.note(.splitDecided, .notice, message))
+            if logs { actions.append(.note(.splitDecided, .notice, message)) }
             if !locations.locations[connection.location].takesRanges { sharing.streamWanted = connection.location }
         } else if connection.segment != nil, locations.locations[connection.location].isLive {
             let why = lastError.map { " (URLError \($0.code.rawValue))" } ?? ""
@@ -433,7 +433,7 @@ extension SplitMachine {
             stop(id, &actions)
             let message =
                 "no more ranges from \(describe(location)): \(problem); its connection of the whole file goes on"
-            actions.append(.note(.splitDecided, .notice, message))
+            if logs { actions.append(.note(.splitDecided, .notice, message)) }
         case .dropped:
             failover(from: location, .wrongRange, reason: problem, &actions)
         }
@@ -450,7 +450,7 @@ extension SplitMachine {
         case .kept:
             let (breaks, limit) = (locations.locations[location].breaks, locations.breakLimit)
             let message = "\(describe(location)) asked again later (\(breaks) of \(limit) breaks): \(reason)"
-            actions.append(.note(.splitDecided, .info, message))
+            if logs { actions.append(.note(.splitDecided, .info, message)) }
         }
         return true
     }
@@ -471,7 +471,7 @@ extension SplitMachine {
         from location: Int, _ cause: FailoverRules.Cause, reason: String, _ actions: inout [Action]
     ) {
         locations.drop(location)
-        actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason)))
+        if logs { actions.append(.note(.locationDropped, .notice, FailoverRules.message(describe(location), reason))) }
         if cause != .broke { lastError = URLError(.badServerResponse) }
         for (id, connection) in connections where connection.location == location { stop(id, &actions) }
     }

@@ -45,6 +45,8 @@ struct SplitMachine {
     /// True when the queue caps the transfer's rate (nothing is raced at the end of the file then).
     let isCapped: Bool
     let collectsMetrics: Bool
+    /// True when the queue logs: the machine's notes (``Action/note(_:_:_:)``) are made only then.
+    let logs: Bool
     /// The part an earlier attempt or run left, as its file says (nil: none).
     let part: PartSegments?
     /// The locations that served bytes of an earlier attempt that failed its checksum (none of them is used).
@@ -88,13 +90,14 @@ struct SplitMachine {
     init(
         request: OutgoingRequest, options: NetworkRequest.FileOptions, policy: RedirectPolicy, part: PartSegments?,
         deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
-        collectsMetrics: Bool, cell: TransferCell, now: Double, _ actions: inout [Action]
+        collectsMetrics: Bool, logs: Bool = true, cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
         requests = LocationRequests(request, mirrors: options.mirrors, policy: policy)
         connectionLimit = max(1, options.maximumConnections)
         minimumSize = max(64 << 10, options.minimumSegmentSize)
         self.isCapped = isCapped
         self.collectsMetrics = collectsMetrics
+        self.logs = logs
         self.part = part
         locations = LocationList(count: requests.count, breakLimit: breakLimit)
         startedAt = now
@@ -108,7 +111,7 @@ struct SplitMachine {
             let others = untrusted.map(describe).joined(separator: ", ")
             let served = untrusted.isEmpty ? "" : " after \(others) served its bytes"
             let message = "fetched again from \(describe(onlySource)) alone: the file failed its checksum\(served)"
-            actions.append(.note(.locationDropped, .notice, message))
+            if logs { actions.append(.note(.locationDropped, .notice, message)) }
         }
         startFirst(cell: cell, &actions)
     }

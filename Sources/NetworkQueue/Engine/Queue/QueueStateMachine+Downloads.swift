@@ -33,7 +33,8 @@ extension QueueStateMachine: DownloadBooks {
         let context = RequestMachine.DownloadContext(
             received: record.progress.received, existingFile: record.existingFile, file: record.claim?.url,
             expectedBefore: record.progress.expectedDown, metrics: record.requestMetrics,
-            wallClock: outbox.wallClock(at: now), policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead)
+            wallClock: outbox.wallClock(at: now), policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead,
+            logs: outbox.isLogging)
         // The books' answers in the call (``connectFailed(startedAt:now:)``) are this slot's.
         downloadSlot = slot
         // The machine's shared state goes in apart from the books (both are the coordinator's): copied out and back.

@@ -56,6 +56,8 @@ extension RequestMachine {
         let policy: RedirectPolicy
         /// The locations the HEAD found dead, left by the first attempt.
         let deadAtHead: Int
+        /// True when the queue logs (the file's notes are made only then).
+        let logs: Bool
     }
 
     /// One event of a download, with a field per applier.
@@ -134,8 +136,8 @@ extension RequestMachine {
                 request: sent, options: options, policy: context.policy, part: part,
                 deadAtHead: attempts == 1 ? context.deadAtHead : 0,
                 breakLimit: (request.retryPolicy ?? shared.retryPolicy).maximumAttempts, onlySource: attempt.onlySource,
-                untrusted: attempt.untrusted, isCapped: isCapped, collectsMetrics: collectsMetrics, cell: attempt.cell,
-                now: now, &decided)
+                untrusted: attempt.untrusted, isCapped: isCapped, collectsMetrics: collectsMetrics, logs: context.logs,
+                cell: attempt.cell, now: now, &decided)
             attempt.split = Attempt.Split(machine, shell: shell)
         case .transfer(let transferEvent, let id):
             attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)

@@ -507,69 +507,9 @@ struct RequestMachine {
     }
 }
 
-// MARK: - What the events say
+// MARK: - The events of the body, the timer, a cancel and the file
 
 extension RequestMachine {
-    /// What the coordinator must do after an event.
-    enum Action {
-        /// True for ``none``.
-        var isNone: Bool { if case .none = self { true } else { false } }
-
-        /// Nothing beyond what the phase's holdings say.
-        case none
-        /// Run the adapt hooks; their answer comes back under `token`.
-        case adapt(token: UInt64)
-        /// Start the HEAD preflight (of the request the preflight carries, to the location it names).
-        case startPreflight(RequestState.Preflight)
-        /// Start a main transfer of this new attempt; `first`: the request's first (didStart is due).
-        /// `replacing`: the attempt sent again without a range, whose file is to be discarded.
-        case startTransfer(Attempt, first: Bool, replacing: Attempt?)
-        /// Ask the retry policy's closure about `left`'s failure.
-        case askRetry(RequestState.Decision, left: Attempt?)
-        /// Wait `delay` seconds, then rejoin the pending requests.
-        case waitToRetry(RequestState.RetryWait, delay: Double, error: NetworkQueueError, left: Attempt?)
-        /// Move the finished attempt's file into place.
-        case commit(Attempt, FileSink)
-        /// The request ends with this result.
-        case end(Result<NetworkResponse, NetworkQueueError>)
-        /// The request waits for a slot again (its retry time came).
-        case rejoin
-        /// Check again at this time (the request was active since its deadline was set).
-        case waitUntil(Double, token: UInt64)
-        /// Its HEAD ended without ending the request: it waits for a slot for its transfer (`failed`: the HEAD failed
-        /// and is not retried, so its size is unknown).
-        case preflightDone(failed: NetworkQueueError?)
-        /// Its server is held: the request waits with its others (its HEAD's or attempt's failed connect not counted;
-        /// `left`: the attempt it left), rejoining the pending requests at once.
-        case held(RequestState.RetryWait, left: Attempt?)
-        /// Paused (`stopped`: the attempt it stopped, whose part is kept when the request continues parts).
-        case paused(stopped: Attempt?)
-        /// Resumed: it waits for a slot again (for its HEAD first when `withPreflight`).
-        case resumed(withPreflight: Bool)
-    }
-
-    /// How a transfer ended, as its transport and pipeline report it.
-    enum TransferOutcome {
-        /// Its transport reported success (and its body verified, when checked).
-        case succeeded
-        /// Its transport failed.
-        case failed(URLError)
-        /// Its body did not hash as `expected`.
-        case checksumMismatch(expected: Checksum, actual: Checksum)
-    }
-
-    /// An event of an attempt's file.
-    enum FileEvent {
-        /// The shell opened it, before the transfer starts.
-        case opened(FileSink)
-        /// It could not be opened or written.
-        case failed(NetworkQueueError)
-        /// It was moved into place (`error` nil), or could not be; `placedAt`: where it went when that may differ from
-        /// its destination (a name its response gave it, or a free name beside another origin's file), said by the
-        /// shell so that the engine reads no file under the queue's lock.
-        case committed(NetworkQueueError?, placedAt: String? = nil)
-    }
-
     /// Body bytes of the running attempt arrived at `now`, `received` in all: `data` is kept for a memory body (nil:
     /// written to its file already). Past the request's size cap the attempt fails.
     mutating func bodyPiece(
@@ -598,42 +538,6 @@ extension RequestMachine {
         }
         guard let limit = request.maximumResponseSize, received > limit else { return .none }
         return attemptEnded(.responseTooLarge(limit: limit, url: request.url), of: request, &shared, now: now)
-    }
-
-    /// What a final head means to the coordinator: the bytes counted so far, the size, the response's problem.
-    enum HeadAction {
-        /// An interim head (100 Continue, 103 Early Hints): never the final response.
-        case interim
-        /// The server refused to continue the part from byte `offset`: `restart` sends it again without a range
-        /// (``Action/none`` as ``Attempt`` reads it).
-        case refusedRange(offset: Int64, restart: Action)
-        /// The head was read. `continuation` says what becomes of the bytes counted so far; `length` is the
-        /// body's decoded size when known; `problem` fails the attempt.
-        case read(Continuation, length: Int64?, encoded: Bool, problem: NetworkQueueError?)
-    }
-
-    /// What a final head did to the part or the bytes before it.
-    enum Continuation: Equatable {
-        /// A first head of a fresh transfer.
-        case fresh
-        /// A 206 continued the part after `offset` bytes.
-        case appended(offset: Int64)
-        /// A 200 sent the whole body instead of continuing from `offset`.
-        case startedOver(offset: Int64)
-        /// A part that did not describe this response: its bytes no longer count.
-        case unrelated
-        /// A second head (the transfer restarted) or an attempt that kept its part and did not continue it.
-        case restarted
-    }
-
-    /// What a lowest-speed check reads: the limit, the running attempt's bytes moved (received and sent) and the
-    /// queue's bytes received now, the queue's cap, the request's URL (for the error).
-    struct SpeedCheck {
-        let limit: LowestSpeed
-        let moved: Int64
-        let queueReceived: Int64
-        let rateCap: Int?
-        let url: URL?
     }
 
     /// The queue's timer came at `now` for what `request` waits for (a transfer, hooks, the retry closure).
@@ -678,43 +582,5 @@ extension RequestMachine {
             attempt.speedWindow = window
         }
         return next.map { .waitUntil($0, token: phase.token!) } ?? .none
-    }
-
-    /// The deadline timer came at `now`: past its deadline (`seconds` long) the request ends, unless its file is
-    /// being moved into place (a local rename, its end near) or it follows a leader (which has its own deadline).
-    /// A paused request's clock is stopped; a clock restarted since (resumed) is checked by its own entry.
-    func deadlinePassed(seconds: Double, url: URL?, now: Double) -> Action {
-        guard case .running(let until) = deadline, now >= until else { return .none }
-        switch phase {
-        case .committing, .following, .paused: return .none
-        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
-            .deciding, .waitingToRetry:
-            return .end(.failure(.deadlineExceeded(seconds: seconds, url: url)))
-        }
-    }
-
-    /// The user cancelled the request: it ends, unless its file is being moved into place.
-    func cancel() -> Action {
-        if case .committing = phase { return .none }
-        return .end(.failure(.cancelled))
-    }
-
-    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
-    mutating func file(
-        _ event: FileEvent, of request: NetworkRequest, file url: URL?, metrics: RequestMetrics?,
-        _ shared: inout Shared, now: Double
-    ) -> Action {
-        switch (event, phase) {
-        case (.opened(let sink), .running(let attempt)):
-            attempt.sink = sink
-            attempt.continuedFrom = sink.continuedFrom
-            return .none
-        case (.failed(let error), .running): return attemptEnded(error, of: request, &shared, now: now)
-        case (.failed, _): return .none
-        case (.committed(let error?, _), .committing): return attemptEnded(error, of: request, &shared, now: now)
-        case (.committed(nil, _), .committing(let attempt)):
-            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
-        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
-        }
     }
 }
