@@ -47,7 +47,8 @@ enum Side: String, CaseIterable {
             // each file may be shared over N connections (as the Demo's --split N asks).
             let environment = ProcessInfo.processInfo.environment
             let compact = environment["NQ_COMPACT"] == "1"
-            let options = NetworkRequest.FileOptions(maximumConnections: environment["NQ_SPLIT"].flatMap { Int($0) } ?? 1)
+            let connections = environment["NQ_SPLIT"].flatMap { Int($0) } ?? 1
+            let options = NetworkRequest.FileOptions(maximumConnections: connections)
             for (index, url) in urls.enumerated() {
                 let destination: NetworkRequest.Destination =
                     directory.map { .file($0.appendingPathComponent("nq-\(index).bin")) } ?? .memory
