@@ -343,15 +343,28 @@
                 // delivers the head or the progress it counts (2 MB bodies sometimes finished first under TSan, and
                 // 10 s ones in a clean-clone run of the whole suite at once). A trickle, not a stall: the queue's
                 // progress must go on changing for the countdowns to reach their cancels.
+                // Each request's own progress counts down too: the queue's progress may not change while a drain's last
+                // request runs alone (its fraction counts requests when sizes are unknown), and that request would
+                // then run its whole 200 s uncancelled.
                 for drain in 0..<10 {
                     let requests = (0..<100).map { index in
-                        request(server.url("/bytes/40000000?rate=200000&d=\(drain)"), tag: drain * 100 + index)
+                        let tag = drain * 100 + index
+                        var asked = URLRequest(url: server.url("/bytes/40000000?rate=200000&d=\(drain)"))
+                        asked.timeoutInterval = 30
+                        return NetworkRequest(
+                            asked,
+                            handlers: .init(onDownloadProgress: { [weak queue] _ in
+                                if let queue { canceller.progressed(tag, in: queue) }
+                            }), tag: tag)
                     }
                     for request in requests { try queue.add(request) }
                     queue.go()
                     for request in requests where Int.random(in: 0..<10, using: &random) == 0 { queue.cancel(request) }
                     await queue.run()
-                    #expect(requests.filter { $0.state != .cancelled }.map(\.tag) == [])
+                    let uncancelled = requests.filter { $0.state != .cancelled }
+                    #expect(
+                        uncancelled.map(\.tag) == [],
+                        "\(uncancelled.map { "\($0.tag) \($0.state) \(String(describing: $0.failure))" })")
                 }
                 let ends = canceller.ends.current
                 #expect(ends.count == 1_000)
@@ -415,6 +428,18 @@
                 return state.running.filter { $0.1 <= 0 }.map(\.0)
             }
             for request in due { queue.cancel(request) }
+        }
+
+        /// The request tagged `tag` made progress: its countdown, if it runs one, goes down, and it is cancelled when
+        /// due.
+        func progressed(_ tag: Int, in queue: NetworkQueue) {
+            let due = state.with { state -> NetworkRequest? in
+                guard let index = state.running.firstIndex(where: { $0.0.tag == tag }) else { return nil }
+                state.running[index].1 -= 1
+                guard state.running[index].1 <= 0 else { return nil }
+                return state.running.remove(at: index).0
+            }
+            if let due { queue.cancel(due) }
         }
 
         func networkQueue(_ queue: NetworkQueue, didFinish request: NetworkRequest, response: NetworkResponse) {
