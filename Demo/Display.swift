@@ -59,7 +59,7 @@ struct Display {
     private var bounded = (tooSlow: 0, pastDeadline: 0, tooLarge: 0, hostDown: 0)
     /// Each server held because it stopped answering (see ``DeadHosts``): how long it was held in all, and whether it
     /// came back, by its `scheme://host:port`, in the order they were first held.
-    private var holds: [(server: String, seconds: Double, back: Bool)] = []
+    private var holds: [(server: String, seconds: Double, current: Double, back: Bool)] = []
     /// Where each server is in ``holds``: a list of millions may hold thousands of dead servers.
     private var holdIndex: [String: Int] = [:]
     /// Requests that kept the file there (a 304 to a rerun's conditional GET, or a HEAD that found it unchanged).
@@ -192,23 +192,27 @@ struct Display {
         let index =
             holdIndex[hold.server]
             ?? {
-                holds.append((hold.server, 0, false))
+                holds.append((hold.server, 0, 0, false))
                 holdIndex[hold.server] = holds.count - 1
                 return holds.count - 1
             }()
         let line: String
         switch hold.change {
         case .held:
+            // A new episode: the one before (if any) is counted whole.
+            holds[index].seconds += holds[index].current
+            holds[index].current = 0
             holds[index].back = false
             line =
                 "held      \(hold.server)  down (\(hold.failures) connects failed in a row): its requests wait, "
                 + "the first probe in \(Format.tenths(hold.firstProbeIn ?? 0)) s"
         case .back:
-            holds[index].seconds += hold.heldFor
+            // Its held time counts from the episode's start, through a down verdict and its later probes.
+            holds[index].current = hold.heldFor
             holds[index].back = true
             line = "back      \(hold.server)  answers again after \(Format.tenths(hold.heldFor)) s held"
         case .down:
-            holds[index].seconds += hold.heldFor
+            holds[index].current = hold.heldFor
             line =
                 "down      \(hold.server)  still down after \(Format.tenths(hold.heldFor)) s held (every probe "
                 + "--retries allows failed): its requests end"
@@ -223,7 +227,7 @@ struct Display {
     private var holdWords: String? {
         guard !holds.isEmpty else { return nil }
         let back = holds.filter(\.back).count
-        let longest = holds.map(\.seconds).max() ?? 0
+        let longest = holds.map { $0.seconds + $0.current }.max() ?? 0
         let servers = holds.count == 1 ? "1 server" : "\(holds.count) servers"
         let outcome =
             back == holds.count ? "back" : back == 0 ? "not back" : "\(back) back, \(holds.count - back) not"

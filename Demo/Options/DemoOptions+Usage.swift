@@ -39,7 +39,9 @@ extension DemoOptions {
                             probes as --retries, so a restart shorter than that window loses nothing.
                             Any answer releases them ("held", "back" lines, and the summary says how
                             long); if every probe fails they end at once ("host down", counted apart),
-                            as do those whose turn comes in the next 60 s; then one probes it again.
+                            as does a line whose turn comes within 1 s of a failed probe; a later line
+                            probes it again alone (the others wait for its answer), the probes at
+                            least 2 s, 4 s ... up to 60 s apart: a server that is back is asked again.
                             The other servers go on
           --retries N       send a failed request again up to N times (default 2), after 1 s, 2 s, 4 s...
                             (random up to that, at most 30 s), when it could not connect, timed out, lost

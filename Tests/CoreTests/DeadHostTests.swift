@@ -9,8 +9,9 @@ import Testing
 #endif
 
 /// A server that fails its connects several times in a row is down (DESIGN semantics 24), decided by the engine
-/// alone, time as a parameter: its waiting requests end at once, its later ones wait out the cool-down for one probe,
-/// and the other servers go on.
+/// alone, time as a parameter: its waiting requests end at once, a later one ends at once only while a probe failed
+/// lately and otherwise probes the server alone (half-open), the probes' spacing doubling up to the cool-down, and the
+/// other servers go on.
 @Suite(.admitted, .timeLimit(.minutes(10))) struct DeadHostTests {
     typealias Driver = MachineDriver
 
@@ -76,9 +77,9 @@ import Testing
         #expect(driver.transfers.map(\.tag) == [5, 6])
     }
 
-    /// Two rounds fail on a.test (down at 1 with failures in a row 2, its cool-down to 31): 1–8 end, b.test's two
-    /// finish.
-    static func downUntil31() -> Driver {
+    /// Two rounds fail on a.test (down at 1 with failures in a row 2, no retry: its window is nothing; its requests end
+    /// at once until 2, a second after, and the first after that probes it): 1–8 end, b.test's two finish.
+    static func downAt1() -> Driver {
         var driver = Self.twoServers(DeadHosts(failuresInARow: 2, coolDown: 30))
         driver.now = 1
         driver.send(Self.unanswered, to: 1)
@@ -92,21 +93,22 @@ import Testing
         return driver
     }
 
-    @Test func duringTheCoolDownItsRequestsEndAtTheirTurnAndAfterItOneProbesAlone() {
-        var driver = Self.downUntil31()
+    @Test func aRequestEndsAtOnceOnlyWhileAProbeFailedLatelyAndALaterOneProbesAlone() {
+        var driver = Self.downAt1()
         #expect(driver.machine.requestCount == 0)
-        // A request whose turn comes during the cool-down (to 31) ends at once, sending nothing.
-        driver.now = 20
+        // Within a second of the verdict (the retry policy's first backoff, 1 s), a request's turn ends it at once.
+        driver.now = 1.9
         driver.add(11, url: "http://a.test/11")
         #expect(Self.failures(&driver) == ["11 down"])
         #expect(driver.transfers.isEmpty)
-        // After it, the first goes alone, as the probe; the next waits for its verdict.
-        driver.now = 31
+        // Any time later (the old cool-down would have ended it until 31), the first goes alone, as the probe; the
+        // next waits for its verdict, taking no slot.
+        driver.now = 2
         driver.add(12, url: "http://a.test/12")
         driver.add(13, url: "http://a.test/13")
         #expect(driver.transfers.map(\.tag) == [12])
         #expect(driver.machine.progress(at: driver.now).heldRequestCount == 1)
-        // It is answered: the server is back, and 13 goes.
+        // It is answered: the server is back (after 1 s down), and 13 goes.
         HostBackoffMachineTests.succeed(12, from: "http://a.test", &driver)
         #expect(driver.transfers.map(\.tag) == [13])
         HostBackoffMachineTests.succeed(13, from: "http://a.test", &driver)
@@ -114,28 +116,78 @@ import Testing
         #expect(driver.machine.requestCount == 0)
     }
 
-    /// ``downUntil31()``, then at 31 requests 11 and 12 to a.test: 11 probes alone.
+    /// ``downAt1()``, then at 31 requests 11 and 12 to a.test: 11 probes alone.
     static func probing() -> Driver {
-        var driver = Self.downUntil31()
+        var driver = Self.downAt1()
         driver.now = 31
         driver.add(11, url: "http://a.test/11")
         driver.add(12, url: "http://a.test/12")
         return driver
     }
 
-    @Test func aFailedProbeEndsTheWaitingRequestsAgainAndStartsANewCoolDown() {
+    @Test func aFailedProbeEndsTheWaitingRequestsAndTheNextProbeComesLater() {
         var driver = Self.probing()
         #expect(driver.transfers.map(\.tag) == [11])
         driver.now = 33
         driver.send(Self.unanswered, to: 11)
         #expect(Self.failures(&driver) == ["11 down", "12 down"])
-        // The next cool-down runs to 63.
-        driver.now = 62
+        // A second of quiet: a request ends at once.
+        driver.now = 33.5
         driver.add(13, url: "http://a.test/13")
         #expect(Self.failures(&driver) == ["13 down"])
-        driver.now = 63
+        // Then the spacing has doubled: the next probe is due at 35, and a request at 34 waits for it, taking no slot.
+        driver.now = 34
         driver.add(14, url: "http://a.test/14")
+        #expect(driver.transfers.isEmpty && Self.failures(&driver) == [])
+        #expect(driver.machine.progress(at: driver.now).heldRequestCount == 1)
+        driver.timer(at: 35)
         #expect(driver.transfers.map(\.tag) == [14])
+        // It fails too: 14 ends, and the spacing doubles again (quiet to 37, the next probe at 36 + 4 = 40).
+        driver.now = 36
+        driver.send(Self.unanswered, to: 14)
+        #expect(Self.failures(&driver) == ["14 down"])
+        driver.now = 38
+        driver.add(15, url: "http://a.test/15")
+        driver.add(16, url: "http://a.test/16")
+        #expect(driver.transfers.isEmpty)
+        driver.timer(at: 40)
+        #expect(driver.transfers.map(\.tag) == [15])
+        // The server is back: both go, and the log says how long it was down.
+        HostBackoffMachineTests.succeed(15, from: "http://a.test", &driver)
+        let back = driver.takeDeliveries().filter { $0.hasPrefix("server ") }
+        #expect(back == ["server back http://a.test:80 after 39.0 s, 0 failures"], "\(back)")
+        #expect(driver.transfers.map(\.tag) == [16])
+        HostBackoffMachineTests.succeed(16, from: "http://a.test", &driver)
+        #expect(Self.failures(&driver) == [])
+        #expect(driver.machine.requestCount == 0)
+    }
+
+    @Test func theProbesSpacingDoublesUpToTheCoolDown() {
+        var driver = Self.downAt1()
+        // Each probe fails at once: the spacing after the n-th is 2^n s, at most the cool-down (30). A request a
+        // second after each failure (its quiet time over) waits for the next probe, which it is.
+        var spacings: [Double] = []
+        var tag = 101
+        var probeAt = 2.0
+        driver.now = probeAt
+        driver.add(tag, url: "http://a.test/\(tag)")
+        for _ in 1...7 {
+            #expect(driver.transfers.map(\.tag) == [tag])
+            driver.send(Self.unanswered, to: tag)
+            #expect(Self.failures(&driver) == ["\(tag) down"])
+            tag += 1
+            driver.now = probeAt + 1
+            driver.add(tag, url: "http://a.test/\(tag)")
+            var next = probeAt + 1
+            while driver.transfers.isEmpty && next < probeAt + 100 {
+                next += 1
+                driver.timer(at: next)
+            }
+            spacings.append(next - probeAt)
+            probeAt = next
+        }
+        #expect(Self.failures(&driver) == [])
+        #expect(spacings == [2, 4, 8, 16, 30, 30, 30], "\(spacings)")
     }
 
     @Test func aProbeThatStopsWithoutAVerdictHandsTheProbingOn() {
@@ -148,7 +200,7 @@ import Testing
     }
 
     @Test func aRequestWithMirrorsIsNeverEndedByItsServersDeath() {
-        var driver = Self.downUntil31()
+        var driver = Self.downAt1()
         driver.now = 10
         let request = NetworkRequest(
             url: URL(string: "http://a.test/11")!, destination: .file(URL(fileURLWithPath: "/tmp/nq-dead-11.bin")),

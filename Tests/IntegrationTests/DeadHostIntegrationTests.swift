@@ -10,8 +10,8 @@ import Testing
 
 /// A dead server costs seconds, not the batch (DESIGN semantics 24), over both transports: nobody listens on port 1
 /// of 127.0.0.1 (each connect is refused at once), or a stopped server's port. Three refused connects in a row end the
-/// server's waiting requests at once, the other server's requests all finish, and a server back on its port after the
-/// cool-down is used again.
+/// server's waiting requests at once, the other server's requests all finish, and a server back on its port is asked
+/// again by the first request after its verdict's quiet second.
 @Suite(.admitted, .timeLimit(.minutes(10))) struct DeadHostIntegrationTests {
     @Test(arguments: TransportKind.allCases)
     func aRefusingServersRequestsEndAsDownAndTheOthersFinish(_ transport: TransportKind) async throws {
@@ -38,42 +38,60 @@ import Testing
         #expect(dead.filter { $0.attemptCount > 0 }.count <= 16, "\(failures)")
     }
 
+    /// The hostile-server kit's schedule (issue 86): a server down for its first 5 s, lines at 0, 8, 30 and 66 s. The
+    /// lines at 0 s end "host down" (here with no retry, so their window is nothing: the third refused connect in a
+    /// row makes the server down, and the fourth ends with it); a line within a second of that verdict ends at once, sending nothing;
+    /// the lines at 8, 30 and 66 s are all fetched, the first of those at 8 s being the server's one probe, nothing
+    /// sent before it. The queue's clock is driven by hand: no wait.
     @Test(arguments: TransportKind.allCases)
-    func aServerBackAfterItsCoolDownIsUsedAgain(_ transport: TransportKind) async throws {
+    func aServerDownForItsFirstSecondsIsAskedAgainOnceItIsBack(_ transport: TransportKind) async throws {
         // A port that refuses every connect, held so that no other test's server takes it.
         let gone = try RefusingPort()
         let port = gone.port
-        // The queue's clock is driven by hand: the cool-down passes without a wait.
         let clock = ManualClock()
         let queue = NetworkQueue.oneAttempt(transport: transport.make(), clock: clock)
         queue.cancelsAllOnFailure = false
-        queue.deadHosts = DeadHosts(failuresInARow: 2, coolDown: 30)
-        let url = { (path: String) in URL(string: "http://127.0.0.1:\(port)\(path)")! }
-        let first = (1...3).map { request(url("/bytes/5?n=\($0)"), tag: $0) }
-        for request in first { try queue.add(request) }
+        queue.maxConcurrentRequestCount = 1
+        let url = { (n: Int) in URL(string: "http://127.0.0.1:\(port)/bytes/5?n=\(n)")! }
+        let atZero = (1...4).map { request(url($0), tag: $0) }
+        for request in atZero { try queue.add(request) }
         await queue.run()
-        #expect(first.allSatisfy { $0.state == .failed })
-        #expect(first.contains { if case .hostDown? = $0.failure { true } else { false } })
-        // During the cool-down, a request's turn ends it at once, sending nothing.
-        let during = request(url("/bytes/5?n=4"), tag: 4)
-        try queue.add(during)
+        let said = atZero.map { String(describing: $0.failure) }
+        // Two refused connects are their requests' own; the third makes the server down and ends with it, and the
+        // fourth ends at its turn, sending nothing.
+        #expect(atZero.prefix(2).allSatisfy { $0.transportErrorCode == .cannotConnectToHost }, "\(said)")
+        for down in atZero.suffix(2) {
+            guard case .hostDown(let host, 3)? = down.failure else {
+                Issue.record("\(said)")
+                return
+            }
+            #expect(host == "http://127.0.0.1:\(port)")
+        }
+        #expect(atZero[3].attemptCount == 0)
+        // Half a second later a probe has failed lately: a line ends at once.
+        clock.advance(by: 0.5)
+        let soon = request(url(5), tag: 5)
+        try queue.add(soon)
         await queue.run()
-        guard case .hostDown(let host, _)? = during.failure else {
-            Issue.record("\(String(describing: during.failure))")
+        guard case .hostDown? = soon.failure else {
+            Issue.record("\(String(describing: soon.failure))")
             return
         }
-        #expect(host == "http://127.0.0.1:\(port)")
-        // The server comes back on its port and the cool-down passes: the next request probes it, and is answered.
+        #expect(soon.attemptCount == 0)
+        // The server is up from 5 s on its port.
         gone.release()
         let back = try LoopbackServer(preferredPort: port)
         try #require(back.port == port, "the port was taken meanwhile")
-        clock.advance(by: 31)
-        let later = request(url("/bytes/5?n=5"), tag: 5)
-        try queue.add(later)
-        await queue.run()
-        #expect(later.state == .finished, "\(String(describing: later.failure))")
-        #expect(later.response?.body.count == 5)
-        #expect(back.statistics.log == ["GET /bytes/5?n=5"])
+        for (at, tags) in [(8.0, 6...8), (30, 9...11), (66, 12...14)] {
+            clock.advance(by: at - (clock.now() - 1_000))
+            let batch = tags.map { request(url($0), tag: $0) }
+            for request in batch { try queue.add(request) }
+            await queue.run()
+            let failures = batch.map { String(describing: $0.failure) }
+            #expect(batch.allSatisfy { $0.state == .finished && $0.response?.body.count == 5 }, "at \(at) s: \(failures)")
+        }
+        // Nothing was sent but the lines themselves: the first at 8 s was the probe.
+        #expect(back.statistics.log == (6...14).map { "GET /bytes/5?n=\($0)" })
     }
 
     @Test func offLetsEachRequestFailAlone() async throws {

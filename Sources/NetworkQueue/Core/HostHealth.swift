@@ -12,12 +12,17 @@ import Foundation
 /// jitter), each next after the next bound, as many probes as the policy allows retries. Any response releases them
 /// all. When every probe has failed, the server has stayed down for the whole window the policy would have given one
 /// request (its backoffs and the probes' connect limits): the held requests end with
-/// ``NetworkQueueError/hostDown(host:failures:)`` at their turn, as does each request whose turn comes during the
-/// ``coolDown``; the first after it probes alone again. So the retry budget is spent once per server, never once per
-/// request: a restart shorter than the window loses nothing, and a dead server costs one window for the whole batch.
-/// A request with mirrors is never held or ended so: its machine tries them; the failed connects of its locations (its
-/// URL's, its mirrors', a split file's every connection) count against each one's own server, so that a mirror that
-/// goes down holds the requests whose own URL it is. Other servers go on throughout.
+/// ``NetworkQueueError/hostDown(host:failures:)`` at their turn. From then on the server is judged as a circuit
+/// breaker's half-open state judges: a request whose turn comes while a probe failed *lately* (within the policy's
+/// first backoff, at least a second) ends at once, sending nothing; a later one probes the server alone and the
+/// others wait for its verdict. The probes' spacing grows, doubling from that second up to ``coolDown``, so that a
+/// request that comes before the next probe is due waits for it (taking no slot). A probe that is answered releases
+/// every waiting request; one that fails ends them. So the retry budget is spent once per server, never once per
+/// request: a restart shorter than the window loses nothing, a dead server costs one window for the whole batch and
+/// a probe's connect for each later burst, and a server that is back is asked again at once. A request with mirrors
+/// is never held or ended so: its machine tries them; the failed connects of its locations (its URL's, its mirrors',
+/// a split file's every connection) count against each one's own server, so that a mirror that goes down holds the
+/// requests whose own URL it is. Other servers go on throughout.
 public struct DeadHosts: Sendable, Hashable {
     /// Whether servers are ever judged down. Default true.
     public var isEnabled: Bool
@@ -26,8 +31,10 @@ public struct DeadHosts: Sendable, Hashable {
     /// that fail together (a broken connection, a loaded server's moment) count once: a server is down after this many
     /// rounds of new attempts failed. Default 3: one failure is a blip.
     public var failuresInARow: Int
-    /// How long a server whose hold window was spent stays down before the next of its requests probes it, in seconds;
-    /// values that are not finite and non-negative mean 60. Default 60.
+    /// The longest spacing of a down server's probes once its hold window was spent, in seconds: the spacing doubles
+    /// from the retry policy's first backoff (at least a second) after each failed probe, up to this. A request whose
+    /// turn comes before the next probe is due waits for it. Values that are not finite and non-negative mean 60; a
+    /// value below the first spacing leaves the spacing at the first. Default 60.
     public var coolDown: TimeInterval
 
     /// Judges no server down: each request fails, and is retried, on its own.
@@ -52,10 +59,12 @@ struct HostHealth {
         /// of the `probes` its retry policy allows.
         case held(until: Double, probe: Int, probes: Int, failures: Int, heldAt: Double)
         /// The request in `slot` probes it (probe number `probe` of `probes`); the others wait for its verdict.
-        case probing(slot: Int, probe: Int, probes: Int, failures: Int, heldAt: Double)
-        /// Down: its window was spent. Its requests end at their turn until the cool-down ends (`until`); the first
-        /// after it probes alone.
-        case down(until: Double, failures: Int, heldAt: Double)
+        /// `round`: 0 for a probe of the hold window, n for the n-th probe after the server was found down.
+        case probing(slot: Int, probe: Int, probes: Int, failures: Int, heldAt: Double, round: Int)
+        /// Down: its window was spent, or a probe after that failed, at `failedAt`. Its requests end at their turn
+        /// until `quietUntil`; a request after it probes the server once `nextProbe` comes (waiting for it until
+        /// then). `round`: the probes failed since the window was spent.
+        case down(failedAt: Double, quietUntil: Double, nextProbe: Double, round: Int, failures: Int, heldAt: Double)
     }
 
     private var states: [Int: State] = [:]
@@ -79,9 +88,10 @@ struct HostHealth {
         /// The server is held: the request waits with its others, its attempt not spent, until `until` (the next
         /// probe). `wentDown`: this failure made it held; `probeFailed`: this was its probe, the window not yet spent.
         case held(wentDown: Bool, probeFailed: Bool, failures: Int, until: Double)
-        /// The server is down, its window spent: the request ends with it. `heldFor`: set when this failure spent the
-        /// window (the server's held requests end now), the seconds it was held.
-        case down(failures: Int, heldFor: Double?)
+        /// The server is down, its window spent: the request ends with it. `heldFor`: set when this failure made it
+        /// down (it spent the window, `round` 0, or it was the `round`-th probe since): the requests that waited for it
+        /// end now; the seconds since the server was first held. `nextProbe`: when the next request may probe it.
+        case down(failures: Int, heldFor: Double?, round: Int, nextProbe: Double)
     }
 
     /// The key of `host` as given when it was held (see ``connectFailed(_:key:slot:startedAt:policy:retry:now:)``).
@@ -108,8 +118,9 @@ struct HostHealth {
             let probes = retry.maximumAttempts - 1
             guard probes > 0 else {
                 // No retry allowed: the window is nothing, and the server is down at once.
-                set(host, .down(until: now + policy.coolDown, failures: count, heldAt: now))
-                return .down(failures: count, heldFor: 0)
+                let nextProbe = setDown(
+                    host, at: now, round: 0, failures: count, heldAt: now, policy: policy, retry: retry)
+                return .down(failures: count, heldFor: 0, round: 0, nextProbe: nextProbe)
             }
             let until = now + retry.backoff.bound(forRetry: 1)
             set(host, .held(until: until, probe: 1, probes: probes, failures: count, heldAt: now))
@@ -117,26 +128,50 @@ struct HostHealth {
         case .held(let until, let probe, let probes, let failures, let heldAt):
             set(host, .held(until: until, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt))
             return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: until)
-        case .probing(let probeSlot, let probe, let probes, let failures, let heldAt):
+        case .probing(let probeSlot, let probe, let probes, let failures, let heldAt, let round):
             guard probeSlot == slot else {
                 // A request that was connecting when the server went down: it waits with the others.
                 set(
                     host,
                     .probing(
-                        slot: probeSlot, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt))
+                        slot: probeSlot, probe: probe, probes: probes, failures: failures + 1, heldAt: heldAt,
+                        round: round))
                 return .held(wentDown: false, probeFailed: false, failures: failures + 1, until: .infinity)
             }
             guard probe < probes else {
-                set(host, .down(until: now + policy.coolDown, failures: failures + 1, heldAt: heldAt))
-                return .down(failures: failures + 1, heldFor: now - heldAt)
+                // The window's last probe, or a probe of a down server: down (again), its waiting requests end.
+                let nextProbe = setDown(
+                    host, at: now, round: round, failures: failures + 1, heldAt: heldAt, policy: policy, retry: retry)
+                return .down(failures: failures + 1, heldFor: now - heldAt, round: round, nextProbe: nextProbe)
             }
             let until = now + retry.backoff.bound(forRetry: probe + 1)
             set(host, .held(until: until, probe: probe + 1, probes: probes, failures: failures + 1, heldAt: heldAt))
             return .held(wentDown: false, probeFailed: true, failures: failures + 1, until: until)
-        case .down(let until, let failures, let heldAt):
-            set(host, .down(until: until, failures: failures + 1, heldAt: heldAt))
-            return .down(failures: failures + 1, heldFor: nil)
+        case .down(let failedAt, let quietUntil, let nextProbe, let round, let failures, let heldAt):
+            set(
+                host,
+                .down(
+                    failedAt: failedAt, quietUntil: quietUntil, nextProbe: nextProbe, round: round,
+                    failures: failures + 1, heldAt: heldAt))
+            return .down(failures: failures + 1, heldFor: nil, round: round, nextProbe: nextProbe)
         }
+    }
+
+    /// Sets `host` down at `now` (its window spent, `round` 0, or its `round`-th probe since failed): its requests end
+    /// at once for the policy's first backoff (at least a second), and its next probe is due after that spacing
+    /// doubled `round` times, at most ``DeadHosts/coolDown`` (never less than the first spacing). Returns when.
+    private mutating func setDown(
+        _ host: Int, at now: Double, round: Int, failures: Int, heldAt: Double, policy: DeadHosts, retry: RetryPolicy
+    ) -> Double {
+        let first = retry.backoff.bound(forRetry: 1)
+        let quiet = first.isFinite ? max(1, first) : 1
+        let spacing = max(quiet, min(policy.coolDown, quiet * pow(2, Double(min(round, 62)))))
+        set(
+            host,
+            .down(
+                failedAt: now, quietUntil: now + quiet, nextProbe: now + spacing, round: round, failures: failures,
+                heldAt: heldAt))
+        return now + spacing
     }
 
     /// `host` answered (a response head): it is up, its count starts over. Returns since when it was held, when it
@@ -146,40 +181,59 @@ struct HostHealth {
         if Self.isHeld(state) { heldCount -= 1 }
         switch state {
         case .up: return nil
-        case .held(_, _, _, _, let heldAt), .probing(_, _, _, _, let heldAt), .down(_, _, let heldAt): return heldAt
+        case .held(_, _, _, _, let heldAt), .probing(_, _, _, _, let heldAt, _), .down(_, _, _, _, _, let heldAt):
+            return heldAt
         }
     }
 
-    /// The request in `slot` of `host` may start at `now`: true when it is to be the probe of a held server whose
-    /// next probe is due, or of a down server whose cool-down ended (the server's other requests then wait for its
-    /// verdict).
-    mutating func starting(_ host: Int, slot: Int, now: Double) -> Bool {
+    /// What a request of a server that is not up does when its turn comes.
+    enum Start: Equatable {
+        /// It goes as any request: the server is held and its probe not due (the scheduler holds its others).
+        case go
+        /// It goes alone, as the server's probe: its others wait for its verdict.
+        case probe
+        /// The server is down and no probe is due before `until`: it waits for the next probe, taking no slot.
+        case wait(until: Double)
+        /// The server is down and a probe failed lately: it ends at once, with the failures counted against it.
+        case fail(failures: Int)
+    }
+
+    /// The request in `slot` of `host` (not up) is given its turn at `now`: it probes a held server whose next probe
+    /// is due, or a down server whose quiet time after its last failed probe is over and whose next probe is due; it
+    /// waits for that probe when the quiet time is over and the probe is not due; it ends at once in the quiet time.
+    mutating func starting(_ host: Int, slot: Int, now: Double) -> Start {
         switch state(of: host) {
         case .held(let until, let probe, let probes, let failures, let heldAt) where now >= until:
-            set(host, .probing(slot: slot, probe: probe, probes: probes, failures: failures, heldAt: heldAt))
-            return true
-        case .down(let until, let failures, let heldAt) where now >= until:
-            // One probe after the cool-down: its failure makes the server down again.
-            set(host, .probing(slot: slot, probe: 1, probes: 1, failures: failures, heldAt: heldAt))
-            return true
-        case .up, .held, .probing, .down: return false
+            set(host, .probing(slot: slot, probe: probe, probes: probes, failures: failures, heldAt: heldAt, round: 0))
+            return .probe
+        case .down(_, let quietUntil, let nextProbe, let round, let failures, let heldAt):
+            if now < quietUntil { return .fail(failures: failures) }
+            guard now >= nextProbe else { return .wait(until: nextProbe) }
+            // Half-open: one probe; its failure makes the server down again, its next probe further off.
+            set(
+                host,
+                .probing(slot: slot, probe: 1, probes: 1, failures: failures, heldAt: heldAt, round: round + 1))
+            return .probe
+        case .up, .held, .probing: return .go
         }
-    }
-
-    /// The failures counted against `host` while it is down (its window spent, its cool-down running at `now`): its
-    /// request ends with it. Nil otherwise.
-    func downFailures(of host: Int, now: Double) -> Int? {
-        guard case .down(let until, let failures, _) = state(of: host), now < until else { return nil }
-        return failures
     }
 
     /// The probe in `slot` of `host` stopped without a verdict (cancelled, paused, ended otherwise): the next request
     /// to start probes it in its place. Returns true when `slot` was its probe.
     mutating func probeStopped(_ host: Int, slot: Int) -> Bool {
-        guard case .probing(let probe, let number, let probes, let failures, let heldAt) = state(of: host),
+        guard case .probing(let probe, let number, let probes, let failures, let heldAt, let round) = state(of: host),
             probe == slot
         else { return false }
-        set(host, .held(until: -.infinity, probe: number, probes: probes, failures: failures, heldAt: heldAt))
+        if round > 0 {
+            // A down server's probe: the next request to come probes it at once.
+            set(
+                host,
+                .down(
+                    failedAt: -.infinity, quietUntil: -.infinity, nextProbe: -.infinity, round: round - 1,
+                    failures: failures, heldAt: heldAt))
+        } else {
+            set(host, .held(until: -.infinity, probe: number, probes: probes, failures: failures, heldAt: heldAt))
+        }
         return true
     }
 
@@ -203,13 +257,13 @@ struct HostHealth {
         }
     }
 
-    /// True when some server is held or probed, or down with its cool-down running past `now`: its number must keep
-    /// its books.
-    func hasDownServers(at now: Double) -> Bool {
+    /// True when some server is held or probed, or down within ``DeadHosts/coolDown`` (`coolDown`) of its last failed
+    /// probe at `now`: its number must keep its books.
+    func hasDownServers(at now: Double, coolDown: Double) -> Bool {
         states.values.contains { state in
             switch state {
             case .up: false
-            case .down(let until, _, _): until > now
+            case .down(let failedAt, _, let nextProbe, _, _, _): max(nextProbe, failedAt + coolDown) > now
             case .held, .probing: true
             }
         }

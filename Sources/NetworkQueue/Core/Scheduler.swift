@@ -204,7 +204,7 @@ struct Scheduler {
     mutating func setLimit(_ limit: Int, ofHost host: Int) { hosts.setLimit(limit, ofHost: host) }
 
     /// Holds the starts of `host` until `time` exactly, ending or shortening a longer hold (a down server's probe
-    /// answered, or failed and starts a cool-down).
+    /// answered, or failed and its waiting requests end).
     mutating func setHold(host: Int, until time: Double) { hosts.setHold(host, until: time) }
 
     /// The earliest time after `now` at which a job waiting only for its host's pacing or hold may start (nil:
@@ -309,6 +309,22 @@ struct Scheduler {
         }
         hosts.count(job.id, by: -1)
         return true
+    }
+
+    /// Returns a job just given by ``nextStart(now:)`` to its lane without starting it (its host is held since, so
+    /// that it waits): its slot is freed, and it is pending again, behind the others of its priority.
+    mutating func putBack(_ job: Job) {
+        guard isActive(job) else { return }
+        activeLanes[job.id] &= ~Self.bit(job.lane)
+        activeCount -= 1
+        if job.lane == .preflight { activePreflightCount -= 1 }
+        hosts.count(job.id, by: -1)
+        let priority = priority(of: job.id)
+        switch job.lane {
+        case .preflight: _ = preflight.append(job.id, priority: priority)
+        case .main: _ = main.append(job.id, priority: priority)
+        }
+        notePending(job.id, job.lane, by: 1)
     }
 
     /// Removes a job whether pending or active.

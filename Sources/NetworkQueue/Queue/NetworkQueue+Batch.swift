@@ -63,9 +63,12 @@ extension NetworkQueue {
     }
 
     /// When a server is down (DESIGN semantics 24): after ``DeadHosts/failuresInARow`` failed connects or name lookups
-    /// in a row with no response between, its waiting requests end with ``NetworkQueueError/hostDown(host:failures:)``
-    /// at their turn, taking no slot and sending nothing, through the ``DeadHosts/coolDown``;
-    /// the first after it probes the server alone; the other servers go on (see ``DeadHosts``). Default ``DeadHosts/init(isEnabled:failuresInARow:coolDown:)`` with its
+    /// in a row with no response between, its requests are held while one at a time probes it on the retry policy's
+    /// schedule; when every probe failed they end with ``NetworkQueueError/hostDown(host:failures:)`` at their turn,
+    /// taking no slot and sending nothing, as does a request whose turn comes while a probe failed lately (within a
+    /// second, or the policy's first backoff); a later request probes the server alone, half-open, the probes' spacing
+    /// doubling up to ``DeadHosts/coolDown``; the other servers go on (see ``DeadHosts``). Default
+    /// ``DeadHosts/init(isEnabled:failuresInARow:coolDown:)`` with its
     /// defaults: on, 3 failures, 60 s. ``DeadHosts/off`` turns it off (each request fails, or is retried, alone). A
     /// connect that nobody answers fails at ``TimeLimits/connect`` over ``CurlTransport``; over `URLSession` it ends at
     /// the idle timeout as `.timedOut`, which is not counted (a timeout there cannot tell a silent server from an

@@ -94,7 +94,8 @@ public struct NetworkQueueLogRecord: Sendable, CustomStringConvertible {
         /// ``NetworkQueue/deadHosts``).
         case hostBack
         /// A server stayed down for the whole window its retry policy gives (every probe failed): its held requests
-        /// end, and one probes it after the cool-down (see ``NetworkQueue/deadHosts``).
+        /// end; or a later probe of it failed, and the requests that waited for it end. The next request after a
+        /// second probes it again (see ``NetworkQueue/deadHosts``).
         case hostDown
         /// A server's level of ``NetworkQueue/adaptiveConcurrency`` changed: the message says from what, to what and
         /// why (the throughput a round gained or lost, an overload).

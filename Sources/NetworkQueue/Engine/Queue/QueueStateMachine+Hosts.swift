@@ -152,7 +152,7 @@ extension QueueStateMachine {
     /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
     /// still runs (its number must keep its times).
     mutating func forgetHostsIfIdle(now: Double) {
-        guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now) else { return }
+        guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now, coolDown: deadHosts.coolDown) else { return }
         servers.removeAll()
         hostHealth.removeAll()
         if let rules = adaptive?.rules {
@@ -263,7 +263,7 @@ extension QueueStateMachine {
         switch verdict {
         case .counted: return .counted
         case .held: return .held
-        case .down(let failures, _):
+        case .down(let failures, _, _, _):
             return .down(.hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures))
         }
     }
@@ -317,16 +317,26 @@ extension QueueStateMachine {
                     "\(server) still down (its probe failed): the next probe in \(LogText.seconds(until - now)) s"
                 }
             }
-        case .down(let failures, let heldFor):
+        case .down(let failures, let heldFor, let round, let nextProbe):
             if let heldFor {
-                // The window is spent: the held requests end at their turn, now.
+                // The window is spent, or a down server's probe failed: the requests that waited end at their turn,
+                // now.
                 scheduler.setHold(host: host, until: -.infinity)
-                outbox.post(
-                    .serverHoldChanged(ServerHold(server: server, change: .down, heldFor: heldFor, failures: failures)))
-                outbox.log(.warning, .hostDown, request, now: now) {
-                    "\(server) stayed down for \(LogText.seconds(heldFor)) s (\(failures) connects failed, every "
-                        + "probe its retry policy allows): its held requests end, and the first after "
-                        + "\(LogText.seconds(deadHosts.coolDown)) s probes it"
+                if round == 0 {
+                    outbox.post(
+                        .serverHoldChanged(
+                            ServerHold(server: server, change: .down, heldFor: heldFor, failures: failures)))
+                    outbox.log(.warning, .hostDown, request, now: now) {
+                        "\(server) stayed down for \(LogText.seconds(heldFor)) s (\(failures) connects failed, every "
+                            + "probe its retry policy allows): its held requests end, and the first request after "
+                            + "\(LogText.seconds(nextProbe - now)) s probes it"
+                    }
+                } else {
+                    outbox.log(.notice, .hostDown, request, now: now) {
+                        "\(server) still down after \(LogText.seconds(heldFor)) s (its probe failed): the requests "
+                            + "that waited for it end, and the first after \(LogText.seconds(nextProbe - now)) s "
+                            + "probes it again"
+                    }
                 }
             }
         }
@@ -358,20 +368,34 @@ extension QueueStateMachine {
         }
     }
 
-    /// The request in `slot` was given a slot at `now`. When its server is held and its next probe is due (or it is
-    /// down and its cool-down is over), the request goes alone, as the probe, the server's other requests held until
-    /// its verdict. When the server is down (its window spent) and its cool-down runs, the request ends at once
-    /// (unless it has mirrors to try): returns the error it ends with.
-    mutating func startingOnItsServer(_ slot: Int, now: Double) -> NetworkQueueError? {
-        guard let host = scheduler.host(of: slot), hostHealth.isDown(host) else { return nil }
-        if hostHealth.starting(host, slot: slot, now: now) {
+    /// What the request given a slot at `now` does about its server (``HostHealth/Start``): go, go alone as the
+    /// server's probe (the server's other requests held until its verdict), wait for a down server's next probe, or
+    /// end at once (a down server whose probe failed lately). A request with mirrors never waits or ends so: its
+    /// machine tries them.
+    enum ServerTurn {
+        case go
+        case wait(until: Double)
+        case end(NetworkQueueError)
+    }
+
+    /// The turn of the request in `slot` at `now` on its server (see ``ServerTurn``).
+    mutating func startingOnItsServer(_ slot: Int, now: Double) -> ServerTurn {
+        guard let host = scheduler.host(of: slot), hostHealth.isDown(host) else { return .go }
+        let mirrored = !table[slot].request.fileOptions.mirrors.isEmpty
+        switch hostHealth.starting(host, slot: slot, now: now) {
+        case .go:
+            return .go
+        case .probe:
             scheduler.setHold(host: host, until: .infinity)
-            return nil
+            return .go
+        case .wait(let until):
+            guard !mirrored else { return .go }
+            scheduler.setHold(host: host, until: until)
+            return .wait(until: until)
+        case .fail(let failures):
+            guard !mirrored else { return .go }
+            return .end(.hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures))
         }
-        guard let failures = hostHealth.downFailures(of: host, now: now),
-            table[slot].request.fileOptions.mirrors.isEmpty
-        else { return nil }
-        return .hostDown(host: hostHealth.key(of: host) ?? "the server", failures: failures)
     }
 
     /// The request in `slot` of `host` left its transfers without a verdict on its server: when it was the server's

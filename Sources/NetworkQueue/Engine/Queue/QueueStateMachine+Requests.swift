@@ -51,10 +51,18 @@ extension QueueStateMachine {
                 apply(job.id, now: now) { $0.attemptEnded(.invalidRequest(problem), of: record.request, &$1, now: now) }
                 continue
             }
-            if !hostHealth.isEmpty, let down = startingOnItsServer(job.id, now: now) {
-                scheduler.finish(job)
-                end(job.id, .failure(down), failsSiblings: true, now: now)
-                continue
+            if !hostHealth.isEmpty {
+                switch startingOnItsServer(job.id, now: now) {
+                case .go: break
+                case .wait:
+                    // Its server's next probe is not due: it waits for it in its lane, the server held until then.
+                    scheduler.putBack(job)
+                    continue
+                case .end(let down):
+                    scheduler.finish(job)
+                    end(job.id, .failure(down), failsSiblings: true, now: now)
+                    continue
+                }
             }
             let hooks = adapter != nil || record.request.adapt != nil
             if job.lane == .preflight { countPreflight(job.id, started: true) }
