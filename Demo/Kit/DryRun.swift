@@ -6,8 +6,9 @@ import NetworkQueue
 #endif
 
 /// `--dry-run`: each line is asked about, not fetched. A HEAD request, or, where the server refuses HEAD (405 or 501),
-/// a GET of its first byte (`Range: bytes=0-0`); a body is never taken beyond one byte (a server that ignores the
-/// range is stopped at its head, which already says the size). The probe runs under the same limits as the download
+/// a GET of its first byte (`Range: bytes=0-0`); no body is read: each transfer ends at its head
+/// (``NetworkRequest/Validation-swift.struct/endsAtHead``), which already says the size, so that a server that ignores
+/// the range sends no more than the kernel's buffers hold before the connection closes. The probe runs under the same limits as the download
 /// would: concurrency, per-host limit and pacing, retries.
 public enum DryRun {
     /// The `userInfo` key of the file name a probe's download would write (absent: the body would go to memory).
@@ -43,7 +44,8 @@ public enum DryRun {
             return ranged
         })
         return NetworkRequest(
-            head, validation: NetworkRequest.Validation(maximumResponseSize: .bytes(1)), retryPolicy: policy,
+            head, validation: NetworkRequest.Validation(maximumResponseSize: .bytes(1), endsAtHead: true),
+            retryPolicy: policy,
             handlers: handlers, tag: tag, userInfo: name.map { [nameKey: $0] } ?? [:])
     }
 

@@ -48,9 +48,14 @@ extension LoopbackServer {
         return true
     }
 
-    /// `/endless`: a chunked body of pattern bytes at full speed that never ends (until the client goes).
+    /// `/endless`: a chunked body of pattern bytes at full speed that never ends (until the client goes). With
+    /// `nohead=1`, a HEAD is refused (405), as some servers do; with `sndbuf=N`, the connection's kernel send buffer
+    /// is N bytes (loopback's grows to megabytes at once), so that what the server manages to write is close to what
+    /// its client read.
     func serveEndless(_ request: HTTPRequest, _ response: Response) -> Bool {
         let isHead = request.method == "HEAD"
+        if isHead, request.int("nohead") == 1 { return response.send(405, ["Allow": "GET"]) }
+        if let bytes = request.int("sndbuf"), bytes > 0 { Socket.setSendBuffer(response.fd, bytes: Int32(bytes)) }
         let headers = ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]
         guard response.head(200, headers, isLast: isHead) else { return false }
         if isHead { return true }

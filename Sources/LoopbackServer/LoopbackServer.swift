@@ -26,7 +26,7 @@ import Foundation
 /// | `/raw/NAME` | a byte-exact hostile response from ``rawResponses`` (conflicting lengths, bare CR/LF/NUL, …) |
 /// | `/bighead?cookies=N&size=S` | a head setting N cookies, then a field of S bytes |
 /// | `/trickle/N/K/MS` | N bytes in K pieces, MS ms apart, with Content-Length and an ETag; Range (206 from its start); `forever=1`: chunked pieces without end |
-/// | `/endless` | a chunked body at full speed without end |
+/// | `/endless` | a chunked body at full speed without end (`nohead=1`: HEAD answers 405) |
 /// | `/shared/N?rate=R&best=B` | N bytes, the route's transfers sharing R bytes/s up to B at once, less beyond (a disk that seeks) |
 /// | `/capped/N?rate=R` | N bytes (Range: 206) paced at R bytes/s per response from its first byte: a cap per connection |
 /// | `/crowd/N?max=M&ms=L` | 503 when more than M of the route's transfers are in flight, else N bytes after L ms |

@@ -140,6 +140,12 @@ enum Socket {
         #endif
     }
 
+    /// Sets the kernel's send buffer of `fd` to `bytes` (Linux doubles it for its own books).
+    static func setSendBuffer(_ fd: Int32, bytes: Int32) {
+        var size = bytes
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Makes the next close send a TCP reset instead of a FIN.
     static func reset(_ fd: Int32) {
         var linger = linger(l_onoff: 1, l_linger: 0)

@@ -67,4 +67,27 @@ import Testing
             }
         }
     }
+
+    /// A dry run reads no body, on both transports: against a server that refuses HEAD (405) and streams an endless
+    /// body to the GET that follows (ignoring its range), the Demo ends each transfer at its head and the run exits 0,
+    /// the URL said to succeed, the server having managed to write at most 1 MB (it closes the connection at the
+    /// head over libcurl; Foundation's URLSession on Linux may read on until its task's cancel takes: nothing of it
+    /// reaches the queue, and the run ends at once all the same).
+    @Test func aDryRunStopsAtTheHeadOfAnEndlessBody() async throws {
+        // A 64 KiB send buffer: the bytes the server writes are close to what the Demo read (loopback's buffer grows to
+        // 4 MB at once, whoever reads).
+        let setup = try DemoSetup(paths: ["/endless?nohead=1&sndbuf=65536"])
+        defer { setup.tearDown() }
+        for transport in ["curl", "urlsession"] {
+            setup.server.resetStatistics()
+            let run = try await runDemo(
+                ["--transport", transport, "--input", setup.list.path, "--dry-run"], in: setup.directory)
+            #expect(run.status == 0, "\(transport): \(run.output)")
+            #expect(run.output.contains("1 would succeed"), "\(transport): \(run.output)")
+            let statistics = setup.server.statistics
+            let path = "/endless?nohead=1&sndbuf=65536"
+            #expect(statistics.log == ["HEAD \(path)", "GET \(path)"], "\(transport)")
+            #expect(statistics.bytesWritten <= 1 << 20, "\(transport): \(statistics.bytesWritten) bytes written")
+        }
+    }
 }

@@ -157,6 +157,7 @@ extension NetworkQueue {
         case .preflight:
             pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)
         case .checked(let request, let claim, let continuesPart, let revalidation, let splits):
+            options.endsAtHead = request.validation.endsAtHead
             var sink: FileSink?
             var revalidates = false
             if let claim {

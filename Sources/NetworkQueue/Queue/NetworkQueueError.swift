@@ -139,6 +139,9 @@ public enum NetworkQueueError: Error, Sendable, Hashable {
         /// something other than a folder is on the way to it, or its name is one a download keeps beside its file
         /// (``FileName/reservedSuffixes``). `reason` says which. The request fails alone; nothing is written.
         case unsafeDestination(URL, reason: String)
+        /// The request asks to end at its head (``NetworkRequest/Validation-swift.struct/endsAtHead``) and to write
+        /// its body to this file: there is no body to write.
+        case endsAtHeadWithFile(URL)
     }
 
     /// True for `.cancelled`, `.cancelledBecauseSiblingFailed` and `.cancelledBecauseSourceFailed`.
@@ -246,6 +249,7 @@ extension NetworkQueueError: LocalizedError, CustomStringConvertible, CustomDebu
             "checksum \(checksum) is not \(checksum.algorithm.byteCount * 2) hexadecimal digits"
         case .invalidTimeLimits(let limits): "time limits: \(limits.problem ?? "out of range")"
         case .unsafeDestination(let url, let reason): "refused to write \(url.path): \(reason)"
+        case .endsAtHeadWithFile(let url): "a request that ends at its head has no body to write to \(url.path)"
         }
     }
 }

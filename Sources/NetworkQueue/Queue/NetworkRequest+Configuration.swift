@@ -18,15 +18,23 @@ extension NetworkRequest {
         /// ``NetworkQueueError/responseTooLarge(limit:url:)`` and its transfer stops. Default
         /// ``ResponseSizeLimit/automatic`` (64 MiB in memory, no limit for a file).
         public var maximumResponseSize: ResponseSizeLimit
+        /// Whether the transfer ends at the final response head, reading none of the body: the head is checked as
+        /// any (status, content type, a `Content-Length` over the size cap), the connection is closed when a body
+        /// follows (so that the server sends no more than the kernel's buffers hold), and the request finishes with
+        /// an empty body, whatever the head announced. For a check of a URL that must not download it (a dry run
+        /// whose server refuses HEAD and ignores `Range`). Only for the memory destination: a file destination with
+        /// it is ``NetworkQueueError/InvalidRequestReason/endsAtHeadWithFile(_:)``. Default false.
+        public var endsAtHead: Bool
 
         /// Creates a validation; every parameter defaults as its property says.
         public init(
             acceptableStatusCodes: Range<Int>? = 200..<300, acceptableContentTypes: Set<String>? = nil,
-            maximumResponseSize: ResponseSizeLimit = .automatic
+            maximumResponseSize: ResponseSizeLimit = .automatic, endsAtHead: Bool = false
         ) {
             self.acceptableStatusCodes = acceptableStatusCodes
             self.acceptableContentTypes = acceptableContentTypes
             self.maximumResponseSize = maximumResponseSize
+            self.endsAtHead = endsAtHead
         }
     }
 
@@ -201,7 +209,7 @@ extension NetworkRequest {
             _ userInfo: [String: any Sendable], _ invalidReason: NetworkQueueError.InvalidRequestReason?
         ) -> Bool {
             validation.acceptableStatusCodes == 200..<300 && validation.acceptableContentTypes == nil
-                && validation.maximumResponseSize == .automatic && integrity.checksum == nil
+                && validation.maximumResponseSize == .automatic && !validation.endsAtHead && integrity.checksum == nil
                 && integrity.verifiesServerDigests
                 && fileOptions.continuesPartialDownloads && fileOptions.existingFile == .replace
                 && !fileOptions.mayShare && !fileOptions.namesFileFromResponse && fileOptions.outputFolder == nil

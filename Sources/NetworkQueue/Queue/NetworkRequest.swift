@@ -229,8 +229,10 @@ public final class NetworkRequest: Sendable, Identifiable {
         self.destinationPath = destinationPath
         self.initialPriority = priority
         self.tag = tag
+        var headOnlyFile: NetworkQueueError.InvalidRequestReason?
+        if validation.endsAtHead, case .file(let file) = destination { headOnlyFile = .endsAtHeadWithFile(file) }
         let invalidReason =
-            invalidReason ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
+            invalidReason ?? headOnlyFile ?? integrity.checksum.flatMap { $0.isWellFormed ? nil : .invalidChecksum($0) }
             ?? timeLimits.flatMap { $0.problem == nil ? nil : .invalidTimeLimits($0) }
         options =
             Options.areDefaults(

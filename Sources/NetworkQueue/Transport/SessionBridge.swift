@@ -120,6 +120,8 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 in: head,
                 hasBody: ResponseRules.hasBody(
                     statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
+        let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod)
+        let endsHere = violation == nil && transfer.endsAtHead && hasBody
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
             guard state.interruption == nil else { return true }
@@ -128,6 +130,8 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             } else {
                 state.hasResponse = true
                 state.measure?.firstByteAt = DispatchTime.now().uptimeNanoseconds
+                // Asked to end at its head: no body byte is reported from here, and the completion is a success.
+                if endsHere { state.interruption = .endedAtHead }
             }
             return false
         }
@@ -136,6 +140,18 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard violation == nil else { return dataTask.cancel() }
         storeCookies(of: http)
         transfer.events(.head(head))
+        guard endsHere else { return }
+        // Ended here, as asked: the transfer completes now, not when its task does (Foundation on Linux may lose the
+        // cancel and read on, LINUX-URLSESSION.md), and every later callback of its task is dropped.
+        let measure = transfer.state.withLock { state in
+            state.isCancelled = true
+            state.measure?.taskEnded()
+            return state.measure
+        }
+        if let measure { transfer.events(.metrics(measure.metrics(endedAt: DispatchTime.now().uptimeNanoseconds))) }
+        transfer.events(.completed(nil))
+        routes.withLock { _ = $0.transfers.removeValue(forKey: dataTask.taskIdentifier) }
+        dataTask.cancel()
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -222,7 +238,10 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // One read of the transfer's state decides everything below.
         let (isCancelled, interruption, redirectCount, midBody, measure) = transfer.state.withLock { state in
             defer { state.interruption = nil }
-            if state.interruption != nil { state.redirectCount += 1 }
+            switch state.interruption {
+            case .replay?, .refused?: state.redirectCount += 1
+            case .endedAtHead?, nil: break
+            }
             state.measure?.taskEnded()
             return (state.isCancelled, state.interruption, state.redirectCount, state.hasResponse, state.measure)
         }
@@ -234,6 +253,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         switch interruption {
         case .refused(let refusal)?:
             ended(refusal)
+        case .endedAtHead?:
+            // Completed at its head already (the transfer is marked cancelled then: not reached).
+            break
         case .replay(let replay)? where error == nil:
             guard redirectCount <= Self.maximumRedirects else { return ended(URLError(.httpTooManyRedirects)) }
             start(transfer, on: session, request: replay)

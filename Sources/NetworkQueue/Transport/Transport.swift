@@ -55,12 +55,21 @@ public struct TransferOptions: Sendable {
     /// The longest the transfer may wait for its connection, in seconds (see ``TimeLimits/connect``); nil for the
     /// transport's own bound. Default nil. A transport that cannot bound a connect on its own ignores it.
     public var connectTimeout: TimeInterval?
+    /// Whether the transfer ends at its final head: the transport reports the head, then completes without an error
+    /// and reads none of the body, closing the connection when a body follows (see
+    /// ``NetworkRequest/Validation-swift.struct/endsAtHead``). Default false.
+    public var endsAtHead: Bool
 
-    /// Creates options; the defaults are uncapped, without metrics, with the transport's own connect bound.
-    public init(rateCap: RateCap? = nil, collectsMetrics: Bool = false, connectTimeout: TimeInterval? = nil) {
+    /// Creates options; the defaults are uncapped, without metrics, with the transport's own connect bound, reading
+    /// the whole body.
+    public init(
+        rateCap: RateCap? = nil, collectsMetrics: Bool = false, connectTimeout: TimeInterval? = nil,
+        endsAtHead: Bool = false
+    ) {
         self.rateCap = rateCap
         self.collectsMetrics = collectsMetrics
         self.connectTimeout = connectTimeout
+        self.endsAtHead = endsAtHead
     }
 }
 

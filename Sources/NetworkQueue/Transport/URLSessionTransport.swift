@@ -118,7 +118,7 @@ public final class URLSessionTransport: Transport {
     public func startTransfer(
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
-        let transfer = SessionTransfer(request: request, events: events)
+        let transfer = SessionTransfer(request: request, endsAtHead: options.endsAtHead, events: events)
         if options.collectsMetrics {
             transfer.state.withLock { $0.measure = SessionMeasure(startedAt: DispatchTime.now().uptimeNanoseconds) }
         }
@@ -145,6 +145,9 @@ final class SessionTransfer: TransferHandle {
         case replay(URLRequest)
         /// The redirect was refused by the policy: fail with this error.
         case refused(URLError)
+        /// The transfer ended at its final head, as it asked (``TransferOptions/endsAtHead``): its task was cancelled
+        /// before the body, and it completes without an error.
+        case endedAtHead
     }
 
     struct State {
@@ -160,11 +163,14 @@ final class SessionTransfer: TransferHandle {
     }
 
     let request: URLRequest
+    /// True when the transfer ends at its final head (``TransferOptions/endsAtHead``).
+    let endsAtHead: Bool
     let events: @Sendable (TransferEvent) -> Void
     let state = Locked(State())
 
-    init(request: URLRequest, events: @escaping @Sendable (TransferEvent) -> Void) {
+    init(request: URLRequest, endsAtHead: Bool = false, events: @escaping @Sendable (TransferEvent) -> Void) {
         self.request = request
+        self.endsAtHead = endsAtHead
         self.events = events
     }
 

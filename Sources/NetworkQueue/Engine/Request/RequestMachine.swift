@@ -219,7 +219,10 @@ struct RequestMachine {
             }
             return goOnWithoutSize(failure: nil)
         case .running(let attempt):
-            switch Self.ending(of: attempt, outcome, received: received, file: file, metrics: metrics) {
+            switch Self.ending(
+                of: attempt, outcome, received: received, file: file, metrics: metrics,
+                endsAtHead: request.validation.endsAtHead)
+            {
             case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
             case .sendAgainWithoutRange:
                 return start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
@@ -321,9 +324,10 @@ struct RequestMachine {
     }
 
     /// What `attempt`'s transfer ending as `outcome` means (`received` body bytes in all, `file` the claimed
-    /// destination, `metrics` the request's).
+    /// destination, `metrics` the request's; `endsAtHead`: the transfer read no body by design, so that none is short).
     private static func ending(
-        of attempt: Attempt, _ outcome: TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?
+        of attempt: Attempt, _ outcome: TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?,
+        endsAtHead: Bool
     ) -> Ending {
         if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource == nil,
             let refetch = attempt.split?.machine.checksumRefetch
@@ -350,7 +354,9 @@ struct RequestMachine {
         }
         guard let head = attempt.head else { return .failed(.transport(URLError(.badServerResponse))) }
         let method = attempt.sent.method
-        if ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength) {
+        if !endsAtHead,
+            ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength)
+        {
             return .failed(.transport(URLError(.networkConnectionLost)))
         }
         if let kept = attempt.keptFile {

@@ -32,6 +32,11 @@
                 finish(transfer, easy: easy)
                 return follow(transfer, to: next)
             }
+            if transfer.endedAtHead {
+                // Aborted at its final head as it asked (libcurl says a write error): a success without a body.
+                finish(transfer, easy: easy)
+                return end(transfer, nil)
+            }
             var error = transfer.failure ?? libcurlError(code, of: transfer, easy: easy) ?? transfer.incompleteBodyError
             if error == nil, !transfer.hasResponse {
                 // A transfer libcurl calls done without a final head of ours (no HTTP/1.x or 2 server does that).

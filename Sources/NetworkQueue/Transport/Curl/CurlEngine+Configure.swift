@@ -132,6 +132,12 @@
                 library.set(easy, .bufferSize, min(64 << 10, max(4 << 10, cap / 32)))
                 library.set(
                     easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
+            } else if transfer.endsAtHead {
+                // Ends at its head: small reads, and a new connection's small kernel receive buffer, so that a server
+                // streaming a body nobody reads fills little before the connection closes.
+                library.set(easy, .bufferSize, 16 << 10)
+                library.set(
+                    easy, .sockOptFunction, pointer: unsafeBitCast(curlSocketOptions, to: UnsafeRawPointer.self))
             } else {
                 library.set(easy, .bufferSize, Self.receiveBufferSize)
                 library.set(easy, .sockOptFunction, pointer: nil)
@@ -254,12 +260,14 @@
     }
 
     /// CURLOPT_SOCKOPTFUNCTION, for a capped transfer's new connection: a kernel receive buffer of a sixty-fourth
-    /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap. CURL_SOCKOPT_OK is 0.
+    /// of the cap (4–256 KiB) keeps the TCP window, and so the wire, close to the cap; for a transfer that ends at its
+    /// head, 16 KiB. CURL_SOCKOPT_OK is 0.
     private let curlSocketOptions: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32 = {
         user, socket, _ in
         let transfer = Unmanaged<CurlHandle>.fromOpaque(user!).takeUnretainedValue().transfer!
-        guard let cap = transfer.rateCap?.maximumBytesPerSecond else { return 0 }
-        var size = Int32(min(256 << 10, max(4 << 10, cap / 64)))
+        let wanted = transfer.rateCap?.maximumBytesPerSecond.map { min(256 << 10, max(4 << 10, $0 / 64)) }
+        guard let bytes = wanted ?? (transfer.endsAtHead ? 16 << 10 : nil) else { return 0 }
+        var size = Int32(bytes)
         _ = setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         return 0
     }

@@ -58,6 +58,10 @@
         /// True when the run was aborted at a redirect's head, to follow it without reading its body.
         @exclusivity(unchecked) var followsAtHead = false
         @exclusivity(unchecked) var hasResponse = false
+        /// True when the transfer ends at its final head (``TransferOptions/endsAtHead``).
+        let endsAtHead: Bool
+        /// True once the run was aborted at its final head, as asked, before its body: it completes without an error.
+        @exclusivity(unchecked) var endedAtHead = false
         /// True once the run was sent again on a new connection (see ``againOnFreshConnection()``): at most once.
         @exclusivity(unchecked) var isOnFreshConnection = false
         /// Set when the caller asked for an encoding: the body is decoded here, not by libcurl (which does
@@ -84,10 +88,11 @@
         /// whose URL's text is `urlText` (empty for a request without a URL).
         init(
             _ request: URLRequest?, url: URL?, urlText: String, engine: CurlEngine, rateCap: RateCap? = nil,
-            collectsMetrics: Bool = false, connectTimeout: Double? = nil, lentBody: LentBodyReceiver? = nil,
-            events: @escaping @Sendable (TransferEvent) -> Void
+            collectsMetrics: Bool = false, connectTimeout: Double? = nil, endsAtHead: Bool = false,
+            lentBody: LentBodyReceiver? = nil, events: @escaping @Sendable (TransferEvent) -> Void
         ) {
             self.lentBody = lentBody
+            self.endsAtHead = endsAtHead
             connectTimeoutMilliseconds = Self.milliseconds(connectTimeout)
             if collectsMetrics { recorder = CurlMetricsRecorder(startedAt: DispatchTime.now().uptimeNanoseconds) }
             self.request = request
@@ -234,6 +239,11 @@
                         address: parsedURL.map(ResponseHead.Address.url) ?? .text(urlText),
                         statusCode: head.statusCode, httpVersion: head.httpVersion, storage: head.storage,
                         contentLength: head.contentLength ?? -1)))
+            if endsAtHead, hasBody {
+                // Asked to end here: libcurl stops before the body, and the connection is not kept (its body unread).
+                endedAtHead = true
+                return false
+            }
             let contentCodings = decodesBody ? head.value("Content-Encoding").map(FramingRules.codings) ?? [] : []
             guard hasBody, !contentCodings.isEmpty || !head.transferCodings.isEmpty else { return true }
             do {

@@ -274,7 +274,7 @@ import Foundation
             let transfer = CurlTransfer(
                 whole, url: url, urlText: text, engine: engine, rateCap: options.rateCap,
                 collectsMetrics: options.collectsMetrics, connectTimeout: options.connectTimeout,
-                lentBody: lentBody, events: events)
+                endsAtHead: options.endsAtHead, lentBody: lentBody, events: events)
             engine.post(.start(transfer))
             return transfer
         }
