@@ -88,7 +88,8 @@ import Testing
             for request in batch { try queue.add(request) }
             await queue.run()
             let failures = batch.map { String(describing: $0.failure) }
-            #expect(batch.allSatisfy { $0.state == .finished && $0.response?.body.count == 5 }, "at \(at) s: \(failures)")
+            #expect(
+                batch.allSatisfy { $0.state == .finished && $0.response?.body.count == 5 }, "at \(at) s: \(failures)")
         }
         // Nothing was sent but the lines themselves: the first at 8 s was the probe.
         #expect(back.statistics.log == (6...14).map { "GET /bytes/5?n=\($0)" })

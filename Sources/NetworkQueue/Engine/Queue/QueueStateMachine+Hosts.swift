@@ -152,7 +152,8 @@ extension QueueStateMachine {
     /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
     /// still runs (its number must keep its times).
     mutating func forgetHostsIfIdle(now: Double) {
-        guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now, coolDown: deadHosts.coolDown) else { return }
+        guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now, coolDown: deadHosts.coolDown)
+        else { return }
         servers.removeAll()
         hostHealth.removeAll()
         if let rules = adaptive?.rules {
