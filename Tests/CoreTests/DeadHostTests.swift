@@ -258,6 +258,81 @@ import Testing
         #expect(driver.machine.requestCount == 0)
     }
 
+    static let reset = TransferEvent.completed(URLError(.networkConnectionLost))
+
+    /// Requests 1–`count` to a.test, `limit` slots, `attempts` attempts `delay` seconds apart, a failure failing no
+    /// other, started.
+    static func resetting(attempts: Int, count: Int, limit: Int = 2, delay: Double = 0) -> Driver {
+        var policy = RetryPolicy(
+            maximumAttempts: attempts, backoff: .init(initialDelay: delay, multiplier: 1, jitter: false))
+        // Every retry waits its delay, the first lost connection's too.
+        policy.retriesFirstLostConnectionAtOnce = false
+        var driver = Driver(limit: limit, retryPolicy: policy)
+        driver.machine.cancelsAllOnFailure = false
+        for tag in 1...count { driver.add(tag, url: "http://a.test/\(tag)") }
+        driver.go()
+        return driver
+    }
+
+    /// The deliveries that say a request's attempt was spent (a retry) or it ended.
+    static func spent(_ driver: inout Driver) -> [String] {
+        driver.takeDeliveries().compactMap { line in
+            line.hasPrefix("willRetry ") || line.hasPrefix("didFail ")
+                ? line.split(separator: " ").prefix(2).joined(separator: " ") : nil
+        }
+    }
+
+    @Test func aResetBeforeAResponseWhileTheServerAnswersOthersIsSentAgainUnspent() {
+        var driver = Self.resetting(attempts: 3, count: 3, delay: 1.5)
+        // The first reset: the queue has not heard the server answer yet, so the attempt is spent (a retry in 1.5 s);
+        // 3 takes the slot.
+        driver.now = 1
+        driver.send(Self.reset, to: 1)
+        #expect(Self.spent(&driver) == ["willRetry 1"])
+        // 2 is answered at 2: the server is up, and 1's retry goes early, as after any success of its server.
+        driver.now = 2
+        HostBackoffMachineTests.succeed(2, from: "http://a.test", &driver)
+        #expect(driver.transfers.map(\.tag) == [3, 1])
+        _ = driver.takeDeliveries()
+        // At 3, 3 (begun at 1) and 1 (begun at 2, as the answer came) are reset: the server answered since each
+        // began, so each is sent again at once, unspent.
+        driver.now = 3
+        driver.send(Self.reset, to: 3)
+        driver.send(Self.reset, to: 1)
+        #expect(Self.spent(&driver) == [])
+        driver.timer(at: 3)
+        #expect(driver.transfers.map(\.tag).sorted() == [1, 3])
+        // 3 began at 3, after the server's last answer (2): its reset at 4 is spent.
+        driver.now = 4
+        driver.send(Self.reset, to: 3)
+        #expect(Self.spent(&driver) == ["willRetry 3"])
+        // Both finish, each with its second attempt: the unspent ones were never counted.
+        HostBackoffMachineTests.succeed(1, from: "http://a.test", &driver)
+        driver.timer(at: 5.5)
+        HostBackoffMachineTests.succeed(3, from: "http://a.test", &driver)
+        #expect(Self.spent(&driver) == [])
+        #expect(driver.machine.requestCount == 0)
+    }
+
+    @Test func theUnspentResetsOfARequestAreBounded() {
+        // Two attempts: at most three unspent resets, then its attempts are spent as ever.
+        var driver = Self.resetting(attempts: 2, count: 7, limit: 8)
+        var spent: [String] = []
+        for step in 0..<5 {
+            let time = 1 + 2 * Double(step)
+            driver.now = time
+            // Another request is answered after 1's last start.
+            let other = driver.transfers.first { $0.tag != 1 }!.tag
+            HostBackoffMachineTests.succeed(other, from: "http://a.test", &driver)
+            driver.now = time + 1
+            driver.send(Self.reset, to: 1)
+            spent += Self.spent(&driver)
+            driver.timer(at: time + 1)
+        }
+        // Three unspent, then its one retry, then its end.
+        #expect(spent == ["willRetry 1", "didFail 1"])
+    }
+
     @Test func offJudgesNoServerDown() {
         var driver = Self.twoServers(.off)
         for tag in 1...8 {

@@ -75,8 +75,21 @@ struct HostHealth {
     /// its hold's notices: kept here, so that each of them costs no search of the servers' numbers.
     private var keys: [Int: String] = [:]
 
-    /// True when no server ever failed a connect: nothing is looked up.
-    var isEmpty: Bool { states.isEmpty }
+    /// When each server watched since a connection to it was reset before its response (``watch(_:)``) last answered.
+    private var answeredAt: [Int: Double] = [:]
+
+    /// True when no server ever failed a connect and none is watched: nothing is looked up.
+    var isEmpty: Bool { states.isEmpty && answeredAt.isEmpty }
+
+    /// From now on, `host`'s answers are timed (``answered(_:since:)``): a connection to it was reset before its
+    /// response came.
+    mutating func watch(_ host: Int) {
+        if answeredAt[host] == nil { answeredAt[host] = -.infinity }
+    }
+
+    /// True when `host`, watched, answered a response at or after `time` (an answer in the same instant, the same
+    /// engine pass, counts: the server was answering as the attempt began).
+    func answered(_ host: Int, since time: Double) -> Bool { (answeredAt[host] ?? -.infinity) >= time }
 
     /// The state of `host`.
     func state(of host: Int) -> State { states[host] ?? .up(failures: 0, since: -.infinity) }
@@ -174,9 +187,10 @@ struct HostHealth {
         return now + spacing
     }
 
-    /// `host` answered (a response head): it is up, its count starts over. Returns since when it was held, when it
-    /// was held, probed or down (its hold is to end); nil when it was up.
-    mutating func answered(_ host: Int) -> Double? {
+    /// `host` answered (a response head) at `now`: it is up, its count starts over. Returns since when it was held, when
+    /// it was held, probed or down (its hold is to end); nil when it was up.
+    mutating func answered(_ host: Int, at now: Double) -> Double? {
+        if answeredAt[host] != nil { answeredAt[host] = now }
         guard let state = states.removeValue(forKey: host) else { return nil }
         if Self.isHeld(state) { heldCount -= 1 }
         switch state {
@@ -272,6 +286,7 @@ struct HostHealth {
     /// Forgets every server (the host numbers start over).
     mutating func removeAll() {
         states.removeAll()
+        answeredAt.removeAll()
         heldCount = 0
         keys.removeAll()
     }

@@ -282,6 +282,41 @@ extension QueueStateMachine {
             of: request, now: now)
     }
 
+    /// The attempt of the request in `slot` ended at `now` with `error`, a refused or reset connection
+    /// (`.cannotConnectToHost`, `.networkConnectionLost`) before any response head. When its server answered another
+    /// request since the attempt began, the server is up and shedding connections as it accepts them (a reset before
+    /// the request was read, a full accept queue): the attempt is sent again at once, not spent. Returns true then.
+    /// Only for an idempotent request of one location whose retry policy retries the error at all, at most three times
+    /// its policy's retries (a server that answers one connection in two loses a file of six attempts once in 64;
+    /// this way once in 2^21); a server that resets every connection answers none, and spends the budget as before.
+    /// The server's answers are timed from its first such reset on (``HostHealth/watch(_:)``).
+    mutating func acceptReset(_ error: URLError, slot: Int, now: Double) -> Bool {
+        guard deadHosts.isEnabled, error.code == .cannotConnectToHost || error.code == .networkConnectionLost else {
+            return false
+        }
+        let record = table[slot]
+        let request = record.request
+        guard case .running(let attempt) = record.machine.phase, attempt.head == nil, attempt.split == nil,
+            request.fileOptions.mirrors.isEmpty, RetryRules.isIdempotent(request.method)
+        else { return false }
+        let policy = request.retryPolicy ?? retryPolicy
+        guard policy.maximumAttempts > 1, policy.retryableErrors.contains(error.code) else { return false }
+        numberHostsOnFirstFailedConnect()
+        guard let host = scheduler.host(of: slot) else { return false }
+        hostHealth.watch(host)
+        let most = min(255, 3 * (policy.maximumAttempts - 1))
+        guard !hostHealth.isDown(host), hostHealth.answered(host, since: attempt.startedAt),
+            record.acceptResets < most
+        else { return false }
+        record.acceptResets += 1
+        outbox.log(.info, .retryScheduled, request, now: now) {
+            "its connection was reset before a response while \(servers.key(of: host) ?? "the server") answers "
+                + "others: sent again at once, no attempt spent (\(record.acceptResets) of \(most))"
+        }
+        apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
+        return true
+    }
+
     /// The first failed connect numbers the requests by server: the dead-server book counts by those numbers.
     private mutating func numberHostsOnFirstFailedConnect() {
         guard !hasFailedConnect else { return }
@@ -360,7 +395,7 @@ extension QueueStateMachine {
 
     /// `host` answered a response of `request` at `now`: held, probed or down, it is up again.
     private mutating func serverAnswered(_ host: Int, of request: NetworkRequest, now: Double) {
-        guard let heldAt = hostHealth.answered(host) else { return }
+        guard let heldAt = hostHealth.answered(host, at: now) else { return }
         scheduler.setHold(host: host, until: -.infinity)
         let server = hostHealth.key(of: host) ?? "the server"
         outbox.post(.serverHoldChanged(ServerHold(server: server, change: .back, heldFor: now - heldAt, failures: 0)))

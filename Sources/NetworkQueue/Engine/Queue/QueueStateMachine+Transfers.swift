@@ -309,6 +309,8 @@ extension QueueStateMachine {
         {
             return
         }
+        // A connection reset before its response while the server answers others: sent again, not spent.
+        if case .failed(let error) = outcome, acceptReset(error, slot: slot, now: now) { return }
         let record = table[slot]
         if case .running = record.machine.phase { sample(outcome, of: record, slot: slot, now: now) }
         let file = record.claim?.url

@@ -40,6 +40,7 @@ final class RequestRecord {
         var existingFile: ExistingFileRules.FileState?
         var rejection: NetworkQueueError.InvalidRequestReason?
         var locationsDeadAtHead = 0
+        var acceptResets = 0
         // Unchecked: as `state`, touched by every event of a request that collects metrics.
         @exclusivity(unchecked) var metrics: [TransferMetrics] = []
     }
@@ -87,6 +88,12 @@ final class RequestRecord {
     var locationsDeadAtHead: Int {
         get { extras?.locationsDeadAtHead ?? 0 }
         set { if newValue != 0 || extras != nil { madeExtras.locationsDeadAtHead = newValue } }
+    }
+    /// How many of the request's attempts were sent again without being spent, their connections reset before a
+    /// response while the server answered others (``QueueStateMachine/acceptReset(_:slot:now:)``).
+    var acceptResets: Int {
+        get { extras?.acceptResets ?? 0 }
+        set { if newValue != 0 || extras != nil { madeExtras.acceptResets = newValue } }
     }
     var rejection: NetworkQueueError.InvalidRequestReason? {
         get { extras?.rejection }
