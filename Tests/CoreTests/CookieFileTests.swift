@@ -107,13 +107,34 @@ import Testing
         var byDomain: [String: [CookieJar.Cookie]] = [:]
         for cookie in jar.cookies { byDomain[cookie.domain, default: []].append(cookie) }
         #expect(byDomain.values.allSatisfy { $0.count <= CookieJar.maximumCookiesPerDomain })
-        // Each domain keeps its newest: with 5,000 domains over 3,000 places, one each, its last line.
+        // Each domain keeps its newest: with 5,000 domains over 3,000 places, one each, its last line; the domains
+        // that keep one are the 3,000 first by name (chosen by selection, as a sort of every name would).
         #expect(byDomain.values.allSatisfy { $0.count == 1 })
+        let first = Set((0..<5_000).map { "d\($0).test" }.sorted().prefix(CookieJar.maximumCookies))
+        #expect(Set(byDomain.keys) == first)
         for cookie in jar.cookies {
             let domain = Int(cookie.domain.dropFirst().dropLast(".test".count))!
             let newest = (count - 1) - ((count - 1 - domain) % 5_000)
             #expect(cookie.value == "v\(newest)", "\(cookie.domain) \(cookie.value)")
         }
+    }
+
+    /// The bytes of a line as curl's, wget's and browsers' exports have them: CRLF ends, flags in any case, a domain in
+    /// capitals (kept lowercased), a line of six fields (no value); a control character or a seventh TAB refuses the
+    /// line, and an empty file adds nothing.
+    @Test func aLinesBytesAreReadAsTheExportersWriteThem() {
+        var jar = CookieJar()
+        let text =
+            "WWW.A.Test\tfalse\t/\tfalse\t0\tcrlf\tone\r\n.b.test\tTrue\t/\tTRUE\t0\tsix\r\n"
+            + "c.test\tFALSE\t/\tFALSE\t0\tbell\tx\u{7}y\nc.test\tFALSE\t/\tFALSE\t0\tn\tv\textra\n"
+        #expect(jar.load(netscape: text, now: now) == (2, 2))
+        #expect(
+            jar.cookies.map { "\($0.domain) \($0.name)=\($0.value) \($0.isSecure)" } == [
+                "www.a.test crlf=one false", "b.test six= true",
+            ])
+        #expect(header(&jar, "http://www.a.test/") == "crlf=one")
+        var empty = CookieJar()
+        #expect(empty.load(netscape: "", now: now) == (0, 0))
     }
 
     /// Without the jar's total bound in play, a load keeps exactly what storing the lines one by one keeps.

@@ -197,22 +197,40 @@ struct CookieJar {
     /// cookie already in the jar (same name, domain and path) is replaced.
     @discardableResult
     mutating func load(netscape text: String, now: Date) -> (added: Int, skipped: Int) {
+        var text = text
+        text.makeContiguousUTF8()
+        return text.utf8.withContiguousStorageIfAvailable { load(netscape: $0, now: now) } ?? (0, 0)
+    }
+
+    /// ``load(netscape:now:)`` over the file's bytes: lines found with `memchr`, fields checked where they lie, and
+    /// strings made only for the fields of a line that is a cookie (a million lines in about a second).
+    private mutating func load(netscape bytes: UnsafeBufferPointer<UInt8>, now: Date) -> (added: Int, skipped: Int) {
         var added = 0
         var skipped = 0
         // Linear in the file's lines: each cookie is placed by its key in a table, not looked for in the jar, and the
         // jar's bounds are applied once at the end (a file of a million lines loads in seconds, not hours).
         var merged = Merge(cookies)
-        for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            var line = Substring(rawLine)
-            if line.hasSuffix("\r") { line = line.dropLast() }
+        let seconds = now.timeIntervalSince1970
+        let httpOnly = Array("#HttpOnly_".utf8)
+        var start = 0
+        while start < bytes.count {
+            let end =
+                memchr(bytes.baseAddress! + start, 0x0A, bytes.count - start).map {
+                    UnsafeRawPointer($0) - UnsafeRawPointer(bytes.baseAddress!)
+                } ?? bytes.count
+            var line = start..<end
+            start = end + 1
+            if line.count > 0, bytes[line.upperBound - 1] == 0x0D { line = line.lowerBound..<(line.upperBound - 1) }
             var isHTTPOnly = false
-            if line.hasPrefix("#HttpOnly_") {
-                line = line.dropFirst("#HttpOnly_".count)
+            if line.count >= httpOnly.count, bytes[line.prefix(httpOnly.count)].elementsEqual(httpOnly) {
+                line = (line.lowerBound + httpOnly.count)..<line.upperBound
                 isHTTPOnly = true
-            } else if line.hasPrefix("#") || line.allSatisfy({ $0 == " " || $0 == "\t" }) {
+            } else if line.isEmpty || bytes[line.lowerBound] == 0x23
+                || bytes[line].allSatisfy({ $0 == 0x20 || $0 == 0x09 })
+            {
                 continue
             }
-            guard var cookie = Self.cookie(fromFileLine: line, now: now) else {
+            guard var cookie = Self.cookie(fromFileLine: bytes, line, now: seconds) else {
                 skipped += 1
                 continue
             }
@@ -266,43 +284,104 @@ struct CookieJar {
                     let middle = (low + high + 1) / 2
                     if kept(atMost: middle) <= total { low = middle } else { high = middle - 1 }
                 }
-                var room = total - kept(atMost: low)
-                for domain in counts.keys.sorted() where counts[domain]! > low {
-                    counts[domain] = low + (room > 0 ? 1 : 0)
-                    room -= room > 0 ? 1 : 0
-                }
+                let room = total - kept(atMost: low)
+                // The `room` first names among the domains above the level keep one more: found by selection, not
+                // by sorting every name (a million domains of one cookie each keep 3,000).
+                var above = counts.compactMap { $0.value > low ? $0.key : nil }
+                let first = Self.smallest(room, of: &above)
+                for domain in above { counts[domain] = low }
+                for domain in first { counts[domain] = low + 1 }
             }
             var keep = Set<Int>()
             for (domain, orders) in byDomain { keep.formUnion(orders.suffix(counts[domain] ?? 0)) }
             return entries.compactMap { entry in entry.flatMap { keep.contains($0.order) ? $0.cookie : nil } }
         }
+        /// The `count` smallest of `names` (all of them when there are no more), in no order: a quickselect that moves
+        /// them to the front of `names`, O(names) comparisons on average.
+        static func smallest(_ count: Int, of names: inout [String]) -> ArraySlice<String> {
+            guard count < names.count else { return names[...] }
+            guard count > 0 else { return [] }
+            var (low, high) = (0, names.count - 1)
+            // Deterministic pivots (the middle): the same file keeps the same cookies every time.
+            while low < high {
+                let pivot = names[(low + high) / 2]
+                var (left, right) = (low, high)
+                while left <= right {
+                    while names[left] < pivot { left += 1 }
+                    while pivot < names[right] { right -= 1 }
+                    if left <= right {
+                        names.swapAt(left, right)
+                        left += 1
+                        right -= 1
+                    }
+                }
+                if count - 1 <= right {
+                    high = right
+                } else if count - 1 >= left {
+                    low = left
+                } else {
+                    break
+                }
+            }
+            return names[..<count]
+        }
     }
 
-    /// The cookie of one cookie-file line (without `#HttpOnly_`), or nil when the line is malformed, expired at
-    /// `now` or refused by the jar's rules.
-    private static func cookie(fromFileLine line: Substring, now: Date) -> Cookie? {
-        let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-        guard fields.count == 7 || fields.count == 6, line.utf8.count <= maximumCookieSize else { return nil }
-        var domain = fields[0].lowercased()
-        let includesSubdomains = fields[1].uppercased() == "TRUE"
-        guard includesSubdomains || fields[1].uppercased() == "FALSE" else { return nil }
-        if domain.hasPrefix(".") { domain.removeFirst() }
-        let path = String(fields[2])
-        guard fields[3].uppercased() == "TRUE" || fields[3].uppercased() == "FALSE",
-            let expiry = Int64(fields[4]), expiry >= 0,
-            !domain.isEmpty, domain.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: "/") }),
-            path.hasPrefix("/")
+    /// The cookie of the cookie-file line at `line` of `bytes` (without `#HttpOnly_`), or nil when the line is
+    /// malformed, expired at `now` (seconds since 1970) or refused by the jar's rules. Six or seven TAB-separated
+    /// fields: domain, whether subdomains match (`TRUE`/`FALSE`, any case), path, secure, expiry (0: a session
+    /// cookie), name and value.
+    private static func cookie(fromFileLine bytes: UnsafeBufferPointer<UInt8>, _ line: Range<Int>, now: Double)
+        -> Cookie?
+    {
+        guard line.count <= maximumCookieSize else { return nil }
+        var fields: [Range<Int>] = []
+        fields.reserveCapacity(7)
+        var fieldStart = line.lowerBound
+        for index in line where bytes[index] == 0x09 {
+            fields.append(fieldStart..<index)
+            fieldStart = index + 1
+            guard fields.count < 7 else { return nil }
+        }
+        fields.append(fieldStart..<line.upperBound)
+        guard fields.count == 7 || fields.count == 6 else { return nil }
+        guard let includesSubdomains = flag(bytes, fields[1]), let isSecure = flag(bytes, fields[3]),
+            let expiry = ASCIIDecimal.value(of: bytes[fields[4]], signed: false)
         else { return nil }
-        let name = String(fields[5])
-        let value = fields.count == 7 ? String(fields[6]) : ""
-        guard !(name.isEmpty && value.isEmpty), isAllowed(name), isAllowed(value), isAllowed(path) else { return nil }
+        var domain = fields[0]
+        if domain.count > 0, bytes[domain.lowerBound] == 0x2E { domain = (domain.lowerBound + 1)..<domain.upperBound }
+        let path = fields[2]
+        let name = fields[5]
+        let value = fields.count == 7 ? fields[6] : line.upperBound..<line.upperBound
+        guard !domain.isEmpty, bytes[domain].allSatisfy({ $0 > 32 && $0 < 127 && $0 != 0x2F }),
+            path.count > 0, bytes[path.lowerBound] == 0x2F, !(name.isEmpty && value.isEmpty),
+            isAllowed(bytes[name]), isAllowed(bytes[value]), isAllowed(bytes[path])
+        else { return nil }
+        let domainText = String(decoding: bytes[domain].lazy.map(Self.lowercased), as: UTF8.self)
         // As a server's Domain attribute: never a whole top-level domain or an address range.
-        if includesSubdomains, !domain.contains(".") || isAddress(domain) { return nil }
+        if includesSubdomains, !bytes[domain].contains(0x2E) || isAddress(domainText) { return nil }
         let expires = expiry == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(min(expiry, 1 << 40)))
-        if let expires, expires <= now { return nil }
+        if expiry != 0, Double(min(expiry, 1 << 40)) <= now { return nil }
         return Cookie(
-            name: name, value: value, domain: domain, isHostOnly: !includesSubdomains, path: path,
-            isSecure: fields[3].uppercased() == "TRUE", expires: expires, serial: 0)
+            name: String(decoding: bytes[name], as: UTF8.self), value: String(decoding: bytes[value], as: UTF8.self),
+            domain: domainText, isHostOnly: !includesSubdomains, path: String(decoding: bytes[path], as: UTF8.self),
+            isSecure: isSecure, expires: expires, serial: 0)
+    }
+
+    /// `TRUE` or `FALSE` in any case, as a cookie file's flag; nil for anything else.
+    private static func flag(_ bytes: UnsafeBufferPointer<UInt8>, _ field: Range<Int>) -> Bool? {
+        let word = bytes[field].lazy.map { $0 & 0xDF }
+        if word.elementsEqual("TRUE".utf8) { return true }
+        if word.elementsEqual("FALSE".utf8) { return false }
+        return nil
+    }
+
+    /// An ASCII letter in lowercase; any other byte as it is.
+    private static func lowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+
+    /// Control characters (other than tab) never enter a stored cookie.
+    private static func isAllowed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        bytes.allSatisfy { $0 == 9 || ($0 >= 32 && $0 != 127) }
     }
 
     /// The jar as a Netscape cookie file (see ``load(netscape:now:)``), the cookies not expired at `now`, session
