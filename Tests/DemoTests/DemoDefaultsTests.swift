@@ -70,9 +70,9 @@ import Testing
 
     /// A dry run reads no body, on both transports: against a server that refuses HEAD (405) and streams an endless
     /// body to the GET that follows (ignoring its range), the Demo ends each transfer at its head and the run exits 0,
-    /// the URL said to succeed, the server having managed to write at most 1 MB (it closes the connection at the
-    /// head over libcurl; Foundation's URLSession on Linux may read on until its task's cancel takes: nothing of it
-    /// reaches the queue, and the run ends at once all the same).
+    /// the URL said to succeed, the server having managed to write at most 1 MB over libcurl, which closes the
+    /// connection at the head (Foundation's URLSession on Linux may read on until its task's cancel takes, or the
+    /// process ends: nothing of it reaches the queue, and the run ends at once all the same).
     @Test func aDryRunStopsAtTheHeadOfAnEndlessBody() async throws {
         // A 64 KiB send buffer: the bytes the server writes are close to what the Demo read (loopback's buffer grows to
         // 4 MB at once, whoever reads).
@@ -87,7 +87,11 @@ import Testing
             let statistics = setup.server.statistics
             let path = "/endless?nohead=1&sndbuf=65536"
             #expect(statistics.log == ["HEAD \(path)", "GET \(path)"], "\(transport)")
-            #expect(statistics.bytesWritten <= 1 << 20, "\(transport): \(statistics.bytesWritten) bytes written")
+            // Over libcurl the connection closes at the head. Foundation's URLSession on Linux cancels the task late or
+            // not at all (LINUX-URLSESSION.md) and reads on until the process exits: 0.1 to 1.5 MB measured here, the
+            // more the busier the machine.
+            let bound = transport == "curl" ? 1 << 20 : 8 << 20
+            #expect(statistics.bytesWritten <= bound, "\(transport): \(statistics.bytesWritten) bytes written")
         }
     }
 }
