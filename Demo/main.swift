@@ -145,9 +145,11 @@ let cookieStore: CookieStore? = {
         do {
             let read = try store.load(contentsOf: URL(fileURLWithPath: path))
             if read.skipped > 0 {
-                complain(
-                    "Demo: warning: \(path): \(read.skipped) line\(read.skipped == 1 ? "" : "s") skipped (expired or not a cookie)"
-                )
+                let lines = "\(read.skipped) line\(read.skipped == 1 ? "" : "s")"
+                let first = read.firstSkippedLine.map {
+                    read.skipped == 1 ? " (line \($0))" : " (the first: line \($0))"
+                }
+                complain("Demo: warning: \(path): \(lines) skipped\(first ?? "") (expired or not a cookie)")
             }
         } catch {
             complain("Demo: error: cannot read --load-cookies \(path): \(error)")

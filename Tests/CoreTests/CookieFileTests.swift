@@ -133,8 +133,12 @@ import Testing
                 "www.a.test crlf=one false", "b.test six= true",
             ])
         #expect(header(&jar, "http://www.a.test/") == "crlf=one")
+        // The first line skipped is named by its number (comments and blank lines count as lines).
+        var again = CookieJar()
+        #expect(again.loadNamingSkipped(netscape: "# c\n\n" + text, now: now).firstSkippedLine == 5)
         var empty = CookieJar()
         #expect(empty.load(netscape: "", now: now) == (0, 0))
+        #expect(empty.loadNamingSkipped(netscape: "", now: now).firstSkippedLine == nil)
     }
 
     /// Without the jar's total bound in play, a load keeps exactly what storing the lines one by one keeps.

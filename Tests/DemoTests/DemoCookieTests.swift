@@ -70,4 +70,18 @@ import Testing
         #expect(try Data(contentsOf: setup.list) == list)
         #expect(setup.server.statistics.requests == 0)
     }
+
+    /// A cookie file with lines that are not cookies loads the others and names the first it skipped, by its number.
+    @Test func aCookieFilesBadLinesAreCountedAndTheFirstNamed() async throws {
+        let setup = try DemoSetup(paths: ["/bytes/1"])
+        defer { setup.tearDown() }
+        let jar = setup.directory.appendingPathComponent("jar.txt")
+        try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tgood\t1\nnot a cookie\nnor\tthis\n"
+            .write(to: jar, atomically: true, encoding: .utf8)
+        let run = try await runDemo(
+            ["--input", setup.list.path, "--load-cookies", jar.path], in: setup.directory, withErrors: true)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("2 lines skipped (the first: line 3) (expired or not a cookie)"), "\(run.output)")
+        #expect(setup.server.statistics.headers.first?["cookie"] == "good=1")
+    }
 }

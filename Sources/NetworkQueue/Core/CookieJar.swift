@@ -197,16 +197,29 @@ struct CookieJar {
     /// cookie already in the jar (same name, domain and path) is replaced.
     @discardableResult
     mutating func load(netscape text: String, now: Date) -> (added: Int, skipped: Int) {
+        let read = loadNamingSkipped(netscape: text, now: now)
+        return (read.added, read.skipped)
+    }
+
+    /// ``load(netscape:now:)``, also saying the number of the first line skipped (1 for the first line; nil when none
+    /// was), so that a user can find it.
+    mutating func loadNamingSkipped(netscape text: String, now: Date) -> (
+        added: Int, skipped: Int, firstSkippedLine: Int?
+    ) {
         var text = text
         text.makeContiguousUTF8()
-        return text.utf8.withContiguousStorageIfAvailable { load(netscape: $0, now: now) } ?? (0, 0)
+        return text.utf8.withContiguousStorageIfAvailable { load(netscape: $0, now: now) } ?? (0, 0, nil)
     }
 
     /// ``load(netscape:now:)`` over the file's bytes: lines found with `memchr`, fields checked where they lie, and
     /// strings made only for the fields of a line that is a cookie (a million lines in about a second).
-    private mutating func load(netscape bytes: UnsafeBufferPointer<UInt8>, now: Date) -> (added: Int, skipped: Int) {
+    private mutating func load(netscape bytes: UnsafeBufferPointer<UInt8>, now: Date) -> (
+        added: Int, skipped: Int, firstSkippedLine: Int?
+    ) {
         var added = 0
         var skipped = 0
+        var firstSkippedLine: Int?
+        var number = 0
         // Linear in the file's lines: each cookie is placed by its key in a table, not looked for in the jar, and the
         // jar's bounds are applied once at the end (a file of a million lines loads in seconds, not hours).
         var merged = Merge(cookies)
@@ -220,6 +233,7 @@ struct CookieJar {
                 } ?? bytes.count
             var line = start..<end
             start = end + 1
+            number += 1
             if line.count > 0, bytes[line.upperBound - 1] == 0x0D { line = line.lowerBound..<(line.upperBound - 1) }
             var isHTTPOnly = false
             if line.count >= httpOnly.count, bytes[line.prefix(httpOnly.count)].elementsEqual(httpOnly) {
@@ -232,6 +246,7 @@ struct CookieJar {
             }
             guard var cookie = Self.cookie(fromFileLine: bytes, line, now: seconds) else {
                 skipped += 1
+                if firstSkippedLine == nil { firstSkippedLine = number }
                 continue
             }
             cookie.isHTTPOnly = isHTTPOnly
@@ -241,7 +256,7 @@ struct CookieJar {
             added += 1
         }
         cookies = merged.bounded(perDomain: Self.maximumCookiesPerDomain, total: Self.maximumCookies)
-        return (added, skipped)
+        return (added, skipped, firstSkippedLine)
     }
 
     /// Cookies merged by key (name, domain and path) in the jar's order: a cookie that replaces another keeps the

@@ -40,6 +40,8 @@ public final class CookieStore: Sendable, Hashable {
         /// store's rules refuse (a domain cookie for a whole top-level domain or an address, control characters,
         /// over 4 KiB).
         public let skipped: Int
+        /// The number of the first line skipped (1 for the file's first line), nil when none was: where to look.
+        public let firstSkippedLine: Int?
     }
 
     /// Adds the cookies of the cookie file at `file`, read at `now` (default: the current time), in time linear in its
@@ -49,8 +51,8 @@ public final class CookieStore: Sendable, Hashable {
     public func load(contentsOf file: URL, now: Date = Date()) throws -> LoadResult {
         // Read once, whole: a pipe (`<(command)`) too; a folder is refused as such.
         let text = try TextFile.read(atPath: file.path)
-        let (added, skipped) = jar.withLock { $0.load(netscape: text, now: now) }
-        return LoadResult(added: added, skipped: skipped)
+        let read = jar.withLock { $0.loadNamingSkipped(netscape: text, now: now) }
+        return LoadResult(added: read.added, skipped: read.skipped, firstSkippedLine: read.firstSkippedLine)
     }
 
     /// The store as a cookie file's text at `now` (default: the current time): every cookie not expired, session
