@@ -42,7 +42,7 @@
                 || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
         }
 
-        @Test func tenThousandRequestsGrowTheHeapByAtMost20BytesEach() async throws {
+        @Test func twentyThousandRequestsGrowTheHeapByAtMost20BytesEach() async throws {
             guard !Self.isSanitized, Self.heapInUse() >= 0 else { return }
             // The heap is the whole process's: no test that builds up much memory runs while it is measured.
             try await HeavyTests.exclusively { try await measure() }
@@ -60,15 +60,17 @@
                 await queue.run()
                 server.resetStatistics()
             }
-            // Warm up: connections, handle pools, the runtime's caches; then the slope over 10,000 requests,
-            // each round leaving the same amount of garbage behind for the background to free.
+            // Warm up: connections, handle pools, the runtime's caches; then the slope over 20,000 requests,
+            // each round leaving the same amount of garbage behind for the background to free. Over 10,000 the heap's
+            // jitter alone (what the allocator keeps of freed rounds: 100 to 205 KB measured, a leak or not) came to
+            // the bound; over 20,000 a leak of 20 B a request is 400 KB.
             try await round(2_000)
             let before = await Self.settledHeapInUse()
-            for _ in 0..<5 { try await round(2_000) }
+            for _ in 0..<10 { try await round(2_000) }
             let growth = await Self.settledHeapInUse() - before
             #expect(
-                growth <= 20 * 10_000,
-                "the heap grew by \(growth) bytes over 10,000 requests (\(Double(growth) / 10_000) B each)")
+                growth <= 20 * 20_000,
+                "the heap grew by \(growth) bytes over 20,000 requests (\(Double(growth) / 20_000) B each)")
             #expect(server.statistics.headers.isEmpty)
         }
     }
