@@ -220,8 +220,10 @@ import Testing
             #expect(lost.isEmpty, "run \(run): \(lost)")
             spent += requests.map { $0.attemptCount - 1 }.reduce(0, +)
         }
-        // Most resets cost no attempt: at most the few before the server's first answer in each run (four slots).
-        #expect(spent <= 10 * 8, "\(spent) attempts spent on resets in ten runs")
+        // Most resets cost no attempt: every file meets about one reset (600 in ten runs, each paid without the rule);
+        // paid are those before the server's first answer in a run, and those whose attempt began after its last
+        // answer (25 in ten quiet runs, up to 88 under the thread sanitizer or on one core).
+        #expect(spent <= 150, "\(spent) attempts spent on resets in ten runs")
     }
 
     /// A queue of one request at a time over `transport`, retrying once, whose servers are held after

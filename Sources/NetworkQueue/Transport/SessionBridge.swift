@@ -151,7 +151,10 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let measure { transfer.events(.metrics(measure.metrics(endedAt: DispatchTime.now().uptimeNanoseconds))) }
         transfer.events(.completed(nil))
         routes.withLock { _ = $0.transfers.removeValue(forKey: dataTask.taskIdentifier) }
-        dataTask.cancel()
+        // Cancelled off the session's delegate queue, once this callback has returned, as the queue's own cancels are:
+        // a cancel from inside the response's callback, before Foundation has taken the `.allow`, left its task
+        // running unregistered, and Foundation trapped on its next callback ("a task that is not in the registry").
+        DispatchQueue.global().async { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
