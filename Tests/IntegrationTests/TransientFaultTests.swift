@@ -222,8 +222,8 @@ import Testing
         }
         // Most resets cost no attempt: every file meets about one reset (600 in ten runs, each paid without the rule);
         // paid are those before the server's first answer in a run, and those whose attempt began after its last
-        // answer (25 in ten quiet runs, up to 88 under the thread sanitizer or on one core).
-        #expect(spent <= 150, "\(spent) attempts spent on resets in ten runs")
+        // answer (25 in ten quiet runs, 88 on one core, 185 in a full run under the thread sanitizer): at most half.
+        #expect(spent <= 300, "\(spent) attempts spent on resets in ten runs")
     }
 
     /// A queue of one request at a time over `transport`, retrying once, whose servers are held after
