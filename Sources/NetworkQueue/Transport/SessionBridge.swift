@@ -111,16 +111,13 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // before anything of it is reported.
         // A 407 for an `https` URL is the proxy's answer to the tunnel (Foundation shows it as the response): the
         // transfer fails as CurlTransport's does, never as the server's status.
+        let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod)
         let violation =
             head.statusCode == 407 && head.url.scheme?.lowercased() == "https"
             ? URLError(
                 .userAuthenticationRequired, userInfo: [NSLocalizedDescriptionKey: "the proxy refused the tunnel (407)"]
             )
-            : FramingRules.violation(
-                in: head,
-                hasBody: ResponseRules.hasBody(
-                    statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod))
-        let hasBody = ResponseRules.hasBody(statusCode: head.statusCode, method: dataTask.originalRequest?.httpMethod)
+            : FramingRules.violation(in: head, hasBody: hasBody)
         let endsHere = violation == nil && transfer.endsAtHead && hasBody
         // After a stopped redirect, URLSession reports the redirect itself as the response: not ours.
         let isInterrupted = transfer.state.withLock { state in
