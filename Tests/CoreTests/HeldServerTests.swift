@@ -119,7 +119,7 @@ import Testing
         let probe = driver.transfers[0]
         // The shell splits the file: its first connection goes, and its head (4 MiB, ranges taken) begins the file.
         let work = SplitMachineTests.begin(&driver, files[probe.tag - 1])
-        guard case .start(0, let request, _, _)? = work.first else {
+        guard case .start(0, let request, _, _, _)? = work.first else {
             Issue.record("no first connection: \(work)")
             return
         }

@@ -26,7 +26,8 @@ import Testing
         static let urls = ["o": "http://origin.test/f", "m1": "http://m1.test/f", "m2": "http://m2.test/f"]
 
         init(
-            connections: Int = 4, mirrors: Int = 2, part: PartSegments? = nil, deadAtHead: Int = 0, breakLimit: Int = 1
+            connections: Int = 4, mirrors: Int = 2, part: PartSegments? = nil, deadAtHead: Int = 0, breakLimit: Int = 1,
+            logs: Bool = true
         ) {
             let request = URLRequest(url: URL(string: Self.urls["o"]!)!)
             let options = NetworkRequest.FileOptions(
@@ -35,8 +36,9 @@ import Testing
             var actions: [SplitMachine.Action] = []
             machine = SplitMachine(
                 request: .request(request), options: options, policy: .default, part: part, deadAtHead: deadAtHead,
-                breakLimit: breakLimit, isCapped: false, collectsMetrics: true, cell: TransferCell.makeCell(), now: 0,
-                &actions)
+                breakLimit: breakLimit, isCapped: false, collectsMetrics: true, logs: logs,
+                cell: TransferCell.makeCell(),
+                now: 0, &actions)
             lines = describe(actions)
         }
 
@@ -124,13 +126,14 @@ import Testing
                 return "aim \(id) "
                     + (cursor.map { "s\($0.segment) @\($0.from)..<\($0.end)" }
                         ?? "none")
-            case .start(let id, let connectionRequest, let cell, _):
+            case .start(let id, let connectionRequest, let cell, _, let carrying):
                 cells[id] = cell
+                let carries = carrying.map { " carries under \($0.minimumSize)" } ?? ""
                 let request = SplitMachineTests.sent(connectionRequest, URLRequest(url: URL(string: Self.urls["o"]!)!))
                 let name = Self.urls.first { $0.value == request.url?.absoluteString }?.key ?? "?"
                 let range = request.value(forHTTPHeaderField: "Range")?.replacingOccurrences(of: "bytes=", with: "")
                 let ifRange = request.value(forHTTPHeaderField: "If-Range").map { " if \($0)" } ?? ""
-                return "start \(id) \(name) \(range ?? "whole")\(ifRange)"
+                return "start \(id) \(name) \(range ?? "whole")\(ifRange)\(carries)"
             case .stop(let cell):
                 return "stop \(cells.first { $0.value === cell }.map { String($0.key) } ?? "?")"
             case .write(_, let from, let count, let offset, let segment, _):
@@ -284,6 +287,43 @@ extension SplitMachineTests {
                 "heed 200", "splitDecided: one connection: 100 bytes are too few to share", "carry 0", "hear 200",
             ])
         #expect(small.machine.mode.name == "ended")
+    }
+
+    /// A file of one location and no part, in a queue that does not log: every first answer but one that shares the
+    /// file is carried by the first connection, so its start hands the shell the rule (``SplitRules/CarryRule``), and
+    /// the shell carries such a head itself. With a mirror, a part, or a log to write, the machine hears every head.
+    @Test func aFileOfOneLocationHandsItsShellTheRuleForAHeadThatCannotShareIt() {
+        #expect(Bench(mirrors: 0, logs: false).lines == ["start 0 o whole carries under 1048576"])
+        #expect(Bench(mirrors: 0).lines == ["start 0 o whole"])
+        #expect(Bench(mirrors: 1, logs: false).lines == ["start 0 o whole"])
+        let part = PartSegments(done: [0..<Self.mib], validator: .entityTag("\"v1\""), length: Self.length)
+        #expect(Bench(mirrors: 0, part: part, logs: false).lines.allSatisfy { !$0.contains("carries") })
+        // The rule's verdict is the machine's: a head it does not share is one the machine carries, and the one it
+        // shares is one the machine begins the file on.
+        let heads = [
+            Self.head(), Self.head(length: 100), Self.head(ranges: false), Self.head(503), Self.head(304),
+            Self.head(206, range: "0-99"), Self.head(etag: ""),
+            ResponseHead(
+                url: URL(string: Bench.urls["o"]!)!, statusCode: 200, httpVersion: "1.1",
+                fields: [
+                    .init(name: "Content-Length", value: "\(Self.length)"),
+                    .init(name: "Accept-Ranges", value: "bytes"),
+                    .init(name: "ETag", value: "\"v1\""), .init(name: "Content-Encoding", value: "gzip"),
+                ]),
+        ]
+        let rule = SplitRules.CarryRule(minimumSize: Self.mib)
+        #expect(heads.map(rule.mayShare) == [true, false, false, false, false, false, false, false])
+        for (head, shares) in zip(heads, heads.map(rule.mayShare)) {
+            for revalidates in [false, true] {
+                var begins = false
+                if case .begin = SplitRules.firstAnswer(
+                    to: head, resumed: nil, revalidates: revalidates, minimumSize: Self.mib)
+                {
+                    begins = true
+                }
+                #expect(begins == shares, "status \(head.statusCode), revalidates \(revalidates)")
+            }
+        }
     }
 
     /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
@@ -677,7 +717,7 @@ extension SplitMachineTests {
         #expect(driver.transfers.last?.start.outgoing.urlRequest.url?.host == "origin.test")
         _ = driver.takeDeliveries()
         let shell = Self.begin(&driver, request)
-        guard case .start(0, .made(let sent), let cell, _)? = shell.first, shell.count == 1 else {
+        guard case .start(0, .made(let sent), let cell, _, _)? = shell.first, shell.count == 1 else {
             Issue.record("not one start of a made request: \(shell)")
             return
         }
@@ -707,7 +747,8 @@ extension SplitMachineTests {
                 }
                 break
             }
-            guard case .stop(let stopped) = shell.first, case .start(id + 1, .made(let sent), let cell, _) = shell.last
+            guard case .stop(let stopped) = shell.first,
+                case .start(id + 1, .made(let sent), let cell, _, _) = shell.last
             else {
                 Issue.record("no failover: \(shell)")
                 return

@@ -24,6 +24,22 @@ extension SplitRules {
         case oneConnection(String)
     }
 
+    /// What the shell of a file with one location and no part reads of its first connection's final head on its own,
+    /// as the machine said when it started that connection: a head that cannot share the file (``shape(of:minimumSize:)``
+    /// refuses it) is carried by that connection at once, as any transfer's head is, for every other answer of such a
+    /// file is carried too (``firstAnswer(to:resumed:revalidates:minimumSize:)``: an error status with no other location,
+    /// a 304, a file too small or not rangeable). Only a head that may share the file is the machine's to decide: so
+    /// that a list of small files over `--split` pays no trip into the engine for a head nothing is decided on.
+    struct CarryRule: Equatable, Sendable {
+        /// The smallest segment of the file (``shape(of:minimumSize:)``'s).
+        let minimumSize: Int64
+
+        /// True when `head` may share the file: the machine decides on it.
+        func mayShare(_ head: ResponseHead) -> Bool {
+            if case .success = SplitRules.shape(of: head, minimumSize: minimumSize) { true } else { false }
+        }
+    }
+
     /// What `head`, the first connection's final head, says of the file: continuing `resumed` (a split part on disk),
     /// a 206 must be the same file (its validator and length); a revalidated file (`revalidates`) may be unchanged;
     /// otherwise ``shape(of:minimumSize:)`` decides.

@@ -60,10 +60,13 @@ extension TransferPipeline {
         weak var cell: TransferCell?
         /// Its cursor, and the number of the aim that gave it: set by whichever thread does the machine's work.
         let cursor = Locked<(cursor: ConnectionCursor?, sequence: Int)>((nil, 0))
+        /// The machine's rule for its final head (``SplitRules/CarryRule``): a head it does not share is carried here.
+        let carrying: SplitRules.CarryRule?
 
-        init(position: Int64, cell: TransferCell) {
+        init(position: Int64, cell: TransferCell, carrying: SplitRules.CarryRule?) {
             self.position = position
             self.cell = cell
+            self.carrying = carrying
         }
     }
 
@@ -89,6 +92,13 @@ extension TransferPipeline {
             // range is the whole file).
             let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
             route.position = head.statusCode == 206 ? range?.first ?? route.position : 0
+            if let rule = route.carrying, !rule.mayShare(head) {
+                // A head the machine said it would not share (and nothing else of it to decide): carried at once, as
+                // any transfer's head is, and heard by the request as a plain transfer's, with the engine pass's others.
+                route.carriesFile = true
+                batches = true
+                return receive(event)
+            }
             if let connections, !connections.state.withLock({ $0.isShared }) {
                 // The first connection's final head: read once, as any transfer's head is, and decided on in one
                 // entry; the file is then begun on it as shared (``ConnectionWork/beginFile(_:done:head:)``) or carried
@@ -170,8 +180,8 @@ extension TransferPipeline {
                 if let failure = sink.saveRecordNow() { handIn(.writeFailed(failure), route: nil) }
             case .stop(let cell):
                 cell.cancel()?.cancel()
-            case .start(let id, let request, let cell, let position):
-                start(id, request, cell, at: position, connections)
+            case .start(let id, let request, let cell, let position, let carrying):
+                start(id, request, cell, at: position, carrying: carrying, connections)
             case .aim(let id, let cursor, let sequence):
                 connections.route(id)?.cursor.withLock { aimed in
                     if sequence > aimed.sequence { aimed = (cursor, sequence) }
@@ -201,9 +211,10 @@ extension TransferPipeline {
 
     /// Starts connection `id`, whose server's first byte is at `position` of the file, its handle going to `cell`.
     private func start(
-        _ id: Int, _ request: ConnectionRequest, _ cell: TransferCell, at position: Int64, _ connections: Connections
+        _ id: Int, _ request: ConnectionRequest, _ cell: TransferCell, at position: Int64,
+        carrying: SplitRules.CarryRule?, _ connections: Connections
     ) {
-        let route = Route(position: position, cell: cell)
+        let route = Route(position: position, cell: cell, carrying: carrying)
         connections.state.withLock { $0.routes[id] = route }
         let outgoing: OutgoingRequest =
             switch request {

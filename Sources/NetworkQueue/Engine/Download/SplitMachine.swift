@@ -196,14 +196,17 @@ struct SplitMachine {
 
     // MARK: What every facet shares
 
-    /// Starts `connection` sending `request`: its number is the next.
-    mutating func add(_ connection: Connection, _ request: ConnectionRequest, _ actions: inout [Action]) {
+    /// Starts `connection` sending `request`: its number is the next; `carrying`: see ``ConnectionWork/start(id:_:_:at:carrying:)``.
+    mutating func add(
+        _ connection: Connection, _ request: ConnectionRequest, carrying: SplitRules.CarryRule? = nil,
+        _ actions: inout [Action]
+    ) {
         let id = nextConnection
         nextConnection += 1
         connections[id] = connection
         connections[id]?.startedAt = now
         mostConnections = max(mostConnections, connections.count)
-        actions.append(.work(.start(id: id, request, connection.cell, at: connection.position)))
+        actions.append(.work(.start(id: id, request, connection.cell, at: connection.position, carrying: carrying)))
     }
 
     /// Stops connection `id`: its location runs one fewer, and what its segment received stays while the rest waits

@@ -167,7 +167,7 @@ extension RequestMachine {
             case .work(let item):
                 // The attempt's transfers follow the file's connections, so that a cancel, a pause or a timeout stops
                 // them all with the attempt.
-                if case .start(_, _, let cell, _) = item { attempt.transfers.insert(cell) }
+                if case .start(_, _, let cell, _, _) = item { attempt.transfers.insert(cell) }
                 if case .stop(let cell) = item { attempt.transfers.remove(cell) }
                 output.connections.append(item)
             case .head(let reading):
@@ -297,8 +297,10 @@ enum ConnectVerdict {
 /// (``ConnectionShell/perform(_:)``), outside the queue's lock.
 enum ConnectionWork {
     /// Start connection `id` sending `request`, its server's first byte being at `at` of the file; its handle goes to
-    /// `cell` (one of the attempt's transfers).
-    case start(id: Int, ConnectionRequest, TransferCell, at: Int64)
+    /// `cell` (one of the attempt's transfers). With a rule (`carrying`), a final head the rule does not share is
+    /// carried by the connection at once, as a plain transfer's head, and the machine hears no more of the connection
+    /// (``SplitRules/CarryRule``); nil: its final head is the machine's.
+    case start(id: Int, ConnectionRequest, TransferCell, at: Int64, carrying: SplitRules.CarryRule?)
     /// Connection `id` may write its bytes within `cursor` without asking (nil: none; each piece is asked about). Aims
     /// are numbered (`sequence`): one performed late, after a later one, is dropped.
     case aim(id: Int, ConnectionCursor?, sequence: Int)
