@@ -70,9 +70,11 @@ import Testing
 
     /// A dry run reads no body, on both transports: against a server that refuses HEAD (405) and streams an endless
     /// body to the GET that follows (ignoring its range), the Demo ends each transfer at its head and the run exits 0,
-    /// the URL said to succeed, the server having managed to write at most 1 MB over libcurl, which closes the
-    /// connection at the head (Foundation's URLSession on Linux may read on until its task's cancel takes, or the
-    /// process ends: nothing of it reaches the queue, and the run ends at once all the same).
+    /// the URL said to succeed (a run that waited for the body would never end). Over libcurl, which closes the
+    /// connection at the head, the server manages to write at most 1 MB. Foundation's URLSession on Linux may read on
+    /// until its task's cancel takes, or the process ends: nothing of it reaches the queue, and how much the server
+    /// writes meanwhile is a matter of time (0.1 to 1.5 MB on a quiet machine, 70 MB under the thread sanitizer beside
+    /// another run), so it is not bounded here.
     @Test func aDryRunStopsAtTheHeadOfAnEndlessBody() async throws {
         // A 64 KiB send buffer: the bytes the server writes are close to what the Demo read (loopback's buffer grows to
         // 4 MB at once, whoever reads).
@@ -88,10 +90,10 @@ import Testing
             let path = "/endless?nohead=1&sndbuf=65536"
             #expect(statistics.log == ["HEAD \(path)", "GET \(path)"], "\(transport)")
             // Over libcurl the connection closes at the head. Foundation's URLSession on Linux cancels the task late or
-            // not at all (LINUX-URLSESSION.md) and reads on until the process exits: 0.1 to 1.5 MB measured here, the
-            // more the busier the machine.
-            let bound = transport == "curl" ? 1 << 20 : 8 << 20
-            #expect(statistics.bytesWritten <= bound, "\(transport): \(statistics.bytesWritten) bytes written")
+            // not at all (LINUX-URLSESSION.md) and reads on until the process exits: a figure of time, not of the Demo.
+            if transport == "curl" {
+                #expect(statistics.bytesWritten <= 1 << 20, "\(transport): \(statistics.bytesWritten) bytes written")
+            }
         }
     }
 }
