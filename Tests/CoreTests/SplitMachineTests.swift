@@ -326,6 +326,41 @@ extension SplitMachineTests {
         }
     }
 
+    /// A file of one location, no part, nothing fetched alone and no log: its machine is made only at its first event
+    /// after the begin, whose work is the start the machine would give (the same connection, request, cell, offset
+    /// and rule). Any other file has its machine at once.
+    @Test func aMachineIsMadeLateOnlyWhereItsFirstStartIsKnownWithoutIt() {
+        func start(mirrors: Int = 0, part: PartSegments? = nil, onlySource: Int? = nil, logs: Bool = false)
+            -> SplitMachine.Start
+        {
+            let url = URL(string: Bench.urls["o"]!)!
+            return SplitMachine.Start(
+                request: .request(URLRequest(url: url)),
+                options: .init(
+                    maximumConnections: 8, mirrors: Array(repeating: url, count: mirrors), minimumSegmentSize: Self.mib),
+                policy: .default, part: part, deadAtHead: 1, breakLimit: 3, onlySource: onlySource, untrusted: [],
+                isCapped: false, collectsMetrics: false, logs: logs, cell: TransferCell.makeCell(), now: 2)
+        }
+        let late = start()
+        guard case .start(0, .asSent, let cell, 0, let rule?)? = late.deferredStart else {
+            Issue.record("no late start: \(String(describing: late.deferredStart))")
+            return
+        }
+        var actions: [SplitMachine.Action] = []
+        let machine = SplitMachine(late, &actions)
+        guard actions.count == 1, case .work(.start(0, .asSent, let made, 0, let madeRule?)) = actions[0] else {
+            Issue.record("the machine starts otherwise: \(actions)")
+            return
+        }
+        #expect(cell === made && cell === late.cell && rule == madeRule && rule.minimumSize == Self.mib)
+        #expect(machine.startedAt == 2 && machine.connections[0]?.startedAt == 2)
+        let part = PartSegments(done: [0..<Self.mib], validator: .entityTag("\"v1\""), length: Self.length)
+        #expect(start(mirrors: 1).deferredStart == nil)
+        #expect(start(part: part).deferredStart == nil)
+        #expect(start(onlySource: 0).deferredStart == nil)
+        #expect(start(logs: true).deferredStart == nil)
+    }
+
     /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
     /// for the next (the FailoverRules verdict, logged), and the last one's answer is the request's.
     @Test func aFirstAnswerThatFailsGoesToTheNextSourceAndTheLastOnesIsTheRequests() {

@@ -92,28 +92,74 @@ struct SplitMachine {
         deadAtHead: Int = 0, breakLimit: Int = 1, onlySource: Int? = nil, untrusted: [Int] = [], isCapped: Bool,
         collectsMetrics: Bool, logs: Bool = true, cell: TransferCell, now: Double, _ actions: inout [Action]
     ) {
-        requests = LocationRequests(request, mirrors: options.mirrors, policy: policy)
+        self.init(
+            Start(
+                request: request, options: options, policy: policy, part: part, deadAtHead: deadAtHead,
+                breakLimit: breakLimit, onlySource: onlySource, untrusted: untrusted, isCapped: isCapped,
+                collectsMetrics: collectsMetrics, logs: logs, cell: cell, now: now), &actions)
+    }
+
+    /// The split download `start` describes (see ``init(request:options:policy:part:deadAtHead:breakLimit:onlySource:untrusted:isCapped:collectsMetrics:logs:cell:now:_:)``).
+    init(_ start: Start, _ actions: inout [Action]) {
+        let (options, now) = (start.options, start.now)
+        requests = LocationRequests(start.request, mirrors: options.mirrors, policy: start.policy)
         connectionLimit = max(1, options.maximumConnections)
-        minimumSize = max(64 << 10, options.minimumSegmentSize)
-        self.isCapped = isCapped
-        self.collectsMetrics = collectsMetrics
-        self.logs = logs
-        self.part = part
-        locations = LocationList(count: requests.count, breakLimit: breakLimit)
+        minimumSize = Self.minimumSize(of: options)
+        isCapped = start.isCapped
+        collectsMetrics = start.collectsMetrics
+        logs = start.logs
+        part = start.part
+        locations = LocationList(count: requests.count, breakLimit: start.breakLimit)
         startedAt = now
         self.now = now
-        self.untrusted = Set(untrusted)
-        for location in 0..<min(deadAtHead, requests.count - 1) {
+        untrusted = Set(start.untrusted)
+        for location in 0..<min(start.deadAtHead, requests.count - 1) {
             broke(location, reason: "its HEAD failed", &actions)
         }
-        if let onlySource, locations.locations.indices.contains(onlySource) {
+        if let onlySource = start.onlySource, locations.locations.indices.contains(onlySource) {
             for location in locations.locations.indices where location != onlySource { locations.drop(location) }
-            let others = untrusted.map(describe).joined(separator: ", ")
-            let served = untrusted.isEmpty ? "" : " after \(others) served its bytes"
+            let others = start.untrusted.map(describe).joined(separator: ", ")
+            let served = start.untrusted.isEmpty ? "" : " after \(others) served its bytes"
             let message = "fetched again from \(describe(onlySource)) alone: the file failed its checksum\(served)"
             if logs { actions.append(.note(.locationDropped, .notice, message)) }
         }
-        startFirst(cell: cell, &actions)
+        startFirst(cell: start.cell, &actions)
+    }
+
+    /// The smallest segment `options` allow (at least 64 KiB).
+    static func minimumSize(of options: NetworkRequest.FileOptions) -> Int64 {
+        max(64 << 10, options.minimumSegmentSize)
+    }
+
+    /// What a split download begins with: the request as the queue sends it, the file's options, how a mirror's
+    /// request is made, the part an earlier attempt left, the locations the HEAD found dead, the breaks that drop a
+    /// location, the location to fetch from alone and the untrusted ones, whether the queue caps the rate, collects
+    /// metrics and logs, the first connection's cell and the time it begins.
+    struct Start {
+        let request: OutgoingRequest
+        let options: NetworkRequest.FileOptions
+        let policy: RedirectPolicy
+        let part: PartSegments?
+        let deadAtHead: Int
+        let breakLimit: Int
+        let onlySource: Int?
+        let untrusted: [Int]
+        let isCapped: Bool
+        let collectsMetrics: Bool
+        let logs: Bool
+        let cell: TransferCell
+        let now: Double
+
+        /// The first connection's start, when the machine may be made only at the file's first event after it: a file
+        /// of one location (no mirror), no part, no location fetched alone, and no log to write, whose first start is
+        /// the request as it was sent, carrying a head that cannot share the file (``SplitRules/CarryRule``). Such a
+        /// file's machine would decide nothing before its first connection's next event, and a head its shell carries
+        /// is one it never hears: a small file over `--split` makes none. Nil when the machine is made at once.
+        var deferredStart: ConnectionWork? {
+            guard options.mirrors.isEmpty, part == nil, onlySource == nil, untrusted.isEmpty, !logs else { return nil }
+            let rule = SplitRules.CarryRule(minimumSize: SplitMachine.minimumSize(of: options))
+            return .start(id: 0, .asSent, cell, at: 0, carrying: rule)
+        }
     }
 
     // MARK: Events

@@ -53,13 +53,40 @@ final class Attempt {
     final class Split {
         // Unchecked: changed in place by every event of the file's connections, only by the request's machine, which
         // runs only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.
-        @exclusivity(unchecked) var machine: SplitMachine
+        /// The child machine; nil while its making waits for the file's first event after its begin
+        /// (``SplitMachine/Start/deferredStart``).
+        @exclusivity(unchecked) private(set) var machine: SplitMachine?
+        /// What the machine is made of, while it is not made.
+        private let deferred: SplitMachine.Start?
         /// Does the file's work that follows an event other than the shell's own.
         let shell: any ConnectionShell
 
         init(_ machine: SplitMachine, shell: any ConnectionShell) {
             self.machine = machine
+            deferred = nil
             self.shell = shell
+        }
+
+        /// A split download whose machine is made at its first event after its begin, from `start`.
+        init(deferred start: SplitMachine.Start, shell: any ConnectionShell) {
+            machine = nil
+            deferred = start
+            self.shell = shell
+        }
+
+        /// Applies `event` to the machine, made first if it was not (its first start, done already by the begin's
+        /// work, dropped).
+        func handle(_ event: SplitMachine.Event, now: Double, _ actions: inout [SplitMachine.Action]) {
+            if machine == nil, let deferred {
+                var started: [SplitMachine.Action] = []
+                machine = SplitMachine(deferred, &started)
+            }
+            machine?.handle(event, now: now, &actions)
+        }
+
+        /// Ends the download however its attempt ended: the loans it still held (none, when its machine was not made).
+        func release() -> [QueueStateMachine.ConnectionLoan] {
+            machine?.release() ?? []
         }
     }
     /// The split machine's actions of the last event, emptied: their capacity is reused, so that a body piece

@@ -132,30 +132,35 @@ extension RequestMachine {
         switch event {
         case .begin(let sent, let options, let part, let isCapped, let collectsMetrics, let shell):
             // A retry asks every location again; a file that failed its checksum over several asks one.
-            let machine = SplitMachine(
+            let start = SplitMachine.Start(
                 request: sent, options: options, policy: context.policy, part: part,
                 deadAtHead: attempts == 1 ? context.deadAtHead : 0,
                 breakLimit: (request.retryPolicy ?? shared.retryPolicy).maximumAttempts, onlySource: attempt.onlySource,
                 untrusted: attempt.untrusted, isCapped: isCapped, collectsMetrics: collectsMetrics, logs: context.logs,
-                cell: attempt.cell, now: now, &decided)
-            attempt.split = Attempt.Split(machine, shell: shell)
+                cell: attempt.cell, now: now)
+            if let first = start.deferredStart {
+                // Its machine waits for the file's next event (a head its shell carries makes none).
+                attempt.split = Attempt.Split(deferred: start, shell: shell)
+                decided.append(.work(first))
+            } else {
+                attempt.split = Attempt.Split(SplitMachine(start, &decided), shell: shell)
+            }
         case .transfer(let transferEvent, let id):
-            attempt.split?.machine.handle(.transfer(transferEvent, connection: id), now: now, &decided)
+            attempt.split?.handle(.transfer(transferEvent, connection: id), now: now, &decided)
         case .firstHead(let reading, let id):
-            attempt.split?.machine.handle(.firstHead(reading, connection: id), now: now, &decided)
+            attempt.split?.handle(.firstHead(reading, connection: id), now: now, &decided)
         case .bytes(let count, let id, let position):
-            attempt.split?.machine.handle(.bytes(count, connection: id, at: position), now: now, &decided)
+            attempt.split?.handle(.bytes(count, connection: id, at: position), now: now, &decided)
         case .reached(let id, let through, let segment):
-            attempt.split?.machine.handle(
-                .reached(connection: id, through: through, segment: segment), now: now, &decided)
+            attempt.split?.handle(.reached(connection: id, through: through, segment: segment), now: now, &decided)
         case .writeFailed(let failure):
-            attempt.split?.machine.handle(.writeFailed(failure), now: now, &decided)
+            attempt.split?.handle(.writeFailed(failure), now: now, &decided)
         case .written(let kept, let recorded, let failure):
-            attempt.split?.machine.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
+            attempt.split?.handle(.written(kept, recorded: recorded, failure: failure), now: now, &decided)
         case .recheckDue:
-            attempt.split?.machine.handle(.recheckDue, now: now, &decided)
+            attempt.split?.handle(.recheckDue, now: now, &decided)
         case .finished(let metrics):
-            attempt.split?.machine.handle(.finished(metrics), now: now, &decided)
+            attempt.split?.handle(.finished(metrics), now: now, &decided)
         }
         var context = context
         var index = 0
@@ -204,7 +209,7 @@ extension RequestMachine {
                     guard let loan = books.lend(toServerOf: location, now: now) else { break }
                     loans.append(loan)
                 }
-                attempt.split?.machine.handle(.lent(loans), now: now, &decided)
+                attempt.split?.handle(.lent(loans), now: now, &decided)
             case .giveBack(let loan):
                 output.books.append(.returned(loan))
             case .recheck(let at):
@@ -357,6 +362,6 @@ extension Attempt {
     /// Ends the attempt's split file, if it is one, however the attempt ended: every connection is forgotten and the
     /// loans it still held are returned.
     func endSplit() -> [QueueStateMachine.ConnectionLoan] {
-        split?.machine.release() ?? []
+        split?.release() ?? []
     }
 }

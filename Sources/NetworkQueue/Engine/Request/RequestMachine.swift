@@ -330,7 +330,7 @@ struct RequestMachine {
         endsAtHead: Bool
     ) -> Ending {
         if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource == nil,
-            let refetch = attempt.split?.machine.checksumRefetch
+            let refetch = attempt.split?.machine?.checksumRefetch
         {
             // Several locations served the file, or a mirror alone: once more from one location alone (the one whose
             // answer began it, or the request's URL).
