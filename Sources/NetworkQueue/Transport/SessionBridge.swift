@@ -133,8 +133,13 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return false
         }
         guard !isInterrupted else { return }
-        // The task ends as cancelled; its completion reports the refusal.
-        guard violation == nil else { return dataTask.cancel() }
+        // The task ends as cancelled; its completion reports the refusal. Cancelled off the delegate queue, once this
+        // callback has returned, as below: a cancel from inside the response's callback can leave its task unregistered
+        // and Foundation trapping on its next callback (seen under ASan with the odd-response corpus in flight).
+        guard violation == nil else {
+            DispatchQueue.global().async { dataTask.cancel() }
+            return
+        }
         storeCookies(of: http)
         transfer.events(.head(head))
         guard endsHere else { return }
