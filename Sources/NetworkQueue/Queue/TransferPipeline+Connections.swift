@@ -88,17 +88,18 @@ extension TransferPipeline {
             return data.withUnsafeBytes { body($0, connection: id, route: route) }
         }
         if case .head(let head) = event, !ResponseRules.isInterim(head) {
-            // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
-            // range is the whole file).
-            let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
-            route.position = head.statusCode == 206 ? range?.first ?? route.position : 0
             if let rule = route.carrying, !rule.mayShare(head) {
                 // A head the machine said it would not share (and nothing else of it to decide): carried at once, as
-                // any transfer's head is, and heard by the request as a plain transfer's, with the engine pass's others.
+                // any transfer's head is, and heard by the request as a plain transfer's, with the engine pass's others
+                // (its position is no one's: a carried file is written as it comes).
                 route.carriesFile = true
                 batches = true
                 return receive(event)
             }
+            // Where its server's bytes begin: a 206 at its first byte, any other answer at the file's start (a 200 to a
+            // range is the whole file).
+            let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
+            route.position = head.statusCode == 206 ? range?.first ?? route.position : 0
             if let connections, !connections.state.withLock({ $0.isShared }) {
                 // The first connection's final head: read once, as any transfer's head is, and decided on in one
                 // entry; the file is then begun on it as shared (``ConnectionWork/beginFile(_:done:head:)``) or carried

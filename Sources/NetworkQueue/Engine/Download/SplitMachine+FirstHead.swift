@@ -141,8 +141,7 @@ extension SplitMachine {
             // The file as it was sent to its own URL: the connection sends the attempt's request itself. With no other
             // location, every answer but one that shares the file is carried by it: its shell carries such a head
             // itself (unless the queue logs: the machine then notes why the file is not shared).
-            let carrying =
-                locations.locations.count == 1 && !logs ? SplitRules.CarryRule(minimumSize: minimumSize) : nil
+            let carrying = Self.carryRule(locations: locations.locations.count, logs: logs, minimumSize: minimumSize)
             return add(Connection(cell: cell, location: location), .asSent, carrying: carrying, &actions)
         }
         let (request, asked, position) = SplitRules.firstRequest(

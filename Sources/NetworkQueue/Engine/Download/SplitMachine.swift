@@ -156,10 +156,20 @@ struct SplitMachine {
         /// file's machine would decide nothing before its first connection's next event, and a head its shell carries
         /// is one it never hears: a small file over `--split` makes none. Nil when the machine is made at once.
         var deferredStart: ConnectionWork? {
-            guard options.mirrors.isEmpty, part == nil, onlySource == nil, untrusted.isEmpty, !logs else { return nil }
-            let rule = SplitRules.CarryRule(minimumSize: SplitMachine.minimumSize(of: options))
+            guard part == nil, onlySource == nil, untrusted.isEmpty,
+                let rule = SplitMachine.carryRule(
+                    locations: 1 + options.mirrors.count, logs: logs, minimumSize: SplitMachine.minimumSize(of: options)
+                )
+            else { return nil }
             return .start(id: 0, .asSent, cell, at: 0, carrying: rule)
         }
+    }
+
+    /// The rule a first connection sent as the request was sent is started with (``SplitRules/CarryRule``): given to a
+    /// file of one location (`locations`, its URL and mirrors) in a queue that does not log (`logs`), whose every
+    /// answer but one that shares the file is carried; nil otherwise (the machine then hears its head).
+    static func carryRule(locations: Int, logs: Bool, minimumSize: Int64) -> SplitRules.CarryRule? {
+        locations == 1 && !logs ? SplitRules.CarryRule(minimumSize: minimumSize) : nil
     }
 
     // MARK: Events
