@@ -9,6 +9,12 @@ extension LoopbackServer {
     func respond(to request: HTTPRequest, reader: inout RequestReader, with response: Response) -> Bool {
         guard let bodyLength = try? reader.consumeBody(of: request) else { return false }
         if let delay = request.int("delay"), delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1000) }
+        // `silent=1` on any route: no answer at all until the client hangs up (a server that never answers, so that
+        // a client's time limit is the only way the request can end, however slow the machine running the test).
+        if request.query["silent"] == "1" {
+            while response.pause(60) {}
+            return false
+        }
         // `resets=N&key=K` on any route: the first N requests with key K, HEADs included, have their connection reset
         // once their head is read (a server that breaks before it answers).
         if let resets = request.int("resets") {

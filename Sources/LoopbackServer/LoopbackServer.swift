@@ -41,6 +41,9 @@ import Foundation
 /// `/bytes/N?sndbuf=S` sets the connection's kernel send buffer to S bytes first, so that the server's
 /// own byte counter (``Statistics/bytesPerSecond``) follows what the client reads.
 ///
+/// Any request with `silent=1` gets no answer at all until its client hangs up (the only way it ends is the client's
+/// own time limit).
+///
 /// Any request with `continue=1` gets an interim `100 Continue` head before its response.
 ///
 /// For HEAD requests only: `headEncoding=<name>` adds a Content-Encoding header, `headStatus=<code>` answers

@@ -134,7 +134,8 @@ import Testing
         case .reset: path = "/reset/\(size)"
         case .serverError: path = "/status/503"
         case .timeout:
-            path = "/bytes/\(size)?delay=300"
+            // Never answered: only the time limit ends it (a late answer could beat a starved timer).
+            path = "/bytes/\(size)?silent=1"
             timeout = 0.05
         case .corruptGzip:
             path = "/gzip/\(size)?fault=corrupt"
