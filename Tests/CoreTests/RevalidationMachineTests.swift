@@ -46,7 +46,7 @@ import Testing
             starts += 1
             switch transfer.start.body {
             case .preflight: preflights += 1
-            case .checked(_, _, _, let revalidation, _): if revalidation == .entityTag("\"v1\"") { conditional += 1 }
+            case .checked(_, _, _, let revalidation, _, _): if revalidation == .entityTag("\"v1\"") { conditional += 1 }
             }
             let (slot, token) = (transfer.start.slot, transfer.start.token)
             let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: 200..<300, revalidates: true)

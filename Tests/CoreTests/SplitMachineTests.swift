@@ -673,7 +673,7 @@ extension SplitMachineTests {
             driver.slots[1] = slot
             _ = driver.apply(actions)
             _ = driver.go()
-            guard case .checked(_, _, _, _, let said)? = driver.transfers.last?.start.body else {
+            guard case .checked(_, _, _, _, let said, _)? = driver.transfers.last?.start.body else {
                 Issue.record("case \(index): no transfer")
                 continue
             }

@@ -26,7 +26,7 @@ import Testing
     /// given), and the fraction never fell.
     static func run(
         _ request: NetworkRequest, _ transport: TransportKind, file: URL, limit: Int = 8, attempts: Int = 1,
-        heads: Int? = nil, accurate: Bool = false
+        heads: Int? = nil, accurate: Bool = false, logs: Bool = true
     ) async throws
         -> (QueueProgress, Recorder)
     {
@@ -34,12 +34,16 @@ import Testing
         queue.maxConcurrentRequestCount = limit
         queue.collectsMetrics = true
         queue.showsAccurateProgress = accurate
-        // The queue's log, with the time of each record, to say what happened when a check fails.
+        // The queue's log, with the time of each record, to say what happened when a check fails (without it, a file of
+        // one location has its first connection started by its shell: see aFileOfOneLocationEndsTheSameWithoutALog).
         let log = Box<[String]>([])
         let began = Date()
-        queue.logHandler = { record in
-            let line = String(format: "%.3f ", Date().timeIntervalSince(began)) + "\(record.event) \(record.message)"
-            log.with { $0.append(line) }
+        if logs {
+            queue.logHandler = { record in
+                let line =
+                    String(format: "%.3f ", Date().timeIntervalSince(began)) + "\(record.event) \(record.message)"
+                log.with { $0.append(line) }
+            }
         }
         try queue.add(request)
         let progress = await queue.run()
@@ -83,6 +87,44 @@ import Testing
         let segments = request.metrics?.final?.segments
         #expect(segments?.connections ?? 0 >= 2)
         #expect(segments?.locations.map(\.bytes) == [Int64(Self.size)])
+        #expect(request.response?.statusCode == 200)
+    }
+
+    /// Without a log, a file of one location that continues no part has its first connection started by its shell, and
+    /// its download is begun only at a head that may share the file (one it does not share is carried as a plain
+    /// transfer's, the engine never hearing of a download): the file comes as with a log, shared or carried, and a
+    /// server that answers ranges with the whole file still gets its file fetched whole.
+    @Test(arguments: TransportKind.allCases, ["shared", "small segments", "no validator", "whole for ranges"])
+    func aFileOfOneLocationEndsTheSameWithoutALog(_ transport: TransportKind, _ shape: String) async throws {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("quiet.bin")
+        let query =
+            switch shape {
+            case "no validator": "noetag=1"
+            case "whole for ranges": "rate=4000000&rangeFault=whole"
+            default: "rate=1000000"
+            }
+        let segment = shape == "small segments" ? Int64(Self.size) : Self.segment
+        let request = NetworkRequest(
+            url: server.url("/bytes/\(Self.size)?\(query)"), destination: .file(file),
+            fileOptions: .init(maximumConnections: 4, minimumSegmentSize: segment))
+        _ = try await Self.run(request, transport, file: file, logs: false)
+        let asked = Self.ranges(server)
+        #expect(asked.first == .some(nil), "the first request asks for the whole file: \(asked)")
+        let connections = request.metrics?.final?.segments?.connections ?? 1
+        switch shape {
+        case "shared":
+            #expect(asked.count >= 4 && connections >= 2, "\(asked)")
+            #expect(request.metrics?.final?.segments?.locations.map(\.bytes) == [Int64(Self.size)])
+        case "whole for ranges":
+            // Shared at its head; the server's whole answers to ranges leave the file to the first stream.
+            #expect(asked.count >= 2, "\(asked)")
+        default:
+            // Carried: one GET, no download ever begun.
+            #expect(asked == [nil] && request.metrics?.final?.segments == nil, "\(asked)")
+        }
         #expect(request.response?.statusCode == 200)
     }
 

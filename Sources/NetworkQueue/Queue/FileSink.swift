@@ -166,9 +166,13 @@ final class FileSink: Sendable {
         if segmented {
             // A split part's record and its temporary name must be free for files: a folder or a FIFO
             // there is an obstacle the user must remove, failing the request now, before anything is created.
-            let record = Self.recordPath(of: partialPath)
-            for (path, name) in [(record, names.record), (record + ".new", names.record + ".new")] {
-                if let reason = Self.refusal(at: name, in: folder.fd) { throw .fileError(path: path, reason: reason) }
+            // The paths are made for the message alone (every split file asks: two names, no array).
+            let record = names.record
+            if let reason = Self.refusal(at: record, in: folder.fd) {
+                throw .fileError(path: Self.recordPath(of: partialPath), reason: reason)
+            }
+            if let reason = Self.refusal(at: record + ".new", in: folder.fd) {
+                throw .fileError(path: Self.recordPath(of: partialPath) + ".new", reason: reason)
             }
         }
         guard claim.openFile() else { return nil }

@@ -156,7 +156,7 @@ extension NetworkQueue {
         switch start.body {
         case .preflight:
             pipeline = TransferPipeline(owner: self, slot: slot, token: token, request: nil, sink: nil)
-        case .checked(let request, let claim, let continuesPart, let revalidation, let splits):
+        case .checked(let request, let claim, let continuesPart, let revalidation, let splits, let carrying):
             options.endsAtHead = request.validation.endsAtHead
             var sink: FileSink?
             var revalidates = false
@@ -184,16 +184,21 @@ extension NetworkQueue {
             // Main transfers draw from the queue's cap; a HEAD moves no body.
             options.rateCap = rateCap
             // A file that may be shared: the attempt's connections, as its split machine decides, run on the pipeline.
-            let connections = shared.map { _ in
-                TransferPipeline.Connections(transport: transport, options: options, outgoing: outgoing)
+            let connections = shared.map {
+                TransferPipeline.Connections(
+                    transport: transport, lender: lender, options: options, fileOptions: $0, outgoing: outgoing)
             }
+            // A file that may be shared whose download has nothing to decide before its first head, and no part to
+            // continue: the pipeline starts its first connection itself, and begins the download only at a head that
+            // may share it.
+            let firstRule = sink?.resumed == nil ? carrying : nil
             pipeline = TransferPipeline(
                 owner: self, slot: slot, token: token, request: request, sink: sink, revalidates: revalidates,
-                connections: connections)
+                connections: connections, firstRule: firstRule)
             // One entry into the engine: the file opened, and the download of a file that may be shared begun (its
-            // first connection started by its work).
+            // first connection started by its work), unless the pipeline starts that connection.
             if let sink {
-                let begin = shared.flatMap { pipeline.beginning(fileOptions: $0) }
+                let begin = firstRule == nil ? pipeline.beginning() : nil
                 let (isCurrent, actions) = locked.withLock { core in
                     let now = clock.now()
                     var actions = core.machine.fileEvent(.opened(sink), slot: slot, token: token, now: now)
@@ -205,6 +210,10 @@ extension NetworkQueue {
                 }
                 perform(actions, inline: true)
                 guard isCurrent, begin == nil else { return }
+            }
+            if pipeline.firstRule != nil {
+                pipeline.firstCell = start.cell
+                return launchFirst(of: pipeline, outgoing, options: options, cell: start.cell)
             }
         }
         // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
@@ -224,6 +233,21 @@ extension NetworkQueue {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
         }
+    }
+
+    /// Starts the first connection of a file that may be shared as `pipeline`'s own transfer (``TransferPipeline/firstRule``).
+    private func launchFirst(
+        of pipeline: TransferPipeline, _ outgoing: OutgoingRequest, options: TransferOptions, cell: TransferCell
+    ) {
+        let events: @Sendable (TransferEvent) -> Void = { event in pipeline.firstEvent(event) }
+        let handle: any TransferHandle
+        if let lending = lender {
+            handle = lending.startTransfer(
+                outgoing, options: options, lendingBodyTo: { piece in pipeline.firstLent(piece) }, events: events)
+        } else {
+            handle = transport.startTransfer(outgoing.urlRequest, options: options, events: events)
+        }
+        if !cell.attach(handle) { DispatchQueue.global(qos: .userInitiated).async { handle.cancel() } }
     }
 
     /// Opens the part file of a transfer about to start; nil when the transfer must not start (the request ended

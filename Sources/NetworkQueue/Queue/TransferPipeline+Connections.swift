@@ -24,16 +24,23 @@ extension TransferPipeline {
         /// The transport, when it lends bodies (the file's bytes then skip a copy).
         let lender: (any LendingTransport)?
         let options: TransferOptions
+        /// The file's options (its connections, its mirrors).
+        let fileOptions: NetworkRequest.FileOptions
         /// The attempt's request, as the queue sends it: what a connection asked to send it as it is sends.
         let outgoing: OutgoingRequest
         /// Each connection's route, by connection, and whether the file was begun as shared: an aim, a write or a stop
         /// finds its connection here.
         let state = Locked((routes: [Int: Route](), isShared: false))
 
-        init(transport: any Transport, options: TransferOptions, outgoing: OutgoingRequest) {
+        /// `lender`: `transport` as a ``LendingTransport`` when it is one (the queue's, cast once: not per file).
+        init(
+            transport: any Transport, lender: (any LendingTransport)?, options: TransferOptions,
+            fileOptions: NetworkRequest.FileOptions, outgoing: OutgoingRequest
+        ) {
             self.transport = transport
-            lender = transport as? any LendingTransport
+            self.lender = lender
             self.options = options
+            self.fileOptions = fileOptions
             self.outgoing = outgoing
         }
 
@@ -71,13 +78,56 @@ extension TransferPipeline {
     }
 
     /// The event that begins the download of the attempt's request over its first transfer (nil: the file may not be
-    /// shared), handed in with its file's opening.
-    func beginning(fileOptions: NetworkRequest.FileOptions) -> RequestMachine.SplitEvent? {
+    /// shared), handed in with its file's opening, or (`running`) with the first head of a connection the pipeline
+    /// started itself.
+    func beginning(running: Bool = false) -> RequestMachine.SplitEvent? {
         guard let connections else { return nil }
         let isCapped = connections.options.rateCap?.maximumBytesPerSecond != nil
         return .begin(
-            connections.outgoing, fileOptions, part: sink?.resumed, isCapped: isCapped,
-            collectsMetrics: connections.options.collectsMetrics, shell: self)
+            connections.outgoing, connections.fileOptions, part: sink?.resumed, isCapped: isCapped,
+            collectsMetrics: connections.options.collectsMetrics, shell: self, running: running)
+    }
+
+    // MARK: A first connection the pipeline started itself
+
+    /// An event of the first connection, when the pipeline started it itself as its own transfer (``firstRule``): a
+    /// plain transfer's event until its final head. A head the rule does not share is carried as any transfer's head
+    /// (the engine never hears of a download: a small file over several connections costs what it costs over one);
+    /// one it may share begins the download, the machine deciding on that head in the same entry, and the connection's
+    /// events go to the machine from then on, as any connection's.
+    func firstEvent(_ event: TransferEvent) {
+        if let route = firstRoute { return self.event(event, connection: 0, route: route) }
+        if !firstHeadCame, case .head(let head) = event, !ResponseRules.isInterim(head) {
+            firstHeadCame = true
+            if let rule = firstRule, rule.mayShare(head), let connections, let cell = firstCell {
+                return beginAtHead(head, cell: cell, connections)
+            }
+            // Carried: its notices may wait for the engine pass's end, as any transfer's.
+            batches = true
+        }
+        receive(event)
+    }
+
+    /// A body piece of the first connection the pipeline started itself (see ``firstEvent(_:)``).
+    func firstLent(_ piece: borrowing LentBytes) -> Bool {
+        guard let route = firstRoute else { return lend(piece) }
+        return lent(piece, connection: 0, route: route)
+    }
+
+    /// The first connection's final head may share the file: the connection gets its route (its bytes placed from
+    /// where the head says they begin), and the download begins with that head, in one entry into the engine.
+    private func beginAtHead(_ head: ResponseHead, cell: TransferCell, _ connections: Connections) {
+        let range = RangeRules.contentRange(head.value(forHTTPHeaderField: "Content-Range"))
+        let route = Route(position: head.statusCode == 206 ? range?.first ?? 0 : 0, cell: cell, carrying: nil)
+        connections.state.withLock { $0.routes[0] = route }
+        firstRoute = route
+        guard let begin = beginning(running: true) else { return }
+        let (slot, token, first) = (slot, token, RequestMachine.SplitEvent.firstHead(reading(of: head), connection: 0))
+        owner.send(inline: true) { machine, now in
+            var actions = machine.splitEvent(begin, slot: slot, token: token, now: now)
+            actions.append(machine.splitEvent(first, slot: slot, token: token, now: now))
+            return actions
+        }
     }
 
     // MARK: A connection's events

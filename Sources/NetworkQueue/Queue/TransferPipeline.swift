@@ -55,16 +55,30 @@ final class TransferPipeline: ConnectionShell, @unchecked Sendable {
     /// The connections of a file that may be shared over several (nil for any other transfer): the transport they run
     /// on and each one's route.
     let connections: Connections?
+    /// The rule the first connection's final head is read by, when the pipeline started that connection itself as its
+    /// own transfer (``firstEvent(_:)``): a head it may share begins the download; any other is carried.
+    let firstRule: SplitRules.CarryRule?
+    /// The first connection's route, once its head began the download (nil before, and for a file it carries).
+    // Unchecked: set by the first connection's thread at its head, then read by its own events and by the work that
+    // follows them (done on the same thread, or after the queue's lock ordered it).
+    @exclusivity(unchecked) var firstRoute: Route?
+    /// True once the first connection's final head came (started by the pipeline itself).
+    @exclusivity(unchecked) var firstHeadCame = false
+    /// The first connection's handle's cell, when the pipeline started it itself: its route's, should its head begin
+    /// the download. Weak, as a route's: the handle holds the transport's callbacks, which hold this pipeline.
+    weak var firstCell: TransferCell?
 
     /// A pipeline for transfer `token` of the request in `slot` of `owner` (`request` nil: a HEAD preflight), writing
-    /// to `sink`; with `connections`, of a file that may be shared over several.
+    /// to `sink`; with `connections`, of a file that may be shared over several, and with `firstRule`, one whose first
+    /// connection it starts itself, read by that rule (see ``firstEvent(_:)``).
     init(
         owner: NetworkQueue, slot: Int, token: UInt64, request: NetworkRequest?, sink: FileSink?,
-        revalidates: Bool = false, connections: Connections? = nil
+        revalidates: Bool = false, connections: Connections? = nil, firstRule: SplitRules.CarryRule? = nil
     ) {
         self.owner = owner
         self.revalidates = revalidates
         self.connections = connections
+        self.firstRule = connections == nil ? nil : firstRule
         batches = connections == nil
         self.slot = slot
         self.token = token

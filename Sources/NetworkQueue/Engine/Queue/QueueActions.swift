@@ -90,10 +90,14 @@ enum QueueAction {
         /// the body goes to that file's part, continuing it when `continuesPart` and a validator allow. `revalidation`:
         /// the existing file's validator, sent when no part is continued (``NetworkRequest/ExistingFile/revalidate``).
         /// `shares`: the file may be fetched over several connections or locations (its split machine decides how
-        /// many at the first head).
+        /// many at the first head). `carrying`: for such a file whose download has nothing to decide before its first
+        /// head (``SplitMachine/Start/deferredStart``), the rule its shell reads that head by: the shell starts the
+        /// first connection as a plain transfer and begins the download only at a head the rule may share (a head it
+        /// does not share is carried as a plain transfer's, and no download is ever begun); nil: the download begins
+        /// once the file is open, and its machine starts the first connection.
         case checked(
             NetworkRequest, file: DestinationClaim?, continuesPart: Bool,
-            revalidation: ExistingFileRules.Conditional?, shares: Bool)
+            revalidation: ExistingFileRules.Conditional?, shares: Bool, carrying: SplitRules.CarryRule?)
     }
 }
 

@@ -28,7 +28,7 @@ extension QueueStateMachine: DownloadBooks {
         let record = table[slot]
         // The shell that does the work: the attempt's, or the one the file begins with.
         var shell = record.machine.splitShell
-        if case .begin(_, _, _, _, _, let beginning) = event { shell = beginning }
+        if case .begin(_, _, _, _, _, let beginning, _) = event { shell = beginning }
         let (before, clock) = (record.machine.phase, record.machine.deadline)
         let context = RequestMachine.DownloadContext(
             received: record.progress.received, existingFile: record.existingFile, file: record.claim?.url,

@@ -202,12 +202,19 @@ extension QueueStateMachine {
             let continuesPart =
                 record.claim != nil && request.continuesPartialDownloads && replacing == nil
                 && RangeRules.mayContinue(sent)
+            let shares = record.claim != nil && request.fileOptions.mayShare && RangeRules.mayContinue(sent)
+            // The first connection's rule, when nothing but its head is decided on (the part is the shell's to see).
+            let carrying =
+                shares && attempt.onlySource == nil && attempt.untrusted.isEmpty
+                ? SplitMachine.carryRule(
+                    locations: 1 + request.fileOptions.mirrors.count, logs: outbox.isLogging,
+                    minimumSize: SplitMachine.minimumSize(of: request.fileOptions)) : nil
             let start = QueueAction.Start(
                 slot: slot, token: attempt.token, outgoing: sent, cell: attempt.cell,
                 body: .checked(
                     request, file: record.claim, continuesPart: continuesPart,
-                    revalidation: record.claim == nil ? nil : record.existingFile?.conditional,
-                    shares: record.claim != nil && request.fileOptions.mayShare && RangeRules.mayContinue(sent)),
+                    revalidation: record.claim == nil ? nil : record.existingFile?.conditional, shares: shares,
+                    carrying: carrying),
                 collectsMetrics: collectsMetrics, connectTimeout: (request.timeLimits ?? timeLimits).connectSeconds)
             actions.append(.start(start))
         case .askRetry(let decision, let left):

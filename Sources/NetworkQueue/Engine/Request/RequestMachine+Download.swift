@@ -18,10 +18,12 @@ extension RequestMachine {
     enum SplitEvent {
         /// The download begins, sending `request` (as the queue sends it) over the attempt's first transfer
         /// (`options`: its file's; `part`: what its file holds already; `isCapped`: the queue caps its rate). `shell`
-        /// does its work.
+        /// does its work. `running`: the first transfer runs already, started by the shell with the start's carry rule
+        /// (``QueueAction/BodyPolicy/checked(_:file:continuesPart:revalidation:shares:carrying:)``), and its head, one
+        /// that may share the file, comes next (``firstHead(_:connection:)``, in the same entry).
         case begin(
             OutgoingRequest, NetworkRequest.FileOptions, part: PartSegments?, isCapped: Bool, collectsMetrics: Bool,
-            shell: any ConnectionShell)
+            shell: any ConnectionShell, running: Bool = false)
         /// An event of connection `id` (its body comes as ``bytes(_:connection:at:)``; the first connection's final
         /// head as ``firstHead(_:connection:)``).
         case transfer(TransferEvent, connection: Int)
@@ -130,7 +132,7 @@ extension RequestMachine {
             swap(&decided, &attempt.splitScratch)
         }
         switch event {
-        case .begin(let sent, let options, let part, let isCapped, let collectsMetrics, let shell):
+        case .begin(let sent, let options, let part, let isCapped, let collectsMetrics, let shell, let running):
             // A retry asks every location again; a file that failed its checksum over several asks one.
             let start = SplitMachine.Start(
                 request: sent, options: options, policy: context.policy, part: part,
@@ -138,7 +140,11 @@ extension RequestMachine {
                 breakLimit: (request.retryPolicy ?? shared.retryPolicy).maximumAttempts, onlySource: attempt.onlySource,
                 untrusted: attempt.untrusted, isCapped: isCapped, collectsMetrics: collectsMetrics, logs: context.logs,
                 cell: attempt.cell, now: now)
-            if let first = start.deferredStart {
+            if running {
+                // Its first connection is the attempt's first transfer (already among its transfers), started by the
+                // shell: its machine is made at the head that follows, its own start of it dropped.
+                attempt.split = Attempt.Split(deferred: start, shell: shell)
+            } else if let first = start.deferredStart {
                 // Its machine waits for the file's next event (a head its shell carries makes none).
                 attempt.split = Attempt.Split(deferred: start, shell: shell)
                 decided.append(.work(first))
