@@ -172,12 +172,38 @@ import Testing
 extension SplitMachineTests {
     static let k64: Int64 = 64 << 10
 
+    /// The first connection's window is judged when it ends, whether its bytes came lately or not: a server that paces
+    /// by bursts (nginx's cap sends a burst, then nothing until its average catches up) has its file shared at the end
+    /// of the first window, not at its next burst. A window judged alone starts the next, with its own end; the end of
+    /// a window already judged by its bytes does nothing.
+    @Test func theFirstConnectionsWindowIsJudgedWhenItEndsWithoutBytes() {
+        var burst = Bench()
+        _ = burst.head(Self.head(), to: 0)
+        #expect(burst.bytes(Self.k64, to: 0, at: 0.001) == ["write 65536@0 s1", "count 65536"])
+        // Early (a timer of a window that restarted): nothing.
+        #expect(burst.on(0.005) { $0.handle(.recheckDue, now: $1, &$2) } == [])
+        // 64 KiB in 10 ms: the rest (4 MiB) would take 0.63 s on one connection, more than sharing's 0.5 s.
+        #expect(
+            burst.on(0.01) { $0.handle(.recheckDue, now: $1, &$2) } == [
+                "splitDecided: split into 3 ranges over up to 4 connections and 3 locations", "borrow 2",
+            ])
+        // A fast first window: the connection goes on alone, and its next window ends 10 ms later.
+        var fast = Bench()
+        _ = fast.head(Self.head(), to: 0)
+        _ = fast.bytes(2 * Self.mib, to: 0, at: 0.002)
+        #expect(
+            fast.on(0.01) { $0.handle(.recheckDue, now: $1, &$2) } == [
+                "recheck at 0.02", "splitDecided: one connection for now: the rest would take 0.01 s on it",
+            ])
+    }
+
     /// A split file from its first head to its end: the first connection runs alone until its pace says sharing is
     /// worth it, the mirrors take the other segments, and the file finishes once every byte is written.
     @Test func aFileIsSharedOnceItsPaceSaysSoAndFinishesWhenEveryByteIsWritten() {
         var bench = Bench()
         #expect(bench.lines == ["start 0 o whole"])
-        #expect(bench.head(Self.head(), to: 0) == ["heed 200", "begin file 4194304", "hear 200"])
+        // The first connection's window is judged when it ends, bytes or not.
+        #expect(bench.head(Self.head(), to: 0) == ["heed 200", "begin file 4194304", "hear 200", "recheck at 0.01"])
         // Under the probe's window: no judgement yet.
         #expect(bench.bytes(Self.k64, to: 0, at: 0.001) == ["write 65536@0 s1", "count 65536"])
         #expect(
@@ -237,7 +263,9 @@ extension SplitMachineTests {
         bench.showsAims = true
         // While its pace is judged, the first connection's cursor reaches a step ahead: its bytes are heard often.
         #expect(
-            bench.head(Self.head(), to: 0) == ["heed 200", "begin file 4194304", "hear 200", "aim 0 s1 @0..<65536"])
+            bench.head(Self.head(), to: 0) == [
+                "heed 200", "begin file 4194304", "hear 200", "recheck at 0.01", "aim 0 s1 @0..<65536",
+            ])
         #expect(
             bench.reached(Self.k64, to: 0, segment: 1, at: 0.001) == [
                 "count 65536", "aim 0 s1 @65536..<131072",

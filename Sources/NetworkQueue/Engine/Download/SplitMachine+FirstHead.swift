@@ -81,6 +81,7 @@ extension SplitMachine {
         actions.append(.work(.beginFile(shape, done: done, head: reading.head)))
         actions.append(.head(reading))
         if !probing, connectionLimit > 1 { share(&actions) }
+        if probing { scheduleWindowEnd(&actions) }
     }
 
     /// The first connection carries the file as it comes, its head (`reading`) the attempt's: the machine hears no more

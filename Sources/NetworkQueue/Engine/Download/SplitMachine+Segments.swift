@@ -191,7 +191,7 @@ extension SplitMachine {
 
     /// While the first connection runs alone: `received` bytes kept since `since`, at `now`, judged
     /// (``SplitRules/pace(received:elapsed:remaining:)``): the rest is shared, or a new window begins.
-    private mutating func judgePace(
+    mutating func judgePace(
         _ sharing: Sharing, since: Double, received: Int64, saidAlone: Bool, now: Double, _ actions: inout [Action]
     ) {
         let remaining = sharing.plan.length - sharing.plan.receivedBytes
@@ -202,6 +202,7 @@ extension SplitMachine {
             share(&actions)
         case .alone(let seconds):
             sharing.pace = .judging(since: now, received: 0, saidAlone: true)
+            scheduleWindowEnd(&actions)
             guard !saidAlone else { return }
             let message = String(format: "one connection for now: the rest would take %.2f s on it", seconds)
             if logs { actions.append(.note(.splitDecided, .info, message)) }
