@@ -217,6 +217,24 @@ import Testing
         #expect(small.receivedBytes == 20)
     }
 
+    /// The running segment keeps less by what its first window brought (each new connection is expected to bring as
+    /// much at its start, as a capped server's burst): the others share the rest equally; never under the minimum.
+    @Test func theRunningSegmentKeepsLessByWhatItsWindowBrought() {
+        var plan = SegmentPlan(length: 100, connections: 1, minimumSize: 10)
+        let run = plan.assign()!
+        _ = plan.received(20, segment: run.id)
+        plan.divide(into: 4, keepingLess: 6)
+        // Its 80 left: 14 for it (20 less 6), 22 for each of the three others.
+        #expect(plan.segments.map { $0.start..<$0.end } == [0..<34])
+        #expect(plan.waiting == [34..<56, 56..<78, 78..<100])
+        // A burst larger than its share: it keeps the minimum.
+        var burst = SegmentPlan(length: 100, connections: 1, minimumSize: 10)
+        _ = burst.received(20, segment: burst.assign()!.id)
+        burst.divide(into: 4, keepingLess: 50)
+        #expect(burst.segments.map { $0.start..<$0.end } == [0..<30])
+        #expect(burst.waiting == [30..<54, 54..<78, 78..<100])
+    }
+
     /// Issue 50, item 2: a source whose range answer is wrong while its stream of the file is good takes no more
     /// ranges but stays live (its stream goes on, and it may still start a first connection); without a stream it is
     /// dropped.

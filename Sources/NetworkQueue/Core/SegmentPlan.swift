@@ -145,21 +145,27 @@ struct SegmentPlan: Equatable, Sendable {
         segments.append(Segment(id: id, start: range.lowerBound, next: range.lowerBound, end: range.upperBound))
     }
 
-    /// Shares the segment with the most left among `parts` connections: it keeps the first of `parts` equal shares of
-    /// what it has not received (each at least ``minimumSize``), and the others wait, in order. Used when one
-    /// connection turns out too slow for the file alone.
-    mutating func divide(into parts: Int) {
+    /// Shares the segment with the most left among `parts` connections: it keeps the first of `parts` shares of what
+    /// it has not received, `less` bytes smaller than the others, which are equal (each at least ``minimumSize``), and
+    /// the others wait, in order. Used when one connection turns out too slow for the file alone: `less` is what it
+    /// brought in its first window, which each new connection is expected to bring in its own on top of its pace (a
+    /// server that caps each connection's pace lets each new one have a burst first, as nginx does: the running one had
+    /// its burst already).
+    mutating func divide(into parts: Int, keepingLess less: Int64 = 0) {
         guard parts > 1, let index = segments.indices.max(by: { segments[$0].remaining < segments[$1].remaining })
         else { return }
         let segment = segments[index]
         let count = max(1, min(Int64(parts), segment.remaining / minimumSize))
         guard count > 1 else { return }
         let step = (segment.remaining + count - 1) / count
-        segments[index].end = segment.next + step
-        var start = segment.next + step
+        // The first share is smaller by `less`, never under the minimum; the others share what it leaves equally.
+        let kept = max(min(step, minimumSize), step - max(0, less))
+        let others = kept == step ? step : (segment.remaining - kept + count - 2) / (count - 1)
+        segments[index].end = segment.next + kept
+        var start = segment.next + kept
         var shares: [Range<Int64>] = []
         while start < segment.end {
-            var end = min(segment.end, start + step)
+            var end = min(segment.end, start + others)
             if segment.end - end < minimumSize { end = segment.end }
             shares.append(start..<end)
             start = end

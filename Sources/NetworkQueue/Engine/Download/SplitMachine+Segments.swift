@@ -198,7 +198,8 @@ extension SplitMachine {
         switch SplitRules.pace(received: received, elapsed: now - since, remaining: remaining) {
         case .judging: sharing.pace = .judging(since: since, received: received, saidAlone: saidAlone)
         case .share:
-            sharing.plan.divide(into: connectionLimit)
+            // The first connection keeps less by what this window brought it (see ``SegmentPlan/divide(into:keepingLess:)``).
+            sharing.plan.divide(into: connectionLimit, keepingLess: received)
             share(&actions)
         case .alone(let seconds):
             sharing.pace = .judging(since: now, received: 0, saidAlone: true)
