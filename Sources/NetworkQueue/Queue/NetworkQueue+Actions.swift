@@ -211,20 +211,29 @@ extension NetworkQueue {
                 perform(actions, inline: true)
                 guard isCurrent, begin == nil else { return }
             }
-            if pipeline.firstRule != nil {
-                pipeline.firstCell = start.cell
-                return launchFirst(of: pipeline, outgoing, options: options, cell: start.cell)
-            }
+            // The first connection of a file whose download begins at its head: the pipeline's own transfer, read by
+            // its rule (``TransferPipeline/firstEvent(_:)``).
+            if pipeline.firstRule != nil { pipeline.firstCell = start.cell }
         }
         // Each callback captures the pipeline alone (no context of its own); the pipeline holds the queue strongly.
         // File I/O and hashing happen in it, outside the lock; a transfer's events are serial.
-        let events: @Sendable (TransferEvent) -> Void = { event in pipeline.receive(event) }
+        let isFirst = pipeline.firstRule != nil
+        let events: @Sendable (TransferEvent) -> Void
+        if isFirst {
+            events = { event in pipeline.firstEvent(event) }
+        } else {
+            events = { event in pipeline.receive(event) }
+        }
         let handle: any TransferHandle
         if let lending = lender {
             // The transport takes the URL's text as it is. For a file, the pipeline writes and hashes each piece
             // before it returns: the transport may lend it.
             var body: LentBodyReceiver?
-            if pipeline.sink != nil { body = { piece in pipeline.lend(piece) } }
+            if isFirst {
+                body = { piece in pipeline.firstLent(piece) }
+            } else if pipeline.sink != nil {
+                body = { piece in pipeline.lend(piece) }
+            }
             handle = lending.startTransfer(outgoing, options: options, lendingBodyTo: body, events: events)
         } else {
             handle = transport.startTransfer(outgoing.urlRequest, options: options, events: events)
@@ -233,21 +242,6 @@ extension NetworkQueue {
             // It ended while starting (cancelled, or failed by a sibling): stop what was just started.
             DispatchQueue.global(qos: .userInitiated).async { handle.cancel() }
         }
-    }
-
-    /// Starts the first connection of a file that may be shared as `pipeline`'s own transfer (``TransferPipeline/firstRule``).
-    private func launchFirst(
-        of pipeline: TransferPipeline, _ outgoing: OutgoingRequest, options: TransferOptions, cell: TransferCell
-    ) {
-        let events: @Sendable (TransferEvent) -> Void = { event in pipeline.firstEvent(event) }
-        let handle: any TransferHandle
-        if let lending = lender {
-            handle = lending.startTransfer(
-                outgoing, options: options, lendingBodyTo: { piece in pipeline.firstLent(piece) }, events: events)
-        } else {
-            handle = transport.startTransfer(outgoing.urlRequest, options: options, events: events)
-        }
-        if !cell.attach(handle) { DispatchQueue.global(qos: .userInitiated).async { handle.cancel() } }
     }
 
     /// Opens the part file of a transfer about to start; nil when the transfer must not start (the request ended
