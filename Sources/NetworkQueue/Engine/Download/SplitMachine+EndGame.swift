@@ -12,14 +12,7 @@ extension SplitMachine {
     /// the queue for one more (``Action/borrow(_:)``; the loan races it); the next look is scheduled while the end
     /// game lasts.
     mutating func recheckDue(now: Double, _ actions: inout [Action]) {
-        guard let sharing, !isEnded else { return }
-        if case .judging(let since, let received, let saidAlone) = sharing.pace {
-            // The end of the first connection's window: judged on what it brought, whether bytes came lately or not
-            // (a server that paces by bursts, as nginx's cap does, sends nothing for most of a window). The end of a
-            // window its bytes judged already is no one's.
-            guard now >= since + SplitRules.probeSeconds else { return }
-            return judgePace(sharing, since: since, received: received, saidAlone: saidAlone, now: now, &actions)
-        }
+        guard let sharing, !isEnded, !windowEnded(now: now, &actions) else { return }
         // The end game's look, when it is due (not the end of a window that outlived it).
         guard let due = sharing.recheckAt, now >= due else { return }
         sharing.recheckAt = nil
@@ -40,13 +33,6 @@ extension SplitMachine {
         let at = now + sharing.settleTime
         sharing.recheckAt = at
         actions.append(.recheck(at: at))
-    }
-
-    /// While the first connection runs alone, each of its windows is judged when it ends (``SplitRules/probeSeconds``),
-    /// by a ``QueueTimer`` entry of the request, and not only when its bytes come.
-    func scheduleWindowEnd(_ actions: inout [Action]) {
-        guard let sharing, case .judging(let since, _, _) = sharing.pace else { return }
-        actions.append(.recheck(at: since + SplitRules.probeSeconds))
     }
 
     /// The end game's view of the file (``EndGame``): nil when it is not split, under the queue's rate cap, or while a

@@ -189,9 +189,28 @@ extension SplitMachine {
         }
     }
 
+    /// While the first connection runs alone, each of its windows is judged when it ends (``SplitRules/probeSeconds``),
+    /// by a ``QueueTimer`` entry of the request (``windowEnded(now:_:)``), and not only when its bytes come.
+    func scheduleWindowEnd(_ actions: inout [Action]) {
+        guard let sharing, case .judging(let since, _, _) = sharing.pace else { return }
+        actions.append(.recheck(at: since + SplitRules.probeSeconds))
+    }
+
+    /// A look of the file's timer came at `now`: while the first connection's pace is judged, it is its window's end,
+    /// judged on what the window brought, whether bytes came lately or not (a server that paces by bursts, as nginx's
+    /// cap does, sends nothing for most of a window); the end of a window its bytes judged already is no one's. False
+    /// once the pace is judged: the look is the end game's.
+    mutating func windowEnded(now: Double, _ actions: inout [Action]) -> Bool {
+        guard let sharing, case .judging(let since, let received, let saidAlone) = sharing.pace else { return false }
+        if now >= since + SplitRules.probeSeconds {
+            judgePace(sharing, since: since, received: received, saidAlone: saidAlone, now: now, &actions)
+        }
+        return true
+    }
+
     /// While the first connection runs alone: `received` bytes kept since `since`, at `now`, judged
     /// (``SplitRules/pace(received:elapsed:remaining:)``): the rest is shared, or a new window begins.
-    mutating func judgePace(
+    private mutating func judgePace(
         _ sharing: Sharing, since: Double, received: Int64, saidAlone: Bool, now: Double, _ actions: inout [Action]
     ) {
         let remaining = sharing.plan.length - sharing.plan.receivedBytes
