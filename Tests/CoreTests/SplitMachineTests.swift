@@ -356,39 +356,44 @@ extension SplitMachineTests {
         }
     }
 
-    /// A file of one location, no part, nothing fetched alone and no log: its machine is made only at its first event
-    /// after the begin, whose work is the start the machine would give (the same connection, request, cell, offset
-    /// and rule). Any other file has its machine at once.
-    @Test func aMachineIsMadeLateOnlyWhereItsFirstStartIsKnownWithoutIt() {
-        func start(mirrors: Int = 0, part: PartSegments? = nil, onlySource: Int? = nil, logs: Bool = false)
-            -> SplitMachine.Start
-        {
+    /// A file of one location, no part and no log, whose first connection its shell started (a begin that is
+    /// `running`): its machine, made late from its `Start`, gives as its own first start (dropped) exactly that
+    /// connection: connection 0, the request as sent, at 0, the attempt's cell, with the rule the engine's start gave.
+    /// A mirror or a log means no rule; a part, a request made for its holes.
+    @Test func aMachineMadeLateStartsTheConnectionItsShellStarted() {
+        func start(mirrors: Int = 0, part: PartSegments? = nil, logs: Bool = false) -> SplitMachine.Start {
             let url = URL(string: Bench.urls["o"]!)!
             return SplitMachine.Start(
                 request: .request(URLRequest(url: url)),
                 options: .init(
                     maximumConnections: 8, mirrors: Array(repeating: url, count: mirrors), minimumSegmentSize: Self.mib),
-                policy: .default, part: part, deadAtHead: 1, breakLimit: 3, onlySource: onlySource, untrusted: [],
+                policy: .default, part: part, deadAtHead: 1, breakLimit: 3, onlySource: nil, untrusted: [],
                 isCapped: false, collectsMetrics: false, logs: logs, cell: TransferCell.makeCell(), now: 2)
         }
-        let late = start()
-        guard case .start(0, .asSent, let cell, 0, let rule?)? = late.deferredStart else {
-            Issue.record("no late start: \(String(describing: late.deferredStart))")
-            return
+        func first(_ start: SplitMachine.Start) -> ConnectionWork? {
+            var actions: [SplitMachine.Action] = []
+            _ = SplitMachine(start, &actions)
+            return actions.lazy.compactMap { if case .work(let work) = $0, case .start = work { work } else { nil } }
+                .first
         }
+        let late = start()
         var actions: [SplitMachine.Action] = []
         let machine = SplitMachine(late, &actions)
-        guard actions.count == 1, case .work(.start(0, .asSent, let made, 0, let madeRule?)) = actions[0] else {
+        guard actions.count == 1, case .work(.start(0, .asSent, let made, 0, let rule?)) = actions[0] else {
             Issue.record("the machine starts otherwise: \(actions)")
             return
         }
-        #expect(cell === made && cell === late.cell && rule == madeRule && rule.minimumSize == Self.mib)
+        let engines = SplitMachine.carryRule(locations: 1, logs: false, minimumSize: Self.mib)
+        #expect(made === late.cell && rule == engines && rule.minimumSize == Self.mib)
         #expect(machine.startedAt == 2 && machine.connections[0]?.startedAt == 2)
-        let part = PartSegments(done: [0..<Self.mib], validator: .entityTag("\"v1\""), length: Self.length)
-        #expect(start(mirrors: 1).deferredStart == nil)
-        #expect(start(part: part).deferredStart == nil)
-        #expect(start(onlySource: 0).deferredStart == nil)
-        #expect(start(logs: true).deferredStart == nil)
+        guard case .start(_, .asSent, _, 0, nil)? = first(start(mirrors: 1)),
+            case .start(_, .asSent, _, 0, nil)? = first(start(logs: true)),
+            case .start(0, .made, _, _, nil)? = first(
+                start(part: PartSegments(done: [0..<Self.mib], validator: .entityTag("\"v1\""), length: Self.length)))
+        else {
+            Issue.record("a mirror, a log or a part started with a rule, or otherwise")
+            return
+        }
     }
 
     /// Issue 51, "a 503 at the origin with two mirrors": each location that fails before a byte is written is left
@@ -678,15 +683,25 @@ extension SplitMachineTests {
     /// one connection without mirrors.
     @Test func theEngineSaysWhetherAnAttemptsFileMayBeShared() throws {
         let folder = "/nq-shares-\(UUID().uuidString)"
-        let cases: [(String, NetworkRequest.FileOptions, Bool, Bool)] = [
-            ("GET", .init(maximumConnections: 4), true, true),
-            ("GET", .init(mirrors: [URL(string: Bench.urls["m1"]!)!]), true, true),
-            ("GET", .init(), true, false),
-            ("POST", .init(maximumConnections: 4), true, false),
-            ("GET", .init(maximumConnections: 4), false, false),
+        // The fifth: whether the start gives the shell the first connection's rule (one location, no log).
+        let cases: [(String, NetworkRequest.FileOptions, Bool, Bool, Bool)] = [
+            ("GET", .init(maximumConnections: 4), true, true, true),
+            ("GET", .init(mirrors: [URL(string: Bench.urls["m1"]!)!]), true, true, false),
+            ("GET", .init(), true, false, false),
+            ("POST", .init(maximumConnections: 4), true, false, false),
+            ("GET", .init(maximumConnections: 4), false, false, false),
         ]
-        for (index, (method, options, toFile, shares)) in cases.enumerated() {
+        for logs in [false, true] {
+            for (index, (method, options, toFile, shares, carries)) in cases.enumerated() {
+                try check(index, method, options, toFile, shares, carries && !logs, logs: logs)
+            }
+        }
+        func check(
+            _ index: Int, _ method: String, _ options: NetworkRequest.FileOptions, _ toFile: Bool, _ shares: Bool,
+            _ carries: Bool, logs: Bool
+        ) throws {
             var driver = MachineDriver(limit: 1)
+            driver.machine.outbox.isLogging = logs
             var urlRequest = URLRequest(url: URL(string: Bench.urls["o"]!)!)
             urlRequest.httpMethod = method
             let file = URL(fileURLWithPath: "\(folder)/f\(index)")
@@ -703,11 +718,12 @@ extension SplitMachineTests {
             driver.slots[1] = slot
             _ = driver.apply(actions)
             _ = driver.go()
-            guard case .checked(_, _, _, _, let said, _)? = driver.transfers.last?.start.body else {
+            guard case .checked(_, _, _, _, let said, let rule)? = driver.transfers.last?.start.body else {
                 Issue.record("case \(index): no transfer")
-                continue
+                return
             }
             #expect(said == shares, "case \(index)")
+            #expect(rule == (carries ? SplitRules.CarryRule(minimumSize: 1 << 20) : nil), "case \(index), logs \(logs)")
         }
     }
 

@@ -149,20 +149,6 @@ struct SplitMachine {
         let logs: Bool
         let cell: TransferCell
         let now: Double
-
-        /// The first connection's start, when the machine may be made only at the file's first event after it: a file
-        /// of one location (no mirror), no part, no location fetched alone, and no log to write, whose first start is
-        /// the request as it was sent, carrying a head that cannot share the file (``SplitRules/CarryRule``). Such a
-        /// file's machine would decide nothing before its first connection's next event, and a head its shell carries
-        /// is one it never hears: a small file over `--split` makes none. Nil when the machine is made at once.
-        var deferredStart: ConnectionWork? {
-            guard part == nil, onlySource == nil, untrusted.isEmpty,
-                let rule = SplitMachine.carryRule(
-                    locations: 1 + options.mirrors.count, logs: logs, minimumSize: SplitMachine.minimumSize(of: options)
-                )
-            else { return nil }
-            return .start(id: 0, .asSent, cell, at: 0, carrying: rule)
-        }
     }
 
     /// The rule a first connection sent as the request was sent is started with (``SplitRules/CarryRule``): given to a

@@ -91,7 +91,7 @@ enum QueueAction {
         /// the existing file's validator, sent when no part is continued (``NetworkRequest/ExistingFile/revalidate``).
         /// `shares`: the file may be fetched over several connections or locations (its split machine decides how
         /// many at the first head). `carrying`: for such a file whose download has nothing to decide before its first
-        /// head (``SplitMachine/Start/deferredStart``), the rule its shell reads that head by: the shell starts the
+        /// head (one location, no location fetched alone, no log), the rule its shell reads that head by: the shell starts the
         /// first connection as a plain transfer and begins the download only at a head the rule may share (a head it
         /// does not share is carried as a plain transfer's, and no download is ever begun); nil: the download begins
         /// once the file is open, and its machine starts the first connection.

@@ -53,8 +53,8 @@ final class Attempt {
     final class Split {
         // Unchecked: changed in place by every event of the file's connections, only by the request's machine, which
         // runs only under the queue's lock (no overlapping access can exist); the dynamic check would cost on each.
-        /// The child machine; nil while its making waits for the file's first event after its begin
-        /// (``SplitMachine/Start/deferredStart``).
+        /// The child machine; nil while its making waits for the file's first event after a begin whose first
+        /// connection runs already (``RequestMachine/SplitEvent/begin(_:_:part:isCapped:collectsMetrics:shell:running:)``).
         @exclusivity(unchecked) private(set) var machine: SplitMachine?
         /// What the machine is made of, while it is not made.
         private let deferred: SplitMachine.Start?

@@ -144,10 +144,6 @@ extension RequestMachine {
                 // Its first connection is the attempt's first transfer (already among its transfers), started by the
                 // shell: its machine is made at the head that follows, its own start of it dropped.
                 attempt.split = Attempt.Split(deferred: start, shell: shell)
-            } else if let first = start.deferredStart {
-                // Its machine waits for the file's next event (a head its shell carries makes none).
-                attempt.split = Attempt.Split(deferred: start, shell: shell)
-                decided.append(.work(first))
             } else {
                 attempt.split = Attempt.Split(SplitMachine(start, &decided), shell: shell)
             }
