@@ -287,25 +287,27 @@
             let transport = try CurlTransport(options: options)
             let setter = Box<String?>(nil)
             let reader = Box<String?>(nil)
-            // A big body first: the transport spreads transfers (small ones all go to the first engine).
+            // Each placement below is decided by the engines' counts, so each waits for the last transfer to leave
+            // its engine's count (a transfer that has just ended may still count for a moment).
+            // A big body first: transfers are spread by count only while they are not small on average (small ones
+            // all go to the first engine).
             let big = await exchange(transport, URLRequest(url: server.url("/bytes/400000")))
             #expect(big.status == 200 && big.error == nil)
+            await eventually { transport.engineLoads == [0, 0] }
+            // Equal counts: the first engine sets the cookie.
             let set = await exchange(transport, URLRequest(url: server.url("/cookie?value=shared")), thread: setter)
             #expect(set.status == 200 && set.error == nil)
-            // The first engine is kept busy by a held transfer, so the next goes to the second one.
+            await eventually { transport.engineLoads == [0, 0] }
+            // The first engine is kept busy by a held transfer (equal counts again), so the read goes to the second.
             let held = Box<URLError??>(nil)
             _ = transport.startTransfer(URLRequest(url: server.url("/barrier/1?n=2"))) { event in
                 if case .completed(let error) = event { held.with { $0 = .some(error) } }
             }
-            // Which engine a transfer goes to follows the engines' counts, which a transfer that just ended may still
-            // hold for a moment: reads go on until one runs on the other engine (each must carry the cookie).
-            for _ in 0..<20 {
-                let read = await exchange(transport, URLRequest(url: server.url("/bytes/1")), thread: reader)
-                #expect(read.status == 200 && read.error == nil)
-                #expect(server.statistics.headers.last?["cookie"] == "session=shared")
-                if reader.current != setter.current { break }
-            }
-            #expect(setter.current != nil && reader.current != nil && setter.current != reader.current)
+            #expect(transport.engineLoads == [1, 0])
+            let read = await exchange(transport, URLRequest(url: server.url("/bytes/1")), thread: reader)
+            #expect(read.status == 200 && read.error == nil)
+            #expect(server.statistics.headers.last?["cookie"] == "session=shared")
+            #expect(setter.current == transport.threadNames[0] && reader.current == transport.threadNames[1])
             // The second arrival releases the held transfer.
             let release = await exchange(transport, URLRequest(url: server.url("/barrier/1?n=2")))
             #expect(release.error == nil)

@@ -155,6 +155,8 @@ import Foundation
         public let redirectPolicy: RedirectPolicy
         private let engines: [CurlEngine]
         private let sizes: TransferSizes?
+        /// Each engine's transfers posted and not ended yet, in order (for tests that place transfers).
+        var engineLoads: [Int] { engines.map(\.load) }
 
         /// Whether libcurl can be loaded in this process.
         public static var isAvailable: Bool {
