@@ -258,8 +258,12 @@ extension LoopbackServer {
             usleep(2_000)
             return response.write(Self.patternBytes(range.count), isLast: true)
         }
+        // Which GET is cut is decided as it arrives, before its head is sent: a client that shares the file once it has
+        // that head could otherwise have its range GETs reach this check first, and the first one would be cut instead.
+        let cuts =
+            !isEmpty && request.int("dropAt") != nil && (request.query["cutAll"] == "1" || isFirstArrival(request))
         guard response.head(status, headers, isLast: isEmpty) else { return false }
-        if !isEmpty, let percent = request.int("dropAt"), request.query["cutAll"] == "1" || isFirstArrival(request) {
+        if cuts, let percent = request.int("dropAt") {
             // dropAt=P: the first GET with this key (every GET with cutAll=1) closes the connection after P% of the
             // whole body (at once, for a range that starts past it).
             let cut = max(0, min(range.count, size * percent / 100 - range.lowerBound))

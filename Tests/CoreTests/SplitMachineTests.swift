@@ -920,3 +920,40 @@ extension SplitMachineTests {
         }
     }
 }
+
+extension SplitMachineTests {
+    /// A range's connection of the only location breaks: the location takes no more ranges, and its stream carries the
+    /// file on. That stream stops where the running range's segment begins; once that range is done, the segment after
+    /// it is carried by a new stream. Before, it was left to no one, and the file failed when the last range ended (the
+    /// ending matrix's "segmented × dropped mid-body" under the address sanitizer, when the server's cut met a range
+    /// instead of the first connection).
+    @Test func rangesNoOneMayAskForAreCarriedByANewStream() {
+        var bench = Bench(connections: 4, mirrors: 0)
+        _ = bench.head(Self.head(), to: 0, at: 0)
+        _ = bench.bytes(64 << 10, to: 0, at: 0.011)
+        #expect(
+            bench.lend(3) == [
+                "start 1 o 1376256-2785279 if \"v1\"", "start 2 o 2785280-4194303 if \"v1\"", "give back",
+                "recheck at 0.111",
+            ])
+        _ = bench.head(Self.head(206, range: "1376256-2785279"), to: 1, at: 0.02)
+        _ = bench.head(Self.head(206, range: "2785280-4194303"), to: 2, at: 0.02)
+        #expect(
+            bench.ended(2, URLError(.networkConnectionLost), at: 0.03) == [
+                "stop 2", "end s3",
+                "splitDecided: no more ranges from the request's URL: a range's connection broke (URLError -1005); its connection of the whole file goes on",
+                "give back",
+            ])
+        // The stream reaches the running range's segment: stopped there (nothing else waits before it).
+        #expect(
+            bench.bytes(1_376_256 - (64 << 10) + 1000, to: 0, at: 0.04) == [
+                "write 1310720@65536 s1", "end s1", "stop 0", "give back", "count 1310720",
+            ])
+        _ = bench.bytes(2_785_280 - 1_376_256, to: 1, at: 0.05)
+        // The running range is done: a new stream carries the rest, skipping what is on disk.
+        #expect(bench.ended(1, nil, at: 0.06) == ["stop 1", "start 3 o whole"])
+        #expect(!bench.machine.isEnded)
+        _ = bench.head(Self.head(), to: 3, at: 0.07)
+        #expect(bench.bytes(Self.length, to: 3, at: 0.08).last == "finish 4194304 over 3 [4194304]")
+    }
+}

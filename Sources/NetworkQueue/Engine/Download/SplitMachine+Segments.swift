@@ -313,6 +313,20 @@ extension SplitMachine {
     /// The locations' URLs the next `count` connections would go to, in order (``LocationList/picks(_:)``).
     func nextLocations(_ count: Int) -> [URL?] { locations.picks(count).map(requests.url(of:)) }
 
+    /// Ranges wait that no connection may ask for (no live location takes ranges) and no location streams the file: a
+    /// live location's stream is wanted, to carry the rest. A stream stopped where a running range's segment begins (a
+    /// location that takes no more ranges after one of its range connections broke) would otherwise leave the ranges
+    /// after that segment to no one, and the file would fail whole once its last connection ended.
+    private mutating func wantStreamIfStranded() {
+        guard let sharing, sharing.streamWanted == nil, !sharing.plan.waiting.isEmpty, locations.leastBusy == nil,
+            let location = locations.locations.indices.first(where: { location in
+                locations.locations[location].isLive
+                    && !connections.values.contains { $0.location == location && $0.asked == nil }
+            })
+        else { return }
+        sharing.streamWanted = location
+    }
+
     /// Starts the stream of the whole file `streamWanted` names, once the first missing segment is not behind
     /// another connection's and a connection is free: its server's bytes up to that segment (on disk already) are
     /// skipped, and it takes each waiting segment it reaches.
@@ -361,6 +375,7 @@ extension SplitMachine {
     /// connections left without work, and ends the file when it is whole or no location is left.
     mutating func fillConnections(now: Double, _ actions: inout [Action]) {
         guard let sharing else { return }
+        wantStreamIfStranded()
         startStream(&actions)
         while connections.count < 1 + sharing.loans.count, locations.leastBusy != nil,
             let segment = sharing.plan.assign()
