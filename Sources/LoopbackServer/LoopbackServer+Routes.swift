@@ -261,12 +261,15 @@ extension LoopbackServer {
         // Which GET is cut is decided as it arrives, before its head is sent: a client that shares the file once it has
         // that head could otherwise have its range GETs reach this check first, and the first one would be cut instead.
         let cuts =
-            !isEmpty && request.int("dropAt") != nil && (request.query["cutAll"] == "1" || isFirstArrival(request))
+            !isEmpty && (request.int("dropAt") != nil || request.int("dropAfter") != nil)
+            && (request.query["cutAll"] == "1" || arrival(request) == (request.int("dropArrival") ?? 1))
         guard response.head(status, headers, isLast: isEmpty) else { return false }
-        if cuts, let percent = request.int("dropAt") {
-            // dropAt=P: the first GET with this key (every GET with cutAll=1) closes the connection after P% of the
-            // whole body (at once, for a range that starts past it).
-            let cut = max(0, min(range.count, size * percent / 100 - range.lowerBound))
+        if cuts {
+            // dropAt=P: the first GET with this key (the Nth with dropArrival=N, every GET with cutAll=1) closes the
+            // connection after P% of the whole body (at once, for a range that starts past it); dropAfter=B: after B
+            // bytes of its own body.
+            let at = request.int("dropAfter") ?? (size * (request.int("dropAt") ?? 0) / 100 - range.lowerBound)
+            let cut = max(0, min(range.count, at))
             _ = stream(cut, from: range.lowerBound, request, response, chunked: false, stalls: false)
             return false
         }
@@ -329,11 +332,14 @@ extension LoopbackServer {
     }
 
     /// True for the first GET (HEAD excluded) carrying its `key`.
-    private func isFirstArrival(_ request: HTTPRequest) -> Bool {
+    private func isFirstArrival(_ request: HTTPRequest) -> Bool { arrival(request) == 1 }
+
+    /// How many requests with `request`'s key (`key=`) asked this before it, plus one: 1 for the first.
+    private func arrival(_ request: HTTPRequest) -> Int {
         let key = "first:" + (request.query["key"] ?? "")
         return state.with { state in
-            defer { state.flakyArrivals[key, default: 0] += 1 }
-            return state.flakyArrivals[key, default: 0] == 0
+            state.flakyArrivals[key, default: 0] += 1
+            return state.flakyArrivals[key, default: 0]
         }
     }
 

@@ -16,7 +16,7 @@ import Foundation
 /// | `/drop/N` | announces N bytes, sends half, closes the connection |
 /// | `/upload` | reads the request body and answers with its length in decimal |
 /// | `/redirect/K` | K redirects (`code=` 301/302/303/307/308, default 302), then to `to=` (default `/bytes/16`) |
-/// | `/bytes/N?etag=&noetag=1&lastModified=&ignoreRange=1&refuseRange=1&badRange=1&dropAt=P&key=` | N bytes honouring `Range`/`If-Range` against its ETag (`"bytes-N"` or `"<etag>"`), or Last-Modified; the variations ignore or refuse ranges, answer the wrong range, or cut the first GET of a key at P% |
+/// | `/bytes/N?etag=&noetag=1&lastModified=&ignoreRange=1&refuseRange=1&badRange=1&dropAt=P&dropAfter=B&dropArrival=N&key=` | N bytes honouring `Range`/`If-Range` against its ETag (`"bytes-N"` or `"<etag>"`), or Last-Modified; the variations ignore or refuse ranges, answer the wrong range, or cut the first GET of a key (the Nth with `dropArrival`) at P% of the file or after B bytes of its body |
 /// | `/barrier/N?n=K` | held until K barrier requests have arrived per batch of K (or 10 s; `wait=S`: S s), then N bytes |
 /// | `/gzip/N` | N bytes gzip-encoded if the client accepts gzip or `force=1`, else as `/bytes/N`; `fault=truncate` cuts the stream at 60% with a matching Content-Length, `fault=corrupt` breaks its checksum |
 /// | `/reset/N` | announces N bytes, sends half, resets the connection (TCP RST) |

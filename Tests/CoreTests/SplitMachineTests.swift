@@ -957,3 +957,44 @@ extension SplitMachineTests {
         #expect(bench.bytes(Self.length, to: 3, at: 0.08).last == "finish 4194304 over 3 [4194304]")
     }
 }
+
+extension SplitMachineTests {
+    /// A range's connection of the only location breaks after its bytes came (a server's bad moment): the rest of its
+    /// segment is asked for again as a range, and the location still takes ranges. Before, one such break sent the rest
+    /// of the file through one stream (no more ranges), and a stream that broke then asked for the whole file again.
+    /// Restarts are bounded an attempt: past the bound, the location takes no more ranges.
+    @Test func aRangeCutAfterItsBytesCameIsAskedAgainFromWhereItStopped() {
+        var bench = Bench(connections: 4, mirrors: 0)
+        _ = bench.head(Self.head(), to: 0, at: 0)
+        _ = bench.bytes(64 << 10, to: 0, at: 0.011)
+        _ = bench.lend(3)
+        _ = bench.head(Self.head(206, range: "2785280-4194303"), to: 2, at: 0.02)
+        _ = bench.bytes(100_000, to: 2, at: 0.03)
+        #expect(
+            bench.ended(2, URLError(.networkConnectionLost), at: 0.04) == [
+                "stop 2", "end s3",
+                "splitDecided: a range of the request's URL broke (URLError -1005): the rest is asked again",
+                "start 3 o 2885280-4194303 if \"v1\"",
+            ])
+        #expect(bench.machine.locations.locations[0].takesRanges)
+        // Each break after bytes restarts the range, up to the bound; the next one takes the location's ranges away.
+        var id = 3
+        var offset: Int64 = 2_885_280
+        for _ in 1..<SplitMachine.restartLimit {
+            _ = bench.head(Self.head(206, range: "\(offset)-4194303"), to: id, at: 0.05)
+            _ = bench.bytes(1_000, to: id, at: 0.05)
+            offset += 1_000
+            #expect(
+                bench.ended(id, URLError(.networkConnectionLost), at: 0.05).last
+                    == "start \(id + 1) o \(offset)-4194303 if \"v1\"")
+            id += 1
+        }
+        _ = bench.head(Self.head(206, range: "\(offset)-4194303"), to: id, at: 0.06)
+        _ = bench.bytes(1_000, to: id, at: 0.06)
+        #expect(
+            bench.ended(id, URLError(.networkConnectionLost), at: 0.06).contains {
+                $0.hasPrefix("splitDecided: no more ranges")
+            })
+        #expect(!bench.machine.locations.locations[0].takesRanges)
+    }
+}

@@ -448,6 +448,28 @@ import Testing
         #expect(!retried.isEmpty && starts.count == retried.count && starts.allSatisfy { $0 >= cut }, "\(asked)")
     }
 
+    @Test(arguments: TransportKind.allCases) func aRangeCutShortIsAskedAgainAsARange(_ transport: TransportKind)
+        async throws
+    {
+        let server = try LoopbackServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("rangecut.bin")
+        // The second GET (a range, the first being the file as it is) closes its connection after 100,000 bytes of its
+        // body: the same attempt asks for the rest of that range again, as a range, and no GET of the whole file
+        // follows (before, the file's only location took no more ranges, and its stream carried the rest).
+        let path = "/bytes/\(Self.size)?dropAfter=100000&dropArrival=2&key=rangecut&rate=2000000"
+        let request = Self.request(server.url(path), to: file)
+        _ = try await Self.run(request, transport, file: file, attempts: 1)
+        let asked = Self.ranges(server)
+        #expect(asked.first == .some(nil) && asked.dropFirst().allSatisfy { $0 != nil }, "\(asked)")
+        // The cut range is asked again from its 100,000th byte.
+        let starts = asked.compactMap {
+            $0?.dropFirst("bytes=".count).split(separator: "-").first.flatMap { Int($0) }
+        }
+        #expect(starts.contains { starts.contains($0 + 100_000) }, "\(asked)")
+    }
+
     @Test(arguments: TransportKind.allCases) func aSplitPartFromAnEarlierRunIsContinuedRangeByRange(
         _ transport: TransportKind
     ) async throws {

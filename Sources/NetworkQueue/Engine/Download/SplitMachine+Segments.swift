@@ -423,11 +423,22 @@ extension SplitMachine {
         guard let connection = stop(id, &actions) else { return }
         let why = lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
         let isLast = locations.isLast(connection.location)
-        if connection.segment != nil, connection.asked != nil, locations.locations[connection.location].isLive,
+        let location = locations.locations[connection.location]
+        if let sharing, connection.segment != nil, connection.asked != nil, location.isLive,
+            hasStream(of: connection.location) || isLast, connection.received > 0, location.takesRanges,
+            sharing.restarts < Self.restartLimit
+        {
+            // A range cut short after its bytes came (a dropped connection, a server's bad moment), while the same
+            // server's stream goes on or by the last location: the rest of its segment is asked for again, as a range
+            // (never more than a bound of times an attempt, with the streams' restarts).
+            sharing.restarts += 1
+            let message = "a range of \(describe(connection.location)) broke (\(why)): the rest is asked again"
+            if logs { actions.append(.note(.splitDecided, .notice, message)) }
+        } else if connection.segment != nil, connection.asked != nil, location.isLive,
             hasStream(of: connection.location) || isLast
         {
-            // A range cut short while the same server's stream of the file goes on, or by the last location: no more
-            // ranges from it; a stream of the whole file carries the file on.
+            // A range cut short before a byte came, while the same server's stream of the file goes on, or by the last
+            // location: no more ranges from it; a stream of the whole file carries the file on.
             rangeFailed(id, location: connection.location, problem: "a range's connection broke (\(why))", &actions)
         } else if let sharing, connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
             sharing.restarts < Self.restartLimit
