@@ -424,27 +424,30 @@ extension SplitMachine {
         let why = lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
         let isLast = locations.isLast(connection.location)
         let location = locations.locations[connection.location]
+        // The server served bytes of the file before: a connection it cuts is its bad moment, not a server that cannot.
+        let hasServed = connection.received > 0 || (sharing?.plan.receivedBytes ?? 0) > 0
         if let sharing, connection.segment != nil, connection.asked != nil, location.isLive,
-            hasStream(of: connection.location) || isLast, connection.received > 0, location.takesRanges,
+            hasStream(of: connection.location) || isLast, hasServed, location.takesRanges,
             sharing.restarts < Self.restartLimit
         {
-            // A range cut short after its bytes came (a dropped connection, a server's bad moment), while the same
-            // server's stream goes on or by the last location: the rest of its segment is asked for again, as a range
-            // (never more than a bound of times an attempt, with the streams' restarts).
+            // A range cut short (a dropped connection, a server's bad moment), while the same server's stream goes on
+            // or by the last location: the rest of its segment is asked for again, as a range (never more than a bound
+            // of times an attempt, with the streams' restarts).
             sharing.restarts += 1
             let message = "a range of \(describe(connection.location)) broke (\(why)): the rest is asked again"
             if logs { actions.append(.note(.splitDecided, .notice, message)) }
         } else if connection.segment != nil, connection.asked != nil, location.isLive,
             hasStream(of: connection.location) || isLast
         {
-            // A range cut short before a byte came, while the same server's stream of the file goes on, or by the last
-            // location: no more ranges from it; a stream of the whole file carries the file on.
+            // A range cut short past the bound of restarts (or before the file's first byte), while the same server's
+            // stream of the file goes on, or by the last location: no more ranges from it; a stream of the whole file
+            // carries the file on.
             rangeFailed(id, location: connection.location, problem: "a range's connection broke (\(why))", &actions)
-        } else if let sharing, connection.segment != nil, connection.asked == nil, isLast, connection.received > 0,
+        } else if let sharing, connection.segment != nil, connection.asked == nil, isLast, hasServed,
             sharing.restarts < Self.restartLimit
         {
-            // The last location's stream broke after bytes came: what is left is asked for again, as ranges while it
-            // takes them, else by a new stream (never more than a bound of times an attempt).
+            // The last location's stream broke once the server had served bytes of the file: what is left is asked for
+            // again, as ranges while it takes them, else by a new stream (never more than a bound of times an attempt).
             sharing.restarts += 1
             let message = "\(describe(connection.location))'s connection broke (\(why)): the rest is asked again"
             if logs { actions.append(.note(.splitDecided, .notice, message)) }
