@@ -976,6 +976,14 @@ extension SplitMachineTests {
                 "start 3 o 2885280-4194303 if \"v1\"",
             ])
         #expect(bench.machine.locations.locations[0].takesRanges)
+        // A connection its server refused is no bad moment: the server's books hear it, and it is no restart.
+        var refused = Bench(connections: 4, mirrors: 0)
+        _ = refused.head(Self.head(), to: 0, at: 0)
+        _ = refused.bytes(64 << 10, to: 0, at: 0.011)
+        _ = refused.lend(3)
+        let lines = refused.ended(2, URLError(.cannotConnectToHost), at: 0.02)
+        #expect(
+            lines.first == "unreachable /f" && !lines.contains { $0.hasSuffix("the rest is asked again") }, "\(lines)")
         // Each break after bytes restarts the range, up to the bound; the next one takes the location's ranges away.
         var id = 3
         var offset: Int64 = 2_885_280

@@ -46,7 +46,17 @@ import Testing
             var headSent = false
         }
 
+        /// How a mirror answers (the request's URL is always honest).
+        enum Behaviour: CaseIterable {
+            case honest
+            /// Every range answered with the whole file (a 200).
+            case wholeForRanges
+            /// Every connection refused.
+            case dead
+        }
+
         enum Due {
+            case refused(Int)
             case head(Int)
             case piece(Int)
             case recheck
@@ -67,6 +77,8 @@ import Testing
         var trace: [String] = []
         let shape: String
         let minimum: Int64
+        /// Each mirror's behaviour, in order.
+        var behaviours: [Behaviour] = []
 
         init(seed: UInt64) {
             random = SeededGenerator(seed: seed &* 7919 &+ 13)
@@ -76,15 +88,19 @@ import Testing
             cutsLeft = Int.random(in: 0...8, using: &random)
             let request = URLRequest(url: URL(string: "http://origin.test/f")!)
             let mirrors = (0..<Int.random(in: 0...2, using: &random)).map { URL(string: "http://m\($0).test/f")! }
+            var generator = random
+            behaviours = mirrors.map { _ in Behaviour.allCases.randomElement(using: &generator)! }
+            random = generator
             let options = NetworkRequest.FileOptions(
                 maximumConnections: connectionCount, mirrors: mirrors, minimumSegmentSize: minimum)
             shape =
-                "\(length) bytes, \(connectionCount) connections, \(mirrors.count) mirrors, segments of \(minimum), "
+                "\(length) bytes, \(connectionCount) connections, mirrors \(behaviours), segments of \(minimum), "
                 + "\(cutsLeft) cuts"
             var actions: [SplitMachine.Action] = []
             machine = SplitMachine(
                 request: .request(request), options: options, policy: .default, part: nil, deadAtHead: 0,
-                breakLimit: 1, isCapped: false, collectsMetrics: false, logs: true, cell: TransferCell.makeCell(),
+                // Breaks that drop a location: more than the cuts, so an honest location is never left for a cut.
+                breakLimit: 9, isCapped: false, collectsMetrics: false, logs: true, cell: TransferCell.makeCell(),
                 now: 0, &actions)
             perform(actions)
         }
@@ -99,6 +115,9 @@ import Testing
                 let next = dues.removeFirst()
                 now = max(now, next.time)
                 switch next.due {
+                case .refused(let id):
+                    guard connections.removeValue(forKey: id) != nil else { break }
+                    handle(.transfer(.completed(URLError(.cannotConnectToHost)), connection: id), "refused \(id)")
                 case .head(let id): sendHead(id)
                 case .piece(let id): sendPiece(id)
                 case .recheck: handle(.recheckDue, "recheck")
@@ -188,7 +207,7 @@ import Testing
                 switch action {
                 case .work(.start(let id, let request, let cell, _, _)):
                     cells[ObjectIdentifier(cell)] = id
-                    let range: Range<Int64>
+                    var range: Range<Int64>
                     var status = 200
                     if case .made(let made) = request, let header = made.value(forHTTPHeaderField: "Range") {
                         let bounds = header.dropFirst("bytes=".count).split(
@@ -200,9 +219,16 @@ import Testing
                     } else {
                         range = 0..<length
                     }
+                    let url = SplitMachineTests.sent(request, URLRequest(url: URL(string: "http://origin.test/f")!)).url
+                    let mirror = url?.host.flatMap { $0.hasPrefix("m") ? Int($0.dropFirst().prefix(1)) : nil }
+                    let behaviour = mirror.map { behaviours[$0] } ?? .honest
+                    if behaviour == .wholeForRanges, status == 206 {
+                        (range, status) = (0..<length, 200)
+                    }
                     connections[id] = Connection(position: range.lowerBound, end: range.upperBound, status: status)
-                    trace.append("  start \(id) \(range)")
-                    schedule(.head(id), after: Double.random(in: 0.001...0.02, using: &random))
+                    trace.append("  start \(id) \(url?.host ?? "?") \(range)")
+                    let delay = Double.random(in: 0.001...0.02, using: &random)
+                    schedule(behaviour == .dead ? .refused(id) : .head(id), after: delay)
                 case .work(.stop(let cell)):
                     if let id = cells[ObjectIdentifier(cell)] {
                         connections[id] = nil

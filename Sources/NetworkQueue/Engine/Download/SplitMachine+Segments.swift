@@ -425,7 +425,10 @@ extension SplitMachine {
         let isLast = locations.isLast(connection.location)
         let location = locations.locations[connection.location]
         // The server served bytes of the file before: a connection it cuts is its bad moment, not a server that cannot.
-        let hasServed = connection.received > 0 || (sharing?.plan.receivedBytes ?? 0) > 0
+        // A connection it refused is a break of the location (its books hear it), never a restart.
+        let hasServed =
+            (connection.received > 0 || (sharing?.plan.receivedBytes ?? 0) > 0)
+            && !(lastError.map(DeadHostRules.isConnectFailure) ?? false)
         if let sharing, connection.segment != nil, connection.asked != nil, location.isLive,
             hasStream(of: connection.location) || isLast, hasServed, location.takesRanges,
             sharing.restarts < Self.restartLimit
