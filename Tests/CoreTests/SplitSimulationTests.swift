@@ -9,10 +9,12 @@ import Testing
 #endif
 
 /// A split file's machine driven by a simulated server and shell, over seeded schedules: random sizes, connection
-/// counts, loans, head delays, body pieces, stalls, and connections cut once the file has bytes. Whatever the schedule,
-/// a file whose servers send the right bytes ends whole: every byte written once, none twice, and no failure. A cut
-/// before the file's first byte may fail the attempt (its retry policy decides), so the simulation cuts only after one,
-/// and fewer times than the attempt's bound of restarts.
+/// counts, mirrors (honest, answering ranges with the whole file, or refusing every connection), loans, head delays,
+/// body pieces written through cursors (their notices batched, sometimes late) or asked about, stalls, and connections
+/// cut once the file has bytes. Whatever the schedule, a file whose request's URL sends the right bytes ends whole:
+/// every byte written, each placed by the machine once and counted once, and no failure. A cut before the file's first
+/// byte may fail the attempt (its retry policy decides), so the simulation cuts only after one, and fewer times than
+/// the attempt's bound of restarts.
 @Suite(.timeLimit(.minutes(10))) struct SplitSimulationTests {
     @Test func everyScheduleOfHonestServersEndsWithTheWholeFile() {
         var failures: [String] = []
@@ -44,6 +46,11 @@ import Testing
             let end: Int64
             let status: Int
             var headSent = false
+            /// Where the shell may write without asking, and the aim's number.
+            var cursor: ConnectionCursor?
+            var aims = 0
+            /// Written through its cursor since the machine last heard its position.
+            var unheard = false
         }
 
         /// How a mirror answers (the request's URL is always honest).
@@ -59,6 +66,8 @@ import Testing
             case refused(Int)
             case head(Int)
             case piece(Int)
+            /// A batched notice of a cursor's writes, applied when the engine's pass ends.
+            case reached(Int, through: Int64, segment: Int)
             case recheck
         }
 
@@ -70,7 +79,9 @@ import Testing
         var cells: [ObjectIdentifier: Int] = [:]
         var dues: [(time: Double, order: Int, due: Due)] = []
         var order = 0
-        var written: [Range<Int64>] = []
+        var written: [(range: Range<Int64>, byCursor: Bool)] = []
+        /// The bytes the machine counted.
+        var counted: Int64 = 0
         var cutsLeft: Int
         var outcome: String?
         var problem: String?
@@ -120,6 +131,8 @@ import Testing
                     handle(.transfer(.completed(URLError(.cannotConnectToHost)), connection: id), "refused \(id)")
                 case .head(let id): sendHead(id)
                 case .piece(let id): sendPiece(id)
+                case .reached(let id, let through, let segment):
+                    handle(.reached(connection: id, through: through, segment: segment), "reached \(id) \(through)")
                 case .recheck: handle(.recheckDue, "recheck")
                 }
             }
@@ -127,13 +140,14 @@ import Testing
             guard let outcome else { return "stuck: nothing left to happen, the file not ended" }
             if outcome == "carried" { return nil }
             guard outcome == "finished" else { return outcome }
-            let merged = written.sorted { $0.lowerBound < $1.lowerBound }
+            let merged = written.map(\.range).sorted { $0.lowerBound < $1.lowerBound }
             var end: Int64 = 0
             for range in merged {
-                if range.lowerBound != end { return "written \(merged.prefix(12)): a gap or overlap at \(end)" }
-                end = range.upperBound
+                if range.lowerBound > end { return "written \(merged.prefix(12)): a gap at \(end)" }
+                end = max(end, range.upperBound)
             }
-            return end == length ? nil : "written up to \(end) of \(length)"
+            guard end == length else { return "written up to \(end) of \(length)" }
+            return counted == length ? nil : "\(counted) bytes counted of \(length)"
         }
 
         mutating func schedule(_ due: Due, after seconds: Double) {
@@ -176,21 +190,55 @@ import Testing
             guard var connection = connections[id] else { return }
             if cutsLeft > 0, Int.random(in: 0..<40, using: &random) == 0, !written.isEmpty {
                 cutsLeft -= 1
-                connections[id] = nil
-                handle(.transfer(.completed(URLError(.networkConnectionLost)), connection: id), "cut \(id)")
-                return
+                return complete(id, URLError(.networkConnectionLost))
             }
-            let count = min(connection.end - connection.position, Int64.random(in: 1_000...200_000, using: &random))
+            let at = connection.position
+            let count = min(connection.end - at, Int64.random(in: 1_000...200_000, using: &random))
             connection.position += count
-            connections[id] = connection
-            handle(.bytes(Int(count), connection: id, at: nil), "bytes \(id) \(count) to \(connection.position)")
+            if let cursor = connection.cursor, at >= cursor.from, at + count <= cursor.end {
+                // Within its cursor: the shell writes it, and the machine hears it by a batched notice, at once or a
+                // little later (the engine pass's end), possibly after the connection's next asked piece.
+                record(at..<(at + count), byCursor: true)
+                connection.unheard = true
+                connections[id] = connection
+                trace.append(String(format: "%.4f ", now) + "wrote \(id) \(count) to \(connection.position)")
+                schedule(.reached(id, through: at + count, segment: cursor.segment), after: notice())
+            } else {
+                connection.unheard = false
+                connections[id] = connection
+                handle(.bytes(Int(count), connection: id, at: at), "bytes \(id) \(count) to \(connection.position)")
+            }
             guard connections[id] != nil else { return }
             if connection.position >= connection.end {
-                connections[id] = nil
-                handle(.transfer(.completed(nil), connection: id), "end \(id)")
+                complete(id, nil)
             } else {
                 schedule(.piece(id), after: pause())
             }
+        }
+
+        /// Connection `id` ends (`error` nil: its body is whole): what it wrote through its cursor is heard first.
+        mutating func complete(_ id: Int, _ error: URLError?) {
+            guard let connection = connections.removeValue(forKey: id) else { return }
+            if connection.unheard {
+                handle(.bytes(0, connection: id, at: connection.position), "heard \(id) at \(connection.position)")
+            }
+            handle(.transfer(.completed(error), connection: id), error == nil ? "end \(id)" : "cut \(id)")
+        }
+
+        /// When a batched notice comes: mostly in the same pass, sometimes a few milliseconds later.
+        mutating func notice() -> Double {
+            Bool.random(using: &random) ? 0 : Double.random(in: 0...0.005, using: &random)
+        }
+
+        /// Bytes written to the part, through a connection's cursor (`byCursor`) or as the machine said. The machine
+        /// places each byte once; a cursor may write bytes the machine gave to another connection meanwhile (the end game
+        /// raced that range before the cursor's notice came: the same bytes, written again by the racer, and counted
+        /// once).
+        mutating func record(_ range: Range<Int64>, byCursor: Bool = false) {
+            if !byCursor, let overlap = written.first(where: { $0.range.overlaps(range) && !$0.byCursor }) {
+                problem = "\(range) placed again (\(overlap.range) before)"
+            }
+            written.append((range, byCursor))
         }
 
         /// The time to a connection's next head or piece: mostly short, sometimes a stall.
@@ -235,13 +283,14 @@ import Testing
                         trace.append("  stop \(id)")
                     }
                 case .work(.write(_, _, let count, let offset, _, _)):
-                    let range = offset..<(offset + Int64(count))
-                    if let overlap = written.first(where: { $0.overlaps(range) }) {
-                        problem = "\(range) written again (\(overlap) before)"
-                    }
-                    written.append(range)
+                    record(offset..<(offset + Int64(count)))
                     kept += count
                     wrote = true
+                case .work(.aim(let id, let cursor, let sequence)):
+                    if var connection = connections[id], sequence > connection.aims {
+                        (connection.cursor, connection.aims) = (cursor, sequence)
+                        connections[id] = connection
+                    }
                 case .work(.finish): outcome = "finished"
                 case .work(.carry(let id, _)):
                     // Too small for two segments: its connection carries it, as a plain transfer.
@@ -256,7 +305,8 @@ import Testing
                 case .fail(let error): outcome = "failed \(error.code.rawValue)"
                 case .fileFailed(let failure): outcome = "file failed: \(failure)"
                 case .note(_, _, let message): trace.append("  note \(message)")
-                case .head, .counted, .finished, .passOn, .answered, .giveBack, .unreachable: break
+                case .counted(let count): counted += Int64(count)
+                case .head, .finished, .passOn, .answered, .giveBack, .unreachable: break
                 }
             }
             if wrote { handle(.written(kept, recorded: false, failure: nil), "written \(kept)") }

@@ -424,10 +424,12 @@ extension SplitMachine {
         let why = lastError.map { "URLError \($0.code.rawValue)" } ?? "it ended early"
         let isLast = locations.isLast(connection.location)
         let location = locations.locations[connection.location]
-        // The server served bytes of the file before: a connection it cuts is its bad moment, not a server that cannot.
-        // A connection it refused is a break of the location (its books hear it), never a restart.
+        // The server served bytes of the file before, or answers another connection of it now: a connection it cuts is
+        // its bad moment, not a server that cannot. A connection it refused is a break of the location (its books hear
+        // it), never a restart.
         let hasServed =
-            (connection.received > 0 || (sharing?.plan.receivedBytes ?? 0) > 0)
+            (connection.received > 0 || (sharing?.plan.receivedBytes ?? 0) > 0
+                || connections.values.contains { $0.location == connection.location && $0.isAccepted })
             && !(lastError.map(DeadHostRules.isConnectFailure) ?? false)
         if let sharing, connection.segment != nil, connection.asked != nil, location.isLive,
             hasStream(of: connection.location) || isLast, hasServed, location.takesRanges,
