@@ -173,13 +173,14 @@ import Testing
         let bench = try Bench()
         var machine = try bench.make(.running)
         #expect(machine.attempts == 1 && machine.hasStarted && machine.startedAt == 1)
-        _ = machine.pause(now: 2)
+        _ = machine.handle(.pause, of: bench.request, now: 2)
         #expect(machine.attempts == 0)
-        _ = machine.resume(now: 3)
+        _ = machine.handle(.resume, of: bench.request, now: 3)
         var shared = RequestMachine.Shared(nextToken: 100, jitter: JitterSource(seed: 1))
         guard
-            case .startTransfer(_, let first, nil) = machine.granted(
-                .main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 5, &shared, now: 5)
+            case .startTransfer(_, let first, nil) = machine.handle(
+                .granted(.main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 5),
+                of: bench.request, &shared, now: 5)
         else {
             Issue.record("no transfer after resuming")
             return
@@ -219,10 +220,11 @@ import Testing
         var now = 0.0
         func fail() -> RequestMachine.Action {
             now += 100
-            if timesOut { return machine.timedCheck(idle: 10, speed: nil, of: request, &shared, now: now) }
-            return machine.transferEnded(
-                .failed(URLError(.cannotConnectToHost)), of: request, received: 0, file: nil,
-                checksExistingFile: false, metrics: nil, expectedBefore: nil, &shared, now: now)
+            if timesOut { return machine.handle(.timedCheck(idle: 10, speed: nil), of: request, &shared, now: now) }
+            return machine.handle(
+                .transferEnded(
+                    .failed(URLError(.cannotConnectToHost)), received: 0, file: nil, checksExistingFile: false,
+                    metrics: nil, expectedBefore: nil), of: request, &shared, now: now)
         }
         var sources: [Int] = []
         for _ in 0..<2 {
@@ -254,16 +256,17 @@ import Testing
         var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: bench.policy)
         var now = 0.0
         func grantHead() -> RequestMachine.Action {
-            machine.granted(
-                .preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600, &shared,
-                now: now)
+            machine.handle(
+                .granted(.preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600),
+                of: bench.request, &shared, now: now)
         }
         func endHead(_ outcome: RequestMachine.TransferOutcome) -> RequestMachine.Action {
-            machine.transferEnded(
-                outcome, of: bench.request, received: 0, file: nil, checksExistingFile: false, metrics: nil,
-                expectedBefore: nil, &shared, now: now)
+            machine.handle(
+                .transferEnded(
+                    outcome, received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil),
+                of: bench.request, &shared, now: now)
         }
-        _ = machine.planPreflight()
+        _ = machine.handle(.planPreflight, of: bench.request, now: 0)
         _ = grantHead()
         // Refused: the first retry waits at most the backoff's first bound (1 s), as a HEAD.
         guard
@@ -276,7 +279,9 @@ import Testing
         #expect(
             first.preflight && (0...1).contains(delay) && refused.code == .cannotConnectToHost)
         now += 1
-        #expect(bench.describe(machine.retryTimeCame()) == "rejoin" && machine.phase.name == "awaitingPreflight")
+        #expect(
+            bench.describe(machine.handle(.retryTimeCame, of: bench.request, now: 0)) == "rejoin"
+                && machine.phase.name == "awaitingPreflight")
         // A 503 asking for 7 s: waited as asked.
         _ = grantHead()
         let busy = ResponseHead(
@@ -291,17 +296,19 @@ import Testing
         }
         #expect(second.preflight && second.serverAsked && machine.attempts == 0)
         now += 7
-        _ = machine.retryTimeCame()
+        _ = machine.handle(.retryTimeCame, of: bench.request, now: 0)
         // The third HEAD is reset: three attempts spent, the request goes on to its GET, its size unknown.
         _ = grantHead()
         let third = endHead(.failed(URLError(.networkConnectionLost)))
         #expect(bench.describe(third) == "preflightDone after transport -1005" && machine.phase.name == "awaitingMain")
         // Its GET has its own three attempts: a lost connection waits to retry.
-        _ = machine.granted(
-            .main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600, &shared, now: now)
-        let get = machine.transferEnded(
-            .failed(URLError(.networkConnectionLost)), of: bench.request, received: 0, file: nil,
-            checksExistingFile: false, metrics: nil, expectedBefore: nil, &shared, now: now)
+        _ = machine.handle(
+            .granted(.main, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: 600),
+            of: bench.request, &shared, now: now)
+        let get = machine.handle(
+            .transferEnded(
+                .failed(URLError(.networkConnectionLost)), received: 0, file: nil, checksExistingFile: false,
+                metrics: nil, expectedBefore: nil), of: bench.request, &shared, now: now)
         #expect(bench.describe(get) == "waitToRetry" && machine.attempts == 1)
     }
 
@@ -312,16 +319,17 @@ import Testing
         for (policy, status) in [(bench.policy, 501), (bench.asking, 503)] {
             var machine = RequestMachine()
             var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: policy)
-            _ = machine.planPreflight()
-            _ = machine.granted(
-                .preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: nil, &shared,
-                now: 0)
+            _ = machine.handle(.planPreflight, of: bench.request, now: 0)
+            _ = machine.handle(
+                .granted(.preflight, hooks: false, sending: .request(bench.sent), expectedBefore: nil, deadline: nil),
+                of: bench.request, &shared, now: 0)
             _ = machine.headRead(
                 HeadReading(bench.head(status), continuedFrom: 0, acceptableStatusCodes: nil), of: bench.request,
                 received: 0, existingFile: nil, expectedBefore: nil, wallClock: Date(), &shared, now: 0)
-            let ended = machine.transferEnded(
-                .succeeded, of: bench.request, received: 0, file: nil, checksExistingFile: false, metrics: nil,
-                expectedBefore: nil, &shared, now: 0)
+            let ended = machine.handle(
+                .transferEnded(
+                    .succeeded, received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil),
+                of: bench.request, &shared, now: 0)
             let expected =
                 status == 501 ? "preflightDone" : "preflightDone after HTTP status 503 from http://example.test/a"
             #expect(bench.describe(ended) == expected, "\(status)")
@@ -337,14 +345,15 @@ import Testing
             var machine = try bench.make(preflight ? .preflighting : .running)
             var shared = RequestMachine.Shared(jitter: JitterSource(seed: 3), retryPolicy: bench.policy)
             let attemptsBefore = machine.attempts
-            guard case .held(let wait, let left) = machine.heldByServer(&shared, now: 2) else {
+            guard case .held(let wait, let left) = machine.handle(.heldByServer, of: bench.request, &shared, now: 2)
+            else {
                 Issue.record("not held")
                 return
             }
             // The `.held` action (not `.waitToRetry`) says it waits for its server, not for a retry of its own.
             #expect(wait.serverAsked && wait.preflight == preflight && (left == nil) == preflight)
             #expect(machine.attempts == (preflight ? attemptsBefore : attemptsBefore - 1))
-            _ = machine.retryTimeCame()
+            _ = machine.handle(.retryTimeCame, of: bench.request, now: 0)
             #expect(machine.phase.name == (preflight ? "awaitingPreflight" : "pending"))
         }
     }
@@ -373,7 +382,8 @@ import Testing
         let token = machine.phase.token!
         var shared = RequestMachine.Shared(jitter: JitterSource(seed: 1))
         guard
-            case .waitUntil(50, token) = machine.timedCheck(idle: 10, speed: nil, of: bench.request, &shared, now: 45)
+            case .waitUntil(50, token) = machine.handle(
+                .timedCheck(idle: 10, speed: nil), of: bench.request, &shared, now: 45)
         else {
             Issue.record("not waiting")
             return
@@ -406,29 +416,31 @@ struct Bench {
         var machine = RequestMachine()
         var shared = RequestMachine.Shared(jitter: JitterSource(seed: 1), retryPolicy: policy)
         func grant(_ lane: Scheduler.Lane, hooks: Bool) {
-            _ = machine.granted(
-                lane, hooks: hooks, sending: .request(sent), expectedBefore: nil, deadline: 5, &shared, now: 1)
+            _ = machine.handle(
+                .granted(lane, hooks: hooks, sending: .request(sent), expectedBefore: nil, deadline: 5), of: request,
+                &shared, now: 1)
         }
         switch phase {
         case .pending: break
-        case .awaitingPreflight: _ = machine.planPreflight()
+        case .awaitingPreflight: _ = machine.handle(.planPreflight, of: request, now: 0)
         case .adaptingPreflight:
-            _ = machine.planPreflight()
+            _ = machine.handle(.planPreflight, of: request, now: 0)
             grant(.preflight, hooks: true)
         case .preflighting, .awaitingMain:
-            _ = machine.planPreflight()
+            _ = machine.handle(.planPreflight, of: request, now: 0)
             grant(.preflight, hooks: false)
             if phase == .awaitingMain {
-                _ = machine.transferEnded(
-                    .succeeded, of: request, received: 0, file: nil, checksExistingFile: false, metrics: nil,
-                    expectedBefore: nil, &shared, now: 1)
+                _ = machine.handle(
+                    .transferEnded(
+                        .succeeded, received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil
+                    ), of: request, &shared, now: 1)
             }
         case .adaptingMain: grant(.main, hooks: true)
         case .running, .deciding, .waitingToRetry, .committing:
             grant(.main, hooks: false)
             if phase == .deciding || phase == .waitingToRetry {
                 shared.retryPolicy = phase == .deciding ? asking : policy
-                _ = machine.attemptEnded(failure, of: request, &shared, now: 1)
+                _ = machine.handle(.attemptEnded(failure), of: request, &shared, now: 1)
             }
             if phase == .committing {
                 let reading = HeadReading(head(200), continuedFrom: 0, acceptableStatusCodes: nil)
@@ -436,13 +448,14 @@ struct Bench {
                     reading, of: request, received: 0, existingFile: nil, expectedBefore: nil, wallClock: Date(),
                     &shared, now: 1)
                 let (sink, url) = try Self.sink()
-                _ = machine.file(.opened(sink), of: request, file: url, metrics: nil, &shared, now: 1)
-                _ = machine.transferEnded(
-                    .succeeded, of: request, received: 3, file: url, checksExistingFile: false, metrics: nil,
-                    expectedBefore: nil, &shared, now: 1)
+                _ = machine.handle(.file(.opened(sink), file: url, metrics: nil), of: request, &shared, now: 1)
+                _ = machine.handle(
+                    .transferEnded(
+                        .succeeded, received: 3, file: url, checksExistingFile: false, metrics: nil, expectedBefore: nil
+                    ), of: request, &shared, now: 1)
             }
-        case .following: _ = machine.follow(2)
-        case .paused: _ = machine.pause(now: 1)
+        case .following: _ = machine.handle(.follow(leader: 2), of: request, now: 0)
+        case .paused: _ = machine.handle(.pause, of: request, now: 1)
         }
         guard machine.phase.name == phase.rawValue else { throw BenchError.notReached(phase.rawValue) }
         return machine
@@ -468,12 +481,12 @@ struct Bench {
         switch event {
         case .granted, .grantedHead, .grantedWithHooks:
             said = describe(
-                machine.granted(
-                    event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks,
-                    sending: .request(sent),
-                    expectedBefore: nil, deadline: 5, &shared, now: 2))
+                machine.handle(
+                    .granted(
+                        event == .grantedHead ? .preflight : .main, hooks: event == .grantedWithHooks,
+                        sending: .request(sent), expectedBefore: nil, deadline: 5), of: request, &shared, now: 2))
         case .adapted:
-            said = describe(machine.adapted(.success(sent), of: request, expectedBefore: nil, &shared, now: 2))
+            said = describe(machine.handle(.adapted(.success(sent), expectedBefore: nil), of: request, &shared, now: 2))
         case .headRead:
             let reading = HeadReading(head(200), continuedFrom: 0, acceptableStatusCodes: nil)
             switch machine.headRead(
@@ -486,34 +499,40 @@ struct Bench {
                 said = "read \(continuation) \(length.map(String.init) ?? "-")\(problem == nil ? "" : " problem")"
             }
         case .bodyPiece:
-            said = describe(machine.bodyPiece(keeping: Data([1, 2, 3]), received: 3, of: request, &shared, now: 2))
+            said = describe(
+                machine.handle(.bodyPiece(keeping: Data([1, 2, 3]), received: 3), of: request, &shared, now: 2))
         case .transferSucceeded, .transferFailed:
             said = describe(
-                machine.transferEnded(
-                    event == .transferSucceeded ? .succeeded : .failed(URLError(.networkConnectionLost)), of: request,
-                    received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil, &shared,
-                    now: 2))
+                machine.handle(
+                    .transferEnded(
+                        event == .transferSucceeded ? .succeeded : .failed(URLError(.networkConnectionLost)),
+                        received: 0, file: nil, checksExistingFile: false, metrics: nil, expectedBefore: nil),
+                    of: request, &shared, now: 2))
         case .fileOpened:
             guard let (sink, url) = try? Self.sink() else { return "no file" }
-            said = describe(machine.file(.opened(sink), of: request, file: url, metrics: nil, &shared, now: 2))
+            said = describe(machine.handle(.file(.opened(sink), file: url, metrics: nil), of: request, &shared, now: 2))
         case .fileFailed:
             let failed = NetworkQueueError.fileError(path: "/x", reason: "full")
-            said = describe(machine.file(.failed(failed), of: request, file: nil, metrics: nil, &shared, now: 2))
+            said = describe(
+                machine.handle(.file(.failed(failed), file: nil, metrics: nil), of: request, &shared, now: 2))
         case .fileCommitted:
-            said = describe(machine.file(.committed(nil), of: request, file: nil, metrics: nil, &shared, now: 2))
+            said = describe(
+                machine.handle(.file(.committed(nil), file: nil, metrics: nil), of: request, &shared, now: 2))
         case .attemptEnded:
-            said = describe(machine.attemptEnded(failure, of: request, &shared, now: 2))
+            said = describe(machine.handle(.attemptEnded(failure), of: request, &shared, now: 2))
         case .retryDecided:
-            said = describe(machine.retryDecided(.doNotRetry, of: request, &shared, now: 2))
-        case .timedCheck: said = describe(machine.timedCheck(idle: 10, speed: nil, of: request, &shared, now: 100))
-        case .retryTime: said = describe(machine.retryTimeCame())
-        case .deadlinePassed: said = describe(machine.deadlinePassed(seconds: 5, url: nil, now: 100))
-        case .planPreflight: said = describe(machine.planPreflight())
-        case .pause: said = describe(machine.pause(now: 2))
-        case .resume: said = describe(machine.resume(now: 2))
-        case .follow: said = describe(machine.follow(2))
-        case .inherit: said = describe(machine.follow(nil))
-        case .cancel: said = describe(machine.cancel())
+            said = describe(machine.handle(.retryDecided(.doNotRetry), of: request, &shared, now: 2))
+        case .timedCheck:
+            said = describe(machine.handle(.timedCheck(idle: 10, speed: nil), of: request, &shared, now: 100))
+        case .retryTime: said = describe(machine.handle(.retryTimeCame, of: request, now: 0))
+        case .deadlinePassed:
+            said = describe(machine.handle(.deadlinePassed(seconds: 5, url: nil), of: request, now: 100))
+        case .planPreflight: said = describe(machine.handle(.planPreflight, of: request, now: 0))
+        case .pause: said = describe(machine.handle(.pause, of: request, now: 2))
+        case .resume: said = describe(machine.handle(.resume, of: request, now: 2))
+        case .follow: said = describe(machine.handle(.follow(leader: 2), of: request, now: 0))
+        case .inherit: said = describe(machine.handle(.follow(leader: nil), of: request, now: 0))
+        case .cancel: said = describe(machine.handle(.cancel, of: request, now: 0))
         }
         return "\(said) → \(machine.phase.name)"
     }
@@ -552,4 +571,13 @@ struct Bench {
 
 enum BenchError: Error {
     case notReached(String)
+}
+
+extension RequestMachine {
+    /// Decides `event` of `request` with what every machine draws on made afresh (the events that draw on nothing
+    /// shared: a pause, a resume, a cancel, a retry's time, a HEAD planned, a leader followed, a deadline).
+    mutating func handle(_ event: Event, of request: NetworkRequest, now: Double) -> Action {
+        var shared = Shared(jitter: JitterSource(seed: 0))
+        return handle(event, of: request, &shared, now: now)
+    }
 }

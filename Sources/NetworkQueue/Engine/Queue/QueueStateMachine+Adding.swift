@@ -37,13 +37,13 @@ extension QueueStateMachine {
             if let existingFile {
                 record.existingFile = existingFile
                 // A HEAD first, the file may be kept as it is; a revalidated one asks in its GET, with no HEAD.
-                if existingFile.conditional == nil { planPreflight(record) }
+                if existingFile.conditional == nil { planPreflight(record, now: now) }
             } else if source != nil, showsAccurateProgress, !scheduler.isSuspended,
                 RequestRules.wantsPreflight(request),
                 preflightPays(slot)
             {
                 // Read from a source while the drain runs: its HEAD rolls ahead of its GET as the others' did.
-                planPreflight(record)
+                planPreflight(record, now: now)
             }
         }
         // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
@@ -67,8 +67,8 @@ extension QueueStateMachine {
 
     /// Plans the HEAD of a pending request: it will wait in the preflight lane (its main job waits for it), and
     /// weighs the mean learned size until the HEAD says its own.
-    private mutating func planPreflight(_ record: RequestRecord) {
-        _ = record.machine.planPreflight()
+    private mutating func planPreflight(_ record: RequestRecord, now: Double) {
+        _ = record.machine.handle(.planPreflight, of: record.request, &shared, now: now)
         ledger.awaitSize(&record.progress)
     }
 
@@ -100,7 +100,7 @@ extension QueueStateMachine {
             return false
         case .coalesce:
             // Listed among the leader's followers once it has a slot (see insert).
-            _ = record.machine.follow(earlier)
+            _ = record.machine.handle(.follow(leader: earlier), of: record.request, &shared, now: now)
             // The leader's transfer carries the bytes: counted once.
             record.progress = ProgressLedger.Entry(expectedDownload: 0)
             return true

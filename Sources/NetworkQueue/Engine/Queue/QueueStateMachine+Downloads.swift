@@ -52,7 +52,7 @@ extension QueueStateMachine: DownloadBooks {
             settle(slot, before: before, clock: clock, output.request, transferEnded: output.transferEnded, now: now)
         }
         // A head's problem fails the attempt once its delegate heard the head (the machine stopped deciding there).
-        if let problem { apply(slot, now: now) { $0.attemptEnded(problem, of: record.request, &$1, now: now) } }
+        if let problem { apply(slot, .attemptEnded(problem), now: now) }
         if !output.connections.isEmpty, let shell {
             actions.append(.connections(ConnectionBatch(shell: shell, work: output.connections)))
         }

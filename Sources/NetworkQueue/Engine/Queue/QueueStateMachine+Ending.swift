@@ -131,7 +131,7 @@ extension QueueStateMachine {
         }
         for (slot, _) in early.sorted(by: { $0.record.sequence < $1.record.sequence }) {
             // As if its retry time came.
-            apply(slot, now: now) { machine, _ in machine.retryTimeCame() }
+            apply(slot, .retryTimeCame, now: now)
         }
     }
 

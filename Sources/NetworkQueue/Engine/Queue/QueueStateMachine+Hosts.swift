@@ -201,7 +201,7 @@ extension QueueStateMachine {
             guard case .awaitingPreflight = $0.record.machine.phase, $0.record.existingFile == nil else { return false }
             return scheduler.host(of: $0.slot) == host
         }
-        for (slot, _) in skipped { apply(slot, now: now) { machine, _ in machine.skipPreflight() } }
+        for (slot, _) in skipped { apply(slot, .skipPreflight, now: now) }
         outbox.log(.info, .preflightsStopped, table[slot].request, now: now) {
             let server = servers.key(of: host) ?? "the server"
             return "\(server): HEADs stop (their sizes cost less to fetch than to ask); \(skipped.count) waiting "
@@ -241,7 +241,7 @@ extension QueueStateMachine {
         case .counted:
             return false
         case .held:
-            apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
+            apply(slot, .heldByServer, transferEnded: true, now: now)
             return true
         case .down(let error):
             end(slot, .failure(error), transferEnded: true, failsSiblings: true, now: now)
@@ -313,7 +313,7 @@ extension QueueStateMachine {
             "its connection was reset before a response while \(servers.key(of: host) ?? "the server") answers "
                 + "others: sent again at once, no attempt spent (\(record.acceptResets) of \(most))"
         }
-        apply(slot, transferEnded: true, now: now) { $0.heldByServer(&$1, now: now) }
+        apply(slot, .heldByServer, transferEnded: true, now: now)
         return true
     }
 

@@ -30,7 +30,7 @@ extension QueueStateMachine {
             numberHostsIfNeeded()
             let candidates = wanted.filter { preflightPays($0.slot) }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
-                apply(slot, now: now) { machine, _ in machine.planPreflight() }
+                apply(slot, .planPreflight, now: now)
                 ledger.awaitSize(&record.progress)
             }
         }
@@ -81,9 +81,9 @@ extension QueueStateMachine {
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
         guard let record = table.record(at: slot), record.request === request else { return }
-        guard case .end = record.machine.cancel() else { return }
+        guard case .end = record.machine.handle(.cancel, of: record.request, &shared, now: now) else { return }
         handOver(from: slot, now: now)
-        apply(slot, now: now) { machine, _ in machine.cancel() }
+        apply(slot, .cancel, now: now)
     }
 
     /// Cancelling a leader with followers: the oldest follower inherits its place in the index, its file
@@ -95,11 +95,11 @@ extension QueueStateMachine {
         let heir = table[heirSlot]
         // Its lanes follow from its phase: from following to pending, it waits for a slot of its own.
         scheduler.setHost(heirSlot, hostNumber(of: heir.request.url))
-        apply(heirSlot, now: now) { machine, _ in machine.follow(nil) }
+        apply(heirSlot, .follow(leader: nil), now: now)
         let others = leader.followers
         leader.followers = []
         for follower in others {
-            apply(follower, now: now) { machine, _ in machine.follow(heirSlot) }
+            apply(follower, .follow(leader: heirSlot), now: now)
         }
         heir.claim = leader.claim
         leader.claim = nil

@@ -36,7 +36,7 @@ extension QueueStateMachine {
         var resumed: [NetworkRequest] = []
         for (request, slot) in targets {
             guard table.record(at: slot)?.request === request else { continue }
-            let action = apply(slot, now: now) { machine, _ in machine.resume(now: now) }
+            let action = apply(slot, .resume, now: now)
             if case .resumed = action { resumed.append(request) }
         }
         return (resumed, finishEvent(now))
@@ -46,7 +46,7 @@ extension QueueStateMachine {
     /// deletes the part of the attempt it stops, as for a retry).
     private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
         guard table.record(at: slot)?.request === request else { return false }
-        let action = apply(slot, now: now) { machine, _ in machine.pause(now: now) }
+        let action = apply(slot, .pause, now: now)
         if case .paused = action { return true }
         return false
     }

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// The coordinator's side of a request's life: each event goes to the request's ``RequestMachine`` through
-/// ``apply(_:transferEnded:now:_:)``, its lanes and counts follow its holdings (``move(_:from:leaving:transferEnded:)``),
+/// ``apply(_:_:transferEnded:now:)``, its lanes and counts follow its holdings (``move(_:from:leaving:transferEnded:)``),
 /// and what the machine asks is done in one place (``perform(_:_:transferEnded:now:)``). With `RequestMachine.swift`:
 /// a request's path from its slot to its retry.
 extension QueueStateMachine {
@@ -48,7 +48,7 @@ extension QueueStateMachine {
                 ?? (limits.problem == nil ? nil : .invalidTimeLimits(limits))
             {
                 scheduler.finish(job)
-                apply(job.id, now: now) { $0.attemptEnded(.invalidRequest(problem), of: record.request, &$1, now: now) }
+                apply(job.id, .attemptEnded(.invalidRequest(problem)), now: now)
                 continue
             }
             if !hostHealth.isEmpty {
@@ -66,11 +66,10 @@ extension QueueStateMachine {
             }
             let hooks = adapter != nil || record.request.adapt != nil
             if job.lane == .preflight { countPreflight(job.id, started: true) }
-            apply(job.id, now: now) { machine, shared in
-                machine.granted(
-                    job.lane, hooks: hooks, sending: record.request.outgoing,
-                    expectedBefore: record.progress.expectedDown, deadline: limits.deadlineSeconds, &shared, now: now)
-            }
+            let granted = RequestMachine.Event.granted(
+                job.lane, hooks: hooks, sending: record.request.outgoing, expectedBefore: record.progress.expectedDown,
+                deadline: limits.deadlineSeconds)
+            apply(job.id, granted, now: now)
         }
     }
 
@@ -125,19 +124,18 @@ extension QueueStateMachine {
         }
     }
 
-    /// Applies one event of `slot`'s machine: the phase before it, the event (with what every machine draws on), the
-    /// lanes and counts that follow its holdings, a deadline clock it started, then what it asks. `transferEnded`: the
-    /// transport reported the end of the transfer (a transfer sent again replaces one the queue stops itself).
-    /// Returns what the event asked.
+    /// Applies `event` of `slot`'s request: the phase before it, the machine's decision (with what every machine
+    /// draws on), the lanes and counts that follow its holdings, a deadline clock it started, then what it asks.
+    /// `transferEnded`: the transport reported the end of the transfer (a transfer sent again replaces one the queue
+    /// stops itself). Returns what the event asked.
     @discardableResult
     mutating func apply(
-        _ slot: Int, transferEnded: Bool = false, now: Double,
-        _ event: (inout RequestMachine, inout RequestMachine.Shared) -> RequestMachine.Action
+        _ slot: Int, _ event: RequestMachine.Event, transferEnded: Bool = false, now: Double
     ) -> RequestMachine.Action {
         let record = table[slot]
         let before = record.machine.phase
         let clock = record.machine.deadline
-        let action = event(&record.machine, &shared)
+        let action = record.machine.handle(event, of: record.request, &shared, now: now)
         settle(slot, before: before, clock: clock, action, transferEnded: transferEnded, now: now)
         return action
     }
@@ -362,9 +360,7 @@ extension QueueStateMachine {
                 .failure(.invalidRequest($0))
             } ?? .success(urlRequest)
         }
-        apply(slot, now: now) {
-            $0.adapted(checked, of: record.request, expectedBefore: record.progress.expectedDown, &$1, now: now)
-        }
+        apply(slot, .adapted(checked, expectedBefore: record.progress.expectedDown), now: now)
         return finishEvent(now)
     }
 
@@ -375,8 +371,7 @@ extension QueueStateMachine {
         guard table.isCurrent(slot, token: token), case .deciding = table[slot].machine.phase else {
             return finishEvent(now)
         }
-        let request = table[slot].request
-        apply(slot, now: now) { $0.retryDecided(decision, of: request, &$1, now: now) }
+        apply(slot, .retryDecided(decision), now: now)
         return finishEvent(now)
     }
 }

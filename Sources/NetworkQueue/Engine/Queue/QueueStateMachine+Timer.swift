@@ -24,21 +24,19 @@ extension QueueStateMachine {
                     limit: $0, moved: record.bytesMoved + (record.machine.phase.attempt?.sentBytes ?? 0),
                     queueReceived: receivedTotal, rateCap: rateCap, url: record.request.url)
             }
-            apply(entry.id, now: now) { $0.timedCheck(idle: idle, speed: speed, of: record.request, &$1, now: now) }
+            apply(entry.id, .timedCheck(idle: idle, speed: speed), now: now)
         }
         for entry in timer.deadlines.popDue(at: now) {
             guard let record = table.record(at: entry.id), record.sequence == entry.stamp else { continue }
             let seconds = (record.request.timeLimits ?? timeLimits).deadline
-            apply(entry.id, now: now) { machine, _ in
-                machine.deadlinePassed(seconds: seconds, url: record.request.url, now: now)
-            }
+            apply(entry.id, .deadlinePassed(seconds: seconds, url: record.request.url), now: now)
         }
         for entry in timer.splits.popDue(at: now) {
             downloadEvent(.recheckDue, slot: entry.id, token: entry.stamp, now: now)
         }
         // Only a waiting request holds a retry deadline's token.
         for entry in timer.retries.popDue(at: now) where table.isCurrent(entry.id, token: entry.stamp) {
-            apply(entry.id, now: now) { machine, _ in machine.retryTimeCame() }
+            apply(entry.id, .retryTimeCame, now: now)
         }
         return finishEvent(now)
     }

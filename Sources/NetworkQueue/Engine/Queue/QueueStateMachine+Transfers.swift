@@ -9,7 +9,7 @@ import Foundation
 /// ``notice(_:now:)`` and ``notices(_:now:)`` for a transfer's notices (one path, ``noticeApplied(_:slot:token:now:)``,
 /// which a split file's own notices take too), ``fileEvent(_:slot:token:now:)`` for a file opened before its transfer
 /// starts, and ``splitEvent(_:slot:token:now:)`` for a split file's connections. Each is handed to the request's
-/// machine through ``apply(_:transferEnded:now:_:)``. Events of a transfer that is no longer current (ended,
+/// machine through ``apply(_:_:transferEnded:now:)``. Events of a transfer that is no longer current (ended,
 /// cancelled, timed out) are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
     /// Applies one notice, and ends the event.
@@ -165,9 +165,7 @@ extension QueueStateMachine {
         countBytes(count, of: record, now: now)
         let isMemory = if case .memory = request.destination { true } else { false }
         let received = record.progress.received
-        apply(slot, now: now) {
-            $0.bodyPiece(keeping: isMemory ? data : nil, received: received, of: request, &$1, now: now)
-        }
+        apply(slot, .bodyPiece(keeping: isMemory ? data : nil, received: received), now: now)
         // Past the size cap the attempt failed: the request waits or ended.
         guard table.record(at: slot) === record, case .running = record.machine.phase else { return }
         shown(record, slot: slot, now: now)
@@ -218,21 +216,20 @@ extension QueueStateMachine {
         let (head, request) = (reading.head, record.request)
         var read = RequestMachine.HeadAction.interim
         let wallClock = outbox.wallClock(at: now)
+        let (before, clock) = (record.machine.phase, record.machine.deadline)
+        read = record.machine.headRead(
+            reading, of: request, received: record.progress.received, existingFile: record.existingFile,
+            file: record.claim?.url, expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared,
+            now: now)
         // A refused range starts the attempt again in the same slot: its restart is applied as the machine's action.
-        apply(slot, now: now) { machine, shared in
-            read = machine.headRead(
-                reading, of: request, received: record.progress.received, existingFile: record.existingFile,
-                file: record.claim?.url, expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared,
-                now: now)
-            if case .refusedRange(_, let restart) = read { return restart }
-            return .none
-        }
+        let restart = if case .refusedRange(_, let restart) = read { restart } else { RequestMachine.Action.none }
+        settle(slot, before: before, clock: clock, restart, transferEnded: false, now: now)
         if case .interim = read { return }
         heedServer(head, of: request, now: now)
         headHeard(read, head, slot: slot, now: now)
         // Once the delegate heard the head (by design: the one decision of the machine the coordinator hands back).
         if case .read(_, _, _, let problem?) = read {
-            apply(slot, now: now) { $0.attemptEnded(problem, of: request, &$1, now: now) }
+            apply(slot, .attemptEnded(problem), now: now)
         }
     }
 
@@ -316,12 +313,10 @@ extension QueueStateMachine {
         let file = record.claim?.url
         let checksExistingFile = record.existingFile != nil
         let metrics = record.requestMetrics
-        apply(slot, transferEnded: true, now: now) {
-            $0.transferEnded(
-                outcome, of: record.request, received: record.progress.received, file: file,
-                checksExistingFile: checksExistingFile, metrics: metrics, expectedBefore: record.progress.expectedDown,
-                &$1, now: now)
-        }
+        let ended = RequestMachine.Event.transferEnded(
+            outcome, received: record.progress.received, file: file, checksExistingFile: checksExistingFile,
+            metrics: metrics, expectedBefore: record.progress.expectedDown)
+        apply(slot, ended, transferEnded: true, now: now)
     }
 
     /// The adaptive concurrency's sample of a main transfer of `record` that ended as `outcome`.
@@ -346,12 +341,11 @@ extension QueueStateMachine {
             // The new attempt's file takes over the part (continuing or replacing it).
             let record = table[slot]
             record.hasKeptPart = false
-            _ = record.machine.file(event, of: record.request, file: nil, metrics: nil, &shared, now: now)
+            _ = record.machine.handle(.file(event, file: nil, metrics: nil), of: record.request, &shared, now: now)
             return actions.take(deliverAfter: outbox.announce(now: now))
         case .failed:
             guard isCurrent else { break }
-            let request = table[slot].request
-            apply(slot, now: now) { $0.file(event, of: request, file: nil, metrics: nil, &$1, now: now) }
+            apply(slot, .file(event, file: nil, metrics: nil), now: now)
         case .committed(let error, let placedAt):
             guard isCurrent else { preconditionFailure("a commit for a request not committing") }
             let record = table[slot]
@@ -359,9 +353,7 @@ extension QueueStateMachine {
             // the shell said, else its destination.
             let file = placedAt.map { URL(fileURLWithPath: $0, isDirectory: false) } ?? record.claim?.url
             let metrics = error == nil ? record.requestMetrics : nil
-            apply(slot, transferEnded: true, now: now) {
-                $0.file(event, of: record.request, file: file, metrics: metrics, &$1, now: now)
-            }
+            apply(slot, .file(event, file: file, metrics: metrics), transferEnded: true, now: now)
         }
         return finishEvent(now)
     }

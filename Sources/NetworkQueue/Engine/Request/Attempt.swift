@@ -112,6 +112,68 @@ final class Attempt {
     }
 }
 
+extension Attempt {
+    /// What an attempt's transfer ending means.
+    enum Ending {
+        case failed(NetworkQueueError)
+        /// A continued part that did not verify: the attempt is sent again without a range.
+        case sendAgainWithoutRange
+        /// A split file that did not verify after several locations served it, or a mirror alone: it is fetched again
+        /// from `source` alone (never worse than one connection), the `untrusted` others named in its metrics, and from
+        /// each of `then` alone in turn should that fail too.
+        case sendAgainFrom(Int, untrusted: [Int], then: [Int])
+        case succeeded(NetworkResponse)
+        /// The file is to be moved into place first.
+        case commit(FileSink)
+    }
+
+    /// What this attempt's transfer ending as `outcome` means (`received` body bytes in all, `file` the claimed
+    /// destination, `metrics` the request's; `endsAtHead`: the transfer read no body by design, so that none is short).
+    func ending(
+        _ outcome: RequestMachine.TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?,
+        endsAtHead: Bool
+    ) -> Ending {
+        if case .checksumMismatch = outcome, continuedFrom == 0, onlySource == nil,
+            let refetch = split?.machine?.checksumRefetch
+        {
+            // Several locations served the file, or a mirror alone: once more from one location alone (the one whose
+            // answer began it, or the request's URL).
+            return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted, then: refetch.then)
+        }
+        if case .checksumMismatch = outcome, continuedFrom == 0, onlySource != nil,
+            let next = thenAlone.first
+        {
+            // That one alone failed too (it began the file only because the first asked broke): the next that served
+            // some of it, alone; once each at most.
+            return .sendAgainFrom(
+                next, untrusted: untrusted.filter { $0 != next }, then: Array(thenAlone.dropFirst()))
+        }
+        switch outcome {
+        case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
+        // The part may be what was wrong: once more from byte 0.
+        case .checksumMismatch where continuedFrom > 0: return .sendAgainWithoutRange
+        case .checksumMismatch(let expected, let actual):
+            return .failed(.integrityCheckFailed(expected: expected, actual: actual))
+        case .succeeded: break
+        }
+        guard let head = head else { return .failed(.transport(URLError(.badServerResponse))) }
+        let method = sent.method
+        if !endsAtHead,
+            ResponseRules.isShort(head, method: method, received: received, knownLength: announcedLength)
+        {
+            return .failed(.transport(URLError(.networkConnectionLost)))
+        }
+        if let kept = keptFile {
+            // A 304 to a revalidated file: the file there is kept, its part discarded.
+            return .succeeded(
+                NetworkResponse(head: head, body: Data(), fileURL: kept, keptExistingFile: true, metrics: metrics))
+        }
+        guard let file else { return .succeeded(NetworkResponse(head: head, body: body, metrics: metrics)) }
+        guard let sink = sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }
+        return .commit(sink)
+    }
+}
+
 extension TransferMetrics {
     /// What the queue saw on its own clock of an attempt it stopped itself at `now` (an unacceptable response, a
     /// timeout, a cancel, a sibling's failure): its transport reports nothing more. Time to the head, total time,

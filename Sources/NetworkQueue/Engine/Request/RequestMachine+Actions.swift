@@ -4,10 +4,61 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a request's machine says: the action of each event for the coordinator, and the values its events take and
-/// return (a transfer's outcome, a file's event, what a head means, a lowest-speed check). The events themselves are in
-/// `RequestMachine.swift`; a split file's in `RequestMachine+Download.swift`.
+/// What a request's machine hears and says: its events as one value (``Event``), the action of each for the
+/// coordinator, and the values they carry and return (a transfer's outcome, a file's event, what a head means, a
+/// lowest-speed check). The events are decided in `RequestMachine.swift` (``RequestMachine/handle(_:of:_:now:)``); a
+/// split file's in `RequestMachine+Download.swift`.
 extension RequestMachine {
+    /// What happens to a request, as the coordinator hands it to the request's machine
+    /// (``RequestMachine/handle(_:of:_:now:)``). Each returns one ``Action``. A first head, which returns what the head
+    /// means (``HeadAction``), and a transfer's signs of life (``RequestMachine/touched(at:sent:)``), which return
+    /// nothing, are calls of their own.
+    enum Event {
+        /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or its
+        /// transfer starts, sending `sending` (its own request). Its deadline clock starts (`deadline` seconds long,
+        /// nil: none) unless it runs already.
+        case granted(
+            Scheduler.Lane, hooks: Bool, sending: OutgoingRequest, expectedBefore: Int64?, deadline: Double?)
+        /// The adapt hooks answered with the request to send (already validated) or a failure.
+        case adapted(Result<URLRequest, NetworkQueueError>, expectedBefore: Int64?)
+        /// The transport reported the end of the current transfer, as the outcome says (`received`: the body bytes in
+        /// all; `file`: the claimed destination; `checksExistingFile`: a HEAD checking a file on disk).
+        case transferEnded(
+            TransferOutcome, received: Int64, file: URL?, checksExistingFile: Bool, metrics: RequestMetrics?,
+            expectedBefore: Int64?)
+        /// Body bytes of the running attempt arrived, `received` in all: `keeping` is kept for a memory body (nil:
+        /// written to its file already).
+        case bodyPiece(keeping: Data?, received: Int64)
+        /// The server of the request is held (down), and its HEAD or attempt failed to connect.
+        case heldByServer
+        /// The current attempt failed (an invalid request, a response's problem, a file that failed).
+        case attemptEnded(NetworkQueueError)
+        /// The retry policy's closure answered about the failed attempt.
+        case retryDecided(RetryPolicy.Decision)
+        /// The request's retry time came (or its server recovered).
+        case retryTimeCame
+        /// A HEAD is planned first (go() with accurate progress, or an existing file to check).
+        case planPreflight
+        /// Its planned HEAD will not be sent (its server's sizes are not worth one).
+        case skipPreflight
+        /// The user paused it.
+        case pause
+        /// The user resumed it.
+        case resume
+        /// It follows the request in slot `leader` (added as its duplicate, or handed to a new leader), or (nil) takes
+        /// over its cancelled leader's work.
+        case follow(leader: Int?)
+        /// The queue's timer came for what it waits for (idle for `idle` seconds, nil: no idle timeout; `speed`: a
+        /// lowest-speed window to judge, nil: none).
+        case timedCheck(idle: Double?, speed: SpeedCheck?)
+        /// The deadline timer came (the deadline `seconds` long; `url` for the error).
+        case deadlinePassed(seconds: Double, url: URL?)
+        /// The user cancelled it.
+        case cancel
+        /// An event of the current attempt's file (`file`: its destination; `metrics`: the request's, for its end).
+        case file(FileEvent, file: URL?, metrics: RequestMetrics?)
+    }
+
     /// What the coordinator must do after an event.
     enum Action {
         /// True for ``none``.

@@ -95,7 +95,7 @@ extension RequestMachine {
         /// The end game's next look, a ``QueueTimer`` entry of the request.
         case recheck(at: Double)
         /// The attempt's head was read (``HeadAction``): the ledger and the delegate hear it. A problem it names fails
-        /// the attempt once the delegate heard the head (the coordinator applies ``RequestMachine/attemptEnded(_:of:_:now:)``).
+        /// the attempt once the delegate heard the head (the coordinator applies ``RequestMachine/Event/attemptEnded(_:)``).
         case head(HeadAction, ResponseHead)
         /// Bytes of the file counted: the ledger's.
         case counted(Int)
@@ -191,7 +191,8 @@ extension RequestMachine {
             case .counted(let count):
                 context.received += Int64(count)
                 output.books.append(.counted(count))
-                output.decided(bodyPiece(keeping: nil, received: context.received, of: request, &shared, now: now))
+                output.decided(
+                    handle(.bodyPiece(keeping: nil, received: context.received), of: request, &shared, now: now))
             case .finished(let metrics):
                 if let metrics { output.books.append(.metrics(metrics)) }
                 output.books.append(.ended(.succeeded))
@@ -219,10 +220,11 @@ extension RequestMachine {
             case .unreachable(let url, let startedAt):
                 output.books.append(.unreachable(url, startedAt: startedAt))
             case .fail(let error):
-                output.decided(attemptEnded(.transport(Redaction.redacted(error)), of: request, &shared, now: now))
+                output.decided(
+                    handle(.attemptEnded(.transport(Redaction.redacted(error))), of: request, &shared, now: now))
                 output.transferEnded = true
             case .fileFailed(let error):
-                output.decided(attemptEnded(error, of: request, &shared, now: now))
+                output.decided(handle(.attemptEnded(error), of: request, &shared, now: now))
                 output.transferEnded = true
             }
         }
@@ -252,7 +254,7 @@ extension RequestMachine {
                 switch books.connectFailed(startedAt: started, now: now) {
                 case .counted: break
                 case .held:
-                    output.decided(heldByServer(&shared, now: now))
+                    output.decided(handle(.heldByServer, of: request, &shared, now: now))
                     return
                 case .down(let failure):
                     output.decided(.end(.failure(failure)))
@@ -264,15 +266,15 @@ extension RequestMachine {
         }
     }
 
-    /// ``transferEnded(_:of:received:file:checksExistingFile:metrics:expectedBefore:_:now:)`` with a download's context.
+    /// ``Event/transferEnded(_:received:file:checksExistingFile:metrics:expectedBefore:)`` with a download's context.
     private mutating func transferEnded(
         _ outcome: TransferOutcome, of request: NetworkRequest, context: DownloadContext, _ shared: inout Shared,
         now: Double
     ) -> Action {
-        transferEnded(
-            outcome, of: request, received: context.received, file: context.file,
-            checksExistingFile: context.existingFile != nil, metrics: context.metrics,
-            expectedBefore: context.expectedBefore, &shared, now: now)
+        let ended = Event.transferEnded(
+            outcome, received: context.received, file: context.file, checksExistingFile: context.existingFile != nil,
+            metrics: context.metrics, expectedBefore: context.expectedBefore)
+        return handle(ended, of: request, &shared, now: now)
     }
 
     /// The shell of the running split file, which does the work that follows an event other than its own.

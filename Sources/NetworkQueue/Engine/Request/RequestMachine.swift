@@ -41,10 +41,42 @@ struct RequestMachine {
     /// When the request's first transfer started (queue clock), for the log's "finished in".
     var startedAt: Double? { firstStart.isNaN ? nil : firstStart }
 
-    /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or
-    /// its transfer starts, sending `sent` (its own request). Its deadline clock starts (`deadline` seconds long,
-    /// nil: none) unless it runs already.
-    mutating func granted(
+    /// Decides `event` of `request` at `now` (with what every request's machine draws on): the one door of the
+    /// request's events but its first head and its transfer's signs of life. An event its phase cannot take stops the
+    /// process, naming both.
+    mutating func handle(_ event: Event, of request: NetworkRequest, _ shared: inout Shared, now: Double) -> Action {
+        switch event {
+        case .granted(let lane, let hooks, let sent, let expectedBefore, let limit):
+            return granted(
+                lane, hooks: hooks, sending: sent, expectedBefore: expectedBefore, deadline: limit, &shared, now: now)
+        case .adapted(let outcome, let expectedBefore):
+            return adapted(outcome, of: request, expectedBefore: expectedBefore, &shared, now: now)
+        case .transferEnded(let outcome, let received, let file, let checksExistingFile, let metrics, let expected):
+            return transferEnded(
+                outcome, of: request, received: received, file: file, checksExistingFile: checksExistingFile,
+                metrics: metrics, expectedBefore: expected, &shared, now: now)
+        case .bodyPiece(let data, let received):
+            return bodyPiece(keeping: data, received: received, of: request, &shared, now: now)
+        case .heldByServer: return heldByServer(&shared, now: now)
+        case .attemptEnded(let error): return attemptEnded(error, of: request, &shared, now: now)
+        case .retryDecided(let decision): return retryDecided(decision, of: request, &shared, now: now)
+        case .retryTimeCame: return retryTimeCame()
+        case .planPreflight: return planPreflight()
+        case .skipPreflight: return skipPreflight()
+        case .pause: return pause(now: now)
+        case .resume: return resume(now: now)
+        case .follow(let leader): return follow(leader)
+        case .timedCheck(let idle, let speed):
+            return timedCheck(idle: idle, speed: speed, of: request, &shared, now: now)
+        case .deadlinePassed(let seconds, let url): return deadlinePassed(seconds: seconds, url: url, now: now)
+        case .cancel: return cancel()
+        case .file(let fileEvent, let url, let metrics):
+            return file(fileEvent, of: request, file: url, metrics: metrics, &shared, now: now)
+        }
+    }
+
+    /// ``Event/granted(_:hooks:sending:expectedBefore:deadline:)``: the hooks run, or the HEAD or the transfer starts.
+    private mutating func granted(
         _ lane: Scheduler.Lane, hooks: Bool, sending sent: OutgoingRequest, expectedBefore: Int64?,
         deadline limit: Double?,
         _ shared: inout Shared, now: Double
@@ -67,7 +99,7 @@ struct RequestMachine {
     }
 
     /// The adapt hooks of `request` answered with the request to send (already validated) or a failure.
-    mutating func adapted(
+    private mutating func adapted(
         _ outcome: Result<URLRequest, NetworkQueueError>, of request: NetworkRequest, expectedBefore: Int64?,
         _ shared: inout Shared, now: Double
     ) -> Action {
@@ -196,7 +228,7 @@ struct RequestMachine {
     /// while checking an existing file (`checksExistingFile`) leaves the decision to the GET; one that failed with a
     /// location left asks the next (``FailoverRules``), and fails the request only when none is left. `file` is the
     /// claimed destination.
-    mutating func transferEnded(
+    private mutating func transferEnded(
         _ outcome: TransferOutcome, of request: NetworkRequest, received: Int64, file: URL?, checksExistingFile: Bool,
         metrics: RequestMetrics?, expectedBefore: Int64?, _ shared: inout Shared, now: Double
     ) -> Action {
@@ -219,9 +251,8 @@ struct RequestMachine {
             }
             return goOnWithoutSize(failure: nil)
         case .running(let attempt):
-            switch Self.ending(
-                of: attempt, outcome, received: received, file: file, metrics: metrics,
-                endsAtHead: request.validation.endsAtHead)
+            switch attempt.ending(
+                outcome, received: received, file: file, metrics: metrics, endsAtHead: request.validation.endsAtHead)
             {
             case .failed(let error): return attemptEnded(error, of: request, &shared, now: now)
             case .sendAgainWithoutRange:
@@ -289,7 +320,7 @@ struct RequestMachine {
     /// The server of the request is held (down: see ``DeadHosts``), and its HEAD or attempt failed to connect: that
     /// try is not counted (the budget is spent once for the server, by its probes), and the request waits with the
     /// server's others, holding no slot. It rejoins the pending requests at once; the scheduler holds it.
-    mutating func heldByServer(_ shared: inout Shared, now: Double) -> Action {
+    private mutating func heldByServer(_ shared: inout Shared, now: Double) -> Action {
         let left: Attempt?
         let preflight: Bool
         switch phase {
@@ -309,66 +340,6 @@ struct RequestMachine {
         return .held(wait, left: left)
     }
 
-    /// What an attempt's transfer ending means.
-    private enum Ending {
-        case failed(NetworkQueueError)
-        /// A continued part that did not verify: the attempt is sent again without a range.
-        case sendAgainWithoutRange
-        /// A split file that did not verify after several locations served it, or a mirror alone: it is fetched again
-        /// from `source` alone (never worse than one connection), the `untrusted` others named in its metrics, and from
-        /// each of `then` alone in turn should that fail too.
-        case sendAgainFrom(Int, untrusted: [Int], then: [Int])
-        case succeeded(NetworkResponse)
-        /// The file is to be moved into place first.
-        case commit(FileSink)
-    }
-
-    /// What `attempt`'s transfer ending as `outcome` means (`received` body bytes in all, `file` the claimed
-    /// destination, `metrics` the request's; `endsAtHead`: the transfer read no body by design, so that none is short).
-    private static func ending(
-        of attempt: Attempt, _ outcome: TransferOutcome, received: Int64, file: URL?, metrics: RequestMetrics?,
-        endsAtHead: Bool
-    ) -> Ending {
-        if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource == nil,
-            let refetch = attempt.split?.machine?.checksumRefetch
-        {
-            // Several locations served the file, or a mirror alone: once more from one location alone (the one whose
-            // answer began it, or the request's URL).
-            return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted, then: refetch.then)
-        }
-        if case .checksumMismatch = outcome, attempt.continuedFrom == 0, attempt.onlySource != nil,
-            let next = attempt.thenAlone.first
-        {
-            // That one alone failed too (it began the file only because the first asked broke): the next that served
-            // some of it, alone; once each at most.
-            return .sendAgainFrom(
-                next, untrusted: attempt.untrusted.filter { $0 != next }, then: Array(attempt.thenAlone.dropFirst()))
-        }
-        switch outcome {
-        case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
-        // The part may be what was wrong: once more from byte 0.
-        case .checksumMismatch where attempt.continuedFrom > 0: return .sendAgainWithoutRange
-        case .checksumMismatch(let expected, let actual):
-            return .failed(.integrityCheckFailed(expected: expected, actual: actual))
-        case .succeeded: break
-        }
-        guard let head = attempt.head else { return .failed(.transport(URLError(.badServerResponse))) }
-        let method = attempt.sent.method
-        if !endsAtHead,
-            ResponseRules.isShort(head, method: method, received: received, knownLength: attempt.announcedLength)
-        {
-            return .failed(.transport(URLError(.networkConnectionLost)))
-        }
-        if let kept = attempt.keptFile {
-            // A 304 to a revalidated file: the file there is kept, its part discarded.
-            return .succeeded(
-                NetworkResponse(head: head, body: Data(), fileURL: kept, keptExistingFile: true, metrics: metrics))
-        }
-        guard let file else { return .succeeded(NetworkResponse(head: head, body: attempt.body, metrics: metrics)) }
-        guard let sink = attempt.sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }
-        return .commit(sink)
-    }
-
     /// The current transfer reported something at `now` (its idle timeout counts from here): `sent`, the bytes of
     /// the running attempt's body sent so far.
     mutating func touched(at now: Double, sent: Int64? = nil) {
@@ -381,7 +352,7 @@ struct RequestMachine {
     /// attempt the request leaves it (`left` in the action) and asks the policy's closure or waits; otherwise it ends
     /// with the failure. Only main attempts are retried: a preflight's failure is final, as is a failure while
     /// committing or deciding.
-    mutating func attemptEnded(
+    private mutating func attemptEnded(
         _ error: NetworkQueueError, of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         let policy = request.retryPolicy ?? shared.retryPolicy
@@ -408,7 +379,7 @@ struct RequestMachine {
     }
 
     /// The retry policy's closure answered `decision` about `request`'s failed attempt.
-    mutating func retryDecided(
+    private mutating func retryDecided(
         _ decision: RetryPolicy.Decision, of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         guard case .deciding(let deciding) = phase else { preconditionFailure("a decision in phase \(phase.name)") }
@@ -448,7 +419,7 @@ struct RequestMachine {
     }
 
     /// The request's retry time came (or its server recovered): it waits for a slot again.
-    mutating func retryTimeCame() -> Action {
+    private mutating func retryTimeCame() -> Action {
         guard case .waitingToRetry(let wait) = phase else {
             preconditionFailure("a retry time in phase \(phase.name)")
         }
@@ -458,14 +429,14 @@ struct RequestMachine {
     }
 
     /// A HEAD is planned first (go() with accurate progress, or an existing file to check).
-    mutating func planPreflight() -> Action {
+    private mutating func planPreflight() -> Action {
         guard case .pending = phase else { preconditionFailure("a preflight planned in phase \(phase.name)") }
         phase = .awaitingPreflight
         return .none
     }
 
     /// Its planned HEAD will not be sent (its server's sizes are not worth one): it waits for its transfer's slot.
-    mutating func skipPreflight() -> Action {
+    private mutating func skipPreflight() -> Action {
         guard case .awaitingPreflight = phase else { preconditionFailure("a preflight skipped in phase \(phase.name)") }
         phase = .awaitingMain
         return .none
@@ -473,7 +444,7 @@ struct RequestMachine {
 
     /// Pauses the request at `now`, unless committing, following or paused (a user's call may race), and stops its
     /// deadline clock. A stopped attempt does not count: it was interrupted, not failed.
-    mutating func pause(now: Double) -> Action {
+    private mutating func pause(now: Double) -> Action {
         var withPreflight = false
         var stopped: Attempt?
         switch phase {
@@ -493,7 +464,7 @@ struct RequestMachine {
 
     /// Resumes a paused request at `now`, its deadline clock running again (nothing happens otherwise: a user's
     /// call may race with its end).
-    mutating func resume(now: Double) -> Action {
+    private mutating func resume(now: Double) -> Action {
         guard case .paused(let withPreflight) = phase else { return .none }
         if case .stopped(let left) = deadline { deadline = .running(until: now + left) }
         phase = withPreflight ? .awaitingPreflight : .pending
@@ -502,7 +473,7 @@ struct RequestMachine {
 
     /// Follows the request in slot `leader` (added as its duplicate, or handed to a new leader), or (nil) takes
     /// over its cancelled leader's work and waits for a slot of its own.
-    mutating func follow(_ leader: Int?) -> Action {
+    private mutating func follow(_ leader: Int?) -> Action {
         switch phase {
         case .pending where leader != nil, .following: phase = leader.map { .following(leader: $0) } ?? .pending
         case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
@@ -513,12 +484,11 @@ struct RequestMachine {
     }
 }
 
-// MARK: - The events of the body, the timer, a cancel and the file
+// MARK: - The events of the body, the timer, the deadline, a cancel and the file
 
 extension RequestMachine {
-    /// Body bytes of the running attempt arrived at `now`, `received` in all: `data` is kept for a memory body (nil:
-    /// written to its file already). Past the request's size cap the attempt fails.
-    mutating func bodyPiece(
+    /// ``Event/bodyPiece(keeping:received:)``: kept for a memory body; past the request's size cap the attempt fails.
+    private mutating func bodyPiece(
         keeping data: Data?, received: Int64, of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         lastActivity = now
@@ -550,7 +520,7 @@ extension RequestMachine {
     /// Idle for `idle` seconds (nil: no idle timeout), it fails (a HEAD that timed out as one that failed: the next
     /// source is asked); a running attempt's lowest-speed window ends and is judged (`speed`, nil: no lowest speed).
     /// Otherwise it is checked again when the next of those comes.
-    mutating func timedCheck(
+    private mutating func timedCheck(
         idle: Double?, speed: SpeedCheck?, of request: NetworkRequest, _ shared: inout Shared, now: Double
     ) -> Action {
         if let idle, now - lastActivity >= idle {
@@ -588,5 +558,43 @@ extension RequestMachine {
             attempt.speedWindow = window
         }
         return next.map { .waitUntil($0, token: phase.token!) } ?? .none
+    }
+
+    /// The deadline timer came at `now`: past its deadline (`seconds` long) the request ends, unless its file is
+    /// being moved into place (a local rename, its end near) or it follows a leader (which has its own deadline).
+    /// A paused request's clock is stopped; a clock restarted since (resumed) is checked by its own entry.
+    private func deadlinePassed(seconds: Double, url: URL?, now: Double) -> Action {
+        guard case .running(let until) = deadline, now >= until else { return .none }
+        switch phase {
+        case .committing, .following, .paused: return .none
+        case .pending, .awaitingPreflight, .preflighting, .awaitingMain, .adaptingPreflight, .adaptingMain, .running,
+            .deciding, .waitingToRetry:
+            return .end(.failure(.deadlineExceeded(seconds: seconds, url: url)))
+        }
+    }
+
+    /// The user cancelled the request: it ends, unless its file is being moved into place.
+    private func cancel() -> Action {
+        if case .committing = phase { return .none }
+        return .end(.failure(.cancelled))
+    }
+
+    /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.
+    private mutating func file(
+        _ event: FileEvent, of request: NetworkRequest, file url: URL?, metrics: RequestMetrics?,
+        _ shared: inout Shared, now: Double
+    ) -> Action {
+        switch (event, phase) {
+        case (.opened(let sink), .running(let attempt)):
+            attempt.sink = sink
+            attempt.continuedFrom = sink.continuedFrom
+            return .none
+        case (.failed(let error), .running): return attemptEnded(error, of: request, &shared, now: now)
+        case (.failed, _): return .none
+        case (.committed(let error?, _), .committing): return attemptEnded(error, of: request, &shared, now: now)
+        case (.committed(nil, _), .committing(let attempt)):
+            return .end(.success(NetworkResponse(head: attempt.head!, body: Data(), fileURL: url, metrics: metrics)))
+        case (.opened, _), (.committed, _): preconditionFailure("a file \(event) in phase \(phase.name)")
+        }
     }
 }
