@@ -42,8 +42,8 @@ struct RequestMachine {
     var startedAt: Double? { firstStart.isNaN ? nil : firstStart }
 
     /// Decides `event` of `request` at `now` (with what every request's machine draws on): the one door of the
-    /// request's events but its first head and its transfer's signs of life. An event its phase cannot take stops the
-    /// process, naming both.
+    /// request's events but a head, its transfer's signs of life and its split file's events. An event its phase
+    /// cannot take stops the process, naming both.
     mutating func handle(_ event: Event, of request: NetworkRequest, _ shared: inout Shared, now: Double) -> Action {
         switch event {
         case .granted(let lane, let hooks, let sent, let expectedBefore, let limit):
