@@ -81,7 +81,7 @@ extension QueueStateMachine {
     /// Cancels `request` if `slot` still holds it; a leader's followers are handed its work first.
     private mutating func cancelOne(_ request: NetworkRequest, slot: Int, now: Double) {
         guard let record = table.record(at: slot), record.request === request else { return }
-        guard case .end = record.machine.handle(.cancel, of: record.request, &shared, now: now) else { return }
+        guard record.machine.phase.endsWhenCancelled else { return }
         handOver(from: slot, now: now)
         apply(slot, .cancel, now: now)
     }

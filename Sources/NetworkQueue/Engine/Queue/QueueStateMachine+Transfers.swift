@@ -214,10 +214,9 @@ extension QueueStateMachine {
     private mutating func headRead(_ reading: HeadReading, _ slot: Int, _ now: Double) {
         let record = table[slot]
         let (head, request) = (reading.head, record.request)
-        var read = RequestMachine.HeadAction.interim
         let wallClock = outbox.wallClock(at: now)
         let (before, clock) = (record.machine.phase, record.machine.deadline)
-        read = record.machine.headRead(
+        let read = record.machine.headRead(
             reading, of: request, received: record.progress.received, existingFile: record.existingFile,
             file: record.claim?.url, expectedBefore: record.progress.expectedDown, wallClock: wallClock, &shared,
             now: now)

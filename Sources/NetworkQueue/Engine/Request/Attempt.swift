@@ -140,13 +140,10 @@ extension Attempt {
             // answer began it, or the request's URL).
             return .sendAgainFrom(refetch.source, untrusted: refetch.untrusted, then: refetch.then)
         }
-        if case .checksumMismatch = outcome, continuedFrom == 0, onlySource != nil,
-            let next = thenAlone.first
-        {
+        if case .checksumMismatch = outcome, continuedFrom == 0, onlySource != nil, let next = thenAlone.first {
             // That one alone failed too (it began the file only because the first asked broke): the next that served
             // some of it, alone; once each at most.
-            return .sendAgainFrom(
-                next, untrusted: untrusted.filter { $0 != next }, then: Array(thenAlone.dropFirst()))
+            return .sendAgainFrom(next, untrusted: untrusted.filter { $0 != next }, then: Array(thenAlone.dropFirst()))
         }
         switch outcome {
         case .failed(let error): return .failed(.transport(Redaction.redacted(error)))
@@ -156,10 +153,9 @@ extension Attempt {
             return .failed(.integrityCheckFailed(expected: expected, actual: actual))
         case .succeeded: break
         }
-        guard let head = head else { return .failed(.transport(URLError(.badServerResponse))) }
-        let method = sent.method
+        guard let head else { return .failed(.transport(URLError(.badServerResponse))) }
         if !endsAtHead,
-            ResponseRules.isShort(head, method: method, received: received, knownLength: announcedLength)
+            ResponseRules.isShort(head, method: sent.method, received: received, knownLength: announcedLength)
         {
             return .failed(.transport(URLError(.networkConnectionLost)))
         }
@@ -169,7 +165,7 @@ extension Attempt {
                 NetworkResponse(head: head, body: Data(), fileURL: kept, keptExistingFile: true, metrics: metrics))
         }
         guard let file else { return .succeeded(NetworkResponse(head: head, body: body, metrics: metrics)) }
-        guard let sink = sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }
+        guard let sink else { return .failed(.fileError(path: file.path, reason: "no file open")) }
         return .commit(sink)
     }
 }

@@ -10,9 +10,10 @@ import Foundation
 /// split file's in `RequestMachine+Download.swift`.
 extension RequestMachine {
     /// What happens to a request, as the coordinator hands it to the request's machine
-    /// (``RequestMachine/handle(_:of:_:now:)``). Each returns one ``Action``. A first head, which returns what the head
-    /// means (``HeadAction``), and a transfer's signs of life (``RequestMachine/touched(at:sent:)``), which return
-    /// nothing, are calls of their own.
+    /// (``RequestMachine/handle(_:of:_:now:)``). Each returns one ``Action``. A head, which returns what the head means
+    /// (``HeadAction``), a transfer's signs of life (``RequestMachine/touched(at:sent:)``), which return nothing, and a
+    /// split file's events (``RequestMachine/split(_:of:context:books:_:now:)``), which return a ``DownloadOutput``,
+    /// are calls of their own.
     enum Event {
         /// The scheduler gave the request a slot in `lane`: its adapt hooks run first (`hooks`), else its HEAD or its
         /// transfer starts, sending `sending` (its own request). Its deadline clock starts (`deadline` seconds long,

@@ -575,8 +575,7 @@ extension RequestMachine {
 
     /// The user cancelled the request: it ends, unless its file is being moved into place.
     private func cancel() -> Action {
-        if case .committing = phase { return .none }
-        return .end(.failure(.cancelled))
+        phase.endsWhenCancelled ? .end(.failure(.cancelled)) : .none
     }
 
     /// An event of the current attempt's file: opened (it takes over the part), failed, or moved into place.

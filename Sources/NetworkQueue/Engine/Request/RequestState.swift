@@ -182,6 +182,10 @@ enum RequestState {
         }
     }
 
+    /// True when a user's cancel ends the request (``RequestMachine/Event/cancel``): unless its file is being moved into
+    /// place.
+    var endsWhenCancelled: Bool { if case .committing = self { false } else { true } }
+
     /// True when the request is not merely waiting in the scheduler's lanes: a bulk end must end it one
     /// by one (committing requests excepted: they end on their own).
     var endsAlone: Bool {
