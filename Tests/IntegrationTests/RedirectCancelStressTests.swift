@@ -45,6 +45,47 @@ import Testing
         #expect(recorder.queueFinishedCount == 1)
     }
 
+    /// Foundation on Linux also traps when a cancel races its task's own end ("a task that in not in the registry"):
+    /// the cancel sees the task running and queues its failure, and the task's end unregisters it first. Each round
+    /// is a queue of its own (its session torn down as its last task ends) with two requests that end at their head
+    /// (``NetworkRequest/Validation-swift.struct/endsAtHead``), cancelled as their empty or small body arrives with
+    /// the head, and one the caller cancels as it starts (or ends); large downloads run beside them. Before the transport
+    /// cancelled its tasks on the session's delegate queue, 2 runs of 5 trapped.
+    @Test(arguments: TransportKind.allCases) func cancelsThatRaceTheirTasksEnd(_ transport: TransportKind) async throws
+    {
+        let server = try LoopbackServer()
+        let load = NetworkQueue.oneAttempt(transport: transport.make())
+        load.cancelsAllOnFailure = false
+        for index in 0..<20 {
+            try load.add(NetworkRequest(URLRequest(url: server.url("/bytes/20000000?load=\(index)")), tag: index))
+        }
+        load.go()
+        // 200 rounds (`NQ_STRESS_REQUESTS` / 5: fewer under the sanitizers).
+        for round in 0..<TestEnvironment.integer("NQ_STRESS_REQUESTS", default: 1_000) / 5 {
+            let queue = NetworkQueue.oneAttempt(transport: transport.make())
+            queue.cancelsAllOnFailure = false
+            let empty = NetworkRequest(
+                URLRequest(url: server.url("/bytes/0?r=\(round)")), validation: .init(endsAtHead: true), tag: 1)
+            let missing = NetworkRequest(
+                URLRequest(url: server.url("/status/404?r=\(round)")), validation: .init(endsAtHead: true), tag: 2)
+            let cancelled = NetworkRequest(URLRequest(url: server.url("/bytes/64?r=\(round)")), tag: 3)
+            for request in [empty, missing, cancelled] { try queue.add(request) }
+            queue.go()
+            queue.cancel(cancelled)
+            await queue.run()
+            #expect(empty.state == .finished, "\(round): \(String(describing: empty.failure))")
+            #expect(empty.response?.body.isEmpty == true)
+            guard case .unacceptableStatus(404, _)? = missing.failure else {
+                Issue.record("\(round): \(String(describing: missing.failure))")
+                return
+            }
+            // A cancel that comes after the request's end leaves it finished.
+            #expect([.cancelled, .finished].contains(cancelled.state), "\(round): \(cancelled.state)")
+        }
+        load.cancelAll()
+        await load.run()
+    }
+
     @Test(arguments: TransportKind.allCases) func redirectingSiblingsCancelledByAFailure(_ transport: TransportKind)
         async throws
     {

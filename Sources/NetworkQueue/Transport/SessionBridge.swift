@@ -133,11 +133,9 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return false
         }
         guard !isInterrupted else { return }
-        // The task ends as cancelled; its completion reports the refusal. Cancelled off the delegate queue, once this
-        // callback has returned, as below: a cancel from inside the response's callback can leave its task unregistered
-        // and Foundation trapping on its next callback (seen under ASan with the odd-response corpus in flight).
+        // The task ends as cancelled; its completion reports the refusal.
         guard violation == nil else {
-            DispatchQueue.global().async { dataTask.cancel() }
+            SessionTransfer.cancel(dataTask, on: session.delegateQueue)
             return
         }
         storeCookies(of: http)
@@ -153,10 +151,7 @@ final class SessionBridge: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let measure { transfer.events(.metrics(measure.metrics(endedAt: DispatchTime.now().uptimeNanoseconds))) }
         transfer.events(.completed(nil))
         routes.withLock { _ = $0.transfers.removeValue(forKey: dataTask.taskIdentifier) }
-        // Cancelled off the session's delegate queue, once this callback has returned, as the queue's own cancels are:
-        // a cancel from inside the response's callback, before Foundation has taken the `.allow`, left its task
-        // running unregistered, and Foundation trapped on its next callback ("a task that is not in the registry").
-        DispatchQueue.global().async { dataTask.cancel() }
+        SessionTransfer.cancel(dataTask, on: session.delegateQueue)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -108,7 +108,9 @@ public final class URLSessionTransport: Transport {
 
     deinit {
         bridge.invalidate()
-        session.invalidateAndCancel()
+        // Its cancels too run on the delegate queue (``SessionTransfer/cancel(_:on:)``).
+        let session = session
+        session.delegateQueue.addOperation { session.invalidateAndCancel() }
     }
 
     /// Starts a data task for `request` (uncapped: `options.rateCap` is ignored). With
@@ -118,7 +120,8 @@ public final class URLSessionTransport: Transport {
     public func startTransfer(
         _ request: URLRequest, options: TransferOptions, events: @escaping @Sendable (TransferEvent) -> Void
     ) -> any TransferHandle {
-        let transfer = SessionTransfer(request: request, endsAtHead: options.endsAtHead, events: events)
+        let transfer = SessionTransfer(
+            request: request, endsAtHead: options.endsAtHead, delegateQueue: session.delegateQueue, events: events)
         if options.collectsMetrics {
             transfer.state.withLock { $0.measure = SessionMeasure(startedAt: DispatchTime.now().uptimeNanoseconds) }
         }
@@ -167,22 +170,40 @@ final class SessionTransfer: TransferHandle {
     let endsAtHead: Bool
     let events: @Sendable (TransferEvent) -> Void
     let state = Locked(State())
+    /// The session's serial delegate queue, where its tasks are cancelled (``cancel(_:on:)``).
+    let delegateQueue: OperationQueue
 
-    init(request: URLRequest, endsAtHead: Bool = false, events: @escaping @Sendable (TransferEvent) -> Void) {
+    init(
+        request: URLRequest, endsAtHead: Bool = false, delegateQueue: OperationQueue,
+        events: @escaping @Sendable (TransferEvent) -> Void
+    ) {
         self.request = request
         self.endsAtHead = endsAtHead
+        self.delegateQueue = delegateQueue
         self.events = events
     }
 
-    /// Marks the transfer cancelled, then cancels its task on the calling thread (the queue calls this off
-    /// the caller's thread). Setting the flag first, under the lock the redirect handler answers under,
-    /// keeps an answer from reaching a cancelled task: Foundation traps on that.
+    /// Marks the transfer cancelled, then cancels its task on the session's delegate queue. Setting the flag
+    /// first, under the lock the redirect handler answers under, keeps an answer from reaching a cancelled task:
+    /// Foundation traps on that.
     func cancel() {
         let task = state.withLock { state -> URLSessionTask? in
             state.isCancelled = true
             return state.task
         }
-        task?.cancel()
+        if let task { Self.cancel(task, on: delegateQueue) }
+    }
+
+    /// Cancels `task` on its session's serial delegate queue (`queue`), after the callback running there now.
+    ///
+    /// Foundation on Linux traps when a cancel races the task's own end ("Trying to access a behaviour for a task
+    /// that in not in the registry", LINUX-URLSESSION.md): the cancel checks that the task runs and queues its
+    /// failure; the task's end, delivered on the delegate queue, can unregister the task before that failure is
+    /// read. It was seen in 4 runs of 300 of `EndsAtHeadTests` (a 404's head and small body arrive together, the
+    /// cancel came from another thread). On the delegate queue the end's delivery cannot run between the cancel's
+    /// check and its queued failure.
+    static func cancel(_ task: URLSessionTask, on queue: OperationQueue) {
+        queue.addOperation { task.cancel() }
     }
 
     var isCancelled: Bool { state.withLock { $0.isCancelled } }
