@@ -41,7 +41,7 @@ extension QueueStateMachine {
 
     /// Cancels one request, if `slot` still holds it.
     mutating func cancel(_ request: NetworkRequest, slot: Int, now: Double) -> QueueActions {
-        cancel([(request, slot)], now: now)
+        perform(.cancel([(request, slot)]), now: now).actions
     }
 
     /// The reader of source `id` asks how many requests it may read.
@@ -52,7 +52,54 @@ extension QueueStateMachine {
 
     /// Source `id` ended, in an event of its own.
     mutating func sourceEnded(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) -> QueueActions {
-        closeSource(id, failure: failure, now: now)
+        _ = perform(.closeSource(id, failure: failure), now: now)
         return finishEvent(now)
+    }
+}
+
+/// The shell's commands (``QueueStateMachine/Command``) by name, as the tests send them.
+extension QueueStateMachine {
+    mutating func go(now: Double) -> QueueActions { perform(.go, now: now).actions }
+
+    mutating func setLimit(_ limit: Int, now: Double) -> QueueActions { perform(.setLimit(limit), now: now).actions }
+
+    mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
+        perform(.setPerHostLimit(limit), now: now).actions
+    }
+
+    mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String? = nil, now: Double) -> QueueActions {
+        perform(.setHostPacing(pacing, server: key), now: now).actions
+    }
+
+    mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (
+        changed: Bool, actions: QueueActions
+    ) {
+        let outcome = perform(.setPriority(priority, request, slot: slot), now: now)
+        return (!outcome.requests.isEmpty, outcome.actions)
+    }
+
+    mutating func cancelAll(now: Double) -> QueueActions { perform(.cancelAll, now: now).actions }
+
+    mutating func pause(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        paused: [NetworkRequest], actions: QueueActions
+    ) {
+        let outcome = perform(.pause(targets), now: now)
+        return (outcome.requests, outcome.actions)
+    }
+
+    mutating func resume(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        resumed: [NetworkRequest], actions: QueueActions
+    ) {
+        let outcome = perform(.resume(targets), now: now)
+        return (outcome.requests, outcome.actions)
+    }
+
+    mutating func openSource(announcing expected: Int, now: Double) -> (id: Int, actions: QueueActions) {
+        let outcome = perform(.openSource(announcing: expected), now: now)
+        return (outcome.sourceID ?? -1, outcome.actions)
+    }
+
+    mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
+        _ = perform(.closeSource(id, failure: failure), now: now)
     }
 }

@@ -13,10 +13,10 @@ extension NetworkQueue {
             await withCheckedContinuation { continuation in
                 let actions = locked.withLock { core in
                     let now = clock.now()
-                    var actions = core.machine.go(now: now)
+                    var actions = core.machine.perform(.go, now: now).actions
                     // Counted by the machine, kept here: the machine says when to wake how many.
                     core.waiters.append(continuation)
-                    actions.append(core.machine.awaitDrain(now: now))
+                    actions.append(core.machine.perform(.awaitDrain, now: now).actions)
                     return actions
                 }
                 perform(actions)

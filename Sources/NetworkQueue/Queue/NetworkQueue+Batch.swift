@@ -14,7 +14,7 @@ extension NetworkQueue {
     /// are clamped to 0.
     public var maxConcurrentRequestsPerHost: Int {
         get { locked.withLock { $0.machine.perHostLimit } }
-        set { send { $0.setPerHostLimit(newValue, now: $1) } }
+        set { send(.setPerHostLimit(newValue)) }
     }
 
     /// How many transfers run at once to each server when the queue finds the level itself; nil (the default): a
@@ -31,7 +31,7 @@ extension NetworkQueue {
     /// the servers being fetched from. Takes effect at once; setting it again starts every server over.
     public var adaptiveConcurrency: AdaptiveConcurrency? {
         get { locked.withLock { $0.machine.adaptive?.rules } }
-        set { send { $0.setAdaptiveConcurrency(newValue, now: $1) } }
+        set { send(.setAdaptiveConcurrency(newValue)) }
     }
 
     /// How often requests start to one server (scheme, host and port), for servers without pacing of their own
@@ -40,7 +40,7 @@ extension NetworkQueue {
     /// without holding a slot, and requests to other servers start meanwhile.
     public var hostPacing: HostPacing {
         get { locked.withLock { $0.machine.hostPacing } }
-        set { send { $0.setHostPacing(newValue, now: $1) } }
+        set { send(.setHostPacing(newValue, server: nil)) }
     }
 
     /// Paces the server of `server` (its scheme, host and port; the path is ignored) as `pacing` says, instead of
@@ -49,7 +49,7 @@ extension NetworkQueue {
     @discardableResult
     public func setHostPacing(_ pacing: HostPacing?, for server: URL) -> Bool {
         guard let key = RequestRules.hostKey(server) else { return false }
-        send { $0.setHostPacing(pacing, forServer: key, now: $1) }
+        send(.setHostPacing(pacing, server: key))
         return true
     }
 
@@ -163,17 +163,11 @@ extension NetworkQueue {
     }
 
     private func pause(_ chosen: [NetworkRequest]) -> [NetworkRequest] {
-        apply(chosen) { machine, targets, now in
-            let outcome = machine.pause(targets, now: now)
-            return (outcome.paused, outcome.actions)
-        }
+        apply(chosen) { targets in .pause(targets) }
     }
 
     private func resume(_ chosen: [NetworkRequest]) -> [NetworkRequest] {
-        apply(chosen) { machine, targets, now in
-            let outcome = machine.resume(targets, now: now)
-            return (outcome.resumed, outcome.actions)
-        }
+        apply(chosen) { targets in .resume(targets) }
     }
 
     /// The requests of `chosen` that were added to this queue, with their slots.
@@ -181,22 +175,15 @@ extension NetworkQueue {
         chosen.compactMap { request in slot(of: request).map { (request: request, slot: $0) } }
     }
 
-    /// Sends `event` for the requests of `chosen` in this queue, in one step; returns those it changed.
+    /// Sends the command `command` makes of the requests of `chosen` in this queue, in one step; returns those it
+    /// changed.
     private func apply(
         _ chosen: [NetworkRequest],
-        _ event: (inout QueueStateMachine, [(request: NetworkRequest, slot: Int)], Double) -> (
-            changed: [NetworkRequest], actions: QueueActions
-        )
+        _ command: ([(request: NetworkRequest, slot: Int)]) -> QueueStateMachine.Command
     ) -> [NetworkRequest] {
         let targets = targets(chosen)
         guard !targets.isEmpty else { return [] }
-        var changed: [NetworkRequest] = []
-        send { machine, now in
-            let outcome = event(&machine, targets, now)
-            changed = outcome.changed
-            return outcome.actions
-        }
-        return changed
+        return send(command(targets)).requests
     }
 
     /// Cancels every request in the queue for which `predicate` is true (each ends with `.cancelled`, as
@@ -211,7 +198,7 @@ extension NetworkQueue {
     public func cancel(where predicate: (NetworkRequest) throws -> Bool) rethrows -> [NetworkRequest] {
         let chosen = try requests.filter(predicate)
         let targets = targets(chosen)
-        if !targets.isEmpty { send { $0.cancel(targets, now: $1) } }
+        if !targets.isEmpty { send(.cancel(targets)) }
         return chosen
     }
 }

@@ -36,6 +36,19 @@ extension NetworkQueue {
         perform(actions, inline: inline)
     }
 
+    /// Sends one of the shell's commands (``QueueStateMachine/Command``) as ``send(inline:_:)`` sends an event; returns
+    /// what the command did, its actions performed.
+    @discardableResult
+    func send(_ command: QueueStateMachine.Command) -> QueueStateMachine.CommandOutcome {
+        var outcome = QueueStateMachine.CommandOutcome(actions: QueueActions())
+        send { machine, now in
+            outcome = machine.perform(command, now: now)
+            defer { outcome.actions = QueueActions() }
+            return outcome.actions
+        }
+        return outcome
+    }
+
     /// Marks `request` added, or throws if it already was (to this queue or another).
     func markAdded(_ request: NetworkRequest) throws(NetworkQueueError) {
         let alreadyAdded = request.shared.withLock { shared in

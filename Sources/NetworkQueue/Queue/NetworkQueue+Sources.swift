@@ -81,12 +81,7 @@ extension NetworkQueue {
     /// Opens a source in the machine and starts its reader task, which owns `source` from then on.
     private func startReading<Source: AsyncSequence>(_ source: sending Source, expectedCount: Int)
     where Source.Element == NetworkRequest {
-        var id = 0
-        send { machine, now in
-            let opened = machine.openSource(announcing: expectedCount, now: now)
-            id = opened.id
-            return opened.actions
-        }
+        let id = send(.openSource(announcing: expectedCount)).sourceID ?? 0
         // Its type erased here, so that the task (which owns it from now on) captures no generic type.
         var iterator = source.makeAsyncIterator()
         let next: () async throws -> NetworkRequest? = { try await iterator.next() }
@@ -184,8 +179,8 @@ extension NetworkQueue {
             }
             switch ending {
             case nil: break
-            case .finished?: core.machine.closeSource(id, failure: nil, now: now)
-            case .failed(let error)?: core.machine.closeSource(id, failure: .init(error), now: now)
+            case .finished?: _ = core.machine.perform(.closeSource(id, failure: nil), now: now)
+            case .failed(let error)?: _ = core.machine.perform(.closeSource(id, failure: .init(error)), now: now)
             }
             if ending != nil { core.readerTasks[id] = nil }
             return (slot, core.machine.finishEvent(now))

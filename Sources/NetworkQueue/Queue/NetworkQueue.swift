@@ -92,7 +92,7 @@ public final class NetworkQueue: Sendable {
     /// above it, runs at most ``concurrencyCeiling`` transfers at once (the value read back is the one set).
     public var maxConcurrentRequestCount: Int {
         get { locked.withLock { $0.machine.limit } }
-        set { send { $0.setLimit(newValue, now: $1) } }
+        set { send(.setLimit(newValue)) }
     }
 
     /// When and how soon a failed request is sent again, for requests without a
@@ -327,7 +327,7 @@ public final class NetworkQueue: Sendable {
     /// did while the queue waited, such as ``NetworkQueueDelegate/networkQueue(_:sourceDidFail:)``) comes after
     /// `go()`, so a listener may subscribe after adding. Only a ``cancel(_:)``, ``cancelAll()`` or ``reset()``
     /// that empties the queue ends such a drain before, at once.
-    public func go() { send { $0.go(now: $1) } }
+    public func go() { send(.go) }
 
     /// Stops new requests from starting; running requests continue. ``go()`` starts them again.
     public func suspend() { locked.withLock { $0.machine.scheduler.suspend() } }
@@ -337,7 +337,7 @@ public final class NetworkQueue: Sendable {
     /// is being moved into place (it then finishes or fails on its own).
     public func cancel(_ request: NetworkRequest) {
         guard let slot = slot(of: request) else { return }
-        send { $0.cancel([(request, slot)], now: $1) }
+        send(.cancel([(request, slot)]))
     }
 
     /// Gives a request in the queue a new priority. A pending request moves behind the other pending requests
@@ -349,11 +349,11 @@ public final class NetworkQueue: Sendable {
         guard let slot = slot(of: request) else { return false }
         var changed = false
         send { machine, now in
-            let (isInQueue, actions) = machine.setPriority(priority.rawValue, for: request, slot: slot, now: now)
+            let outcome = machine.perform(.setPriority(priority.rawValue, request, slot: slot), now: now)
             // Under the queue's lock, so that the request shows the priority the scheduler uses.
-            if isInQueue { request.shared.withLock { $0.priority = priority } }
-            changed = isInQueue
-            return actions
+            changed = !outcome.requests.isEmpty
+            if changed { request.shared.withLock { $0.priority = priority } }
+            return outcome.actions
         }
         return changed
     }
@@ -367,11 +367,11 @@ public final class NetworkQueue: Sendable {
     }
 
     /// Cancels every pending and running request; each fails with ``NetworkQueueError/cancelled``.
-    public func cancelAll() { send { $0.cancelAll(now: $1) } }
+    public func cancelAll() { send(.cancelAll) }
 
     /// Cancels everything, then returns the queue to its initial state: suspended, with zero progress.
     /// Settings and the delegate are kept; requests may be added again afterwards.
-    public func reset() { send { $0.reset(now: $1) } }
+    public func reset() { send(.reset) }
 
     /// The pending and running requests, in the order they were added.
     public var requests: [NetworkRequest] { locked.withLock { $0.machine.requests } }

@@ -8,7 +8,7 @@ import Foundation
 /// request each key leads to, coalesced followers, and the hand-over when a leader is cancelled.
 extension QueueStateMachine {
     /// Adds a request (already checked not to be added before, its destination already claimed); the caller
-    /// ends the event. Returns its slot, where ``cancel(_:now:)`` looks for it. `existingFile`: the destination
+    /// ends the event. Returns its slot, where ``Command/cancel(_:)`` looks for it. `existingFile`: the destination
     /// file as found when adding a request that may keep it; its HEAD decides. `source`: the id of the source
     /// it was read from; with accurate progress on a
     /// running queue, such a request gets its HEAD too (an added one does not). `rejection`: why a request read

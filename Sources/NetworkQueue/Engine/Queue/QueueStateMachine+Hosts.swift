@@ -46,23 +46,6 @@ extension QueueStateMachine {
         return number
     }
 
-    /// Sets the pacing of the server `key` names (see ``NetworkQueue/setHostPacing(_:for:)``; nil: the queue-wide one),
-    /// or without a key the queue-wide pacing (see ``NetworkQueue/hostPacing``; nil: none).
-    mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String? = nil, now: Double) -> QueueActions {
-        if let key {
-            pacingByServer[key] = pacing
-        } else {
-            hostPacing = pacing ?? .unpaced
-            scheduler.pacingInterval = hostPacing.interval
-            scheduler.randomizesPacing = hostPacing.isRandomized
-        }
-        numberHostsIfNeeded()
-        if let key, let number = servers.number(ofKey: key) {
-            scheduler.setPacing(pacing?.interval, randomized: pacing?.isRandomized ?? false, ofHost: number)
-        }
-        return finishEvent(now)
-    }
-
     /// A response of `request` arrived at `now`: when it asks its server to wait (see ``HostBackoff``), no new
     /// request to that server starts before the time it gave (capped), and the log says so.
     mutating func heedServer(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
@@ -85,18 +68,6 @@ extension QueueStateMachine {
             let until = ISO8601DateFormatter().string(from: until)
             return "\(server) held for \(LogText.seconds(seconds)) s\(capped), until \(until): \(hold.reason)"
         }
-    }
-
-    /// Sets how concurrency adapts (nil: it does not; each server's limit of its own is taken away). Turning it on
-    /// numbers every request by server; servers start at the rules' initial level.
-    mutating func setAdaptiveConcurrency(_ rules: AdaptiveConcurrency?, now: Double) -> QueueActions {
-        adaptive = rules.map {
-            AdaptiveLevels($0, queueMaximum: Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
-        }
-        for number in 0..<servers.count { scheduler.setLimit(adaptive?.level(ofHost: number) ?? 0, ofHost: number) }
-        applyQueueLevel()
-        numberHostsIfNeeded()
-        return finishEvent(now)
     }
 
     /// The scheduler runs at most the queue's level (within the limit set), when concurrency adapts; else the limit.

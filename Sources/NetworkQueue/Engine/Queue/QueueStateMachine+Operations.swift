@@ -4,12 +4,86 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The queue's operations as machine events: starting, the limits and priorities, cancelling, waiting for the
-/// drain, and the sources read into the queue (see ``SourceBook``).
+/// The queue's operations as machine events, each a ``QueueStateMachine/Command`` through one door,
+/// ``QueueStateMachine/perform(_:now:)``: starting, the limits, priorities and pacing, cancelling, pausing and resuming,
+/// waiting for the drain, and the sources read into the queue (see ``SourceBook``).
 extension QueueStateMachine {
+    /// A command of the queue's shell (``NetworkQueue``'s public calls), heard through ``perform(_:now:)``.
+    enum Command {
+        /// Starts the queue (``NetworkQueue/go()``).
+        case go
+        /// A run waits for the drain's end (``NetworkQueue/run()``).
+        case awaitDrain
+        /// The queue's limit (``NetworkQueue/maxConcurrentRequestCount``).
+        case setLimit(Int)
+        /// The most transfers at once to one server (``NetworkQueue/maxConcurrentRequestsPerHost``).
+        case setPerHostLimit(Int)
+        /// A request's new priority, if its slot still holds it.
+        case setPriority(Int, NetworkRequest, slot: Int)
+        /// The pacing of the server a key names, or without one the queue's (``NetworkQueue/setHostPacing(_:for:)``).
+        case setHostPacing(HostPacing?, server: String?)
+        /// How concurrency adapts (``NetworkQueue/adaptiveConcurrency``).
+        case setAdaptiveConcurrency(AdaptiveConcurrency?)
+        /// Cancels each request its slot still holds, in one event.
+        case cancel([(request: NetworkRequest, slot: Int)])
+        /// Pauses each request its slot still holds, in one event.
+        case pause([(request: NetworkRequest, slot: Int)])
+        /// Resumes each request its slot still holds, in one event.
+        case resume([(request: NetworkRequest, slot: Int)])
+        /// Cancels every request (``NetworkQueue/cancelAll()``).
+        case cancelAll
+        /// Suspends the queue and cancels every request (``NetworkQueue/reset()``).
+        case reset
+        /// A source of requests opens, announcing how many it expects (0: unknown).
+        case openSource(announcing: Int)
+        /// A source closed: read to its end, or failed.
+        case closeSource(Int, failure: NetworkQueueError.UnderlyingError?)
+    }
+
+    /// What a command did: the actions for the shell, and what the command asked about.
+    struct CommandOutcome {
+        /// The shell's work (empty for ``Command/closeSource(_:failure:)``, which is heard with the next event).
+        var actions: QueueActions
+        /// The requests a pause paused or a resume resumed; for a new priority, its request while it is in the queue.
+        var requests: [NetworkRequest] = []
+        /// The new source's id (``Command/openSource(announcing:)``).
+        var sourceID: Int?
+    }
+
+    /// Performs one of the shell's commands at `now`.
+    mutating func perform(_ command: Command, now: Double) -> CommandOutcome {
+        switch command {
+        case .go: return CommandOutcome(actions: go(now: now))
+        case .awaitDrain: return CommandOutcome(actions: awaitDrain(now: now))
+        case .setLimit(let limit): return CommandOutcome(actions: setLimit(limit, now: now))
+        case .setPerHostLimit(let limit): return CommandOutcome(actions: setPerHostLimit(limit, now: now))
+        case .setPriority(let priority, let request, let slot):
+            let (changed, actions) = setPriority(priority, for: request, slot: slot, now: now)
+            return CommandOutcome(actions: actions, requests: changed ? [request] : [])
+        case .setHostPacing(let pacing, let server):
+            return CommandOutcome(actions: setHostPacing(pacing, forServer: server, now: now))
+        case .setAdaptiveConcurrency(let rules): return CommandOutcome(actions: setAdaptiveConcurrency(rules, now: now))
+        case .cancel(let targets): return CommandOutcome(actions: cancel(targets, now: now))
+        case .pause(let targets):
+            let (paused, actions) = pause(targets, now: now)
+            return CommandOutcome(actions: actions, requests: paused)
+        case .resume(let targets):
+            let (resumed, actions) = resume(targets, now: now)
+            return CommandOutcome(actions: actions, requests: resumed)
+        case .cancelAll: return CommandOutcome(actions: cancelAll(now: now))
+        case .reset: return CommandOutcome(actions: reset(now: now))
+        case .openSource(let expected):
+            let (id, actions) = openSource(announcing: expected, now: now)
+            return CommandOutcome(actions: actions, sourceID: id)
+        case .closeSource(let id, let failure):
+            closeSource(id, failure: failure, now: now)
+            return CommandOutcome(actions: QueueActions())
+        }
+    }
+
     /// Starts the queue. Only a go() that starts a suspended queue preflights: requests added to a
     /// running queue get no HEAD.
-    mutating func go(now: Double) -> QueueActions {
+    private mutating func go(now: Double) -> QueueActions {
         if inDrain, !drainHasRun {
             drainHasRun = true
             // What the sources did before: a failure is heard now, and may end the batch before it starts.
@@ -40,7 +114,7 @@ extension QueueStateMachine {
 
     /// Sets the limit as ``NetworkQueue/maxConcurrentRequestCount`` takes it (negative: 0, unlimited); the
     /// scheduler runs ``Scheduler/effectiveLimit(_:ceiling:)`` of it.
-    mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
+    private mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         self.limit = max(0, limit)
         adaptive?.setQueueMaximum(Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
         applyQueueLevel()
@@ -51,7 +125,7 @@ extension QueueStateMachine {
     /// Gives `request` (if `slot` still holds it) a new priority: pending, it moves behind the other pending
     /// requests of that priority; otherwise the priority applies when it next waits for a slot (a retry, a
     /// resume). Returns false when the request is not in the queue any more.
-    mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (
+    private mutating func setPriority(_ priority: Int, for request: NetworkRequest, slot: Int, now: Double) -> (
         changed: Bool, actions: QueueActions
     ) {
         guard let record = table.record(at: slot), record.request === request else { return (false, QueueActions()) }
@@ -65,14 +139,14 @@ extension QueueStateMachine {
     /// Sets the per-host limit. Turning it on numbers the server of every request already in the queue,
     /// running ones included, so that they count against it at once. While it is on, each request is numbered
     /// as it joins the queue (otherwise nothing is hashed: the limit is off for almost every queue).
-    mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
+    private mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
         scheduler.perHostLimit = limit
         numberHostsIfNeeded()
         return finishEvent(now)
     }
 
     /// Cancels each request of `targets` that its slot still holds, in one event.
-    mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
+    private mutating func cancel(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> QueueActions {
         for (request, slot) in targets { cancelOne(request, slot: slot, now: now) }
         endIfEmptiedBeforeGo(now)
         return finishEvent(now)
@@ -113,7 +187,7 @@ extension QueueStateMachine {
     }
 
     /// Cancels every request (see ``endAll(_:now:)``) and stops reading every source.
-    mutating func cancelAll(now: Double) -> QueueActions {
+    private mutating func cancelAll(now: Double) -> QueueActions {
         endAll(.cancelled, now: now)
         endIfEmptiedBeforeGo(now)
         return finishEvent(now)
@@ -129,7 +203,7 @@ extension QueueStateMachine {
     }
 
     /// Cancels everything and suspends; the progress returns to zero once no request is left.
-    mutating func reset(now: Double) -> QueueActions {
+    private mutating func reset(now: Double) -> QueueActions {
         scheduler.suspend()
         // Forgotten with the rest: a source that failed before the drain was started is never heard.
         sources.heldFailures.removeAll()
@@ -142,7 +216,7 @@ extension QueueStateMachine {
 
     /// A `run()` caller waits for the drain to end; it is woken at once (behind everything already
     /// posted) when the queue holds no request.
-    mutating func awaitDrain(now: Double) -> QueueActions {
+    private mutating func awaitDrain(now: Double) -> QueueActions {
         if table.isEmpty, sources.isEmpty {
             outbox.post(.wakeRuns(1, progress(at: now)))
         } else {
@@ -164,7 +238,7 @@ extension QueueStateMachine {
     var readAhead: Int { 4 * Scheduler.preflightWindow(limit: scheduler.limit) }
 
     /// Opens a source that announced `expected` requests (0: unknown). Returns its id.
-    mutating func openSource(announcing expected: Int, now: Double) -> (id: Int, actions: QueueActions) {
+    private mutating func openSource(announcing expected: Int, now: Double) -> (id: Int, actions: QueueActions) {
         beginDrainIfIdle()
         let id = sources.open(announcing: expected)
         ledger.openSource(announcing: expected)
@@ -181,7 +255,7 @@ extension QueueStateMachine {
     /// Source `id` ended: its sequence is over (`failure` nil) or it threw. A failure is reported with a
     /// ``NetworkQueueEvent/sourceDidFail(error:)``, and with cancel-all-on-failure ends every request and
     /// stops every other source (once the drain was started; until then it is held). The caller ends the event.
-    mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
+    private mutating func closeSource(_ id: Int, failure: NetworkQueueError.UnderlyingError?, now: Double) {
         guard let source = sources.close(id) else { return }
         ledger.closeSource(unread: source.unread)
         flush.markChanged(at: now)
@@ -202,5 +276,83 @@ extension QueueStateMachine {
         let held = sources.heldFailures
         sources.heldFailures.removeAll()
         for failure in held { reportSourceFailure(failure, now: now) }
+    }
+
+    // MARK: Pausing and resuming
+
+    /// Pauses each request of `targets` that its slot still holds and that can be paused, in one event.
+    /// Returns the requests paused.
+    ///
+    /// A paused request holds no slot and waits in no lane; it stays in the table, so the drain (and
+    /// `queueDidFinish`) waits for it. What a pause does depends on where the request is:
+    /// - waiting for a slot (`pending`, `awaitingPreflight`, `awaitingMain`): it leaves the lanes;
+    /// - running: its transfer is stopped. A file destination's part and validator are kept, and the resumed
+    ///   transfer continues them with a `Range` request; a memory body is dropped and starts over. Its bytes stay
+    ///   in the progress until the resumed transfer's response says how many still count (the fraction never
+    ///   goes backwards);
+    /// - preflighting or adapting: the HEAD or the hooks' result is dropped, and they run again on resume;
+    /// - deciding or waiting to retry: the wait ends; on resume the next attempt waits only for a slot;
+    /// - committing (its file being moved into place) or following a duplicate's leader: it cannot be paused
+    ///   (a follower's bytes are its leader's: pause the leader).
+    private mutating func pause(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        paused: [NetworkRequest], actions: QueueActions
+    ) {
+        var paused: [NetworkRequest] = []
+        for (request, slot) in targets where pauseOne(request, slot: slot, now: now) { paused.append(request) }
+        return (paused, finishEvent(now))
+    }
+
+    /// Resumes each paused request of `targets` that its slot still holds, in one event. Returns the
+    /// requests resumed.
+    private mutating func resume(_ targets: [(request: NetworkRequest, slot: Int)], now: Double) -> (
+        resumed: [NetworkRequest], actions: QueueActions
+    ) {
+        var resumed: [NetworkRequest] = []
+        for (request, slot) in targets {
+            guard table.record(at: slot)?.request === request else { continue }
+            let action = apply(slot, .resume, now: now)
+            if case .resumed = action { resumed.append(request) }
+        }
+        return (resumed, finishEvent(now))
+    }
+
+    /// Pauses `request` if `slot` still holds it and it can be paused (the machine says; the coordinator keeps or
+    /// deletes the part of the attempt it stops, as for a retry).
+    private mutating func pauseOne(_ request: NetworkRequest, slot: Int, now: Double) -> Bool {
+        guard table.record(at: slot)?.request === request else { return false }
+        let action = apply(slot, .pause, now: now)
+        if case .paused = action { return true }
+        return false
+    }
+
+    // MARK: Pacing and adaptive concurrency
+
+    /// Sets the pacing of the server `key` names (see ``NetworkQueue/setHostPacing(_:for:)``; nil: the queue-wide one),
+    /// or without a key the queue-wide pacing (see ``NetworkQueue/hostPacing``; nil: none).
+    private mutating func setHostPacing(_ pacing: HostPacing?, forServer key: String?, now: Double) -> QueueActions {
+        if let key {
+            pacingByServer[key] = pacing
+        } else {
+            hostPacing = pacing ?? .unpaced
+            scheduler.pacingInterval = hostPacing.interval
+            scheduler.randomizesPacing = hostPacing.isRandomized
+        }
+        numberHostsIfNeeded()
+        if let key, let number = servers.number(ofKey: key) {
+            scheduler.setPacing(pacing?.interval, randomized: pacing?.isRandomized ?? false, ofHost: number)
+        }
+        return finishEvent(now)
+    }
+
+    /// Sets how concurrency adapts (nil: it does not; each server's limit of its own is taken away). Turning it on
+    /// numbers every request by server; servers start at the rules' initial level.
+    private mutating func setAdaptiveConcurrency(_ rules: AdaptiveConcurrency?, now: Double) -> QueueActions {
+        adaptive = rules.map {
+            AdaptiveLevels($0, queueMaximum: Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
+        }
+        for number in 0..<servers.count { scheduler.setLimit(adaptive?.level(ofHost: number) ?? 0, ofHost: number) }
+        applyQueueLevel()
+        numberHostsIfNeeded()
+        return finishEvent(now)
     }
 }

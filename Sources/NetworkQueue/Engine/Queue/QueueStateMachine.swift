@@ -19,15 +19,15 @@ import Foundation
 struct QueueStateMachine {
     typealias Job = Scheduler.Job
 
-    /// Whether ``go(now:)`` on a suspended queue first sends HEAD requests to learn the sizes.
+    /// Whether ``Command/go`` on a suspended queue first sends HEAD requests to learn the sizes.
     var showsAccurateProgress = false
     /// Which requests get those HEADs: each server's first ones decide for the rest (see ``PreflightPolicy``).
     var preflights = PreflightSampler()
-    /// True for a drain whose every GET got its HEAD at ``go(now:)``: a batch within the first window, no source open
+    /// True for a drain whose every GET got its HEAD at ``Command/go``: a batch within the first window, no source open
     /// (its whole total is known before its first GET, as the window promises).
     var asksEveryPreflight = false
     /// True once a source opened in this drain: its requests' HEADs are planned per server, however few there are
-    /// (a short list may be read whole, and its source closed, before ``go(now:)``).
+    /// (a short list may be read whole, and its source closed, before ``Command/go``).
     var drainReadsSource = false
     /// Whether a failure ends every other request with `.cancelledBecauseSiblingFailed`.
     var cancelsAllOnFailure = true
@@ -68,7 +68,7 @@ struct QueueStateMachine {
     var flush = ProgressFlush()
     /// True from the first add after idle until the drain's queueDidFinish is posted.
     var inDrain = false
-    /// True once the drain was started: it began on a running queue, or ``go(now:)`` came since. Until then
+    /// True once the drain was started: it began on a running queue, or ``Command/go`` came since. Until then
     /// it does not end, and what its sources did is held (see ``SourceBook/heldFailures``), so that a
     /// listener that subscribes after adding, before `go()`, hears every event of the drain.
     var drainHasRun = false
@@ -108,7 +108,7 @@ struct QueueStateMachine {
     var actions = QueueActions()
 
     /// The limit as set (see ``NetworkQueue/maxConcurrentRequestCount``): 0 means as many as `ceiling`. Set it
-    /// with ``setLimit(_:now:)``, which gives the scheduler its effective limit.
+    /// with ``Command/setLimit(_:)``, which gives the scheduler its effective limit.
     var limit: Int
     /// The most transfers in flight whatever the limit says (see ``NetworkQueue/concurrencyCeiling``).
     private(set) var ceiling: Int
