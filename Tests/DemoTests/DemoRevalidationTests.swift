@@ -40,12 +40,13 @@ import Testing
                 // Each file records its URL.
                 let one = directory.output.appendingPathComponent("f7.bin").path
                 #expect(FileOrigin.recorded(atPath: one) == .url(nginx.url("/f7.bin").absoluteString))
-                let logged = nginx.accessLog().count
+                // Each run's lines, once each of its requests has one (more fail the exact counts below).
+                let logged = await nginx.accessLog(reaching: count).count
                 let second = try await runDemo(arguments, in: directory.directory)
                 #expect(second.status == 0, "\(second.output)")
                 #expect(
                     second.output.contains("Summary: 200/200 succeeded (200 unchanged), 0 failed"), "\(second.output)")
-                let secondLog = Array(nginx.accessLog().dropFirst(logged))
+                let secondLog = Array(await nginx.accessLog(reaching: logged + count).dropFirst(logged))
                 // 200 requests: no HEAD, each a GET with the file's entity tag (nginx logs a quote as \x22), each a 304.
                 #expect(secondLog.count == count, "\(secondLog.prefix(3))")
                 #expect(secondLog.filter { $0.hasPrefix("GET ") && $0.contains(" 304 \"\\x22") }.count == count)
@@ -54,11 +55,11 @@ import Testing
                     try StaticWebServer.change(
                         root.appendingPathComponent("f\(index).bin"), to: Data(repeating: 0xAB, count: 3_000 + index))
                 }
-                let beforeThird = nginx.accessLog().count
+                let beforeThird = logged + secondLog.count
                 let third = try await runDemo(arguments, in: directory.directory)
                 #expect(
                     third.output.contains("Summary: 200/200 succeeded (197 unchanged), 0 failed"), "\(third.output)")
-                let thirdLog = Array(nginx.accessLog().dropFirst(beforeThird))
+                let thirdLog = Array(await nginx.accessLog(reaching: beforeThird + count).dropFirst(beforeThird))
                 #expect(thirdLog.count == count)
                 #expect(
                     thirdLog.filter { $0.contains(" 200 ") }.map { String($0.split(separator: " ")[1]) }.sorted()
@@ -70,10 +71,10 @@ import Testing
                 }
                 #expect(try FileManager.default.contentsOfDirectory(atPath: directory.output.path).count == count)
                 // --replace fetches every file again, unconditionally.
-                let beforeReplace = nginx.accessLog().count
+                let beforeReplace = beforeThird + thirdLog.count
                 let replaced = try await runDemo(arguments + ["--replace", "--no-accurate"], in: directory.directory)
                 #expect(replaced.status == 0, "\(replaced.output)")
-                let replaceLog = Array(nginx.accessLog().dropFirst(beforeReplace))
+                let replaceLog = Array(await nginx.accessLog(reaching: beforeReplace + count).dropFirst(beforeReplace))
                 #expect(replaceLog.count == count && replaceLog.allSatisfy { $0.contains(" 200 \"-\" \"-\"") })
             }
         }

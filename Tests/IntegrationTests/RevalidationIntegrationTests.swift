@@ -336,13 +336,17 @@ import Testing
                         Self.revalidating(nginx.url("/file\($0).bin"), folder, "file\($0).bin", tag: $0)
                     }
                 }
+                // A batch's lines, once each of its requests has one (more fail the exact counts below).
+                let logged = { (start: Int) async -> [String] in
+                    Array(await nginx.accessLog(reaching: start + count).dropFirst(start))
+                }
                 let first = batch()
                 try await Self.run(first, transport)
                 #expect(first.filter { $0.state == .finished }.count == count)
-                let afterFirst = nginx.accessLog().count
+                let afterFirst = await logged(0).count
                 let second = batch()
                 try await Self.run(second, transport)
-                let secondLog = Array(nginx.accessLog().dropFirst(afterFirst))
+                let secondLog = await logged(afterFirst)
                 #expect(secondLog.count == count)
                 // Each with the entity tag nginx gave the file (its log writes a quote as \x22).
                 #expect(
@@ -356,10 +360,10 @@ import Testing
                         root.appendingPathComponent("file\(index).bin"), to: Data(repeating: 0xEE, count: 5_000 + index)
                     )
                 }
-                let afterSecond = nginx.accessLog().count
+                let afterSecond = afterFirst + secondLog.count
                 let third = batch()
                 try await Self.run(third, transport)
-                let thirdLog = Array(nginx.accessLog().dropFirst(afterSecond))
+                let thirdLog = await logged(afterSecond)
                 #expect(thirdLog.count == count)
                 #expect(
                     thirdLog.filter { $0.contains(" 200 ") }.sorted()

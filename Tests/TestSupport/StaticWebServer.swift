@@ -1,6 +1,7 @@
 #if os(Linux)
     import Foundation
     import Glibc
+    import Testing
 
     /// A real web server from Debian's packages, serving one folder over plain HTTP on a free loopback port for one
     /// test, each connection capped at a rate: nginx, Apache httpd or lighttpd. Three programs that name the same file
@@ -188,6 +189,15 @@
         /// (`"-"` for a field not sent): nginx started with `logsAccess` only (the others log nothing here).
         public func accessLog() -> [String] {
             (readText(of: directory.appendingPathComponent("access.log")) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        /// The access log once it has at least `count` lines. nginx writes a request's line after it sent the response,
+        /// so a client may hear the last response of a batch before its line is there (seen once in a full run under
+        /// `taskset -c 0`: 199 lines of 200).
+        public func accessLog(reaching count: Int, sourceLocation: SourceLocation = #_sourceLocation) async -> [String]
+        {
+            await eventually(sourceLocation: sourceLocation) { accessLog().count >= count }
+            return accessLog()
         }
 
         /// Stops the server (SIGTERM: Apache's parent stops its children) and removes its folder.
