@@ -41,12 +41,12 @@ import Testing
                 let one = directory.output.appendingPathComponent("f7.bin").path
                 #expect(FileOrigin.recorded(atPath: one) == .url(nginx.url("/f7.bin").absoluteString))
                 // Each run's lines, once each of its requests has one (more fail the exact counts below).
-                let logged = await nginx.accessLog(reaching: count).count
+                let logged = await nginx.accessLog(after: 0, awaiting: count).count
                 let second = try await runDemo(arguments, in: directory.directory)
                 #expect(second.status == 0, "\(second.output)")
                 #expect(
                     second.output.contains("Summary: 200/200 succeeded (200 unchanged), 0 failed"), "\(second.output)")
-                let secondLog = Array(await nginx.accessLog(reaching: logged + count).dropFirst(logged))
+                let secondLog = await nginx.accessLog(after: logged, awaiting: count)
                 // 200 requests: no HEAD, each a GET with the file's entity tag (nginx logs a quote as \x22), each a 304.
                 #expect(secondLog.count == count, "\(secondLog.prefix(3))")
                 #expect(secondLog.filter { $0.hasPrefix("GET ") && $0.contains(" 304 \"\\x22") }.count == count)
@@ -59,7 +59,7 @@ import Testing
                 let third = try await runDemo(arguments, in: directory.directory)
                 #expect(
                     third.output.contains("Summary: 200/200 succeeded (197 unchanged), 0 failed"), "\(third.output)")
-                let thirdLog = Array(await nginx.accessLog(reaching: beforeThird + count).dropFirst(beforeThird))
+                let thirdLog = await nginx.accessLog(after: beforeThird, awaiting: count)
                 #expect(thirdLog.count == count)
                 #expect(
                     thirdLog.filter { $0.contains(" 200 ") }.map { String($0.split(separator: " ")[1]) }.sorted()
@@ -74,7 +74,7 @@ import Testing
                 let beforeReplace = beforeThird + thirdLog.count
                 let replaced = try await runDemo(arguments + ["--replace", "--no-accurate"], in: directory.directory)
                 #expect(replaced.status == 0, "\(replaced.output)")
-                let replaceLog = Array(await nginx.accessLog(reaching: beforeReplace + count).dropFirst(beforeReplace))
+                let replaceLog = await nginx.accessLog(after: beforeReplace, awaiting: count)
                 #expect(replaceLog.count == count && replaceLog.allSatisfy { $0.contains(" 200 \"-\" \"-\"") })
             }
         }

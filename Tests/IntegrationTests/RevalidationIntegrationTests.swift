@@ -336,17 +336,14 @@ import Testing
                         Self.revalidating(nginx.url("/file\($0).bin"), folder, "file\($0).bin", tag: $0)
                     }
                 }
-                // A batch's lines, once each of its requests has one (more fail the exact counts below).
-                let logged = { (start: Int) async -> [String] in
-                    Array(await nginx.accessLog(reaching: start + count).dropFirst(start))
-                }
                 let first = batch()
                 try await Self.run(first, transport)
                 #expect(first.filter { $0.state == .finished }.count == count)
-                let afterFirst = await logged(0).count
+                // A batch's lines, once each of its requests has one (more fail the exact counts below).
+                let afterFirst = await nginx.accessLog(after: 0, awaiting: count).count
                 let second = batch()
                 try await Self.run(second, transport)
-                let secondLog = await logged(afterFirst)
+                let secondLog = await nginx.accessLog(after: afterFirst, awaiting: count)
                 #expect(secondLog.count == count)
                 // Each with the entity tag nginx gave the file (its log writes a quote as \x22).
                 #expect(
@@ -363,7 +360,7 @@ import Testing
                 let afterSecond = afterFirst + secondLog.count
                 let third = batch()
                 try await Self.run(third, transport)
-                let thirdLog = await logged(afterSecond)
+                let thirdLog = await nginx.accessLog(after: afterSecond, awaiting: count)
                 #expect(thirdLog.count == count)
                 #expect(
                     thirdLog.filter { $0.contains(" 200 ") }.sorted()

@@ -191,13 +191,14 @@
             (readText(of: directory.appendingPathComponent("access.log")) ?? "").split(separator: "\n").map(String.init)
         }
 
-        /// The access log once it has at least `count` lines. nginx writes a request's line after it sent the response,
-        /// so a client may hear the last response of a batch before its line is there (seen once in a full run under
-        /// `taskset -c 0`: 199 lines of 200).
-        public func accessLog(reaching count: Int, sourceLocation: SourceLocation = #_sourceLocation) async -> [String]
-        {
-            await eventually(sourceLocation: sourceLocation) { accessLog().count >= count }
-            return accessLog()
+        /// The `count` or more lines the access log has after its first `start` ones, once it has them. nginx writes a
+        /// request's line after it sent the response, so a client may hear the last response of a batch before its line
+        /// is there (seen once in a full run under `taskset -c 0`: 199 lines of 200).
+        public func accessLog(
+            after start: Int, awaiting count: Int, sourceLocation: SourceLocation = #_sourceLocation
+        ) async -> [String] {
+            await eventually(sourceLocation: sourceLocation) { accessLog().count >= start + count }
+            return Array(accessLog().dropFirst(start))
         }
 
         /// Stops the server (SIGTERM: Apache's parent stops its children) and removes its folder.

@@ -43,6 +43,7 @@ extension NetworkQueue {
         var outcome = QueueStateMachine.CommandOutcome(actions: QueueActions())
         send { machine, now in
             outcome = machine.perform(command, now: now)
+            // The outcome keeps no second reference to the actions: `perform` moves them out of their list in place.
             defer { outcome.actions = QueueActions() }
             return outcome.actions
         }
