@@ -201,7 +201,7 @@ struct MachineDriver {
         _ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, at time: Double? = nil
     ) -> [ConnectionWork] {
         if let time { now = time }
-        let actions = machine.splitEvent(event, slot: slot, token: token, now: now)
+        let actions = machine.notice(TransferNotice(slot: slot, token: token, kind: .split(event)), now: now)
         let work = actions.list.flatMap { action -> [ConnectionWork] in
             if case .connections(let batch) = action { batch.work } else { [] }
         }

@@ -1,4 +1,10 @@
+import Foundation
+
 @testable import NetworkQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Shorthands the tests read the machine by: each is one step the shell takes itself.
 extension QueueStateMachine {
@@ -26,6 +32,19 @@ extension QueueStateMachine {
 
     /// HEADs that may roll ahead of the transfers (see ``Scheduler/preflightWindow(limit:)``).
     static func preflightWindow(limit: Int) -> Int { Scheduler.preflightWindow(limit: limit) }
+
+    /// The adapt hooks the shell ran for attempt `token` returned `outcome`.
+    mutating func adapted(
+        slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
+    ) -> QueueActions {
+        perform(.adapted(slot: slot, token: token, outcome), now: now).actions
+    }
+
+    /// The retry policy's closure the shell ran answered `decision`.
+    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions
+    {
+        perform(.retryDecided(slot: slot, token: token, decision), now: now).actions
+    }
 }
 
 extension QueueStateMachine {

@@ -122,7 +122,7 @@ extension NetworkQueue {
             QueueTasks.start {
                 let decision = await decide.decide(decide.request, decide.error, decide.attempts)
                 self.send(inline: true) {
-                    $0.retryDecided(slot: decide.slot, token: decide.token, decision, now: $1)
+                    $0.perform(.retryDecided(slot: decide.slot, token: decide.token, decision), now: $1).actions
                 }
             }
         }
@@ -140,7 +140,9 @@ extension NetworkQueue {
             } catch {
                 outcome = .failure(.init(error))
             }
-            self.send(inline: true) { $0.adapted(slot: adapt.slot, token: adapt.token, outcome, now: $1) }
+            self.send(inline: true) {
+                $0.perform(.adapted(slot: adapt.slot, token: adapt.token, outcome), now: $1).actions
+            }
         }
     }
 
@@ -201,10 +203,13 @@ extension NetworkQueue {
                 let begin = firstRule == nil ? pipeline.beginning() : nil
                 let (isCurrent, actions) = locked.withLock { core in
                     let now = clock.now()
-                    var actions = core.machine.fileEvent(.opened(sink), slot: slot, token: token, now: now)
+                    var actions = core.machine.notice(
+                        TransferNotice(slot: slot, token: token, kind: .file(.opened(sink))), now: now)
                     let isCurrent = core.machine.table.isCurrent(slot, token: token)
                     if isCurrent, let begin {
-                        actions.append(core.machine.splitEvent(begin, slot: slot, token: token, now: now))
+                        actions.append(
+                            core.machine.notice(TransferNotice(slot: slot, token: token, kind: .split(begin)), now: now)
+                        )
                     }
                     return (isCurrent, actions)
                 }
@@ -262,7 +267,9 @@ extension NetworkQueue {
             }
             sink = opened
         } catch let error {
-            send(inline: true) { $0.fileEvent(.failed(error), slot: slot, token: token, now: $1) }
+            send(inline: true) {
+                $0.notice(TransferNotice(slot: slot, token: token, kind: .file(.failed(error))), now: $1)
+            }
             return nil
         }
         return sink

@@ -6,7 +6,7 @@ import Foundation
 
 /// A file attempt that may use several connections (73) runs through its one pipeline too: the pipeline
 /// is the shell of all its connections. It hands every event of a connection to the request's machine
-/// (``QueueStateMachine/splitEvent(_:slot:token:now:)``, or a batched notice for bytes written through a connection's
+/// (a ``TransferNotice/Kind/split(_:)`` notice, or a batched notice for bytes written through a connection's
 /// cursor) and does the ``ConnectionWork`` that follows, which reaches it as the event's ``QueueAction/connections(_:)``
 /// like any work: starts and stops connections, gives them their cursors, writes their bytes at the offsets given,
 /// begins and finishes the file. It decides nothing and keeps no state of the download but what a connection's bytes
@@ -124,8 +124,8 @@ extension TransferPipeline {
         guard let begin = beginning(running: true) else { return }
         let (slot, token, first) = (slot, token, RequestMachine.SplitEvent.firstHead(reading(of: head), connection: 0))
         owner.send(inline: true) { machine, now in
-            var actions = machine.splitEvent(begin, slot: slot, token: token, now: now)
-            actions.append(machine.splitEvent(first, slot: slot, token: token, now: now))
+            var actions = machine.notice(TransferNotice(slot: slot, token: token, kind: .split(begin)), now: now)
+            actions.append(machine.notice(TransferNotice(slot: slot, token: token, kind: .split(first)), now: now))
             return actions
         }
     }
@@ -206,7 +206,9 @@ extension TransferPipeline {
         }
         route?.bytes = bytes
         let (slot, token) = (slot, token)
-        owner.send(inline: true) { machine, now in machine.splitEvent(event, slot: slot, token: token, now: now) }
+        owner.send(inline: true) { machine, now in
+            machine.notice(TransferNotice(slot: slot, token: token, kind: .split(event)), now: now)
+        }
         route?.bytes = nil
     }
 

@@ -55,7 +55,7 @@ extension SplitMachine {
     /// The end game: no range waits and a connection is free, so it races the connection whose range
     /// would end last, when that is worth it. The new connection asks for what that range has not received yet; the
     /// raced one goes on, and the first of the two to bring those bytes keeps them while the other stops (see
-    /// ``bytes(_:connection:at:now:_:)`` and the accepted head in ``segmentEvent(_:_:id:now:_:)``). Nothing is dropped:
+    /// ``Event/bytes(_:connection:at:)`` and the accepted head, both heard by ``segmentEvent(_:now:_:)``). Nothing is dropped:
     /// a healthy but slower location only loses a race. True when a connection was started.
     mutating func race(now: Double, _ actions: inout [Action]) -> Bool {
         guard let sharing, locations.leastBusy != nil, let game = endGame, let victim = game.slowest(now: now),

@@ -8,9 +8,19 @@ import Foundation
 /// final head as a transfer's head is read (one reading: ``Event/firstHead(_:connection:)``); the answer (``SplitRules/firstAnswer(to:resumed:revalidates:minimumSize:)``) begins the file as shared, carries it on that
 /// one connection, starts the part over, or asks the next location.
 extension SplitMachine {
+    /// The facet's door: an event of the first connection while the file is not shared yet (a transfer's event, or
+    /// its final head as the shell read it). Other events are not this facet's, and change nothing.
+    mutating func firstEvent(_ event: Event, now: Double, _ actions: inout [Action]) {
+        switch event {
+        case .transfer(let transferEvent, let id): first(transferEvent, connection: id, &actions)
+        case .firstHead(let reading, let id): firstHead(reading, connection: id, now: now, &actions)
+        case .bytes, .written, .reached, .writeFailed, .lent, .recheckDue, .finished: break
+        }
+    }
+
     /// An event of the first connection before its final head: the attempt's own, passed on (its failure too, when no
     /// other location is left to ask).
-    mutating func first(_ event: TransferEvent, connection id: Int, _ actions: inout [Action]) {
+    private mutating func first(_ event: TransferEvent, connection id: Int, _ actions: inout [Action]) {
         if case .completed(let error?) = event, locations.locations.count > 1 {
             // No byte reached the file: the next location is asked instead (its connect counted by its server's
             // book: the request's own failure is heard only when no location is left).
@@ -28,7 +38,8 @@ extension SplitMachine {
     }
 
     /// The first connection's final head, as the shell read it (`reading`) and began it on the file.
-    mutating func firstHead(_ reading: HeadReading, connection id: Int, now: Double, _ actions: inout [Action]) {
+    private mutating func firstHead(_ reading: HeadReading, connection id: Int, now: Double, _ actions: inout [Action])
+    {
         let head = reading.head
         actions.append(.answered(head))
         switch SplitRules.firstAnswer(

@@ -13,7 +13,7 @@ extension SplitMachine {
     /// ``ConnectionWork/write(connection:from:count:offset:segment:recordAfter:)``. The bytes before `position` that the
     /// machine had not heard of were written through the connection's cursor: they are counted first. Nothing when
     /// they are not the file's (before its head was accepted, or after its segment ended).
-    mutating func bytes(
+    private mutating func bytes(
         _ count: Int, connection id: Int, at position: Int64?, now: Double, _ actions: inout [Action]
     ) {
         guard let sharing, let connection = connections[id], connection.isAccepted else { return }
@@ -52,7 +52,7 @@ extension SplitMachine {
     /// of is counted, and the record saved when its threshold is reached (``ConnectionWork/saveRecord``). Nothing when
     /// the segment is not the connection's any more (raced, stopped): its bytes were the file's, and are fetched again
     /// by the segment's new connection.
-    mutating func reached(
+    private mutating func reached(
         _ id: Int, through: Int64, segment: Int, now: Double, _ actions: inout [Action]
     ) {
         guard sharing != nil, let connection = connections[id], connection.isAccepted, connection.segment == segment,
@@ -89,7 +89,7 @@ extension SplitMachine {
     /// The writes of one ``Event/bytes(_:connection:at:)`` event are done: `kept` bytes in all (the record saved when
     /// `recorded`), or the part could not be written (`failure`). The bytes are counted, the first connection's pace
     /// judged, more connections asked for, and the file finished when whole.
-    mutating func written(
+    private mutating func written(
         _ kept: Int, recorded: Bool, failure: NetworkQueueError?, now: Double, _ actions: inout [Action]
     ) {
         guard let sharing else { return }
@@ -123,7 +123,7 @@ extension SplitMachine {
 
     /// The queue lent these connections (none: it had none to lend): each is given a segment, and one the file did not
     /// ask for (a file of one connection, or one that holds all it may) is given back.
-    mutating func lent(_ loans: [QueueStateMachine.ConnectionLoan], now: Double, _ actions: inout [Action]) {
+    private mutating func lent(_ loans: [QueueStateMachine.ConnectionLoan], now: Double, _ actions: inout [Action]) {
         guard let sharing else {
             for loan in loans { actions.append(.giveBack(loan)) }
             return
@@ -138,8 +138,25 @@ extension SplitMachine {
         fillConnections(now: now, &actions)
     }
 
+    /// The facet's door: an event of a shared file's connections (a transfer's event, a connection's bytes, their
+    /// writes and counts) or of the queue's loans. Other events are not this facet's, and change nothing.
+    mutating func segmentEvent(_ event: Event, now: Double, _ actions: inout [Action]) {
+        switch event {
+        case .transfer(let transferEvent, let id):
+            guard let connection = connections[id] else { return }
+            connectionEvent(transferEvent, connection, id: id, now: now, &actions)
+        case .bytes(let count, let id, let position): bytes(count, connection: id, at: position, now: now, &actions)
+        case .written(let kept, let recorded, let failure):
+            written(kept, recorded: recorded, failure: failure, now: now, &actions)
+        case .reached(let id, let through, let segment):
+            reached(id, through: through, segment: segment, now: now, &actions)
+        case .lent(let loans): lent(loans, now: now, &actions)
+        case .firstHead, .writeFailed, .recheckDue, .finished: break
+        }
+    }
+
     /// An event of a connection of a split file.
-    mutating func segmentEvent(
+    private mutating func connectionEvent(
         _ event: TransferEvent, _ connection: Connection, id: Int, now: Double, _ actions: inout [Action]
     ) {
         switch event {

@@ -163,27 +163,21 @@ struct SplitMachine {
     /// Applies `event` at `now`; what follows from it is appended to `actions`, in order.
     mutating func handle(_ event: Event, now: Double, _ actions: inout [Action]) {
         self.now = now
+        // Each facet hears its own events through its door: the first connection's (``firstEvent(_:now:_:)``) until
+        // the file is shared, then the connections' and their bytes' (``segmentEvent(_:now:_:)``).
         switch event {
-        case .transfer(let transferEvent, let id):
-            guard let connection = connections[id] else { break }
+        case .transfer(_, let id), .firstHead(_, let id):
+            guard connections[id] != nil else { break }
             switch mode {
-            case .first: first(transferEvent, connection: id, &actions)
-            case .running: segmentEvent(transferEvent, connection, id: id, now: now, &actions)
+            case .first: firstEvent(event, now: now, &actions)
+            case .running: segmentEvent(event, now: now, &actions)
             case .ended: break
             }
-        case .firstHead(let reading, let id):
-            guard case .first = mode, connections[id] != nil else { break }
-            firstHead(reading, connection: id, now: now, &actions)
-        case .bytes(let count, let id, let position): bytes(count, connection: id, at: position, now: now, &actions)
-        case .written(let kept, let recorded, let failure):
-            written(kept, recorded: recorded, failure: failure, now: now, &actions)
-        case .reached(let id, let through, let segment):
-            reached(id, through: through, segment: segment, now: now, &actions)
+        case .bytes, .written, .reached, .lent: segmentEvent(event, now: now, &actions)
         case .writeFailed(let failure):
             guard !isEnded else { break }
             end(failing: false, &actions)
             actions.append(.fileFailed(failure))
-        case .lent(let loans): lent(loans, now: now, &actions)
         case .recheckDue: recheckDue(now: now, &actions)
         case .finished(let metrics): actions.append(.finished(metrics))
         }

@@ -12,7 +12,7 @@ enum QueueAction {
     /// other rare payloads: an action is moved several times, and the common ones are small.
     indirect case publishEnd([NetworkRequest], NetworkQueueError)
     /// Start a transfer: open its file (file destination) and report
-    /// ``QueueStateMachine/fileEvent(_:slot:token:now:)`` (opened), start it on the transport, and attach its handle
+    /// a ``TransferNotice/Kind/file(_:)`` notice (opened), start it on the transport, and attach its handle
     /// to the start's cell.
     case start(Start)
     /// Stop a transfer (whose handle may not be attached yet). The queue has already reported its request
@@ -30,7 +30,7 @@ enum QueueAction {
     /// End a request's claim on its destination (idempotent; delivery does it again).
     case release(DestinationClaim)
     /// Move a finished transfer's file into place, then report
-    /// ``QueueStateMachine/fileEvent(_:slot:token:now:)`` (committed).
+    /// a ``TransferNotice/Kind/file(_:)`` notice (committed).
     case commit(slot: Int, token: UInt64, sink: FileSink)
     /// Records dropped in bulk (cancelAll of a big queue), to free off the caller's thread.
     case free([RequestRecord?])

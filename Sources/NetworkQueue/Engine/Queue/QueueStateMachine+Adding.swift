@@ -47,7 +47,7 @@ extension QueueStateMachine {
             }
         }
         // It joins what its phase holds: the lanes (its HEAD's first), or its leader's followers.
-        move(slot, from: nil)
+        move(slot, from: nil, now: now)
         flush.markChanged(at: now)
         outbox.log(.info, .added, request, now: now) {
             "\(request.method) \(Redaction.describe(request.url))"

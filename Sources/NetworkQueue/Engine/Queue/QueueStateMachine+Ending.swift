@@ -18,7 +18,7 @@ extension QueueStateMachine {
             let metrics = record.collect(TransferMetrics(stopped: attempt, at: now))
             outbox.post(.didCollectMetrics(record.request, metrics: metrics))
         }
-        move(slot, from: record.machine.phase, leaving: true, transferEnded: transferEnded)
+        move(slot, from: record.machine.phase, leaving: true, transferEnded: transferEnded, now: now)
         switch result {
         case .success: ledger.finish(&record.progress, .succeeded)
         case .failure(let error): ledger.finish(&record.progress, error.isCancellation ? .cancelled : .failed)

@@ -11,6 +11,88 @@ import Foundation
 /// (otherwise nothing is hashed: almost every queue has none of them). The first of them numbers every request in
 /// the queue at once.
 extension QueueStateMachine {
+    /// What the queue heard that concerns a server, heard through ``hear(_:now:)``: the facet's one door for news.
+    enum ServerNews {
+        /// A setting that needs the requests numbered by server, or that bounds the queue's level, changed (or `go()`
+        /// plans HEADs per server): the numbering and the queue's level follow.
+        case settingsChanged
+        /// The request in `slot` got `head` from its server, or (a file with mirrors) from one of its locations.
+        case answered(ResponseHead, slot: Int)
+        /// A final response of `request` arrived: a server that asks to wait is held (``HostBackoff``), and an
+        /// overloaded one lowers its level when concurrency adapts.
+        case head(ResponseHead, of: NetworkRequest)
+        /// The connect of the request in `slot` failed. ``ServerReply/tookRequest`` says whether the request was held
+        /// or ended here.
+        case connectFailed(slot: Int)
+        /// The connect of the request in `slot`, its try begun at `startedAt`, failed while its machine decides the
+        /// event: ``ServerReply/verdict`` says what the server's book made of it.
+        case connectFailedDeciding(slot: Int, startedAt: Double)
+        /// A split file's connection to the server of one of its locations, begun at `startedAt`, failed to connect.
+        case locationUnreachable(URL, startedAt: Double, of: NetworkRequest)
+        /// The attempt of the request in `slot` ended with a refused or reset connection before its head.
+        /// ``ServerReply/tookRequest`` says whether it is sent again at once.
+        case reset(URLError, slot: Int)
+        /// The request in `slot` is given its slot: ``ServerReply/turn`` says whether it goes.
+        case starting(slot: Int)
+        /// The request in `slot` of `host` left its transfers without a verdict on its server.
+        case probeStopped(slot: Int, host: Int)
+        /// A HEAD of the request in `slot` started (`started`) or left its slot.
+        case preflight(slot: Int, started: Bool)
+        /// The final head of a HEAD of the request in `slot` said `size` (nil: none).
+        case preflightAnswered(slot: Int, size: Int64?)
+        /// A main transfer of the request in `slot` ended as `outcome`: the adaptive concurrency's sample.
+        case transferEnded(AdaptiveConcurrency.Outcome, slot: Int, of: NetworkRequest)
+        /// The drain ended with no request in the table.
+        case drained
+    }
+
+    /// What the facet answers to a piece of news: a field per question, each at its default unless the news asked it.
+    struct ServerReply {
+        /// ``ServerNews/connectFailed(slot:)`` and ``ServerNews/reset(_:slot:)``: true when the request was taken from
+        /// its machine here (held, sent again or ended).
+        var tookRequest = false
+        /// ``ServerNews/connectFailedDeciding(slot:startedAt:)``: the server's book's verdict.
+        var verdict = ConnectVerdict.counted
+        /// ``ServerNews/starting(slot:)``: the request's turn on its server.
+        var turn = ServerTurn.go
+    }
+
+    /// Hears `news` at `now` (see ``ServerNews``).
+    @discardableResult
+    mutating func hear(_ news: ServerNews, now: Double) -> ServerReply {
+        var reply = ServerReply()
+        switch news {
+        case .settingsChanged:
+            applyQueueLevel()
+            numberHostsIfNeeded()
+        case .answered(let head, let slot):
+            guard !hostHealth.isEmpty else { break }
+            // A file with mirrors may have its answer from one of them: the server that answered is the one up.
+            if table[slot].request.fileOptions.mirrors.isEmpty {
+                serverAnswered(slot, now: now)
+            } else {
+                locationAnswered(head, of: table[slot].request, now: now)
+            }
+        case .head(let head, let request): heedServer(head, of: request, now: now)
+        case .connectFailed(let slot): reply.tookRequest = connectFailed(slot, now: now)
+        case .connectFailedDeciding(let slot, let startedAt):
+            if deadHosts.isEnabled { reply.verdict = connectVerdict(slot, startedAt: startedAt, now: now) }
+        case .locationUnreachable(let url, let startedAt, let request):
+            locationUnreachable(url, startedAt: startedAt, of: request, now: now)
+        case .reset(let error, let slot): reply.tookRequest = acceptReset(error, slot: slot, now: now)
+        case .starting(let slot): if !hostHealth.isEmpty { reply.turn = startingOnItsServer(slot, now: now) }
+        case .probeStopped(let slot, let host): if !hostHealth.isEmpty { probeStopped(slot, host: host) }
+        case .preflight(let slot, let started): countPreflight(slot, started: started)
+        case .preflightAnswered(let slot, let size): samplePreflight(slot, size: size, now: now)
+        case .transferEnded(let outcome, let slot, let request):
+            guard adaptive != nil else { break }
+            if let host = scheduler.host(of: slot) { adapt(outcome, host: host, of: request, now: now) }
+            adaptQueue(outcome, inFlight: scheduler.activeCount, of: request, now: now)
+        case .drained: forgetHostsIfIdle(now: now)
+        }
+        return reply
+    }
+
     /// True when something needs the requests numbered by server.
     private var needsHostNumbers: Bool {
         scheduler.perHostLimit > 0 || hostPacing.isPaced || !pacingByServer.isEmpty || hasHeldHost
@@ -23,7 +105,7 @@ extension QueueStateMachine {
     }
 
     /// Numbers every request by server if something needs it now and they are not numbered yet.
-    mutating func numberHostsIfNeeded() {
+    private mutating func numberHostsIfNeeded() {
         guard !numbersHosts, needsHostNumbers else { return }
         numbersHosts = true
         let hosts = table.records.map { (id: $0.slot, host: hostNumber(of: $0.record.request.url)) }
@@ -48,7 +130,7 @@ extension QueueStateMachine {
 
     /// A response of `request` arrived at `now`: when it asks its server to wait (see ``HostBackoff``), no new
     /// request to that server starts before the time it gave (capped), and the log says so.
-    mutating func heedServer(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
+    private mutating func heedServer(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
         if adaptive != nil, head.statusCode == 429 || head.statusCode == 503, let host = hostNumber(of: head.url) {
             adapt(.overloaded, host: host, of: request, now: now)
         }
@@ -71,14 +153,14 @@ extension QueueStateMachine {
     }
 
     /// The scheduler runs at most the queue's level (within the limit set), when concurrency adapts; else the limit.
-    mutating func applyQueueLevel() {
+    private mutating func applyQueueLevel() {
         let set = Scheduler.effectiveLimit(limit, ceiling: ceiling)
         scheduler.limit = adaptive.map { min(set, $0.queueLevel) } ?? set
     }
 
     /// A main transfer ended at `now` (`outcome`), `inFlight` running in all: the queue's level changes when a round
     /// says so, and the log tells.
-    mutating func adaptQueue(
+    private mutating func adaptQueue(
         _ outcome: AdaptiveConcurrency.Outcome, inFlight: Int, of request: NetworkRequest, now: Double
     ) {
         guard let before = adaptive?.queueLevel,
@@ -90,7 +172,9 @@ extension QueueStateMachine {
 
     /// A transfer of `request` to `host` ended at `now` (`outcome`): the server's level changes when a round says so,
     /// and the log tells.
-    mutating func adapt(_ outcome: AdaptiveConcurrency.Outcome, host: Int, of request: NetworkRequest, now: Double) {
+    private mutating func adapt(
+        _ outcome: AdaptiveConcurrency.Outcome, host: Int, of request: NetworkRequest, now: Double
+    ) {
         let inFlight = scheduler.hosts.activeCount(ofHost: host)
         guard let before = adaptive?.level(ofHost: host),
             let change = adaptive?.record(outcome, host: host, inFlight: inFlight, now: now)
@@ -122,7 +206,7 @@ extension QueueStateMachine {
 
     /// The drain ended with no request in the table: the numbering starts over unless a server's pacing or hold
     /// still runs (its number must keep its times).
-    mutating func forgetHostsIfIdle(now: Double) {
+    private mutating func forgetHostsIfIdle(now: Double) {
         guard !scheduler.hosts.hasTimesPast(now), !hostHealth.hasDownServers(at: now, coolDown: deadHosts.coolDown)
         else { return }
         servers.removeAll()
@@ -148,7 +232,7 @@ extension QueueStateMachine {
 
     /// A HEAD of the request in `slot` started (`started`) or left its slot: its server's samples in flight, and
     /// whether its other HEADs wait for them.
-    mutating func countPreflight(_ slot: Int, started: Bool) {
+    private mutating func countPreflight(_ slot: Int, started: Bool) {
         // An end is counted whatever the policy is now: a HEAD counted at its start never stays counted.
         guard started ? samplesPreflights : true, let host = scheduler.host(of: slot) else { return }
         if started { preflights.started(host, paced: isPaced(host)) } else { preflights.ended(host) }
@@ -163,7 +247,7 @@ extension QueueStateMachine {
     /// The final head of a HEAD of the request in `slot` said `size` (nil: none): once its server's samples decide
     /// that HEADs do not pay there, its waiting requests go without one (their sizes stay estimates until their own
     /// heads).
-    mutating func samplePreflight(_ slot: Int, size: Int64?, now: Double) {
+    private mutating func samplePreflight(_ slot: Int, size: Int64?, now: Double) {
         guard samplesPreflights, let host = scheduler.host(of: slot) else { return }
         let verdict = preflights.answered(host, size: size, paced: isPaced(host))
         scheduler.setPreflightsWait(preflights.waits(host), ofHost: host)
@@ -186,10 +270,10 @@ extension QueueStateMachine {
     /// against its server (``HostHealth``). Returns true when the request was taken from its machine here: held with
     /// its server's others (the failed try not spent), or ended because the server stayed down for its whole window;
     /// false when it goes on to its own machine (to fail, be retried, or try its mirrors). Held requests wait in the
-    /// scheduler, and once the window is spent they end at their turn (``startingOnItsServer(_:now:)``), each without a
+    /// scheduler, and once the window is spent they end at their turn (``ServerNews/starting(slot:)``), each without a
     /// slot, so that a server going down costs nothing per request in the table (a list of millions may hold thousands
     /// of dead servers).
-    mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
+    private mutating func connectFailed(_ slot: Int, now: Double) -> Bool {
         let record = table[slot]
         let request = record.request
         let startedAt: Double
@@ -224,7 +308,7 @@ extension QueueStateMachine {
     /// server's book, and returns the book's verdict for the request: held or down only for a request without
     /// mirrors, whose machine has no other location to ask (semantics 19). Reads nothing of the request's machine, which
     /// may be deciding the event that asks (``DownloadBooks``).
-    mutating func connectVerdict(_ slot: Int, startedAt: Double, now: Double) -> ConnectVerdict {
+    private mutating func connectVerdict(_ slot: Int, startedAt: Double, now: Double) -> ConnectVerdict {
         numberHostsOnFirstFailedConnect()
         guard let host = scheduler.host(of: slot) else { return .counted }
         let request = table[slot].request
@@ -243,7 +327,7 @@ extension QueueStateMachine {
     /// A connection of a split file's `request` to the server of `url` (one of its locations), started at `startedAt`,
     /// failed to connect: counted by that server's book as any request's failed connect is (a mirror going down holds
     /// the requests whose own URL it is), never ending `request`, whose machine asks its other locations.
-    mutating func locationUnreachable(_ url: URL, startedAt: Double, of request: NetworkRequest, now: Double) {
+    private mutating func locationUnreachable(_ url: URL, startedAt: Double, of request: NetworkRequest, now: Double) {
         guard deadHosts.isEnabled else { return }
         numberHostsOnFirstFailedConnect()
         guard let host = hostNumber(of: url) else { return }
@@ -261,7 +345,7 @@ extension QueueStateMachine {
     /// its policy's retries (a server that answers one connection in two loses a file of six attempts once in 64;
     /// this way once in 2^21); a server that resets every connection answers none, and spends the budget as before.
     /// The server's answers are timed from its first such reset on (``HostHealth/watch(_:)``).
-    mutating func acceptReset(_ error: URLError, slot: Int, now: Double) -> Bool {
+    private mutating func acceptReset(_ error: URLError, slot: Int, now: Double) -> Bool {
         guard deadHosts.isEnabled, error.code == .cannotConnectToHost || error.code == .networkConnectionLost else {
             return false
         }
@@ -352,14 +436,14 @@ extension QueueStateMachine {
 
     /// A response of the request in `slot` arrived at `now`: its server answers. A server that was held, probed or
     /// down is up again, and its requests go on.
-    mutating func serverAnswered(_ slot: Int, now: Double) {
+    private mutating func serverAnswered(_ slot: Int, now: Double) {
         guard let host = scheduler.host(of: slot) else { return }
         serverAnswered(host, of: table[slot].request, now: now)
     }
 
     /// A split file's connection to one of its locations got `head` (its server answers, as
-    /// ``serverAnswered(_:now:)`` says).
-    mutating func locationAnswered(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
+    /// `serverAnswered(_:now:)` says).
+    private mutating func locationAnswered(_ head: ResponseHead, of request: NetworkRequest, now: Double) {
         guard !hostHealth.isEmpty, let host = hostNumber(of: head.url) else { return }
         serverAnswered(host, of: request, now: now)
     }
@@ -386,7 +470,7 @@ extension QueueStateMachine {
     }
 
     /// The turn of the request in `slot` at `now` on its server (see ``ServerTurn``).
-    mutating func startingOnItsServer(_ slot: Int, now: Double) -> ServerTurn {
+    private mutating func startingOnItsServer(_ slot: Int, now: Double) -> ServerTurn {
         guard let host = scheduler.host(of: slot), hostHealth.isDown(host) else { return .go }
         let mirrored = !table[slot].request.fileOptions.mirrors.isEmpty
         switch hostHealth.starting(host, slot: slot, now: now) {
@@ -407,7 +491,7 @@ extension QueueStateMachine {
 
     /// The request in `slot` of `host` left its transfers without a verdict on its server: when it was the server's
     /// probe, the next request to start probes it.
-    mutating func probeStopped(_ slot: Int, host: Int) {
+    private mutating func probeStopped(_ slot: Int, host: Int) {
         guard hostHealth.probeStopped(host, slot: slot) else { return }
         scheduler.setHold(host: host, until: -.infinity)
     }

@@ -8,7 +8,8 @@ import Foundation
 /// ``QueueStateMachine/perform(_:now:)``: starting, the limits, priorities and pacing, cancelling, pausing and resuming,
 /// waiting for the drain, and the sources read into the queue (see ``SourceBook``).
 extension QueueStateMachine {
-    /// A command of the queue's shell (``NetworkQueue``'s public calls), heard through ``perform(_:now:)``.
+    /// A command of the queue's shell, heard through ``perform(_:now:)``: ``NetworkQueue``'s public calls, and the
+    /// answers of the hooks the shell runs for the machine (an adapter's, a retry policy's closure).
     enum Command {
         /// Starts the queue (``NetworkQueue/go()``).
         case go
@@ -38,6 +39,11 @@ extension QueueStateMachine {
         case openSource(announcing: Int)
         /// A source closed: read to its end, or failed.
         case closeSource(Int, failure: NetworkQueueError.UnderlyingError?)
+        /// The adapt hooks the shell ran for attempt `token` of the request in `slot` returned the request to send, or
+        /// threw.
+        case adapted(slot: Int, token: UInt64, Result<URLRequest, NetworkQueueError.UnderlyingError>)
+        /// The retry policy's closure the shell ran answered about the attempt `token` that failed in `slot`.
+        case retryDecided(slot: Int, token: UInt64, RetryPolicy.Decision)
     }
 
     /// What a command did: the actions for the shell, and what the command asked about.
@@ -78,6 +84,10 @@ extension QueueStateMachine {
         case .closeSource(let id, let failure):
             closeSource(id, failure: failure, now: now)
             return CommandOutcome(actions: QueueActions())
+        case .adapted(let slot, let token, let outcome):
+            return CommandOutcome(actions: adapted(slot: slot, token: token, outcome, now: now))
+        case .retryDecided(let slot, let token, let decision):
+            return CommandOutcome(actions: retryDecided(slot: slot, token: token, decision, now: now))
         }
     }
 
@@ -101,7 +111,7 @@ extension QueueStateMachine {
                 return RequestRules.wantsPreflight($0.record.request)
             }
             asksEveryPreflight = wanted.count <= scheduler.preflightWindow && !drainReadsSource
-            numberHostsIfNeeded()
+            hear(.settingsChanged, now: now)
             let candidates = wanted.filter { preflightPays($0.slot) }
             for (slot, record) in candidates.sorted(by: { $0.record.sequence < $1.record.sequence }) {
                 apply(slot, .planPreflight, now: now)
@@ -117,7 +127,7 @@ extension QueueStateMachine {
     private mutating func setLimit(_ limit: Int, now: Double) -> QueueActions {
         self.limit = max(0, limit)
         adaptive?.setQueueMaximum(Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
-        applyQueueLevel()
+        hear(.settingsChanged, now: now)
         scheduler.preflightWindow = Scheduler.preflightWindow(limit: Scheduler.effectiveLimit(limit, ceiling: ceiling))
         return finishEvent(now)
     }
@@ -141,7 +151,7 @@ extension QueueStateMachine {
     /// as it joins the queue (otherwise nothing is hashed: the limit is off for almost every queue).
     private mutating func setPerHostLimit(_ limit: Int, now: Double) -> QueueActions {
         scheduler.perHostLimit = limit
-        numberHostsIfNeeded()
+        hear(.settingsChanged, now: now)
         return finishEvent(now)
     }
 
@@ -246,7 +256,7 @@ extension QueueStateMachine {
         // Its requests' HEADs are planned per server, however small the batch was at go().
         if asksEveryPreflight {
             asksEveryPreflight = false
-            numberHostsIfNeeded()
+            hear(.settingsChanged, now: now)
         }
         flush.markChanged(at: now)
         return (id, finishEvent(now))
@@ -337,7 +347,7 @@ extension QueueStateMachine {
             scheduler.pacingInterval = hostPacing.interval
             scheduler.randomizesPacing = hostPacing.isRandomized
         }
-        numberHostsIfNeeded()
+        hear(.settingsChanged, now: now)
         if let key, let number = servers.number(ofKey: key) {
             scheduler.setPacing(pacing?.interval, randomized: pacing?.isRandomized ?? false, ofHost: number)
         }
@@ -351,8 +361,37 @@ extension QueueStateMachine {
             AdaptiveLevels($0, queueMaximum: Scheduler.effectiveLimit(limit, ceiling: ceiling), now: now)
         }
         for number in 0..<servers.count { scheduler.setLimit(adaptive?.level(ofHost: number) ?? 0, ofHost: number) }
-        applyQueueLevel()
-        numberHostsIfNeeded()
+        hear(.settingsChanged, now: now)
+        return finishEvent(now)
+    }
+
+    // MARK: The hooks' answers
+
+    /// The adapt hooks of the attempt `token` returned the request to send, or threw.
+    private mutating func adapted(
+        slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
+    ) -> QueueActions {
+        // The token is current only while the hooks run: a request ended or paused meanwhile holds another.
+        guard table.isCurrent(slot, token: token) else { return finishEvent(now) }
+        let record = table[slot]
+        let checked = outcome.mapError { NetworkQueueError.adaptationFailed($0) }.flatMap { urlRequest in
+            RequestRules.validate(urlRequest, destination: record.request.destination).map {
+                .failure(.invalidRequest($0))
+            } ?? .success(urlRequest)
+        }
+        apply(slot, .adapted(checked, expectedBefore: record.progress.expectedDown), now: now)
+        return finishEvent(now)
+    }
+
+    /// The retry policy's closure answered about the attempt that failed in `slot`.
+    private mutating func retryDecided(
+        slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double
+    ) -> QueueActions {
+        // Cancelled or paused meanwhile: the token is stale.
+        guard table.isCurrent(slot, token: token), case .deciding = table[slot].machine.phase else {
+            return finishEvent(now)
+        }
+        apply(slot, .retryDecided(decision), now: now)
         return finishEvent(now)
     }
 }

@@ -28,7 +28,7 @@ extension QueueStateMachine {
     private mutating func endDrain(_ now: Double) {
         inDrain = false
         // No slot holds a request: the numbering of servers starts over (unless a server's pacing or hold runs).
-        forgetHostsIfIdle(now: now)
+        hear(.drained, now: now)
         let progress = progress(at: now)
         outbox.post(.didUpdateProgress(progress))
         flush.queueChanged = false
@@ -52,7 +52,7 @@ extension QueueStateMachine {
                 continue
             }
             if !hostHealth.isEmpty {
-                switch startingOnItsServer(job.id, now: now) {
+                switch hear(.starting(slot: job.id), now: now).turn {
                 case .go: break
                 case .wait:
                     // Its server's next probe is not due: it waits for it in its lane, the server held until then.
@@ -65,7 +65,7 @@ extension QueueStateMachine {
                 }
             }
             let hooks = adapter != nil || record.request.adapt != nil
-            if job.lane == .preflight { countPreflight(job.id, started: true) }
+            if job.lane == .preflight { hear(.preflight(slot: job.id, started: true), now: now) }
             let granted = RequestMachine.Event.granted(
                 job.lane, hooks: hooks, sending: record.request.outgoing, expectedBefore: record.progress.expectedDown,
                 deadline: limits.deadlineSeconds)
@@ -76,14 +76,16 @@ extension QueueStateMachine {
     /// The one place a request joins or leaves a lane or a count: from what `slot` held in `phase` (nil: new) to
     /// what it holds now (nothing when `leaving`). A finished HEAD keeps its place ahead of the window; a transfer
     /// no longer held is stopped, unless the transport reported its end (`transferEnded`).
-    mutating func move(_ slot: Int, from phase: RequestState?, leaving: Bool = false, transferEnded: Bool = false) {
+    mutating func move(
+        _ slot: Int, from phase: RequestState?, leaving: Bool = false, transferEnded: Bool = false, now: Double
+    ) {
         let before = phase?.holdings ?? RequestState.Holdings()
         let after = leaving ? RequestState.Holdings() : table[slot].machine.phase.holdings
         // A down server's probe that leaves its slot without a verdict hands the probing on.
         if !hostHealth.isEmpty, leaving || (!after.mainLane && !after.preflightLane),
             let host = scheduler.host(of: slot)
         {
-            probeStopped(slot, host: host)
+            hear(.probeStopped(slot: slot, host: host), now: now)
         }
         if before.preflightLane != after.preflightLane {
             let job = Job(id: slot, lane: .preflight)
@@ -96,7 +98,7 @@ extension QueueStateMachine {
                 // Never started (skipped, paused, cancelled) or ended with its request.
                 _ = scheduler.remove(job)
             }
-            if wasActive, !after.preflightLane { countPreflight(slot, started: false) }
+            if wasActive, !after.preflightLane { hear(.preflight(slot: slot, started: false), now: now) }
         }
         if before.mainLane != after.mainLane {
             let job = Job(id: slot, lane: .main)
@@ -155,7 +157,7 @@ extension QueueStateMachine {
             timer.addDeadline(until, slot: slot, sequence: record.sequence, table: table)
         }
         let replaced = if case .startTransfer = action { true } else { false }
-        move(slot, from: before, transferEnded: transferEnded && !replaced)
+        move(slot, from: before, transferEnded: transferEnded && !replaced, now: now)
         perform(action, slot, transferEnded: transferEnded, now: now)
     }
 
@@ -346,32 +348,5 @@ extension QueueStateMachine {
         record.hasKeptPart = record.request.continuesPartialDownloads
         actions.append(record.hasKeptPart ? .keep(sink) : .discard(sink))
         return record.hasKeptPart
-    }
-
-    /// The adapt hooks of the attempt `token` returned the request to send, or threw.
-    mutating func adapted(
-        slot: Int, token: UInt64, _ outcome: Result<URLRequest, NetworkQueueError.UnderlyingError>, now: Double
-    ) -> QueueActions {
-        // The token is current only while the hooks run: a request ended or paused meanwhile holds another.
-        guard table.isCurrent(slot, token: token) else { return finishEvent(now) }
-        let record = table[slot]
-        let checked = outcome.mapError { NetworkQueueError.adaptationFailed($0) }.flatMap { urlRequest in
-            RequestRules.validate(urlRequest, destination: record.request.destination).map {
-                .failure(.invalidRequest($0))
-            } ?? .success(urlRequest)
-        }
-        apply(slot, .adapted(checked, expectedBefore: record.progress.expectedDown), now: now)
-        return finishEvent(now)
-    }
-
-    /// The retry policy's closure answered about the attempt that failed in `slot`.
-    mutating func retryDecided(slot: Int, token: UInt64, _ decision: RetryPolicy.Decision, now: Double) -> QueueActions
-    {
-        // Cancelled or paused meanwhile: the token is stale.
-        guard table.isCurrent(slot, token: token), case .deciding = table[slot].machine.phase else {
-            return finishEvent(now)
-        }
-        apply(slot, .retryDecided(decision), now: now)
-        return finishEvent(now)
     }
 }

@@ -5,11 +5,11 @@ import Foundation
 #endif
 
 /// What a request's transfers report: their notices (``TransferNotice``: events, heads and bodies, endings, files),
-/// and a split file's connections (through the request's machine, which holds the file's). The entries are
-/// ``notice(_:now:)`` and ``notices(_:now:)`` for a transfer's notices (one path, ``noticeApplied(_:slot:token:now:)``,
-/// which a split file's own notices take too), ``fileEvent(_:slot:token:now:)`` for a file opened before its transfer
-/// starts, and ``splitEvent(_:slot:token:now:)`` for a split file's connections. Each is handed to the request's
-/// machine through ``apply(_:_:transferEnded:now:)``. Events of a transfer that is no longer current (ended,
+/// and a split file's connections (through the request's machine, which holds the file's). The doors are
+/// ``notice(_:now:)`` and ``notices(_:now:)``: one notice, or an engine pass's in a row (one path,
+/// `noticeApplied(_:slot:token:now:)`, for all of them); a file opened before its transfer starts is a
+/// ``TransferNotice/Kind/file(_:)`` notice, and a split file's events are ``TransferNotice/Kind/split(_:)`` notices.
+/// Each is handed to the request's machine through ``apply(_:_:transferEnded:now:)``. Events of a transfer that is no longer current (ended,
 /// cancelled, timed out) are dropped: the queue's own state is the truth.
 extension QueueStateMachine {
     /// Applies one notice, and ends the event.
@@ -28,6 +28,7 @@ extension QueueStateMachine {
             let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
             downloadEvent(event, slot: slot, token: token, now: now)
             return finishEvent(now)
+        case .split(let event): return splitEvent(event, slot: slot, token: token, now: now)
         }
     }
 
@@ -69,6 +70,7 @@ extension QueueStateMachine {
         case .reached(let id, let through, let segment):
             let event = RequestMachine.SplitEvent.reached(connection: id, through: through, segment: segment)
             downloadEvent(event, slot: slot, token: token, now: now)
+        case .split(let event): downloadEvent(event, slot: slot, token: token, now: now)
         }
         return nil
     }
@@ -109,14 +111,7 @@ extension QueueStateMachine {
         record.machine.touched(at: now)
         switch event {
         case .head(let head):
-            if !hostHealth.isEmpty {
-                // A file with mirrors may have its answer from one of them: the server that answered is the one up.
-                if record.request.fileOptions.mirrors.isEmpty {
-                    serverAnswered(slot, now: now)
-                } else {
-                    locationAnswered(head, of: record.request, now: now)
-                }
-            }
+            hear(.answered(head, slot: slot), now: now)
             guard !preflight else {
                 preflightHead(head, slot: slot, now: now)
                 break
@@ -172,7 +167,7 @@ extension QueueStateMachine {
     }
 
     /// `count` body bytes of `record`'s attempt are counted: the ledger's and the rate's.
-    mutating func countBytes(_ count: Int, of record: RequestRecord, now: Double) {
+    private mutating func countBytes(_ count: Int, of record: RequestRecord, now: Double) {
         actions.countedBytes = true
         ledger.receive(&record.progress, bytes: Int64(count), at: now)
         receivedTotal &+= Int64(count)
@@ -187,7 +182,7 @@ extension QueueStateMachine {
     }
 
     /// `record`'s received bytes changed: shown with the next coalesced progress.
-    mutating func shown(_ record: RequestRecord, slot: Int, now: Double) {
+    private mutating func shown(_ record: RequestRecord, slot: Int, now: Double) {
         flush.list(slot, isListed: &record.isListedDirty)
         record.downloadDirty = true
         flush.markChanged(at: now)
@@ -197,13 +192,13 @@ extension QueueStateMachine {
     private mutating func preflightHead(_ head: ResponseHead, slot: Int, now: Double) {
         guard !ResponseRules.isInterim(head) else { return }
         let record = table[slot]
-        heedServer(head, of: record.request, now: now)
+        hear(.head(head, of: record.request), now: now)
         let size = (200..<300).contains(head.statusCode) ? ResponseRules.knownLength(of: head) : nil
         if (200..<300).contains(head.statusCode) {
             ledger.setExpectedDownload(&record.progress, size)
             flush.markChanged(at: now)
         }
-        samplePreflight(slot, size: size, now: now)
+        hear(.preflightAnswered(slot: slot, size: size), now: now)
         let reading = HeadReading(head, continuedFrom: 0, acceptableStatusCodes: record.request.acceptableStatusCodes)
         _ = record.machine.headRead(
             reading, of: record.request, received: 0, existingFile: record.existingFile, expectedBefore: nil,
@@ -224,7 +219,7 @@ extension QueueStateMachine {
         let restart = if case .refusedRange(_, let restart) = read { restart } else { RequestMachine.Action.none }
         settle(slot, before: before, clock: clock, restart, transferEnded: false, now: now)
         if case .interim = read { return }
-        heedServer(head, of: request, now: now)
+        hear(.head(head, of: request), now: now)
         headHeard(read, head, slot: slot, now: now)
         // Once the delegate heard the head (by design: the one decision of the machine the coordinator hands back).
         if case .read(_, _, _, let problem?) = read {
@@ -234,7 +229,7 @@ extension QueueStateMachine {
 
     /// What the ledger, the log and the delegate hear of `slot`'s attempt head `head`, read by its machine as `read`
     /// (its server heeded already). A problem the head names fails the attempt afterwards: the caller applies it.
-    mutating func headHeard(_ read: RequestMachine.HeadAction, _ head: ResponseHead, slot: Int, now: Double) {
+    private mutating func headHeard(_ read: RequestMachine.HeadAction, _ head: ResponseHead, slot: Int, now: Double) {
         let record = table[slot]
         let request = record.request
         switch read {
@@ -301,12 +296,12 @@ extension QueueStateMachine {
     private mutating func transferEndedApplied(_ outcome: RequestMachine.TransferOutcome, slot: Int, now: Double) {
         // A failed connect counts against its server; one that finds the server down ends the request here.
         if case .failed(let error) = outcome, deadHosts.isEnabled, DeadHostRules.isConnectFailure(error),
-            connectFailed(slot, now: now)
+            hear(.connectFailed(slot: slot), now: now).tookRequest
         {
             return
         }
         // A connection reset before its response while the server answers others: sent again, not spent.
-        if case .failed(let error) = outcome, acceptReset(error, slot: slot, now: now) { return }
+        if case .failed(let error) = outcome, hear(.reset(error, slot: slot), now: now).tookRequest { return }
         let record = table[slot]
         if case .running = record.machine.phase { sample(outcome, of: record, slot: slot, now: now) }
         let file = record.claim?.url
@@ -319,17 +314,20 @@ extension QueueStateMachine {
     }
 
     /// The adaptive concurrency's sample of a main transfer of `record` that ended as `outcome`.
-    mutating func sample(_ outcome: RequestMachine.TransferOutcome, of record: RequestRecord, slot: Int, now: Double) {
+    private mutating func sample(
+        _ outcome: RequestMachine.TransferOutcome, of record: RequestRecord, slot: Int, now: Double
+    ) {
         guard adaptive != nil else { return }
         let sample = AdaptiveConcurrency.outcome(of: outcome, received: record.progress.received)
-        if let host = scheduler.host(of: slot) { adapt(sample, host: host, of: record.request, now: now) }
-        adaptQueue(sample, inFlight: scheduler.activeCount, of: record.request, now: now)
+        hear(.transferEnded(sample, slot: slot, of: record.request), now: now)
     }
 
     /// An event of the file of `slot`'s current transfer: opened by the shell before the transfer starts (when
     /// the request ended meanwhile, the actions discard it and the caller must not start the transfer), failed,
     /// or moved into place.
-    mutating func fileEvent(_ event: RequestMachine.FileEvent, slot: Int, token: UInt64, now: Double) -> QueueActions {
+    private mutating func fileEvent(_ event: RequestMachine.FileEvent, slot: Int, token: UInt64, now: Double)
+        -> QueueActions
+    {
         let isCurrent = table.isCurrent(slot, token: token)
         switch event {
         case .opened(let sink):
@@ -355,5 +353,118 @@ extension QueueStateMachine {
             apply(slot, .file(event, file: file, metrics: metrics), transferEnded: true, now: now)
         }
         return finishEvent(now)
+    }
+}
+
+// MARK: A split file's events
+
+/// A split file's events: each is handed to the request's machine, which holds the file's child machine, and its one
+/// output is applied here, a field by its applier: the books' entries in order, the connections' work as the event's
+/// ``QueueAction/connections(_:)`` for the attempt's shell, and the request's action settled as any event's. The
+/// coordinator answers what the machine asks of the shared books in the call (``DownloadBooks``: a loan, a failed
+/// connect's verdict), and never hands the machine back what it returned.
+extension QueueStateMachine: DownloadBooks {
+    /// Hands `event` of `slot`'s split attempt `token` to the request's machine and does what it returns; ends the event.
+    /// Dropped when the attempt is not current.
+    private mutating func splitEvent(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double)
+        -> QueueActions
+    {
+        // Bytes only placed for the shell to write change nothing the queue shares: no event to finish (their count,
+        // with its progress, comes with their writes).
+        guard downloadEvent(event, slot: slot, token: token, now: now) else { return actions.take(deliverAfter: nil) }
+        return finishEvent(now)
+    }
+
+    /// `splitEvent(_:slot:token:now:)` without ending the event (the look at a split file's end game, a
+    /// ``QueueTimer`` entry; a batched notice of its writes). False when the event changed nothing the queue shares.
+    @discardableResult
+    mutating func downloadEvent(_ event: RequestMachine.SplitEvent, slot: Int, token: UInt64, now: Double) -> Bool {
+        guard table.isCurrent(slot, token: token), case .running = table[slot].machine.phase else { return false }
+        let record = table[slot]
+        // The shell that does the work: the attempt's, or the one the file begins with.
+        var shell = record.machine.splitShell
+        if case .begin(_, _, _, _, _, let beginning, _) = event { shell = beginning }
+        let (before, clock) = (record.machine.phase, record.machine.deadline)
+        let context = RequestMachine.DownloadContext(
+            received: record.progress.received, existingFile: record.existingFile, file: record.claim?.url,
+            expectedBefore: record.progress.expectedDown, metrics: record.requestMetrics,
+            wallClock: outbox.wallClock(at: now), policy: redirectPolicy, deadAtHead: record.locationsDeadAtHead,
+            logs: outbox.isLogging)
+        // The books' answers in the call (``connectFailed(startedAt:now:)``) are this slot's.
+        downloadSlot = slot
+        // The machine's shared state goes in apart from the books (both are the coordinator's): copied out and back.
+        var shared = self.shared
+        let output = record.machine.split(
+            event, of: record.request, context: context, books: &self, &shared, now: now)
+        self.shared = shared
+        var problem: NetworkQueueError?
+        for book in output.books {
+            if let failure = recordBook(book, of: record, slot: slot, now: now) { problem = failure }
+        }
+        let moved =
+            !(output.request.isNone && record.machine.phase.isSame(as: before) && record.machine.deadline == clock)
+        if moved {
+            settle(slot, before: before, clock: clock, output.request, transferEnded: output.transferEnded, now: now)
+        }
+        // A head's problem fails the attempt once its delegate heard the head (the machine stopped deciding there).
+        if let problem { apply(slot, .attemptEnded(problem), now: now) }
+        if !output.connections.isEmpty, let shell {
+            actions.append(.connections(ConnectionBatch(shell: shell, work: output.connections)))
+        }
+        return moved || problem != nil || !output.books.isEmpty
+    }
+
+    /// Records `book`, an entry of `record`'s download event, in the books it names. Returns the problem a head named,
+    /// which fails the attempt once the event's books are recorded.
+    private mutating func recordBook(
+        _ book: RequestMachine.DownloadBook, of record: RequestRecord, slot: Int, now: Double
+    ) -> NetworkQueueError? {
+        let request = record.request
+        switch book {
+        case .log(let event, let level, let message):
+            outbox.log(level, event, request, now: now) { message }
+        case .answered(let head):
+            hear(.answered(head, slot: slot), now: now)
+            if !ResponseRules.isInterim(head) { hear(.head(head, of: request), now: now) }
+        case .unreachable(let url, let startedAt):
+            hear(.locationUnreachable(url, startedAt: startedAt, of: request), now: now)
+        case .returned(let loan):
+            scheduler.returnExtra(host: loan.host)
+        case .recheck(let at):
+            guard let token = record.machine.phase.token else { break }
+            timer.splits.insert(.init(deadline: at, id: slot, stamp: token))
+        case .head(let read, let head):
+            headHeard(read, head, slot: slot, now: now)
+            if case .read(_, _, _, let problem?) = read { return problem }
+        case .counted(let count):
+            countBytes(count, of: record, now: now)
+            shown(record, slot: slot, now: now)
+        case .sent(let sent, let expected):
+            ledger.send(&record.progress, totalSent: sent, expected: expected, at: now)
+            flush.list(slot, isListed: &record.isListedDirty)
+        case .redirected(let redirect):
+            outbox.log(redirect, of: request, now: now)
+        case .metrics(let metrics):
+            guard collectsMetrics else { break }
+            outbox.post(.didCollectMetrics(request, metrics: record.collect(metrics)))
+        case .ended(let outcome):
+            sample(outcome, of: record, slot: slot, now: now)
+        }
+        return nil
+    }
+
+    /// One connection lent to a running split download.
+    struct ConnectionLoan: Sendable {
+        /// The host it counts toward under a per-host limit.
+        let host: Int?
+    }
+
+    mutating func lend(toServerOf location: URL?, now: Double) -> ConnectionLoan? {
+        let host = hostNumber(of: location)
+        return scheduler.lendExtra(host: host, now: now) ? ConnectionLoan(host: host) : nil
+    }
+
+    mutating func connectFailed(startedAt: Double, now: Double) -> ConnectVerdict {
+        hear(.connectFailedDeciding(slot: downloadSlot, startedAt: startedAt), now: now).verdict
     }
 }

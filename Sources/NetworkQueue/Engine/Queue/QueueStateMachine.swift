@@ -82,7 +82,7 @@ struct QueueStateMachine {
     var leaders: [String: Int] = [:]
     /// The servers seen while requests were numbered by server (see ``numbersHosts``).
     var servers = ServerNumbers()
-    /// True while every request in the table is numbered by its server (see ``numberHostsIfNeeded()``).
+    /// True while every request in the table is numbered by its server (see ``ServerNews/settingsChanged``).
     var numbersHosts = false
     /// The pacing of servers without one of their own (see ``NetworkQueue/hostPacing``).
     var hostPacing = HostPacing.unpaced

@@ -23,6 +23,9 @@ struct TransferNotice {
         /// A split file's connection wrote its bytes through its cursor for `segment` up to `through`; several in a row
         /// of one connection are kept as one.
         case reached(connection: Int, through: Int64, segment: Int)
+        /// An event of a split file's shell (its beginning, its first head, a piece to place, its writes, its end):
+        /// boxed, as these are rare beside the others and larger.
+        indirect case split(RequestMachine.SplitEvent)
     }
 
     /// The request's slot and the transfer's token: a notice of a transfer that is no longer current is dropped.
