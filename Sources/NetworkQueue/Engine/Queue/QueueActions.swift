@@ -35,10 +35,10 @@ enum QueueAction {
     /// Records dropped in bulk (cancelAll of a big queue), to free off the caller's thread.
     case free([RequestRecord?])
     /// Run the adapt hooks (the queue's, then the request's) on `urlRequest`, then report
-    /// ``QueueStateMachine/adapted(slot:token:_:now:)``.
+    /// ``QueueStateMachine/Command/adapted(slot:token:_:)``.
     indirect case adapt(Adapt)
     /// Ask the retry policy's closure about a failed attempt, then report
-    /// ``QueueStateMachine/retryDecided(slot:token:_:now:)``.
+    /// ``QueueStateMachine/Command/retryDecided(slot:token:_:)``.
     indirect case decide(Decide)
     /// Let the reader of this source, waiting for room, read up to `count` requests.
     case readSource(Int, count: Int)

@@ -90,7 +90,7 @@ final class RequestRecord {
         set { if newValue != 0 || extras != nil { madeExtras.locationsDeadAtHead = newValue } }
     }
     /// How many of the request's attempts were sent again without being spent, their connections reset before a
-    /// response while the server answered others (``QueueStateMachine/acceptReset(_:slot:now:)``).
+    /// response while the server answered others (``QueueStateMachine/ServerNews/reset(_:slot:)``).
     var acceptResets: Int {
         get { extras?.acceptResets ?? 0 }
         set { if newValue != 0 || extras != nil { madeExtras.acceptResets = newValue } }
