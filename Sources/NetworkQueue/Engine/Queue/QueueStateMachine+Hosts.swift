@@ -68,10 +68,11 @@ extension QueueStateMachine {
         case .answered(let head, let slot):
             guard !hostHealth.isEmpty else { break }
             // A file with mirrors may have its answer from one of them: the server that answered is the one up.
-            if table[slot].request.fileOptions.mirrors.isEmpty {
+            let request = table[slot].request
+            if request.fileOptions.mirrors.isEmpty {
                 serverAnswered(slot, now: now)
             } else {
-                locationAnswered(head, of: table[slot].request, now: now)
+                locationAnswered(head, of: request, now: now)
             }
         case .head(let head, let request): heedServer(head, of: request, now: now)
         case .connectFailed(let slot): reply.tookRequest = connectFailed(slot, now: now)
@@ -80,12 +81,11 @@ extension QueueStateMachine {
         case .locationUnreachable(let url, let startedAt, let request):
             locationUnreachable(url, startedAt: startedAt, of: request, now: now)
         case .reset(let error, let slot): reply.tookRequest = acceptReset(error, slot: slot, now: now)
-        case .starting(let slot): if !hostHealth.isEmpty { reply.turn = startingOnItsServer(slot, now: now) }
-        case .probeStopped(let slot, let host): if !hostHealth.isEmpty { probeStopped(slot, host: host) }
+        case .starting(let slot): reply.turn = startingOnItsServer(slot, now: now)
+        case .probeStopped(let slot, let host): probeStopped(slot, host: host)
         case .preflight(let slot, let started): countPreflight(slot, started: started)
         case .preflightAnswered(let slot, let size): samplePreflight(slot, size: size, now: now)
         case .transferEnded(let outcome, let slot, let request):
-            guard adaptive != nil else { break }
             if let host = scheduler.host(of: slot) { adapt(outcome, host: host, of: request, now: now) }
             adaptQueue(outcome, inFlight: scheduler.activeCount, of: request, now: now)
         case .drained: forgetHostsIfIdle(now: now)
