@@ -51,7 +51,6 @@
                 guard !transfer.isCancelled else { return }
                 return begin(transfer)
             }
-            if error == nil { sizes?.record(transfer.bytesReceived) }
             finish(transfer, easy: easy)
             end(transfer, error)
         }

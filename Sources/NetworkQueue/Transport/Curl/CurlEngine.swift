@@ -60,8 +60,6 @@
         @exclusivity(unchecked) private var spareHandles: [CurlHandle] = []
         /// The transport's cookie jar, shared by its engines (nil: cookies off).
         let cookieJar: Locked<CookieJar>?
-        /// The transport's record of body sizes, shared by its engines (nil with one engine: nothing to choose).
-        let sizes: TransferSizes?
         /// Transfers held because their rate cap had no tokens, in the order they were refused.
         @exclusivity(unchecked) var starved: [CurlTransfer] = []
         /// The transport's `User-Agent` and `Accept-Encoding: identity`: the header list of every request without
@@ -76,7 +74,7 @@
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: InMemoryPEM?,
             client: ClientFiles? = nil,
-            cookieJar: Locked<CookieJar>?, sizes: TransferSizes?, proxies: ProxyRoutes, names: CurlNames? = nil
+            cookieJar: Locked<CookieJar>?, proxies: ProxyRoutes, names: CurlNames? = nil
         ) throws(CurlTransport.LoadError) {
             self.proxies = proxies
             self.names = names
@@ -90,7 +88,6 @@
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
             self.cookieJar = cookieJar
-            self.sizes = sizes
         }
 
         /// Numbers engine threads, so that each has a name of its own.
