@@ -225,11 +225,12 @@ public final class NetworkQueue: Sendable {
         guard case .file(let url) = request.destination, let path = request.destinationPath,
             request.invalidReason == nil
         else { return DestinationAtAdd() }
-        if let folder = request.fileOptions.outputFolder, let reason = folder.refusal(forDestination: path) {
+        let folder = request.fileOptions.outputFolder
+        if let folder, let reason = folder.refusal(forDestination: path) {
             return DestinationAtAdd(refusal: .unsafeDestination(url, reason: reason))
         }
         var found = DestinationAtAdd()
-        switch FileSink.entry(at: path) {
+        switch folder?.entry(ofDestination: path) ?? FileSink.entry(at: path) {
         case .absent: found.isAbsent = true
         case .other: return found
         case .regular(let size, let modified):

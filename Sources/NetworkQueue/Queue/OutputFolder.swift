@@ -141,6 +141,16 @@ public final class OutputFolder: Sendable {
         return components.count == 1 ? nil : makeFolders(components.dropLast())
     }
 
+    /// What is at `path`, a destination ``refusal(forDestination:)`` accepted, looked up in the folder held when the
+    /// destination is directly in it (no path walked from the root, and the folder the files go to is the one asked);
+    /// nil for a destination in a folder below it.
+    func entry(ofDestination path: String) -> FileSink.Entry? {
+        guard descriptor >= 0, path.hasPrefix(prefix) else { return nil }
+        let relative = path.utf8.dropFirst(prefix.utf8.count)
+        guard !relative.isEmpty, !relative.contains(UInt8(ascii: "/")) else { return nil }
+        return FileSink.entry(at: String(Substring(relative)), in: descriptor)
+    }
+
     /// Makes `folders` (components) below this folder, none through a link; nil, or why not.
     private func makeFolders(_ folders: ArraySlice<String>) -> String? {
         if folders.isEmpty { return nil }
