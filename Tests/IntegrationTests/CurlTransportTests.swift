@@ -486,6 +486,43 @@
             }
         }
 
+        /// The bundle of the system's CAs and the test CA is trusted alone (no CA folder beside it, so libcurl keeps
+        /// the store it parsed): each of several connections (the server closes each after its response) is verified
+        /// against it, and a server whose certificate names another host is still refused.
+        @Test func theBundleIsTrustedAloneOnEveryConnection() async throws {
+            try await TLSServer.with { server in
+                var options = CurlTransport.Options()
+                options.additionalTrustedCertificates = server.caFile
+                let transport = try CurlTransport(options: options)
+                #expect(transport.caFolderIsLeftOut)
+                let queue = NetworkQueue.oneAttempt(transport: transport)
+                queue.maxConcurrentRequestCount = 1
+                let requests = (1...4).map { request(server.url, tag: $0) }
+                for request in requests { try queue.add(request) }
+                await queue.run()
+                for request in requests {
+                    #expect(request.state == .finished, "\(String(describing: request.failure))")
+                    #expect(request.response?.statusCode == 200)
+                }
+            }
+            try await TLSServer.with(.otherHost) { server in
+                var options = CurlTransport.Options()
+                options.additionalTrustedCertificates = server.caFile
+                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
+                let request = request(server.url, tag: 1)
+                try queue.add(request)
+                await queue.run()
+                #expect(request.state == .failed)
+            }
+            // Without extra CAs: the system's bundle alone, when libcurl's built-in one can be read.
+            let library = try CurlLibrary.shared.get()
+            let easy = try #require(library.easyInit())
+            let bundle = library.defaultCABundle(easy)
+            library.easyCleanup(easy)
+            let readable = bundle.map { FileManager.default.isReadableFile(atPath: $0) } ?? false
+            #expect(try CurlTransport().caFolderIsLeftOut == readable)
+        }
+
         @Test func anUnreadableCAFileIsAClearError() {
             var options = CurlTransport.Options()
             options.additionalTrustedCertificates = URL(fileURLWithPath: "/nonexistent/ca.pem")

@@ -20,7 +20,7 @@
                     let transfer = Unmanaged<CurlHandle>.fromOpaque(user).takeUnretainedValue().transfer,
                     removeActive(transfer)
                 else { continue }
-                leftThisPass += 1
+                leave()
                 complete(transfer, easy: easy, code: code)
             }
         }

@@ -48,6 +48,9 @@
         private let loadCount = Atomic<Int>(0)
         /// The extra CA certificates with the system's, when asked for.
         let certificates: InMemoryPEM?
+        /// True when the system's CA bundle file (libcurl's built-in one) is trusted alone, without libcurl's built-in
+        /// folder of certificates beside it (see ``CurlTransport/caFolderIsLeftOut``).
+        let leavesOutCAFolder: Bool
         /// The client certificate and key shown to servers that ask, when given.
         let client: ClientFiles?
         /// The proxies the environment named when the transport was created.
@@ -73,6 +76,7 @@
 
         init(
             library: CurlLibrary, options: CurlTransport.Options, certificates: InMemoryPEM?,
+            leavesOutCAFolder: Bool = false,
             client: ClientFiles? = nil,
             cookieJar: Locked<CookieJar>?, proxies: ProxyRoutes, names: CurlNames? = nil
         ) throws(CurlTransport.LoadError) {
@@ -84,6 +88,7 @@
             userAgentLine = options.userAgent.flatMap { $0.isEmpty ? nil : "User-Agent: \($0)" }
             self.multi = multi
             self.certificates = certificates
+            self.leavesOutCAFolder = leavesOutCAFolder
             self.client = client
             // CURLMOPT_MAXCONNECTS: connections kept open for reuse.
             library.setMulti(multi, 6, max(1, options.maximumCachedConnections))
@@ -123,15 +128,19 @@
         private let threadID = Atomic<UInt>(0)
         /// What this pass's transfers owe their queues, handed in when the pass ends (engine thread only).
         private let wake = EngineWake()
-        /// Transfers this pass has taken out of the running set so far (engine thread only).
+        /// Transfers this pass has taken out of the running set so far, each subtracted from the load as it left
+        /// (engine thread only).
         @exclusivity(unchecked) var leftThisPass = 0
 
-        /// Transfers posted to this engine and not ended yet (a hint: read without a lock). Asked on the
-        /// engine's own thread (a transfer that ends there starts the next), those that ended in the current
-        /// pass no longer count: the pass subtracts them only when it is done.
-        var load: Int {
-            let load = loadCount.load(ordering: .relaxed)
-            return isCurrent ? load - leftThisPass : load
+        /// Transfers posted to this engine and not ended yet (a hint: read without a lock). A transfer libcurl
+        /// finished stops counting before its end is reported, so that the next request of whoever heard it (on
+        /// this thread or another) finds this engine as free as it is, and its connection to reuse.
+        var load: Int { loadCount.load(ordering: .relaxed) }
+
+        /// A transfer left the running set at libcurl's end of it (engine thread).
+        func leave() {
+            leftThisPass += 1
+            loadCount.subtract(1, ordering: .relaxed)
         }
 
         /// Whether the caller runs on this engine's thread.
@@ -184,8 +193,9 @@
                 }
                 _ = library.multiPerform(multi, &running)
                 collectCompleted()
-                // Those counted and not running now have ended (finished, failed, cancelled).
-                let ended = wasActive + started - active.count
+                // Those counted and not running now have ended (cancelled, or failed to begin), but those that left
+                // at their end (subtracted then; one followed or sent again is running, and counts again).
+                let ended = wasActive + started - active.count - leftThisPass
                 if ended != 0 { loadCount.subtract(ended, ordering: .relaxed) }
                 wasActive = active.count
                 leftThisPass = 0

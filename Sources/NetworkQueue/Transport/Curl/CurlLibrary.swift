@@ -270,6 +270,7 @@
         case sockOptData = 10_149
         case caInfoBlob = 40_309
         case caInfo = 10_065
+        case caPath = 10_097
         case sslCert = 10_025
         case keyPassword = 10_026
         case sslKey = 10_087
