@@ -473,14 +473,23 @@
             }
         }
 
+        /// Runs `count` requests to `server`, one at a time, over a transport that trusts the test CA through the
+        /// option; returns the transport and the requests, ended.
+        func fetch(_ count: Int, from server: TLSServer) async throws -> (CurlTransport, [NetworkRequest]) {
+            var options = CurlTransport.Options()
+            options.additionalTrustedCertificates = server.caFile
+            let transport = try CurlTransport(options: options)
+            let queue = NetworkQueue.oneAttempt(transport: transport)
+            queue.maxConcurrentRequestCount = 1
+            let requests = (1...count).map { request(server.url, tag: $0) }
+            for request in requests { try queue.add(request) }
+            await queue.run()
+            return (transport, requests)
+        }
+
         @Test func trustingTheTestCAThroughTheOptionSucceeds() async throws {
             try await TLSServer.with { server in
-                var options = CurlTransport.Options()
-                options.additionalTrustedCertificates = server.caFile
-                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
-                let request = request(server.url, tag: 1)
-                try queue.add(request)
-                await queue.run()
+                let request = try await fetch(1, from: server).1[0]
                 #expect(request.state == .finished, "\(String(describing: request.failure))")
                 #expect(request.response?.statusCode == 200)
             }
@@ -491,27 +500,15 @@
         /// against it, and a server whose certificate names another host is still refused.
         @Test func theBundleIsTrustedAloneOnEveryConnection() async throws {
             try await TLSServer.with { server in
-                var options = CurlTransport.Options()
-                options.additionalTrustedCertificates = server.caFile
-                let transport = try CurlTransport(options: options)
+                let (transport, requests) = try await fetch(4, from: server)
                 #expect(transport.caFolderIsLeftOut)
-                let queue = NetworkQueue.oneAttempt(transport: transport)
-                queue.maxConcurrentRequestCount = 1
-                let requests = (1...4).map { request(server.url, tag: $0) }
-                for request in requests { try queue.add(request) }
-                await queue.run()
                 for request in requests {
                     #expect(request.state == .finished, "\(String(describing: request.failure))")
                     #expect(request.response?.statusCode == 200)
                 }
             }
             try await TLSServer.with(.otherHost) { server in
-                var options = CurlTransport.Options()
-                options.additionalTrustedCertificates = server.caFile
-                let queue = NetworkQueue.oneAttempt(transport: try CurlTransport(options: options))
-                let request = request(server.url, tag: 1)
-                try queue.add(request)
-                await queue.run()
+                let request = try await fetch(1, from: server).1[0]
                 #expect(request.state == .failed)
             }
             // Without extra CAs: the system's bundle alone, when libcurl's built-in one can be read.

@@ -50,13 +50,7 @@
             prepareIdentity(easy)
             if let path = certificates?.path {
                 library.set(easy, .caInfo, string: path)
-                // The bundle holds the system's certificates already: no folder of them besides (libcurl's built-in
-                // one), so that libcurl keeps the parsed store for the next connections (see
-                // ``CurlTransport/caFolderIsLeftOut``).
-                library.set(easy, .caPath, pointer: nil)
                 if proxies.isTLSProxy { library.set(easy, .proxyCAInfo, string: path) }
-            } else if leavesOutCAFolder {
-                library.set(easy, .caPath, pointer: nil)
             } else if let pem = certificates?.pem {
                 pem.withUnsafeBytes { bytes in
                     var blob = nq_curl_blob(data: bytes.baseAddress, len: UInt(bytes.count), flags: 1)
@@ -66,6 +60,9 @@
                     }
                 }
             }
+            // A bundle file alone, no folder of certificates beside it (libcurl's built-in one): libcurl keeps the store
+            // it parsed for the next connections (see ``CurlTransport/caFolderIsLeftOut``).
+            if leavesOutCAFolder { library.set(easy, .caPath, pointer: nil) }
         }
 
         /// The client certificate (by path to its in-memory file, a blob where none could be made) and whether

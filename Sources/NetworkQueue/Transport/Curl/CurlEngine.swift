@@ -48,8 +48,8 @@
         private let loadCount = Atomic<Int>(0)
         /// The extra CA certificates with the system's, when asked for.
         let certificates: InMemoryPEM?
-        /// True when the system's CA bundle file (libcurl's built-in one) is trusted alone, without libcurl's built-in
-        /// folder of certificates beside it (see ``CurlTransport/caFolderIsLeftOut``).
+        /// True when servers are checked against a CA bundle file alone, without libcurl's built-in folder of
+        /// certificates beside it (see ``CurlTransport/caFolderIsLeftOut``).
         let leavesOutCAFolder: Bool
         /// The client certificate and key shown to servers that ask, when given.
         let client: ClientFiles?

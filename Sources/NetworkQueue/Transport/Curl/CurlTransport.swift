@@ -179,7 +179,9 @@ import Foundation
             if let extra = options.additionalTrustedCertificates {
                 certificates = InMemoryPEM(pem: try Self.bundle(adding: extra, library: library))
             }
-            let leavesOutCAFolder = certificates?.path != nil || Self.systemBundleIsReadable(library)
+            // A bundle given as a blob (no in-memory file could be made) keeps the folder: libcurl keeps no store of a
+            // blob's.
+            let leavesOutCAFolder = certificates.map { $0.path != nil } ?? Self.systemBundleIsReadable(library)
             caFolderIsLeftOut = leavesOutCAFolder
             let client = try options.clientCertificate.map { (client) throws(LoadError) in
                 try ClientFiles(client)
@@ -203,7 +205,7 @@ import Foundation
                 engines.append(
                     try CurlEngine(
                         library: library, options: options, certificates: certificates,
-                        leavesOutCAFolder: leavesOutCAFolder && certificates?.path == nil, client: client,
+                        leavesOutCAFolder: leavesOutCAFolder, client: client,
                         cookieJar: cookieJar, proxies: proxies, names: names))
             }
             self.engines = engines
@@ -287,9 +289,10 @@ import Foundation
         /// True when servers' certificates are checked against a CA bundle file alone, not also against libcurl's
         /// built-in folder of CA certificates (`CURLOPT_CAPATH`, `/etc/ssl/certs` on Debian): the system's bundle
         /// (libcurl's built-in file), when it can be read, or that bundle with
-        /// ``Options/additionalTrustedCertificates``. libcurl (7.87 and later) keeps a store parsed from a file alone
-        /// for the next connections of its engine; with the folder beside it, every TLS connection parsed the bundle
-        /// again, twice, 20–40 ms of CPU each time: a fifth of the CPU of 5,000 small files over HTTP/2 from a server
+        /// ``Options/additionalTrustedCertificates`` as an in-memory file (as a blob, where none could be made, the
+        /// folder stays: libcurl keeps no store parsed from a blob). libcurl (7.87 and later) keeps a store parsed from
+        /// a file alone for the next connections of its engine; with the folder beside it, every TLS connection parsed
+        /// the bundle again, twice, 20–40 ms of CPU each time: a fifth of the CPU of 5,000 small files over HTTP/2 from a server
         /// that closes a connection after 1,000 requests (and the whole cost of a batch over many hosts). The
         /// system's tools (`update-ca-certificates`, `update-ca-trust`) write the bundle and the folder together.
         let caFolderIsLeftOut: Bool
