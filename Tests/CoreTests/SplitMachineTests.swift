@@ -433,9 +433,10 @@ extension SplitMachineTests {
 
     /// A file that fails its checksum is fetched again from one location alone: after several served it,
     /// from the one whose answer began it, then each other in turn; after a mirror served it alone (the request's URL
-    /// broke before its head), from the request's URL; never after the request's URL served it alone, nor from a
-    /// request's URL that was left. Before, a mirror that served the whole file alone failed it (the ending matrix's
-    /// "lying mirror × first connection reset", under the thread sanitizer).
+    /// broke before its head), from the request's URL; after the request's URL served it alone, from the next live
+    /// mirror (issue 85: a Metalink's first location may lie); never from a location that was left. Before, a mirror
+    /// that served the whole file alone failed it (the ending matrix's "lying mirror × first connection reset", under
+    /// the thread sanitizer).
     @Test func aFileThatFailsItsChecksumIsFetchedAgainFromALocationThatDidNotServeItAlone() {
         func served(by first: Int, originBreaks: Bool = false) -> Bench {
             var bench = Bench(connections: 1, mirrors: 1, breakLimit: 3)
@@ -448,7 +449,17 @@ extension SplitMachineTests {
         #expect(alone.machine.checksumRefetch.map { "\($0)" } == "(source: 0, untrusted: [1], then: [])")
         var origin = served(by: 0)
         #expect(origin.bytes(2 * Self.mib, to: 0).last == "finish 2097152 over 1 [2097152 0]")
-        #expect(origin.machine.checksumRefetch == nil)
+        #expect(origin.machine.checksumRefetch.map { "\($0)" } == "(source: 1, untrusted: [0], then: [])")
+        // Alone, with three mirrors live: the next two in turn, no more.
+        var many = Bench(connections: 1, mirrors: 3, breakLimit: 3)
+        _ = many.head(Self.head(length: 2 * Self.mib), to: 0)
+        _ = many.bytes(2 * Self.mib, to: 0)
+        #expect(many.machine.checksumRefetch.map { "\($0)" } == "(source: 1, untrusted: [0], then: [2])")
+        // Alone, with no other location: nothing to fetch it again from.
+        var single = Bench(connections: 1, mirrors: 0, breakLimit: 3)
+        _ = single.head(Self.head(length: 2 * Self.mib), to: 0)
+        _ = single.bytes(2 * Self.mib, to: 0)
+        #expect(single.machine.checksumRefetch == nil)
         // The request's URL dead at the HEAD (left at once): the mirror that served it is the only one there was.
         var left = Bench(connections: 1, mirrors: 1, deadAtHead: 1)
         _ = left.head(Self.head(length: 2 * Self.mib), to: 0)

@@ -148,16 +148,25 @@ struct LocationList: Equatable, Sendable {
     /// to fetch it again from alone, the locations that served its bytes under suspicion (`untrusted`, named in the
     /// metrics), and those to fetch it from alone next, in turn, should that fail too (`then`).
     /// - Several locations served it: `firstSource` first, then each other that served some.
-    /// - A mirror served it alone (it began the file because the request's URL broke or had not answered yet): the
-    ///   request's URL alone, while it is live. A mirror that lies cannot fail the file, however the bytes were shared.
-    /// - Nil when the request's URL served it all alone (another attempt would be no better), or nothing began it.
+    /// - One location served it alone (the request's URL, or a mirror that began it because the request's URL broke or
+    ///   had not answered yet): the live locations that served none of it, in their order (the request's URL first),
+    ///   at most ``mostRefetchesAfterOne``. A location that lies cannot fail the file while another serves it right (a
+    ///   Metalink's first mirror may be stale), and a checksum that is itself wrong costs at most that many more
+    ///   fetches.
+    /// - Nil when no other location is live, or nothing began it.
     func checksumRefetch(firstSource: Int?) -> (source: Int, untrusted: [Int], then: [Int])? {
         guard let firstSource else { return nil }
         let others = locations.indices.filter { $0 != firstSource && locations[$0].served > 0 }
         if !others.isEmpty { return (firstSource, others, others) }
-        guard firstSource != 0, locations[0].isLive else { return nil }
-        return (0, [firstSource], [])
+        let untried = locations.indices.filter { $0 != firstSource && locations[$0].isLive }
+            .prefix(Self.mostRefetchesAfterOne)
+        guard let next = untried.first else { return nil }
+        return (next, [firstSource], Array(untried.dropFirst()))
     }
+
+    /// The most locations a file that one location served alone and that failed its checksum is fetched again from,
+    /// each alone: 2.
+    static let mostRefetchesAfterOne = 2
 
     /// What the file's metrics say of its locations (`urls`, by location; `untrusted`: those that served an earlier
     /// attempt that failed its checksum) when at most `connections` ran at once.

@@ -99,6 +99,8 @@ extension SplitMachine {
     /// of it.
     private mutating func carry(_ id: Int, _ reading: HeadReading, _ actions: inout [Action]) {
         mode = .ended
+        // The location it comes from alone: where a checksum failure looks for another (a lying first mirror).
+        if let location = connections[id]?.location { firstSource = location }
         actions.append(.work(.carry(id: id, head: reading.head)))
         actions.append(.head(reading))
     }

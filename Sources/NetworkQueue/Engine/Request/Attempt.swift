@@ -99,6 +99,13 @@ final class Attempt {
     var untrusted: [Int] = []
     /// The locations to fetch the file from alone next, in turn, should this attempt's file fail its checksum too.
     var thenAlone: [Int] = []
+    /// When the location this attempt fetches its file from alone failed without answering (a dead mirror): the next
+    /// location to fetch it from alone, and those after it, before any retry goes back to the locations that served it
+    /// wrong. Nil otherwise.
+    var nextAloneAfterSilence: (source: Int, then: [Int])? {
+        guard onlySource != nil, continuedFrom == 0, head == nil, let next = thenAlone.first else { return nil }
+        return (next, Array(thenAlone.dropFirst()))
+    }
     /// The current lowest-speed window, while the request has a lowest speed (see ``TimeLimits/lowestSpeed``).
     var speedWindow: SpeedWindow?
 
@@ -144,6 +151,9 @@ extension Attempt {
             // That one alone failed too (it began the file only because the first asked broke): the next that served
             // some of it, alone; once each at most.
             return .sendAgainFrom(next, untrusted: untrusted.filter { $0 != next }, then: Array(thenAlone.dropFirst()))
+        }
+        if case .failed = outcome, let next = nextAloneAfterSilence {
+            return .sendAgainFrom(next.source, untrusted: untrusted, then: next.then)
         }
         switch outcome {
         case .failed(let error): return .failed(.transport(Redaction.redacted(error)))

@@ -220,8 +220,15 @@ extension RequestMachine {
             case .unreachable(let url, let startedAt):
                 output.books.append(.unreachable(url, startedAt: startedAt))
             case .fail(let error):
-                output.decided(
-                    handle(.attemptEnded(.transport(Redaction.redacted(error))), of: request, &shared, now: now))
+                if let next = attempt.nextAloneAfterSilence {
+                    output.decided(
+                        sendAgain(
+                            attempt, from: next.source, untrusted: attempt.untrusted, then: next.then,
+                            expectedBefore: attempt.expectedBefore, &shared, now: now))
+                } else {
+                    output.decided(
+                        handle(.attemptEnded(.transport(Redaction.redacted(error))), of: request, &shared, now: now))
+                }
                 output.transferEnded = true
             case .fileFailed(let error):
                 output.decided(handle(.attemptEnded(error), of: request, &shared, now: now))

@@ -258,11 +258,9 @@ struct RequestMachine {
             case .sendAgainWithoutRange:
                 return start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
             case .sendAgainFrom(let source, let untrusted, let then):
-                let restart = start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
-                phase.attempt?.onlySource = source
-                phase.attempt?.untrusted = untrusted
-                phase.attempt?.thenAlone = then
-                return restart
+                return sendAgain(
+                    attempt, from: source, untrusted: untrusted, then: then, expectedBefore: expectedBefore, &shared,
+                    now: now)
             case .succeeded(let response): return .end(.success(response))
             case .commit(let sink):
                 phase = .committing(attempt)
@@ -272,6 +270,18 @@ struct RequestMachine {
             .waitingToRetry, .committing, .following, .paused:
             preconditionFailure("a transfer ending in phase \(phase.name)")
         }
+    }
+
+    /// Starts `attempt`'s file again from byte 0, from location `source` alone (``Attempt/Ending/sendAgainFrom(_:untrusted:then:)``).
+    mutating func sendAgain(
+        _ attempt: Attempt, from source: Int, untrusted: [Int], then: [Int], expectedBefore: Int64?,
+        _ shared: inout Shared, now: Double
+    ) -> Action {
+        let restart = start(false, attempt.sent, expectedBefore, &shared, replacing: attempt, now: now)
+        phase.attempt?.onlySource = source
+        phase.attempt?.untrusted = untrusted
+        phase.attempt?.thenAlone = then
+        return restart
     }
 
     /// `preflight` failed with `error` (a transport failure, a timeout, or a status its retry policy retries;
