@@ -106,7 +106,7 @@ if let input = options.input {
 // Offline by default: serve the built-in set from a local server.
 var server: LoopbackServer?
 var targets: [(URL, String)] = []
-if options.urls.isEmpty && options.input == nil {
+if options.urls.isEmpty && options.input == nil && options.metalink == nil {
     do {
         // One port from run to run where it is free: a rerun asks the same URLs, and finds its files (each records its
         // URL) unchanged.
@@ -386,6 +386,52 @@ if listCount == nil {
     listIgnoredOption = { name, line in noteIgnoredOption(name, line: line) }
 } else {
     listIgnoredOption = { _, _ in }
+}
+// --metalink: the document's files, each under its own name in --output, its mirrors and strongest hash with it. The
+// whole document is checked before any of it is added: a refused one fetches nothing.
+if let path = options.metalink, let outputFolder {
+    let requests: [NetworkRequest]
+    let document: Metalink
+    do {
+        if let url = DemoOptions.webURL(path) {
+            document = try await MetalinkInput.document(
+                from: options.headers.request(for: url), transport: transport, retries: options.retries)
+        } else {
+            document = try MetalinkInput.document(at: path)
+        }
+        let fileOptions = NetworkRequest.FileOptions(
+            existingFile: existingFile, maximumConnections: options.split, outputFolder: outputFolder)
+        requests = try document.requests(in: outputFolder, fileOptions: fileOptions, validation: validation) {
+            options.headers.request(for: $0)
+        }
+    } catch {
+        complain("Demo: error: --metalink \(path): \(error)")
+        exit(2)
+    }
+    for file in document.files where namer.place(for: NamedPlace(folders: [], name: file.name)).name != file.name {
+        complain("Demo: error: --metalink \(path): file '\(file.name)' would take the name of another file of this run")
+        exit(2)
+    }
+    for (index, (file, request)) in zip(document.files, requests).enumerated() {
+        if file.hasOnlyWeakHashes {
+            let types = file.hashes.map(\.type.rawValue).joined(separator: ", ")
+            complain(
+                "Demo: warning: --metalink: '\(file.name)' has only weak hashes (\(types)): its bytes are not checked")
+        }
+        let added =
+            options.dryRun
+            ? DryRun.probe(
+                file.locations[0].url, headers: options.headers, name: file.name, attempts: options.retries + 1,
+                tag: targets.count + index + 1)
+            : request
+        do {
+            try queue.add(added)
+        } catch {
+            complain("Demo: error: \(error.localizedDescription)")
+            exit(1)
+        }
+        rows.append((added, file.name))
+    }
 }
 if let input = options.input, let listReader {
     let source = ListSource(

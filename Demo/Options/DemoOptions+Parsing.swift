@@ -50,6 +50,10 @@ extension DemoOptions {
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 options.input = value
                 options.keepGoing = true
+            case "--metalink":
+                guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
+                options.metalink = value
+                options.keepGoing = true
             case "--output":
                 guard let value = iterator.next(), !value.isEmpty else { throw .missingValue(argument) }
                 options.output = URL(fileURLWithPath: value, isDirectory: true)
@@ -199,7 +203,7 @@ extension DemoOptions {
                 (options.onFinish != nil, "--on-finish"),
                 (options.report != nil, "--report"), (options.progressJSON != nil, "--progress-json"),
                 (options.noClobber, "--no-clobber"), (options.tree, "--tree"),
-                (options.contentDisposition, "--content-disposition"),
+                (options.contentDisposition, "--content-disposition"), (options.metalink != nil, "--metalink"),
             ] where given {
                 throw .standardOutputWith(flag)
             }
@@ -212,6 +216,7 @@ extension DemoOptions {
         if options.contentDisposition, options.output == nil { throw .needsOutput("--content-disposition") }
         if options.cutDirsGiven, !options.tree { throw .needsTree("--cut-dirs") }
         if options.onFinish != nil, options.output == nil { throw .needsOutput("--on-finish") }
+        if options.metalink != nil, options.output == nil { throw .needsOutput("--metalink") }
         if !options.concurrencyGiven { options.concurrency = max(options.concurrency, options.split) }
         return options
     }

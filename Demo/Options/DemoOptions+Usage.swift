@@ -3,6 +3,7 @@ extension DemoOptions {
     static let usage = """
         Usage: swift run Demo [options] [url ...]
                swift run Demo [options] --input FILE
+               swift run Demo [options] --metalink FILE|URL --output DIR
 
         Downloads a batch of requests through one NetworkQueue and shows one overall progress bar.
         With no URL, starts a local server and downloads a built-in demo set (about 55 MB, 5-10 s).
@@ -168,6 +169,20 @@ extension DemoOptions {
                             once on standard error and ignored. A regular file is read through before
                             anything is sent: a malformed one is refused (exit 2) before its first
                             request; a pipe stops at its first bad line
+          --metalink FILE|URL
+                            with --output: fetch the files a Metalink document names (Metalink 4,
+                            .meta4, RFC 5854, or Metalink 3, .metalink), each under its own name in
+                            --output, from its best location (lowest priority first; ftp and
+                            torrent locations are skipped) with the others as its mirrors (as an
+                            --input line's), checked against its strongest hash (sha-512, else
+                            sha-256; md5 and sha-1 alone are named weak on standard error and not
+                            checked). A URL is fetched first (at most 16 MB). The whole document is
+                            checked before anything is sent: a DOCTYPE or entity, a name that is not
+                            one safe file name (a / or .., leading dots, hidden characters, a .part
+                            ending), a size or hash that is malformed, piece hashes that do not cover
+                            the size, a file with no http(s) location, or more than 10,000 files,
+                            1,000 locations a file or 16 MB refuses it (exit 2, with the reason), and
+                            nothing is fetched. Runs as with --keep-going
           --save-session FILE
                             with --input: keep in FILE the lines of the list not finished yet, every field
                             as written, so that after any end (Ctrl-C, a crash, kill -9) --input FILE

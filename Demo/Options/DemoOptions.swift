@@ -8,6 +8,8 @@ struct DemoOptions {
     var urls: [URL] = []
     /// The `--input` list's path (`-`: standard input).
     var input: String?
+    /// The `--metalink` document's path or http(s) URL: its files are fetched into `--output`.
+    var metalink: String?
     var concurrency = 4
     /// `--concurrency auto[:N]`: each server's level found by the queue (``AdaptiveConcurrency``), `concurrency` (64 by
     /// default) the most at once in all.
@@ -224,6 +226,7 @@ struct DemoOptions {
     var programFiles: [ProgramFiles.Role] {
         [
             input.map { ProgramFiles.Role("--input", $0, writes: false) },
+            metalink.flatMap { Self.webURL($0) == nil ? ProgramFiles.Role("--metalink", $0, writes: false) : nil },
             report.map { ProgramFiles.Role("--report", $0, writes: true) },
             saveSession.map { ProgramFiles.Role("--save-session", $0, writes: !dryRun) },
             progressJSON.map { ProgramFiles.Role("--progress-json", $0, writes: true) },

@@ -1,0 +1,162 @@
+import DemoKit
+import Foundation
+import LoopbackServer
+import NetworkQueue
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The Demo's `--metalink FILE` (issue 85): a document's files fetched into `--output` from their best location that
+/// answers, each checked against its hash; a refused document fetches nothing.
+@Suite(.admitted, .timeLimit(.minutes(10))) struct DemoMetalinkTests {
+    static let size = 100_000
+
+    /// The bytes `/bytes/N` serves.
+    static func bytes(_ count: Int) -> Data {
+        var data = Data((0..<256).map { UInt8($0) })
+        while data.count < count { data.append(data) }
+        return data.prefix(count)
+    }
+
+    /// A Metalink 4 document of `files`: (name, hash, URLs with their priority).
+    static func document(_ files: [(String, String, [(String, Int)])]) -> Data {
+        let body = files.map { name, hash, urls in
+            "<file name=\"\(name)\"><size>\(size)</size><hash type=\"sha-256\">\(hash)</hash>"
+                + urls.map { "<url priority=\"\($0.1)\">\($0.0)</url>" }.joined() + "</file>"
+        }
+        return Data(
+            ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">"
+                + body.joined() + "</metalink>").utf8)
+    }
+
+    @Test func aDocumentsFilesComeFromTheLocationsThatAnswerAndAreChecked() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        // The best location is dead (nothing listens on port 1): the file comes from the next.
+        let metalink = setup.directory.appendingPathComponent("files.meta4")
+        try Self.document([
+            ("a.bin", good, [("http://127.0.0.1:1/a.bin", 1), (url + "?key=a", 2)]),
+            ("b.bin", good, [(url + "?key=b", 1)]),
+        ]).write(to: metalink)
+        for transport in ["curl", "urlsession"] {
+            try? FileManager.default.removeItem(at: setup.output)
+            let run = try await runDemo(
+                [
+                    "--transport", transport, "--no-accurate", "--metalink", metalink.path, "--output",
+                    setup.output.path,
+                ],
+                in: setup.directory, withErrors: true)
+            #expect(run.status == 0, "\(transport): \(run.output)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: setup.output.path).sorted()
+            #expect(names == ["a.bin", "b.bin"], "\(transport)")
+            for name in names {
+                #expect(try Data(contentsOf: setup.output.appendingPathComponent(name)) == Self.bytes(Self.size))
+            }
+        }
+    }
+
+    /// A stale first mirror (other bytes under the same length and entity tag), a dead second, a good third: the file
+    /// that fails its hash is fetched again from the next location alone, and past the dead one to the good one, within
+    /// the same attempt (no retry spent); each server is asked once.
+    @Test func aLyingFirstLocationAndADeadOneDoNotFailTheFile() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        let metalink = setup.directory.appendingPathComponent("files.meta4")
+        try Self.document([
+            ("a.bin", good, [(url + "?seed=7", 1), ("http://127.0.0.1:1/a.bin", 2), (url + "?key=good", 3)])
+        ]).write(to: metalink)
+        for transport in ["curl", "urlsession"] {
+            try? FileManager.default.removeItem(at: setup.output)
+            setup.server.resetStatistics()
+            let run = try await runDemo(
+                [
+                    "--transport", transport, "--no-accurate", "--retries", "0", "--metalink", metalink.path,
+                    "--output", setup.output.path, "--verbose",
+                ], in: setup.directory, withErrors: true)
+            #expect(run.status == 0, "\(transport): \(run.output)")
+            #expect(try Data(contentsOf: setup.output.appendingPathComponent("a.bin")) == Self.bytes(Self.size))
+            let log = setup.server.statistics.log
+            #expect(log.filter { $0.contains("seed=7") }.count == 1, "\(transport): \(log)")
+            #expect(log.filter { $0.contains("key=good") }.count == 1, "\(transport): \(log)")
+            #expect(run.output.contains("checksumVerified"), "\(transport): \(run.output)")
+        }
+    }
+
+    @Test func aDocumentGivenByURLIsFetchedFirst() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        let document = String(decoding: Self.document([("a.bin", good, [(url, 1)])]), as: UTF8.self)
+        var query = CharacterSet.alphanumerics
+        query.insert(charactersIn: "-._~")
+        let served =
+            setup.server.url("/text").absoluteString + "?body="
+            + document.addingPercentEncoding(withAllowedCharacters: query)!
+        let run = try await runDemo(
+            ["--no-accurate", "--metalink", served, "--output", setup.output.path], in: setup.directory,
+            withErrors: true)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(try Data(contentsOf: setup.output.appendingPathComponent("a.bin")) == Self.bytes(Self.size))
+        // A URL that serves no document: refused, nothing fetched but it.
+        setup.server.resetStatistics()
+        let refused = try await runDemo(
+            [
+                "--no-accurate", "--metalink", setup.server.url("/text?body=hello").absoluteString, "--output",
+                setup.output.path,
+            ], in: setup.directory, withErrors: true)
+        #expect(refused.status == 2, "\(refused.output)")
+        #expect(refused.output.contains("metalink refused"), "\(refused.output)")
+        #expect(setup.server.statistics.requests == 1)
+    }
+
+    @Test func aFileWhoseBytesDoNotMatchItsHashIsNotKept() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        let metalink = setup.directory.appendingPathComponent("files.meta4")
+        // b.bin's one location serves other bytes (another seed) than its hash says.
+        try Self.document([("a.bin", good, [(url, 1)]), ("b.bin", good, [(url + "?seed=7", 1)])]).write(to: metalink)
+        let run = try await runDemo(
+            ["--no-accurate", "--metalink", metalink.path, "--output", setup.output.path], in: setup.directory,
+            withErrors: true)
+        #expect(run.status == 1, "\(run.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path) == ["a.bin"])
+        #expect(run.output.contains("b.bin"), "\(run.output)")
+    }
+
+    @Test func aRefusedDocumentOrAFileThatIsNoDocumentFetchesNothing() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        let hostile = setup.directory.appendingPathComponent("hostile.meta4")
+        // A good file first, then one whose name climbs out of the folder: nothing of the document is fetched.
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        try Self.document([("a.bin", good, [(url, 1)]), ("../escape.bin", good, [(url, 1)])]).write(to: hostile)
+        let fifo = setup.directory.appendingPathComponent("fifo.meta4")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let cases: [(String, [String], String)] = [
+            ("a hostile name", ["--metalink", hostile.path, "--output", setup.output.path], "metalink refused"),
+            ("a FIFO", ["--metalink", fifo.path, "--output", setup.output.path], "not a regular file"),
+            ("no output folder", ["--metalink", hostile.path], "--output"),
+        ]
+        for (label, arguments, words) in cases {
+            let run = try await runDemo(arguments, in: setup.directory, withErrors: true)
+            #expect(run.status == 2, "\(label): \(run.output)")
+            #expect(run.output.contains(words), "\(label): \(run.output)")
+        }
+        #expect(setup.server.statistics.requests == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.output.path).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: setup.directory.appendingPathComponent("escape.bin").path))
+    }
+}
