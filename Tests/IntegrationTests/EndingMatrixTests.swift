@@ -126,6 +126,15 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
                     maximumConnections: 3, mirrors: [url.appending(queryItems: [.init(name: "seed", value: "7")])],
                     minimumSegmentSize: 64 << 10)
             }),
+        // A Metalink's stale first location (issue 85): the request's URL serves other bytes under the same length and
+        // entity tag (and meets the ending), its first mirror is dead (nothing listens on port 1), its second serves the
+        // file. The file that fails its checksum is fetched again from the next location alone, past the dead one, in
+        // the same attempt.
+        MatrixFeature(
+            name: "lying first location", path: { _, path, _ in lying(path) }, checksum: true, file: true,
+            fileOptions: { url in
+                .init(mirrors: [URL(string: "http://127.0.0.1:1/f.bin")!, honest(url)])
+            }),
         // Starts to the server spaced 50 ms apart (issue 53): a retry or a resume waits its turn.
         MatrixFeature(name: "paced", configure: { $0.hostPacing = HostPacing(interval: 0.05) }),
         // Every response says the server's budget is spent for a second (issue 53): the server is held, and a retry
@@ -163,6 +172,21 @@ struct MatrixFeature: Sendable, CustomTestStringConvertible {
     static func paced(_ path: String) -> String {
         path.contains("rate=") || !path.hasPrefix("/bytes/")
             ? path : path + (path.contains("?") ? "&" : "?") + "rate=1000000"
+    }
+
+    /// `path` serving other bytes under the same length and entity tag (a `/bytes/` path; others as they are).
+    static func lying(_ path: String) -> String {
+        path.hasPrefix("/bytes/") ? path + (path.contains("?") ? "&" : "?") + "seed=7" : path
+    }
+
+    /// A mirror of `url` that serves the file's own bytes without the ending's faults (a `/bytes/` URL without its
+    /// query; others as they are): the ending happens to the lying location, and the mirror is a good one.
+    static func honest(_ url: URL) -> URL {
+        guard url.path.hasPrefix("/bytes/"), var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url
+        }
+        parts.query = nil
+        return parts.url ?? url
     }
 
     /// `path` answering its ranges with the whole file (a `/bytes/` path; others as they are).

@@ -168,6 +168,16 @@ private final class DocumentationContext: NetworkQueueDelegate {
         try queue.add(request)
     }
 
+    func metalinkDocuments() async throws {
+        let document = try Metalink(parsing: Data(contentsOf: URL(fileURLWithPath: "ubuntu.meta4")))
+        let folder = try OutputFolder(path: "downloads")
+        for request in try document.requests(in: folder, fileOptions: .init(maximumConnections: 4)) {
+            try queue.add(request)
+        }
+        queue.go()
+        await queue.run()
+    }
+
     #if os(Linux)
         func cookieFiles() throws {
             let cookies = try CookieStore(contentsOf: URL(fileURLWithPath: "cookies.txt"))
