@@ -59,6 +59,17 @@ import Testing
             for name in names {
                 #expect(try Data(contentsOf: setup.output.appendingPathComponent(name)) == Self.bytes(Self.size))
             }
+            // A rerun asks each file once, conditionally, and keeps both.
+            setup.server.resetStatistics()
+            let again = try await runDemo(
+                [
+                    "--transport", transport, "--no-accurate", "--metalink", metalink.path, "--output",
+                    setup.output.path,
+                ],
+                in: setup.directory, withErrors: true)
+            #expect(again.status == 0, "\(transport): \(again.output)")
+            #expect(again.output.components(separatedBy: "unchanged ").count - 1 == 2, "\(transport): \(again.output)")
+            #expect(setup.server.statistics.requests == 2, "\(transport): \(setup.server.statistics.log)")
         }
     }
 
