@@ -51,7 +51,7 @@ struct FileBuilder {
     static func number(_ text: String, of what: String, file: String, limits: Metalink.Limits) throws(MetalinkError)
         -> Int64
     {
-        let digits = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let digits = MetalinkReader.trimmed(text)
         guard !digits.isEmpty, digits.utf8.count <= 19, digits.utf8.allSatisfy({ (48...57).contains($0) }),
             let value = Int64(digits)
         else {
@@ -159,14 +159,14 @@ struct URLBuilder {
             let host = url.host, !host.isEmpty
         else { return nil }
         var rank = 1_000_000
-        if let priority, let value = Int(priority.trimmingCharacters(in: .whitespaces)), (1...999_999).contains(value) {
+        if let priority, let value = Int(MetalinkReader.trimmed(priority)), (1...999_999).contains(value) {
             rank = value
-        } else if let preference, let value = Int(preference.trimmingCharacters(in: .whitespaces)),
+        } else if let preference, let value = Int(MetalinkReader.trimmed(preference)),
             (0...100).contains(value)
         {
             rank = 101 - value
         }
-        let code = country?.trimmingCharacters(in: .whitespaces).lowercased()
+        let code = country.map { MetalinkReader.trimmed($0).lowercased() }
         let isCountry = code.map { $0.utf8.count == 2 && $0.utf8.allSatisfy { (97...122).contains($0) } } ?? false
         return Metalink.Location(url: url, priority: rank, country: isCountry ? code : nil)
     }

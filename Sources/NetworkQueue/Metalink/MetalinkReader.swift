@@ -73,6 +73,19 @@ enum MetalinkReader {
         }
     }
 
+    /// `text` without XML's white space (space, tab, CR, LF) around it: on its UTF-8, as most texts of a document
+    /// (a piece's hash) have none to trim.
+    static func trimmed(_ text: String) -> String {
+        let bytes = text.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start = bytes.index(after: start) }
+        while end > start, isSpace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+        if start == bytes.startIndex, end == bytes.endIndex { return text }
+        return String(text[start..<end])
+    }
+
     private static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
         let needle = Array(text.utf8)
         guard bytes.count >= needle.count else { return false }
@@ -186,7 +199,9 @@ enum MetalinkReader {
                 text = ""
                 attributes = attributeDict
             case ("pieces", "file"), ("pieces", "verification"):
+                // Taken out while it changes, so that its arrays are not copied (a copy a piece is quadratic).
                 guard var current = file else { return }
+                file = nil
                 guard current.pieceLists.count < MetalinkReader.maximumHashesPerFile else {
                     return refuse(parser, MetalinkError(.tooMany, "file '\(current.label)' has too many piece lists"))
                 }
@@ -221,12 +236,13 @@ enum MetalinkReader {
             guard let closed = path.popLast() else { return }
             if path.isEmpty { isRootClosed = true }
             let parent = path.last ?? ""
-            let value = text?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let value = text.map(MetalinkReader.trimmed)
             text = nil
+            // Taken out while it changes, so that its arrays are not copied (a copy a piece is quadratic).
             guard var current = file else { return }
+            file = nil
             switch (closed, parent) {
             case ("file", _):
-                file = nil
                 do throws(MetalinkError) {
                     let made = try current.make(limits: limits, version: version ?? .metalink4)
                     guard names.insert(made.name).inserted else {
@@ -267,7 +283,7 @@ enum MetalinkReader {
                         text: value ?? "", priority: attributes["priority"], preference: attributes["preference"],
                         country: attributes["location"]))
             default:
-                return
+                break
             }
             file = current
         }
