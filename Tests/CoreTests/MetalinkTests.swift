@@ -249,6 +249,38 @@ import Testing
         }
     }
 
+    /// Every document cut short is refused, never read as a shorter one (FoundationXML on Linux reports success for
+    /// a document whose elements are left open), and a document with any one byte changed is read or refused, never a
+    /// crash.
+    @Test func aDocumentCutShortOrWithAByteChangedIsRefusedOrRead() throws {
+        let whole = Self.meta4(
+            """
+            <file name="a.bin"><size>9</size><hash type="sha-256">\(Self.sha256)</hash>
+              <pieces length="4" type="sha-256"><hash>\(Self.sha256)</hash><hash>\(Self.sha256)</hash><hash>\(Self.sha256)</hash></pieces>
+              <url priority="1">http://a.example/a.bin</url></file>
+            """)
+        #expect(try Metalink(parsing: whole).files.count == 1)
+        let end = try #require(whole.lastIndex(of: UInt8(ascii: ">")))
+        var refused = 0
+        for length in 0..<end {
+            do {
+                _ = try Metalink(parsing: whole.prefix(length))
+                Issue.record("a document cut at byte \(length) was read")
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(refused == end)
+        var read = 0
+        for index in stride(from: 0, to: whole.count, by: 3) {
+            var changed = whole
+            changed[index] = changed[index] == UInt8(ascii: "<") ? UInt8(ascii: "&") : UInt8(ascii: "<")
+            if (try? Metalink(parsing: changed)) != nil { read += 1 }
+        }
+        // Most changes land in a hash, a tag or the name: only a few leave a document that is still whole and good.
+        #expect(read < whole.count / 3 / 4, "\(read) of \(whole.count / 3) changed documents were read")
+    }
+
     @Test func eachFileBecomesARequestInTheFolderWithItsMirrorsAndChecksum() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("metalink-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
