@@ -95,6 +95,7 @@ import Testing
                       <resources>
                         <url type="http" location="se" preference="10">http://se.example/debian.iso</url>
                         <url type="http" preference="100">http://best.example/debian.iso</url>
+                        <url type="bittorrent" preference="100">http://t.example/debian.iso.torrent</url>
                       </resources>
                     </file>
                   </files>

@@ -99,6 +99,10 @@ import Testing
             #expect(log.filter { $0.contains("seed=7") }.count == 1, "\(transport): \(log)")
             #expect(log.filter { $0.contains("key=good") }.count == 1, "\(transport): \(log)")
             #expect(run.output.contains("checksumVerified"), "\(transport): \(run.output)")
+            // The log names each location fetched from alone: the dead one, then the good one.
+            let alone = run.output.split(separator: "\n").filter { $0.contains("(that location alone)") }
+            #expect(alone.count == 2, "\(transport): \(run.output)")
+            #expect(alone.first?.contains("127.0.0.1:1/a.bin") == true, "\(transport): \(alone)")
         }
     }
 

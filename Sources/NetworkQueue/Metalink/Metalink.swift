@@ -50,8 +50,9 @@ public struct Metalink: Sendable, Equatable {
         public var hashes: [Hash]
         /// Hashes of the pieces of the file, when the document gives them in a type this library knows.
         public var pieces: Pieces?
-        /// Where the file may be fetched: `http` and `https` URLs only, best first (lowest ``Location/priority``,
-        /// the document's order among equals).
+        /// Where the file may be fetched: `http` and `https` URLs only (a Metalink 3 URL of another `type`, such as
+        /// a `.torrent` file's, is skipped), best first (lowest ``Location/priority``, the document's order among
+        /// equals).
         public var locations: [Location]
 
         /// The hash the whole file is checked against: the strongest of ``hashes`` that this library verifies

@@ -151,10 +151,14 @@ struct URLBuilder {
     var priority: String?
     var preference: String?
     var country: String?
+    /// Metalink 3's `type` (`http`, `ftp`, `bittorrent`…): a URL of another type than `http` or `https` is not the
+    /// file's bytes even when it is an http URL (a `.torrent` file's).
+    var type: String?
 
-    /// The location, or nil when its URL is not `http` or `https` with a host (another scheme is skipped, as a
-    /// `metaurl` is).
+    /// The location, or nil when its URL is not `http` or `https` with a host, or is said to be of another type
+    /// (another scheme is skipped, as a `metaurl` is).
     func location(version: Metalink.Version) -> Metalink.Location? {
+        if let type, !["http", "https"].contains(MetalinkReader.trimmed(type).lowercased()) { return nil }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty
         else { return nil }

@@ -281,7 +281,7 @@ enum MetalinkReader {
                 current.urls.append(
                     URLBuilder(
                         text: value ?? "", priority: attributes["priority"], preference: attributes["preference"],
-                        country: attributes["location"]))
+                        country: attributes["location"], type: attributes["type"]))
             default:
                 break
             }

@@ -197,7 +197,15 @@ extension QueueStateMachine {
                 sent.timeoutInterval, speedWindow: lowestSpeed?.seconds, slot: slot, token: attempt.token, now: now,
                 live: scheduler.activeCount, table: table)
             outbox.log(.debug, .attemptStarted, request, now: now) {
-                "attempt \(record.machine.attempts): \(sent.method) \(Redaction.describe(sent.url))"
+                // A file fetched again from one location alone names that location.
+                let mirrors = request.fileOptions.mirrors
+                let alone: URL? = attempt.onlySource.flatMap {
+                    $0 > 0 && $0 <= mirrors.count ? mirrors[$0 - 1] : sent.url
+                }
+                let isAlone = attempt.onlySource != nil
+                return
+                    "attempt \(record.machine.attempts): \(sent.method) \(Redaction.describe(isAlone ? alone : sent.url))"
+                    + (isAlone ? " (that location alone)" : "")
             }
             let continuesPart =
                 record.claim != nil && request.continuesPartialDownloads && replacing == nil
