@@ -439,7 +439,10 @@ if let input = options.input, let listReader {
         existingFile: existingFile, validation: validation, headers: options.headers, split: options.split,
         dryRunAttempts: options.dryRun ? options.retries + 1 : nil, treeCutDirs: options.tree ? options.cutDirs : nil,
         namesFromResponse: options.contentDisposition, session: session, namer: namer,
-        tally: tally, ignoredOption: listIgnoredOption)
+        tally: tally, ignoredOption: listIgnoredOption,
+        metalink: { [transport, retries = options.retries] request throws(MetalinkInput.Problem) in
+            try await MetalinkInput.document(from: request, transport: transport, retries: retries)
+        })
     // The lines of the file were counted: the progress counts the whole list from the start. (A shard's share
     // is about 1/N of them, and comments and entries kept by --no-clobber give no request: the count only
     // shapes the estimate.)

@@ -56,6 +56,9 @@ public struct ListSource: AsyncSequence, Sendable {
     let namer: FileNamer
     /// Told once of each option name the list gives that the Demo does not know (and ignores), with its line.
     public let ignoredOption: @Sendable (String, Int) -> Void
+    /// Fetches and reads the Metalink document of a line whose URL ends in `.meta4` or `.metalink` (nil: such a line is
+    /// a file like any other). Its files become the line's requests.
+    public let metalink: (@Sendable (URLRequest) async throws(MetalinkInput.Problem) -> Metalink)?
 
     /// The list at `path`, read from `reader` when it was opened already (to count its lines on the same
     /// descriptor: a list is opened and read once), else opened at the first read.
@@ -64,8 +67,10 @@ public struct ListSource: AsyncSequence, Sendable {
         existingFile: NetworkRequest.ExistingFile, validation: NetworkRequest.Validation = .init(),
         headers: SentHeaders = .init(), split: Int = 1, dryRunAttempts: Int? = nil, treeCutDirs: Int? = nil,
         namesFromResponse: Bool = false, session: SessionFile? = nil, namer: FileNamer = FileNamer(), tally: Tally,
-        ignoredOption: @escaping @Sendable (String, Int) -> Void = { _, _ in }
+        ignoredOption: @escaping @Sendable (String, Int) -> Void = { _, _ in },
+        metalink: (@Sendable (URLRequest) async throws(MetalinkInput.Problem) -> Metalink)? = nil
     ) {
+        self.metalink = metalink
         self.namer = namer
         self.ignoredOption = ignoredOption
         self.session = session
@@ -92,12 +97,22 @@ public struct ListSource: AsyncSequence, Sendable {
         var isAtEnd = false
         /// True once ``next()`` returned nil (the list closed).
         var isFinished = false
+        /// The requests of a Metalink line not handed out yet, in reverse.
+        var pending: [NetworkRequest] = []
 
         public mutating func next() async throws -> NetworkRequest? {
+            if let request = pending.popLast() { return request }
             // Past the end it stays there: the list is not opened (or closed) again.
             guard !isFinished else { return nil }
             if reader == nil { reader = try source.opened ?? LineReader(path: source.path) }
             while let (entry, spans) = try nextEntry() {
+                if source.metalink != nil, source.output != nil, source.dryRunAttempts == nil,
+                    MetalinkInput.namesDocument(entry.url)
+                {
+                    pending = try await requests(ofDocument: entry, spans: spans).reversed()
+                    if let request = pending.popLast() { return request }
+                    continue
+                }
                 if let request = try request(for: entry, spans: spans) { return request }
             }
             reader?.finish()
@@ -186,6 +201,67 @@ public struct ListSource: AsyncSequence, Sendable {
                 fileOptions: source.fileOptions(mirrors: entry.mirrors), tag: number)
         }
 
+        /// The requests of the Metalink document `read` names: each file under its own name in the line's folder
+        /// (made unique over the list as any line's), with its mirrors and hash, tagged with the line. The line stays
+        /// in the session until all of them finished. A document that cannot be fetched or is refused is a bad line.
+        private mutating func requests(ofDocument read: InputList.Entry, spans: [InputList.LineSpan]) async throws
+            -> [NetworkRequest]
+        {
+            let number = read.line
+            let tracks = source.shard.contains(read.url)
+            source.session?.noteRead(line: number, spans: spans, tracks: tracks)
+            let entry = try Self.placed(read, output: source.output?.path)
+            try Self.checkDocumentLine(entry, output: source.output?.path)
+            guard tracks else {
+                source.tally.skip()
+                return []
+            }
+            guard let output = source.output, let fetch = source.metalink else { return [] }
+            var headers = source.headers
+            for field in entry.headers.fields { try? headers.set(field.name, field.value) }
+            let document: Metalink
+            do {
+                document = try await fetch(headers.request(for: entry.url))
+            } catch {
+                throw InputList.Problem(line: number, reason: "--metalink \(entry.url.absoluteString): \(error)")
+            }
+            var requests: [NetworkRequest] = []
+            for file in document.files {
+                let place = namer.place(for: NamedPlace(folders: entry.folders ?? [], name: file.name))
+                guard let checked = try? place.place() else {
+                    throw InputList.Problem(line: number, reason: "\(place.relativePath) is not a place for a file")
+                }
+                let destination = output.url(for: checked)
+                if source.noClobber, FileNames.holdsFile(at: destination, of: file.locations[0].url) {
+                    source.tally.keep()
+                    continue
+                }
+                var options = source.fileOptions(mirrors: file.locations.dropFirst().map(\.url))
+                options.namesFileFromResponse = false
+                requests.append(
+                    NetworkRequest(
+                        headers.request(for: file.locations[0].url), destination: .file(destination),
+                        validation: source.validation, integrity: .init(checksum: file.checksum), fileOptions: options,
+                        tag: number))
+            }
+            if requests.isEmpty {
+                source.session?.finished(line: number)
+            } else {
+                source.session?.expect(line: number, requests: requests.count)
+            }
+            return requests
+        }
+
+        /// Throws for a line that names a Metalink document (with `--output`) and gives `out=` or a checksum: the
+        /// document names its own files and hashes.
+        static func checkDocumentLine(_ entry: InputList.Entry, output: String?) throws {
+            guard output != nil, MetalinkInput.namesDocument(entry.url), entry.name != nil || entry.checksum != nil
+            else { return }
+            throw InputList.Problem(
+                line: entry.line, reason: "a Metalink document's line takes no out= or checksum: it names its own files"
+            )
+        }
+
         /// `entry` with its `dir=` under the output folder at `output`: an absolute one (as aria2 saves one) made
         /// relative to it. Throws for `out=` or `dir=` without an output folder, or a folder outside it.
         static func placed(_ entry: InputList.Entry, output: String?) throws -> InputList.Entry {
@@ -230,7 +306,10 @@ public struct ListSource: AsyncSequence, Sendable {
         }
         var assembler = InputList.Assembler(ignored: ignoredOption)
         let outputPath = output?.path
-        func check(_ entry: InputList.Entry) throws { _ = try AsyncIterator.placed(entry, output: outputPath) }
+        func check(_ entry: InputList.Entry) throws {
+            _ = try AsyncIterator.placed(entry, output: outputPath)
+            try AsyncIterator.checkDocumentLine(entry, output: outputPath)
+        }
         // Nearly every line of a long list is one plain URL: known good from its bytes, it is never made a string, and
         // the assembler hears of it only when an option line follows (an entry of one plain URL line is good as it is).
         var plainLine: Int?

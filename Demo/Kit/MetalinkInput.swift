@@ -20,6 +20,12 @@ public enum MetalinkInput {
         public let description: String
     }
 
+    /// True when `url`'s path ends in `.meta4` or `.metalink` (any case): a list's line that names a document.
+    public static func namesDocument(_ url: URL) -> Bool {
+        let path = url.path.lowercased()
+        return path.hasSuffix(".meta4") || path.hasSuffix(".metalink")
+    }
+
     /// The document at `path`, read and checked (``Metalink/init(parsing:limits:)``).
     public static func document(at path: String, limits: Metalink.Limits = .init()) throws(Problem) -> Metalink {
         let data = try contents(of: path, limit: limits.maximumDocumentBytes)

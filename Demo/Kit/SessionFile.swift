@@ -24,6 +24,8 @@ public final class SessionFile: @unchecked Sendable {
     /// Where the lines of each entry read and not ended lie in the session file (bytes, without their newlines): its
     /// URL line, then its option lines.
     private var lines: [Int: [(offset: Int64, length: Int)]] = [:]
+    /// The requests not finished yet of the lines that gave several (a Metalink document's files).
+    private var outstanding: [Int: Int] = [:]
     private var end: Int64 = 0
     private var failedToWrite = false
 
@@ -109,10 +111,24 @@ public final class SessionFile: @unchecked Sendable {
         }
     }
 
+    /// Line `number` gives `count` requests (a Metalink document's files): it leaves the session only once each of
+    /// them finished.
+    public func expect(line number: Int, requests count: Int) {
+        lock.withLock { if lines[number] != nil, count > 1 { outstanding[number] = count } }
+    }
+
     /// The entry of line `number` finished (or its file was there already): it leaves the session, each of its lines
-    /// overwritten in place by a comment of its length (the newlines stay: every later line keeps its number).
+    /// overwritten in place by a comment of its length (the newlines stay: every later line keeps its number). A line
+    /// of several requests (``expect(line:requests:)``) leaves it when the last of them finished.
     public func finished(line number: Int) {
         lock.withLock {
+            if let left = outstanding[number] {
+                guard left <= 1 else {
+                    outstanding[number] = left - 1
+                    return
+                }
+                outstanding[number] = nil
+            }
             guard let spans = lines.removeValue(forKey: number) else { return }
             for (offset, length) in spans where length > 0 {
                 let comment = [UInt8(ascii: "#")] + [UInt8](repeating: UInt8(ascii: " "), count: length - 1)
@@ -121,8 +137,14 @@ public final class SessionFile: @unchecked Sendable {
         }
     }
 
-    /// Line `number` ended without finishing (failed, cancelled): it stays in the session as it is.
-    public func keep(line number: Int) { _ = lock.withLock { lines.removeValue(forKey: number) } }
+    /// Line `number` ended without finishing (failed, cancelled): it stays in the session as it is (and so does a
+    /// line of several requests when one of them did not finish).
+    public func keep(line number: Int) {
+        lock.withLock {
+            lines.removeValue(forKey: number)
+            outstanding[number] = nil
+        }
+    }
 
     private func reportFailure() {
         guard !failedToWrite else { return }

@@ -168,7 +168,12 @@ extension DemoOptions {
                             redirect to another origin); any other option (gid=, continue=...) is named
                             once on standard error and ignored. A regular file is read through before
                             anything is sent: a malformed one is refused (exit 2) before its first
-                            request; a pipe stops at its first bad line
+                            request; a pipe stops at its first bad line. With --output, a line whose
+                            URL ends in .meta4 or .metalink names a Metalink document: it is fetched
+                            and its files are the line's (as --metalink's, named among the list's
+                            names, in the line's dir=; out= or a checksum there is a bad line); the
+                            line leaves a --save-session once all of them finished; a document that
+                            cannot be fetched or is refused is a bad line
           --metalink FILE|URL
                             with --output: fetch the files a Metalink document names (Metalink 4,
                             .meta4, RFC 5854, or Metalink 3, .metalink), each under its own name in

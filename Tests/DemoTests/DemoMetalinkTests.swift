@@ -134,6 +134,56 @@ import Testing
         #expect(setup.server.statistics.requests == 1)
     }
 
+    /// The URL of a document served by `server` under a path ending in `.meta4`.
+    static func served(_ document: Data, by server: LoopbackServer) -> String {
+        var query = CharacterSet.alphanumerics
+        query.insert(charactersIn: "-._~")
+        return server.url("/text/files.meta4").absoluteString + "?body="
+            + String(decoding: document, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: query)!
+    }
+
+    /// A list's line whose URL ends in `.meta4`: its document's files are the line's, named in the line's folder
+    /// among the list's names; the session keeps the line until every one of its files finished.
+    @Test func aListLineThatNamesADocumentGivesItsFilesAndStaysInTheSessionUntilAllFinished() async throws {
+        let setup = try DemoSetup(paths: [])
+        defer { setup.tearDown() }
+        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
+        let url = setup.server.url("/bytes/\(Self.size)").absoluteString
+        let whole = Self.served(
+            Self.document([("a.bin", good, [(url + "?key=a", 1)]), ("b.bin", good, [(url + "?key=b", 1)])]),
+            by: setup.server)
+        // b.bin's bytes are not its hash's: the line stays in the session.
+        let lying = Self.served(
+            Self.document([("c.bin", good, [(url + "?key=c", 1)]), ("d.bin", good, [(url + "?seed=7", 1)])]),
+            by: setup.server)
+        let session = setup.directory.appendingPathComponent("session.txt")
+        // The plain line's file takes the name a.bin first: the document's a.bin becomes a-2.bin.
+        try Data("\(url)?key=plain\tout=a.bin\n\(whole)\n\(lying)\tdir=sub\n".utf8).write(to: setup.list)
+        let run = try await runDemo(
+            [
+                "--no-accurate", "--input", setup.list.path, "--output", setup.output.path, "--save-session",
+                session.path,
+            ], in: setup.directory, withErrors: true)
+        #expect(run.status == 1, "\(run.output)")
+        let names = try FileManager.default.subpathsOfDirectory(atPath: setup.output.path).sorted()
+        #expect(names == ["a-2.bin", "a.bin", "b.bin", "sub", "sub/c.bin"], "\(run.output)")
+        for name in ["a.bin", "a-2.bin", "b.bin", "sub/c.bin"] {
+            #expect(try Data(contentsOf: setup.output.appendingPathComponent(name)) == Self.bytes(Self.size))
+        }
+        let kept = try String(contentsOf: session, encoding: .utf8).split(separator: "\n")
+            .filter { !$0.hasPrefix("#") && !$0.allSatisfy { $0 == " " } }
+        #expect(kept == ["\(lying)\tdir=sub"], "\(kept)")
+        // A document's line with out= is a bad line, found before anything is sent.
+        try Data("\(whole)\tout=x.bin\n".utf8).write(to: setup.list)
+        setup.server.resetStatistics()
+        let bad = try await runDemo(
+            ["--no-accurate", "--input", setup.list.path, "--output", setup.output.path], in: setup.directory,
+            withErrors: true)
+        #expect(bad.status == 2, "\(bad.output)")
+        #expect(bad.output.contains("takes no out="), "\(bad.output)")
+        #expect(setup.server.statistics.requests == 0)
+    }
+
     @Test func aFileWhoseBytesDoNotMatchItsHashIsNotKept() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
