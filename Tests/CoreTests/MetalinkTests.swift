@@ -308,6 +308,33 @@ import Testing
         #expect(requests[1].integrity.checksum == nil)
     }
 
+    /// The most files a document may name, each with three locations and a hash: read and made into as many requests,
+    /// each to its own file; one file more is refused.
+    @Test func aDocumentOfTheMostFilesIsReadWholeAndOneMoreIsRefused() throws {
+        func document(_ count: Int) -> Data {
+            var text = ""
+            text.reserveCapacity(count * 300)
+            for index in 0..<count {
+                text += "<file name=\"f\(index).bin\"><size>4096</size><hash type=\"sha-256\">\(Self.sha256)</hash>"
+                text +=
+                    "<url priority=\"1\">http://a.example/f\(index)</url><url priority=\"2\">http://b.example/f\(index)</url>"
+                text += "<url priority=\"3\">http://c.example/f\(index)</url></file>\n"
+            }
+            return Self.meta4(text)
+        }
+        let most = Metalink.Limits().maximumFiles
+        let read = try Metalink(parsing: document(most))
+        #expect(read.files.count == most)
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("metalink-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let requests = try read.requests(in: try OutputFolder(path: root.path))
+        #expect(requests.count == most)
+        #expect(Set(requests.map(\.destination)).count == most)
+        #expect(requests.allSatisfy { $0.fileOptions.mirrors.count == 2 && $0.integrity.checksum != nil })
+        #expect(requests.last?.url?.absoluteString == "http://a.example/f\(most - 1)")
+        #expect(throws: MetalinkError.self) { try Metalink(parsing: document(most + 1)) }
+    }
+
     @Test func aDocumentIsRecognizedByItsRootElement() {
         #expect(Metalink.looksLikeDocument(Self.meta4("")))
         #expect(
