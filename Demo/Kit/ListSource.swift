@@ -236,13 +236,12 @@ public struct ListSource: AsyncSequence, Sendable {
                     source.tally.keep()
                     continue
                 }
-                var options = source.fileOptions(mirrors: file.locations.dropFirst().map(\.url))
+                var options = source.fileOptions(mirrors: [])
                 options.namesFileFromResponse = false
                 requests.append(
-                    NetworkRequest(
-                        headers.request(for: file.locations[0].url), destination: .file(destination),
-                        validation: source.validation, integrity: .init(checksum: file.checksum), fileOptions: options,
-                        tag: number))
+                    file.request(
+                        savedAt: destination, fileOptions: options, validation: source.validation,
+                        making: headers.request(for:), tag: number))
             }
             if requests.isEmpty {
                 source.session?.finished(line: number)

@@ -34,13 +34,30 @@ extension Metalink {
                 throw MetalinkError(.unsafeName, "the output folder refuses file '\(file.name)': \(error.description)")
             }
         }
+        var options = fileOptions
+        options.outputFolder = folder
         return zip(files, places).map { file, place in
-            var options = fileOptions
-            options.mirrors = file.locations.dropFirst().map(\.url)
-            options.outputFolder = folder
-            return NetworkRequest(
-                making(file.locations[0].url), destination: .file(folder.url(for: place)), validation: validation,
-                integrity: .init(checksum: file.checksum), fileOptions: options)
+            file.request(savedAt: folder.url(for: place), fileOptions: options, validation: validation, making: making)
         }
+    }
+}
+
+extension Metalink.File {
+    /// The request for this file saved at `destination`: its best location as its URL (sent as `making` makes it), the
+    /// others as its ``NetworkRequest/FileOptions-swift.struct/mirrors`` (those of `fileOptions` replaced), its
+    /// ``checksum`` as its ``NetworkRequest/Integrity-swift.struct/checksum``. What
+    /// ``Metalink/requests(in:fileOptions:validation:making:)`` makes of each file, for a caller that places the files
+    /// itself (`destination` should lie in `fileOptions`' ``NetworkRequest/FileOptions-swift.struct/outputFolder``).
+    /// `tag`: the request's ``NetworkRequest/tag``; default 0.
+    public func request(
+        savedAt destination: URL, fileOptions: NetworkRequest.FileOptions = .init(),
+        validation: NetworkRequest.Validation = .init(), making: (URL) -> URLRequest = { URLRequest(url: $0) },
+        tag: Int = 0
+    ) -> NetworkRequest {
+        var options = fileOptions
+        options.mirrors = locations.dropFirst().map(\.url)
+        return NetworkRequest(
+            making(locations[0].url), destination: .file(destination), validation: validation,
+            integrity: .init(checksum: checksum), fileOptions: options, tag: tag)
     }
 }
