@@ -334,15 +334,4 @@ import Testing
         #expect(requests.last?.url?.absoluteString == "http://a.example/f\(most - 1)")
         #expect(throws: MetalinkError.self) { try Metalink(parsing: document(most + 1)) }
     }
-
-    @Test func aDocumentIsRecognizedByItsRootElement() {
-        #expect(Metalink.looksLikeDocument(Self.meta4("")))
-        #expect(
-            Metalink.looksLikeDocument(
-                Data("\u{FEFF}<!-- x --><m:metalink xmlns:m=\"urn:ietf:params:xml:ns:metalink\"/>".utf8)))
-        #expect(Metalink.looksLikeDocument(Data("<metalink version=\"3.0\">".utf8)))
-        #expect(!Metalink.looksLikeDocument(Data("http://a.example/f\n".utf8)))
-        #expect(!Metalink.looksLikeDocument(Data("<html>".utf8)))
-        #expect(!Metalink.looksLikeDocument(Data()))
-    }
 }

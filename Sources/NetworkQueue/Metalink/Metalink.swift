@@ -197,12 +197,6 @@ public struct Metalink: Sendable, Equatable {
         self.version = version
         self.files = files
     }
-
-    /// True when `data` starts (after any byte-order mark, XML declaration, comments and white space) with a
-    /// `metalink` element: how a list's line or a downloaded file is recognized as a document.
-    public static func looksLikeDocument(_ data: Data) -> Bool {
-        MetalinkReader.rootLooksLikeMetalink(data.prefix(4096))
-    }
 }
 
 /// Why a Metalink document was refused. Nothing of a refused document is fetched.

@@ -46,22 +46,24 @@ enum MetalinkReader {
     }
 
     /// Refuses what must not reach the XML parser: another encoding than UTF-8 (a byte check could not see a
-    /// declaration in it), and any `DOCTYPE` or entity declaration.
+    /// declaration in it), and any `DOCTYPE` or entity declaration. On the document's bytes where they are, each a pass
+    /// of `memchr`.
     private static func checkBytes(_ data: Data) throws(MetalinkError) {
-        let bytes = [UInt8](data)
-        if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) || bytes.contains(0) {
+        let (holdsNUL, declares) = data.withUnsafeBytes { bytes -> (Bool, Bool) in
+            (Self.hasNUL(in: bytes), Self.declaresEntities(in: bytes))
+        }
+        if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) || holdsNUL {
             throw MetalinkError(.notXML, "the document is not UTF-8 (only UTF-8 documents are read)")
         }
-        if contains(bytes, "<!DOCTYPE") || contains(bytes, "<!ENTITY") || contains(bytes, "<!ELEMENT")
-            || contains(bytes, "<!ATTLIST")
-        {
+        if declares {
             throw MetalinkError(
                 .declaresEntities, "the document declares a DOCTYPE or an entity (a Metalink needs neither)")
         }
         // The XML declaration's encoding, when it names one: UTF-8 or its subset ASCII only.
-        if bytes.starts(with: Array("<?xml".utf8)) || bytes.starts(with: [0xEF, 0xBB, 0xBF] + Array("<?xml".utf8)) {
-            let end = bytes.firstIndex(of: UInt8(ascii: ">")) ?? bytes.count
-            let declaration = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        let opening = Array("<?xml".utf8)
+        if data.starts(with: opening) || data.starts(with: [0xEF, 0xBB, 0xBF] + opening) {
+            let end = data.firstIndex(of: UInt8(ascii: ">")) ?? data.endIndex
+            let declaration = String(decoding: data[..<end], as: UTF8.self).lowercased()
             if let range = declaration.range(of: "encoding") {
                 let rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }
                 let name = rest.prefix { $0 != "\"" && $0 != "'" && $0 != " " && $0 != "?" }
@@ -71,6 +73,27 @@ enum MetalinkReader {
                 }
             }
         }
+    }
+
+    private static func hasNUL(in bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        return memchr(base, 0, bytes.count) != nil
+    }
+
+    /// True when `bytes` hold `<!DOCTYPE`, `<!ENTITY`, `<!ELEMENT` or `<!ATTLIST` anywhere (a comment's or a text's
+    /// too): one pass over the `<`s, found by `memchr`.
+    private static func declaresEntities(in bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let words = ["!DOCTYPE", "!ENTITY", "!ELEMENT", "!ATTLIST"].map { Array($0.utf8) }
+        var offset = 0
+        while offset < bytes.count, let found = memchr(base + offset, Int32(UInt8(ascii: "<")), bytes.count - offset) {
+            let after = base.distance(to: found) + 1
+            for word in words where after + word.count <= bytes.count {
+                if word.indices.allSatisfy({ bytes[after + $0] == word[$0] }) { return true }
+            }
+            offset = after
+        }
+        return false
     }
 
     /// `text` without XML's white space (space, tab, CR, LF) around it: on its UTF-8, as most texts of a document
@@ -84,38 +107,6 @@ enum MetalinkReader {
         while end > start, isSpace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
         if start == bytes.startIndex, end == bytes.endIndex { return text }
         return String(text[start..<end])
-    }
-
-    private static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
-        let needle = Array(text.utf8)
-        guard bytes.count >= needle.count else { return false }
-        var index = 0
-        while index <= bytes.count - needle.count {
-            guard let start = bytes[index...].firstIndex(of: needle[0]), start <= bytes.count - needle.count else {
-                return false
-            }
-            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }
-            index = start + 1
-        }
-        return false
-    }
-
-    /// True when the first element of `prefix` is named `metalink` (any prefix): a cheap look, no parse.
-    static func rootLooksLikeMetalink(_ prefix: Data) -> Bool {
-        var text = String(decoding: prefix, as: UTF8.self)[...]
-        if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
-        while true {
-            text = text.drop { $0.isWhitespace }
-            if text.hasPrefix("<?") || text.hasPrefix("<!--") {
-                let end = text.hasPrefix("<?") ? "?>" : "-->"
-                guard let close = text.range(of: end) else { return false }
-                text = text[close.upperBound...]
-                continue
-            }
-            guard text.hasPrefix("<") else { return false }
-            let name = text.dropFirst().prefix { !$0.isWhitespace && $0 != ">" && $0 != "/" }
-            return name == "metalink" || name.hasSuffix(":metalink")
-        }
     }
 
     /// The parser's delegate: the document as it is read, and the first reason to refuse it.
