@@ -23,6 +23,9 @@ import Testing
         return data.prefix(count)
     }
 
+    /// The SHA-256 of the bytes `/bytes/<size>` serves.
+    static let good = Checksum(hashing: bytes(size), .sha256).hex
+
     /// A Metalink 4 document of `files`: (name, hash, URLs with their priority).
     static func document(_ files: [(String, String, [(String, Int)])]) -> Data {
         let body = files.map { name, hash, urls in
@@ -37,13 +40,12 @@ import Testing
     @Test func aDocumentsFilesComeFromTheLocationsThatAnswerAndAreChecked() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
         // The best location is dead (nothing listens on port 1): the file comes from the next.
         let metalink = setup.directory.appendingPathComponent("files.meta4")
         try Self.document([
-            ("a.bin", good, [("http://127.0.0.1:1/a.bin", 1), (url + "?key=a", 2)]),
-            ("b.bin", good, [(url + "?key=b", 1)]),
+            ("a.bin", Self.good, [("http://127.0.0.1:1/a.bin", 1), (url + "?key=a", 2)]),
+            ("b.bin", Self.good, [(url + "?key=b", 1)]),
         ]).write(to: metalink)
         for transport in ["curl", "urlsession"] {
             try? FileManager.default.removeItem(at: setup.output)
@@ -79,11 +81,10 @@ import Testing
     @Test func aLyingFirstLocationAndADeadOneDoNotFailTheFile() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
         let metalink = setup.directory.appendingPathComponent("files.meta4")
         try Self.document([
-            ("a.bin", good, [(url + "?seed=7", 1), ("http://127.0.0.1:1/a.bin", 2), (url + "?key=good", 3)])
+            ("a.bin", Self.good, [(url + "?seed=7", 1), ("http://127.0.0.1:1/a.bin", 2), (url + "?key=good", 3)])
         ]).write(to: metalink)
         for transport in ["curl", "urlsession"] {
             try? FileManager.default.removeItem(at: setup.output)
@@ -109,14 +110,8 @@ import Testing
     @Test func aDocumentGivenByURLIsFetchedFirst() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
-        let document = String(decoding: Self.document([("a.bin", good, [(url, 1)])]), as: UTF8.self)
-        var query = CharacterSet.alphanumerics
-        query.insert(charactersIn: "-._~")
-        let served =
-            setup.server.url("/text").absoluteString + "?body="
-            + document.addingPercentEncoding(withAllowedCharacters: query)!
+        let served = Self.served(Self.document([("a.bin", Self.good, [(url, 1)])]), by: setup.server)
         let run = try await runDemo(
             ["--no-accurate", "--metalink", served, "--output", setup.output.path], in: setup.directory,
             withErrors: true)
@@ -147,14 +142,13 @@ import Testing
     @Test func aListLineThatNamesADocumentGivesItsFilesAndStaysInTheSessionUntilAllFinished() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
         let whole = Self.served(
-            Self.document([("a.bin", good, [(url + "?key=a", 1)]), ("b.bin", good, [(url + "?key=b", 1)])]),
+            Self.document([("a.bin", Self.good, [(url + "?key=a", 1)]), ("b.bin", Self.good, [(url + "?key=b", 1)])]),
             by: setup.server)
         // b.bin's bytes are not its hash's: the line stays in the session.
         let lying = Self.served(
-            Self.document([("c.bin", good, [(url + "?key=c", 1)]), ("d.bin", good, [(url + "?seed=7", 1)])]),
+            Self.document([("c.bin", Self.good, [(url + "?key=c", 1)]), ("d.bin", Self.good, [(url + "?seed=7", 1)])]),
             by: setup.server)
         let session = setup.directory.appendingPathComponent("session.txt")
         // The plain line's file takes the name a.bin first: the document's a.bin becomes a-2.bin.
@@ -187,11 +181,11 @@ import Testing
     @Test func aFileWhoseBytesDoNotMatchItsHashIsNotKept() async throws {
         let setup = try DemoSetup(paths: [])
         defer { setup.tearDown() }
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
         let metalink = setup.directory.appendingPathComponent("files.meta4")
         // b.bin's one location serves other bytes (another seed) than its hash says.
-        try Self.document([("a.bin", good, [(url, 1)]), ("b.bin", good, [(url + "?seed=7", 1)])]).write(to: metalink)
+        try Self.document([("a.bin", Self.good, [(url, 1)]), ("b.bin", Self.good, [(url + "?seed=7", 1)])]).write(
+            to: metalink)
         let run = try await runDemo(
             ["--no-accurate", "--metalink", metalink.path, "--output", setup.output.path], in: setup.directory,
             withErrors: true)
@@ -206,8 +200,8 @@ import Testing
         let url = setup.server.url("/bytes/\(Self.size)").absoluteString
         let hostile = setup.directory.appendingPathComponent("hostile.meta4")
         // A good file first, then one whose name climbs out of the folder: nothing of the document is fetched.
-        let good = Checksum(hashing: Self.bytes(Self.size), .sha256).hex
-        try Self.document([("a.bin", good, [(url, 1)]), ("../escape.bin", good, [(url, 1)])]).write(to: hostile)
+        try Self.document([("a.bin", Self.good, [(url, 1)]), ("../escape.bin", Self.good, [(url, 1)])]).write(
+            to: hostile)
         let fifo = setup.directory.appendingPathComponent("fifo.meta4")
         #expect(mkfifo(fifo.path, 0o600) == 0)
         let cases: [(String, [String], String)] = [
